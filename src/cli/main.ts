@@ -1,0 +1,70 @@
+// The `tenax` command line: global options, the command tree, and one place that turns errors
+// into messages and exit codes (0 ok, 1 failed, 2 usage).
+import { Command, CommanderError } from "commander";
+import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../config/paths.js";
+import { UsageError } from "../core/errors.js";
+import { registerInitCommand } from "./commands/init.js";
+import { registerProfileCommands } from "./commands/profile.js";
+import { registerSessionsCommands } from "./commands/sessions.js";
+import { registerUpCommand } from "./commands/up.js";
+import { createOutput, type Output, reportError } from "./output.js";
+
+export interface Cli {
+  /** The selected profile's paths (from --profile, TENAX_PROFILE or the default). */
+  profile(): ProfilePaths;
+  /** Run a command body with output and error handling; sets the exit code. */
+  run(
+    json: boolean | undefined,
+    body: (out: Output) => Promise<number | undefined> | number | undefined,
+  ): Promise<void>;
+}
+
+export const VERSION = "0.1.0";
+
+export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const program = new Command("tenax")
+    .description("Tenax: a self-hosted AI agent runtime that says which layer broke.")
+    .version(VERSION)
+    .option("--profile <name>", "profile to use (default: TENAX_PROFILE or the default profile)")
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  const cli: Cli = {
+    profile() {
+      const flag = program.opts<{ profile?: string }>().profile;
+      return profilePaths(resolveHome(), selectProfileName(flag));
+    },
+    async run(json, body) {
+      const out = createOutput(json === true);
+      try {
+        exitCode = (await body(out)) ?? 0;
+      } catch (error) {
+        exitCode = reportError(error, json === true);
+      }
+    },
+  };
+
+  registerInitCommand(program, cli);
+  registerProfileCommands(program, cli);
+  registerSessionsCommands(program, cli);
+  registerUpCommand(program, cli);
+  for (const command of allCommands(program)) command.exitOverride();
+
+  try {
+    await program.parseAsync(argv, { from: "user" });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return 0;
+      if (error.code === "commander.help") return 0;
+      return 2;
+    }
+    return reportError(error instanceof UsageError ? error : error, false);
+  }
+  return exitCode;
+}
+
+function allCommands(command: Command): Command[] {
+  return [command, ...command.commands.flatMap(allCommands)];
+}

@@ -1,0 +1,59 @@
+// How commands talk to the terminal: plain text for people, one JSON document on stdout with --json.
+import { TenaxError } from "../core/errors.js";
+
+export interface Output {
+  json: boolean;
+  /** Print a line for people (suppressed in --json mode). */
+  line(text?: string): void;
+  /** Print a warning on stderr (kept in --json mode, where it never mixes with the document). */
+  warn(text: string): void;
+  /** Print the one JSON document of a --json command. */
+  document(value: unknown): void;
+}
+
+export function createOutput(json: boolean): Output {
+  return {
+    json,
+    line(text = "") {
+      if (!json) process.stdout.write(`${text}\n`);
+    },
+    warn(text) {
+      process.stderr.write(`warning: ${text}\n`);
+    },
+    document(value) {
+      process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    },
+  };
+}
+
+/** Print an error the way every command does: what went wrong, then what to do. */
+export function reportError(error: unknown, json: boolean): number {
+  if (TenaxError.isInstance(error)) {
+    if (json) process.stdout.write(`${JSON.stringify({ error: error.toJSON() }, null, 2)}\n`);
+    process.stderr.write(`error: ${error.message}\n`);
+    if (error.hint) process.stderr.write(`${error.hint}\n`);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  if (json)
+    process.stdout.write(`${JSON.stringify({ error: { code: "internal", message: String(error) } })}\n`);
+  process.stderr.write(`error: unexpected failure (a bug in Tenax): ${message}\n`);
+  return 1;
+}
+
+/** Format a millisecond timestamp for people; a bad one is shown as it is. */
+export function formatTime(ms: number | null): string {
+  if (ms === null) return "?";
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+}
+
+/** Render rows as an aligned text table. */
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const fmt = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return [fmt(headers), ...rows.map(fmt)].join("\n");
+}

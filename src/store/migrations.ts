@@ -1,0 +1,89 @@
+// The store's schema, as forward-only migrations. PRAGMA user_version holds the version reached;
+// application_id marks the file as a Tenax store. A store from a newer Tenax is never touched.
+import type Database from "better-sqlite3";
+
+/** "TNAX" as a big-endian integer; SQLite stores it in the file header. */
+export const APPLICATION_ID = 0x544e4158;
+
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "sessions, messages, turns, search queue, store identity",
+    sql: `
+      CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+      CREATE TABLE sessions (
+        id                TEXT PRIMARY KEY,
+        title             TEXT,
+        source            TEXT NOT NULL DEFAULT 'cli',
+        model             TEXT,
+        parent_session_id TEXT,
+        created_at        INTEGER NOT NULL,
+        updated_at        INTEGER NOT NULL,
+        metadata          TEXT
+      );
+      CREATE INDEX sessions_updated ON sessions(updated_at);
+      CREATE TABLE messages (
+        id           INTEGER PRIMARY KEY,
+        uid          TEXT NOT NULL UNIQUE,
+        session_id   TEXT NOT NULL,
+        seq          INTEGER NOT NULL,
+        role         TEXT NOT NULL,
+        content      TEXT,
+        content_kind TEXT NOT NULL DEFAULT 'text',
+        tool_calls   TEXT,
+        tool_call_id TEXT,
+        name         TEXT,
+        turn_id      TEXT,
+        created_at   INTEGER NOT NULL,
+        UNIQUE (session_id, seq)
+      );
+      CREATE TABLE turns (
+        id               TEXT PRIMARY KEY,
+        session_id       TEXT NOT NULL,
+        status           TEXT NOT NULL,
+        started_at       INTEGER NOT NULL,
+        ended_at         INTEGER,
+        lease_owner      TEXT,
+        lease_expires_at INTEGER,
+        heartbeat_at     INTEGER,
+        interrupt_count  INTEGER NOT NULL DEFAULT 0,
+        error            TEXT
+      );
+      CREATE INDEX turns_session ON turns(session_id, started_at);
+      CREATE INDEX turns_status ON turns(status);
+      -- Messages waiting to enter (or leave) the full-text index, which lives in its own file.
+      -- AUTOINCREMENT: a queue id is never reused, so "delete everything up to the id I indexed"
+      -- can never remove an entry added after it was read.
+      CREATE TABLE search_queue (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        message_id INTEGER NOT NULL,
+        op         TEXT NOT NULL CHECK (op IN ('index', 'delete'))
+      );
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+
+/** Apply every migration above the file's version, each in its own transaction. */
+export function migrate(db: Database.Database): { from: number; to: number } {
+  const from = db.pragma("user_version", { simple: true }) as number;
+  for (const migration of MIGRATIONS) {
+    if (migration.version <= from) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${migration.version}`);
+      if (migration.version === 1) db.pragma(`application_id = ${APPLICATION_ID}`);
+    }).immediate();
+  }
+  return { from, to: SCHEMA_VERSION };
+}

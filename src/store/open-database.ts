@@ -1,0 +1,152 @@
+// Opening state.db: check that the file is a SQLite database, that it is a Tenax store of this
+// profile and of a schema this Tenax knows, then set WAL and the durability level.
+import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import Database from "better-sqlite3";
+import { commandLine } from "../core/errors.js";
+import { classifySqliteError, StoreCorruptError, StoreOpenError } from "./errors.js";
+import { APPLICATION_ID, migrate, SCHEMA_VERSION } from "./migrations.js";
+
+export type Synchronous = "full" | "normal";
+
+export interface OpenDatabaseOptions {
+  readonly: boolean;
+  /** The profile this store must belong to. */
+  profile: string;
+  synchronous?: Synchronous;
+  busyTimeoutMs?: number;
+}
+
+const SQLITE_MAGIC = "SQLite format 3\0";
+
+/** The command that salvages a damaged store, as the user must type it. */
+export function recoverCommand(path: string, profile: string): string {
+  const args = ["tenax"];
+  if (profile !== "default") args.push("--profile", profile);
+  args.push("sessions", "recover", "--source", path, "--inspect-only");
+  return commandLine(args);
+}
+
+function readHeader(path: string): Buffer {
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.alloc(100);
+    const n = readSync(fd, buf, 0, 100, 0);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function openDatabase(path: string, options: OpenDatabaseOptions): Database.Database {
+  const exists = existsSync(path) && statSync(path).size > 0;
+  if (!exists && options.readonly) {
+    throw new StoreOpenError("store_missing", `no session store at ${path} yet`, {
+      hint: "it is created the first time Tenax stores a session in this profile (for example with `tenax chat`)",
+    });
+  }
+  if (exists) {
+    const header = readHeader(path);
+    if (header.length < 100 || header.subarray(0, 16).toString("latin1") !== SQLITE_MAGIC) {
+      throw new StoreCorruptError(
+        `${path} is not a SQLite database (its header is damaged or it is another file)`,
+        path,
+        null,
+        {
+          hint: `see what can be salvaged: ${recoverCommand(path, options.profile)}`,
+        },
+      );
+    }
+    const appId = header.readUInt32BE(68);
+    if (appId !== 0 && appId !== APPLICATION_ID) {
+      throw new StoreOpenError(
+        "store_foreign",
+        `${path} is a SQLite database of another program, not a Tenax store`,
+        {
+          hint: "move it out of the profile folder; Tenax creates its own state.db there",
+        },
+      );
+    }
+  }
+
+  let db: Database.Database;
+  try {
+    db = new Database(path, {
+      readonly: options.readonly,
+      fileMustExist: options.readonly,
+      timeout: options.busyTimeoutMs ?? 5000,
+    });
+  } catch (error) {
+    throw new StoreOpenError("store_cannot_open", `cannot open ${path}: ${(error as Error).message}`, {
+      cause: error,
+      hint: "check that the profile folder exists and is readable and writable by this user",
+    });
+  }
+  try {
+    const version = db.pragma("user_version", { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      throw new StoreOpenError(
+        "store_too_new",
+        `${path} has schema version ${version}, but this Tenax knows versions up to ${SCHEMA_VERSION}: it was written by a newer Tenax`,
+        { hint: "upgrade Tenax to the version that wrote this store; this one will not touch it" },
+      );
+    }
+    if (!options.readonly) {
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+      if (version === 0 && hasForeignTables(db)) {
+        throw new StoreOpenError(
+          "store_foreign",
+          `${path} holds tables of another program, not a Tenax store`,
+          {
+            hint: "move it out of the profile folder; Tenax creates its own state.db there",
+          },
+        );
+      }
+      migrate(db);
+    } else if (version < SCHEMA_VERSION) {
+      throw new StoreOpenError(
+        "store_old",
+        `${path} has schema version ${version} and must be upgraded by a writer first`,
+        {
+          hint: "start any writing command of this profile once (for example `tenax sessions reindex`), then retry",
+        },
+      );
+    }
+    checkIdentity(db, path, options);
+    return db;
+  } catch (error) {
+    db.close();
+    if (classifySqliteError(error) === "corrupt") {
+      throw new StoreCorruptError(`${path} is damaged: ${(error as Error).message}`, path, null, {
+        cause: error,
+        hint: `see what can be salvaged: ${recoverCommand(path, options.profile)}`,
+      });
+    }
+    throw error;
+  }
+}
+
+function hasForeignTables(db: Database.Database): boolean {
+  return (db.prepare("SELECT count(*) FROM sqlite_schema").pluck().get() as number) > 0;
+}
+
+function checkIdentity(db: Database.Database, path: string, options: OpenDatabaseOptions): void {
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'profile'").pluck().get() as string | undefined;
+  if (row === undefined) {
+    if (options.readonly) return;
+    db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('profile', ?), ('created_at', ?)").run(
+      options.profile,
+      String(Date.now()),
+    );
+    return;
+  }
+  if (row !== options.profile) {
+    throw new StoreOpenError(
+      "store_wrong_profile",
+      `${path} is the session store of profile '${row}', not of profile '${options.profile}'`,
+      {
+        hint: `it was copied or moved here from profile '${row}': move it back to that profile's folder (a new profile starts with no state.db and creates its own)`,
+      },
+    );
+  }
+}

@@ -1,0 +1,195 @@
+// Every change to the store is one of these operations. The same values are applied to SQLite,
+// written to the spool when SQLite cannot take them, and replayed from the spool later, so each is
+// idempotent: a session or turn is keyed by its id, a message by its uid.
+import type Database from "better-sqlite3";
+import { StoreError } from "./errors.js";
+
+export type ContentKind = "text" | "parts";
+
+export interface SessionCreateOp {
+  op: "session.create";
+  id: string;
+  title: string | null;
+  source: string;
+  model: string | null;
+  parent_session_id: string | null;
+  created_at: number;
+  metadata: string | null;
+}
+
+export interface SessionUpdateOp {
+  op: "session.update";
+  id: string;
+  title?: string | null;
+  model?: string | null;
+  updated_at: number;
+}
+
+export interface SessionDeleteOp {
+  op: "session.delete";
+  id: string;
+}
+
+export interface MessageAppendOp {
+  op: "message.append";
+  uid: string;
+  session_id: string;
+  role: string;
+  content: string | null;
+  content_kind: ContentKind;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  name: string | null;
+  turn_id: string | null;
+  created_at: number;
+}
+
+export interface TurnStartOp {
+  op: "turn.start";
+  id: string;
+  session_id: string;
+  started_at: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+}
+
+export interface TurnUpdateOp {
+  op: "turn.update";
+  id: string;
+  status?: string;
+  ended_at?: number | null;
+  lease_owner?: string | null;
+  lease_expires_at?: number | null;
+  heartbeat_at?: number | null;
+  interrupt_count?: number;
+  error?: string | null;
+}
+
+export type WriteOp =
+  | SessionCreateOp
+  | SessionUpdateOp
+  | SessionDeleteOp
+  | MessageAppendOp
+  | TurnStartOp
+  | TurnUpdateOp;
+
+export interface AppliedMessage {
+  id: number;
+  seq: number;
+  duplicate: boolean;
+}
+
+export type OpResult = { op: WriteOp["op"]; changes: number; message?: AppliedMessage };
+
+export interface ApplyOptions {
+  /** When replaying, a message whose session row is gone gets a placeholder session. */
+  createMissingSessions?: boolean;
+}
+
+/** Prepared statements for one connection, built once. */
+export class OpApplier {
+  private readonly s;
+
+  constructor(private readonly db: Database.Database) {
+    this.s = {
+      sessionInsert: db.prepare(
+        `INSERT OR IGNORE INTO sessions (id, title, source, model, parent_session_id, created_at, updated_at, metadata)
+         VALUES (@id, @title, @source, @model, @parent_session_id, @created_at, @created_at, @metadata)`,
+      ),
+      sessionExists: db.prepare("SELECT 1 FROM sessions WHERE id = ?").pluck(),
+      sessionTouch: db.prepare("UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?"),
+      messageByUid: db.prepare("SELECT id, seq FROM messages WHERE uid = ?"),
+      nextSeq: db.prepare("SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?").pluck(),
+      messageInsert: db.prepare(
+        `INSERT INTO messages (uid, session_id, seq, role, content, content_kind, tool_calls, tool_call_id, name, turn_id, created_at)
+         VALUES (@uid, @session_id, @seq, @role, @content, @content_kind, @tool_calls, @tool_call_id, @name, @turn_id, @created_at)`,
+      ),
+      queue: db.prepare("INSERT INTO search_queue (message_id, op) VALUES (?, ?)"),
+      queueSessionDelete: db.prepare(
+        "INSERT INTO search_queue (message_id, op) SELECT id, 'delete' FROM messages WHERE session_id = ?",
+      ),
+      deleteMessages: db.prepare("DELETE FROM messages WHERE session_id = ?"),
+      deleteTurns: db.prepare("DELETE FROM turns WHERE session_id = ?"),
+      deleteSession: db.prepare("DELETE FROM sessions WHERE id = ?"),
+      turnInsert: db.prepare(
+        `INSERT OR IGNORE INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at)
+         VALUES (@id, @session_id, 'running', @started_at, @lease_owner, @lease_expires_at, @started_at)`,
+      ),
+    };
+  }
+
+  apply(op: WriteOp, options: ApplyOptions = {}): OpResult {
+    const s = this.s;
+    switch (op.op) {
+      case "session.create":
+        return { op: op.op, changes: s.sessionInsert.run(op).changes };
+      case "session.update": {
+        const sets = ["updated_at = max(updated_at, @updated_at)"];
+        if (op.title !== undefined) sets.push("title = @title");
+        if (op.model !== undefined) sets.push("model = @model");
+        const info = this.db
+          .prepare(`UPDATE sessions SET ${sets.join(", ")} WHERE id = @id`)
+          .run({ title: null, model: null, ...op });
+        return { op: op.op, changes: info.changes };
+      }
+      case "session.delete": {
+        s.queueSessionDelete.run(op.id);
+        const changes = s.deleteMessages.run(op.id).changes;
+        s.deleteTurns.run(op.id);
+        return { op: op.op, changes: changes + s.deleteSession.run(op.id).changes };
+      }
+      case "message.append":
+        return { op: op.op, changes: 1, message: this.appendMessage(op, options) };
+      case "turn.start":
+        return { op: op.op, changes: s.turnInsert.run(op).changes };
+      case "turn.update": {
+        const fields = [
+          "status",
+          "ended_at",
+          "lease_owner",
+          "lease_expires_at",
+          "heartbeat_at",
+          "interrupt_count",
+          "error",
+        ] as const;
+        const sets = fields.filter((f) => op[f] !== undefined).map((f) => `${f} = @${f}`);
+        if (sets.length === 0) return { op: op.op, changes: 0 };
+        const values: Record<string, unknown> = { id: op.id };
+        for (const f of fields) if (op[f] !== undefined) values[f] = op[f];
+        const info = this.db.prepare(`UPDATE turns SET ${sets.join(", ")} WHERE id = @id`).run(values);
+        return { op: op.op, changes: info.changes };
+      }
+      default: {
+        const never: never = op;
+        throw new StoreError("store_bad_op", `unknown store operation ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private appendMessage(op: MessageAppendOp, options: ApplyOptions): AppliedMessage {
+    const s = this.s;
+    const existing = s.messageByUid.get(op.uid) as { id: number; seq: number } | undefined;
+    if (existing) return { ...existing, duplicate: true };
+    if (s.sessionExists.get(op.session_id) === undefined) {
+      if (!options.createMissingSessions) {
+        throw new StoreError("store_unknown_session", `session ${op.session_id} does not exist`, {
+          hint: "create the session before appending messages to it",
+        });
+      }
+      s.sessionInsert.run({
+        id: op.session_id,
+        title: "(recovered: session record lost)",
+        source: "recovered",
+        model: null,
+        parent_session_id: null,
+        created_at: op.created_at,
+        metadata: null,
+      });
+    }
+    const seq = s.nextSeq.get(op.session_id) as number;
+    const id = Number(s.messageInsert.run({ ...op, seq }).lastInsertRowid);
+    s.queue.run(id, "index");
+    s.sessionTouch.run(op.created_at, op.session_id);
+    return { id, seq, duplicate: false };
+  }
+}

@@ -1,0 +1,132 @@
+// Read queries shared by the writing store and read-only readers. Every row passes through the
+// checks in rows.ts, so one bad row never takes a listing down.
+import { statSync } from "node:fs";
+import type Database from "better-sqlite3";
+import {
+  type MessageView,
+  type SessionView,
+  type TurnView,
+  toMessageView,
+  toSessionView,
+  toTurnView,
+} from "./rows.js";
+
+export interface ListOptions {
+  limit?: number;
+  offset?: number;
+}
+
+const SESSION_COLUMNS = `s.id, s.title, s.source, s.model, s.parent_session_id, s.created_at, s.updated_at, s.metadata,
+  (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count`;
+
+export function listSessions(db: Database.Database, options: ListOptions = {}): SessionView[] {
+  // ORDER BY the rowid as a tiebreak keeps the listing stable when timestamps are equal or broken.
+  const rows = db
+    .prepare(
+      `SELECT ${SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ? OFFSET ?`,
+    )
+    .all(options.limit ?? 50, options.offset ?? 0) as Record<string, unknown>[];
+  return rows.map(toSessionView);
+}
+
+export function getSession(db: Database.Database, id: string): SessionView | null {
+  const row = db.prepare(`SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id = ?`).get(id) as
+    | Record<string, unknown>
+    | undefined;
+  return row ? toSessionView(row) : null;
+}
+
+/** Sessions whose id starts with the given prefix (so users can type a short id). */
+export function findSessionIds(db: Database.Database, prefix: string, limit = 5): string[] {
+  const escaped = prefix.replace(/[\\%_]/g, (c) => `\\${c}`);
+  return db
+    .prepare("SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?")
+    .pluck()
+    .all(`${escaped}%`, limit) as string[];
+}
+
+export function getMessages(db: Database.Database, sessionId: string): MessageView[] {
+  const rows = db
+    .prepare("SELECT * FROM messages WHERE session_id = ? ORDER BY seq")
+    .all(sessionId) as Record<string, unknown>[];
+  return rows.map(toMessageView);
+}
+
+export function getMessagesByIds(db: Database.Database, ids: readonly number[]): Map<number, MessageView> {
+  const out = new Map<number, MessageView>();
+  const stmt = db.prepare("SELECT * FROM messages WHERE id = ?");
+  for (const id of ids) {
+    const row = stmt.get(id) as Record<string, unknown> | undefined;
+    if (row) out.set(id, toMessageView(row));
+  }
+  return out;
+}
+
+export function getTurns(db: Database.Database, sessionId: string): TurnView[] {
+  const rows = db
+    .prepare("SELECT * FROM turns WHERE session_id = ? ORDER BY started_at, rowid")
+    .all(sessionId) as Record<string, unknown>[];
+  return rows.map(toTurnView);
+}
+
+export interface StoreStats {
+  path: string;
+  profile: string | null;
+  schema_version: number;
+  sessions: number;
+  messages: number;
+  turns: Record<string, number>;
+  search_pending: number;
+  bytes: { database: number; wal: number };
+  bad_rows: { sessions: number; messages: number };
+  oldest_session_at: number | null;
+  newest_session_at: number | null;
+}
+
+const MAX_TIME = 253_402_300_799_999;
+const BAD_TIME = (col: string) => `(typeof(${col}) != 'integer' OR ${col} < 0 OR ${col} > ${MAX_TIME})`;
+
+export function storeStats(db: Database.Database, path: string): StoreStats {
+  const one = (sql: string) => db.prepare(sql).pluck().get() as number;
+  const turns: Record<string, number> = {};
+  for (const row of db.prepare("SELECT status, count(*) AS n FROM turns GROUP BY status").all() as {
+    status: string;
+    n: number;
+  }[]) {
+    turns[String(row.status)] = row.n;
+  }
+  const size = (p: string) => {
+    try {
+      return statSync(p).size;
+    } catch {
+      return 0;
+    }
+  };
+  const range = db
+    .prepare(
+      `SELECT min(created_at) AS oldest, max(created_at) AS newest FROM sessions WHERE NOT ${BAD_TIME("created_at")}`,
+    )
+    .get() as { oldest: number | null; newest: number | null };
+  return {
+    path,
+    profile:
+      (db.prepare("SELECT value FROM meta WHERE key = 'profile'").pluck().get() as string | undefined) ??
+      null,
+    schema_version: db.pragma("user_version", { simple: true }) as number,
+    sessions: one("SELECT count(*) FROM sessions"),
+    messages: one("SELECT count(*) FROM messages"),
+    turns,
+    search_pending: one("SELECT count(*) FROM search_queue"),
+    bytes: { database: size(path), wal: size(`${path}-wal`) },
+    bad_rows: {
+      sessions: one(
+        `SELECT count(*) FROM sessions WHERE ${BAD_TIME("created_at")} OR ${BAD_TIME("updated_at")} OR (metadata IS NOT NULL AND NOT json_valid(metadata))`,
+      ),
+      messages: one(
+        `SELECT count(*) FROM messages WHERE ${BAD_TIME("created_at")} OR (tool_calls IS NOT NULL AND NOT json_valid(tool_calls))`,
+      ),
+    },
+    oldest_session_at: range.oldest,
+    newest_session_at: range.newest,
+  };
+}

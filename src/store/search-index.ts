@@ -1,0 +1,169 @@
+// The full-text index lives in its own file (search.db), apart from the transcript: damage to it can
+// never touch a message, and it can be deleted and rebuilt from state.db at any time. It is a
+// contentless FTS5 table keyed by message id; the text itself stays in state.db only.
+import { existsSync, renameSync, rmSync } from "node:fs";
+import Database from "better-sqlite3";
+import { classifySqliteError } from "./errors.js";
+
+export interface IndexItem {
+  id: number;
+  /** The text to index, or null to remove the message from the index. */
+  text: string | null;
+}
+
+export interface SearchHit {
+  id: number;
+  rank: number;
+}
+
+export class SearchIndex {
+  private db: Database.Database | null = null;
+
+  constructor(
+    readonly path: string,
+    private readonly storeId: string,
+    private readonly readonly: boolean,
+  ) {}
+
+  /** Open (creating it if needed). Returns false when the file is missing, damaged or of another store. */
+  open(): boolean {
+    if (this.readonly && !existsSync(this.path)) return false;
+    try {
+      const db = new Database(this.path, {
+        readonly: this.readonly,
+        fileMustExist: this.readonly,
+        timeout: 5000,
+      });
+      this.db = db;
+      if (!this.readonly) {
+        db.pragma("journal_mode = WAL");
+        db.pragma("synchronous = NORMAL");
+        db.exec(`
+          CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+          CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+            text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+          );
+        `);
+        db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(this.storeId);
+      }
+      const owner = db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get();
+      if (owner !== this.storeId) {
+        this.close();
+        return false;
+      }
+      return true;
+    } catch (error) {
+      this.close();
+      if (classifySqliteError(error) === "corrupt") return false;
+      throw error;
+    }
+  }
+
+  get isOpen(): boolean {
+    return this.db !== null;
+  }
+
+  apply(items: readonly IndexItem[]): void {
+    const db = this.requireDb();
+    const del = db.prepare("DELETE FROM fts WHERE rowid = ?");
+    const ins = db.prepare("INSERT INTO fts (rowid, text) VALUES (?, ?)");
+    db.transaction(() => {
+      for (const item of items) {
+        del.run(item.id);
+        if (item.text !== null && item.text !== "") ins.run(item.id, item.text);
+      }
+    })();
+  }
+
+  /** Search with an FTS5 expression; best matches first. */
+  query(expression: string, limit: number): SearchHit[] {
+    return this.requireDb()
+      .prepare("SELECT rowid AS id, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?")
+      .all(expression, limit) as SearchHit[];
+  }
+
+  /** FTS5's own structural check, plus SQLite's page check of the file. */
+  check(): string | null {
+    const db = this.requireDb();
+    try {
+      const rows = db.pragma("quick_check", { simple: false }) as { quick_check: string }[];
+      const problems = rows.map((r) => r.quick_check).filter((r) => r !== "ok");
+      if (problems.length > 0) return problems.join("; ");
+      if (!this.readonly) db.prepare("INSERT INTO fts (fts) VALUES ('integrity-check')").run();
+      return null;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  count(): number {
+    return this.requireDb().prepare("SELECT count(*) FROM fts").pluck().get() as number;
+  }
+
+  close(): void {
+    try {
+      this.db?.close();
+    } catch {
+      // A damaged index may fail to close cleanly; it is rebuilt from state.db anyway.
+    }
+    this.db = null;
+  }
+
+  /** Move a damaged index aside (kept once, for inspection) and start an empty one. */
+  reset(): void {
+    this.close();
+    if (existsSync(this.path)) renameSync(this.path, `${this.path}.damaged`);
+    for (const suffix of ["-wal", "-shm"]) {
+      if (existsSync(this.path + suffix)) renameSync(this.path + suffix, `${this.path}.damaged${suffix}`);
+    }
+    rmSync(`${this.path}.damaged-journal`, { force: true });
+    if (!this.open()) throw new Error(`could not create a new search index at ${this.path}`);
+  }
+
+  private requireDb(): Database.Database {
+    if (this.db === null) throw new Error("search index is not open");
+    return this.db;
+  }
+}
+
+/** Turn what a user typed into an FTS5 expression that cannot be a syntax error: every word must match. */
+export function toFtsQuery(input: string): string | null {
+  const terms: string[] = [];
+  const re = /"([^"]*)"|(\S+)/g;
+  for (const match of input.matchAll(re)) {
+    const raw = (match[1] ?? match[2] ?? "").replaceAll('"', "");
+    const words = raw.split(/[^\p{L}\p{N}_]+/u).filter((w) => w !== "");
+    if (words.length === 0) continue;
+    terms.push(`"${words.join(" ")}"`);
+  }
+  return terms.length === 0 ? null : terms.join(" AND ");
+}
+
+/** The searchable text of a message: its text content and the names and arguments of its tool calls. */
+export function indexText(content: string | null, kind: string, toolCalls: string | null): string {
+  const parts: string[] = [];
+  if (content !== null) parts.push(kind === "parts" ? textOfParts(content) : content);
+  if (toolCalls !== null) {
+    try {
+      const calls = JSON.parse(toolCalls) as { function?: { name?: string; arguments?: string } }[];
+      for (const call of Array.isArray(calls) ? calls : []) {
+        if (call.function?.name) parts.push(call.function.name);
+        if (call.function?.arguments) parts.push(call.function.arguments);
+      }
+    } catch {
+      parts.push(toolCalls);
+    }
+  }
+  return parts.join("\n");
+}
+
+function textOfParts(content: string): string {
+  try {
+    const parts = JSON.parse(content) as { type?: string; text?: string }[];
+    return Array.isArray(parts)
+      ? parts.map((p) => (typeof p.text === "string" ? p.text : "")).join("\n")
+      : content;
+  } catch {
+    return content;
+  }
+}

@@ -1,0 +1,182 @@
+// Keeps the full-text index (search.db) in step with state.db. Each committed message leaves an
+// entry in search_queue in the same transaction; flushing moves entries into the index and then
+// drops them, so a crash in between only means indexing them again. When the index is damaged,
+// search reports itself degraded and the index is rebuilt from the transcript in the background.
+import type Database from "better-sqlite3";
+import { classifySqliteError } from "./errors.js";
+import { type IndexItem, indexText, type SearchIndex } from "./search-index.js";
+import type { StoreEvent } from "./store.js";
+
+type Status = "ok" | "rebuilding" | "degraded";
+
+interface QueueRow {
+  qid: number;
+  message_id: number;
+  op: string;
+  content: string | null;
+  content_kind: string | null;
+  tool_calls: string | null;
+}
+
+const BATCH = 2000;
+
+export class SearchQueue {
+  private status: Status = "rebuilding";
+  private detail: string | null = null;
+  private stopped = false;
+  private scheduled: NodeJS.Timeout | null = null;
+  private rebuilding: Promise<{ messages: number; duration_ms: number }> | null = null;
+  private readonly take;
+  private readonly drop;
+
+  constructor(
+    private readonly db: Database.Database,
+    readonly index: SearchIndex,
+    private readonly emit: (event: StoreEvent) => void,
+  ) {
+    this.take = db.prepare(
+      `SELECT q.id AS qid, q.message_id, q.op, m.content, m.content_kind, m.tool_calls
+         FROM search_queue q LEFT JOIN messages m ON m.id = q.message_id ORDER BY q.id LIMIT ?`,
+    );
+    this.drop = db.prepare("DELETE FROM search_queue WHERE id <= ?");
+  }
+
+  /** Open the index; a missing, foreign or damaged one is rebuilt in the background. */
+  start(): void {
+    if (this.index.open()) {
+      this.status = "ok";
+      this.schedule();
+      return;
+    }
+    void this.rebuild("the index was missing or damaged").catch(() => {});
+  }
+
+  get ready(): boolean {
+    return this.status === "ok" && this.index.isOpen;
+  }
+
+  /** Flush soon, after the current burst of writes. */
+  schedule(): void {
+    if (this.scheduled !== null || this.stopped) return;
+    this.scheduled = setTimeout(() => {
+      this.scheduled = null;
+      this.flush();
+    }, 0);
+    this.scheduled.unref();
+  }
+
+  /** Move every queued entry into the index now; returns how many were moved. */
+  flush(): number {
+    if (!this.ready || this.stopped) return 0;
+    let moved = 0;
+    for (;;) {
+      let rows: QueueRow[];
+      try {
+        rows = this.take.all(BATCH) as QueueRow[];
+      } catch {
+        return moved; // state.db trouble is the store's to report, on its next write
+      }
+      if (rows.length === 0) return moved;
+      const items: IndexItem[] = rows.map((r) => ({
+        id: r.message_id,
+        text:
+          r.op === "delete" || r.content_kind === null
+            ? null
+            : indexText(r.content, r.content_kind, r.tool_calls),
+      }));
+      try {
+        this.index.apply(items);
+      } catch (error) {
+        this.degrade(error);
+        return moved;
+      }
+      try {
+        this.drop.run(rows[rows.length - 1]?.qid ?? 0);
+      } catch (error) {
+        if (classifySqliteError(error) !== "busy") return moved;
+      }
+      moved += rows.length;
+      if (rows.length < BATCH) return moved;
+    }
+  }
+
+  /** The index failed: say so, and rebuild it from the transcript. */
+  degrade(error: unknown): void {
+    if (this.status !== "ok") return;
+    this.status = "degraded";
+    this.detail = `the full-text index ${this.index.path} failed: ${(error as Error).message}`;
+    this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
+    void this.rebuild(this.detail).catch(() => {});
+  }
+
+  /** Rebuild the index from every message in state.db, in chunks that let other work run between them. */
+  rebuild(reason = "requested"): Promise<{ messages: number; duration_ms: number }> {
+    if (this.rebuilding !== null) return this.rebuilding;
+    this.rebuilding = this.doRebuild(reason).finally(() => {
+      this.rebuilding = null;
+    });
+    return this.rebuilding;
+  }
+
+  private async doRebuild(reason: string): Promise<{ messages: number; duration_ms: number }> {
+    const started = Date.now();
+    this.status = "rebuilding";
+    this.detail = `rebuilding the full-text index (${reason})`;
+    try {
+      this.index.reset();
+      const chunk = this.db.prepare(
+        "SELECT id, content, content_kind, tool_calls FROM messages WHERE id > ? ORDER BY id LIMIT 5000",
+      );
+      let last = 0;
+      let messages = 0;
+      for (;;) {
+        if (this.stopped) throw new Error("the store was closed during the rebuild");
+        const rows = chunk.all(last) as {
+          id: number;
+          content: string | null;
+          content_kind: string;
+          tool_calls: string | null;
+        }[];
+        if (rows.length === 0) break;
+        this.index.apply(
+          rows.map((r) => ({ id: r.id, text: indexText(r.content, r.content_kind, r.tool_calls) })),
+        );
+        messages += rows.length;
+        last = rows[rows.length - 1]?.id ?? last;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      this.status = "ok";
+      this.detail = null;
+      this.flush();
+      const result = { messages, duration_ms: Date.now() - started };
+      this.emit({ type: "search.rebuilt", path: this.index.path, ...result });
+      return result;
+    } catch (error) {
+      this.status = "degraded";
+      this.detail = `rebuilding the full-text index failed: ${(error as Error).message}`;
+      throw error;
+    }
+  }
+
+  problem(): string | null {
+    if (this.status === "ok") return null;
+    return `full-text search is ${this.status === "rebuilding" ? "being rebuilt" : "degraded"}: ${this.detail}; transcripts are not affected`;
+  }
+
+  health(): { status: Status; detail: string | null; pending: number } {
+    let pending = -1;
+    try {
+      pending = this.db.prepare("SELECT count(*) FROM search_queue").pluck().get() as number;
+    } catch {
+      // reported as -1: unknown
+    }
+    return { status: this.status, detail: this.detail, pending };
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.scheduled !== null) clearTimeout(this.scheduled);
+    this.scheduled = null;
+    this.index.close();
+  }
+}

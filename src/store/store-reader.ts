@@ -1,0 +1,166 @@
+// Read access to a store: what a read-only reader (dashboard, read commands) and the writing store
+// have in common. Readers open state.db and search.db read-only and never write a byte.
+import type Database from "better-sqlite3";
+import { UsageError } from "../core/errors.js";
+import { SearchUnavailableError } from "./errors.js";
+import { openDatabase } from "./open-database.js";
+import * as q from "./queries.js";
+import type { MessageView, SessionView, TurnView } from "./rows.js";
+import { SearchIndex, toFtsQuery } from "./search-index.js";
+
+export interface SearchResultItem {
+  message: MessageView;
+  session_id: string;
+  snippet: string;
+  rank: number;
+}
+
+export interface SearchResult {
+  query: string;
+  hits: SearchResultItem[];
+  /** Messages stored but not yet in the index (they appear after the writer's next flush). */
+  pending: number;
+}
+
+export interface StoreLocation {
+  path: string;
+  searchPath: string;
+  spoolDir: string;
+  profile: string;
+}
+
+export abstract class StoreReadView {
+  constructor(readonly location: StoreLocation) {}
+
+  protected abstract readDb(): Database.Database;
+  protected abstract searchIndex(): SearchIndex | null;
+  /** Called before a search: the writer brings the index up to date here. */
+  protected prepareSearch(): void {}
+
+  listSessions(options: q.ListOptions = {}): SessionView[] {
+    return q.listSessions(this.readDb(), options);
+  }
+
+  getSession(id: string): SessionView | null {
+    return q.getSession(this.readDb(), id);
+  }
+
+  getMessages(sessionId: string): MessageView[] {
+    return q.getMessages(this.readDb(), sessionId);
+  }
+
+  getTurns(sessionId: string): TurnView[] {
+    return q.getTurns(this.readDb(), sessionId);
+  }
+
+  stats(): q.StoreStats {
+    return q.storeStats(this.readDb(), this.location.path);
+  }
+
+  /** A full session id from an id or a unique prefix of one; a clear error otherwise. */
+  resolveSessionId(idOrPrefix: string): string {
+    if (this.getSession(idOrPrefix)) return idOrPrefix;
+    const matches = q.findSessionIds(this.readDb(), idOrPrefix);
+    if (matches.length === 1 && matches[0] !== undefined) return matches[0];
+    if (matches.length > 1) {
+      throw new UsageError(
+        `session id prefix '${idOrPrefix}' matches several sessions: ${matches.join(", ")}`,
+        {
+          hint: "give more characters of the id",
+        },
+      );
+    }
+    throw new UsageError(`no session '${idOrPrefix}' in ${this.location.path}`, {
+      hint: "list the sessions with: tenax sessions list",
+    });
+  }
+
+  search(query: string, options: { limit?: number } = {}): SearchResult {
+    const expression = toFtsQuery(query);
+    if (expression === null) throw new UsageError("the search query has no words to look for");
+    this.prepareSearch();
+    const index = this.searchIndex();
+    if (index === null || !index.isOpen) {
+      throw new SearchUnavailableError("search_unavailable", this.searchProblem(), {
+        hint: "rebuild it with: tenax sessions reindex",
+      });
+    }
+    let hits: { id: number; rank: number }[];
+    try {
+      hits = index.query(expression, options.limit ?? 20);
+    } catch (error) {
+      this.onSearchFailure(error);
+      throw new SearchUnavailableError(
+        "search_degraded",
+        `full-text search is degraded: the index ${index.path} failed (${(error as Error).message}); transcripts are not affected`,
+        { hint: "rebuild it with: tenax sessions reindex" },
+      );
+    }
+    const messages = q.getMessagesByIds(
+      this.readDb(),
+      hits.map((h) => h.id),
+    );
+    const terms = expression.match(/"[^"]*"/g)?.map((t) => t.slice(1, -1)) ?? [];
+    const items: SearchResultItem[] = [];
+    for (const hit of hits) {
+      const message = messages.get(hit.id);
+      if (!message) continue; // deleted since it was indexed
+      items.push({
+        message,
+        session_id: message.session_id,
+        snippet: snippet(message.content ?? "", terms),
+        rank: hit.rank,
+      });
+    }
+    const pending = this.readDb().prepare("SELECT count(*) FROM search_queue").pluck().get() as number;
+    return { query, hits: items, pending };
+  }
+
+  protected searchProblem(): string {
+    return `full-text search is unavailable: the index ${this.location.searchPath} is missing or damaged; transcripts are not affected`;
+  }
+
+  protected onSearchFailure(_error: unknown): void {}
+}
+
+function snippet(text: string, terms: string[], width = 80): string {
+  const lower = text.toLowerCase();
+  let at = -1;
+  for (const term of terms) {
+    const first = term.split(" ")[0]?.toLowerCase() ?? "";
+    const i = first === "" ? -1 : lower.indexOf(first);
+    if (i >= 0 && (at < 0 || i < at)) at = i;
+  }
+  const start = Math.max(0, at - width / 2);
+  const piece = text.slice(start, start + width).replace(/\s+/g, " ");
+  return `${start > 0 ? "…" : ""}${piece}${start + width < text.length ? "…" : ""}`;
+}
+
+/** A read-only view of a profile's store, for the dashboard and read commands. */
+export class StoreReader extends StoreReadView {
+  private readonly db: Database.Database;
+  private readonly index: SearchIndex;
+
+  constructor(location: StoreLocation) {
+    super(location);
+    this.db = openDatabase(location.path, { readonly: true, profile: location.profile });
+    const storeId = this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get() as
+      | string
+      | undefined;
+    this.index = new SearchIndex(location.searchPath, storeId ?? "", true);
+    if (storeId !== undefined) this.index.open();
+  }
+
+  protected readDb(): Database.Database {
+    return this.db;
+  }
+
+  protected searchIndex(): SearchIndex {
+    return this.index;
+  }
+
+  close(): void {
+    this.index.close();
+    this.db.close();
+  }
+}

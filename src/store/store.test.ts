@@ -1,0 +1,170 @@
+import { existsSync, readFileSync } from "node:fs";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { StoreOpenError } from "./errors.js";
+import { openReader, openStore, releaseStore } from "./registry.js";
+import { readSpool } from "./spool.js";
+
+describe("store basics", () => {
+  it("stores sessions and messages with per-session sequence numbers and reads them back", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const a = await store.createSession({ title: "first" });
+    const b = await store.createSession({ title: "second" });
+    await store.appendMessage({ session_id: a, role: "user", content: "hello there" });
+    await store.appendMessage({ session_id: b, role: "user", content: "other" });
+    const reply = await store.appendMessage({
+      session_id: a,
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "c1", type: "function", function: { name: "terminal", arguments: '{"command":"ls"}' } },
+      ],
+    });
+    await store.appendMessage({ session_id: a, role: "tool", content: "file.txt", tool_call_id: "c1" });
+    expect(reply.seq).toBe(2);
+    const messages = store.getMessages(a);
+    expect(messages.map((m) => [m.seq, m.role])).toEqual([
+      [1, "user"],
+      [2, "assistant"],
+      [3, "tool"],
+    ]);
+    expect(messages[1]?.tool_calls).toEqual([
+      { id: "c1", type: "function", function: { name: "terminal", arguments: '{"command":"ls"}' } },
+    ]);
+    expect(messages[2]?.tool_call_id).toBe("c1");
+    // Most recently updated first: "first" got its last message after "second" was written.
+    expect(store.listSessions().map((s) => [s.title, s.message_count])).toEqual([
+      ["first", 3],
+      ["second", 1],
+    ]);
+    await releaseStore(store);
+  });
+
+  it("hands every caller in a process the same writer", async () => {
+    const paths = tempProfile();
+    const one = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const two = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    expect(two).toBe(one);
+    await releaseStore(one);
+    expect(one.health().writable).toBe(true);
+    await releaseStore(two);
+    expect(one.health().writable).toBe(false);
+  });
+
+  it("a message uid makes appends idempotent", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const s = await store.createSession();
+    const first = await store.appendMessage({ session_id: s, role: "user", content: "x", uid: "m_fixed" });
+    const again = await store.appendMessage({ session_id: s, role: "user", content: "x", uid: "m_fixed" });
+    expect(again).toEqual({ ...first, duplicate: true });
+    expect(store.getMessages(s)).toHaveLength(1);
+    await releaseStore(store);
+  });
+
+  it("refuses to open another profile's store, naming both", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await releaseStore(store);
+    const other = { ...paths, name: "work" };
+    await expect(openStore(other, { integrityCheckTimeoutMs: 0 })).rejects.toThrow(
+      /session store of profile 'default', not of profile 'work'/,
+    );
+    expect(() => openReader(other)).toThrow(StoreOpenError);
+  });
+
+  it("refuses a store written by a newer schema without touching it", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await releaseStore(store);
+    const raw = new Database(paths.state);
+    raw.pragma("user_version = 99");
+    raw.close();
+    const before = readFileSync(paths.state);
+    await expect(openStore(paths, { integrityCheckTimeoutMs: 0 })).rejects.toThrow(
+      /schema version 99.*newer Tenax/,
+    );
+    expect(readFileSync(paths.state).equals(before)).toBe(true);
+  });
+
+  it("refuses a file that is not a database and one of another program", async () => {
+    const paths = tempProfile();
+    const { writeFileSync, mkdirSync } = await import("node:fs");
+    mkdirSync(paths.dir, { recursive: true });
+    writeFileSync(paths.state, "this is a text file, not a database\n".repeat(10));
+    await expect(openStore(paths, { integrityCheckTimeoutMs: 0 })).rejects.toThrow(/not a SQLite database/);
+    const foreign = tempProfile();
+    mkdirSync(foreign.dir, { recursive: true });
+    const db = new Database(foreign.state);
+    db.exec("CREATE TABLE accounts (id INTEGER PRIMARY KEY)");
+    db.close();
+    await expect(openStore(foreign, { integrityCheckTimeoutMs: 0 })).rejects.toThrow(/another program/);
+  });
+
+  it("searches message text and tool arguments, and says how much is still pending", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await store.index.rebuild();
+    const s = await store.createSession();
+    await store.appendMessage({ session_id: s, role: "user", content: "Please deploy the kangaroo service" });
+    await store.appendMessage({
+      session_id: s,
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        {
+          id: "c",
+          type: "function",
+          function: { name: "terminal", arguments: '{"command":"systemctl restart wombat"}' },
+        },
+      ],
+    });
+    const result = store.search("kangaroo");
+    expect(result.hits.map((h) => h.message.content)).toEqual(["Please deploy the kangaroo service"]);
+    expect(result.hits[0]?.snippet).toContain("kangaroo");
+    expect(store.search("wombat").hits).toHaveLength(1);
+    expect(store.search('"deploy the" -- (')).toMatchObject({ pending: 0 });
+    await store.deleteSession(s);
+    expect(store.search("kangaroo").hits).toHaveLength(0);
+    await releaseStore(store);
+    const reader = openReader(paths);
+    expect(reader.search("kangaroo").hits).toHaveLength(0);
+    reader.close();
+  });
+
+  it("shows bad rows with warnings instead of failing the listing", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const good = await store.createSession({ title: "good" });
+    await store.appendMessage({ session_id: good, role: "user", content: "fine" });
+    await releaseStore(store);
+    const raw = new Database(paths.state);
+    raw.exec(`
+      INSERT INTO sessions (id, title, source, created_at, updated_at) VALUES ('s_text', 'text time', 'cli', 'yesterday', 'later');
+      INSERT INTO sessions (id, title, source, created_at, updated_at, metadata) VALUES ('s_huge', 'huge', 'cli', 1e30, 1e30, '{broken');
+      INSERT INTO messages (uid, session_id, seq, role, content, tool_calls, created_at) VALUES ('u1', 's_huge', 1, 'assistant', 'hi', '[{not json', 'noon');
+    `);
+    raw.close();
+    const reader = openReader(paths);
+    const sessions = reader.listSessions();
+    expect(sessions).toHaveLength(3);
+    const byId = new Map(sessions.map((s) => [s.id, s]));
+    expect(byId.get("s_text")?.warnings.join()).toMatch(/created_at is string "yesterday", not a timestamp/);
+    expect(byId.get("s_huge")?.warnings.join()).toMatch(
+      /created_at 1e\+30 is out of range.*metadata is not valid JSON/,
+    );
+    expect(byId.get(good)?.warnings).toEqual([]);
+    const [message] = reader.getMessages("s_huge");
+    expect(message?.warnings.join()).toMatch(/tool_calls is not valid JSON/);
+    expect(message?.created_at).toBeNull();
+    expect(reader.stats().bad_rows).toEqual({ sessions: 2, messages: 1 });
+    reader.close();
+  });
+
+  it("spool files are readable after a write went there", async () => {
+    expect(readSpool("/nonexistent/spool")).toEqual({ files: [], records: [], skipped: [] });
+    expect(existsSync("/nonexistent/spool")).toBe(false);
+  });
+});

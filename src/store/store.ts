@@ -1,0 +1,419 @@
+// The writing side of a profile's session store: one connection per store per process (through
+// the registry), short IMMEDIATE transactions with bounded, jittered retries when another process
+// holds the write lock, and a sticky failure mode for corruption: once a write meets a damaged
+// file, every later write goes to the spool, and the handle is closed without a WAL checkpoint.
+import Database from "better-sqlite3";
+import { type Deps, defaultDeps } from "../core/deps.js";
+import { newId } from "../core/ids.js";
+import {
+  classifySqliteError,
+  StoreBusyError,
+  StoreCorruptError,
+  StoreDiskFullError,
+  StoreError,
+} from "./errors.js";
+import { checkIntegrity, type IntegrityResult } from "./integrity.js";
+import { openDatabase, recoverCommand, type Synchronous } from "./open-database.js";
+import {
+  type AppliedMessage,
+  type ApplyOptions,
+  type ContentKind,
+  OpApplier,
+  type OpResult,
+  type WriteOp,
+} from "./ops.js";
+import { SearchIndex } from "./search-index.js";
+import { SearchQueue } from "./search-queue.js";
+import { Spool, type SpoolRecord } from "./spool.js";
+import { type StoreLocation, StoreReadView } from "./store-reader.js";
+
+export interface StoreOptions extends StoreLocation {
+  synchronous?: Synchronous;
+  /** How long one attempt waits for the write lock inside SQLite (blocks the thread). */
+  busyTimeoutMs?: number;
+  /** How long a write keeps retrying, asleep between attempts, before it gives up. */
+  writeRetryBudgetMs?: number;
+  /** Budget of the integrity check on open; 0 skips it. */
+  integrityCheckTimeoutMs?: number;
+  /** Re-read touched pages from the file on every write (default true); off only for benchmarks. */
+  rereadPagesOnWrite?: boolean;
+  deps?: Partial<Deps>;
+}
+
+export type StoreEvent =
+  | { type: "store.corrupt"; path: string; detail: string; recover: string }
+  | { type: "store.spooled"; path: string; file: string; reason: string; ops: number }
+  | { type: "store.busy_retry"; path: string; attempt: number; waited_ms: number; next_in_ms: number }
+  | { type: "store.integrity"; path: string; result: IntegrityResult }
+  | { type: "search.degraded"; path: string; detail: string }
+  | { type: "search.rebuilt"; path: string; messages: number; duration_ms: number };
+
+export interface StoreHealth {
+  path: string;
+  writable: boolean;
+  corrupt: { detail: string; since: number; recover: string } | null;
+  integrity: IntegrityResult | null;
+  spooled_records: number;
+  search: { status: "ok" | "rebuilding" | "degraded"; detail: string | null; pending: number };
+}
+
+export interface NewSession {
+  id?: string;
+  title?: string | null;
+  source?: string;
+  model?: string | null;
+  parent_session_id?: string | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface NewMessage {
+  session_id: string;
+  role: string;
+  content: string | null | unknown[];
+  tool_calls?: unknown[] | null;
+  tool_call_id?: string | null;
+  name?: string | null;
+  turn_id?: string | null;
+  uid?: string;
+}
+
+export class Store extends StoreReadView {
+  private db: Database.Database | null;
+  private guard: Database.Database | null = null;
+  private readonly applier: OpApplier;
+  private readonly dropCache: Database.Statement;
+  private readonly spool: Spool;
+  private readonly deps: Deps;
+  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private corrupt: StoreHealth["corrupt"] = null;
+  private spooledRecords = 0;
+  private integrity: IntegrityResult | null = null;
+  readonly index: SearchQueue;
+
+  private constructor(
+    private readonly options: StoreOptions,
+    db: Database.Database,
+  ) {
+    super(options);
+    this.db = db;
+    this.deps = { ...defaultDeps, ...options.deps };
+    this.applier = new OpApplier(db);
+    this.dropCache = db.prepare("PRAGMA shrink_memory");
+    this.spool = new Spool(options.spoolDir, options.profile, options.path);
+    const storeId = ensureStoreId(db);
+    this.index = new SearchQueue(db, new SearchIndex(options.searchPath, storeId, false), (e) =>
+      this.emit(e),
+    );
+  }
+
+  /** Open the writable store. Use the registry (openStore) instead: it keeps one per process. */
+  static async open(options: StoreOptions): Promise<Store> {
+    const db = openDatabase(options.path, {
+      readonly: false,
+      profile: options.profile,
+      synchronous: options.synchronous ?? "full",
+      busyTimeoutMs: options.busyTimeoutMs ?? 100,
+    });
+    const store = new Store(options, db);
+    await store.runOpenChecks();
+    return store;
+  }
+
+  private async runOpenChecks(): Promise<void> {
+    const budget = this.options.integrityCheckTimeoutMs ?? 2000;
+    if (budget > 0) {
+      const onResult = (result: IntegrityResult) => {
+        this.integrity = result;
+        this.emit({ type: "store.integrity", path: this.location.path, result });
+        if (result.status === "corrupt")
+          this.markCorrupt(`integrity check failed: ${result.detail.join("; ")}`);
+      };
+      onResult(await checkIntegrity(this.location.path, { timeoutMs: budget, onLate: onResult }));
+    }
+    this.index.start();
+  }
+
+  on(listener: (event: StoreEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(event: StoreEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A failing listener must never break a write.
+      }
+    }
+  }
+
+  protected readDb(): Database.Database {
+    const db = this.db ?? this.guard;
+    if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
+    return db;
+  }
+
+  protected searchIndex(): SearchIndex | null {
+    return this.index.ready ? this.index.index : null;
+  }
+
+  protected override prepareSearch(): void {
+    if (this.db !== null) this.index.flush();
+  }
+
+  protected override searchProblem(): string {
+    return this.index.problem() ?? super.searchProblem();
+  }
+
+  protected override onSearchFailure(error: unknown): void {
+    this.index.degrade(error);
+  }
+
+  // ---- writes -------------------------------------------------------------------------------
+
+  /** Apply operations in one transaction. Resolves once they are committed (the acknowledgement). */
+  async write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
+    if (this.corrupt !== null) throw this.spoolAndFail(ops, "corrupt", this.corrupt.detail);
+    const started = this.deps.clock.now();
+    const budget = this.options.writeRetryBudgetMs ?? 30_000;
+    for (let attempt = 1; ; attempt++) {
+      const db = this.db;
+      if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
+      try {
+        // Drop the cached pages first, so the write reads every page it touches from the file:
+        // damage under a running process is caught by the next write that touches it, instead of
+        // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
+        if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
+        const results = db.transaction(() => ops.map((op) => this.applier.apply(op, options))).immediate();
+        this.index.schedule();
+        return results;
+      } catch (error) {
+        const kind = classifySqliteError(error);
+        if (kind === "corrupt") {
+          this.markCorrupt((error as Error).message);
+          throw this.spoolAndFail(ops, "corrupt", (error as Error).message);
+        }
+        if (kind === "full") throw this.spoolAndFail(ops, "disk_full", (error as Error).message);
+        if (kind !== "busy") throw error;
+        const waited = this.deps.clock.now() - started;
+        if (waited >= budget) {
+          throw new StoreBusyError(
+            "store_busy",
+            `the store ${this.location.path} stayed locked by another process for ${waited} ms; the write was not stored`,
+            {
+              hint: "a writer is holding a long transaction; check for stuck tenax processes with: tenax status",
+            },
+          );
+        }
+        // Exponential backoff with full jitter so that competing processes do not retry in step.
+        const nextIn = Math.round(Math.min(1000, 5 * 2 ** attempt) * (0.5 + this.deps.random()));
+        this.emit({
+          type: "store.busy_retry",
+          path: this.location.path,
+          attempt,
+          waited_ms: waited,
+          next_in_ms: nextIn,
+        });
+        await this.deps.sleep(nextIn);
+      }
+    }
+  }
+
+  /** Store the write in the spool (fsynced) and build the error the caller gets. */
+  private spoolAndFail(ops: WriteOp[], reason: "corrupt" | "disk_full", detail: string): StoreError {
+    let spooledTo: string | null = null;
+    let spoolError = "";
+    try {
+      spooledTo = this.spool.append(ops, reason, this.deps.clock.now());
+      this.spooledRecords++;
+      this.emit({
+        type: "store.spooled",
+        path: this.location.path,
+        file: spooledTo,
+        reason,
+        ops: ops.length,
+      });
+    } catch (error) {
+      spoolError = ` Writing it to the spool in ${this.options.spoolDir} failed too (${(error as Error).message}): it was NOT stored.`;
+    }
+    const kept = spooledTo ? ` The write was kept in ${spooledTo}.` : spoolError;
+    const recover = recoverCommand(this.location.path, this.location.profile);
+    if (reason === "disk_full") {
+      return new StoreDiskFullError(
+        "store_disk_full",
+        `the disk holding ${this.location.path} is full.${kept}`,
+        {
+          hint: `free some space on that disk, then retry; spooled writes are folded back by: ${recover.replace("--inspect-only", "--output NEW.db")}`,
+          data: { path: this.location.path, spooled_to: spooledTo },
+        },
+      );
+    }
+    return new StoreCorruptError(
+      `the session store ${this.location.path} is damaged (${detail}).${kept}`,
+      this.location.path,
+      spooledTo,
+      {
+        hint: `stop Tenax for this profile, then see what can be salvaged: ${recover}`,
+      },
+    );
+  }
+
+  /** Sticky: never write through this handle again, and close it without a WAL checkpoint. */
+  private markCorrupt(detail: string): void {
+    if (this.corrupt !== null) return;
+    const recover = recoverCommand(this.location.path, this.location.profile);
+    this.corrupt = { detail, since: this.deps.clock.now(), recover };
+    this.index.stop();
+    // A read-only connection holding its shared lock makes the writer's close skip the checkpoint
+    // (only the last connection checkpoints), and being read-only it can never checkpoint itself.
+    try {
+      this.guard = new Database(this.location.path, { readonly: true, fileMustExist: true });
+      this.guard.pragma("schema_version");
+    } catch {
+      this.guard = null;
+    }
+    try {
+      this.db?.close();
+    } catch {
+      // Closing a damaged handle may fail; it is dropped either way.
+    }
+    this.db = null;
+    this.emit({ type: "store.corrupt", path: this.location.path, detail, recover });
+  }
+
+  async createSession(input: NewSession = {}): Promise<string> {
+    const id = input.id ?? newId("s_", this.deps.clock.now());
+    await this.write([
+      {
+        op: "session.create",
+        id,
+        title: input.title ?? null,
+        source: input.source ?? "cli",
+        model: input.model ?? null,
+        parent_session_id: input.parent_session_id ?? null,
+        created_at: this.deps.clock.now(),
+        metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+      },
+    ]);
+    return id;
+  }
+
+  messageOp(input: NewMessage): WriteOp {
+    const parts = Array.isArray(input.content);
+    return {
+      op: "message.append",
+      uid: input.uid ?? newId("m_", this.deps.clock.now()),
+      session_id: input.session_id,
+      role: input.role,
+      content: parts ? JSON.stringify(input.content) : ((input.content as string | null) ?? null),
+      content_kind: (parts ? "parts" : "text") as ContentKind,
+      tool_calls: input.tool_calls ? JSON.stringify(input.tool_calls) : null,
+      tool_call_id: input.tool_call_id ?? null,
+      name: input.name ?? null,
+      turn_id: input.turn_id ?? null,
+      created_at: this.deps.clock.now(),
+    };
+  }
+
+  async appendMessage(input: NewMessage): Promise<AppliedMessage> {
+    const [result] = await this.write([this.messageOp(input)]);
+    return result?.message as AppliedMessage;
+  }
+
+  /** Several messages in one transaction (all or nothing). */
+  async appendMessages(inputs: NewMessage[]): Promise<AppliedMessage[]> {
+    const results = await this.write(inputs.map((m) => this.messageOp(m)));
+    return results.map((r) => r.message as AppliedMessage);
+  }
+
+  async startTurn(sessionId: string, leaseMs: number, owner = `pid:${process.pid}`): Promise<string> {
+    const id = newId("t_", this.deps.clock.now());
+    const now = this.deps.clock.now();
+    await this.write([
+      {
+        op: "turn.start",
+        id,
+        session_id: sessionId,
+        started_at: now,
+        lease_owner: owner,
+        lease_expires_at: now + leaseMs,
+      },
+    ]);
+    return id;
+  }
+
+  async updateTurn(op: Omit<Extract<WriteOp, { op: "turn.update" }>, "op">): Promise<void> {
+    await this.write([{ op: "turn.update", ...op }]);
+  }
+
+  async deleteSession(id: string): Promise<number> {
+    const [result] = await this.write([{ op: "session.delete", id }]);
+    return result?.changes ?? 0;
+  }
+
+  /** Delete sessions idle since before the cutoff, one short transaction each; running turns are kept. */
+  async pruneSessions(cutoffMs: number, dryRun = false): Promise<string[]> {
+    const ids = this.readDb()
+      .prepare(
+        `SELECT id FROM sessions s WHERE typeof(updated_at) = 'integer' AND updated_at < ?
+           AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.status = 'running')`,
+      )
+      .pluck()
+      .all(cutoffMs) as string[];
+    if (!dryRun) for (const id of ids) await this.deleteSession(id);
+    return ids;
+  }
+
+  /** Fold spooled writes into this store; already present messages (same uid) are skipped. */
+  async replay(records: SpoolRecord[]): Promise<{ ops: number; messages: number; duplicates: number }> {
+    let ops = 0;
+    let messages = 0;
+    let duplicates = 0;
+    for (const record of records) {
+      const results = await this.write(record.ops, { createMissingSessions: true });
+      ops += results.length;
+      for (const r of results) {
+        if (r.message?.duplicate) duplicates++;
+        else if (r.message) messages++;
+      }
+    }
+    return { ops, messages, duplicates };
+  }
+
+  // ---- health and lifecycle ---------------------------------------------------------------
+
+  async checkIntegrity(mode: "quick" | "full" = "full", timeoutMs = 60_000): Promise<IntegrityResult> {
+    const result = await checkIntegrity(this.location.path, { mode, timeoutMs });
+    this.integrity = result;
+    this.emit({ type: "store.integrity", path: this.location.path, result });
+    return result;
+  }
+
+  health(): StoreHealth {
+    return {
+      path: this.location.path,
+      writable: this.db !== null,
+      corrupt: this.corrupt,
+      integrity: this.integrity,
+      spooled_records: this.spooledRecords,
+      search: this.index.health(),
+    };
+  }
+
+  close(): void {
+    this.index.stop();
+    this.spool.close();
+    if (this.db !== null) {
+      this.db.close();
+      this.db = null;
+    }
+    // The guard of a corrupt store is left open on purpose: closing it last could not checkpoint
+    // (it is read-only), but keeping it means no other handle of ours can become the last one.
+  }
+}
+
+function ensureStoreId(db: Database.Database): string {
+  db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(newId("st_"));
+  return db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get() as string;
+}

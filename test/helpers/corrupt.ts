@@ -1,0 +1,63 @@
+// Damage a store the way disks and stray programs do: garbage, zeros or truncation, page by page.
+import { createHash } from "node:crypto";
+import { closeSync, existsSync, openSync, readFileSync, writeSync } from "node:fs";
+import Database from "better-sqlite3";
+import { seededRandom } from "../../src/core/deps.js";
+
+export const PAGE = 4096;
+
+/** Root pages of the store's tables and indexes, read through a separate connection. */
+export function rootPages(path: string): Record<string, number> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db.prepare("SELECT name, rootpage FROM sqlite_schema WHERE rootpage > 0").all() as {
+      name: string;
+      rootpage: number;
+    }[];
+    return Object.fromEntries(rows.map((r) => [r.name, r.rootpage]));
+  } finally {
+    db.close();
+  }
+}
+
+/** Every page of a table or index b-tree (dbstat), with its kind. */
+export function btreePages(path: string, name: string): { pageno: number; pagetype: string }[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare("SELECT pageno, pagetype FROM dbstat WHERE name = ? ORDER BY pageno").all(name) as {
+      pageno: number;
+      pagetype: string;
+    }[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Move everything from the WAL into the main file, from a separate connection. */
+export function checkpoint(path: string): void {
+  const db = new Database(path);
+  try {
+    db.pragma("wal_checkpoint(TRUNCATE)");
+  } finally {
+    db.close();
+  }
+}
+
+export function overwritePages(path: string, pages: number[], kind: "garbage" | "zero", seed: number): void {
+  const random = seededRandom(seed);
+  const fd = openSync(path, "r+");
+  try {
+    for (const page of pages) {
+      const buf = Buffer.alloc(PAGE);
+      if (kind === "garbage") for (let i = 0; i < PAGE; i++) buf[i] = Math.floor(random() * 256);
+      writeSync(fd, buf, 0, PAGE, (page - 1) * PAGE);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function fileDigest(path: string): string {
+  if (!existsSync(path)) return "missing";
+  return createHash("sha256").update(readFileSync(path)).digest("hex");
+}

@@ -1,0 +1,23 @@
+// Temporary homes and profiles for tests: never the user's real ~/.tenax.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import { type ProfilePaths, profilePaths } from "../../src/config/paths.js";
+
+const made: string[] = [];
+
+afterEach(() => {
+  if (process.env.TENAX_KEEP_TMP) return;
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+export function tempDir(prefix = "tenax-test-"): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+export function tempProfile(name = "default"): ProfilePaths {
+  return profilePaths(tempDir(), name);
+}
