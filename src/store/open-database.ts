@@ -3,6 +3,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { commandLine } from "../core/errors.js";
+import { newId } from "../core/ids.js";
 import { classifySqliteError, StoreCorruptError, StoreOpenError } from "./errors.js";
 import { APPLICATION_ID, migrate, SCHEMA_VERSION } from "./migrations.js";
 
@@ -131,15 +132,16 @@ function hasForeignTables(db: Database.Database): boolean {
 }
 
 function checkIdentity(db: Database.Database, path: string, options: OpenDatabaseOptions): void {
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'profile'").pluck().get() as string | undefined;
-  if (row === undefined) {
-    if (options.readonly) return;
-    db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('profile', ?), ('created_at', ?)").run(
-      options.profile,
-      String(Date.now()),
-    );
-    return;
+  const read = (key: string) =>
+    db.prepare("SELECT value FROM meta WHERE key = ?").pluck().get(key) as string | undefined;
+  const row = read("profile");
+  if (!options.readonly && (row === undefined || read("store_id") === undefined)) {
+    // First open: stamp whose store this is, and an id that ties search.db to this file.
+    db.prepare(
+      "INSERT OR IGNORE INTO meta (key, value) VALUES ('profile', ?), ('created_at', ?), ('store_id', ?)",
+    ).run(options.profile, String(Date.now()), newId("st_"));
   }
+  if (row === undefined) return;
   if (row !== options.profile) {
     throw new StoreOpenError(
       "store_wrong_profile",

@@ -5,6 +5,7 @@
 import Database from "better-sqlite3";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
+import { retryWhileBusy } from "./busy-retry.js";
 import {
   classifySqliteError,
   StoreBusyError,
@@ -100,20 +101,28 @@ export class Store extends StoreReadView {
     this.applier = new OpApplier(db);
     this.dropCache = db.prepare("PRAGMA shrink_memory");
     this.spool = new Spool(options.spoolDir, options.profile, options.path);
-    const storeId = ensureStoreId(db);
-    this.index = new SearchQueue(db, new SearchIndex(options.searchPath, storeId, false), (e) =>
+    this.index = new SearchQueue(db, new SearchIndex(options.searchPath, storeId(db), false), (e) =>
       this.emit(e),
     );
   }
 
   /** Open the writable store. Use the registry (openStore) instead: it keeps one per process. */
   static async open(options: StoreOptions): Promise<Store> {
-    const db = openDatabase(options.path, {
-      readonly: false,
-      profile: options.profile,
-      synchronous: options.synchronous ?? "full",
-      busyTimeoutMs: options.busyTimeoutMs ?? 100,
-    });
+    // Opening may migrate and stamp the identity: writes that can meet another process's lock too.
+    const db = await retryWhileBusy(
+      () =>
+        openDatabase(options.path, {
+          readonly: false,
+          profile: options.profile,
+          synchronous: options.synchronous ?? "full",
+          busyTimeoutMs: options.busyTimeoutMs ?? 100,
+        }),
+      {
+        budgetMs: options.writeRetryBudgetMs ?? 30_000,
+        deps: { ...defaultDeps, ...options.deps },
+        what: `open ${options.path}`,
+      },
+    );
     const store = new Store(options, db);
     await store.runOpenChecks();
     return store;
@@ -175,49 +184,46 @@ export class Store extends StoreReadView {
   /** Apply operations in one transaction. Resolves once they are committed (the acknowledgement). */
   async write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
     if (this.corrupt !== null) throw this.spoolAndFail(ops, "corrupt", this.corrupt.detail);
-    const started = this.deps.clock.now();
-    const budget = this.options.writeRetryBudgetMs ?? 30_000;
-    for (let attempt = 1; ; attempt++) {
-      const db = this.db;
-      if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
-      try {
-        // Drop the cached pages first, so the write reads every page it touches from the file:
-        // damage under a running process is caught by the next write that touches it, instead of
-        // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
-        if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
-        const results = db.transaction(() => ops.map((op) => this.applier.apply(op, options))).immediate();
-        this.index.schedule();
-        return results;
-      } catch (error) {
-        const kind = classifySqliteError(error);
-        if (kind === "corrupt") {
-          this.markCorrupt((error as Error).message);
-          throw this.spoolAndFail(ops, "corrupt", (error as Error).message);
-        }
-        if (kind === "full") throw this.spoolAndFail(ops, "disk_full", (error as Error).message);
-        if (kind !== "busy") throw error;
-        const waited = this.deps.clock.now() - started;
-        if (waited >= budget) {
-          throw new StoreBusyError(
-            "store_busy",
-            `the store ${this.location.path} stayed locked by another process for ${waited} ms; the write was not stored`,
-            {
-              hint: "a writer is holding a long transaction; check for stuck tenax processes with: tenax status",
-            },
-          );
-        }
-        // Exponential backoff with full jitter so that competing processes do not retry in step.
-        const nextIn = Math.round(Math.min(1000, 5 * 2 ** attempt) * (0.5 + this.deps.random()));
+    try {
+      return await retryWhileBusy(
+        () => {
+          const db = this.db;
+          if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
+          // Drop the cached pages first, so the write reads every page it touches from the file:
+          // damage under a running process is caught by the next write that touches it, instead of
+          // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
+          if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
+          const results = db.transaction(() => ops.map((op) => this.applier.apply(op, options))).immediate();
+          this.index.schedule();
+          return results;
+        },
+        this.retryOptions(`write to ${this.location.path}`),
+      );
+    } catch (error) {
+      const kind = classifySqliteError(error);
+      if (kind === "corrupt") {
+        this.markCorrupt((error as Error).message);
+        throw this.spoolAndFail(ops, "corrupt", (error as Error).message);
+      }
+      if (kind === "full") throw this.spoolAndFail(ops, "disk_full", (error as Error).message);
+      throw error;
+    }
+  }
+
+  private retryOptions(what: string) {
+    return {
+      budgetMs: this.options.writeRetryBudgetMs ?? 30_000,
+      deps: this.deps,
+      what,
+      onRetry: (attempt: number, waited: number, nextIn: number) =>
         this.emit({
           type: "store.busy_retry",
           path: this.location.path,
           attempt,
           waited_ms: waited,
           next_in_ms: nextIn,
-        });
-        await this.deps.sleep(nextIn);
-      }
-    }
+        }),
+    };
   }
 
   /** Store the write in the spool (fsynced) and build the error the caller gets. */
@@ -413,7 +419,6 @@ export class Store extends StoreReadView {
   }
 }
 
-function ensureStoreId(db: Database.Database): string {
-  db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(newId("st_"));
+function storeId(db: Database.Database): string {
   return db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get() as string;
 }
