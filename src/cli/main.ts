@@ -2,7 +2,7 @@
 // into messages and exit codes (0 ok, 1 failed, 2 usage).
 import { Command, CommanderError } from "commander";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../config/paths.js";
-import { UsageError } from "../core/errors.js";
+import { requireProfile } from "../config/profiles.js";
 import { registerInitCommand } from "./commands/init.js";
 import { registerProfileCommands } from "./commands/profile.js";
 import { registerSessionsCommands } from "./commands/sessions.js";
@@ -34,7 +34,10 @@ export async function main(argv: string[]): Promise<number> {
   const cli: Cli = {
     profile() {
       const flag = program.opts<{ profile?: string }>().profile;
-      return profilePaths(resolveHome(), selectProfileName(flag));
+      const home = resolveHome();
+      const name = selectProfileName(flag);
+      requireProfile(home, name);
+      return profilePaths(home, name);
     },
     async run(json, body) {
       const out = createOutput(json === true);
@@ -60,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
       if (error.code === "commander.help") return 0;
       return 2;
     }
-    return reportError(error instanceof UsageError ? error : error, false);
+    return reportError(error, false);
   }
   return exitCode;
 }

@@ -30,7 +30,10 @@ export function createOutput(json: boolean): Output {
 export function reportError(error: unknown, json: boolean): number {
   if (TenaxError.isInstance(error)) {
     if (json) process.stdout.write(`${JSON.stringify({ error: error.toJSON() }, null, 2)}\n`);
-    process.stderr.write(`error: ${error.message}\n`);
+    // Some messages already say what kind of error they are ("config error: file:line: ...").
+    process.stderr.write(
+      /^[a-z ]*error: /.test(error.message) ? `${error.message}\n` : `error: ${error.message}\n`,
+    );
     if (error.hint) process.stderr.write(`${error.hint}\n`);
     return error.exitCode;
   }

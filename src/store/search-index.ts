@@ -65,6 +65,8 @@ export class SearchIndex {
 
   apply(items: readonly IndexItem[]): void {
     const db = this.requireDb();
+    // Read touched pages from the file, not a stale cache, so damage is noticed by the next flush.
+    db.pragma("shrink_memory");
     const del = db.prepare("DELETE FROM fts WHERE rowid = ?");
     const ins = db.prepare("INSERT INTO fts (rowid, text) VALUES (?, ?)");
     db.transaction(() => {

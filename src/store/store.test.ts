@@ -9,7 +9,9 @@ import { readSpool } from "./spool.js";
 describe("store basics", () => {
   it("stores sessions and messages with per-session sequence numbers and reads them back", async () => {
     const paths = tempProfile();
-    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    let now = 1_700_000_000_000;
+    const clock = { now: () => now++ }; // strictly increasing, so "most recent" is well defined
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps: { clock } });
     const a = await store.createSession({ title: "first" });
     const b = await store.createSession({ title: "second" });
     await store.appendMessage({ session_id: a, role: "user", content: "hello there" });

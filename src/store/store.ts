@@ -129,17 +129,9 @@ export class Store extends StoreReadView {
   }
 
   private async runOpenChecks(): Promise<void> {
-    const budget = this.options.integrityCheckTimeoutMs ?? 2000;
-    if (budget > 0) {
-      const onResult = (result: IntegrityResult) => {
-        this.integrity = result;
-        this.emit({ type: "store.integrity", path: this.location.path, result });
-        if (result.status === "corrupt")
-          this.markCorrupt(`integrity check failed: ${result.detail.join("; ")}`);
-      };
-      onResult(await checkIntegrity(this.location.path, { timeoutMs: budget, onLate: onResult }));
-    }
     this.index.start();
+    const budget = this.options.integrityCheckTimeoutMs ?? 2000;
+    if (budget > 0) await this.checkIntegrity("quick", budget);
   }
 
   on(listener: (event: StoreEvent) => void): () => void {
@@ -389,10 +381,25 @@ export class Store extends StoreReadView {
 
   // ---- health and lifecycle ---------------------------------------------------------------
 
+  /**
+   * Check state.db (and search.db) for damage, within a time budget; a late result still counts.
+   * A damaged state.db makes the store sticky-corrupt; a damaged index is rebuilt.
+   */
   async checkIntegrity(mode: "quick" | "full" = "full", timeoutMs = 60_000): Promise<IntegrityResult> {
-    const result = await checkIntegrity(this.location.path, { mode, timeoutMs });
-    this.integrity = result;
-    this.emit({ type: "store.integrity", path: this.location.path, result });
+    const onState = (result: IntegrityResult) => {
+      this.integrity = result;
+      this.emit({ type: "store.integrity", path: this.location.path, result });
+      if (result.status === "corrupt") this.markCorrupt(`integrity check failed: ${result.detail.join("; ")}`);
+    };
+    const onSearch = (result: IntegrityResult) => {
+      if (result.status === "corrupt") this.index.degrade(new Error(result.detail.join("; ")));
+    };
+    const searchCheck = this.index.ready
+      ? checkIntegrity(this.location.searchPath, { mode: "quick", timeoutMs, onLate: onSearch })
+      : null;
+    const result = await checkIntegrity(this.location.path, { mode, timeoutMs, onLate: onState });
+    onState(result);
+    if (searchCheck) onSearch(await searchCheck);
     return result;
   }
 

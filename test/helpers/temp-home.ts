@@ -1,23 +1,14 @@
-// Shared by tests: throwaway TENAX_HOME folders (never the real home) and ways to catch a TenaxError.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach } from "vitest";
+// Config and profile tests: a throwaway TENAX_HOME with a config.yaml in it, and ways to catch a
+// TenaxError. Built on tmp.ts, which removes the folders after each test.
+import { mkdirSync, writeFileSync } from "node:fs";
 import { DEFAULT_PROFILE, type ProfilePaths, profilePaths } from "../../src/config/paths.js";
 import { TenaxError } from "../../src/core/errors.js";
+import { tempDir } from "./tmp.js";
 
-const homes: string[] = [];
-
-/** A fresh temp folder to use as TENAX_HOME, removed after the test. */
+/** A fresh temp folder to use as TENAX_HOME (never the real home), removed after the test. */
 export function tempHome(): string {
-  const home = mkdtempSync(join(tmpdir(), "tenax-"));
-  homes.push(home);
-  return home;
+  return tempDir("tenax-");
 }
-
-afterEach(() => {
-  for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
-});
 
 /** A profile in a fresh home, with config.yaml (and .env) written when given. */
 export function profileWith(config?: string, dotenv?: string, name = DEFAULT_PROFILE): ProfilePaths {

@@ -1,0 +1,46 @@
+// How commands reach a profile's store: read commands through a read-only reader, commands that
+// change something through the process's single writer, with the profile's store settings.
+import { existsSync } from "node:fs";
+import { loadConfig } from "../config/load.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { openReader, openStore, releaseStore, type StoreSettings } from "../store/registry.js";
+import type { Store } from "../store/store.js";
+import type { StoreReader } from "../store/store-reader.js";
+
+export function storeSettings(config: TenaxConfig): StoreSettings {
+  return {
+    synchronous: config.store.synchronous,
+    busyTimeoutMs: config.store.busy_timeout_ms,
+    writeRetryBudgetMs: config.store.write_retry_budget_ms,
+    integrityCheckTimeoutMs: config.store.integrity_check_timeout_ms,
+  };
+}
+
+/** Run with a read-only view; `null` when the profile has no store yet. */
+export async function withReader<T>(
+  paths: ProfilePaths,
+  body: (reader: StoreReader | null) => T | Promise<T>,
+): Promise<T> {
+  if (!existsSync(paths.state)) return body(null);
+  const reader = openReader(paths);
+  try {
+    return await body(reader);
+  } finally {
+    reader.close();
+  }
+}
+
+export async function withWriter<T>(
+  paths: ProfilePaths,
+  body: (store: Store) => T | Promise<T>,
+  settings: Partial<StoreSettings> = {},
+): Promise<T> {
+  const { config } = loadConfig(paths);
+  const store = await openStore(paths, { ...storeSettings(config), ...settings });
+  try {
+    return await body(store);
+  } finally {
+    await releaseStore(store);
+  }
+}

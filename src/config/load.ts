@@ -1,0 +1,187 @@
+// Loading a profile's config.yaml: parse, substitute ${VAR}s, check against the schema, and turn
+// every problem into one error that names the file, line and key (secrets shown as `***`).
+import { readFileSync, statSync } from "node:fs";
+import { type Document, isMap, LineCounter, parseDocument, type Scalar } from "yaml";
+import { commandLine, errorMessage } from "../core/errors.js";
+import { tenaxCommand } from "./command-hint.js";
+import { loadEnvFile, lookupVariable } from "./env-file.js";
+import { fileReadError } from "./fs-errors.js";
+import { interpolate } from "./interpolate.js";
+import type { ProfilePaths } from "./paths.js";
+import { type ConfigProblem, configProblemsError, schemaProblems } from "./problems.js";
+import { configSchema, defaultConfig, type TenaxConfig } from "./schema.js";
+import { isSecretPath } from "./secrets.js";
+import { forEachValueScalar, formatKeyPath, type KeyPath, keyPathAtOffset, locate } from "./yaml-nodes.js";
+
+export interface LoadedConfig {
+  config: TenaxConfig;
+  /** "defaults" when the profile has no config.yaml. */
+  source: "file" | "defaults";
+  /** Things worth fixing that do not stop Tenax (for example a world-readable secret). */
+  warnings: string[];
+}
+
+/**
+ * Load the profile's config. `${VAR}` reads `env` first, then the profile's `.env`. Throws one
+ * ConfigError listing every problem found.
+ */
+export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const file = paths.config;
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      return { config: defaultConfig(), source: "defaults", warnings: [] };
+    }
+    throw fileReadError(error, file);
+  }
+  const fixHint = fixFileHint(paths);
+
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const syntax = syntaxProblems(doc, lines, text);
+  if (syntax.length > 0) throw configProblemsError(file, syntax, fixHint);
+  const warnings = doc.warnings.map((w) => `${file}:${lines.linePos(w.pos[0]).line}: ${w.message}`);
+  if (doc.contents !== null && !isMap(doc.contents)) {
+    const { line } = locate(doc, lines, [], "value");
+    const message = "expected a mapping of sections (model:, providers:, gateway:, ...)";
+    throw configProblemsError(file, [{ line, path: "", message }], fixHint);
+  }
+
+  const dotenv = loadEnvFile(paths.env);
+  const substitution = substituteVariables(doc, lines, (name) => lookupVariable(name, env, dotenv));
+  const raw = toPlainData(doc, file, fixHint);
+  const result = configSchema.safeParse(raw);
+  const problems = [...substitution.problems];
+  if (!result.success) {
+    // A value whose ${VAR} failed was checked as "", so its schema complaint would only confuse.
+    const failed = new Set(substitution.failedPaths.map(formatKeyPath));
+    const checked = schemaProblems(result.error.issues, raw, doc, lines);
+    problems.push(...checked.filter((p) => !failed.has(p.path)));
+  }
+  if (problems.length > 0 || !result.success) {
+    const hints = [];
+    if (substitution.missing.size > 0) hints.push(missingVariableHint([...substitution.missing], paths));
+    if (problems.length > substitution.missingProblems) hints.push(fixHint);
+    throw configProblemsError(file, problems, hints.join("\n"));
+  }
+  warnings.push(...permissionWarnings(paths, substitution.literalSecret));
+  return { config: result.data, source: "file", warnings };
+}
+
+/** The document as plain data; aliases are expanded, but a flood of them is refused. */
+function toPlainData(doc: Document, file: string, hint: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: 100 }) ?? {};
+  } catch (error) {
+    throw configProblemsError(file, [{ line: 1, path: "", message: `YAML: ${errorMessage(error)}` }], hint);
+  }
+}
+
+function fixFileHint(paths: ProfilePaths): string {
+  const command = tenaxCommand(paths.name, ["init", "--force"]);
+  return `fix the file, or start over from a fresh commented config (the current one is kept as config.yaml.bak): ${command}`;
+}
+
+function missingVariableHint(names: string[], paths: ProfilePaths): string {
+  return `set ${names.join(", ")} in the environment, or add a line ${names[0]}=... to ${paths.env}`;
+}
+
+/** Every duplicate key, and the first syntax error only: later ones are mostly its echoes. */
+function syntaxProblems(doc: Document, lines: LineCounter, text: string): ConfigProblem[] {
+  const firstSyntax = doc.errors.find((error) => error.code !== "DUPLICATE_KEY");
+  const reported = doc.errors.filter((error) => error.code === "DUPLICATE_KEY" || error === firstSyntax);
+  return reported.map((error) => {
+    const { line, col } = lines.linePos(error.pos[0]);
+    if (error.code === "DUPLICATE_KEY") {
+      const path = keyPathAtOffset(doc, error.pos[0]);
+      return {
+        line,
+        column: col,
+        path: path ? formatKeyPath(path) : "",
+        message: "duplicate key: each key may appear only once in a mapping",
+      };
+    }
+    const source = text.split("\n")[line - 1] ?? "";
+    const note = /[[{].*\$\{/.test(source) ? ` (inside { } or [ ], put a variable in quotes: "\${VAR}")` : "";
+    return { line, column: col, path: "", message: `YAML syntax: ${error.message}${note}` };
+  });
+}
+
+interface Substitution {
+  problems: ConfigProblem[];
+  failedPaths: KeyPath[];
+  missing: Set<string>;
+  /** How many of the problems are only unset variables (fixed in the environment, not the file). */
+  missingProblems: number;
+  /** A secret written in the file itself rather than taken from a variable. */
+  literalSecret: boolean;
+}
+
+/**
+ * Replace `${VAR}` in every string value scalar. An unquoted value made only of digits or
+ * true/false after substitution becomes a number or boolean (so `port: ${PORT}` works); quote it
+ * to keep it a string.
+ */
+function substituteVariables(
+  doc: Document,
+  lines: LineCounter,
+  lookup: (name: string) => string | undefined,
+): Substitution {
+  const out: Substitution = {
+    problems: [],
+    failedPaths: [],
+    missing: new Set(),
+    missingProblems: 0,
+    literalSecret: false,
+  };
+  forEachValueScalar(doc, (scalar, path) => {
+    if (typeof scalar.value !== "string") return;
+    const result = interpolate(scalar.value, lookup);
+    if (!result.ok) {
+      for (const name of result.missing) out.missing.add(name);
+      if (result.missing.length > 0) out.missingProblems++;
+      out.problems.push({
+        line: locate(doc, lines, path, "value").line,
+        path: formatKeyPath(path),
+        message: result.problem,
+      });
+      out.failedPaths.push(path);
+      scalar.value = "";
+      return;
+    }
+    if (isSecretPath(path) && !result.substituted && result.value !== "") out.literalSecret = true;
+    scalar.value = result.substituted ? retype(scalar, result.value) : result.value;
+  });
+  return out;
+}
+
+function retype(scalar: Scalar, value: string): unknown {
+  if (scalar.type !== "PLAIN" || scalar.tag !== undefined) return value;
+  if (/^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/.test(value)) return Number(value);
+  if (value === "true" || value === "false") return value === "true";
+  return value;
+}
+
+function permissionWarnings(paths: ProfilePaths, literalSecret: boolean): string[] {
+  const warnings: string[] = [];
+  const chmod = (file: string) => commandLine(["chmod", "600", file]);
+  if (literalSecret && readableByOthers(paths.config)) {
+    warnings.push(
+      `${paths.config} holds an API key in plain text and other users can read it: run ${chmod(paths.config)}, or move the key to ${paths.env} and write "\${NAME}" in its place`,
+    );
+  }
+  if (readableByOthers(paths.env)) {
+    warnings.push(`${paths.env} can be read by other users: run ${chmod(paths.env)}`);
+  }
+  return warnings;
+}
+
+function readableByOthers(file: string): boolean {
+  try {
+    return (statSync(file).mode & 0o044) !== 0;
+  } catch {
+    return false;
+  }
+}

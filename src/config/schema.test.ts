@@ -1,0 +1,96 @@
+import { describe, expect, it } from "vitest";
+import { allowedKeysAt, configSchema, defaultConfig, usesBuiltInSimulator } from "./schema.js";
+
+function issues(input: unknown): Array<{ path: string; message: string }> {
+  const result = configSchema.safeParse(input);
+  if (result.success) return [];
+  return result.error.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
+}
+
+describe("configSchema", () => {
+  it("fills every default", () => {
+    const config = defaultConfig();
+    expect(config).toEqual({
+      providers: {},
+      fallback: [],
+      auxiliary: {},
+      compression: { enabled: true, threshold: 0.5 },
+      retry: { max_attempts: 4 },
+      gateway: { host: "127.0.0.1", port: 8642, drain_timeout: 30 },
+      dashboard: { host: "127.0.0.1", port: 8080 },
+      checkpoints: { enabled: false, max_snapshots: 50 },
+      store: {
+        synchronous: "full",
+        busy_timeout_ms: 5000,
+        write_retry_budget_ms: 30000,
+        integrity_check_timeout_ms: 2000,
+      },
+    });
+    expect(usesBuiltInSimulator(config)).toBe(true);
+  });
+
+  it("fills provider and auxiliary defaults", () => {
+    const config = configSchema.parse({
+      model: { provider: "p", name: "m" },
+      providers: { p: { type: "openai" } },
+      auxiliary: { title: { provider: "p", name: "small" } },
+    });
+    expect(config.providers.p).toEqual({ type: "openai", api_keys: [], max_concurrency: 8, models: {} });
+    expect(config.auxiliary.title).toEqual({ provider: "p", name: "small", timeout: 120, fallback: [] });
+    expect(usesBuiltInSimulator(config)).toBe(false);
+  });
+
+  it("lets a model name the built-in simulator when no providers are configured", () => {
+    const config = configSchema.parse({ model: { provider: "simulator", name: "echo" } });
+    expect(usesBuiltInSimulator(config)).toBe(true);
+    expect(issues({ model: { provider: "main", name: "x" } })).toEqual([
+      { path: "model.provider", message: expect.stringContaining("no providers are configured") },
+    ]);
+  });
+
+  it("requires a model once providers are configured", () => {
+    expect(issues({ providers: { p: { type: "anthropic" } } })).toEqual([
+      { path: "model", message: expect.stringContaining("name the primary model") },
+    ]);
+  });
+
+  it("checks every provider reference, even when other keys are wrong", () => {
+    const found = issues({
+      model: { provider: "p", name: "m" },
+      providers: { p: { type: "openai", max_concurrency: 0 } },
+      fallback: [{ provider: "q", name: "x" }],
+      auxiliary: { vision: { provider: "r", name: "v", fallback: [{ provider: "s", name: "w" }] } },
+    });
+    expect(found.map((i) => i.path)).toEqual([
+      "providers.p.max_concurrency",
+      "fallback.0.provider",
+      "auxiliary.vision.provider",
+      "auxiliary.vision.fallback.0.provider",
+    ]);
+  });
+
+  it.each([
+    [
+      { providers: { p: { type: "openai", base_url: "ftp://x" } }, model: { provider: "p", name: "m" } },
+      "providers.p.base_url",
+    ],
+    [{ providers: { p: { type: "azure" } }, model: { provider: "p", name: "m" } }, "providers.p.type"],
+    [{ compression: { threshold: 0 } }, "compression.threshold"],
+    [{ retry: { max_attempts: 21 } }, "retry.max_attempts"],
+    [{ gateway: { drain_timeout: -1 } }, "gateway.drain_timeout"],
+    [{ store: { synchronous: "off" } }, "store.synchronous"],
+    [{ checkpoints: { max_snapshots: 2.5 } }, "checkpoints.max_snapshots"],
+    [{ auxiliary: { summary: {} } }, "auxiliary"],
+  ])("rejects %j at %s", (input, path) => {
+    expect(issues(input).map((i) => i.path)).toEqual([path]);
+  });
+});
+
+describe("allowedKeysAt", () => {
+  it("knows the keys of nested objects, through records and lists", () => {
+    expect(allowedKeysAt(["retry"])).toEqual(["max_attempts"]);
+    expect(allowedKeysAt(["providers", "any"])).toContain("max_concurrency");
+    expect(allowedKeysAt(["fallback", 0])).toEqual(["provider", "name"]);
+    expect(allowedKeysAt(["providers"])).toBeUndefined();
+  });
+});

@@ -1,0 +1,222 @@
+// The shape of config.yaml: every key, its default and its bounds, checked with zod. Objects are
+// strict so a misspelt key is an error, never silently ignored. Messages say what was expected; the
+// loader adds the file, line, key path and the value it found.
+import { z } from "zod";
+
+export const PROVIDER_TYPES = ["openai", "anthropic", "simulator"] as const;
+export type ProviderType = (typeof PROVIDER_TYPES)[number];
+
+/** The provider name that means "the built-in simulator" when no providers are configured. */
+export const BUILT_IN_SIMULATOR = "simulator";
+
+const text = (what = "a non-empty string") =>
+  z.string({ error: `expected ${what}` }).min(1, { error: `expected ${what}` });
+
+function positiveInt(what = "a positive integer") {
+  const error = `expected ${what}`;
+  return z.number({ error }).int({ error }).positive({ error });
+}
+
+function intBetween(min: number, max: number) {
+  const error = `expected an integer from ${min} to ${max}`;
+  return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+}
+
+function nonNegativeInt() {
+  const error = "expected an integer of 0 or more";
+  return z.number({ error }).int({ error }).min(0, { error });
+}
+
+const flag = () => z.boolean({ error: "expected true or false" });
+const host = () => text("a host name or IP address");
+const port = () => intBetween(1, 65535);
+
+const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
+
+const target = z.strictObject({
+  provider: text("a provider name"),
+  name: text("a model name"),
+});
+export type ModelTarget = z.infer<typeof target>;
+
+const modelLimits = z.strictObject({
+  context_window: positiveInt("a positive integer (tokens)"),
+  max_output_tokens: positiveInt("a positive integer (tokens)"),
+});
+
+const provider = z.strictObject({
+  type: z.enum(PROVIDER_TYPES, { error: `expected one of: ${PROVIDER_TYPES.join(", ")}` }),
+  base_url: httpUrl.optional(),
+  api_keys: z.array(text("a non-empty API key"), { error: "expected a list of API keys" }).default([]),
+  max_concurrency: positiveInt().default(8),
+  models: z.record(z.string(), modelLimits, { error: "expected a mapping of model names" }).default({}),
+});
+export type ProviderConfig = z.infer<typeof provider>;
+
+const chain = () => z.array(target, { error: "expected a list of { provider, name }" }).default([]);
+
+const auxiliaryTask = z.strictObject({
+  provider: text("a provider name"),
+  name: text("a model name"),
+  timeout: z
+    .number({ error: "expected a positive number of seconds" })
+    .positive({ error: "expected a positive number of seconds" })
+    .default(120),
+  fallback: chain(),
+});
+export type AuxiliaryTaskConfig = z.infer<typeof auxiliaryTask>;
+
+const auxiliary = z.strictObject({
+  compression: auxiliaryTask.optional(),
+  title: auxiliaryTask.optional(),
+  vision: auxiliaryTask.optional(),
+});
+
+const compression = z.strictObject({
+  enabled: flag().default(true),
+  threshold: z
+    .number({ error: "expected a number greater than 0 and at most 1" })
+    .gt(0, { error: "expected a number greater than 0 and at most 1" })
+    .lte(1, { error: "expected a number greater than 0 and at most 1" })
+    .default(0.5),
+});
+
+const retry = z.strictObject({ max_attempts: intBetween(1, 20).default(4) });
+
+const gateway = z.strictObject({
+  host: host().default("127.0.0.1"),
+  port: port().default(8642),
+  api_key: text("a non-empty API key").optional(),
+  drain_timeout: z
+    .number({ error: "expected a number of seconds (0 or more)" })
+    .min(0, { error: "expected a number of seconds (0 or more)" })
+    .default(30),
+});
+
+const dashboard = z.strictObject({
+  host: host().default("127.0.0.1"),
+  port: port().default(8080),
+});
+
+const checkpoints = z.strictObject({
+  enabled: flag().default(false),
+  max_snapshots: positiveInt().default(50),
+});
+
+const store = z.strictObject({
+  synchronous: z.enum(["full", "normal"], { error: "expected full or normal" }).default("full"),
+  busy_timeout_ms: nonNegativeInt().default(5000),
+  write_retry_budget_ms: nonNegativeInt().default(30000),
+  integrity_check_timeout_ms: nonNegativeInt().default(2000),
+});
+
+const configObject = z.strictObject({
+  model: target.optional(),
+  providers: z.record(z.string(), provider, { error: "expected a mapping of provider names" }).default({}),
+  fallback: chain(),
+  auxiliary: auxiliary.prefault({}),
+  compression: compression.prefault({}),
+  retry: retry.prefault({}),
+  gateway: gateway.prefault({}),
+  dashboard: dashboard.prefault({}),
+  checkpoints: checkpoints.prefault({}),
+  store: store.prefault({}),
+});
+
+/**
+ * The whole config.yaml. Cross-field checks run even when other keys are wrong, so one load
+ * reports every problem at once; they read the parsed value defensively for that reason.
+ */
+export const configSchema = configObject.superRefine(checkProviderReferences, { when: () => true });
+
+export type TenaxConfig = z.infer<typeof configSchema>;
+
+/** The config Tenax runs with when a profile has no config.yaml. */
+export function defaultConfig(): TenaxConfig {
+  return configSchema.parse({});
+}
+
+/** True when no provider is configured, so the built-in simulator answers every model call. */
+export function usesBuiltInSimulator(config: TenaxConfig): boolean {
+  return Object.keys(config.providers).length === 0;
+}
+
+type Ctx = z.core.$RefinementCtx<z.output<typeof configObject>>;
+
+function checkProviderReferences(value: unknown, ctx: Ctx): void {
+  if (!isRecord(value)) return;
+  const providers = isRecord(value.providers) ? Object.keys(value.providers) : [];
+  if (value.model === undefined && providers.length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["model"],
+      message:
+        "missing; with providers configured, name the primary model as { provider: NAME, name: MODEL }",
+    });
+  }
+  const refs: Array<{ target: unknown; path: PropertyKey[] }> = [{ target: value.model, path: ["model"] }];
+  if (Array.isArray(value.fallback)) {
+    value.fallback.forEach((t, i) => {
+      refs.push({ target: t, path: ["fallback", i] });
+    });
+  }
+  if (isRecord(value.auxiliary)) {
+    for (const [task, settings] of Object.entries(value.auxiliary)) {
+      if (!isRecord(settings)) continue;
+      refs.push({ target: settings, path: ["auxiliary", task] });
+      if (!Array.isArray(settings.fallback)) continue;
+      settings.fallback.forEach((t, i) => {
+        refs.push({ target: t, path: ["auxiliary", task, "fallback", i] });
+      });
+    }
+  }
+  for (const ref of refs) {
+    if (!isRecord(ref.target) || typeof ref.target.provider !== "string") continue;
+    const message = unknownProviderMessage(ref.target.provider, providers);
+    if (message) ctx.addIssue({ code: "custom", path: [...ref.path, "provider"], message });
+  }
+}
+
+function unknownProviderMessage(name: string, providers: string[]): string | undefined {
+  if (providers.length === 0) {
+    if (name === BUILT_IN_SIMULATOR) return undefined;
+    return `no providers are configured, so "${name}" names nothing; add it under providers, or use provider: ${BUILT_IN_SIMULATOR} for the built-in simulator`;
+  }
+  if (providers.includes(name)) return undefined;
+  return `"${name}" is not a configured provider (configured: ${providers.join(", ")})`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The keys the schema allows at a key path (for "did you mean" hints), or undefined if unknown. */
+export function allowedKeysAt(path: readonly PropertyKey[]): string[] | undefined {
+  let schema: z.ZodType | undefined = configObject;
+  for (const segment of [...path, null]) {
+    schema = unwrap(schema);
+    if (schema instanceof z.ZodObject) {
+      if (segment === null) return Object.keys(schema.shape);
+      schema = (schema.shape as Record<string, z.ZodType>)[String(segment)];
+    } else if (schema instanceof z.ZodRecord) {
+      schema = segment === null ? undefined : (schema.valueType as z.ZodType);
+    } else if (schema instanceof z.ZodArray) {
+      schema = segment === null ? undefined : (schema.element as z.ZodType);
+    } else {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+function unwrap(schema: z.ZodType | undefined): z.ZodType | undefined {
+  let current = schema;
+  while (
+    current instanceof z.ZodOptional ||
+    current instanceof z.ZodDefault ||
+    current instanceof z.ZodPrefault
+  ) {
+    current = current.unwrap() as z.ZodType;
+  }
+  return current;
+}

@@ -1,0 +1,85 @@
+// The commented config.yaml that `tenax init` and `tenax profile create` write: every section
+// explained, the defaults spelled out, and a real provider ready to uncomment.
+
+export interface TemplateOptions {
+  profile: string;
+  gatewayPort: number;
+  dashboardPort: number;
+}
+
+/** The example provider block; the template carries it commented out with "# " before each line. */
+export const EXAMPLE_PROVIDER_YAML = `model: { provider: main, name: gpt-4o-mini }  # the primary model: a provider below, one of its models
+providers:
+  main:
+    type: openai                     # openai (any OpenAI-compatible API) | anthropic | simulator
+    base_url: https://api.openai.com/v1
+    api_keys: ["\${OPENAI_API_KEY}"]  # the credential pool, used in order; more keys rotate
+    max_concurrency: 8               # at most this many requests in flight to this provider
+    models:
+      gpt-4o-mini: { context_window: 128000, max_output_tokens: 16384 }`;
+
+/** Prefix each line with "# " (the form the example takes in the template). */
+export function commentOut(yaml: string): string {
+  return yaml
+    .split("\n")
+    .map((line) => `# ${line}`)
+    .join("\n");
+}
+
+export function renderConfigTemplate(options: TemplateOptions): string {
+  return `# Tenax configuration for the profile "${options.profile}".
+#
+# Every key is optional: one left out takes the default shown here. An unknown key or a bad value
+# stops Tenax with the file, the line and the key. Inside a value, \${VAR} is replaced by the
+# variable VAR from the environment, or else from the file .env next to this one (KEY=VALUE lines);
+# \${VAR:-fallback} gives a fallback for an unset or empty VAR, and $\${ stands for a literal "\${".
+# Keep API keys in .env (chmod 600) rather than in this file.
+
+# --- Model and providers -------------------------------------------------------------------------
+# With no model and no providers, Tenax uses its built-in simulator: a local, deterministic
+# stand-in for a real model, good for trying Tenax out (it says so when it starts). To use a real
+# OpenAI-compatible API, remove the "# " in front of each line of the example below and put the
+# key in .env (OPENAI_API_KEY=...). For another OpenAI-compatible server, change base_url and the
+# model names; for Anthropic, use type: anthropic.
+${commentOut(EXAMPLE_PROVIDER_YAML)}
+
+# Primary-model fallback chain, tried in order, each at most once per turn:
+# fallback:
+#   - { provider: backup, name: other-model }
+
+# Side tasks (compression, title, vision) each resolve their own model chain; timeout in seconds:
+# auxiliary:
+#   compression: { provider: main, name: small-model, timeout: 120, fallback: [] }
+#   title: { provider: main, name: small-model }
+
+# --- Behaviour ----------------------------------------------------------------------------------
+compression:
+  enabled: true
+  threshold: 0.5        # compress when a conversation fills this fraction of the context window
+
+retry:
+  max_attempts: 4       # attempts per model call (1 to 20) before falling back
+
+# --- Servers -------------------------------------------------------------------------------------
+gateway:
+  host: 127.0.0.1       # a non-loopback host requires api_key
+  port: ${options.gatewayPort}            # unique to this profile
+  # api_key: "\${TENAX_API_KEY}"   # clients must then send Authorization: Bearer KEY
+  drain_timeout: 30     # seconds a stopping gateway waits for running turns
+
+dashboard:
+  host: 127.0.0.1
+  port: ${options.dashboardPort}            # unique to this profile
+
+# --- Checkpoints and storage ---------------------------------------------------------------------
+checkpoints:
+  enabled: false        # snapshot project files before the agent changes them
+  max_snapshots: 50     # snapshots kept; the oldest are pruned
+
+store:                  # the session store (state.db, SQLite)
+  synchronous: full     # full: a committed message survives power loss; normal: faster
+  busy_timeout_ms: 5000
+  write_retry_budget_ms: 30000      # how long a write keeps retrying before it goes to spool/
+  integrity_check_timeout_ms: 2000
+`;
+}

@@ -1,0 +1,100 @@
+import { statSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { checkpoint, overwritePages, PAGE } from "../../test/helpers/corrupt.js";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { SearchUnavailableError } from "./errors.js";
+import { openReader, openStore, releaseStore } from "./registry.js";
+import type { Store, StoreEvent } from "./store.js";
+
+async function filledStore(paths: ReturnType<typeof tempProfile>): Promise<{ store: Store; session: string }> {
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  await store.index.rebuild();
+  const session = await store.createSession({ title: "zebra notes" });
+  for (let i = 0; i < 300; i++) {
+    await store.appendMessage({ session_id: session, role: "user", content: `note ${i} about the zebra ${"pad ".repeat(50)}` });
+  }
+  store.index.flush();
+  return { store, session };
+}
+
+function nextEvent(store: Store, type: StoreEvent["type"]): Promise<StoreEvent> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${type} event within 10 s`)), 10_000);
+    const off = store.on((e) => {
+      if (e.type === type) {
+        clearTimeout(timer);
+        off();
+        resolve(e);
+      }
+    });
+  });
+}
+
+describe("a damaged full-text index", () => {
+  it("degrades search with a clear message while list and show keep working, and reindex repairs it", async () => {
+    const paths = tempProfile();
+    const { store, session } = await filledStore(paths);
+    expect(store.search("zebra", { limit: 500 }).hits).toHaveLength(300);
+    await releaseStore(store);
+
+    const pages = Math.floor(statSync(paths.search).size / PAGE);
+    overwritePages(
+      paths.search,
+      Array.from({ length: pages - 1 }, (_, i) => i + 2),
+      "garbage",
+      7,
+    );
+
+    const reader = openReader(paths);
+    expect(reader.listSessions().map((s) => s.id)).toEqual([session]);
+    expect(reader.getMessages(session)).toHaveLength(300);
+    let error: unknown;
+    try {
+      reader.search("zebra");
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SearchUnavailableError);
+    expect((error as SearchUnavailableError).message).toMatch(/search is (degraded|unavailable).*transcripts are not affected/);
+    expect((error as SearchUnavailableError).hint).toBe("rebuild it with: tenax sessions reindex");
+    reader.close();
+
+    // The next writer notices on open and rebuilds by itself, from the transcript.
+    const writer = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const rebuilt = writer.health().search.status === "ok" ? null : await nextEvent(writer, "search.rebuilt");
+    expect(rebuilt).toMatchObject({ type: "search.rebuilt", messages: 300 });
+    expect(writer.search("zebra", { limit: 500 }).hits).toHaveLength(300);
+    expect(writer.getMessages(session)).toHaveLength(300);
+    await releaseStore(writer);
+  });
+
+  it("rebuilds in the background when the index fails under a running writer", async () => {
+    const paths = tempProfile();
+    const { store } = await filledStore(paths);
+    checkpoint(paths.search); // so that the damage is not shadowed by newer copies in the WAL
+    const pages = Math.floor(statSync(paths.search).size / PAGE);
+    overwritePages(
+      paths.search,
+      Array.from({ length: pages - 1 }, (_, i) => i + 2),
+      "garbage",
+      11,
+    );
+    const degraded = nextEvent(store, "search.degraded");
+    const rebuilt = nextEvent(store, "search.rebuilt");
+    // The stale page cache may still answer this search; the write after it must hit the damage.
+    try {
+      store.search("zebra");
+    } catch (e) {
+      expect(e).toBeInstanceOf(SearchUnavailableError);
+    }
+    await store.appendMessage({ session_id: store.listSessions()[0]?.id ?? "", role: "user", content: "zebra again" });
+    store.index.flush();
+    await degraded;
+    expect(store.health().search.status).not.toBe("ok");
+    expect(() => store.search("zebra")).toThrow(/being rebuilt|degraded/);
+    await rebuilt;
+    expect(store.search("zebra", { limit: 500 }).hits).toHaveLength(301);
+    expect(store.health()).toMatchObject({ writable: true, corrupt: null, search: { status: "ok" } });
+    await releaseStore(store);
+  });
+});
