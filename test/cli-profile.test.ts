@@ -5,45 +5,17 @@ import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { type Run, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
 import { tempHome } from "./helpers/temp-home.js";
 
-const ROOT = resolve(import.meta.dirname, "..");
-const BIN = join(ROOT, "bin", "tenax.js");
-
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function environment(home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, TENAX_HOME: home, HOME: home };
-  delete env.TENAX_PROFILE;
-  return env;
-}
-
-function tenax(home: string, args: string[]): Run {
-  const result = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: ROOT,
-    env: environment(home),
-    encoding: "utf8",
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
 /** Run the command a hint printed after "run: ", through a shell, with `tenax` meaning this CLI. */
-function runPrinted(home: string, stderr: string): Run {
+function runPrintedAfterRun(home: string, stderr: string): Run {
   const command = /run: (tenax .*)$/m.exec(stderr)?.[1];
   if (!command) throw new Error(`no command printed in: ${stderr}`);
-  const script = `tenax() { "${process.execPath}" "${BIN}" "$@"; }\n${command}`;
-  const result = spawnSync("sh", ["-c", script], { cwd: ROOT, env: environment(home), encoding: "utf8" });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+  return runPrinted(home, command);
 }
 
-beforeAll(() => {
-  if (!existsSync(join(ROOT, "dist", "cli", "main.js")))
-    throw new Error("dist/ is missing: run `npm run build` first");
-});
+beforeAll(requireBuild);
 
 describe("tenax profile", () => {
   it("creates profiles with distinct ports and lists them as one JSON document", () => {
@@ -89,7 +61,7 @@ describe("tenax profile", () => {
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain("run: tenax profile delete dev --yes");
     expect(existsSync(join(home, "profiles", "dev"))).toBe(true);
-    const confirmed = runPrinted(home, refused.stderr);
+    const confirmed = runPrintedAfterRun(home, refused.stderr);
     expect(confirmed.status).toBe(0);
     expect(existsSync(join(home, "profiles", "dev"))).toBe(false);
   });
@@ -129,7 +101,7 @@ describe("tenax init", () => {
     const second = tenax(home, ["init"]);
     expect(second.status).toBe(1);
     expect(second.stderr).toContain("run: tenax init --force");
-    const forced = runPrinted(home, second.stderr);
+    const forced = runPrintedAfterRun(home, second.stderr);
     expect(forced.status).toBe(0);
     expect(existsSync(join(home, "config.yaml.bak"))).toBe(true);
   });
@@ -143,6 +115,6 @@ describe("tenax init", () => {
     const again = tenax(home, ["--profile", "work", "init"]);
     expect(again.status).toBe(1);
     expect(again.stderr).toContain("run: tenax --profile work init --force");
-    expect(runPrinted(home, again.stderr).status).toBe(0);
+    expect(runPrintedAfterRun(home, again.stderr).status).toBe(0);
   });
 });

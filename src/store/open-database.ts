@@ -2,7 +2,7 @@
 // profile and of a schema this Tenax knows, then set WAL and the durability level.
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
-import { commandLine } from "../core/errors.js";
+import { tenaxCommand } from "../config/command-hint.js";
 import { newId } from "../core/ids.js";
 import { classifySqliteError, StoreCorruptError, StoreOpenError } from "./errors.js";
 import { APPLICATION_ID, migrate, SCHEMA_VERSION } from "./migrations.js";
@@ -21,10 +21,15 @@ const SQLITE_MAGIC = "SQLite format 3\0";
 
 /** The command that salvages a damaged store, as the user must type it. */
 export function recoverCommand(path: string, profile: string): string {
-  const args = ["tenax"];
-  if (profile !== "default") args.push("--profile", profile);
-  args.push("sessions", "recover", "--source", path, "--inspect-only");
-  return commandLine(args);
+  return tenaxCommand(profile, ["sessions", "recover", "--source", path, "--inspect-only"]);
+}
+
+/** The same failure, as the store's typed error, whatever SQLite call met it. */
+export function corruptStoreError(path: string, profile: string, error: unknown): StoreCorruptError {
+  return new StoreCorruptError(`${path} is damaged: ${(error as Error).message}`, path, null, {
+    cause: error,
+    hint: `see what can be salvaged: ${recoverCommand(path, profile)}`,
+  });
 }
 
 function readHeader(path: string): Buffer {
@@ -117,12 +122,7 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
     return db;
   } catch (error) {
     db.close();
-    if (classifySqliteError(error) === "corrupt") {
-      throw new StoreCorruptError(`${path} is damaged: ${(error as Error).message}`, path, null, {
-        cause: error,
-        hint: `see what can be salvaged: ${recoverCommand(path, options.profile)}`,
-      });
-    }
+    if (classifySqliteError(error) === "corrupt") throw corruptStoreError(path, options.profile, error);
     throw error;
   }
 }

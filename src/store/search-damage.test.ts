@@ -6,12 +6,18 @@ import { SearchUnavailableError } from "./errors.js";
 import { openReader, openStore, releaseStore } from "./registry.js";
 import type { Store, StoreEvent } from "./store.js";
 
-async function filledStore(paths: ReturnType<typeof tempProfile>): Promise<{ store: Store; session: string }> {
+async function filledStore(
+  paths: ReturnType<typeof tempProfile>,
+): Promise<{ store: Store; session: string }> {
   const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   await store.index.rebuild();
   const session = await store.createSession({ title: "zebra notes" });
   for (let i = 0; i < 300; i++) {
-    await store.appendMessage({ session_id: session, role: "user", content: `note ${i} about the zebra ${"pad ".repeat(50)}` });
+    await store.appendMessage({
+      session_id: session,
+      role: "user",
+      content: `note ${i} about the zebra ${"pad ".repeat(50)}`,
+    });
   }
   store.index.flush();
   return { store, session };
@@ -55,7 +61,9 @@ describe("a damaged full-text index", () => {
       error = e;
     }
     expect(error).toBeInstanceOf(SearchUnavailableError);
-    expect((error as SearchUnavailableError).message).toMatch(/search is (degraded|unavailable).*transcripts are not affected/);
+    expect((error as SearchUnavailableError).message).toMatch(
+      /search is (degraded|unavailable).*transcripts are not affected/,
+    );
     expect((error as SearchUnavailableError).hint).toBe("rebuild it with: tenax sessions reindex");
     reader.close();
 
@@ -87,7 +95,11 @@ describe("a damaged full-text index", () => {
     } catch (e) {
       expect(e).toBeInstanceOf(SearchUnavailableError);
     }
-    await store.appendMessage({ session_id: store.listSessions()[0]?.id ?? "", role: "user", content: "zebra again" });
+    await store.appendMessage({
+      session_id: store.listSessions()[0]?.id ?? "",
+      role: "user",
+      content: "zebra again",
+    });
     store.index.flush();
     await degraded;
     expect(store.health().search.status).not.toBe("ok");

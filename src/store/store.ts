@@ -389,7 +389,8 @@ export class Store extends StoreReadView {
     const onState = (result: IntegrityResult) => {
       this.integrity = result;
       this.emit({ type: "store.integrity", path: this.location.path, result });
-      if (result.status === "corrupt") this.markCorrupt(`integrity check failed: ${result.detail.join("; ")}`);
+      if (result.status === "corrupt")
+        this.markCorrupt(`integrity check failed: ${result.detail.join("; ")}`);
     };
     const onSearch = (result: IntegrityResult) => {
       if (result.status === "corrupt") this.index.degrade(new Error(result.detail.join("; ")));

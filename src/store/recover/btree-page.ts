@@ -38,10 +38,10 @@ export function readSize(buf: Uint8Array, pos: number, end: number, max: number)
 }
 
 const KINDS: Record<number, BtreeKind> = {
-  0x02: "index-interior",
-  0x05: "table-interior",
-  0x0a: "index-leaf",
-  0x0d: "table-leaf",
+  2: "index-interior",
+  5: "table-interior",
+  10: "index-leaf",
+  13: "table-leaf",
 };
 
 /**
@@ -125,7 +125,9 @@ export function readTableLeafCell(page: Uint8Array, at: number, usable: number):
   const spills = local < payloadSize;
   const end = start + local + (spills ? 4 : 0);
   if (end > usable) return null;
-  const overflow = spills ? Buffer.from(page.buffer, page.byteOffset, page.length).readUInt32BE(start + local) : 0;
+  const overflow = spills
+    ? Buffer.from(page.buffer, page.byteOffset, page.length).readUInt32BE(start + local)
+    : 0;
   if (spills && overflow === 0) return null;
   return { rowid: rowid.value, payloadSize, local: page.subarray(start, start + local), overflow, end };
 }

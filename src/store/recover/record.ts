@@ -61,7 +61,11 @@ export function readRecordHeader(payload: Uint8Array, payloadSize: number): Reco
 }
 
 /** Decode every value of a complete payload whose header was read by readRecordHeader. */
-export function readRecordValues(payload: Uint8Array, header: RecordHeader, encoding: TextEncoding): SqlValue[] {
+export function readRecordValues(
+  payload: Uint8Array,
+  header: RecordHeader,
+  encoding: TextEncoding,
+): SqlValue[] {
   const view = Buffer.from(payload.buffer, payload.byteOffset, payload.length);
   const values: SqlValue[] = [];
   let at = header.headerSize;

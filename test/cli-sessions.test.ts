@@ -1,0 +1,121 @@
+// `tenax sessions ...` through the real CLI: listings with bad rows, show by prefix, search,
+// export, delete, prune, stats, reindex, check, and the commands that its errors print.
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { beforeAll, describe, expect, it } from "vitest";
+import { profilePaths } from "../src/config/paths.js";
+import { openStore, releaseStore } from "../src/store/registry.js";
+import { requireBuild, printedCommands, runPrinted, tenax } from "./helpers/cli.js";
+import { btreePages, checkpoint, overwritePages, PAGE } from "./helpers/corrupt.js";
+import { tempDir } from "./helpers/tmp.js";
+
+beforeAll(requireBuild);
+
+async function seededHome(): Promise<{ home: string; ids: string[] }> {
+  const home = tempDir();
+  const paths = profilePaths(home, "default");
+  let now = Date.UTC(2026, 0, 1);
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps: { clock: { now: () => (now += 1000) } } });
+  const ids: string[] = [];
+  for (const title of ["deploy notes", "grocery list"]) {
+    const id = await store.createSession({ title });
+    ids.push(id);
+    await store.appendMessage({ session_id: id, role: "user", content: `about ${title}: the platypus is here` });
+    await store.appendMessage({ session_id: id, role: "assistant", content: "noted" });
+  }
+  await releaseStore(store);
+  const raw = new Database(paths.state);
+  raw.exec(`INSERT INTO sessions (id, title, source, created_at, updated_at) VALUES ('s_bad', 'bad times', 'cli', 'yesterday', 1e30);
+            INSERT INTO messages (uid, session_id, seq, role, content, tool_calls, created_at)
+            VALUES ('u_bad', 's_bad', 1, 'assistant', 'odd', '{oops', 'noon');`);
+  raw.close();
+  return { home, ids };
+}
+
+describe("tenax sessions", () => {
+  it("lists, shows, exports and counts bad rows with warnings instead of failing", async () => {
+    const { home, ids } = await seededHome();
+    const list = tenax(home, ["sessions", "list", "--json"]);
+    expect(list.status).toBe(0);
+    const sessions = JSON.parse(list.stdout).sessions as { id: string; warnings: string[] }[];
+    expect(sessions.map((s) => s.id).sort()).toEqual([...ids, "s_bad"].sort());
+    expect(sessions.find((s) => s.id === "s_bad")?.warnings.length).toBe(2);
+    expect(list.stderr).toMatch(/warning: session s_bad: created_at is string "yesterday"/);
+
+    const text = tenax(home, ["sessions", "list"]);
+    expect(text.stdout).toMatch(/s_bad !/);
+    expect(text.stdout).toMatch(/deploy notes/);
+
+    const show = tenax(home, ["sessions", "show", "s_bad"]);
+    expect(show.status).toBe(0);
+    expect(show.stdout).toContain("odd");
+    expect(show.stderr).toMatch(/message #1 \(id \d+\): tool_calls is not valid JSON/);
+
+    const prefix = ids[0]?.slice(0, 14) ?? "";
+    const byPrefix = tenax(home, ["sessions", "show", prefix, "--json"]);
+    expect(JSON.parse(byPrefix.stdout).messages.map((m: { content: string }) => m.content)).toEqual([
+      "about deploy notes: the platypus is here",
+      "noted",
+    ]);
+
+    const out = join(home, "export.json");
+    const exported = tenax(home, ["sessions", "export", "s_bad", "--output", out]);
+    expect(exported.status).toBe(0);
+    const document = JSON.parse(readFileSync(out, "utf8"));
+    expect(document).toMatchObject({ format: "tenax.session.v1", session: { id: "s_bad" } });
+    expect(document.messages[0].warnings[0]).toMatch(/tool_calls/);
+
+    const stats = JSON.parse(tenax(home, ["sessions", "stats", "--json"]).stdout);
+    expect(stats).toMatchObject({ sessions: 3, messages: 5, bad_rows: { sessions: 1, messages: 1 }, profile: "default" });
+  });
+
+  it("searches, deletes, prunes, reindexes and checks", async () => {
+    const { home, ids } = await seededHome();
+    // The index is built by the first writer; reindex as the operator would.
+    expect(tenax(home, ["sessions", "reindex"]).stdout).toMatch(/rebuilt the search index .*: 5 messages/);
+    const search = JSON.parse(tenax(home, ["sessions", "search", "platypus", "--json"]).stdout);
+    expect(search.hits).toHaveLength(2);
+    expect(tenax(home, ["sessions", "search", "wombat"]).stdout).toMatch(/no messages match "wombat"/);
+
+    const deleted = tenax(home, ["sessions", "delete", ids[0] ?? "", "--json"]);
+    expect(JSON.parse(deleted.stdout)).toEqual({ deleted: ids[0], messages: 2 });
+    expect(JSON.parse(tenax(home, ["sessions", "search", "platypus", "--json"]).stdout).hits).toHaveLength(1);
+
+    // Seeded sessions are from January 2026: idle for more than a day. The bad row's time is unusable: kept.
+    const dry = JSON.parse(tenax(home, ["sessions", "prune", "--older-than", "1", "--dry-run", "--json"]).stdout);
+    expect(dry).toEqual({ dry_run: true, sessions: [ids[1]] });
+    expect(tenax(home, ["sessions", "prune", "--older-than", "1"]).stdout).toMatch(/deleted 1 session/);
+    expect(JSON.parse(tenax(home, ["sessions", "list", "--json"]).stdout).sessions.map((s: { id: string }) => s.id)).toEqual(["s_bad"]);
+    expect(tenax(home, ["sessions", "prune"]).status).toBe(2);
+
+    const check = tenax(home, ["sessions", "check", "--json"]);
+    expect(check.status).toBe(0);
+    expect(JSON.parse(check.stdout).integrity).toMatchObject({ status: "ok", mode: "quick" });
+  });
+
+  it("reports unknown ids and bad arguments as usage errors with a command that works", async () => {
+    const { home } = await seededHome();
+    const missing = tenax(home, ["sessions", "show", "s_nope"]);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/no session 's_nope'/);
+    const [command] = printedCommands(missing.stderr);
+    expect(command).toBe("tenax sessions list");
+    expect(runPrinted(home, command ?? "").status).toBe(0);
+    expect(tenax(home, ["sessions", "list", "--limit", "lots"]).status).toBe(2);
+  });
+
+  it("says the store is damaged, with the salvage command, when a read meets a damaged page", async () => {
+    const { home } = await seededHome();
+    const paths = profilePaths(home, "default");
+    checkpoint(paths.state);
+    overwritePages(paths.state, btreePages(paths.state, "sessions").map((p) => p.pageno), "garbage", 5);
+    expect(statSync(paths.state).size % PAGE).toBe(0);
+    const list = tenax(home, ["sessions", "list"]);
+    expect(list.status).toBe(1);
+    expect(list.stderr).not.toMatch(/a bug in Tenax/);
+    expect(list.stderr).toMatch(/state\.db is damaged/);
+    const [command] = printedCommands(list.stderr);
+    expect(command).toBe(`tenax sessions recover --source ${paths.state} --inspect-only`);
+  });
+});

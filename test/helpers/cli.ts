@@ -1,0 +1,46 @@
+// The real `tenax` CLI as a child process (the built code in dist/: `npm run build` first), on a
+// throwaway TENAX_HOME, and the commands that its hints print, run exactly as printed by a shell.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dirname, "..", "..");
+export const BIN = join(ROOT, "bin", "tenax.js");
+
+export interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function requireBuild(): void {
+  if (!existsSync(join(ROOT, "dist", "cli", "main.js")))
+    throw new Error("dist/ is missing: run `npm run build` first");
+}
+
+export function cliEnvironment(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, TENAX_HOME: home, HOME: home };
+  delete env.TENAX_PROFILE;
+  return env;
+}
+
+export function tenax(home: string, args: string[]): Run {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: ROOT,
+    env: cliEnvironment(home),
+    encoding: "utf8",
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Every `tenax ...` command a text prints after a colon or at the start of a line. */
+export function printedCommands(text: string): string[] {
+  return [...text.matchAll(/(?:^|: )(tenax [^\n]*?)\s*$/gm)].map((m) => m[1] ?? "");
+}
+
+/** Run one printed command through a shell, with `tenax` meaning this CLI, from another folder. */
+export function runPrinted(home: string, command: string): Run {
+  const script = `tenax() { "${process.execPath}" "${BIN}" "$@"; }\n${command}`;
+  const result = spawnSync("sh", ["-c", script], { cwd: home, env: cliEnvironment(home), encoding: "utf8" });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
