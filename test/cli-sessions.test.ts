@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
 import { profilePaths } from "../src/config/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
-import { requireBuild, printedCommands, runPrinted, tenax } from "./helpers/cli.js";
+import { printedCommands, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages, PAGE } from "./helpers/corrupt.js";
 import { tempDir } from "./helpers/tmp.js";
 
@@ -16,12 +16,19 @@ async function seededHome(): Promise<{ home: string; ids: string[] }> {
   const home = tempDir();
   const paths = profilePaths(home, "default");
   let now = Date.UTC(2026, 0, 1);
-  const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps: { clock: { now: () => (now += 1000) } } });
+  const store = await openStore(paths, {
+    integrityCheckTimeoutMs: 0,
+    deps: { clock: { now: () => (now += 1000) } },
+  });
   const ids: string[] = [];
   for (const title of ["deploy notes", "grocery list"]) {
     const id = await store.createSession({ title });
     ids.push(id);
-    await store.appendMessage({ session_id: id, role: "user", content: `about ${title}: the platypus is here` });
+    await store.appendMessage({
+      session_id: id,
+      role: "user",
+      content: `about ${title}: the platypus is here`,
+    });
     await store.appendMessage({ session_id: id, role: "assistant", content: "noted" });
   }
   await releaseStore(store);
@@ -67,7 +74,12 @@ describe("tenax sessions", () => {
     expect(document.messages[0].warnings[0]).toMatch(/tool_calls/);
 
     const stats = JSON.parse(tenax(home, ["sessions", "stats", "--json"]).stdout);
-    expect(stats).toMatchObject({ sessions: 3, messages: 5, bad_rows: { sessions: 1, messages: 1 }, profile: "default" });
+    expect(stats).toMatchObject({
+      sessions: 3,
+      messages: 5,
+      bad_rows: { sessions: 1, messages: 1 },
+      profile: "default",
+    });
   });
 
   it("searches, deletes, prunes, reindexes and checks", async () => {
@@ -83,10 +95,16 @@ describe("tenax sessions", () => {
     expect(JSON.parse(tenax(home, ["sessions", "search", "platypus", "--json"]).stdout).hits).toHaveLength(1);
 
     // Seeded sessions are from January 2026: idle for more than a day. The bad row's time is unusable: kept.
-    const dry = JSON.parse(tenax(home, ["sessions", "prune", "--older-than", "1", "--dry-run", "--json"]).stdout);
+    const dry = JSON.parse(
+      tenax(home, ["sessions", "prune", "--older-than", "1", "--dry-run", "--json"]).stdout,
+    );
     expect(dry).toEqual({ dry_run: true, sessions: [ids[1]] });
     expect(tenax(home, ["sessions", "prune", "--older-than", "1"]).stdout).toMatch(/deleted 1 session/);
-    expect(JSON.parse(tenax(home, ["sessions", "list", "--json"]).stdout).sessions.map((s: { id: string }) => s.id)).toEqual(["s_bad"]);
+    expect(
+      JSON.parse(tenax(home, ["sessions", "list", "--json"]).stdout).sessions.map(
+        (s: { id: string }) => s.id,
+      ),
+    ).toEqual(["s_bad"]);
     expect(tenax(home, ["sessions", "prune"]).status).toBe(2);
 
     const check = tenax(home, ["sessions", "check", "--json"]);
@@ -109,7 +127,12 @@ describe("tenax sessions", () => {
     const { home } = await seededHome();
     const paths = profilePaths(home, "default");
     checkpoint(paths.state);
-    overwritePages(paths.state, btreePages(paths.state, "sessions").map((p) => p.pageno), "garbage", 5);
+    overwritePages(
+      paths.state,
+      btreePages(paths.state, "sessions").map((p) => p.pageno),
+      "garbage",
+      5,
+    );
     expect(statSync(paths.state).size % PAGE).toBe(0);
     const list = tenax(home, ["sessions", "list"]);
     expect(list.status).toBe(1);

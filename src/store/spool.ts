@@ -4,7 +4,9 @@
 import {
   closeSync,
   existsSync,
+  fstatSync,
   fsyncSync,
+  ftruncateSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -45,8 +47,19 @@ export class Spool {
       ops,
     };
     const { fd, file } = this.open(now);
-    writeSync(fd, `${JSON.stringify(record)}\n`);
-    fsyncSync(fd);
+    const before = fstatSync(fd).size;
+    try {
+      writeSync(fd, `${JSON.stringify(record)}\n`);
+      fsyncSync(fd);
+    } catch (error) {
+      // Never leave half a line behind: the next record would be glued to it and lost with it.
+      try {
+        ftruncateSync(fd, before);
+      } catch {
+        // readSpool still reports a torn line as skipped, with its file and line.
+      }
+      throw error;
+    }
     return file;
   }
 

@@ -32,13 +32,16 @@ export function parseDbHeader(buf: Buffer): DbHeader {
     encoding: "utf8",
   });
   if (buf.length < 100) return bad("the file is shorter than its 100-byte header");
-  if (buf.subarray(0, 16).toString("latin1") !== MAGIC) return bad("page 1 does not start with the SQLite header");
+  if (buf.subarray(0, 16).toString("latin1") !== MAGIC)
+    return bad("page 1 does not start with the SQLite header");
   const raw = buf.readUInt16BE(16);
   const pageSize = raw === 1 ? 65536 : raw;
   const reserved = buf[20] ?? 0;
   const encodingCode = buf.readUInt32BE(56);
-  if (!isValidPageSize(pageSize) || reserved > pageSize - 480) return bad("the header's page size is invalid");
-  if (buf[21] !== 64 || buf[22] !== 32 || buf[23] !== 32) return bad("the header's payload fractions are invalid");
+  if (!isValidPageSize(pageSize) || reserved > pageSize - 480)
+    return bad("the header's page size is invalid");
+  if (buf[21] !== 64 || buf[22] !== 32 || buf[23] !== 32)
+    return bad("the header's payload fractions are invalid");
   if (encodingCode < 1 || encodingCode > 3) return bad("the header's text encoding is invalid");
   const sizeValid = buf.readUInt32BE(24) === buf.readUInt32BE(92);
   return {
@@ -110,7 +113,8 @@ export class PageImage {
   page(pgno: number): Buffer | null {
     if (!Number.isInteger(pgno) || pgno < 1 || pgno > this.pageCount) return null;
     const walOffset = this.walPages.get(pgno);
-    if (walOffset !== undefined && this.walFd !== null) return this.readAt(this.walFd, walOffset, this.pageSize);
+    if (walOffset !== undefined && this.walFd !== null)
+      return this.readAt(this.walFd, walOffset, this.pageSize);
     const offset = (pgno - 1) * this.pageSize;
     if (offset + this.pageSize > this.fileSize) return null;
     return this.readAt(this.fd, offset, this.pageSize);

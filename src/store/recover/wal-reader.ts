@@ -88,7 +88,8 @@ function scanOpenWal(fd: number, size: number, dbPageSize: number | null): WalSc
   readSync(fd, header, 0, HEADER, 0);
   const magic = header.readUInt32BE(0);
   const pageSize = header.readUInt32BE(8);
-  if (magic !== MAGIC_LE && magic !== MAGIC_BE) return emptyScan(true, "the WAL header is damaged (bad magic)");
+  if (magic !== MAGIC_LE && magic !== MAGIC_BE)
+    return emptyScan(true, "the WAL header is damaged (bad magic)");
   const bigEndian = magic === MAGIC_BE;
   const sums = checksum(header, 0, 24, bigEndian, [0, 0]);
   if (sums[0] !== header.readUInt32BE(24) || sums[1] !== header.readUInt32BE(28)) {
