@@ -21,7 +21,7 @@ describe("configSchema", () => {
       checkpoints: { enabled: false, max_snapshots: 50 },
       store: {
         synchronous: "full",
-        busy_timeout_ms: 5000,
+        busy_timeout_ms: 100,
         write_retry_budget_ms: 30000,
         integrity_check_timeout_ms: 2000,
       },

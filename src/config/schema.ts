@@ -105,7 +105,7 @@ const checkpoints = z.strictObject({
 
 const store = z.strictObject({
   synchronous: z.enum(["full", "normal"], { error: "expected full or normal" }).default("full"),
-  busy_timeout_ms: nonNegativeInt().default(5000),
+  busy_timeout_ms: nonNegativeInt().default(100),
   write_retry_budget_ms: nonNegativeInt().default(30000),
   integrity_check_timeout_ms: nonNegativeInt().default(2000),
 });

@@ -77,9 +77,9 @@ checkpoints:
   max_snapshots: 50     # snapshots kept; the oldest are pruned
 
 store:                  # the session store (state.db, SQLite)
-  synchronous: full     # full: a committed message survives power loss; normal: faster
-  busy_timeout_ms: 5000
-  write_retry_budget_ms: 30000      # how long a write keeps retrying before it goes to spool/
-  integrity_check_timeout_ms: 2000
+  synchronous: full     # full: a committed message survives power loss; normal: faster, survives kill -9
+  busy_timeout_ms: 100  # one wait for another process's write lock (it blocks, so keep it short)
+  write_retry_budget_ms: 30000      # how long a write keeps retrying, with jitter, before it fails
+  integrity_check_timeout_ms: 2000  # budget of the page check when the store opens (0: skip)
 `;
 }
