@@ -56,10 +56,12 @@ describe("a full disk", () => {
     expect(error).toBeInstanceOf(StoreDiskFullError);
     expect((error as StoreDiskFullError).message).toMatch(/disk holding .*state\.db is full/);
     expect((error as StoreDiskFullError).hint).toMatch(/free some space/);
-    // The spool is on the same full disk: the error must say plainly where the write went.
-    expect((error as StoreDiskFullError).message).toMatch(/The write was kept in .*spool|it was NOT stored/);
-    // A spool write cut short by the full disk leaves no torn line behind.
-    expect(readSpool(paths.spool).skipped).toEqual([]);
+    expect((error as StoreDiskFullError).message).toMatch(/the write was NOT stored/);
+    expect((error as StoreDiskFullError).hint).toBe(
+      `free some space on that disk (df -h ${home}), then retry`,
+    );
+    // A refused write is refused, not half-kept somewhere for a later surprise.
+    expect(readSpool(paths.spool).records).toEqual([]);
     expect(acked.length).toBeGreaterThan(0);
     // Not sticky: free the space and the same store takes writes again.
     rmSync(filler, { force: true });

@@ -2,6 +2,7 @@
 // the registry), short IMMEDIATE transactions with bounded, jittered retries when another process
 // holds the write lock, and a sticky failure mode for corruption: once a write meets a damaged
 // file, every later write goes to the spool, and the handle is closed without a WAL checkpoint.
+import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
@@ -175,7 +176,7 @@ export class Store extends StoreReadView {
 
   /** Apply operations in one transaction. Resolves once they are committed (the acknowledgement). */
   async write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
-    if (this.corrupt !== null) throw this.spoolAndFail(ops, "corrupt", this.corrupt.detail);
+    if (this.corrupt !== null) throw this.spoolAndFail(ops, this.corrupt.detail);
     try {
       return await retryWhileBusy(
         () => {
@@ -195,9 +196,9 @@ export class Store extends StoreReadView {
       const kind = classifySqliteError(error);
       if (kind === "corrupt") {
         this.markCorrupt((error as Error).message);
-        throw this.spoolAndFail(ops, "corrupt", (error as Error).message);
+        throw this.spoolAndFail(ops, (error as Error).message);
       }
-      if (kind === "full") throw this.spoolAndFail(ops, "disk_full", (error as Error).message);
+      if (kind === "full") throw this.diskFull();
       throw error;
     }
   }
@@ -219,40 +220,42 @@ export class Store extends StoreReadView {
   }
 
   /** Store the write in the spool (fsynced) and build the error the caller gets. */
-  private spoolAndFail(ops: WriteOp[], reason: "corrupt" | "disk_full", detail: string): StoreError {
+  private spoolAndFail(ops: WriteOp[], detail: string): StoreCorruptError {
+    let kept: string;
     let spooledTo: string | null = null;
-    let spoolError = "";
     try {
-      spooledTo = this.spool.append(ops, reason, this.deps.clock.now());
+      spooledTo = this.spool.append(ops, "corrupt", this.deps.clock.now());
       this.spooledRecords++;
       this.emit({
         type: "store.spooled",
         path: this.location.path,
         file: spooledTo,
-        reason,
+        reason: "corrupt",
         ops: ops.length,
       });
+      kept = ` The write was kept in ${spooledTo}.`;
     } catch (error) {
-      spoolError = ` Writing it to the spool in ${this.options.spoolDir} failed too (${(error as Error).message}): it was NOT stored.`;
+      kept = ` Writing it to the spool in ${this.options.spoolDir} failed too (${(error as Error).message}): it was NOT stored.`;
     }
-    const kept = spooledTo ? ` The write was kept in ${spooledTo}.` : spoolError;
     const recover = recoverCommand(this.location.path, this.location.profile);
-    if (reason === "disk_full") {
-      return new StoreDiskFullError(
-        "store_disk_full",
-        `the disk holding ${this.location.path} is full.${kept}`,
-        {
-          hint: `free some space on that disk, then retry; spooled writes are folded back by: ${recover.replace("--inspect-only", "--output NEW.db")}`,
-          data: { path: this.location.path, spooled_to: spooledTo },
-        },
-      );
-    }
     return new StoreCorruptError(
       `the session store ${this.location.path} is damaged (${detail}).${kept}`,
       this.location.path,
       spooledTo,
       {
         hint: `stop Tenax for this profile, then see what can be salvaged: ${recover}`,
+      },
+    );
+  }
+
+  /** A full disk is not the file's fault: refuse the write plainly, and take the next one. */
+  private diskFull(): StoreDiskFullError {
+    return new StoreDiskFullError(
+      "store_disk_full",
+      `the disk holding ${this.location.path} is full: the write was NOT stored (nothing earlier is affected)`,
+      {
+        hint: `free some space on that disk (df -h ${dirname(this.location.path)}), then retry`,
+        data: { path: this.location.path },
       },
     );
   }

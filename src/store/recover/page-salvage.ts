@@ -6,13 +6,24 @@ import { parseBtreePage, readTableLeafCell, type TableLeafCell } from "./btree-p
 import { type Freelist, readFreelist } from "./freelist.js";
 import type { PageImage } from "./page-image.js";
 import { type RecordHeader, readRecordHeader, readRecordValues } from "./record.js";
-import { classifyShape, type SalvagedRow, type TableName } from "./row-shapes.js";
+import { classifyShape, type PerTable, perTable, type SalvagedRow } from "./row-shapes.js";
 
-export type PerTable<T> = Record<TableName, T>;
+export interface WalSummary {
+  present: boolean;
+  header_valid: boolean;
+  frames: number;
+  applied: number;
+  /** Committed frames past a damaged frame, which cannot be applied. */
+  stranded: number;
+  problem: string | null;
+}
 
 export interface PageSalvage {
   pageSize: number;
+  pageSizeFrom: "header" | "wal" | "guess";
+  headerProblem: string | null;
   pageCount: number;
+  wal: WalSummary;
   /** Pages that are neither a parseable b-tree page, an overflow page in use, nor free. */
   unreadable: number[];
   /** Pages past the end of a truncated file. */
@@ -27,10 +38,6 @@ export interface PageSalvage {
   stranded: PerTable<Set<number>>;
   meta: Map<string, string>;
   damagedCells: number;
-}
-
-function perTable<T>(make: () => T): PerTable<T> {
-  return { sessions: make(), messages: make(), turns: make() };
 }
 
 /** Cells that parse and do not overlap one another; the rest are damage. */
@@ -92,9 +99,20 @@ function readPayload(
 export function salvagePages(image: PageImage): PageSalvage {
   const freelist = readFreelist(image);
   const free = freelist.pages;
+  const wal = image.wal;
   const result: PageSalvage = {
     pageSize: image.pageSize,
+    pageSizeFrom: image.pageSizeSource,
+    headerProblem: image.header.valid ? null : image.header.problem,
     pageCount: image.pageCount,
+    wal: {
+      present: wal.present,
+      header_valid: wal.headerValid,
+      frames: wal.frames,
+      applied: wal.applied.length,
+      stranded: wal.stranded.length,
+      problem: wal.problem,
+    },
     unreadable: [],
     missing: image.missingPages().length,
     freelist,

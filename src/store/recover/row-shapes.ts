@@ -11,6 +11,12 @@ export type TableName = "sessions" | "messages" | "turns";
 
 export const TABLES: readonly TableName[] = ["sessions", "messages", "turns"];
 
+export type PerTable<T> = Record<TableName, T>;
+
+export function perTable<T>(make: (table: TableName) => T): PerTable<T> {
+  return { sessions: make("sessions"), messages: make("messages"), turns: make("turns") };
+}
+
 export const TABLE_COLUMNS: Record<TableName, readonly string[]> = {
   sessions: ["id", "title", "source", "model", "parent_session_id", "created_at", "updated_at", "metadata"],
   messages: [

@@ -1,0 +1,160 @@
+// Shared by the recovery tests: real stores filled through the real Store with seeded content,
+// and an independent map of which rowids sit on which pages (from SQLite's dbstat, not from our
+// own page parser), so a test knows exactly which rows a damaged page takes with it.
+import { existsSync, readFileSync } from "node:fs";
+import Database from "better-sqlite3";
+import type { ProfilePaths } from "../src/config/paths.js";
+import { type Random, seededRandom } from "../src/core/deps.js";
+import { openStore } from "../src/store/registry.js";
+import type { NewMessage, Store } from "../src/store/store.js";
+import { fileDigest } from "./helpers/corrupt.js";
+
+export interface WrittenMessage {
+  id: number;
+  uid: string;
+  session_id: string;
+  seq: number;
+  content: string;
+}
+
+export interface Written {
+  sessions: string[];
+  messages: WrittenMessage[];
+  turns: string[];
+}
+
+export interface BuildSpec {
+  sessions: number;
+  messagesPerSession: number;
+  seed: number;
+  /** One message in this many is large enough to spill onto overflow pages (0: none). */
+  bigEvery?: number;
+  turnsPerSession?: number;
+}
+
+export function content(random: Random, big: boolean): string {
+  const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"];
+  const length = big ? 5000 + Math.floor(random() * 9000) : 40 + Math.floor(random() * 400);
+  let text = "";
+  while (text.length < length) text += `${words[Math.floor(random() * words.length)]} `;
+  return text.slice(0, length);
+}
+
+/** A store filled session by session (each session's messages together, as a conversation is). */
+export async function buildStore(
+  paths: ProfilePaths,
+  spec: BuildSpec,
+): Promise<{ store: Store; written: Written }> {
+  const random = seededRandom(spec.seed);
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0, synchronous: "normal" });
+  const written: Written = { sessions: [], messages: [], turns: [] };
+  let n = 0;
+  for (let s = 0; s < spec.sessions; s++) {
+    const id = await store.createSession({ title: `session ${s}`, metadata: { n: s } });
+    written.sessions.push(id);
+    for (let t = 0; t < (spec.turnsPerSession ?? 1); t++)
+      written.turns.push(await store.startTurn(id, 60_000));
+    for (let i = 0; i < spec.messagesPerSession; i += 50) {
+      const batch: NewMessage[] = [];
+      for (let j = i; j < Math.min(i + 50, spec.messagesPerSession); j++) {
+        const big = spec.bigEvery !== undefined && spec.bigEvery > 0 && ++n % spec.bigEvery === 0;
+        batch.push({
+          session_id: id,
+          role: j % 2 === 0 ? "user" : "assistant",
+          content: content(random, big),
+        });
+      }
+      const applied = await store.appendMessages(batch);
+      applied.forEach((a, k) => {
+        const input = batch[k];
+        if (input === undefined) return;
+        written.messages.push({
+          id: a.id,
+          uid: "",
+          session_id: id,
+          seq: a.seq,
+          content: input.content,
+        });
+      });
+    }
+  }
+  // uids are generated inside the store; read them back once.
+  const uids = new Map<number, string>();
+  for (const s of written.sessions) for (const m of store.getMessages(s)) uids.set(m.id, m.uid);
+  for (const m of written.messages) m.uid = uids.get(m.id) ?? "";
+  return { store, written };
+}
+
+export interface PageMap {
+  /** Leaf page -> rowids on it, in order. */
+  leaves: Map<number, number[]>;
+  /** Overflow page -> the rowid whose payload it holds. */
+  overflow: Map<number, number>;
+  interior: number[];
+}
+
+/** Which rowids live on which pages of a table, from dbstat's walk of the b-tree. */
+export function pageMap(path: string, table: string): PageMap {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rowids = db.prepare(`SELECT rowid FROM ${table} ORDER BY rowid`).pluck().all() as number[];
+    const pages = db
+      .prepare("SELECT path, pageno, pagetype, ncell FROM dbstat WHERE name = ? ORDER BY path")
+      .all(table) as { path: string; pageno: number; pagetype: string; ncell: number }[];
+    const map: PageMap = { leaves: new Map(), overflow: new Map(), interior: [] };
+    const leafByPath = new Map<string, number[]>();
+    let next = 0;
+    for (const p of pages) {
+      if (p.pagetype === "leaf") {
+        const on = rowids.slice(next, next + p.ncell);
+        next += p.ncell;
+        map.leaves.set(p.pageno, on);
+        leafByPath.set(p.path, on);
+      } else if (p.pagetype === "internal") map.interior.push(p.pageno);
+    }
+    for (const p of pages) {
+      if (p.pagetype !== "overflow") continue;
+      const m = /^(.*\/)([0-9a-f]+)\+[0-9a-f]+$/.exec(p.path);
+      const owner = m ? leafByPath.get(m[1] ?? "")?.[Number.parseInt(m[2] ?? "", 16)] : undefined;
+      if (owner === undefined) throw new Error(`cannot place overflow page ${p.path}`);
+      map.overflow.set(p.pageno, owner);
+    }
+    if (next !== rowids.length)
+      throw new Error(`dbstat leaves hold ${next} cells, the table ${rowids.length}`);
+    return map;
+  } finally {
+    db.close();
+  }
+}
+
+/** sha256 of a store's three files ("missing" for an absent one). */
+export function digests(path: string): Record<string, string> {
+  return {
+    db: fileDigest(path),
+    wal: fileDigest(`${path}-wal`),
+    shm: fileDigest(`${path}-shm`),
+  };
+}
+
+/** Every message of a store file, by uid, read with plain SQLite. */
+export function messagesIn(
+  path: string,
+): Map<string, { id: number; session_id: string; seq: number; content: string }> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db.prepare("SELECT id, uid, session_id, seq, content FROM messages").all() as {
+      id: number;
+      uid: string;
+      session_id: string;
+      seq: number;
+      content: string;
+    }[];
+    return new Map(rows.map((r) => [r.uid, r]));
+  } finally {
+    db.close();
+  }
+}
+
+export function readJson(path: string): unknown {
+  return existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : null;
+}
