@@ -170,3 +170,18 @@ describe("store basics", () => {
     expect(existsSync("/nonexistent/spool")).toBe(false);
   });
 });
+
+describe("closing the store", () => {
+  it("indexes what it wrote before it closes, so a short-lived process leaves nothing pending", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await store.index.rebuild();
+    const s = await store.createSession();
+    await store.appendMessage({ session_id: s, role: "user", content: "ephemeral echidna" });
+    await releaseStore(store);
+    const reader = openReader(paths);
+    const result = reader.search("echidna");
+    reader.close();
+    expect(result).toMatchObject({ pending: 0, hits: [{ session_id: s }] });
+  });
+});

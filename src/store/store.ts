@@ -419,6 +419,8 @@ export class Store extends StoreReadView {
   }
 
   close(): void {
+    // A short-lived process (one CLI turn) must not leave its messages waiting for the next writer.
+    if (this.db !== null) this.index.flush();
     this.index.stop();
     this.spool.close();
     if (this.db !== null) {
