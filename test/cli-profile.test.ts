@@ -1,9 +1,5 @@
-// The real `tenax` CLI as a child process (built code in dist/: `npm run build` first), on a
-// throwaway TENAX_HOME: profile and init commands, exit codes, --json documents, and the commands
-// that hints print, run exactly as printed through a shell.
-import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Run, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
 import { tempHome } from "./helpers/temp-home.js";

@@ -73,7 +73,7 @@ export async function buildStore(
           uid: "",
           session_id: id,
           seq: a.seq,
-          content: input.content,
+          content: String(input.content),
         });
       });
     }

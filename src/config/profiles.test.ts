@@ -187,7 +187,7 @@ describe("deleteProfile", () => {
     const error = await rejected(() => deleteProfile(home, "busy"));
     expect(error.code).toBe("profile_busy");
     expect(error.message).toContain(`pid ${process.pid}`);
-    expect(error.hint).toContain("tenax --profile busy gateway stop");
+    expect(error.hint).toContain(`kill ${process.pid}`);
     expect(existsSync(info.dir)).toBe(true);
   });
 });

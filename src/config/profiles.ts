@@ -155,7 +155,7 @@ export async function deleteProfile(home: string, name: string): Promise<Profile
       "profile_busy",
       `the gateway of profile ${name} is running (pid ${info.gateway_pid})`,
       {
-        hint: `stop it first (${tenaxCommand(name, ["gateway", "stop"])}, or kill ${info.gateway_pid}), then delete the profile`,
+        hint: `stop it first (kill ${info.gateway_pid}), then delete the profile`,
         data: { profile: name, pid: info.gateway_pid },
       },
     );

@@ -25,7 +25,7 @@ export async function retryWhileBusy<T>(fn: () => T, options: BusyRetryOptions):
           `could not ${options.what}: another process held the store's write lock for ${waited} ms`,
           {
             cause: error,
-            hint: "a writer is holding a long transaction; look for stuck tenax processes (tenax status, ps aux | grep tenax)",
+            hint: "another Tenax process is holding a long write transaction; look for a stuck one with: ps aux | grep tenax",
           },
         );
       }

@@ -47,7 +47,7 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
   const exists = existsSync(path) && statSync(path).size > 0;
   if (!exists && options.readonly) {
     throw new StoreOpenError("store_missing", `no session store at ${path} yet`, {
-      hint: "it is created the first time Tenax stores a session in this profile (for example with `tenax chat`)",
+      hint: "it is created the first time Tenax stores a session in this profile",
     });
   }
   if (exists) {
@@ -114,7 +114,7 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
         "store_old",
         `${path} has schema version ${version} and must be upgraded by a writer first`,
         {
-          hint: "start any writing command of this profile once (for example `tenax sessions reindex`), then retry",
+          hint: `upgrade it by opening it once for writing: ${tenaxCommand(options.profile, ["sessions", "reindex"])}`,
         },
       );
     }

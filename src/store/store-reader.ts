@@ -1,6 +1,7 @@
 // Read access to a store: what a read-only reader (dashboard, read commands) and the writing store
 // have in common. Readers open state.db and search.db read-only and never write a byte.
 import type Database from "better-sqlite3";
+import { tenaxCommand } from "../config/command-hint.js";
 import { UsageError } from "../core/errors.js";
 import { SearchUnavailableError } from "./errors.js";
 import { openDatabase } from "./open-database.js";
@@ -71,7 +72,7 @@ export abstract class StoreReadView {
       );
     }
     throw new UsageError(`no session '${idOrPrefix}' in ${this.location.path}`, {
-      hint: "list the sessions with: tenax sessions list",
+      hint: `list the sessions with: ${tenaxCommand(this.location.profile, ["sessions", "list"])}`,
     });
   }
 
@@ -82,7 +83,7 @@ export abstract class StoreReadView {
     const index = this.searchIndex();
     if (index === null || !index.isOpen) {
       throw new SearchUnavailableError("search_unavailable", this.searchProblem(), {
-        hint: "rebuild it with: tenax sessions reindex",
+        hint: `rebuild it with: ${this.reindexCommand()}`,
       });
     }
     let hits: { id: number; rank: number }[];
@@ -93,7 +94,7 @@ export abstract class StoreReadView {
       throw new SearchUnavailableError(
         "search_degraded",
         `full-text search is degraded: the index ${index.path} failed (${(error as Error).message}); transcripts are not affected`,
-        { hint: "rebuild it with: tenax sessions reindex" },
+        { hint: `rebuild it with: ${this.reindexCommand()}` },
       );
     }
     const messages = q.getMessagesByIds(
@@ -114,6 +115,10 @@ export abstract class StoreReadView {
     }
     const pending = this.readDb().prepare("SELECT count(*) FROM search_queue").pluck().get() as number;
     return { query, hits: items, pending };
+  }
+
+  private reindexCommand(): string {
+    return tenaxCommand(this.location.profile, ["sessions", "reindex"]);
   }
 
   protected searchProblem(): string {

@@ -7,13 +7,7 @@ import Database from "better-sqlite3";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
 import { retryWhileBusy } from "./busy-retry.js";
-import {
-  classifySqliteError,
-  StoreBusyError,
-  StoreCorruptError,
-  StoreDiskFullError,
-  StoreError,
-} from "./errors.js";
+import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreError } from "./errors.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand, type Synchronous } from "./open-database.js";
 import {

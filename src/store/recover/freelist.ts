@@ -48,7 +48,7 @@ export function readFreelist(image: PageImage): Freelist {
     pages.add(at);
     trunks++;
     for (const leaf of trunk.leaves) pages.add(leaf);
-    if (trunks > image.pageCount) return damaged(pages, "the freelist trunk chain loops");
+    if (trunks > image.lastPresent) return damaged(pages, "the freelist trunk chain loops");
     at = trunk.next;
   }
   if (pages.size !== image.header.freelistCount) {
@@ -71,7 +71,7 @@ function damaged(pages: Set<number>, detail: string): Freelist {
  */
 function scanForTrunks(image: PageImage): Freelist {
   const pages = new Set<number>();
-  for (let p = 2; p <= image.pageCount; p++) {
+  for (let p = 2; p <= image.lastPresent; p++) {
     const trunk = readTrunk(image, p);
     if (trunk === null || trunk.next === p || new Set(trunk.leaves).size !== trunk.leaves.length) continue;
     if (trunk.leaves.includes(p)) continue;

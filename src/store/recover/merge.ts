@@ -19,6 +19,8 @@ export interface TableOutcome {
   fromPages: number;
   /** Rows seen on pages but not taken: SQL or an index said they were no longer there. */
   pageRowsRejected: number;
+  /** Rows SQL returned whose overflow pages are damaged: their content is not trustworthy. */
+  overflowDamaged: number;
   lostRowids: number[];
 }
 
@@ -35,7 +37,11 @@ export function mergeTable(
   pages: PageSalvage,
   ctx: MergeContext,
 ): TableOutcome {
+  // A row whose overflow chain is damaged reads through SQL without an error, with the damaged
+  // bytes as its text: that is not a salvaged row.
   const rows = new Map<number, SalvagedRow>(sql.rows);
+  let damagedBySql = 0;
+  for (const rowid of pages.broken[table]) if (rows.delete(rowid)) damagedBySql++;
   const keys = new Set<string>();
   for (const row of rows.values()) {
     const key = rowKey(table, row.values);
@@ -62,7 +68,7 @@ export function mergeTable(
   const found = new Set<number>(rows.keys());
   for (const rowid of evidence) found.add(rowid);
   if (!sql.indexComplete) for (const rowid of sql.failed) found.add(rowid);
-  for (const rowid of pages.broken[table]) if (unread(rowid)) found.add(rowid);
+  for (const rowid of pages.broken[table]) if (unread(rowid) || sql.rows.has(rowid)) found.add(rowid);
   for (const rowid of pages.conflicts[table]) if (unread(rowid)) found.add(rowid);
   for (const rowid of pages.stranded[table]) found.add(rowid);
 
@@ -75,9 +81,10 @@ export function mergeTable(
     salvaged: sorted.length,
     lost: lostRowids.length,
     lostIsLowerBound: unknowable || ctx.walBroken || (!sql.indexComplete && pages.damagedCells > 0),
-    fromSql: sql.rows.size,
+    fromSql: sql.rows.size - damagedBySql,
     fromPages,
     pageRowsRejected: rejected,
+    overflowDamaged: damagedBySql,
     lostRowids,
   };
 }

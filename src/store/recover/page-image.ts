@@ -127,12 +127,20 @@ export class PageImage {
     return buf.length === this.pageSize ? buf : null;
   }
 
-  /** Pages the image lacks: past the end of a truncated file and not in the WAL. */
-  missingPages(): number[] {
-    const missing: number[] = [];
+  /** The highest page the image holds bytes for; past it every page is missing. */
+  get lastPresent(): number {
+    let last = Math.floor(this.fileSize / this.pageSize);
+    for (const pgno of this.walPages.keys()) if (pgno > last) last = pgno;
+    return Math.min(last, this.pageCount);
+  }
+
+  /** How many pages the image lacks: past the end of a truncated file and not in the WAL. */
+  missingCount(): number {
     const whole = Math.floor(this.fileSize / this.pageSize);
-    for (let p = whole + 1; p <= this.pageCount; p++) if (!this.walPages.has(p)) missing.push(p);
-    return missing;
+    if (this.pageCount <= whole) return 0;
+    let inWal = 0;
+    for (const pgno of this.walPages.keys()) if (pgno > whole && pgno <= this.pageCount) inWal++;
+    return this.pageCount - whole - inWal;
   }
 
   close(): void {

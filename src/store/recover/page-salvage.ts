@@ -24,13 +24,16 @@ export interface PageSalvage {
   headerProblem: string | null;
   pageCount: number;
   wal: WalSummary;
-  /** Pages that are neither a parseable b-tree page, an overflow page in use, nor free. */
+  /** Pages present in the file that are neither a parseable b-tree page, an overflow page in use, nor free. */
   unreadable: number[];
   /** Pages past the end of a truncated file. */
   missing: number;
   freelist: Freelist;
   rows: PerTable<Map<number, SalvagedRow>>;
-  /** Rowids of cells seen on a page whose payload could not be read (e.g. a broken overflow chain). */
+  /**
+   * Rowids of cells seen on a page whose payload could not be read (a broken overflow chain). SQL
+   * may still return these rows, with the damaged page's bytes as their content.
+   */
   broken: PerTable<Set<number>>;
   /** Rowids seen twice with different values; neither copy is trusted. */
   conflicts: PerTable<Set<number>>;
@@ -88,12 +91,21 @@ function readPayload(
     const page = image.page(at);
     if (page === null) return null;
     const take = Math.min(perPage, cell.payloadSize - filled);
+    const next = page.readUInt32BE(0);
+    // A zeroed page reads as a chain's valid end; text is never a page of NUL bytes.
+    if (next === 0 && isZero(page, 4, 4 + take)) return null;
     page.copy(payload, filled, 4, 4 + take);
     filled += take;
     pages.push(at);
-    at = page.readUInt32BE(0);
+    at = next;
   }
-  return { payload, pages };
+  // SQLite ends every chain with 0; the last page's pointer is the one thing it never reads back.
+  return at === 0 ? { payload, pages } : null;
+}
+
+function isZero(buf: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (buf[i] !== 0) return false;
+  return true;
 }
 
 export function salvagePages(image: PageImage): PageSalvage {
@@ -114,7 +126,7 @@ export function salvagePages(image: PageImage): PageSalvage {
       problem: wal.problem,
     },
     unreadable: [],
-    missing: image.missingPages().length,
+    missing: image.missingCount(),
     freelist,
     rows: perTable(() => new Map()),
     broken: perTable(() => new Set()),
@@ -125,9 +137,14 @@ export function salvagePages(image: PageImage): PageSalvage {
   };
   const btree = new Set<number>();
   const leaves: number[] = [];
-  for (let pgno = 1; pgno <= image.pageCount; pgno++) {
+  // Pages past the last one present are counted as missing, not walked (a damaged header may claim
+  // billions of them).
+  const last = image.lastPresent;
+  const absent = new Set<number>();
+  for (let pgno = 1; pgno <= last; pgno++) {
     if (free.has(pgno)) continue;
     const page = image.page(pgno);
+    if (page === null) absent.add(pgno);
     const parsed = page === null ? null : parseBtreePage(page, pgno, image.usable);
     if (parsed === null) continue;
     btree.add(pgno);
@@ -142,8 +159,9 @@ export function salvagePages(image: PageImage): PageSalvage {
     result.damagedCells += bad;
     for (const cell of cells) takeCell(image, cell, { free, btree }, result, overflowPages);
   }
-  for (let pgno = 1; pgno <= image.pageCount; pgno++) {
-    if (!free.has(pgno) && !btree.has(pgno) && !overflowPages.has(pgno)) result.unreadable.push(pgno);
+  for (let pgno = 1; pgno <= last; pgno++) {
+    if (!absent.has(pgno) && !free.has(pgno) && !btree.has(pgno) && !overflowPages.has(pgno))
+      result.unreadable.push(pgno);
   }
   collectStranded(image, result);
   return result;

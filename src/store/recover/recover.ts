@@ -84,7 +84,10 @@ export async function recoverStore(options: RecoverOptions): Promise<RecoveryRep
     rmSync(copy.work.dir, { recursive: true, force: true });
   }
 
-  const ctx = { freelistReliable: pages.freelist.status === "ok", walBroken: pages.wal.stranded > 0 };
+  // Committed frames that cannot be applied (past a damaged frame, or behind a damaged WAL header)
+  // may hold rows nothing else knows of.
+  const walBroken = pages.wal.stranded > 0 || (pages.wal.present && pages.wal.problem !== null);
+  const ctx = { freelistReliable: pages.freelist.status === "ok", walBroken };
   const outcomes = perTable((t) => mergeTable(t, sql.tables[t], pages, ctx));
   const meta = (key: string) => sql.meta.get(key) ?? pages.meta.get(key) ?? null;
   const profileFromMeta = sql.meta.get("profile") ?? null;
@@ -231,6 +234,12 @@ function notes(
         `${t}: the damaged part could not be bounded, so more rows than the ${report.tables[t].lost} counted may be lost`,
       );
     }
+    const overflow = outcomes[t]?.overflowDamaged ?? 0;
+    if (overflow > 0) {
+      out.push(
+        `${t}: ${overflow} rows have damaged overflow pages; SQLite reads them without an error but their text is not what was written, so they count as lost`,
+      );
+    }
     const rejected = outcomes[t]?.pageRowsRejected ?? 0;
     if (rejected > 0)
       out.push(
@@ -238,7 +247,9 @@ function notes(
       );
   }
   if (report.spool.foreign_records > 0) {
-    out.push(`${report.spool.foreign_records} spool records belong to another profile and were left out`);
+    out.push(
+      `${report.spool.foreign_records} spool records belong to another profile than ${report.profile.name} and were left out (if the store's own record of its profile was lost, pass --profile NAME)`,
+    );
   }
   if (report.spool.skipped_lines > 0)
     out.push(`${report.spool.skipped_lines} spool lines were not readable records`);

@@ -8,12 +8,8 @@ import {
   copyFileSync,
   existsSync,
   fsyncSync,
-  linkSync,
-  mkdirSync,
   openSync,
-  readdirSync,
   readFileSync,
-  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -27,10 +23,8 @@ import { TenaxError, UsageError } from "../../core/errors.js";
 import { classifySqliteError } from "../errors.js";
 import { checkIntegrity, type IntegrityResult } from "../integrity.js";
 import { openDatabase } from "../open-database.js";
-import { storeOptions } from "../registry.js";
-import type { SpoolRecord } from "../spool.js";
-import { Store } from "../store.js";
 import { makeStampedDir } from "./forensic-copy.js";
+import { replayNewSpool, type SpoolReplay } from "./restore-spool.js";
 
 export interface RestoreOptions {
   paths: ProfilePaths;
@@ -45,17 +39,7 @@ export interface RestoreReport {
   restored_to: string;
   integrity: IntegrityResult;
   replaced: { dir: string; files: string[] };
-  spool: {
-    /** Spool files the recovery had folded in, now under spool/replayed/. */
-    moved: string[];
-    /** Spool files (or parts of them) written after the recovery, replayed into the restored store. */
-    replayed_files: string[];
-    records: number;
-    ops: number;
-    messages: number;
-    duplicates: number;
-    failed: { file: string; reason: string }[];
-  };
+  spool: SpoolReplay;
 }
 
 export class RestoreError extends TenaxError {
@@ -120,19 +104,8 @@ async function checkCandidate(
   return { meta, integrity };
 }
 
-/** Refuse while a gateway runs or any connection holds state.db open. */
-function checkNotInUse(paths: ProfilePaths): void {
-  const stop = tenaxCommand(paths.name, ["gateway", "stop"]);
-  const gateway = readGatewayPid(paths.pid);
-  if (gateway.running) {
-    throw new RestoreError(
-      "restore_in_use",
-      `the gateway of profile ${paths.name} is running (pid ${gateway.pid})`,
-      {
-        hint: `stop it first: ${stop}`,
-      },
-    );
-  }
+/** Refuse while any connection holds state.db open: an exclusive write lock must be free at once. */
+function checkNotLocked(paths: ProfilePaths): void {
   if (!existsSync(paths.state)) return;
   let db: Database.Database | null = null;
   try {
@@ -144,7 +117,7 @@ function checkNotInUse(paths: ProfilePaths): void {
     // A file too damaged to open cannot be in use by a working store: it does not block the restore.
     if (classifySqliteError(error) === "busy") {
       throw new RestoreError("restore_in_use", `${paths.state} is open in another process`, {
-        hint: `stop every Tenax process of this profile (${stop}, and any running chat), then retry`,
+        hint: "stop every Tenax process of this profile (gateway, chat, cron), then retry; to find them: ps aux | grep tenax",
       });
     }
   } finally {
@@ -204,113 +177,43 @@ export async function restoreStore(options: RestoreOptions): Promise<RestoreRepo
   const now = options.now ?? Date.now;
   const from = resolve(options.from);
   const { meta, integrity } = await checkCandidate(from, paths);
+  const gateway = readGatewayPid(paths.pid);
+  if (gateway.running) {
+    throw new RestoreError(
+      "restore_in_use",
+      `the gateway of profile ${paths.name} is running (pid ${gateway.pid})`,
+      {
+        hint: `stop it first (kill ${gateway.pid}), then retry`,
+      },
+    );
+  }
   checkUnchanged(paths, meta, options.force === true);
-  checkNotInUse(paths);
 
+  // Copy the current files aside byte for byte before the lock probe: a probe that finds the file
+  // free closes as its last user, and SQLite then folds the WAL into state.db.
   const replacedDir = makeStampedDir(paths.forensics, now(), "replaced");
   const files: string[] = [];
-  // The old state.db stays reachable under forensics through a hard link (or a copy) while the new
-  // file is renamed over it; its WAL and wal-index must go first, or SQLite would lay the old WAL
-  // over the new file.
-  if (existsSync(paths.state)) {
-    const keep = join(replacedDir, basename(paths.state));
-    try {
-      linkSync(paths.state, keep);
-    } catch {
-      copyFileSync(paths.state, keep);
-    }
+  for (const file of [paths.state, `${paths.state}-wal`, `${paths.state}-shm`]) {
+    if (!existsSync(file)) continue;
+    const keep = join(replacedDir, basename(file));
+    copyFileSync(file, keep);
+    fsyncPath(keep);
     files.push(keep);
   }
-  files.push(...moveAside([`${paths.state}-wal`, `${paths.state}-shm`], replacedDir));
+  try {
+    checkNotLocked(paths);
+  } catch (error) {
+    rmSync(replacedDir, { recursive: true, force: true });
+    throw error;
+  }
+  // The old WAL and wal-index must go before the new file arrives, or SQLite would lay that WAL
+  // over the new file.
+  rmSync(`${paths.state}-wal`, { force: true });
+  rmSync(`${paths.state}-shm`, { force: true });
   placeFile(from, paths.state);
   files.push(...moveAside([paths.search, `${paths.search}-wal`, `${paths.search}-shm`], replacedDir));
   fsyncPath(replacedDir);
 
-  const spool = await replaySpool(paths, meta);
+  const spool = await replayNewSpool(paths, meta);
   return { from, restored_to: paths.state, integrity, replaced: { dir: replacedDir, files }, spool };
-}
-
-/** Records of a spool file from byte `start` on, validated as readSpool does. */
-function recordsFrom(file: string, start: number): { records: SpoolRecord[]; bad: number } {
-  const fd = openSync(file, "r");
-  let text: string;
-  try {
-    const size = statSync(file).size;
-    const buf = Buffer.alloc(Math.max(0, size - start));
-    readSync(fd, buf, 0, buf.length, start);
-    text = buf.toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
-  const records: SpoolRecord[] = [];
-  let bad = 0;
-  for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    try {
-      const record = JSON.parse(line) as SpoolRecord;
-      if (record.v !== 1 || !Array.isArray(record.ops)) throw new Error("not a spool record");
-      records.push(record);
-    } catch {
-      bad++;
-    }
-  }
-  return { records, bad };
-}
-
-async function replaySpool(paths: ProfilePaths, meta: Map<string, string>): Promise<RestoreReport["spool"]> {
-  const folded = new Set(JSON.parse(meta.get("recovered_spool_files") ?? "[]") as string[]);
-  const bytes = JSON.parse(meta.get("recovered_spool_bytes") ?? "{}") as Record<string, number>;
-  const result: RestoreReport["spool"] = {
-    moved: [],
-    replayed_files: [],
-    records: 0,
-    ops: 0,
-    messages: 0,
-    duplicates: 0,
-    failed: [],
-  };
-  if (!existsSync(paths.spool)) return result;
-  const names = readdirSync(paths.spool)
-    .filter((f) => f.endsWith(".jsonl"))
-    .sort();
-  const done = join(paths.spool, "replayed");
-  const toMove: string[] = [];
-  const pending: { name: string; records: SpoolRecord[] }[] = [];
-  for (const name of names) {
-    const start = folded.has(name) ? (bytes[name] ?? Number.MAX_SAFE_INTEGER) : 0;
-    const { records } = recordsFrom(join(paths.spool, name), start);
-    const mine = records.filter((r) => r.profile === paths.name);
-    if (folded.has(name)) result.moved.push(name);
-    if (mine.length > 0) pending.push({ name, records: mine });
-    else if (folded.has(name)) toMove.push(name);
-  }
-  if (pending.length > 0) {
-    const store = await Store.open(storeOptions(paths, { integrityCheckTimeoutMs: 0 }));
-    try {
-      for (const { name, records } of pending) {
-        try {
-          const r = await store.replay(records);
-          result.records += records.length;
-          result.ops += r.ops;
-          result.messages += r.messages;
-          result.duplicates += r.duplicates;
-          result.replayed_files.push(name);
-          toMove.push(name);
-        } catch (error) {
-          result.failed.push({ file: name, reason: (error as Error).message });
-        }
-      }
-    } finally {
-      store.close();
-    }
-  }
-  mkdirSync(done, { recursive: true, mode: 0o700 });
-  for (const name of toMove) {
-    let target = join(done, name);
-    for (let i = 2; existsSync(target); i++) target = join(done, `${name}.${i}`);
-    renameSync(join(paths.spool, name), target);
-  }
-  fsyncPath(done);
-  fsyncPath(paths.spool);
-  return result;
 }

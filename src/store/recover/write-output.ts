@@ -123,7 +123,9 @@ export async function writeRecoveredStore(input: OutputInput): Promise<OutputRep
       }
     }
 
-    // No await from here to store.close(): the store's indexer must not drain the queue again.
+    // The scratch index must not take the queue: the restored store's own index is built from it
+    // (stopping the indexer also keeps store.close() from flushing into the scratch file).
+    store.index.stop();
     const meta = db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
     db.transaction(() => {
       db.prepare("DELETE FROM search_queue").run();
