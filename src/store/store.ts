@@ -9,7 +9,7 @@ import { newId } from "../core/ids.js";
 import { retryWhileBusy } from "./busy-retry.js";
 import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreError } from "./errors.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
-import { openDatabase, recoverCommand, type Synchronous } from "./open-database.js";
+import { openDatabase, recoverCommand } from "./open-database.js";
 import {
   type AppliedMessage,
   type ApplyOptions,
@@ -21,57 +21,10 @@ import {
 import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
 import { Spool, type SpoolRecord } from "./spool.js";
-import { type StoreLocation, StoreReadView } from "./store-reader.js";
+import { StoreReadView } from "./store-reader.js";
+import type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 
-export interface StoreOptions extends StoreLocation {
-  synchronous?: Synchronous;
-  /** How long one attempt waits for the write lock inside SQLite (blocks the thread). */
-  busyTimeoutMs?: number;
-  /** How long a write keeps retrying, asleep between attempts, before it gives up. */
-  writeRetryBudgetMs?: number;
-  /** Budget of the integrity check on open; 0 skips it. */
-  integrityCheckTimeoutMs?: number;
-  /** Re-read touched pages from the file on every write (default true); off only for benchmarks. */
-  rereadPagesOnWrite?: boolean;
-  deps?: Partial<Deps>;
-}
-
-export type StoreEvent =
-  | { type: "store.corrupt"; path: string; detail: string; recover: string }
-  | { type: "store.spooled"; path: string; file: string; reason: string; ops: number }
-  | { type: "store.busy_retry"; path: string; attempt: number; waited_ms: number; next_in_ms: number }
-  | { type: "store.integrity"; path: string; result: IntegrityResult }
-  | { type: "search.degraded"; path: string; detail: string }
-  | { type: "search.rebuilt"; path: string; messages: number; duration_ms: number };
-
-export interface StoreHealth {
-  path: string;
-  writable: boolean;
-  corrupt: { detail: string; since: number; recover: string } | null;
-  integrity: IntegrityResult | null;
-  spooled_records: number;
-  search: { status: "ok" | "rebuilding" | "degraded"; detail: string | null; pending: number };
-}
-
-export interface NewSession {
-  id?: string;
-  title?: string | null;
-  source?: string;
-  model?: string | null;
-  parent_session_id?: string | null;
-  metadata?: Record<string, unknown> | null;
-}
-
-export interface NewMessage {
-  session_id: string;
-  role: string;
-  content: string | null | unknown[];
-  tool_calls?: unknown[] | null;
-  tool_call_id?: string | null;
-  name?: string | null;
-  turn_id?: string | null;
-  uid?: string;
-}
+export type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 
 export class Store extends StoreReadView {
   private db: Database.Database | null;
