@@ -140,5 +140,57 @@ describe("tenax sessions", () => {
     expect(list.stderr).toMatch(/state\.db is damaged/);
     const [command] = printedCommands(list.stderr);
     expect(command).toBe(`tenax sessions recover --source ${paths.state} --inspect-only`);
+    const inspect = runPrinted(home, command ?? "");
+    expect(inspect.stdout).toMatch(/sessions +\d+ +\d+ +\d+/);
+    expect(inspect.status).toBe(1); // the damaged sessions page held rows that are lost
+  });
+});
+
+describe("commands printed by sessions errors work as printed", () => {
+  it("a damaged search index: search names reindex, which repairs it", async () => {
+    const home = tempDir();
+    const created = tenax(home, ["profile", "create", "ops"]);
+    expect(created.status).toBe(0);
+    const paths = profilePaths(home, "ops");
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await store.index.rebuild();
+    const id = await store.createSession();
+    for (let i = 0; i < 50; i++)
+      await store.appendMessage({ session_id: id, role: "user", content: `quokka ${i}` });
+    await releaseStore(store);
+    const pages = Math.floor(statSync(paths.search).size / PAGE);
+    overwritePages(
+      paths.search,
+      Array.from({ length: pages - 1 }, (_, i) => i + 2),
+      "garbage",
+      9,
+    );
+    const search = tenax(home, ["--profile", "ops", "sessions", "search", "quokka"]);
+    expect(search.status).toBe(1);
+    expect(search.stderr).toMatch(/search is (degraded|unavailable).*transcripts are not affected/);
+    const [command] = printedCommands(search.stderr);
+    expect(command).toBe("tenax --profile ops sessions reindex");
+    expect(runPrinted(home, command ?? "").status).toBe(0);
+    const again = tenax(home, [
+      "--profile",
+      "ops",
+      "sessions",
+      "search",
+      "quokka",
+      "--limit",
+      "100",
+      "--json",
+    ]);
+    expect(JSON.parse(again.stdout).hits).toHaveLength(50);
+  });
+
+  it("a missing profile: the printed create command makes it", () => {
+    const home = tempDir();
+    const missing = tenax(home, ["--profile", "lab", "sessions", "list"]);
+    expect(missing.status).toBe(2);
+    const commands = printedCommands(missing.stderr);
+    expect(commands).toEqual(["tenax profile create lab", "tenax profile list"]);
+    for (const command of commands) expect(runPrinted(home, command).status).toBe(0);
+    expect(tenax(home, ["--profile", "lab", "sessions", "list"]).stdout).toMatch(/no sessions yet/);
   });
 });
