@@ -60,12 +60,10 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX turns_session ON turns(session_id, started_at);
       CREATE INDEX turns_status ON turns(status);
-      -- Messages waiting to enter (or leave) the full-text index, which lives in its own file.
-      -- AUTOINCREMENT: a queue id is never reused, so "delete everything up to the id I indexed"
-      -- can never remove an entry added after it was read.
+      -- Messages waiting to enter (or leave) the full-text index, which lives in its own file:
+      -- one entry per message, holding the latest operation on it.
       CREATE TABLE search_queue (
-        id         INTEGER PRIMARY KEY AUTOINCREMENT,
-        message_id INTEGER NOT NULL,
+        message_id INTEGER PRIMARY KEY,
         op         TEXT NOT NULL CHECK (op IN ('index', 'delete'))
       );
     `,

@@ -96,17 +96,18 @@ export class OpApplier {
         `INSERT OR IGNORE INTO sessions (id, title, source, model, parent_session_id, created_at, updated_at, metadata)
          VALUES (@id, @title, @source, @model, @parent_session_id, @created_at, @created_at, @metadata)`,
       ),
-      sessionExists: db.prepare("SELECT 1 FROM sessions WHERE id = ?").pluck(),
       sessionTouch: db.prepare("UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?"),
       messageByUid: db.prepare("SELECT id, seq FROM messages WHERE uid = ?"),
       nextSeq: db.prepare("SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?").pluck(),
       messageInsert: db.prepare(
         `INSERT INTO messages (uid, session_id, seq, role, content, content_kind, tool_calls, tool_call_id, name, turn_id, created_at)
-         VALUES (@uid, @session_id, @seq, @role, @content, @content_kind, @tool_calls, @tool_call_id, @name, @turn_id, @created_at)`,
+         VALUES (@uid, @session_id, @seq, @role, @content, @content_kind, @tool_calls, @tool_call_id, @name, @turn_id, @created_at)
+         ON CONFLICT (uid) DO NOTHING`,
       ),
-      queue: db.prepare("INSERT INTO search_queue (message_id, op) VALUES (?, ?)"),
+      // One queue entry per message: the latest operation on it is the one that counts.
+      queue: db.prepare("INSERT OR REPLACE INTO search_queue (message_id, op) VALUES (?, ?)"),
       queueSessionDelete: db.prepare(
-        "INSERT INTO search_queue (message_id, op) SELECT id, 'delete' FROM messages WHERE session_id = ?",
+        "INSERT OR REPLACE INTO search_queue (message_id, op) SELECT id, 'delete' FROM messages WHERE session_id = ?",
       ),
       deleteMessages: db.prepare("DELETE FROM messages WHERE session_id = ?"),
       deleteTurns: db.prepare("DELETE FROM turns WHERE session_id = ?"),
@@ -168,9 +169,8 @@ export class OpApplier {
 
   private appendMessage(op: MessageAppendOp, options: ApplyOptions): AppliedMessage {
     const s = this.s;
-    const existing = s.messageByUid.get(op.uid) as { id: number; seq: number } | undefined;
-    if (existing) return { ...existing, duplicate: true };
-    if (s.sessionExists.get(op.session_id) === undefined) {
+    // Touching the session first also says whether it exists: one lookup instead of two.
+    if (s.sessionTouch.run(op.created_at, op.session_id).changes === 0) {
       if (!options.createMissingSessions) {
         throw new StoreError("store_unknown_session", `session ${op.session_id} does not exist`, {
           hint: "create the session before appending messages to it",
@@ -187,9 +187,14 @@ export class OpApplier {
       });
     }
     const seq = s.nextSeq.get(op.session_id) as number;
-    const id = Number(s.messageInsert.run({ ...op, seq }).lastInsertRowid);
+    const info = s.messageInsert.run({ ...op, seq });
+    if (info.changes === 0) {
+      // Already stored under this uid (a retried or replayed write): report the original.
+      const existing = s.messageByUid.get(op.uid) as { id: number; seq: number };
+      return { ...existing, duplicate: true };
+    }
+    const id = Number(info.lastInsertRowid);
     s.queue.run(id, "index");
-    s.sessionTouch.run(op.created_at, op.session_id);
     return { id, seq, duplicate: false };
   }
 }

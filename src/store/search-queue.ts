@@ -3,14 +3,12 @@
 // drops them, so a crash in between only means indexing them again. When the index is damaged,
 // search reports itself degraded and the index is rebuilt from the transcript in the background.
 import type Database from "better-sqlite3";
-import { classifySqliteError } from "./errors.js";
 import { type IndexItem, indexText, type SearchIndex } from "./search-index.js";
 import type { StoreEvent } from "./store.js";
 
 type Status = "ok" | "rebuilding" | "degraded";
 
 interface QueueRow {
-  qid: number;
   message_id: number;
   op: string;
   content: string | null;
@@ -19,6 +17,10 @@ interface QueueRow {
 }
 
 const BATCH = 2000;
+/** How long after a write the index is brought up to date: long enough to take a burst at once. */
+const FLUSH_DELAY_MS = 25;
+/** How long one scheduled flush may hold the event loop; the rest follows in later slices. */
+const SLICE_MS = 50;
 
 export class SearchQueue {
   private status: Status = "rebuilding";
@@ -35,10 +37,11 @@ export class SearchQueue {
     private readonly emit: (event: StoreEvent) => void,
   ) {
     this.take = db.prepare(
-      `SELECT q.id AS qid, q.message_id, q.op, m.content, m.content_kind, m.tool_calls
-         FROM search_queue q LEFT JOIN messages m ON m.id = q.message_id ORDER BY q.id LIMIT ?`,
+      `SELECT q.message_id, q.op, m.content, m.content_kind, m.tool_calls
+         FROM search_queue q LEFT JOIN messages m ON m.id = q.message_id ORDER BY q.message_id LIMIT ?`,
     );
-    this.drop = db.prepare("DELETE FROM search_queue WHERE id <= ?");
+    // Only the exact entry that was indexed: one replaced meanwhile (index -> delete) stays queued.
+    this.drop = db.prepare("DELETE FROM search_queue WHERE message_id = ? AND op = ?");
   }
 
   /** Open the index; a missing, foreign or damaged one is rebuilt in the background. */
@@ -55,19 +58,23 @@ export class SearchQueue {
     return this.status === "ok" && this.index.isOpen;
   }
 
-  /** Flush soon, after the current burst of writes. */
+  /** Flush soon, after the current burst of writes, one time slice at a time. */
   schedule(): void {
     if (this.scheduled !== null || this.stopped) return;
     this.scheduled = setTimeout(() => {
       this.scheduled = null;
-      this.flush();
-    }, 0);
+      this.flush(SLICE_MS);
+    }, FLUSH_DELAY_MS);
     this.scheduled.unref();
   }
 
-  /** Move every queued entry into the index now; returns how many were moved. */
-  flush(): number {
+  /**
+   * Move queued entries into the index; returns how many were moved. With a budget it stops
+   * after that many milliseconds and schedules the rest, so a long queue never blocks for long.
+   */
+  flush(budgetMs = Number.POSITIVE_INFINITY): number {
     if (!this.ready || this.stopped) return 0;
+    const started = Date.now();
     let moved = 0;
     for (;;) {
       let rows: QueueRow[];
@@ -91,12 +98,20 @@ export class SearchQueue {
         return moved;
       }
       try {
-        this.drop.run(rows[rows.length - 1]?.qid ?? 0);
-      } catch (error) {
-        if (classifySqliteError(error) !== "busy") return moved;
+        this.db.transaction(() => {
+          for (const r of rows) this.drop.run(r.message_id, r.op);
+        })();
+      } catch {
+        // Busy (another writer) or worse: the entries stay queued and are indexed again later.
+        this.schedule();
+        return moved;
       }
       moved += rows.length;
       if (rows.length < BATCH) return moved;
+      if (Date.now() - started >= budgetMs) {
+        this.schedule();
+        return moved;
+      }
     }
   }
 

@@ -7,7 +7,7 @@ import { SearchUnavailableError } from "./errors.js";
 import { openDatabase } from "./open-database.js";
 import * as q from "./queries.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
-import { SearchIndex, toFtsQuery } from "./search-index.js";
+import { SearchIndex, type SearchOrder, toFtsQuery } from "./search-index.js";
 
 export interface SearchResultItem {
   message: MessageView;
@@ -18,6 +18,8 @@ export interface SearchResultItem {
 
 export interface SearchResult {
   query: string;
+  /** "relevance": best matches first; "recent": a word matches so many messages that the newest come first. */
+  order: SearchOrder;
   hits: SearchResultItem[];
   /** Messages stored but not yet in the index (they appear after the writer's next flush). */
   pending: number;
@@ -87,8 +89,9 @@ export abstract class StoreReadView {
       });
     }
     let hits: { id: number; rank: number }[];
+    let order: SearchOrder;
     try {
-      hits = index.query(expression, options.limit ?? 20);
+      ({ hits, order } = index.query(expression, options.limit ?? 20));
     } catch (error) {
       this.onSearchFailure(error);
       throw new SearchUnavailableError(
@@ -114,7 +117,7 @@ export abstract class StoreReadView {
       });
     }
     const pending = this.readDb().prepare("SELECT count(*) FROM search_queue").pluck().get() as number;
-    return { query, hits: items, pending };
+    return { query, order, hits: items, pending };
   }
 
   private reindexCommand(): string {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { StoreOpenError } from "./errors.js";
 import { openReader, openStore, releaseStore } from "./registry.js";
+import { BROAD_MATCHES } from "./search-index.js";
 import { readSpool } from "./spool.js";
 
 describe("store basics", () => {
@@ -183,5 +184,32 @@ describe("closing the store", () => {
     const result = reader.search("echidna");
     reader.close();
     expect(result).toMatchObject({ pending: 0, hits: [{ session_id: s }] });
+  });
+});
+
+describe("search order", () => {
+  it("ranks specific words by relevance and falls back to newest first for very broad ones", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0, synchronous: "normal" });
+    await store.index.rebuild();
+    const s = await store.createSession();
+    await store.appendMessages(
+      Array.from({ length: BROAD_MATCHES + 10 }, (_, i) => ({
+        session_id: s,
+        role: "user",
+        content: i % 500 === 0 ? `common gecko gecko gecko ${i}` : `common filler ${i}`,
+      })),
+    );
+    const specific = store.search("gecko", { limit: 3 });
+    expect(specific.order).toBe("relevance");
+    expect(specific.hits).toHaveLength(3);
+    const broad = store.search("common", { limit: 5 });
+    expect(broad.order).toBe("recent");
+    expect(broad.hits.map((h) => h.message.seq)).toEqual([2010, 2009, 2008, 2007, 2006]);
+    // Both words must match; one broad word is enough to switch to newest first.
+    const both = store.search("common gecko", { limit: 10 });
+    expect(both.order).toBe("recent");
+    expect(both.hits.map((h) => h.message.seq)).toEqual([2001, 1501, 1001, 501, 1]);
+    await releaseStore(store);
   });
 });

@@ -79,7 +79,9 @@ export class Store extends StoreReadView {
   private async runOpenChecks(): Promise<void> {
     this.index.start();
     const budget = this.options.integrityCheckTimeoutMs ?? 2000;
-    if (budget > 0) await this.checkIntegrity("quick", budget);
+    // Only state.db is checked on open: search.db is derived, and FTS5's own check of a large
+    // index takes seconds; its damage shows on use and is rebuilt. `checkIntegrity` checks both.
+    if (budget > 0) await this.checkIntegrity("quick", budget, { search: false });
   }
 
   on(listener: (event: StoreEvent) => void): () => void {
@@ -108,7 +110,8 @@ export class Store extends StoreReadView {
   }
 
   protected override prepareSearch(): void {
-    if (this.db !== null) this.index.flush();
+    // Bring the index nearly up to date without ever blocking long; the result says what is left.
+    if (this.db !== null) this.index.flush(50);
   }
 
   protected override searchProblem(): string {
@@ -335,7 +338,11 @@ export class Store extends StoreReadView {
    * Check state.db (and search.db) for damage, within a time budget; a late result still counts.
    * A damaged state.db makes the store sticky-corrupt; a damaged index is rebuilt.
    */
-  async checkIntegrity(mode: "quick" | "full" = "full", timeoutMs = 60_000): Promise<IntegrityResult> {
+  async checkIntegrity(
+    mode: "quick" | "full" = "full",
+    timeoutMs = 60_000,
+    options: { search?: boolean } = {},
+  ): Promise<IntegrityResult> {
     const onState = (result: IntegrityResult) => {
       this.integrity = result;
       this.emit({ type: "store.integrity", path: this.location.path, result });
@@ -345,9 +352,10 @@ export class Store extends StoreReadView {
     const onSearch = (result: IntegrityResult) => {
       if (result.status === "corrupt") this.index.degrade(new Error(result.detail.join("; ")));
     };
-    const searchCheck = this.index.ready
-      ? checkIntegrity(this.location.searchPath, { mode: "quick", timeoutMs, onLate: onSearch })
-      : null;
+    const searchCheck =
+      this.index.ready && options.search !== false
+        ? checkIntegrity(this.location.searchPath, { mode: "quick", timeoutMs, onLate: onSearch })
+        : null;
     const result = await checkIntegrity(this.location.path, { mode, timeoutMs, onLate: onState });
     onState(result);
     if (searchCheck) onSearch(await searchCheck);

@@ -98,6 +98,9 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
             out.line(`no messages match ${JSON.stringify(result.query)}`);
             return 0;
           }
+          if (result.order === "recent") {
+            out.line("(a word of this query is in very many messages: newest matches first, not ranked)");
+          }
           for (const hit of result.hits) {
             out.line(
               `${hit.session_id} #${hit.message.seq} ${hit.message.role} ${formatTime(hit.message.created_at)}`,

@@ -1,0 +1,60 @@
+// Order statistics for benchmark samples. Medians and percentiles, never means: on a shared,
+// noisy machine one slow outlier should not move the figure we report.
+
+/** The q-quantile (0..1) by the nearest-rank method; NaN for no samples. */
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length)));
+  return sorted[rank - 1] ?? Number.NaN;
+}
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >>> 1;
+  if (sorted.length % 2 === 1) return sorted[mid] ?? Number.NaN;
+  return ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+export interface Latency {
+  n: number;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+export function latency(samplesMs: readonly number[]): Latency {
+  return {
+    n: samplesMs.length,
+    p50_ms: quantile(samplesMs, 0.5),
+    p95_ms: quantile(samplesMs, 0.95),
+    p99_ms: quantile(samplesMs, 0.99),
+    max_ms: quantile(samplesMs, 1),
+  };
+}
+
+/** Run fn and return how long it took, in milliseconds. */
+export function timeSync<T>(fn: () => T): { ms: number; value: T } {
+  const started = performance.now();
+  const value = fn();
+  return { ms: performance.now() - started, value };
+}
+
+export async function timeAsync<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const started = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - started, value };
+}
+
+/** An in-place shuffle with the given random source (so a run's order can be reproduced). */
+export function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const a = items[i] as T;
+    items[i] = items[j] as T;
+    items[j] = a;
+  }
+  return items;
+}

@@ -1,0 +1,11 @@
+import { describe, expect, it } from "vitest";
+import { newId } from "./ids.js";
+
+describe("newId", () => {
+  it("sorts by time and never repeats, across many pool refills", () => {
+    const ids = Array.from({ length: 5000 }, (_, i) => newId("m_", 1_700_000_000_000 + Math.floor(i / 10)));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort((a, b) => a.slice(0, 12).localeCompare(b.slice(0, 12)))).toEqual(ids);
+    expect(ids[0]).toMatch(/^m_[0-9a-hjkmnp-tv-z]{26}$/);
+  });
+});
