@@ -69,17 +69,16 @@ function storeApplier(ids: (p: string, now: number) => string, shrink: boolean):
     const drop = db.prepare("PRAGMA shrink_memory");
     return (messages, session) => {
       if (shrink) drop.run();
-      db.transaction(() => {
-        for (const m of messages) applier.apply(appendOp(m, session, ids("m_", Date.now()), Date.now()));
-      }).immediate();
+      db.transaction(() =>
+        applier.applyAll(messages.map((m) => appendOp(m, session, ids("m_", Date.now()), Date.now()))),
+      ).immediate();
     };
   };
 }
 
 interface Lean {
-  /** row: a search_queue row per message, as now; counter: only a sequence-counter update (the
-   * page AUTOINCREMENT on messages would write, for an index that follows messages.id); none. */
-  queue: "row" | "counter" | "none";
+  /** row: a search_queue row per message, as now; none: no queue row at all. */
+  queue: "row" | "none";
   /** each: update the session's updated_at with every message, as now; once: once per batch. */
   touch: "each" | "once" | "none";
   seqEach: boolean;
@@ -96,8 +95,7 @@ function leaner(flags: Lean): Variant["make"] {
         `INSERT INTO messages (uid, session_id, seq, role, content, content_kind, tool_calls, tool_call_id, name, turn_id, created_at)
          VALUES (?, ?, ?, ?, ?, 'text', ?, ?, NULL, NULL, ?) ON CONFLICT (uid) DO NOTHING`,
       ),
-      queue: db.prepare("INSERT INTO search_queue (message_id, op) VALUES (?, 'index')"),
-      counter: db.prepare("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'search_queue'"),
+      queue: db.prepare("INSERT OR REPLACE INTO search_queue (message_id, op) VALUES (?, 'index')"),
       touch: db.prepare("UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?"),
     };
     return (messages, session) => {
@@ -122,7 +120,6 @@ function leaner(flags: Lean): Variant["make"] {
           seq++;
           last = now;
           if (flags.queue === "row") s.queue.run(info.lastInsertRowid);
-          if (flags.queue === "counter") s.counter.run(info.lastInsertRowid);
           if (flags.touch === "each") s.touch.run(now, session);
         }
         if (flags.touch === "once") s.touch.run(last, session);
@@ -149,11 +146,6 @@ const VARIANTS: Variant[] = [
     name: "single: lean statements doing the store's work",
     batch: 1,
     make: leaner({ queue: "row", touch: "each", seqEach: true }),
-  },
-  {
-    name: "single: lean, a sequence counter instead of the search_queue row",
-    batch: 1,
-    make: leaner({ queue: "counter", touch: "each", seqEach: true }),
   },
   {
     name: "single: lean, no search_queue row at all",

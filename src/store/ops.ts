@@ -101,7 +101,7 @@ export class OpApplier {
       nextSeq: db.prepare("SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?").pluck(),
       messageInsert: db.prepare(
         `INSERT INTO messages (uid, session_id, seq, role, content, content_kind, tool_calls, tool_call_id, name, turn_id, created_at)
-         VALUES (@uid, @session_id, @seq, @role, @content, @content_kind, @tool_calls, @tool_call_id, @name, @turn_id, @created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (uid) DO NOTHING`,
       ),
       // One queue entry per message: the latest operation on it is the one that counts.
@@ -119,8 +119,31 @@ export class OpApplier {
     };
   }
 
-  apply(op: WriteOp, options: ApplyOptions = {}): OpResult {
+  /**
+   * Apply the operations of one transaction. Within it, each session's next sequence number is
+   * looked up once and its updated_at written once at the end, however many messages it gets.
+   */
+  applyAll(ops: readonly WriteOp[], options: ApplyOptions = {}): OpResult[] {
+    this.batch = new Map();
+    try {
+      const results = ops.map((op) => this.apply(op, options));
+      for (const [id, state] of this.batch)
+        if (state.touchAt !== null) this.s.sessionTouch.run(state.touchAt, id);
+      return results;
+    } finally {
+      this.batch = new Map();
+    }
+  }
+
+  /** Per session, within the current transaction: the next seq, and the updated_at still to write. */
+  private batch = new Map<string, { nextSeq: number; touchAt: number | null }>();
+
+  private apply(op: WriteOp, options: ApplyOptions): OpResult {
     const s = this.s;
+    if (op.op !== "message.append" && op.op !== "turn.start" && op.op !== "turn.update") {
+      // Anything that may change a session's rows invalidates what the batch knows of it.
+      this.batch.delete(op.id);
+    }
     switch (op.op) {
       case "session.create":
         return { op: op.op, changes: s.sessionInsert.run(op).changes };
@@ -169,30 +192,50 @@ export class OpApplier {
 
   private appendMessage(op: MessageAppendOp, options: ApplyOptions): AppliedMessage {
     const s = this.s;
-    // Touching the session first also says whether it exists: one lookup instead of two.
-    if (s.sessionTouch.run(op.created_at, op.session_id).changes === 0) {
-      if (!options.createMissingSessions) {
-        throw new StoreError("store_unknown_session", `session ${op.session_id} does not exist`, {
-          hint: "create the session before appending messages to it",
+    let state = this.batch.get(op.session_id);
+    if (state === undefined) {
+      // Touching the session first also says whether it exists: one lookup instead of two.
+      if (s.sessionTouch.run(op.created_at, op.session_id).changes === 0) {
+        if (!options.createMissingSessions) {
+          throw new StoreError("store_unknown_session", `session ${op.session_id} does not exist`, {
+            hint: "create the session before appending messages to it",
+          });
+        }
+        s.sessionInsert.run({
+          id: op.session_id,
+          title: "(recovered: session record lost)",
+          source: "recovered",
+          model: null,
+          parent_session_id: null,
+          created_at: op.created_at,
+          metadata: null,
         });
       }
-      s.sessionInsert.run({
-        id: op.session_id,
-        title: "(recovered: session record lost)",
-        source: "recovered",
-        model: null,
-        parent_session_id: null,
-        created_at: op.created_at,
-        metadata: null,
-      });
+      state = { nextSeq: s.nextSeq.get(op.session_id) as number, touchAt: null };
+      this.batch.set(op.session_id, state);
+    } else {
+      state.touchAt = Math.max(state.touchAt ?? 0, op.created_at);
     }
-    const seq = s.nextSeq.get(op.session_id) as number;
-    const info = s.messageInsert.run({ ...op, seq });
+    const seq = state.nextSeq;
+    const info = s.messageInsert.run(
+      op.uid,
+      op.session_id,
+      seq,
+      op.role,
+      op.content,
+      op.content_kind,
+      op.tool_calls,
+      op.tool_call_id,
+      op.name,
+      op.turn_id,
+      op.created_at,
+    );
     if (info.changes === 0) {
       // Already stored under this uid (a retried or replayed write): report the original.
       const existing = s.messageByUid.get(op.uid) as { id: number; seq: number };
       return { ...existing, duplicate: true };
     }
+    state.nextSeq = seq + 1;
     const id = Number(info.lastInsertRowid);
     s.queue.run(id, "index");
     return { id, seq, duplicate: false };

@@ -213,3 +213,41 @@ describe("search order", () => {
     await releaseStore(store);
   });
 });
+
+describe("a batch in one transaction", () => {
+  it("numbers each session's messages in order and stamps updated_at with the latest", async () => {
+    const paths = tempProfile();
+    let now = 1_800_000_000_000;
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps: { clock: { now: () => now++ } } });
+    const a = await store.createSession();
+    const b = await store.createSession();
+    await store.appendMessage({ session_id: a, role: "user", content: "a1" });
+    const results = await store.appendMessages([
+      { session_id: b, role: "user", content: "b1" },
+      { session_id: a, role: "user", content: "a2" },
+      { session_id: b, role: "user", content: "b2", uid: "m_dup" },
+      { session_id: b, role: "user", content: "b2 again", uid: "m_dup" },
+      { session_id: a, role: "user", content: "a3" },
+    ]);
+    expect(results.map((r) => [r.seq, r.duplicate])).toEqual([
+      [1, false],
+      [2, false],
+      [2, false],
+      [2, true],
+      [3, false],
+    ]);
+    expect(store.getMessages(a).map((m) => m.content)).toEqual(["a1", "a2", "a3"]);
+    expect(store.getMessages(b).map((m) => m.content)).toEqual(["b1", "b2"]);
+    const last = store.getMessages(a).at(-1)?.created_at;
+    expect(store.getSession(a)?.updated_at).toBe(last);
+    // A batch that fails part way leaves nothing behind.
+    await expect(
+      store.appendMessages([
+        { session_id: a, role: "user", content: "a4" },
+        { session_id: "s_missing", role: "user", content: "nope" },
+      ]),
+    ).rejects.toThrow(/session s_missing does not exist/);
+    expect(store.getMessages(a)).toHaveLength(3);
+    await releaseStore(store);
+  });
+});

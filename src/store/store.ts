@@ -136,7 +136,7 @@ export class Store extends StoreReadView {
           // damage under a running process is caught by the next write that touches it, instead of
           // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
           if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
-          const results = db.transaction(() => ops.map((op) => this.applier.apply(op, options))).immediate();
+          const results = db.transaction(() => this.applier.applyAll(ops, options)).immediate();
           this.index.schedule();
           return results;
         },
