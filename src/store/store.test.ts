@@ -218,7 +218,10 @@ describe("a batch in one transaction", () => {
   it("numbers each session's messages in order and stamps updated_at with the latest", async () => {
     const paths = tempProfile();
     let now = 1_800_000_000_000;
-    const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps: { clock: { now: () => now++ } } });
+    const store = await openStore(paths, {
+      integrityCheckTimeoutMs: 0,
+      deps: { clock: { now: () => now++ } },
+    });
     const a = await store.createSession();
     const b = await store.createSession();
     await store.appendMessage({ session_id: a, role: "user", content: "a1" });

@@ -1,8 +1,10 @@
 // What `tenax sessions recover` found, as one typed value: printed for people by the CLI and
 // emitted as is with --json. Counts are per table; notes say in words what the numbers cannot.
+
 import type { IntegrityResult } from "../integrity.js";
 import type { ForensicRole } from "./forensic-copy.js";
 import type { FreelistStatus } from "./freelist.js";
+import type { WalSummary } from "./page-salvage.js";
 import type { TableName } from "./row-shapes.js";
 
 export interface TableReport {
@@ -66,14 +68,7 @@ export interface RecoveryReport {
     freelist: FreelistStatus;
     header_problem: string | null;
   };
-  wal: {
-    present: boolean;
-    header_valid: boolean;
-    frames: number;
-    applied: number;
-    stranded: number;
-    problem: string | null;
-  };
+  wal: WalSummary;
   sql: { opened: boolean; problem: string | null; queries: number };
   spool: {
     dir: string;
