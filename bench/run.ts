@@ -7,6 +7,7 @@ import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { openStore, releaseStore } from "../src/store/registry.js";
+import { runAppendSizes, type SizeRow } from "./append-sizes.js";
 import { describeMachine } from "./machine.js";
 import { type ColdResult, type OpenResult, runColdOpenBench, runOpenBench } from "./open-integrity.js";
 import { type ReaderResult, runReaderBench } from "./reader-open.js";
@@ -24,7 +25,7 @@ const count = (fallback: number) =>
     z.coerce.number().int().positive().default(fallback),
   );
 
-const SUITES = ["write", "search", "open", "reader"] as const;
+const SUITES = ["write", "sizes", "search", "open", "reader"] as const;
 
 const Env = z.object({
   BENCH_MESSAGES: count(1_000_000),
@@ -99,6 +100,12 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     }
   }
 
+  let sizes: SizeRow[] | null = null;
+  if (only.has("sizes")) {
+    log("batched appends by message size");
+    sizes = await runAppendSizes(work, env.BENCH_TRIAL_MESSAGES, env.BENCH_ROUNDS);
+  }
+
   let search: SearchResultSet | null = null;
   let diagnosis: SearchDiagnosis | null = null;
   let open: OpenResult | null = null;
@@ -154,6 +161,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     fixture: fixtureInfo,
     write,
     write_diagnosis: writeDiagnosis,
+    sizes,
     search,
     search_diagnosis: diagnosis,
     open,
@@ -172,6 +180,7 @@ function print(r: {
   machine: ReturnType<typeof describeMachine> & { load_after: number[] };
   write: WriteResult | null;
   write_diagnosis: WriteDiagnosis | null;
+  sizes: SizeRow[] | null;
   search: SearchResultSet | null;
   search_diagnosis: SearchDiagnosis | null;
   open: OpenResult | null;
@@ -188,6 +197,15 @@ function print(r: {
     `source: commit ${r.source.commit}${r.source.store_changes.length > 0 ? ` + ${r.source.store_changes.length} changed files in src/store` : ""}`,
     `disk: ${m.disk}; 4 KiB write+fsync median ${ms(m.fsync_4k_ms)} ms; load ${m.load_before.map((x) => x.toFixed(2)).join(" ")} -> ${m.load_after.map((x) => x.toFixed(2)).join(" ")}`,
   );
+  if (r.sizes) {
+    lines.push(
+      "\nbatched appends by message size (batches of 1,000, synchronous=normal, re-read on)",
+      table(
+        ["chars", "messages/s", "content MiB/s"],
+        r.sizes.map((z) => [String(z.chars), int(z.messages_per_s), z.content_mib_per_s.toFixed(1)]),
+      ),
+    );
+  }
   if (r.write) {
     lines.push(
       `\nappends (median of ${r.write.options.rounds} rounds, base store ${int(r.write.base_messages)} messages)`,
