@@ -1,5 +1,6 @@
 // File system failures turned into ConfigErrors that say what broke and what to do about it, with
 // commands that work exactly as printed.
+import { accessSync, constants, existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { ConfigError, commandLine, errorMessage } from "../core/errors.js";
 
@@ -38,7 +39,9 @@ export function fileWriteError(
   path: string,
   folder = dirname(path),
 ): ConfigError {
-  const code = errnoCode(error);
+  // A recursive mkdir on a read-only or closed folder can report ENOENT: ask the folder itself.
+  const reported = errnoCode(error);
+  const code = reported === "ENOENT" ? (writeProblem(folder) ?? reported) : reported;
   const data = { path, errno: code ?? null };
   const elsewhere = "or set TENAX_HOME to a folder you can write to";
   switch (code) {
@@ -64,5 +67,16 @@ export function fileWriteError(
       });
     default:
       return new ConfigError(`cannot ${action}: ${errorMessage(error)}`, { cause: error, data });
+  }
+}
+
+/** Why this folder cannot be written to, if it exists and cannot be. */
+function writeProblem(folder: string): string | undefined {
+  if (!existsSync(folder)) return undefined;
+  try {
+    accessSync(folder, constants.W_OK);
+    return undefined;
+  } catch (error) {
+    return errnoCode(error);
   }
 }

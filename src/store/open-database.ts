@@ -1,8 +1,10 @@
 // Opening state.db: check that the file is a SQLite database, that it is a Tenax store of this
 // profile and of a schema this Tenax knows, then set WAL and the durability level.
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { tenaxCommand } from "../config/command-hint.js";
+import { shellQuote } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { classifySqliteError, StoreCorruptError, StoreOpenError } from "./errors.js";
 import { APPLICATION_ID, migrate, SCHEMA_VERSION } from "./migrations.js";
@@ -82,10 +84,7 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
       timeout: options.busyTimeoutMs ?? 5000,
     });
   } catch (error) {
-    throw new StoreOpenError("store_cannot_open", `cannot open ${path}: ${(error as Error).message}`, {
-      cause: error,
-      hint: "check that the profile folder exists and is readable and writable by this user",
-    });
+    throw accessError(path, error);
   }
   try {
     const version = db.pragma("user_version", { simple: true }) as number;
@@ -122,9 +121,36 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
     return db;
   } catch (error) {
     db.close();
-    if (classifySqliteError(error) === "corrupt") throw corruptStoreError(path, options.profile, error);
+    const kind = classifySqliteError(error);
+    if (kind === "corrupt") throw corruptStoreError(path, options.profile, error);
+    if (kind === "readonly" || kind === "cantopen") throw accessError(path, error);
     throw error;
   }
+}
+
+/**
+ * This user may not use the store's files. SQLite needs to write the folder, the -wal and the
+ * -shm even to read a WAL database, so say whose files they are and how to look.
+ */
+function accessError(path: string, error: unknown): StoreOpenError {
+  const dir = dirname(path);
+  const uid = process.getuid?.();
+  let owner = "";
+  try {
+    const st = statSync(existsSync(path) ? path : dir);
+    if (uid !== undefined && st.uid !== uid)
+      owner = ` (the files belong to uid ${st.uid}; this is uid ${uid})`;
+  } catch {
+    // the folder itself is missing: the message below says so
+  }
+  return new StoreOpenError(
+    "store_access",
+    `cannot use the session store ${path}: ${(error as Error).message}${owner}`,
+    {
+      cause: error,
+      hint: `run Tenax as the user that owns the profile, or give this user read and write access to the folder and its state.db* files (look with: ls -la ${shellQuote(dir)})`,
+    },
+  );
 }
 
 function hasForeignTables(db: Database.Database): boolean {
