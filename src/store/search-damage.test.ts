@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { checkpoint, overwritePages, PAGE } from "../../test/helpers/corrupt.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { SearchUnavailableError } from "./errors.js";
-import { openReader, openStore, releaseStore } from "./registry.js";
-import type { Store, StoreEvent } from "./store.js";
+import { openReader, openStore, releaseStore, storeOptions } from "./registry.js";
+import { Store, type StoreEvent } from "./store.js";
 
 async function filledStore(
   paths: ReturnType<typeof tempProfile>,
@@ -108,5 +108,24 @@ describe("a damaged full-text index", () => {
     expect(store.search("zebra", { limit: 500 }).hits).toHaveLength(301);
     expect(store.health()).toMatchObject({ writable: true, corrupt: null, search: { status: "ok" } });
     await releaseStore(store);
+  });
+});
+
+describe("an index rebuilt by another process", () => {
+  it("is followed by every writer, so nothing is indexed into the replaced file", async () => {
+    const paths = tempProfile();
+    // Two writers on one store, as two processes would have (the registry keeps one per process).
+    const options = { ...storeOptions(paths), integrityCheckTimeoutMs: 0 };
+    const a = await Store.open(options);
+    await a.index.rebuild();
+    const b = await Store.open(options);
+    await b.index.rebuild();
+    const session = await a.createSession();
+    await a.index.rebuild("replace the file under b");
+    await b.appendMessage({ session_id: session, role: "user", content: "numbat sighting" });
+    expect(b.index.flush()).toBe(1);
+    expect(a.search("numbat").hits.map((h) => h.message.content)).toEqual(["numbat sighting"]);
+    a.close();
+    b.close();
   });
 });

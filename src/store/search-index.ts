@@ -1,7 +1,7 @@
 // The full-text index lives in its own file (search.db), apart from the transcript: damage to it can
 // never touch a message, and it can be deleted and rebuilt from state.db at any time. It is a
 // contentless FTS5 table keyed by message id; the text itself stays in state.db only.
-import { existsSync, renameSync, rmSync } from "node:fs";
+import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { classifySqliteError } from "./errors.js";
 
@@ -23,6 +23,8 @@ export interface SearchHit {
 
 export class SearchIndex {
   private db: Database.Database | null = null;
+  /** The file's inode when it was opened: another process's rebuild replaces the file. */
+  private inode: number | null = null;
 
   constructor(
     readonly path: string,
@@ -40,6 +42,7 @@ export class SearchIndex {
         timeout: 5000,
       });
       this.db = db;
+      this.inode = statSync(this.path).ino;
       if (!this.readonly) {
         db.pragma("journal_mode = WAL");
         db.pragma("synchronous = NORMAL");
@@ -123,6 +126,7 @@ export class SearchIndex {
   }
 
   close(): void {
+    this.inode = null;
     try {
       this.db?.close();
     } catch {
@@ -143,6 +147,12 @@ export class SearchIndex {
   }
 
   private requireDb(): Database.Database {
+    if (this.db !== null && this.inode !== currentInode(this.path)) {
+      // Another process rebuilt the index into a new file: follow it, or our writes would go to
+      // the old one, which nobody reads any more.
+      this.close();
+      this.open();
+    }
     if (this.db === null) throw new Error("search index is not open");
     return this.db;
   }
@@ -187,5 +197,13 @@ function textOfParts(content: string): string {
       : content;
   } catch {
     return content;
+  }
+}
+
+function currentInode(path: string): number | null {
+  try {
+    return statSync(path).ino;
+  } catch {
+    return null;
   }
 }
