@@ -4,8 +4,6 @@ import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { classifySqliteError } from "../store/errors.js";
-import { corruptStoreError } from "../store/open-database.js";
 import { openReader, openStore, releaseStore, type StoreSettings } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import type { StoreReader } from "../store/store-reader.js";
@@ -28,10 +26,6 @@ export async function withReader<T>(
   const reader = openReader(paths);
   try {
     return await body(reader);
-  } catch (error) {
-    // A read that meets a damaged page says so, with the salvage command, never "a bug".
-    if (classifySqliteError(error) === "corrupt") throw corruptStoreError(paths.state, paths.name, error);
-    throw error;
   } finally {
     reader.close();
   }

@@ -69,3 +69,38 @@ describe("a store damaged under a running writer", () => {
     expect(spool.records.every((r) => r.reason === "corrupt" && r.profile === "default")).toBe(true);
   });
 });
+
+describe("a read that meets damage in the writing process", () => {
+  it("raises the typed error with the salvage command and stops the writer at once", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    for (let i = 0; i < 40; i++) await store.createSession({ title: `session ${i} ${"t".repeat(200)}` });
+    await releaseStore(store);
+    checkpoint(paths.state);
+    overwritePages(
+      paths.state,
+      btreePages(paths.state, "sessions").map((p) => p.pageno),
+      "garbage",
+      SEED,
+    );
+    // The open check is off, as when it ran out of budget: the first read finds the damage.
+    const writer = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    expect(() => writer.listSessions()).toThrow(StoreCorruptError);
+    const error = (() => {
+      try {
+        writer.listSessions();
+      } catch (e) {
+        return e as StoreCorruptError;
+      }
+    })();
+    expect(error?.hint).toBe(
+      `see what can be salvaged: tenax sessions recover --source ${paths.state} --inspect-only`,
+    );
+    expect(writer.health().writable).toBe(false);
+    await expect(writer.createSession({ title: "after" })).rejects.toMatchObject({
+      name: "StoreCorruptError",
+      spooledTo: expect.stringContaining(paths.spool),
+    });
+    await releaseStore(writer);
+  });
+});

@@ -3,8 +3,8 @@
 import type Database from "better-sqlite3";
 import { tenaxCommand } from "../config/command-hint.js";
 import { UsageError } from "../core/errors.js";
-import { SearchUnavailableError } from "./errors.js";
-import { openDatabase } from "./open-database.js";
+import { classifySqliteError, SearchUnavailableError } from "./errors.js";
+import { corruptStoreError, openDatabase } from "./open-database.js";
 import * as q from "./queries.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
 import { SearchIndex, type SearchOrder, toFtsQuery } from "./search-index.js";
@@ -40,30 +40,47 @@ export abstract class StoreReadView {
   /** Called before a search: the writer brings the index up to date here. */
   protected prepareSearch(): void {}
 
+  /**
+   * Every read goes through here. A read that meets a damaged page becomes the store's typed
+   * corruption error (with the salvage command), and the writer stops writing at once: a store
+   * must never keep taking writes while its reads fail.
+   */
+  protected read<T>(query: (db: Database.Database) => T): T {
+    try {
+      return query(this.readDb());
+    } catch (error) {
+      if (classifySqliteError(error) !== "corrupt") throw error;
+      this.onCorruptRead(error);
+      throw corruptStoreError(this.location.path, this.location.profile, error);
+    }
+  }
+
+  protected onCorruptRead(_error: unknown): void {}
+
   listSessions(options: q.ListOptions = {}): SessionView[] {
-    return q.listSessions(this.readDb(), options);
+    return this.read((db) => q.listSessions(db, options));
   }
 
   getSession(id: string): SessionView | null {
-    return q.getSession(this.readDb(), id);
+    return this.read((db) => q.getSession(db, id));
   }
 
   getMessages(sessionId: string): MessageView[] {
-    return q.getMessages(this.readDb(), sessionId);
+    return this.read((db) => q.getMessages(db, sessionId));
   }
 
   getTurns(sessionId: string): TurnView[] {
-    return q.getTurns(this.readDb(), sessionId);
+    return this.read((db) => q.getTurns(db, sessionId));
   }
 
   stats(): q.StoreStats {
-    return q.storeStats(this.readDb(), this.location.path);
+    return this.read((db) => q.storeStats(db, this.location.path));
   }
 
   /** A full session id from an id or a unique prefix of one; a clear error otherwise. */
   resolveSessionId(idOrPrefix: string): string {
     if (this.getSession(idOrPrefix)) return idOrPrefix;
-    const matches = q.findSessionIds(this.readDb(), idOrPrefix);
+    const matches = this.read((db) => q.findSessionIds(db, idOrPrefix));
     if (matches.length === 1 && matches[0] !== undefined) return matches[0];
     if (matches.length > 1) {
       throw new UsageError(
@@ -100,9 +117,11 @@ export abstract class StoreReadView {
         { hint: `rebuild it with: ${this.reindexCommand()}` },
       );
     }
-    const messages = q.getMessagesByIds(
-      this.readDb(),
-      hits.map((h) => h.id),
+    const messages = this.read((db) =>
+      q.getMessagesByIds(
+        db,
+        hits.map((h) => h.id),
+      ),
     );
     const terms = expression.match(/"[^"]*"/g)?.map((t) => t.slice(1, -1)) ?? [];
     const items: SearchResultItem[] = [];
@@ -116,7 +135,9 @@ export abstract class StoreReadView {
         rank: hit.rank,
       });
     }
-    const pending = this.readDb().prepare("SELECT count(*) FROM search_queue").pluck().get() as number;
+    const pending = this.read(
+      (db) => db.prepare("SELECT count(*) FROM search_queue").pluck().get() as number,
+    );
     return { query, order, hits: items, pending };
   }
 

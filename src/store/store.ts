@@ -118,6 +118,10 @@ export class Store extends StoreReadView {
     return this.index.problem() ?? super.searchProblem();
   }
 
+  protected override onCorruptRead(error: unknown): void {
+    this.markCorrupt(`a read failed: ${(error as Error).message}`);
+  }
+
   protected override onSearchFailure(error: unknown): void {
     this.index.degrade(error);
   }
