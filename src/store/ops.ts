@@ -141,7 +141,10 @@ export class OpApplier {
   private apply(op: WriteOp, options: ApplyOptions): OpResult {
     const s = this.s;
     if (op.op !== "message.append" && op.op !== "turn.start" && op.op !== "turn.update") {
-      // Anything that may change a session's rows invalidates what the batch knows of it.
+      // Anything that may change a session's rows invalidates what the batch knows of it; a
+      // pending updated_at is written first so that it is not lost.
+      const pending = this.batch.get(op.id);
+      if (pending?.touchAt != null) s.sessionTouch.run(pending.touchAt, op.id);
       this.batch.delete(op.id);
     }
     switch (op.op) {

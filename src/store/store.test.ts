@@ -251,6 +251,14 @@ describe("a batch in one transaction", () => {
       ]),
     ).rejects.toThrow(/session s_missing does not exist/);
     expect(store.getMessages(a)).toHaveLength(3);
+    // A session op later in the batch does not lose the updated_at its earlier messages set.
+    const m1 = store.messageOp({ session_id: a, role: "user", content: "a4" });
+    const m2 = store.messageOp({ session_id: a, role: "user", content: "a5" });
+    await store.write([m1, m2, { op: "session.update", id: a, title: "renamed", updated_at: 1 }]);
+    expect(store.getSession(a)).toMatchObject({
+      title: "renamed",
+      updated_at: m2.op === "message.append" ? m2.created_at : -1,
+    });
     await releaseStore(store);
   });
 });
