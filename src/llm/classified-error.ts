@@ -1,0 +1,80 @@
+// What every failed provider call becomes: one reason and the flags that decide what happens next
+// (retry? rotate the key? fall back? compress?). Classified once, at the boundary; nothing
+// downstream reads error text again.
+import { TenaxError } from "../core/errors.js";
+
+export const ERROR_REASONS = [
+  "rate_limit",
+  "overloaded",
+  "server_error",
+  "timeout",
+  "stream_drop",
+  "context_overflow",
+  "payload_too_large",
+  "long_context_tier",
+  "auth",
+  "auth_permanent",
+  "billing",
+  "model_not_found",
+  "content_policy_blocked",
+  "invalid_request",
+  "format_error",
+  "thinking_signature",
+  "aborted",
+  "unknown",
+] as const;
+
+export type ErrorReason = (typeof ERROR_REASONS)[number];
+
+export interface ClassifiedError {
+  reason: ErrorReason;
+  /** Trying the same request again (after a wait) may succeed. */
+  retryable: boolean;
+  /** The credential is at fault: use the next key of the pool. */
+  rotate_credential: boolean;
+  /** Another model may succeed where this one will not: move along the fallback chain. */
+  fallback: boolean;
+  /** The request is too large for the model: compress the context before trying again. */
+  compress: boolean;
+  /** How long the provider asked us to wait, when it said (headers or body). */
+  retry_after_ms: number | null;
+  /** HTTP status, when there was a response. */
+  status: number | null;
+  /** The provider's own message, shortened, for people. */
+  message: string;
+}
+
+/** Everything the classifier may look at, gathered at the boundary of a provider call. */
+export interface ProviderFailure {
+  status: number | null;
+  headers: Record<string, string>;
+  /** The response body: parsed JSON when it was JSON, else the raw text. */
+  body: unknown;
+  /** A failure below HTTP (connection refused, reset, TLS, a timeout of ours). */
+  transport?: { code?: string; name?: string; message: string } | null;
+  /** Whether our own AbortSignal ended the call (an abort is never retried). */
+  aborted?: boolean;
+  /** Where in the exchange it failed: before the first byte, or in the middle of a stream. */
+  phase?: "connect" | "headers" | "stream";
+  /** Size of the request, when known, to tell a context overflow from other 400s. */
+  request_tokens?: number | null;
+  context_window?: number | null;
+}
+
+/** A provider call that failed, as the typed error layers above see it. */
+export class ProviderError extends TenaxError {
+  override readonly name = "ProviderError";
+  constructor(
+    readonly classified: ClassifiedError,
+    readonly provider: string,
+    readonly model: string,
+  ) {
+    super(
+      `provider_${classified.reason}`,
+      `${provider}/${model}: ${classified.reason}: ${classified.message}`,
+      {
+        data: { provider, model, ...classified },
+      },
+    );
+  }
+}
