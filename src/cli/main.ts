@@ -6,6 +6,7 @@ import { requireProfile } from "../config/profiles.js";
 import { registerInitCommand } from "./commands/init.js";
 import { registerProfileCommands } from "./commands/profile.js";
 import { registerSessionsCommands } from "./commands/sessions.js";
+import { registerSimulatorCommand } from "./commands/simulator.js";
 import { registerUpCommand } from "./commands/up.js";
 import { createOutput, type Output, reportError } from "./output.js";
 
@@ -52,6 +53,7 @@ export async function main(argv: string[]): Promise<number> {
   registerInitCommand(program, cli);
   registerProfileCommands(program, cli);
   registerSessionsCommands(program, cli);
+  registerSimulatorCommand(program, cli);
   registerUpCommand(program, cli);
   for (const command of allCommands(program)) command.exitOverride();
 
