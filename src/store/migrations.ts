@@ -68,6 +68,23 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description: "credential state shared by every process of the profile (key fingerprints only)",
+    sql: `
+      -- One row per provider key, keyed by a fingerprint of the key, never the key itself.
+      CREATE TABLE credential_state (
+        provider       TEXT NOT NULL,
+        fingerprint    TEXT NOT NULL,
+        status         TEXT NOT NULL CHECK (status IN ('ok', 'cooling', 'disabled')),
+        reason         TEXT,
+        cooldown_until INTEGER,
+        failures       INTEGER NOT NULL DEFAULT 0,
+        updated_at     INTEGER NOT NULL,
+        PRIMARY KEY (provider, fingerprint)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

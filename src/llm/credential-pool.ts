@@ -1,0 +1,204 @@
+// One provider's API keys, tried in config order: a key that hit a rate limit cools down until its
+// reset, a key the provider refused is disabled until it changes, a key out of credit rests for
+// hours. The state lives in a ledger (state.db when given one) so every process of the profile
+// skips the same keys; it names keys by fingerprint only.
+import { ConfigError } from "../core/errors.js";
+import {
+  type CredentialStateStore,
+  type CredentialStatus,
+  isUsable,
+  MemoryCredentialLedger,
+} from "../store/credential-ledger.js";
+import type { ClassifiedError } from "./classified-error.js";
+import { keyFingerprint } from "./key-fingerprint.js";
+
+export interface PoolTimings {
+  /** A rate limit without the provider's own delay. */
+  rate_limit_cooldown_ms: number;
+  /** Rate-limit cooldowns when no other key is usable: short, so one key is never locked out long. */
+  last_key_rate_limit_cap_ms: number;
+  /** Billing or quota exhausted: credit rarely comes back within minutes. */
+  billing_cooldown_ms: number;
+  /** Billing cooldowns when no other key is usable: retry soon, in case credit was added. */
+  last_key_billing_cap_ms: number;
+  /** Any other failure the classifier blamed on the key. */
+  other_rotate_cooldown_ms: number;
+}
+
+export const DEFAULT_POOL_TIMINGS: PoolTimings = {
+  rate_limit_cooldown_ms: 60_000,
+  last_key_rate_limit_cap_ms: 30_000,
+  billing_cooldown_ms: 6 * 60 * 60_000,
+  last_key_billing_cap_ms: 5 * 60_000,
+  other_rotate_cooldown_ms: 60_000,
+};
+
+export interface PoolKey {
+  key: string;
+  fingerprint: string;
+}
+
+/** What report() did: the caller rotates (calls next() again) unless told to retry the same key. */
+export type PoolVerdict = "retry_same_key" | "cooled" | "disabled" | "unchanged";
+
+/** One key as `tenax status` shows it: never the key itself. */
+export interface PoolKeyState {
+  position: number;
+  fingerprint: string;
+  status: CredentialStatus;
+  reason: string | null;
+  cooldown_until: number | null;
+  failures: number;
+}
+
+export interface CredentialPoolOptions {
+  /** Where the state is kept and shared; an in-memory ledger when left out. */
+  ledger?: CredentialStateStore;
+  timings?: Partial<PoolTimings>;
+}
+
+export class CredentialPool {
+  private readonly keys: PoolKey[];
+  private readonly ledger: CredentialStateStore;
+  private readonly timings: PoolTimings;
+  /** Keys that got their one same-key retry after a 429 without a delay; a success clears it. */
+  private readonly retriedOnce = new Set<string>();
+
+  constructor(
+    readonly provider: string,
+    keys: readonly string[],
+    options: CredentialPoolOptions = {},
+  ) {
+    const seen = new Set<string>();
+    this.keys = [];
+    for (const key of keys) {
+      if (key.length === 0) throw new ConfigError(`provider '${provider}' has an empty API key`);
+      const fingerprint = keyFingerprint(key);
+      if (seen.has(fingerprint)) continue;
+      seen.add(fingerprint);
+      this.keys.push({ key, fingerprint });
+    }
+    if (this.keys.length === 0) {
+      throw new ConfigError(`provider '${provider}' has no API keys`, {
+        hint: "list at least one key under the provider's api_keys in config.yaml",
+      });
+    }
+    this.ledger = options.ledger ?? new MemoryCredentialLedger();
+    this.timings = { ...DEFAULT_POOL_TIMINGS, ...options.timings };
+  }
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  /** The first usable key in config order, or null when every key is cooling or disabled. */
+  async next(now: number): Promise<PoolKey | null> {
+    const usable = await this.ledger.usable(this.provider, this.fingerprints(), now);
+    const first = usable[0];
+    return this.keys.find((k) => k.fingerprint === first) ?? null;
+  }
+
+  /** Apply a failed call's classification to the key that made it. */
+  async report(fingerprint: string, classified: ClassifiedError, now: number): Promise<PoolVerdict> {
+    this.known(fingerprint);
+    const t = this.timings;
+    switch (classified.reason) {
+      case "rate_limit": {
+        if (classified.retry_after_ms === null && !this.retriedOnce.has(fingerprint)) {
+          this.retriedOnce.add(fingerprint);
+          return "retry_same_key";
+        }
+        const wanted = classified.retry_after_ms ?? t.rate_limit_cooldown_ms;
+        const cap = (await this.isLastUsable(fingerprint, now)) ? t.last_key_rate_limit_cap_ms : wanted;
+        await this.cool(fingerprint, "rate_limit", Math.min(wanted, cap), now);
+        return "cooled";
+      }
+      case "billing": {
+        const last = await this.isLastUsable(fingerprint, now);
+        await this.cool(
+          fingerprint,
+          "billing",
+          last ? t.last_key_billing_cap_ms : t.billing_cooldown_ms,
+          now,
+        );
+        return "cooled";
+      }
+      case "auth":
+      case "auth_permanent":
+        // Keyed by fingerprint: a replaced key is a new fingerprint and starts fresh.
+        await this.ledger.record(this.provider, fingerprint, {
+          status: "disabled",
+          reason: classified.reason,
+          failures: "increment",
+          now,
+        });
+        return "disabled";
+      default:
+        if (!classified.rotate_credential) return "unchanged";
+        await this.cool(fingerprint, classified.reason, t.other_rotate_cooldown_ms, now);
+        return "cooled";
+    }
+  }
+
+  /** The key worked: it is usable again everywhere, and earns back its same-key retry. */
+  async reportSuccess(fingerprint: string, now: number): Promise<void> {
+    this.known(fingerprint);
+    this.retriedOnce.delete(fingerprint);
+    const state = (await this.ledger.get(this.provider)).find((s) => s.fingerprint === fingerprint);
+    // Write only when there is something to clear, so a healthy key costs one read per call.
+    if (!state || (state.status === "ok" && state.failures === 0)) return;
+    await this.ledger.record(this.provider, fingerprint, { status: "ok", failures: "reset", now });
+  }
+
+  /** Every key in config order with its status at `now` (a cooldown that ended reads as ok). */
+  async state(now: number): Promise<PoolKeyState[]> {
+    const known = new Map((await this.ledger.get(this.provider)).map((s) => [s.fingerprint, s]));
+    return this.keys.map(({ fingerprint }, position) => {
+      const s = known.get(fingerprint);
+      if (!s || (s.status === "cooling" && isUsable(s, now))) {
+        return {
+          position,
+          fingerprint,
+          status: "ok",
+          reason: null,
+          cooldown_until: null,
+          failures: s?.failures ?? 0,
+        };
+      }
+      return {
+        position,
+        fingerprint,
+        status: s.status,
+        reason: s.reason,
+        cooldown_until: s.cooldown_until,
+        failures: s.failures,
+      };
+    });
+  }
+
+  private fingerprints(): string[] {
+    return this.keys.map((k) => k.fingerprint);
+  }
+
+  private known(fingerprint: string): void {
+    if (!this.keys.some((k) => k.fingerprint === fingerprint)) {
+      throw new RangeError(`fingerprint ${fingerprint} is not a key of provider '${this.provider}'`);
+    }
+  }
+
+  /** No other key of the pool is usable now: this one is all that is left. */
+  private async isLastUsable(fingerprint: string, now: number): Promise<boolean> {
+    const others = this.fingerprints().filter((f) => f !== fingerprint);
+    return (await this.ledger.usable(this.provider, others, now)).length === 0;
+  }
+
+  private async cool(fingerprint: string, reason: string, ms: number, now: number): Promise<void> {
+    await this.ledger.record(this.provider, fingerprint, {
+      status: "cooling",
+      reason,
+      cooldown_until: now + Math.max(0, ms),
+      failures: "increment",
+      now,
+    });
+  }
+}

@@ -1,0 +1,124 @@
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { CredentialLedger, MemoryCredentialLedger } from "./credential-ledger.js";
+import { openStore, releaseStore } from "./registry.js";
+
+const A = "aaaaaaaaaaaa";
+const B = "bbbbbbbbbbbb";
+const T0 = 1_700_000_000_000;
+
+/** state.db as made by the store, then two more connections to it: two "processes". */
+async function twoProcesses() {
+  const paths = tempProfile();
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  await releaseStore(store);
+  const open = () => {
+    const db = new Database(paths.state);
+    db.pragma("busy_timeout = 0");
+    return db;
+  };
+  return { path: paths.state, one: open(), two: open() };
+}
+
+describe("CredentialLedger", () => {
+  it("a 429 cooldown recorded by one process is skipped by the other until the reset", async () => {
+    const { one, two } = await twoProcesses();
+    const gateway = new CredentialLedger(one);
+    const cron = new CredentialLedger(two);
+    expect(await cron.usable("openai", [A, B], T0)).toEqual([A, B]);
+    await gateway.record("openai", A, {
+      status: "cooling",
+      reason: "rate_limit",
+      cooldown_until: T0 + 20_000,
+      failures: "increment",
+      now: T0,
+    });
+    expect(await cron.usable("openai", [A, B], T0 + 1)).toEqual([B]);
+    expect(await cron.usable("openai", [A, B], T0 + 19_999)).toEqual([B]);
+    expect(await cron.usable("openai", [A, B], T0 + 20_000)).toEqual([A, B]);
+    // Another provider's pool is untouched.
+    expect(await cron.usable("anthropic", [A], T0 + 1)).toEqual([A]);
+    one.close();
+    two.close();
+  });
+
+  it("counts failures from both processes and resets them on success", async () => {
+    const { one, two } = await twoProcesses();
+    const a = new CredentialLedger(one);
+    const b = new CredentialLedger(two);
+    const cooling = {
+      status: "cooling",
+      reason: "rate_limit",
+      cooldown_until: T0 + 5,
+      failures: "increment",
+    } as const;
+    await a.record("openai", A, { ...cooling, now: T0 });
+    const second = await b.record("openai", A, { ...cooling, now: T0 + 1 });
+    expect(second.failures).toBe(2);
+    await a.record("openai", A, { status: "disabled", reason: "auth", failures: "increment", now: T0 + 2 });
+    expect(await b.usable("openai", [A], T0 + 1_000_000)).toEqual([]);
+    const ok = await b.record("openai", A, { status: "ok", failures: "reset", now: T0 + 3 });
+    expect(ok).toEqual({
+      provider: "openai",
+      fingerprint: A,
+      status: "ok",
+      reason: null,
+      cooldown_until: null,
+      failures: 0,
+      updated_at: T0 + 3,
+    });
+    one.close();
+    two.close();
+  });
+
+  it("waits with jitter while another process holds the write lock", async () => {
+    const { one, two } = await twoProcesses();
+    one.exec("BEGIN IMMEDIATE");
+    let sleeps = 0;
+    const ledger = new CredentialLedger(two, {
+      deps: {
+        random: () => 0.5,
+        sleep: async () => {
+          sleeps++;
+          if (sleeps === 2) one.exec("COMMIT");
+        },
+      },
+    });
+    const state = await ledger.record("openai", A, { status: "ok", now: T0 });
+    expect(state.status).toBe("ok");
+    expect(sleeps).toBe(2);
+    one.close();
+    two.close();
+  });
+
+  it("refuses anything that is not a fingerprint", async () => {
+    const { one } = await twoProcesses();
+    for (const ledger of [new CredentialLedger(one), new MemoryCredentialLedger()]) {
+      await expect(ledger.record("openai", "sk-live-secret-key", { status: "ok", now: T0 })).rejects.toThrow(
+        /fingerprints only/,
+      );
+    }
+    expect(one.prepare("SELECT count(*) AS n FROM credential_state").get()).toEqual({ n: 0 });
+    one.close();
+  });
+
+  it("the in-memory ledger behaves the same", async () => {
+    const ledger = new MemoryCredentialLedger();
+    await ledger.record("openai", A, {
+      status: "cooling",
+      cooldown_until: T0 + 10,
+      failures: "increment",
+      now: T0,
+    });
+    await ledger.record("openai", A, {
+      status: "cooling",
+      cooldown_until: T0 + 10,
+      failures: "increment",
+      now: T0,
+    });
+    expect(await ledger.usable("openai", [A, B], T0)).toEqual([B]);
+    expect(await ledger.usable("openai", [A, B], T0 + 10)).toEqual([A, B]);
+    expect((await ledger.get("openai"))[0]?.failures).toBe(2);
+  });
+});
