@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { classifiedFailure } from "../../test/helpers/classified.js";
 import { seededRandom } from "../core/deps.js";
-import { type ClassifiedError, ERROR_REASONS, type ErrorReason } from "./classified-error.js";
+import { ERROR_REASONS } from "./classified-error.js";
 import {
   backoffCeilingMs,
   DEFAULT_MAX_RETRY_AFTER_MS,
@@ -12,19 +13,7 @@ import {
 
 const SEEDS = Array.from({ length: 50 }, (_, i) => i + 1);
 
-function failure(reason: ErrorReason, extra: Partial<ClassifiedError> = {}): ClassifiedError {
-  return {
-    reason,
-    retryable: RETRY_POLICY[reason].retry,
-    rotate_credential: false,
-    fallback: false,
-    compress: false,
-    retry_after_ms: null,
-    status: null,
-    message: `simulated ${reason}`,
-    ...extra,
-  };
-}
+const failure = classifiedFailure;
 
 const opts = (seed: number, maxAttempts = 20) => ({
   random: seededRandom(seed),

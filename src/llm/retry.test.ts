@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { classifiedFailure } from "../../test/helpers/classified.js";
 import { type Deps, realSleep, seededRandom } from "../core/deps.js";
 import { type ClassifiedError, type ErrorReason, ProviderError } from "./classified-error.js";
 import { giveUpReason, type RetryEvent, type WithRetryOptions, withRetry } from "./retry.js";
@@ -7,19 +8,7 @@ import { backoffCeilingMs, RETRY_POLICY } from "./retry-policy.js";
 const START = 1_700_000_000_000;
 const context = { provider: "sim", model: "sim-small", context_tokens: 1234 };
 
-function classified(reason: ErrorReason, extra: Partial<ClassifiedError> = {}): ClassifiedError {
-  return {
-    reason,
-    retryable: RETRY_POLICY[reason].retry,
-    rotate_credential: false,
-    fallback: false,
-    compress: false,
-    retry_after_ms: null,
-    status: null,
-    message: `simulated ${reason}`,
-    ...extra,
-  };
-}
+const classified = classifiedFailure;
 
 /** A clock that only moves when the fake sleep says so, and a sleep that records and returns at once. */
 function fakeDeps(seed = 1): Deps & { delays: number[]; log: string[] } {
