@@ -9,8 +9,6 @@ import type {
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
 import { type Clock, systemClock } from "../../core/deps.js";
-import type { ClassifiedError, ProviderFailure } from "../classified-error.js";
-import { classify } from "../classify.js";
 import type {
   ChatMessage,
   ChatRequest,
@@ -24,14 +22,19 @@ import type {
 import {
   checkTimeouts,
   DEFAULT_TIMEOUTS,
-  type RequestTimers,
   realTimers,
   startRequestTimers,
   type Timeouts,
   type TimerDeps,
 } from "../timeouts.js";
-
-type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+import {
+  type CallState,
+  classifyThrown,
+  type Fetch,
+  failed,
+  type SdkErrors,
+  watchedFetch,
+} from "./sdk-call.js";
 
 export interface OpenAIProviderOptions {
   name: string;
@@ -45,16 +48,13 @@ export interface OpenAIProviderOptions {
   timers?: TimerDeps;
 }
 
-type Phase = NonNullable<ProviderFailure["phase"]>;
-
-/** What one call knows when it fails: how far it got and what it captured on the way. */
-interface CallState {
-  timers: RequestTimers;
-  callerSignal: AbortSignal | undefined;
-  headersSeen: boolean;
-  /** The raw text of an error response, read before the SDK parses it. */
-  errorText: string | null;
-}
+const OPENAI_ERRORS: SdkErrors = {
+  apiError: (error) => (error instanceof APIError ? error : null),
+  isConnectionError: (error) => error instanceof OpenAI.APIConnectionError,
+  isTimeoutError: (error) => error instanceof OpenAI.APIConnectionTimeoutError,
+  // The SDK keeps only the inner `error` object; the classifier reads the wire shape around it.
+  errorBody: (parsed) => ({ error: parsed }),
+};
 
 export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
   const timeouts = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts });
@@ -97,7 +97,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
         }),
       };
     } catch (error) {
-      last = { type: "error", error: classifyThrown(error, state, clock.now()) };
+      last = { type: "error", error: classifyThrown(error, state, clock.now(), OPENAI_ERRORS) };
     } finally {
       // Runs on every exit, including a consumer that stops early: no timer or socket outlives the call.
       state.timers.release();
@@ -106,122 +106,6 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
   }
 
   return { name: options.name, stream };
-}
-
-/** Wraps fetch to see the moment headers arrive, every piece of the body, and an error's raw text. */
-function watchedFetch(base: Fetch, state: CallState): Fetch {
-  return async (input, init) => {
-    const response = await base(input, init);
-    state.headersSeen = true;
-    state.timers.headers();
-    if (!response.ok) {
-      state.errorText = await response.text();
-      return new Response(state.errorText, response);
-    }
-    if (response.body === null) return response;
-    const watched = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(piece, controller) {
-          state.timers.activity();
-          controller.enqueue(piece);
-        },
-      }),
-    );
-    return new Response(watched, response);
-  };
-}
-
-function classifyThrown(error: unknown, state: CallState, now: number): ClassifiedError {
-  const phase: Phase = state.headersSeen ? "stream" : "headers";
-  const fired = state.timers.fired();
-  if (fired !== null) {
-    // Our own deadline: a timeout before the headers, a dropped stream after them.
-    return classify(
-      {
-        status: null,
-        headers: {},
-        body: null,
-        transport: {
-          name: "TimeoutError",
-          code: "ETIMEDOUT",
-          message: `no ${fired === "idle" ? "chunk" : "answer"} within the ${fired} limit of ${state.timers.limit(fired)} ms`,
-        },
-        phase: fired === "idle" ? "stream" : phase,
-      },
-      now,
-    );
-  }
-  if (state.callerSignal?.aborted) {
-    return classify({ status: null, headers: {}, body: null, aborted: true, phase }, now);
-  }
-  if (error instanceof APIError && typeof error.status === "number") {
-    return classify(
-      {
-        status: error.status,
-        headers: headerRecord(error.headers),
-        body: state.errorText ?? (error.error === undefined ? null : { error: error.error }),
-        phase: "headers",
-      },
-      now,
-    );
-  }
-  if (error instanceof APIError && error.error !== undefined) {
-    // An error event inside a 200 stream (OpenRouter does this): the body carries the real reason.
-    return classify(
-      { status: null, headers: headerRecord(error.headers), body: { error: error.error }, phase },
-      now,
-    );
-  }
-  const transport = describeTransport(error);
-  const connect = error instanceof OpenAI.APIConnectionError && !state.headersSeen;
-  const timedOut = error instanceof OpenAI.APIConnectionTimeoutError;
-  return classify(
-    {
-      status: null,
-      headers: {},
-      body: null,
-      transport: timedOut ? { ...transport, name: "TimeoutError", code: "ETIMEDOUT" } : transport,
-      phase: connect && !timedOut ? "connect" : phase,
-    },
-    now,
-  );
-}
-
-function failed(state: CallState, transport: { name: string; message: string }): ClassifiedError {
-  return classify({
-    status: null,
-    headers: {},
-    body: null,
-    transport,
-    phase: state.headersSeen ? "stream" : "headers",
-  });
-}
-
-/** The innermost useful name, code and message along an error's cause chain (undici nests them). */
-function describeTransport(error: unknown): { name: string; code?: string; message: string } {
-  let name = "Error";
-  let code: string | undefined;
-  let message = String(error);
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-    const record = current as { name?: unknown; code?: unknown; message?: unknown; cause?: unknown };
-    if (typeof record.name === "string" && depth === 0) name = record.name;
-    if (typeof record.message === "string" && record.message !== "") message = record.message;
-    if (typeof record.code === "string") {
-      code = record.code;
-      if (typeof record.name === "string") name = record.name;
-    }
-    current = record.cause;
-  }
-  return code === undefined ? { name, message } : { name, code, message };
-}
-
-function headerRecord(headers: Headers | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  headers?.forEach((value, key) => {
-    out[key] = value;
-  });
-  return out;
 }
 
 function toParams(

@@ -1,0 +1,287 @@
+// The client for Anthropic's Messages API through the official SDK with its retries off: translates our
+// OpenAI-style history into Messages, streams text, assembles tool use, reports usage, and turns every
+// failure into one classified `error` event.
+import Anthropic, { APIError } from "@anthropic-ai/sdk";
+import { type Clock, systemClock } from "../../core/deps.js";
+import type {
+  ChatMessage,
+  ChatRequest,
+  Provider,
+  ProviderEvent,
+  StreamOptions,
+  ToolCall,
+  ToolSpec,
+  Usage,
+} from "../provider.js";
+import {
+  checkTimeouts,
+  DEFAULT_TIMEOUTS,
+  realTimers,
+  startRequestTimers,
+  type Timeouts,
+  type TimerDeps,
+} from "../timeouts.js";
+import {
+  type CallState,
+  classifyThrown,
+  type Fetch,
+  failed,
+  type SdkErrors,
+  watchedFetch,
+} from "./sdk-call.js";
+
+type MessageParam = Anthropic.MessageParam;
+type StreamParams = Anthropic.MessageCreateParamsStreaming;
+type StreamEvent = Anthropic.RawMessageStreamEvent;
+type ContentBlockParam = Anthropic.ContentBlockParam;
+type ToolResultBlockParam = Anthropic.ToolResultBlockParam;
+
+/** The Messages API requires an output budget on every request; this one applies when nobody set one. */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
+export interface AnthropicProviderOptions {
+  name: string;
+  /** The API root without /v1 (the SDK appends /v1/messages), e.g. https://api.anthropic.com. */
+  baseURL: string;
+  timeouts?: Partial<Timeouts>;
+  fetch?: Fetch;
+  clock?: Clock;
+  timers?: TimerDeps;
+  /** Used when a request has no `max_output_tokens`. */
+  default_max_tokens?: number;
+}
+
+const ANTHROPIC_ERRORS: SdkErrors = {
+  apiError: (error) => (error instanceof APIError ? error : null),
+  isConnectionError: (error) => error instanceof Anthropic.APIConnectionError,
+  isTimeoutError: (error) => error instanceof Anthropic.APIConnectionTimeoutError,
+  // The SDK keeps Anthropic's whole `{type: "error", error: {...}}` object: read it as it is.
+  errorBody: (parsed) => parsed,
+};
+
+export function createAnthropicProvider(options: AnthropicProviderOptions): Provider {
+  const timeouts = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts });
+  const baseFetch: Fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  const clock = options.clock ?? systemClock;
+  const timerDeps = options.timers ?? realTimers;
+  const defaultMaxTokens = options.default_max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS;
+  if (!Number.isInteger(defaultMaxTokens) || defaultMaxTokens <= 0) {
+    throw new RangeError(`default_max_tokens must be a positive whole number, got ${defaultMaxTokens}`);
+  }
+
+  async function* stream(request: ChatRequest, call: StreamOptions): AsyncGenerator<ProviderEvent> {
+    const state: CallState = {
+      timers: startRequestTimers(timeouts, timerDeps),
+      callerSignal: call.signal,
+      headersSeen: false,
+      errorText: null,
+    };
+    const signal = call.signal ? AbortSignal.any([call.signal, state.timers.signal]) : state.timers.signal;
+    let last: ProviderEvent | null = null;
+    try {
+      if (signal.aborted) throw signal.reason;
+      const client = new Anthropic({
+        baseURL: options.baseURL,
+        apiKey: call.apiKey,
+        maxRetries: 0,
+        timeout: timeouts.total_ms,
+        logLevel: "off",
+        fetch: watchedFetch(baseFetch, state),
+      });
+      // The key travels as the official SDK sends it (its version's auth header and API version).
+      const events = await client.messages.create(toParams(request, defaultMaxTokens), { signal });
+      const assembly = new Assembly();
+      for await (const event of events) {
+        for (const out of assembly.add(event)) yield out;
+      }
+      // The SDK ends an aborted stream quietly: an abort of ours or the caller's is still a failure.
+      if (signal.aborted) throw signal.reason;
+      last = assembly.finish() ?? {
+        type: "error",
+        error: failed(state, {
+          name: "StreamEndedError",
+          message: "the stream ended before message_stop",
+        }),
+      };
+    } catch (error) {
+      last = { type: "error", error: classifyThrown(error, state, clock.now(), ANTHROPIC_ERRORS) };
+    } finally {
+      // Runs on every exit, including a consumer that stops early: no timer or socket outlives the call.
+      state.timers.release();
+    }
+    yield last;
+  }
+
+  return { name: options.name, stream };
+}
+
+// --- Translation: our OpenAI-style history to the Messages API. ---
+
+function toParams(request: ChatRequest, defaultMaxTokens: number): StreamParams {
+  const system = request.messages.flatMap((m) => (m.role === "system" ? [m.content] : []));
+  return {
+    model: request.model,
+    max_tokens: request.max_output_tokens ?? defaultMaxTokens,
+    messages: toMessages(request.messages),
+    stream: true,
+    ...(system.length > 0 ? { system: system.join("\n\n") } : {}),
+    ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toTool) } : {}),
+  };
+}
+
+/**
+ * System messages leave the list (they go to `system`); assistant tool calls become `tool_use` blocks; tool
+ * results become `tool_result` blocks of one user message, since the API wants every result of a turn
+ * together right after the assistant's `tool_use`.
+ */
+function toMessages(messages: ChatMessage[]): MessageParam[] {
+  const out: MessageParam[] = [];
+  let results: ToolResultBlockParam[] | null = null;
+  for (const message of messages) {
+    if (message.role !== "tool") results = null;
+    switch (message.role) {
+      case "system":
+        break;
+      case "user":
+        out.push({ role: "user", content: message.content });
+        break;
+      case "assistant": {
+        const blocks: ContentBlockParam[] = [];
+        if (message.content) blocks.push({ type: "text", text: message.content });
+        for (const call of message.tool_calls ?? []) {
+          blocks.push({ type: "tool_use", id: call.id, name: call.name, input: toolInput(call.arguments) });
+        }
+        // An empty assistant turn is refused by the API and says nothing: leave it out.
+        if (blocks.length > 0) out.push({ role: "assistant", content: blocks });
+        break;
+      }
+      case "tool": {
+        const block: ToolResultBlockParam = {
+          type: "tool_result",
+          tool_use_id: message.tool_call_id,
+          content: message.content,
+        };
+        if (results) {
+          results.push(block);
+          break;
+        }
+        results = [block];
+        out.push({ role: "user", content: results });
+        break;
+      }
+      default: {
+        const unreachable: never = message;
+        throw new Error(`unknown message role ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  return out;
+}
+
+/** The API takes tool input as an object; arguments the model garbled are replayed as an empty one. */
+function toolInput(text: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      return parsed as Record<string, unknown>;
+    }
+  } catch {
+    // fall through
+  }
+  return {};
+}
+
+function toTool(tool: ToolSpec): Anthropic.Tool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    // Our specs are JSON Schema for an object, which is what the API asks for.
+    input_schema: { type: "object", ...tool.parameters },
+  };
+}
+
+// --- Assembly: stream events to provider events. ---
+
+interface OpenBlock {
+  call: ToolCall;
+  /** Whether any input_json_delta arrived; without one, the start's `input` is the whole input. */
+  streamed: boolean;
+}
+
+/** Turns stream events into ours: text as it comes, each tool use once its block stops, then `done`. */
+class Assembly {
+  private text = "";
+  private readonly open = new Map<number, OpenBlock>();
+  private readonly calls: ToolCall[] = [];
+  private inputTokens = 0;
+  private usage: Usage | null = null;
+  private stopReason: string | null = null;
+  private stopped = false;
+
+  *add(event: StreamEvent): Generator<ProviderEvent> {
+    switch (event.type) {
+      case "message_start":
+        this.inputTokens = event.message.usage.input_tokens;
+        return;
+      case "content_block_start": {
+        const block = event.content_block;
+        if (block.type !== "tool_use") return;
+        const input = JSON.stringify(block.input ?? {});
+        this.open.set(event.index, {
+          call: { id: block.id, name: block.name, arguments: input },
+          streamed: false,
+        });
+        return;
+      }
+      case "content_block_delta": {
+        const delta = event.delta;
+        if (delta.type === "text_delta") {
+          this.text += delta.text;
+          yield { type: "text", delta: delta.text };
+          return;
+        }
+        if (delta.type !== "input_json_delta") return;
+        const block = this.open.get(event.index);
+        if (!block) return;
+        if (!block.streamed) block.call.arguments = "";
+        block.streamed = true;
+        block.call.arguments += delta.partial_json;
+        return;
+      }
+      case "content_block_stop": {
+        const block = this.open.get(event.index);
+        if (!block) return;
+        this.open.delete(event.index);
+        this.calls.push(block.call);
+        yield { type: "tool_call", ...block.call };
+        return;
+      }
+      case "message_delta": {
+        if (event.delta.stop_reason) this.stopReason = event.delta.stop_reason;
+        // message_delta's usage is cumulative; input tokens were counted at message_start.
+        const input = event.usage.input_tokens ?? this.inputTokens;
+        this.usage = { input_tokens: input, output_tokens: event.usage.output_tokens };
+        yield { type: "usage", ...this.usage };
+        return;
+      }
+      case "message_stop":
+        this.stopped = true;
+        return;
+      default:
+        // Thinking, citations and event types newer than this client carry nothing we report.
+        return;
+    }
+  }
+
+  /** The `done` event, or null when the stream never reached message_stop with a stop reason. */
+  finish(): ProviderEvent | null {
+    if (!this.stopped || this.stopReason === null) return null;
+    return {
+      type: "done",
+      finish_reason: this.stopReason,
+      text: this.text,
+      tool_calls: this.calls.map((c) => ({ ...c })),
+      usage: this.usage,
+    };
+  }
+}

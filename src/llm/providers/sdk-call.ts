@@ -1,0 +1,152 @@
+// What both SDK-based providers share around one call: a fetch that watches the response, and
+// the turning of whatever the SDK threw into one classified failure, timers and aborts first.
+
+import type { ClassifiedError, ProviderFailure } from "../classified-error.js";
+import { classify } from "../classify.js";
+import type { RequestTimers } from "../timeouts.js";
+
+export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+export type Phase = NonNullable<ProviderFailure["phase"]>;
+
+/** What one call knows when it fails: how far it got and what it captured on the way. */
+export interface CallState {
+  timers: RequestTimers;
+  callerSignal: AbortSignal | undefined;
+  headersSeen: boolean;
+  /** The raw text of an error response, read before the SDK parses it. */
+  errorText: string | null;
+}
+
+/** How one SDK's errors look: its API error, its connection errors, and its error-body shape. */
+export interface SdkErrors {
+  apiError(
+    error: unknown,
+  ): { status?: number | undefined; headers?: Headers | undefined; error?: unknown } | null;
+  isConnectionError(error: unknown): boolean;
+  isTimeoutError(error: unknown): boolean;
+  /** The body the classifier reads, from the SDK's parsed `error` field. */
+  errorBody(parsed: unknown): unknown;
+}
+
+/** Wraps fetch to see the moment headers arrive, every piece of the body, and an error's raw text. */
+export function watchedFetch(base: Fetch, state: CallState): Fetch {
+  return async (input, init) => {
+    const response = await base(input, init);
+    state.headersSeen = true;
+    state.timers.headers();
+    if (!response.ok) {
+      state.errorText = await response.text();
+      return new Response(state.errorText, response);
+    }
+    if (response.body === null) return response;
+    const watched = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(piece, controller) {
+          state.timers.activity();
+          controller.enqueue(piece);
+        },
+      }),
+    );
+    return new Response(watched, response);
+  };
+}
+
+export function classifyThrown(
+  error: unknown,
+  state: CallState,
+  now: number,
+  sdk: SdkErrors,
+): ClassifiedError {
+  const phase: Phase = state.headersSeen ? "stream" : "headers";
+  const fired = state.timers.fired();
+  if (fired !== null) {
+    // Our own deadline: a timeout before the headers, a dropped stream after them.
+    return classify(
+      {
+        status: null,
+        headers: {},
+        body: null,
+        transport: {
+          name: "TimeoutError",
+          code: "ETIMEDOUT",
+          message: `no ${fired === "idle" ? "chunk" : "answer"} within the ${fired} limit of ${state.timers.limit(fired)} ms`,
+        },
+        phase: fired === "idle" ? "stream" : phase,
+      },
+      now,
+    );
+  }
+  if (state.callerSignal?.aborted) {
+    return classify({ status: null, headers: {}, body: null, aborted: true, phase }, now);
+  }
+  const api = sdk.apiError(error);
+  if (api !== null && typeof api.status === "number") {
+    return classify(
+      {
+        status: api.status,
+        headers: headerRecord(api.headers),
+        body: state.errorText ?? (api.error === undefined ? null : sdk.errorBody(api.error)),
+        phase: "headers",
+      },
+      now,
+    );
+  }
+  if (api !== null && api.error !== undefined) {
+    // An error event inside a 200 stream: its body carries the real reason.
+    return classify(
+      { status: null, headers: headerRecord(api.headers), body: sdk.errorBody(api.error), phase },
+      now,
+    );
+  }
+  const transport = describeTransport(error);
+  const connect = sdk.isConnectionError(error) && !state.headersSeen;
+  const timedOut = sdk.isTimeoutError(error);
+  return classify(
+    {
+      status: null,
+      headers: {},
+      body: null,
+      transport: timedOut ? { ...transport, name: "TimeoutError", code: "ETIMEDOUT" } : transport,
+      phase: connect && !timedOut ? "connect" : phase,
+    },
+    now,
+  );
+}
+
+export function failed(state: CallState, transport: { name: string; message: string }): ClassifiedError {
+  return classify({
+    status: null,
+    headers: {},
+    body: null,
+    transport,
+    phase: state.headersSeen ? "stream" : "headers",
+  });
+}
+
+/** The innermost useful name, code and message along an error's cause chain (undici nests them). */
+export function describeTransport(error: unknown): { name: string; code?: string; message: string } {
+  let name = "Error";
+  let code: string | undefined;
+  let message = String(error);
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    const record = current as { name?: unknown; code?: unknown; message?: unknown; cause?: unknown };
+    if (typeof record.name === "string" && depth === 0) name = record.name;
+    if (typeof record.message === "string" && record.message !== "") message = record.message;
+    if (typeof record.code === "string") {
+      code = record.code;
+      if (typeof record.name === "string") name = record.name;
+    }
+    current = record.cause;
+  }
+  return code === undefined ? { name, message } : { name, code, message };
+}
+
+export function headerRecord(headers: Headers | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers?.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
+}
