@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { collectStream, countingTimers, errorOf } from "../../../test/helpers/provider-stream.js";
 import type { ChatRequest, ProviderEvent, StreamOptions } from "../provider.js";
 import { type AnthropicPeer, errorBody, startAnthropicPeer } from "../simulator/anthropic-peer.js";
-import { realTimers, type Timeouts, type TimerDeps } from "../timeouts.js";
+import type { Timeouts } from "../timeouts.js";
 import { createAnthropicProvider } from "./anthropic.js";
 
 let peer: AnthropicPeer | undefined;
@@ -18,8 +19,8 @@ async function start(): Promise<AnthropicPeer> {
 
 const hello: ChatRequest = { model: "claude-test", messages: [{ role: "user", content: "hello there" }] };
 
-/** Consume a whole stream; the contract says iteration never throws and ends on one done or error. */
-async function collect(
+/** Consume a whole stream, checking the stream contract (see collectStream). */
+function collect(
   p: AnthropicPeer,
   request: ChatRequest = hello,
   options: Partial<StreamOptions> = {},
@@ -27,24 +28,7 @@ async function collect(
   onEvent?: (event: ProviderEvent) => void,
 ): Promise<ProviderEvent[]> {
   const provider = createAnthropicProvider({ name: "anthropic", baseURL: p.url, timeouts });
-  const events: ProviderEvent[] = [];
-  const run = async () => {
-    for await (const event of provider.stream(request, { apiKey: "sk-ant-test-1", ...options })) {
-      events.push(event);
-      onEvent?.(event);
-    }
-  };
-  await expect(run()).resolves.toBeUndefined();
-  const finals = events.filter((e) => e.type === "done" || e.type === "error");
-  expect(finals).toHaveLength(1);
-  expect(events.at(-1)).toBe(finals[0]);
-  return events;
-}
-
-function errorOf(events: ProviderEvent[]) {
-  const last = events.at(-1);
-  if (last?.type !== "error") throw new Error(`expected an error event, got ${JSON.stringify(last)}`);
-  return last.error;
+  return collectStream(provider, request, { apiKey: "sk-ant-test-1", ...options }, onEvent);
 }
 
 describe("anthropic provider against the Messages API peer", () => {
@@ -268,21 +252,7 @@ describe("anthropic provider against the Messages API peer", () => {
 
   it("leaves no timer running on any exit path", async () => {
     const p = await start();
-    const live = new Set<unknown>();
-    const timers: TimerDeps = {
-      set(fn, ms) {
-        const handle = realTimers.set(() => {
-          live.delete(handle);
-          fn();
-        }, ms);
-        live.add(handle);
-        return handle;
-      },
-      clear(handle) {
-        live.delete(handle);
-        realTimers.clear(handle);
-      },
-    };
+    const { timers, live } = countingTimers();
     p.script([
       { type: "reply", text: "fine" },
       { type: "error", status: 500, error_type: "api_error", message: "Internal server error" },

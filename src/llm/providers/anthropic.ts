@@ -2,33 +2,16 @@
 // OpenAI-style history into Messages, streams text, assembles tool use, reports usage, and turns every
 // failure into one classified `error` event.
 import Anthropic, { APIError } from "@anthropic-ai/sdk";
-import { type Clock, systemClock } from "../../core/deps.js";
 import type {
   ChatMessage,
   ChatRequest,
   Provider,
   ProviderEvent,
-  StreamOptions,
   ToolCall,
   ToolSpec,
   Usage,
 } from "../provider.js";
-import {
-  checkTimeouts,
-  DEFAULT_TIMEOUTS,
-  realTimers,
-  startRequestTimers,
-  type Timeouts,
-  type TimerDeps,
-} from "../timeouts.js";
-import {
-  type CallState,
-  classifyThrown,
-  type Fetch,
-  failed,
-  type SdkErrors,
-  watchedFetch,
-} from "./sdk-call.js";
+import { type SdkErrors, type SdkProviderOptions, sdkStreamer } from "./sdk-call.js";
 
 type MessageParam = Anthropic.MessageParam;
 type StreamParams = Anthropic.MessageCreateParamsStreaming;
@@ -39,14 +22,7 @@ type ToolResultBlockParam = Anthropic.ToolResultBlockParam;
 /** The Messages API requires an output budget on every request; this one applies when nobody set one. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 
-export interface AnthropicProviderOptions {
-  name: string;
-  /** The API root without /v1 (the SDK appends /v1/messages), e.g. https://api.anthropic.com. */
-  baseURL: string;
-  timeouts?: Partial<Timeouts>;
-  fetch?: Fetch;
-  clock?: Clock;
-  timers?: TimerDeps;
+export interface AnthropicProviderOptions extends SdkProviderOptions {
   /** Used when a request has no `max_output_tokens`. */
   default_max_tokens?: number;
 }
@@ -59,60 +35,35 @@ const ANTHROPIC_ERRORS: SdkErrors = {
   errorBody: (parsed) => parsed,
 };
 
+/** `baseURL` is the API root without /v1 (the SDK appends /v1/messages), e.g. https://api.anthropic.com. */
 export function createAnthropicProvider(options: AnthropicProviderOptions): Provider {
-  const timeouts = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts });
-  const baseFetch: Fetch = options.fetch ?? ((input, init) => fetch(input, init));
-  const clock = options.clock ?? systemClock;
-  const timerDeps = options.timers ?? realTimers;
   const defaultMaxTokens = options.default_max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS;
   if (!Number.isInteger(defaultMaxTokens) || defaultMaxTokens <= 0) {
     throw new RangeError(`default_max_tokens must be a positive whole number, got ${defaultMaxTokens}`);
   }
-
-  async function* stream(request: ChatRequest, call: StreamOptions): AsyncGenerator<ProviderEvent> {
-    const state: CallState = {
-      timers: startRequestTimers(timeouts, timerDeps),
-      callerSignal: call.signal,
-      headersSeen: false,
-      errorText: null,
-    };
-    const signal = call.signal ? AbortSignal.any([call.signal, state.timers.signal]) : state.timers.signal;
-    let last: ProviderEvent | null = null;
-    try {
-      if (signal.aborted) throw signal.reason;
-      const client = new Anthropic({
-        baseURL: options.baseURL,
-        apiKey: call.apiKey,
-        maxRetries: 0,
-        timeout: timeouts.total_ms,
-        logLevel: "off",
-        fetch: watchedFetch(baseFetch, state),
-      });
-      // The key travels as the official SDK sends it (its version's auth header and API version).
-      const events = await client.messages.create(toParams(request, defaultMaxTokens), { signal });
-      const assembly = new Assembly();
-      for await (const event of events) {
-        for (const out of assembly.add(event)) yield out;
-      }
-      // The SDK ends an aborted stream quietly: an abort of ours or the caller's is still a failure.
-      if (signal.aborted) throw signal.reason;
-      last = assembly.finish() ?? {
-        type: "error",
-        error: failed(state, {
-          name: "StreamEndedError",
-          message: "the stream ended before message_stop",
-        }),
-      };
-    } catch (error) {
-      last = { type: "error", error: classifyThrown(error, state, clock.now(), ANTHROPIC_ERRORS) };
-    } finally {
-      // Runs on every exit, including a consumer that stops early: no timer or socket outlives the call.
-      state.timers.release();
-    }
-    yield last;
-  }
-
-  return { name: options.name, stream };
+  const { run, totalMs } = sdkStreamer(options, ANTHROPIC_ERRORS);
+  return {
+    name: options.name,
+    stream: (request, call) =>
+      run(call, async (fetch, signal) => {
+        const client = new Anthropic({
+          baseURL: options.baseURL,
+          apiKey: call.apiKey,
+          maxRetries: 0,
+          timeout: totalMs,
+          logLevel: "off",
+          fetch,
+        });
+        const assembly = new Assembly();
+        // The key travels as the official SDK sends it (its version's auth header and API version).
+        return {
+          chunks: await client.messages.create(toParams(request, defaultMaxTokens), { signal }),
+          add: (event: StreamEvent) => assembly.add(event),
+          finish: () => assembly.finish(),
+          cutShort: "the stream ended before message_stop",
+        };
+      }),
+  };
 }
 
 // --- Translation: our OpenAI-style history to the Messages API. ---

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { collectStream, countingTimers, errorOf } from "../../../test/helpers/provider-stream.js";
 import type { ChatRequest, ProviderEvent, StreamOptions } from "../provider.js";
 import { type Simulator, startSimulator } from "../simulator/server.js";
-import { realTimers, type Timeouts, type TimerDeps } from "../timeouts.js";
+import type { Timeouts } from "../timeouts.js";
 import { createOpenAIProvider } from "./openai.js";
 
 let sim: Simulator | undefined;
@@ -22,36 +23,19 @@ function provider(s: Simulator, timeouts: Partial<Timeouts> = {}) {
   return createOpenAIProvider({ name: "sim", baseURL: s.url, timeouts });
 }
 
-/** Consume a whole stream; the contract says iteration never throws and ends on one done or error. */
-async function collect(
+/** Consume a whole stream, checking the stream contract (see collectStream). */
+function collect(
   s: Simulator,
   request: ChatRequest = hello,
   options: Partial<StreamOptions> = {},
   timeouts: Partial<Timeouts> = {},
   onEvent?: (event: ProviderEvent) => void,
 ): Promise<ProviderEvent[]> {
-  const events: ProviderEvent[] = [];
-  const run = async () => {
-    for await (const event of provider(s, timeouts).stream(request, { apiKey: "sk-test-1", ...options })) {
-      events.push(event);
-      onEvent?.(event);
-    }
-  };
-  await expect(run()).resolves.toBeUndefined();
-  const finals = events.filter((e) => e.type === "done" || e.type === "error");
-  expect(finals).toHaveLength(1);
-  expect(events.at(-1)).toBe(finals[0]);
-  return events;
+  return collectStream(provider(s, timeouts), request, { apiKey: "sk-test-1", ...options }, onEvent);
 }
 
 function finalOf(events: ProviderEvent[]) {
   return events.at(-1);
-}
-
-function errorOf(events: ProviderEvent[]) {
-  const last = events.at(-1);
-  if (last?.type !== "error") throw new Error(`expected an error event, got ${JSON.stringify(last)}`);
-  return last.error;
 }
 
 describe("openai provider against the simulator", () => {
@@ -264,21 +248,7 @@ describe("openai provider against the simulator", () => {
 
   it("leaves no timer running on any exit path", async () => {
     const s = await start();
-    const live = new Set<unknown>();
-    const timers: TimerDeps = {
-      set(fn, ms) {
-        const handle = realTimers.set(() => {
-          live.delete(handle);
-          fn();
-        }, ms);
-        live.add(handle);
-        return handle;
-      },
-      clear(handle) {
-        live.delete(handle);
-        realTimers.clear(handle);
-      },
-    };
+    const { timers, live } = countingTimers();
     s.script([
       { type: "reply", text: "fine" },
       { type: "error", status: 503 },

@@ -8,44 +8,21 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
-import { type Clock, systemClock } from "../../core/deps.js";
 import type {
   ChatMessage,
   ChatRequest,
   Provider,
   ProviderEvent,
-  StreamOptions,
   ToolCall,
   ToolSpec,
   Usage,
 } from "../provider.js";
-import {
-  checkTimeouts,
-  DEFAULT_TIMEOUTS,
-  realTimers,
-  startRequestTimers,
-  type Timeouts,
-  type TimerDeps,
-} from "../timeouts.js";
-import {
-  type CallState,
-  classifyThrown,
-  type Fetch,
-  failed,
-  type SdkErrors,
-  watchedFetch,
-} from "./sdk-call.js";
+import { type SdkErrors, type SdkProviderOptions, sdkStreamer } from "./sdk-call.js";
 
-export interface OpenAIProviderOptions {
-  name: string;
-  baseURL: string;
-  timeouts?: Partial<Timeouts>;
+export interface OpenAIProviderOptions extends SdkProviderOptions {
   /** Which field carries `max_output_tokens`: OpenAI's newer models want `max_completion_tokens`,
    * most compatible servers only know `max_tokens`. */
   max_tokens_field?: "max_tokens" | "max_completion_tokens";
-  fetch?: Fetch;
-  clock?: Clock;
-  timers?: TimerDeps;
 }
 
 const OPENAI_ERRORS: SdkErrors = {
@@ -57,55 +34,29 @@ const OPENAI_ERRORS: SdkErrors = {
 };
 
 export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
-  const timeouts = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts });
-  const baseFetch: Fetch = options.fetch ?? ((input, init) => fetch(input, init));
-  const clock = options.clock ?? systemClock;
-  const timerDeps = options.timers ?? realTimers;
+  const { run, totalMs } = sdkStreamer(options, OPENAI_ERRORS);
   const maxTokensField = options.max_tokens_field ?? "max_tokens";
-
-  async function* stream(request: ChatRequest, call: StreamOptions): AsyncGenerator<ProviderEvent> {
-    const state: CallState = {
-      timers: startRequestTimers(timeouts, timerDeps),
-      callerSignal: call.signal,
-      headersSeen: false,
-      errorText: null,
-    };
-    const signal = call.signal ? AbortSignal.any([call.signal, state.timers.signal]) : state.timers.signal;
-    let last: ProviderEvent | null = null;
-    try {
-      if (signal.aborted) throw signal.reason;
-      const client = new OpenAI({
-        baseURL: options.baseURL,
-        apiKey: call.apiKey,
-        maxRetries: 0,
-        timeout: timeouts.total_ms,
-        logLevel: "off",
-        fetch: watchedFetch(baseFetch, state),
-      });
-      const chunks = await client.chat.completions.create(toParams(request, maxTokensField), { signal });
-      const assembly = new Assembly();
-      for await (const chunk of chunks) {
-        for (const event of assembly.add(chunk)) yield event;
-      }
-      // The SDK ends an aborted stream quietly: an abort of ours or the caller's is still a failure.
-      if (signal.aborted) throw signal.reason;
-      last = assembly.finish() ?? {
-        type: "error",
-        error: failed(state, {
-          name: "StreamEndedError",
-          message: "the stream ended without a finish reason",
-        }),
-      };
-    } catch (error) {
-      last = { type: "error", error: classifyThrown(error, state, clock.now(), OPENAI_ERRORS) };
-    } finally {
-      // Runs on every exit, including a consumer that stops early: no timer or socket outlives the call.
-      state.timers.release();
-    }
-    yield last;
-  }
-
-  return { name: options.name, stream };
+  return {
+    name: options.name,
+    stream: (request, call) =>
+      run(call, async (fetch, signal) => {
+        const client = new OpenAI({
+          baseURL: options.baseURL,
+          apiKey: call.apiKey,
+          maxRetries: 0,
+          timeout: totalMs,
+          logLevel: "off",
+          fetch,
+        });
+        const assembly = new Assembly();
+        return {
+          chunks: await client.chat.completions.create(toParams(request, maxTokensField), { signal }),
+          add: (chunk: ChatCompletionChunk) => assembly.add(chunk),
+          finish: () => assembly.finish(),
+          cutShort: "the stream ended without a finish reason",
+        };
+      }),
+  };
 }
 
 function toParams(

@@ -1,9 +1,19 @@
 // What both SDK-based providers share around one call: a fetch that watches the response, and
 // the turning of whatever the SDK threw into one classified failure, timers and aborts first.
 
+import { type Clock, systemClock } from "../../core/deps.js";
 import type { ClassifiedError, ProviderFailure } from "../classified-error.js";
 import { classify } from "../classify.js";
-import type { RequestTimers } from "../timeouts.js";
+import type { ProviderEvent, StreamOptions } from "../provider.js";
+import {
+  checkTimeouts,
+  DEFAULT_TIMEOUTS,
+  type RequestTimers,
+  realTimers,
+  startRequestTimers,
+  type Timeouts,
+  type TimerDeps,
+} from "../timeouts.js";
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -27,6 +37,75 @@ export interface SdkErrors {
   isTimeoutError(error: unknown): boolean;
   /** The body the classifier reads, from the SDK's parsed `error` field. */
   errorBody(parsed: unknown): unknown;
+}
+
+/** The options every SDK-based provider takes besides its own. */
+export interface SdkProviderOptions {
+  name: string;
+  baseURL: string;
+  timeouts?: Partial<Timeouts>;
+  fetch?: Fetch;
+  clock?: Clock;
+  timers?: TimerDeps;
+}
+
+/** What a provider hands the shared call loop once its SDK stream is open. */
+export interface SdkStream<Chunk> {
+  chunks: AsyncIterable<Chunk>;
+  /** The events one chunk of the SDK's stream yields. */
+  add(chunk: Chunk): Iterable<ProviderEvent>;
+  /** The final `done` event, or null when the stream ended without its last event. */
+  finish(): ProviderEvent | null;
+  /** What a stream that ended without its last event means, for the error. */
+  cutShort: string;
+}
+
+/** Opens one call: the SDK client with our watching fetch, the request, under the given signal. */
+export type OpenSdkStream<Chunk> = (fetch: Fetch, signal: AbortSignal) => Promise<SdkStream<Chunk>>;
+
+/**
+ * The lifecycle every SDK provider shares: our timers joined with the caller's signal, the
+ * chunks turned into events, exactly one final `done` or `error`, and the timers released on
+ * every exit (a consumer that stops early included). It never throws.
+ */
+export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
+  const timeouts = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts });
+  const baseFetch: Fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  const clock = options.clock ?? systemClock;
+  const timerDeps = options.timers ?? realTimers;
+
+  async function* run<Chunk>(call: StreamOptions, open: OpenSdkStream<Chunk>): AsyncGenerator<ProviderEvent> {
+    const state: CallState = {
+      timers: startRequestTimers(timeouts, timerDeps),
+      callerSignal: call.signal,
+      headersSeen: false,
+      errorText: null,
+    };
+    const signal = call.signal ? AbortSignal.any([call.signal, state.timers.signal]) : state.timers.signal;
+    let last: ProviderEvent | null = null;
+    try {
+      if (signal.aborted) throw signal.reason;
+      const stream = await open(watchedFetch(baseFetch, state), signal);
+      for await (const chunk of stream.chunks) {
+        for (const event of stream.add(chunk)) yield event;
+      }
+      // The SDKs end an aborted stream quietly: an abort of ours or the caller's is still a failure.
+      if (signal.aborted) throw signal.reason;
+      last = stream.finish() ?? {
+        type: "error",
+        error: failed(state, { name: "StreamEndedError", message: stream.cutShort }),
+      };
+    } catch (error) {
+      last = { type: "error", error: classifyThrown(error, state, clock.now(), errors) };
+    } finally {
+      // Runs on every exit, including a consumer that stops early: no timer or socket outlives the call.
+      state.timers.release();
+    }
+    yield last;
+  }
+
+  // The SDK's own whole-request timeout is ours, so that the SDK never gives up before we do.
+  return { run, totalMs: timeouts.total_ms };
 }
 
 /** Wraps fetch to see the moment headers arrive, every piece of the body, and an error's raw text. */
