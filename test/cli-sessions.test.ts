@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { profilePaths } from "../src/config/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { printedCommands, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
-import { btreePages, checkpoint, overwritePages, PAGE } from "./helpers/corrupt.js";
+import { btreePages, checkpoint, garbageAfterHeader, overwritePages, PAGE } from "./helpers/corrupt.js";
 import { tempDir } from "./helpers/tmp.js";
 
 beforeAll(requireBuild);
@@ -158,13 +158,7 @@ describe("commands printed by sessions errors work as printed", () => {
     for (let i = 0; i < 50; i++)
       await store.appendMessage({ session_id: id, role: "user", content: `quokka ${i}` });
     await releaseStore(store);
-    const pages = Math.floor(statSync(paths.search).size / PAGE);
-    overwritePages(
-      paths.search,
-      Array.from({ length: pages - 1 }, (_, i) => i + 2),
-      "garbage",
-      9,
-    );
+    garbageAfterHeader(paths.search, 9);
     const search = tenax(home, ["--profile", "ops", "sessions", "search", "quokka"]);
     expect(search.status).toBe(1);
     expect(search.stderr).toMatch(/search is (degraded|unavailable).*transcripts are not affected/);

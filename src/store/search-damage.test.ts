@@ -1,6 +1,5 @@
-import { statSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { checkpoint, overwritePages, PAGE } from "../../test/helpers/corrupt.js";
+import { checkpoint, garbageAfterHeader } from "../../test/helpers/corrupt.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { SearchUnavailableError } from "./errors.js";
 import { openReader, openStore, releaseStore, storeOptions } from "./registry.js";
@@ -43,13 +42,7 @@ describe("a damaged full-text index", () => {
     expect(store.search("zebra", { limit: 500 }).hits).toHaveLength(300);
     await releaseStore(store);
 
-    const pages = Math.floor(statSync(paths.search).size / PAGE);
-    overwritePages(
-      paths.search,
-      Array.from({ length: pages - 1 }, (_, i) => i + 2),
-      "garbage",
-      7,
-    );
+    garbageAfterHeader(paths.search, 7);
 
     const reader = openReader(paths);
     expect(reader.listSessions().map((s) => s.id)).toEqual([session]);
@@ -80,13 +73,7 @@ describe("a damaged full-text index", () => {
     const paths = tempProfile();
     const { store } = await filledStore(paths);
     checkpoint(paths.search); // so that the damage is not shadowed by newer copies in the WAL
-    const pages = Math.floor(statSync(paths.search).size / PAGE);
-    overwritePages(
-      paths.search,
-      Array.from({ length: pages - 1 }, (_, i) => i + 2),
-      "garbage",
-      11,
-    );
+    garbageAfterHeader(paths.search, 11);
     const degraded = nextEvent(store, "search.degraded");
     const rebuilt = nextEvent(store, "search.rebuilt");
     // The stale page cache may still answer this search; the write after it must hit the damage.

@@ -1,6 +1,6 @@
 // Damage a store the way disks and stray programs do: garbage, zeros or truncation, page by page.
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
 import Database from "better-sqlite3";
 import { seededRandom } from "../../src/core/deps.js";
 
@@ -60,4 +60,15 @@ export function overwritePages(path: string, pages: number[], kind: "garbage" | 
 export function fileDigest(path: string): string {
   if (!existsSync(path)) return "missing";
   return createHash("sha256").update(readFileSync(path)).digest("hex");
+}
+
+/** Garbage over every page of a database file but the first (its header stays readable). */
+export function garbageAfterHeader(path: string, seed: number): void {
+  const pages = Math.floor(statSync(path).size / PAGE);
+  overwritePages(
+    path,
+    Array.from({ length: pages - 1 }, (_, i) => i + 2),
+    "garbage",
+    seed,
+  );
 }
