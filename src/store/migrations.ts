@@ -89,6 +89,13 @@ export const MIGRATIONS: readonly Migration[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
 
+/**
+ * The oldest schema that read-only readers can use as it is: everything they read (sessions,
+ * messages, turns, search_queue) has been there since version 1, so a reader never waits for a
+ * writer to upgrade the file. Raise it when a migration changes what readers read.
+ */
+export const READABLE_FROM_VERSION = 1;
+
 /** Apply every migration above the file's version, each in its own transaction. */
 export function migrate(db: Database.Database): { from: number; to: number } {
   const from = db.pragma("user_version", { simple: true }) as number;

@@ -7,7 +7,7 @@ import { tenaxCommand } from "../config/command-hint.js";
 import { shellQuote } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { classifySqliteError, StoreCorruptError, StoreOpenError } from "./errors.js";
-import { APPLICATION_ID, migrate, SCHEMA_VERSION } from "./migrations.js";
+import { APPLICATION_ID, migrate, READABLE_FROM_VERSION, SCHEMA_VERSION } from "./migrations.js";
 
 export type Synchronous = "full" | "normal";
 
@@ -108,7 +108,7 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
         );
       }
       migrate(db);
-    } else if (version < SCHEMA_VERSION) {
+    } else if (version < READABLE_FROM_VERSION) {
       throw new StoreOpenError(
         "store_old",
         `${path} has schema version ${version} and must be upgraded by a writer first`,

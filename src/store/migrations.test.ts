@@ -1,0 +1,52 @@
+import { mkdirSync } from "node:fs";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { StoreOpenError } from "./errors.js";
+import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.js";
+import { openReader, openStore, releaseStore } from "./registry.js";
+
+describe("forward-only migrations", () => {
+  it("bring a store of the first schema up to date without touching its rows", async () => {
+    const paths = tempProfile();
+    mkdirSync(paths.dir, { recursive: true });
+    // A store as the first release of Tenax left it: schema 1, one session with a message.
+    const old = new Database(paths.state);
+    old.pragma("journal_mode = WAL");
+    old.exec(MIGRATIONS[0]?.sql ?? "");
+    old.pragma("user_version = 1");
+    old.exec(`INSERT INTO meta (key, value) VALUES ('profile', 'default'), ('store_id', 'st_old');
+              INSERT INTO sessions (id, title, source, created_at, updated_at) VALUES ('s_old', 'kept', 'cli', 1, 2);
+              INSERT INTO messages (uid, session_id, seq, role, content, created_at) VALUES ('m_old', 's_old', 1, 'user', 'hello', 2);`);
+    old.close();
+    expect(SCHEMA_VERSION).toBeGreaterThan(1);
+
+    // A reader never writes, and needs no upgrade to read what version 1 already had.
+    const reader = openReader(paths);
+    expect(reader.getMessages("s_old").map((m) => m.content)).toEqual(["hello"]);
+    reader.close();
+
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    expect(store.stats().schema_version).toBe(SCHEMA_VERSION);
+    expect(store.getMessages("s_old").map((m) => [m.uid, m.content])).toEqual([["m_old", "hello"]]);
+    const appended = await store.appendMessage({ session_id: "s_old", role: "assistant", content: "hi" });
+    expect(appended.seq).toBe(2);
+    await releaseStore(store);
+
+    const check = new Database(paths.state, { readonly: true });
+    const tables = check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all();
+    check.close();
+    expect(tables).toEqual(expect.arrayContaining(["sessions", "messages", "turns", "credential_state"]));
+  });
+
+  it("a reader refuses a file whose schema was never created, with the command that creates it", async () => {
+    const paths = tempProfile();
+    mkdirSync(paths.dir, { recursive: true });
+    const empty = new Database(paths.state);
+    empty.exec("CREATE TABLE scratch (x)");
+    empty.exec("DROP TABLE scratch"); // a real SQLite file at schema 0
+    empty.close();
+    expect(() => openReader(paths)).toThrow(StoreOpenError);
+    expect(() => openReader(paths)).toThrow(/schema version 0 and must be upgraded/);
+  });
+});
