@@ -1,11 +1,11 @@
-import { existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { StoreOpenError } from "./errors.js";
 import { openReader, openStore, releaseStore } from "./registry.js";
 import { BROAD_MATCHES } from "./search-index.js";
-import { readSpool } from "./spool.js";
+import { readSpool, Spool } from "./spool.js";
 
 describe("store basics", () => {
   it("stores sessions and messages with per-session sequence numbers and reads them back", async () => {
@@ -166,9 +166,23 @@ describe("store basics", () => {
     reader.close();
   });
 
-  it("spool files are readable after a write went there", async () => {
+  it("reads the spool back in order, reporting a line torn by a crash instead of failing", async () => {
     expect(readSpool("/nonexistent/spool")).toEqual({ files: [], records: [], skipped: [] });
     expect(existsSync("/nonexistent/spool")).toBe(false);
+    const paths = tempProfile();
+    const spool = new Spool(paths.spool, "default", paths.state);
+    const op = (id: string) => ({ op: "session.delete" as const, id });
+    const file = spool.append([op("s_1")], "corrupt", 1);
+    spool.append([op("s_2"), op("s_3")], "corrupt", 2);
+    spool.close();
+    appendFileSync(file, '{"v":1,"spooled_at":3,"ops":[{"op":"sess'); // cut mid-line, as kill -9 can
+    const read = readSpool(paths.spool);
+    expect(read.files).toEqual([file]);
+    expect(read.records.map((r) => r.ops.map((o) => (o.op === "session.delete" ? o.id : "?")))).toEqual([
+      ["s_1"],
+      ["s_2", "s_3"],
+    ]);
+    expect(read.skipped).toEqual([{ file, line: 3, reason: expect.any(String) }]);
   });
 });
 
