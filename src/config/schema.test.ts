@@ -35,7 +35,12 @@ describe("configSchema", () => {
       providers: { p: { type: "openai" } },
       auxiliary: { title: { provider: "p", name: "small" } },
     });
-    expect(config.providers.p).toEqual({ type: "openai", api_keys: [], max_concurrency: 8, models: {} });
+    expect(config.providers.p).toEqual({
+      type: "openai",
+      max_concurrency: 8,
+      models: {},
+      timeouts: { connect: 10, first_byte: 60, idle: 60, total: 600 },
+    });
     expect(config.auxiliary.title).toEqual({ provider: "p", name: "small", timeout: 120, fallback: [] });
     expect(usesBuiltInSimulator(config)).toBe(false);
   });
@@ -69,7 +74,60 @@ describe("configSchema", () => {
     ]);
   });
 
+  it("refuses an empty key list but lets a keyless server leave api_keys out", () => {
+    const model = { provider: "p", name: "m" };
+    expect(issues({ model, providers: { p: { type: "openai", api_keys: [] } } })).toEqual([
+      { path: "providers.p.api_keys", message: expect.stringContaining("leave api_keys out") },
+    ]);
+    expect(issues({ model, providers: { p: { type: "openai" } } })).toEqual([]);
+  });
+
+  it("knows which models a simulator serves, built in or configured", () => {
+    expect(issues({ model: { provider: "simulator", name: "gpt-5" } })).toEqual([
+      {
+        path: "model.name",
+        message: expect.stringContaining("the built-in simulator serves (it serves: echo)"),
+      },
+    ]);
+    const providers = {
+      sim: { type: "simulator", models: { big: { context_window: 1000, max_output_tokens: 100 } } },
+    };
+    expect(
+      issues({
+        model: { provider: "sim", name: "big" },
+        providers,
+        auxiliary: { title: { provider: "sim", name: "echo" } },
+      }),
+    ).toEqual([
+      {
+        path: "auxiliary.title.name",
+        message: expect.stringContaining("list it under providers.sim.models"),
+      },
+    ]);
+  });
+
+  it("checks a simulator script at load time, and only a simulator takes one", () => {
+    const found = issues({
+      model: { provider: "sim", name: "echo" },
+      providers: {
+        sim: {
+          type: "simulator",
+          script: [
+            { type: "reply", text: "hi" },
+            { type: "error", status: 42 },
+          ],
+        },
+        real: { type: "openai", script: [] },
+      },
+    });
+    expect(found.map((i) => i.path)).toEqual(["providers.sim.script.1.status", "providers.real.script"]);
+  });
+
   it.each([
+    [
+      { providers: { p: { type: "openai", timeouts: { idle: 0 } } }, model: { provider: "p", name: "m" } },
+      "providers.p.timeouts.idle",
+    ],
     [
       { providers: { p: { type: "openai", base_url: "ftp://x" } }, model: { provider: "p", name: "m" } },
       "providers.p.base_url",

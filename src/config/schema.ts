@@ -2,6 +2,8 @@
 // strict so a misspelt key is an error, never silently ignored. Messages say what was expected; the
 // loader adds the file, line, key path and the value it found.
 import { z } from "zod";
+import { simStepSchema } from "../llm/simulator/steps.js";
+import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
 
 export const PROVIDER_TYPES = ["openai", "anthropic", "simulator"] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
@@ -44,12 +46,35 @@ const modelLimits = z.strictObject({
   max_output_tokens: positiveInt("a positive integer (tokens)"),
 });
 
+const seconds = () =>
+  z
+    .number({ error: "expected a positive number of seconds" })
+    .positive({ error: "expected a positive number of seconds" });
+
+/** Per-provider deadlines, in seconds; each one that passes ends the call as a timeout or stream_drop. */
+const timeouts = z.strictObject({
+  connect: seconds().default(10),
+  first_byte: seconds().default(60),
+  idle: seconds().default(60),
+  total: seconds().default(600),
+});
+export type TimeoutsConfig = z.infer<typeof timeouts>;
+
 const provider = z.strictObject({
   type: z.enum(PROVIDER_TYPES, { error: `expected one of: ${PROVIDER_TYPES.join(", ")}` }),
   base_url: httpUrl.optional(),
-  api_keys: z.array(text("a non-empty API key"), { error: "expected a list of API keys" }).default([]),
+  // Left out, the provider needs no key (a local Ollama or llama.cpp server); an empty list is a mistake.
+  api_keys: z
+    .array(text("a non-empty API key"), { error: "expected a list of API keys" })
+    .min(1, {
+      error: "expected at least one key; leave api_keys out for a server that needs none (Ollama, llama.cpp)",
+    })
+    .optional(),
   max_concurrency: positiveInt().default(8),
   models: z.record(z.string(), modelLimits, { error: "expected a mapping of model names" }).default({}),
+  timeouts: timeouts.prefault({}),
+  /** Simulator only: steps queued when the in-process simulator starts (for demos and the drill). */
+  script: z.array(simStepSchema, { error: "expected a list of simulator steps" }).optional(),
 });
 export type ProviderConfig = z.infer<typeof provider>;
 
@@ -145,7 +170,8 @@ type Ctx = z.core.$RefinementCtx<z.output<typeof configObject>>;
 
 function checkProviderReferences(value: unknown, ctx: Ctx): void {
   if (!isRecord(value)) return;
-  const providers = isRecord(value.providers) ? Object.keys(value.providers) : [];
+  const configured = isRecord(value.providers) ? value.providers : {};
+  const providers = Object.keys(configured);
   if (value.model === undefined && providers.length > 0) {
     ctx.addIssue({
       code: "custom",
@@ -173,8 +199,39 @@ function checkProviderReferences(value: unknown, ctx: Ctx): void {
   for (const ref of refs) {
     if (!isRecord(ref.target) || typeof ref.target.provider !== "string") continue;
     const message = unknownProviderMessage(ref.target.provider, providers);
-    if (message) ctx.addIssue({ code: "custom", path: [...ref.path, "provider"], message });
+    if (message) {
+      ctx.addIssue({ code: "custom", path: [...ref.path, "provider"], message });
+      continue;
+    }
+    const unknownModel = unknownSimulatorModel(ref.target, configured);
+    if (unknownModel) ctx.addIssue({ code: "custom", path: [...ref.path, "name"], message: unknownModel });
   }
+  for (const [name, settings] of Object.entries(configured)) {
+    if (!isRecord(settings) || settings.type === "simulator" || settings.script === undefined) continue;
+    ctx.addIssue({
+      code: "custom",
+      path: ["providers", name, "script"],
+      message: "only a provider of type simulator takes a script",
+    });
+  }
+}
+
+/**
+ * A simulator knows exactly which models it serves, so a name it does not serve is caught here
+ * rather than as a 404 at 3 a.m. Real providers are asked at call time: their catalogues change.
+ */
+function unknownSimulatorModel(target: Record<string, unknown>, configured: Record<string, unknown>) {
+  if (typeof target.name !== "string" || typeof target.provider !== "string") return undefined;
+  const settings = configured[target.provider];
+  const builtIn = settings === undefined;
+  if (!builtIn && (!isRecord(settings) || settings.type !== "simulator")) return undefined;
+  const listed = !builtIn && isRecord(settings.models) ? Object.keys(settings.models) : [];
+  const served = listed.length > 0 ? listed : Object.keys(DEFAULT_SIM_MODELS);
+  if (served.includes(target.name)) return undefined;
+  const where = builtIn ? "the built-in simulator" : `simulator provider "${target.provider}"`;
+  return `"${target.name}" is not a model ${where} serves (it serves: ${served.join(", ")})${
+    builtIn ? "" : `; list it under providers.${target.provider}.models`
+  }`;
 }
 
 function unknownProviderMessage(name: string, providers: string[]): string | undefined {

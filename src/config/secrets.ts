@@ -22,7 +22,7 @@ export function redactConfig(config: TenaxConfig): TenaxConfig {
   const providers = Object.fromEntries(
     Object.entries(config.providers).map(([name, p]) => [
       name,
-      { ...p, api_keys: p.api_keys.map(() => REDACTED) },
+      p.api_keys === undefined ? p : { ...p, api_keys: p.api_keys.map(() => REDACTED) },
     ]),
   );
   const gateway = { ...config.gateway };
@@ -32,7 +32,7 @@ export function redactConfig(config: TenaxConfig): TenaxConfig {
 
 /** Every secret value in the config, for scrubbing free text such as provider error bodies. */
 export function secretValues(config: TenaxConfig): string[] {
-  const values = Object.values(config.providers).flatMap((p) => p.api_keys);
+  const values = Object.values(config.providers).flatMap((p) => p.api_keys ?? []);
   if (config.gateway.api_key !== undefined) values.push(config.gateway.api_key);
   return values.filter((v) => v.length > 0);
 }

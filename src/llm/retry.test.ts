@@ -1,33 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { classifiedFailure } from "../../test/helpers/classified.js";
-import { type Deps, realSleep, seededRandom } from "../core/deps.js";
+import { fakeDeps, FAKE_START as START } from "../../test/helpers/fake-time.js";
+import { type Deps, realSleep } from "../core/deps.js";
 import { type ClassifiedError, type ErrorReason, ProviderError } from "./classified-error.js";
 import { giveUpReason, type RetryEvent, type WithRetryOptions, withRetry } from "./retry.js";
 import { backoffCeilingMs, RETRY_POLICY } from "./retry-policy.js";
 
-const START = 1_700_000_000_000;
 const context = { provider: "sim", model: "sim-small", context_tokens: 1234 };
 
 const classified = classifiedFailure;
-
-/** A clock that only moves when the fake sleep says so, and a sleep that records and returns at once. */
-function fakeDeps(seed = 1): Deps & { delays: number[]; log: string[] } {
-  let now = START;
-  const delays: number[] = [];
-  const log: string[] = [];
-  return {
-    delays,
-    log,
-    clock: { now: () => now },
-    random: seededRandom(seed),
-    sleep: async (ms, signal) => {
-      if (signal?.aborted) throw signal.reason;
-      log.push(`sleep ${ms}`);
-      delays.push(ms);
-      now += ms;
-    },
-  };
-}
 
 /** A call that fails with the given errors in turn, then resolves "ok"; it counts its invocations. */
 function scripted(...failures: unknown[]) {

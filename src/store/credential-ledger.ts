@@ -96,7 +96,7 @@ function int(value: unknown): number | null {
 }
 
 /** A row read back; anything odd in it reads as the harmless choice (usable, no failures). */
-function parseRow(row: Record<string, unknown>): CredentialState {
+export function parseCredentialRow(row: Record<string, unknown>): CredentialState {
   const status = CREDENTIAL_STATUSES.find((s) => s === row.status) ?? "ok";
   return {
     provider: String(row.provider),
@@ -113,6 +113,18 @@ export interface CredentialLedgerOptions {
   deps?: Partial<Deps>;
   /** How long to keep retrying while another process holds the write lock. */
   busyBudgetMs?: number;
+}
+
+/** Every key state of every provider, read from a connection that may be read-only. */
+export function readCredentialStates(db: Database.Database): CredentialState[] {
+  // A store of schema version 1 (read by a newer reader) has no ledger yet.
+  const table = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'credential_state'")
+    .pluck()
+    .get();
+  if (table === undefined) return [];
+  const rows = db.prepare("SELECT * FROM credential_state ORDER BY provider, fingerprint").all();
+  return (rows as Record<string, unknown>[]).map(parseCredentialRow);
 }
 
 /** The ledger in state.db. Each call is one short statement, retried with jitter while busy. */
@@ -160,7 +172,7 @@ export class CredentialLedger implements CredentialStateStore {
       deps: this.deps,
       what: `record the state of a ${provider} key in ${this.db.name}`,
     });
-    return parseRow(row);
+    return parseCredentialRow(row);
   }
 
   async get(provider: string): Promise<CredentialState[]> {
@@ -169,7 +181,7 @@ export class CredentialLedger implements CredentialStateStore {
       deps: this.deps,
       what: `read the state of ${provider} keys from ${this.db.name}`,
     });
-    return rows.map(parseRow);
+    return rows.map(parseCredentialRow);
   }
 
   async usable(provider: string, fingerprints: readonly string[], now: number): Promise<string[]> {

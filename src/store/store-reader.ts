@@ -1,8 +1,10 @@
 // Read access to a store: what a read-only reader (dashboard, read commands) and the writing store
 // have in common. Readers open state.db and search.db read-only and never write a byte.
+
 import type Database from "better-sqlite3";
 import { tenaxCommand } from "../config/command-hint.js";
 import { UsageError } from "../core/errors.js";
+import { type CredentialState, readCredentialStates } from "./credential-ledger.js";
 import { classifySqliteError, SearchUnavailableError } from "./errors.js";
 import { corruptStoreError, openDatabase } from "./open-database.js";
 import * as q from "./queries.js";
@@ -56,6 +58,11 @@ export abstract class StoreReadView {
   }
 
   protected onCorruptRead(_error: unknown): void {}
+
+  /** The shared key ledger: which keys are cooling or disabled, by fingerprint. */
+  credentialStates(): CredentialState[] {
+    return this.read((db) => readCredentialStates(db));
+  }
 
   listSessions(options: q.ListOptions = {}): SessionView[] {
     return this.read((db) => q.listSessions(db, options));

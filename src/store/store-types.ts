@@ -33,6 +33,8 @@ export interface StoreHealth {
   integrity: IntegrityResult | null;
   spooled_records: number;
   search: { status: "ok" | "rebuilding" | "degraded"; detail: string | null; pending: number };
+  /** The key ledger is this process's alone for now, because the store cannot be written. */
+  credentials_local: boolean;
 }
 
 export interface NewSession {

@@ -7,6 +7,13 @@ import Database from "better-sqlite3";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
 import { retryWhileBusy } from "./busy-retry.js";
+import {
+  CredentialLedger,
+  type CredentialState,
+  type CredentialStateStore,
+  type CredentialUpdate,
+  MemoryCredentialLedger,
+} from "./credential-ledger.js";
 import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreError } from "./errors.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
@@ -37,6 +44,8 @@ export class Store extends StoreReadView {
   private corrupt: StoreHealth["corrupt"] = null;
   private spooledRecords = 0;
   private integrity: IntegrityResult | null = null;
+  private ledger: CredentialLedger | null = null;
+  private localLedger: MemoryCredentialLedger | null = null;
   readonly index: SearchQueue;
 
   private constructor(
@@ -124,6 +133,40 @@ export class Store extends StoreReadView {
 
   protected override onSearchFailure(error: unknown): void {
     this.index.degrade(error);
+  }
+
+  // ---- the shared key ledger -----------------------------------------------------------------
+
+  /**
+   * The credential ledger in this store, shared by every process of the profile. Should the store
+   * become unwritable (corrupt or closed), the ledger goes on in this process's memory, so a dead
+   * key is still skipped here; health shows `credentials_local: true` meanwhile.
+   */
+  credentials(): CredentialStateStore {
+    return {
+      record: (provider: string, fingerprint: string, update: CredentialUpdate): Promise<CredentialState> =>
+        this.withLedger((l) => l.record(provider, fingerprint, update)),
+      get: (provider: string) => this.withLedger((l) => l.get(provider)),
+      usable: (provider: string, fingerprints: readonly string[], now: number) =>
+        this.withLedger((l) => l.usable(provider, fingerprints, now)),
+    };
+  }
+
+  private async withLedger<T>(use: (ledger: CredentialStateStore) => Promise<T>): Promise<T> {
+    if (this.db !== null) {
+      this.ledger ??= new CredentialLedger(this.db, {
+        deps: this.deps,
+        busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
+      });
+      try {
+        return await use(this.ledger);
+      } catch (error) {
+        if (classifySqliteError(error) !== "corrupt") throw error;
+        this.markCorrupt(`the credential ledger met damage: ${(error as Error).message}`);
+      }
+    }
+    this.localLedger ??= new MemoryCredentialLedger();
+    return use(this.localLedger);
   }
 
   // ---- writes -------------------------------------------------------------------------------
@@ -234,6 +277,7 @@ export class Store extends StoreReadView {
       // Closing a damaged handle may fail; it is dropped either way.
     }
     this.db = null;
+    this.ledger = null;
     this.emit({ type: "store.corrupt", path: this.location.path, detail, recover });
   }
 
@@ -374,6 +418,7 @@ export class Store extends StoreReadView {
       integrity: this.integrity,
       spooled_records: this.spooledRecords,
       search: this.index.health(),
+      credentials_local: this.localLedger !== null,
     };
   }
 
@@ -385,6 +430,7 @@ export class Store extends StoreReadView {
     if (this.db !== null) {
       this.db.close();
       this.db = null;
+      this.ledger = null;
     }
     // The guard of a corrupt store is left open on purpose: closing it last could not checkpoint
     // (it is read-only), but keeping it means no other handle of ours can become the last one.

@@ -84,12 +84,14 @@ export async function startAnthropicPeer(host = "127.0.0.1"): Promise<AnthropicP
       step: null,
       status: null,
       ended: "open",
+      ended_at: null,
     };
     records.push(record);
     open.add(res);
     const closed = new AbortController();
     res.once("close", () => {
       if (record.ended === "open") record.ended = res.writableFinished ? "completed" : "client_closed";
+      record.ended_at = systemClock.now();
       record.status = res.headersSent ? res.statusCode : null;
       closed.abort();
       open.delete(res);

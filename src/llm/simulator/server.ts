@@ -14,7 +14,7 @@ import {
   waitUntilClosed,
 } from "./respond.js";
 import { parseScript, type SimStep, SimulatorScriptError } from "./steps.js";
-import type { SimModel, SimRequestRecord, Simulator, SimulatorOptions } from "./types.js";
+import { DEFAULT_SIM_MODELS, type SimRequestRecord, type Simulator, type SimulatorOptions } from "./types.js";
 import {
   type ChatRequest,
   type CompletionMeta,
@@ -32,8 +32,7 @@ import {
 } from "./wire.js";
 
 export type { SimModel, SimRequestEnd, SimRequestRecord, Simulator, SimulatorOptions } from "./types.js";
-
-export const DEFAULT_SIM_MODELS: Record<string, SimModel> = { echo: { context_window: 128_000 } };
+export { DEFAULT_SIM_MODELS } from "./types.js";
 
 const DEFAULT_CHUNK_SIZE = 8;
 const DEFAULT_MALFORMED_JSON = '{"id":"chatcmpl-sim","object":"chat.completion","choices":[{"index":0,"mess';
@@ -96,6 +95,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       step: null,
       status: null,
       ended: "open",
+      ended_at: null,
     };
     records.push(record);
     const controller = new AbortController();
@@ -103,6 +103,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     open.add(exchange);
     res.once("close", () => {
       if (record.ended === "open") record.ended = res.writableFinished ? "completed" : "client_closed";
+      record.ended_at = clock.now();
       record.status = res.headersSent ? res.statusCode : null;
       controller.abort();
       settle(exchange);

@@ -6,6 +6,9 @@ export interface SimModel {
   context_window: number;
 }
 
+/** What a simulator serves when not told otherwise. */
+export const DEFAULT_SIM_MODELS: Readonly<Record<string, SimModel>> = { echo: { context_window: 128_000 } };
+
 export interface SimulatorOptions {
   /** 0 (the default) picks a free port. */
   port?: number;
@@ -33,6 +36,8 @@ export interface SimRequestRecord {
   /** The status sent, null when no headers went out. */
   status: number | null;
   ended: SimRequestEnd;
+  /** When the exchange closed (its socket or response), null while open. */
+  ended_at: number | null;
 }
 
 export interface Simulator {

@@ -1,0 +1,246 @@
+// One model call made resilient, for one provider and model: a slot from the provider's
+// concurrency limit, a usable key from its pool, the stream, and on failure the pool's verdict
+// (rotate to the next key at once) or the retry policy's (wait, then try again). Fallback to
+// another model is the router's business, not this one's.
+import type { Deps } from "../core/deps.js";
+import { type ClassifiedError, ERROR_REASONS, type ErrorReason, ProviderError } from "./classified-error.js";
+import type { ConcurrencyLimiter } from "./concurrency.js";
+import type { CredentialPool, PoolKey } from "./credential-pool.js";
+import type { ChatRequest, Provider, ToolCall, Usage } from "./provider.js";
+import { withRetry } from "./retry.js";
+import type { RouteListener, Target } from "./route-events.js";
+
+export interface ModelLimits {
+  context_window: number;
+  max_output_tokens: number;
+}
+
+/** Everything one configured provider needs at call time. */
+export interface ProviderRuntime {
+  name: string;
+  provider: Provider;
+  pool: CredentialPool;
+  limiter: ConcurrencyLimiter;
+  /** Known model limits; a model not listed has an unknown window. */
+  models: Readonly<Record<string, ModelLimits>>;
+}
+
+export interface Completion {
+  text: string;
+  tool_calls: ToolCall[];
+  /** The provider's own finish reason, unchanged. */
+  finish_reason: string;
+  usage: Usage | null;
+  provider: string;
+  model: string;
+  /** Attempts at the retry layer (key rotations inside one attempt do not count). */
+  attempts: number;
+}
+
+export interface CallSettings {
+  deps: Deps;
+  maxAttempts: number;
+  maxRetryAfterMs?: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  onEvent: RouteListener;
+  /** The request's estimated size, for events. */
+  contextTokens: number | null;
+}
+
+/** Calls one target until it answers or the retry layer gives up; rejects with a ProviderError. */
+export async function callTarget(
+  runtime: ProviderRuntime,
+  target: Target,
+  request: Omit<ChatRequest, "model">,
+  settings: CallSettings,
+  options: CallOptions,
+): Promise<Completion> {
+  const { deps } = settings;
+  const emit = options.onEvent;
+  let attempts = 0;
+  // Whether any part of a reply reached the listener from an attempt that then failed.
+  let delivered = false;
+  let restartReason: ErrorReason | null = null;
+
+  const attempt = async (attemptNo: number, signal: AbortSignal): Promise<Completion> => {
+    attempts = attemptNo;
+    // Each key is rotated away from at most once per attempt, so this loop is bounded by the pool.
+    for (let rotations = 0; ; rotations++) {
+      const release = await runtime.limiter.acquire(signal);
+      let key: PoolKey | null;
+      let outcome: StreamOutcome;
+      try {
+        key = await runtime.pool.next(deps.clock.now());
+        if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
+        if (restartReason !== null) {
+          emit({
+            type: "stream_restart",
+            layer: "retry",
+            provider: target.provider,
+            model: target.model,
+            reason: restartReason,
+            message: `${target.provider}/${target.model}: the reply so far is dropped; trying again from the start`,
+          });
+          restartReason = null;
+        }
+        outcome = await streamOnce(
+          runtime.provider,
+          { ...request, model: target.model },
+          key.key,
+          signal,
+          (e) => {
+            delivered = true;
+            emit(e);
+          },
+        );
+      } finally {
+        release();
+      }
+      if (outcome.ok) {
+        await runtime.pool.reportSuccess(key.fingerprint, deps.clock.now());
+        return { ...outcome.completion, provider: target.provider, model: target.model, attempts };
+      }
+      const classified = outcome.error;
+      if (delivered) {
+        restartReason = classified.reason;
+        delivered = false;
+      }
+      if (classified.reason === "aborted") throw new ProviderError(classified, target.provider, target.model);
+      const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now());
+      if ((verdict === "cooled" || verdict === "disabled") && rotations < runtime.pool.size) {
+        const state = (await runtime.pool.state(deps.clock.now())).find(
+          (k) => k.fingerprint === key.fingerprint,
+        );
+        emit({
+          type: "credential_rotated",
+          layer: "credentials",
+          provider: target.provider,
+          model: target.model,
+          from: key.fingerprint,
+          reason: classified.reason,
+          verdict,
+          cooldown_until: state?.cooldown_until ?? null,
+          message: `${target.provider}: key ${key.fingerprint} ${
+            verdict === "disabled" ? "disabled" : "cooling down"
+          } after ${classified.reason}`,
+        });
+        continue;
+      }
+      throw new ProviderError(classified, target.provider, target.model);
+    }
+  };
+
+  return withRetry(attempt, {
+    deps,
+    maxAttempts: settings.maxAttempts,
+    ...(settings.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: settings.maxRetryAfterMs }),
+    ...(options.signal ? { signal: options.signal } : {}),
+    // attempt() only ever rejects with a ProviderError, a limiter abort, or a ledger failure.
+    classify: (error) => unexpected(error),
+    onEvent: (event) => emit({ ...event, layer: "retry" }),
+    context: { provider: target.provider, model: target.model, context_tokens: options.contextTokens },
+  });
+}
+
+type StreamOutcome =
+  | { ok: true; completion: Omit<Completion, "provider" | "model" | "attempts"> }
+  | { ok: false; error: ClassifiedError };
+
+async function streamOnce(
+  provider: Provider,
+  request: ChatRequest,
+  apiKey: string,
+  signal: AbortSignal,
+  forward: RouteListener,
+): Promise<StreamOutcome> {
+  for await (const event of provider.stream(request, { apiKey, signal })) {
+    switch (event.type) {
+      case "done":
+        return {
+          ok: true,
+          completion: {
+            text: event.text,
+            tool_calls: event.tool_calls,
+            finish_reason: event.finish_reason,
+            usage: event.usage,
+          },
+        };
+      case "error":
+        return { ok: false, error: event.error };
+      default:
+        forward(event);
+    }
+  }
+  // The Provider contract promises a final event; a provider that broke it is a bug, said plainly.
+  return { ok: false, error: classifiedAs("unknown", "the provider's stream ended without done or error") };
+}
+
+/** Every key of the pool is cooling or disabled: say so, and fail in a way the retry layer can read. */
+async function exhausted(
+  runtime: ProviderRuntime,
+  target: Target,
+  now: number,
+  emit: RouteListener,
+): Promise<ProviderError> {
+  const keys = await runtime.pool.state(now);
+  const cooling = keys
+    .filter((k) => k.status === "cooling" && k.cooldown_until !== null)
+    .sort((a, b) => (a.cooldown_until ?? 0) - (b.cooldown_until ?? 0));
+  const soonest = cooling[0];
+  const recorded = soonest?.reason ?? keys.find((k) => k.status === "disabled")?.reason ?? null;
+  const reason = asReason(recorded, soonest ? "rate_limit" : "auth");
+  const nextAt = soonest?.cooldown_until ?? null;
+  const message =
+    nextAt === null
+      ? `every key of ${target.provider} is disabled (${reason}); replace the key in config.yaml`
+      : `every key of ${target.provider} is cooling down (${reason}); the first is usable again in ${Math.max(0, nextAt - now)} ms`;
+  emit({
+    type: "credentials_exhausted",
+    layer: "credentials",
+    provider: target.provider,
+    model: target.model,
+    reason,
+    next_usable_at: nextAt,
+    message,
+  });
+  const classified: ClassifiedError = {
+    reason,
+    // Waiting for the first cooldown to end is a retry like any provider-requested delay: the
+    // retry layer sleeps through it when short, and gives up (so the router falls back) when not.
+    retryable: nextAt !== null,
+    rotate_credential: false,
+    fallback: true,
+    compress: false,
+    retry_after_ms: nextAt === null ? null : Math.max(0, nextAt - now),
+    status: null,
+    message,
+  };
+  const error = new ProviderError(classified, target.provider, target.model);
+  error.data.layer = "credentials";
+  return error;
+}
+
+function asReason(value: string | null, otherwise: ErrorReason): ErrorReason {
+  return ERROR_REASONS.find((r) => r === value) ?? otherwise;
+}
+
+function classifiedAs(reason: ErrorReason, message: string): ClassifiedError {
+  return {
+    reason,
+    retryable: false,
+    rotate_credential: false,
+    fallback: false,
+    compress: false,
+    retry_after_ms: null,
+    status: null,
+    message,
+  };
+}
+
+/** A failure that was not a provider's: a bug or the ledger failing. Never retried. */
+function unexpected(error: unknown): ClassifiedError {
+  return classifiedAs("unknown", error instanceof Error ? error.message : String(error));
+}

@@ -1,0 +1,123 @@
+// The status events of the resilience layers: every retry, key rotation, fallback and auxiliary
+// decision says what happened, which layer did it and why, while it happens. Nothing degrades
+// without one of these.
+import type { ErrorReason } from "./classified-error.js";
+import type { ProviderEvent } from "./provider.js";
+import type { RetryEvent } from "./retry.js";
+
+export interface Target {
+  provider: string;
+  model: string;
+}
+
+export type AuxiliaryTask = "compression" | "title" | "vision";
+
+/** Which layer an event (or a final failure) belongs to. */
+export type Layer = "retry" | "credentials" | "fallback" | "auxiliary" | "provider";
+
+export type StatusEvent =
+  | (RetryEvent & { layer: "retry" })
+  | {
+      type: "credential_rotated";
+      layer: "credentials";
+      provider: string;
+      model: string;
+      /** The key that failed, by fingerprint. */
+      from: string;
+      reason: ErrorReason;
+      /** cooled: skipped until cooldown_until; disabled: skipped until the key changes. */
+      verdict: "cooled" | "disabled";
+      cooldown_until: number | null;
+      message: string;
+    }
+  | {
+      type: "credentials_exhausted";
+      layer: "credentials";
+      provider: string;
+      model: string;
+      reason: ErrorReason;
+      /** When the first cooling key becomes usable again; null when every key is disabled. */
+      next_usable_at: number | null;
+      message: string;
+    }
+  | {
+      /** A stream failed after part of its reply was delivered: the next attempt starts over. */
+      type: "stream_restart";
+      layer: "retry";
+      provider: string;
+      model: string;
+      reason: ErrorReason;
+      message: string;
+    }
+  | {
+      type: "fallback";
+      layer: "fallback";
+      from: Target;
+      to: Target;
+      reason: ErrorReason;
+      message: string;
+    }
+  | {
+      type: "fallback_skipped";
+      layer: "fallback";
+      candidate: Target;
+      context_window: number;
+      needed_tokens: number;
+      message: string;
+    }
+  | {
+      type: "fallback_exhausted";
+      layer: "fallback";
+      tried: Array<Target & { reason: ErrorReason }>;
+      message: string;
+    }
+  | {
+      type: "auxiliary_skipped";
+      layer: "auxiliary";
+      task: AuxiliaryTask;
+      candidate: Target;
+      why: "context_window" | "failed";
+      context_window: number | null;
+      needed_tokens: number;
+      reason: ErrorReason | null;
+      message: string;
+    }
+  | {
+      type: "auxiliary_routed";
+      layer: "auxiliary";
+      task: AuxiliaryTask;
+      candidate: Target;
+      /** null when the model's window is not in config, so the size could not be checked. */
+      context_window: number | null;
+      needed_tokens: number;
+      message: string;
+    }
+  | {
+      /** Warning: no candidate could do the task, so it is skipped. */
+      type: "auxiliary_exhausted";
+      layer: "auxiliary";
+      task: AuxiliaryTask;
+      tried: Array<Target & { why: "context_window" | "failed" }>;
+      message: string;
+    };
+
+/** What a model call reports as it goes: the reply as it streams, and every status event. */
+export type RouteEvent = Exclude<ProviderEvent, { type: "done" } | { type: "error" }> | StatusEvent;
+
+export type RouteListener = (event: RouteEvent) => void;
+
+export function isStatusEvent(event: RouteEvent): event is StatusEvent {
+  return "layer" in event;
+}
+
+/** A listener that never throws into the call that reports to it. */
+export function safeListener(listener: RouteListener | undefined): RouteListener {
+  if (!listener) return () => {};
+  return (event) => {
+    try {
+      listener(event);
+    } catch {
+      // A broken listener must not break a model call.
+    }
+  };
+}

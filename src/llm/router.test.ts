@@ -1,0 +1,553 @@
+// The resilience core end to end over real HTTP: real simulators, the real OpenAI SDK client, the
+// config schema, key pools, retries and fallback. Time is fake (sleeps return at once and move the
+// clock) so waits of minutes are asserted exactly and run instantly.
+import { afterEach, describe, expect, it } from "vitest";
+import { type FakeDeps, fakeDeps } from "../../test/helpers/fake-time.js";
+import { configSchema } from "../config/schema.js";
+import { ProviderError } from "./classified-error.js";
+import { keyFingerprint } from "./key-fingerprint.js";
+import type { RouteEvent, StatusEvent } from "./route-events.js";
+import type { RouteRequest } from "./router.js";
+import { createModelRuntime, type ModelRuntime } from "./runtime.js";
+import { type Simulator, startSimulator } from "./simulator/server.js";
+import type { SimStep } from "./simulator/steps.js";
+
+const open: Array<Simulator | ModelRuntime> = [];
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((o) => o.close()));
+});
+
+async function sim(models?: Record<string, { context_window: number }>): Promise<Simulator> {
+  const s = await startSimulator(models ? { models } : {});
+  open.push(s);
+  return s;
+}
+
+async function runtime(config: unknown, deps: FakeDeps = fakeDeps()): Promise<ModelRuntime> {
+  const rt = await createModelRuntime(configSchema.parse(config), { deps });
+  open.push(rt);
+  return rt;
+}
+
+const hello: RouteRequest = { messages: [{ role: "user", content: "hello there" }] };
+
+function recorder() {
+  const events: RouteEvent[] = [];
+  return {
+    events,
+    onEvent: (e: RouteEvent) => events.push(e),
+    status: () => events.filter((e): e is StatusEvent => "layer" in e),
+    types: () => events.filter((e) => "layer" in e).map((e) => e.type),
+  };
+}
+
+function keyOf(record: { headers: Record<string, string | string[] | undefined> }): string {
+  return String(record.headers.authorization ?? "").replace(/^Bearer /, "");
+}
+
+type ErrorStep = Extract<SimStep, { type: "error" }>;
+
+const err = (status: number, headers: Record<string, string> = {}, body?: ErrorStep["body"]): ErrorStep => ({
+  type: "error",
+  status,
+  headers,
+  ...(body === undefined ? {} : { body }),
+});
+
+async function rejected(promise: Promise<unknown>): Promise<ProviderError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof ProviderError) return error;
+    throw error;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("credential rotation", () => {
+  it("rotates to the second key after a 401 on the first; the simulator sees the second key", async () => {
+    const s = await sim();
+    s.script([
+      err(
+        401,
+        {},
+        {
+          error: {
+            message: "Incorrect API key provided",
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+          },
+        },
+      ),
+    ]);
+    const rt = await runtime({
+      model: { provider: "main", name: "echo" },
+      providers: { main: { type: "simulator", base_url: s.url, api_keys: ["sk-first", "sk-second"] } },
+    });
+    const rec = recorder();
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done.text).toContain("hello there");
+    expect(s.requests().map(keyOf)).toEqual(["sk-first", "sk-second"]);
+    expect(rec.status()).toEqual([
+      expect.objectContaining({
+        type: "credential_rotated",
+        layer: "credentials",
+        from: keyFingerprint("sk-first"),
+        reason: "auth",
+        verdict: "disabled",
+      }),
+    ]);
+    // The dead key stays out for the next call too: it is never sent again.
+    await rt.router.turn().complete(hello);
+    expect(s.requests().map(keyOf)).toEqual(["sk-first", "sk-second", "sk-second"]);
+    const state = await rt.router.runtime("main").pool.state(Date.now());
+    expect(state.map((k) => k.status)).toEqual(["disabled", "ok"]);
+    expect(JSON.stringify(state)).not.toContain("sk-");
+  });
+
+  it("a rate-limited key cools until its reset while the next key answers at once", async () => {
+    const s = await sim();
+    s.script([
+      err(
+        429,
+        { "retry-after": "20" },
+        { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
+      ),
+    ]);
+    const deps = fakeDeps();
+    const rt = await runtime(
+      {
+        model: { provider: "main", name: "echo" },
+        providers: { main: { type: "simulator", base_url: s.url, api_keys: ["sk-a", "sk-b"] } },
+      },
+      deps,
+    );
+    await rt.router.turn().complete(hello);
+    expect(s.requests().map(keyOf)).toEqual(["sk-a", "sk-b"]);
+    expect(deps.delays).toEqual([]); // no sleeping while another key is free
+    const [a] = await rt.router.runtime("main").pool.state(deps.clock.now());
+    expect(a).toMatchObject({
+      status: "cooling",
+      reason: "rate_limit",
+      cooldown_until: deps.clock.now() + 20_000,
+    });
+  });
+});
+
+describe("retry-after", () => {
+  it("is honoured on a single key, and a long one is capped so one key is never locked out for long", async () => {
+    const s = await sim();
+    const limited = {
+      error: { message: "Rate limit reached for requests", type: "requests", code: "rate_limit_exceeded" },
+    };
+    s.script([err(429, { "retry-after": "5" }, limited), err(429, { "retry-after": "3600" }, limited)]);
+    const deps = fakeDeps();
+    const rt = await runtime(
+      {
+        model: { provider: "main", name: "echo" },
+        providers: { main: { type: "simulator", base_url: s.url, api_keys: ["sk-only"] } },
+        retry: { max_attempts: 4 },
+      },
+      deps,
+    );
+    const rec = recorder();
+    await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(s.requests()).toHaveLength(3);
+    // 5 s asked: waited 5 s plus at most 1 s of spread. 3600 s asked: the last key cools for 30 s only.
+    expect(deps.delays).toHaveLength(2);
+    expect(deps.delays[0]).toBeGreaterThanOrEqual(5_000);
+    expect(deps.delays[0]).toBeLessThanOrEqual(6_000);
+    expect(deps.delays[1]).toBeGreaterThanOrEqual(30_000);
+    expect(deps.delays[1]).toBeLessThanOrEqual(31_000);
+    const retries = rec.status().filter((e) => e.type === "retry");
+    expect(retries).toHaveLength(2);
+    expect(retries[0]).toMatchObject({
+      reason: "rate_limit",
+      provider: "main",
+      model: "echo",
+      attempt: 1,
+      retry_after_ms: 5_000,
+    });
+    expect(retries[0]).toHaveProperty("context_tokens", expect.any(Number));
+    expect(retries[0]).toHaveProperty("next_attempt_at", expect.any(Number));
+  });
+
+  it("past the cap an overload moves on to the fallback instead of sleeping", async () => {
+    const primary = await sim();
+    const backup = await sim();
+    primary.script([
+      err(
+        503,
+        { "retry-after": "600" },
+        { error: { message: "The server is overloaded", type: "server_error" } },
+      ),
+    ]);
+    const deps = fakeDeps();
+    const rt = await runtime(
+      {
+        model: { provider: "main", name: "echo" },
+        providers: {
+          main: { type: "simulator", base_url: primary.url, api_keys: ["sk-main"] },
+          backup: { type: "simulator", base_url: backup.url, api_keys: ["sk-backup"] },
+        },
+        fallback: [{ provider: "backup", name: "echo" }],
+      },
+      deps,
+    );
+    const rec = recorder();
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done.provider).toBe("backup");
+    expect(deps.delays).toEqual([]);
+    expect(rec.types()).toEqual(["retry_exhausted", "fallback"]);
+    expect(rec.status()[0]).toMatchObject({ why: "retry_after_too_long", reason: "overloaded" });
+  });
+});
+
+describe("fallback", () => {
+  async function pair(deps = fakeDeps()) {
+    const primary = await sim();
+    const backup = await sim({ "backup-model": { context_window: 64_000 } });
+    const rt = await runtime(
+      {
+        model: { provider: "main", name: "echo" },
+        providers: {
+          main: { type: "simulator", base_url: primary.url, api_keys: ["sk-main"] },
+          backup: {
+            type: "simulator",
+            base_url: backup.url,
+            api_keys: ["sk-backup"],
+            models: { "backup-model": { context_window: 64_000, max_output_tokens: 4096 } },
+          },
+        },
+        fallback: [{ provider: "backup", name: "backup-model" }],
+        retry: { max_attempts: 3 },
+      },
+      deps,
+    );
+    return { primary, backup, rt, deps };
+  }
+
+  const unavailable = err(503, {}, { error: { message: "Service Unavailable", type: "server_error" } });
+
+  it("a persistent 503 ends on the fallback model, and the next turn's first request goes to the primary", async () => {
+    const { primary, backup, rt } = await pair();
+    primary.script([unavailable, unavailable, unavailable]);
+    const rec = recorder();
+    const turn = rt.router.turn();
+    const done = await turn.complete(hello, { onEvent: rec.onEvent });
+    expect(done).toMatchObject({ provider: "backup", model: "backup-model" });
+    expect(primary.requests()).toHaveLength(3);
+    expect(backup.requests()).toHaveLength(1);
+    const sent = backup.requests()[0]?.body as { model: string; messages: unknown[] };
+    expect(sent.model).toBe("backup-model");
+    // The whole history travels to the fallback model.
+    expect(sent.messages).toEqual([{ role: "user", content: "hello there" }]);
+    expect(rec.types()).toEqual(["retry", "retry", "retry_exhausted", "fallback"]);
+    expect(rec.status().at(-1)).toMatchObject({
+      from: { provider: "main", model: "echo" },
+      to: { provider: "backup", model: "backup-model" },
+      reason: "server_error",
+    });
+    // The rest of this turn stays on the fallback, without going back through the primary.
+    await turn.complete(hello);
+    expect(primary.requests()).toHaveLength(3);
+    expect(backup.requests()).toHaveLength(2);
+    // A new turn starts on the primary.
+    const next = await rt.router.turn().complete(hello);
+    expect(next.provider).toBe("main");
+    expect(primary.requests()).toHaveLength(4);
+  });
+
+  it("falls back at most once per turn", async () => {
+    const { primary, backup, rt } = await pair();
+    primary.script([unavailable, unavailable, unavailable]);
+    const turn = rt.router.turn();
+    await turn.complete(hello);
+    backup.script([unavailable, unavailable, unavailable]);
+    const rec = recorder();
+    const error = await rejected(turn.complete(hello, { onEvent: rec.onEvent }));
+    expect(error.provider).toBe("backup");
+    expect(rec.types()).not.toContain("fallback");
+    expect(primary.requests()).toHaveLength(3);
+  });
+
+  it("a content-policy block falls back at once, without retrying", async () => {
+    const { primary, backup, rt, deps } = await pair();
+    primary.script([
+      err(
+        400,
+        {},
+        {
+          error: {
+            message: "blocked by policy",
+            type: "invalid_request_error",
+            code: "content_policy_violation",
+          },
+        },
+      ),
+    ]);
+    const rec = recorder();
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done.provider).toBe("backup");
+    expect(primary.requests()).toHaveLength(1);
+    expect(backup.requests()).toHaveLength(1);
+    expect(deps.delays).toEqual([]);
+    expect(rec.types()).toEqual(["fallback"]);
+  });
+
+  it("a request error never falls back: another model would fail the same way", async () => {
+    const { primary, backup, rt } = await pair();
+    primary.script([
+      err(
+        400,
+        {},
+        { error: { message: "Unknown parameter: 'max_tokens_x'", type: "invalid_request_error" } },
+      ),
+    ]);
+    const error = await rejected(rt.router.turn().complete(hello));
+    expect(error.classified.reason).toBe("invalid_request");
+    expect(backup.requests()).toHaveLength(0);
+    expect(primary.requests()).toHaveLength(1);
+  });
+
+  it("the fallback provider's 429 cools only its own pool, never the primary's keys", async () => {
+    const { primary, backup, rt, deps } = await pair();
+    primary.script([unavailable, unavailable, unavailable]);
+    backup.script([
+      err(429, { "retry-after": "2" }, { error: { message: "Rate limit reached", type: "requests" } }),
+    ]);
+    const rec = recorder();
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done.provider).toBe("backup");
+    const credentialEvents = rec.status().filter((e) => e.layer === "credentials");
+    expect(credentialEvents.map((e) => [e.type, "provider" in e ? e.provider : null])).toEqual([
+      ["credential_rotated", "backup"],
+      ["credentials_exhausted", "backup"],
+    ]);
+    // The primary's key never had a failure counted against it: a 503 is not the key's fault.
+    const main = await rt.router.runtime("main").pool.state(deps.clock.now());
+    expect(main).toEqual([expect.objectContaining({ status: "ok", failures: 0 })]);
+  });
+
+  it("skips a fallback model whose window cannot hold the conversation, and says so", async () => {
+    const { primary, backup, rt } = await pair();
+    primary.script([unavailable, unavailable, unavailable]);
+    const long: RouteRequest = { messages: [{ role: "user", content: "x".repeat(300_000) }] };
+    const rec = recorder();
+    const error = await rejected(rt.router.turn().complete(long, { onEvent: rec.onEvent }));
+    expect(error.provider).toBe("main");
+    expect(backup.requests()).toHaveLength(0);
+    expect(rec.types()).toEqual([
+      "retry",
+      "retry",
+      "retry_exhausted",
+      "fallback_skipped",
+      "fallback_exhausted",
+    ]);
+    expect(rec.status()[3]).toMatchObject({ context_window: 64_000, candidate: { model: "backup-model" } });
+  });
+
+  it("a single dead key falls back instead of locking the turn out", async () => {
+    const { primary, backup, rt } = await pair();
+    primary.script([err(401, {}, { error: { message: "invalid x-api-key", type: "authentication_error" } })]);
+    const rec = recorder();
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done.provider).toBe("backup");
+    expect(rec.types()).toEqual(["credential_rotated", "credentials_exhausted", "fallback"]);
+    expect(backup.requests()).toHaveLength(1);
+    // The next turn does not send the dead key again: the primary's pool is empty, so it falls back at once.
+    await rt.router.turn().complete(hello);
+    expect(primary.requests()).toHaveLength(1);
+  });
+});
+
+describe("auxiliary routing", () => {
+  async function auxRuntime(chain: Array<{ name: string }>, timeout = 120) {
+    const s = await sim({
+      tiny: { context_window: 300 },
+      small: { context_window: 2_000 },
+      big: { context_window: 100_000 },
+    });
+    const models = {
+      tiny: { context_window: 300, max_output_tokens: 100 },
+      small: { context_window: 2_000, max_output_tokens: 500 },
+      big: { context_window: 100_000, max_output_tokens: 500 },
+    };
+    const [first, ...rest] = chain;
+    const rt = await runtime({
+      model: { provider: "sim", name: "big" },
+      providers: { sim: { type: "simulator", base_url: s.url, api_keys: ["sk-aux"], models } },
+      auxiliary: {
+        compression: {
+          provider: "sim",
+          name: first?.name,
+          timeout,
+          fallback: rest.map((c) => ({ provider: "sim", name: c.name })),
+        },
+      },
+      retry: { max_attempts: 2 },
+    });
+    return { s, rt };
+  }
+
+  const history: RouteRequest = {
+    messages: [{ role: "user", content: "summarize this: ".concat("word ".repeat(2_000)) }],
+  };
+
+  it("skips a model too small for the task, with an event that says why, and uses the next", async () => {
+    const { s, rt } = await auxRuntime([{ name: "tiny" }, { name: "small" }, { name: "big" }]);
+    const rec = recorder();
+    const done = await rt.router.auxiliary("compression", history, { onEvent: rec.onEvent });
+    expect(done?.model).toBe("big");
+    expect(s.requests().map((r) => (r.body as { model: string }).model)).toEqual(["big"]);
+    expect(rec.types()).toEqual(["auxiliary_skipped", "auxiliary_skipped", "auxiliary_routed"]);
+    expect(rec.status()[0]).toMatchObject({
+      task: "compression",
+      why: "context_window",
+      context_window: 300,
+    });
+    expect(rec.status()[1]).toMatchObject({ why: "context_window", context_window: 2_000 });
+    expect(rec.status()[0]?.message).toContain("cannot hold");
+  });
+
+  it("an exhausted chain skips the task with a warning event and returns null", async () => {
+    const { s, rt } = await auxRuntime([{ name: "tiny" }, { name: "small" }]);
+    const rec = recorder();
+    expect(await rt.router.auxiliary("compression", history, { onEvent: rec.onEvent })).toBeNull();
+    expect(s.requests()).toHaveLength(0);
+    expect(rec.types()).toEqual(["auxiliary_skipped", "auxiliary_skipped", "auxiliary_exhausted"]);
+  });
+
+  it("a candidate that hangs past the task's timeout is skipped for the next", async () => {
+    const { s, rt } = await auxRuntime([{ name: "big" }, { name: "big" }], 0.3);
+    s.script([{ type: "hang", phase: "before_headers" }]);
+    const rec = recorder();
+    const done = await rt.router.auxiliary("compression", history, { onEvent: rec.onEvent });
+    expect(done?.text).toBeTruthy();
+    expect(rec.types()).toEqual(["auxiliary_routed", "auxiliary_skipped", "auxiliary_routed"]);
+    expect(rec.status()[1]).toMatchObject({ why: "failed", reason: "timeout" });
+    expect(s.requests()[0]?.ended).toBe("client_closed");
+  });
+});
+
+describe("concurrency and aborts at the simulator", () => {
+  it("max_concurrency: 2 never has more than two requests open at the simulator", async () => {
+    const s = await sim();
+    const slow: SimStep = {
+      type: "reply",
+      text: "slow reply for the limit",
+      chunk_delay_ms: 15,
+      chunk_size: 4,
+    };
+    s.script(Array.from({ length: 8 }, () => slow));
+    const rt = await runtime(
+      {
+        model: { provider: "main", name: "echo" },
+        providers: { main: { type: "simulator", base_url: s.url, api_keys: ["sk-c"], max_concurrency: 2 } },
+      },
+      fakeDeps(),
+    );
+    await Promise.all(Array.from({ length: 8 }, () => rt.router.turn().complete(hello)));
+    const records = s.requests();
+    expect(records).toHaveLength(8);
+    // The most exchanges open at any instant, from their arrival and close times.
+    const edges = records.flatMap((r) => [
+      { at: r.received_at, d: 1 },
+      { at: r.ended_at ?? Number.POSITIVE_INFINITY, d: -1 },
+    ]);
+    edges.sort((a, b) => a.at - b.at || a.d - b.d);
+    let openNow = 0;
+    let most = 0;
+    for (const edge of edges) {
+      openNow += edge.d;
+      most = Math.max(most, openNow);
+    }
+    expect(most).toBe(2);
+  });
+
+  it("an abort mid-stream closes the connection at the simulator and nothing is sent after it", async () => {
+    const s = await sim();
+    // The first chunk names the role; the second carries text, then the stream goes silent.
+    s.script([{ type: "hang", phase: "mid_stream", after_chunks: 2 }]);
+    const rt = await runtime({
+      model: { provider: "main", name: "echo" },
+      providers: { main: { type: "simulator", base_url: s.url, api_keys: ["sk-x", "sk-y"] } },
+    });
+    const controller = new AbortController();
+    const rec = recorder();
+    const call = rt.router.turn().complete(hello, {
+      signal: controller.signal,
+      onEvent: (e) => {
+        rec.onEvent(e);
+        if (e.type === "text") controller.abort();
+      },
+    });
+    const error = await rejected(call);
+    expect(error.classified.reason).toBe("aborted");
+    await s.idle();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(s.requests()).toHaveLength(1);
+    expect(s.requests()[0]?.ended).toBe("client_closed");
+    // No rotation, no retry, no fallback after an abort: the key is not blamed.
+    expect(rec.types()).toEqual([]);
+    const state = await rt.router.runtime("main").pool.state(Date.now());
+    expect(state.map((k) => k.status)).toEqual(["ok", "ok"]);
+  });
+
+  it("an abort while waiting to retry sends nothing more", async () => {
+    const s = await sim();
+    s.script([err(500, {}, { error: { message: "internal error", type: "server_error" } })]);
+    const rt = await runtime(
+      {
+        model: { provider: "main", name: "echo" },
+        providers: { main: { type: "simulator", base_url: s.url, api_keys: ["sk-z"] } },
+      },
+      {
+        ...fakeDeps(),
+        sleep: (ms, signal) =>
+          new Promise((resolve, reject) => {
+            const t = setTimeout(resolve, ms);
+            signal?.addEventListener(
+              "abort",
+              () => {
+                clearTimeout(t);
+                reject(signal.reason);
+              },
+              { once: true },
+            );
+          }),
+      } as FakeDeps,
+    );
+    const controller = new AbortController();
+    const call = rt.router.turn().complete(hello, {
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (e.type === "retry") controller.abort();
+      },
+    });
+    expect((await rejected(call)).classified.reason).toBe("aborted");
+    await new Promise((r) => setTimeout(r, 150));
+    expect(s.requests()).toHaveLength(1);
+  });
+
+  it("a dropped stream is retried from the start, and the listener is told to drop the partial reply", async () => {
+    const s = await sim();
+    s.script([{ type: "drop", after_chunks: 2 }]);
+    const rt = await runtime({
+      model: { provider: "main", name: "echo" },
+      providers: { main: { type: "simulator", base_url: s.url } },
+    });
+    const rec = recorder();
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done.text).toContain("hello there");
+    expect(s.requests()).toHaveLength(2);
+    expect(rec.types()).toEqual(["retry", "stream_restart"]);
+    const restartAt = rec.events.findIndex((e) => e.type === "stream_restart");
+    const after = rec.events
+      .slice(restartAt)
+      .filter((e) => e.type === "text")
+      .map((e) => (e as { delta: string }).delta);
+    expect(after.join("")).toBe(done.text);
+  });
+});

@@ -1,0 +1,20 @@
+// A cheap, deliberately generous guess of a request's size in tokens, for the decisions that must
+// be made before a provider reports real usage: does a model's context window hold this request,
+// and how large was the context that failed. About four characters per token for English text and
+// code; a little overhead per message for the role and framing.
+import type { ChatMessage, ToolSpec } from "./provider.js";
+
+const CHARS_PER_TOKEN = 4;
+const PER_MESSAGE = 4;
+
+export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolSpec[] = []): number {
+  let chars = 0;
+  for (const message of messages) {
+    chars += message.content?.length ?? 0;
+    if (message.role === "assistant" && message.tool_calls) {
+      for (const call of message.tool_calls) chars += call.name.length + call.arguments.length;
+    }
+  }
+  for (const tool of tools) chars += JSON.stringify(tool).length;
+  return Math.ceil(chars / CHARS_PER_TOKEN) + PER_MESSAGE * messages.length;
+}
