@@ -7,6 +7,7 @@ import { registerInitCommand } from "./commands/init.js";
 import { registerProfileCommands } from "./commands/profile.js";
 import { registerSessionsCommands } from "./commands/sessions.js";
 import { registerSimulatorCommand } from "./commands/simulator.js";
+import { registerStatusCommand } from "./commands/status.js";
 import { registerUpCommand } from "./commands/up.js";
 import { createOutput, type Output, reportError } from "./output.js";
 
@@ -54,6 +55,7 @@ export async function main(argv: string[]): Promise<number> {
   registerProfileCommands(program, cli);
   registerSessionsCommands(program, cli);
   registerSimulatorCommand(program, cli);
+  registerStatusCommand(program, cli);
   registerUpCommand(program, cli);
   for (const command of allCommands(program)) command.exitOverride();
 

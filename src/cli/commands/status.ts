@@ -1,0 +1,49 @@
+// `tenax status [--json]`: each layer of this profile, which one is broken and what to run next.
+// Exit 0 healthy, 1 degraded, 2 down. It reads the store read-only and starts nothing.
+import type { Command } from "commander";
+import { loadConfig } from "../../config/load.js";
+import { collectStatus, exitCodeFor, type StatusReport } from "../../health/status.js";
+import type { Cli } from "../main.js";
+import { withReader } from "../store-access.js";
+
+export function registerStatusCommand(program: Command, cli: Cli): void {
+  program
+    .command("status")
+    .description("health of each layer of this profile: store, providers, credentials")
+    .option("--json", "print one JSON document")
+    .action((flags: { json?: boolean }) =>
+      cli.run(flags.json, async (out) => {
+        const paths = cli.profile();
+        const { config, warnings } = loadConfig(paths);
+        for (const warning of warnings) out.warn(warning);
+        const report = await withReader(paths, (reader) =>
+          collectStatus({ paths, config, reader, now: Date.now() }),
+        );
+        if (out.json) out.document(report);
+        else for (const line of render(report)) out.line(line);
+        return exitCodeFor(report.status);
+      }),
+    );
+}
+
+function render(report: StatusReport): string[] {
+  const lines = [`Tenax profile '${report.profile}': ${report.status}`];
+  const { credentials } = report.components;
+  for (const [name, component] of Object.entries(report.components)) {
+    lines.push(`  ${name.padEnd(12)} ${component.status.padEnd(9)} ${component.detail}`);
+  }
+  for (const provider of credentials.providers) {
+    if (!provider.keyed) {
+      lines.push(`    ${provider.provider}: no key (the server needs none)`);
+      continue;
+    }
+    for (const key of provider.keys) {
+      const state = key.status === "ok" ? "ok" : `${key.status} (${key.reason ?? "?"})`;
+      lines.push(`    ${provider.provider} key ${key.position + 1}: ${key.fingerprint} ${state}`);
+    }
+  }
+  for (const [name, component] of Object.entries(report.components)) {
+    if (component.next) lines.push(`next (${name}): ${component.next}`);
+  }
+  return lines;
+}

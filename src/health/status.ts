@@ -1,0 +1,241 @@
+// `tenax status` as data: each layer of a profile, read without starting anything (the store
+// read-only, the key ledger from it, config as loaded), with a status, one line for people, and
+// the command that fixes or diagnoses it. Works whether or not any Tenax process is running.
+import { existsSync } from "node:fs";
+import { tenaxCommand } from "../config/command-hint.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { usesBuiltInSimulator } from "../config/schema.js";
+import { TenaxError } from "../core/errors.js";
+import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
+import { BUILT_IN_TARGET, DEFAULT_BASE_URLS, NO_KEY } from "../llm/runtime.js";
+import {
+  type CredentialState,
+  type CredentialStateStore,
+  type CredentialUpdate,
+  isUsable,
+} from "../store/credential-ledger.js";
+import { recoverCommand } from "../store/open-database.js";
+import { readSpool } from "../store/spool.js";
+import type { StoreReader } from "../store/store-reader.js";
+
+export type Level = "ok" | "degraded" | "down";
+
+export interface Component {
+  status: Level;
+  detail: string;
+  /** What to run next, when something is wrong. */
+  next: string | null;
+}
+
+export interface ProviderKeys {
+  provider: string;
+  type: string;
+  base_url: string | null;
+  /** False for a server that needs no key (api_keys left out). */
+  keyed: boolean;
+  keys: PoolKeyState[];
+}
+
+export interface StatusReport {
+  profile: string;
+  status: Level;
+  components: {
+    store: Component & { sessions: number | null; messages: number | null; spooled_writes: number };
+    providers: Component & { primary: string; fallback: string[]; built_in_simulator: boolean };
+    credentials: Component & { providers: ProviderKeys[] };
+  };
+}
+
+export interface StatusInput {
+  paths: ProfilePaths;
+  config: TenaxConfig;
+  /** null when the profile has no store yet. */
+  reader: StoreReader | null;
+  now: number;
+}
+
+export async function collectStatus(input: StatusInput): Promise<StatusReport> {
+  const { paths, config, reader, now } = input;
+  const store = storeComponent(paths, reader);
+  const ledger = readLedger(reader);
+  const providers = providersComponent(config);
+  const credentials = await credentialsComponent(paths, config, ledger.states, now);
+  if (ledger.problem) {
+    credentials.status = worst([credentials.status, "degraded"]);
+    credentials.detail = `${ledger.problem}; ${credentials.detail}`;
+  }
+  const components = { store, providers, credentials };
+  return { profile: paths.name, status: worst(Object.values(components).map((c) => c.status)), components };
+}
+
+/** The exit code the contract gives each overall status. */
+export function exitCodeFor(status: Level): number {
+  return status === "ok" ? 0 : status === "degraded" ? 1 : 2;
+}
+
+function worst(levels: Level[]): Level {
+  if (levels.includes("down")) return "down";
+  return levels.includes("degraded") ? "degraded" : "ok";
+}
+
+function storeComponent(
+  paths: ProfilePaths,
+  reader: StoreReader | null,
+): StatusReport["components"]["store"] {
+  const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
+  const spoolNote =
+    spooled > 0
+      ? {
+          status: "degraded" as const,
+          detail: `${spooled} writes wait in ${paths.spool}`,
+          next: recoverCommand(paths.state, paths.name),
+        }
+      : null;
+  if (reader === null) {
+    return {
+      status: spoolNote ? "degraded" : "ok",
+      detail: spoolNote?.detail ?? `no store yet; ${paths.state} is created on first use`,
+      next: spoolNote?.next ?? null,
+      sessions: null,
+      messages: null,
+      spooled_writes: spooled,
+    };
+  }
+  try {
+    const stats = reader.stats();
+    const base = `${stats.path}: ${stats.sessions} sessions, ${stats.messages} messages`;
+    return {
+      status: spoolNote ? "degraded" : "ok",
+      detail: spoolNote ? `${base}; ${spoolNote.detail}` : base,
+      next: spoolNote?.next ?? null,
+      sessions: stats.sessions,
+      messages: stats.messages,
+      spooled_writes: spooled,
+    };
+  } catch (error) {
+    return {
+      status: "down",
+      detail: `${paths.state} cannot be read: ${messageOf(error)}`,
+      next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
+      sessions: null,
+      messages: null,
+      spooled_writes: spooled,
+    };
+  }
+}
+
+function readLedger(reader: StoreReader | null): { states: CredentialState[]; problem: string | null } {
+  if (reader === null) return { states: [], problem: null };
+  try {
+    return { states: reader.credentialStates(), problem: null };
+  } catch (error) {
+    return { states: [], problem: `the key ledger cannot be read (${messageOf(error)})` };
+  }
+}
+
+function providersComponent(config: TenaxConfig): StatusReport["components"]["providers"] {
+  const builtIn = usesBuiltInSimulator(config);
+  const primary = config.model
+    ? `${config.model.provider}/${config.model.name}`
+    : `${BUILT_IN_TARGET.provider}/${BUILT_IN_TARGET.model}`;
+  const fallback = config.fallback.map((t) => `${t.provider}/${t.name}`);
+  const described = Object.entries(config.providers).map(
+    ([name, p]) =>
+      `${name} (${p.type}${p.base_url ? `, ${p.base_url}` : p.type === "simulator" ? ", in-process" : ""})`,
+  );
+  return {
+    status: "ok",
+    detail: builtIn
+      ? "none configured: the built-in local simulator answers (set model and providers in config.yaml for a real one)"
+      : `primary ${primary}${fallback.length > 0 ? `, fallback ${fallback.join(" then ")}` : ", no fallback"}; ${described.join(", ")}`,
+    next: null,
+    primary,
+    fallback,
+    built_in_simulator: builtIn,
+  };
+}
+
+/** A ledger that only reads what the store held when status looked. */
+class SnapshotLedger implements CredentialStateStore {
+  constructor(private readonly states: readonly CredentialState[]) {}
+  async record(_p: string, _f: string, _u: CredentialUpdate): Promise<CredentialState> {
+    throw new Error("status never writes the key ledger");
+  }
+  async get(provider: string): Promise<CredentialState[]> {
+    return this.states.filter((s) => s.provider === provider);
+  }
+  async usable(provider: string, fingerprints: readonly string[], now: number): Promise<string[]> {
+    const known = new Map((await this.get(provider)).map((s) => [s.fingerprint, s]));
+    return fingerprints.filter((f) => isUsable(known.get(f), now));
+  }
+}
+
+async function credentialsComponent(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  states: CredentialState[],
+  now: number,
+): Promise<StatusReport["components"]["credentials"]> {
+  const ledger = new SnapshotLedger(states);
+  const providers: ProviderKeys[] = [];
+  for (const [name, settings] of Object.entries(config.providers)) {
+    const pool = new CredentialPool(name, settings.api_keys ?? [NO_KEY], { ledger });
+    providers.push({
+      provider: name,
+      type: settings.type,
+      base_url:
+        settings.base_url ?? (settings.type === "simulator" ? null : DEFAULT_BASE_URLS[settings.type]),
+      keyed: settings.api_keys !== undefined,
+      keys: await pool.state(now),
+    });
+  }
+
+  // Down when the primary and every fallback have no usable key: no model call can succeed.
+  const usable = (provider: string) =>
+    providers.find((p) => p.provider === provider)?.keys.some((k) => k.status === "ok") ?? true;
+  const chain = [config.model, ...config.fallback].flatMap((t) => (t ? [t.provider] : []));
+  const problems = providers.flatMap((p) =>
+    p.keys
+      .filter((k) => k.status !== "ok")
+      .map((k) => `${p.provider} key ${k.position + 1} (${k.fingerprint}) ${describeKey(k, now)}`),
+  );
+  const disabled = providers.some((p) => p.keys.some((k) => k.status === "disabled"));
+  const next = disabled
+    ? `replace the disabled key in ${paths.config} (or its .env); a new key starts fresh. Then: ${tenaxCommand(paths.name, ["status"])}`
+    : problems.length > 0
+      ? `cooling keys come back by themselves; watch with ${tenaxCommand(paths.name, ["status"])}`
+      : null;
+  const level: Level =
+    chain.length > 0 && chain.every((p) => !usable(p)) ? "down" : problems.length > 0 ? "degraded" : "ok";
+  const total = providers.reduce((n, p) => n + p.keys.length, 0);
+  return {
+    status: level,
+    detail:
+      problems.length > 0
+        ? problems.join("; ")
+        : providers.length === 0
+          ? "no keys needed (built-in simulator)"
+          : `${total} key${total === 1 ? "" : "s"}, all usable`,
+    next,
+    providers,
+  };
+}
+
+function describeKey(key: PoolKeyState, now: number): string {
+  if (key.status === "disabled") return `disabled after ${key.reason ?? "a failure"} until the key changes`;
+  const left = key.cooldown_until === null ? null : Math.max(0, key.cooldown_until - now);
+  return `cooling down after ${key.reason ?? "a failure"}${left === null ? "" : ` for ${formatDuration(left)} more`}`;
+}
+
+export function formatDuration(ms: number): string {
+  const s = Math.ceil(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${s % 60} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,76 @@
+// `tenax status` on a healthy profile, a profile whose store is damaged, and one with spooled
+// writes: the broken layer is named, the exit code follows the contract, the printed command works.
+import { beforeAll, describe, expect, it } from "vitest";
+import type { SessionCreateOp } from "../src/store/ops.js";
+import { openStore, releaseStore } from "../src/store/registry.js";
+import { Spool } from "../src/store/spool.js";
+import { printedCommands, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
+import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { tempProfile } from "./helpers/tmp.js";
+
+beforeAll(() => requireBuild());
+
+async function seeded() {
+  const paths = tempProfile();
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  for (let s = 0; s < 20; s++) {
+    const id = await store.createSession({ title: `session ${s}` });
+    for (let i = 0; i < 5; i++)
+      await store.appendMessage({ session_id: id, role: "user", content: `message ${i}` });
+  }
+  await releaseStore(store);
+  return paths;
+}
+
+describe("tenax status", () => {
+  it("is ok, exit 0, on a healthy profile with the built-in simulator", async () => {
+    const paths = await seeded();
+    const run = tenax(paths.home, ["status"]);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(/store\s+ok\s+.*state\.db: 20 sessions, 100 messages/);
+    expect(run.stdout).toMatch(/providers\s+ok\s+none configured: the built-in local simulator answers/);
+  });
+
+  it("names the store as down, exit 2, when it is damaged, with a salvage command that works as printed", async () => {
+    const paths = await seeded();
+    checkpoint(paths.state);
+    overwritePages(
+      paths.state,
+      btreePages(paths.state, "sessions").map((p) => p.pageno),
+      "garbage",
+      3,
+    );
+    const run = tenax(paths.home, ["status", "--json"]);
+    expect(run.status).toBe(2);
+    const report = JSON.parse(run.stdout);
+    expect(report.status).toBe("down");
+    expect(report.components.store.status).toBe("down");
+    expect(report.components.providers.status).toBe("ok");
+    const text = tenax(paths.home, ["status"]);
+    expect(text.stdout).toMatch(/store\s+down\s+.*state\.db cannot be read/);
+    const [command] = printedCommands(text.stdout);
+    expect(command).toBe(`tenax sessions recover --source ${paths.state} --inspect-only`);
+    const inspect = runPrinted(paths.home, command ?? "");
+    expect(inspect.stdout).toMatch(/sessions +\d+ +\d+ +\d+/);
+  });
+
+  it("is degraded, exit 1, while writes wait in the spool", async () => {
+    const paths = await seeded();
+    const spool = new Spool(paths.spool, paths.name, paths.state);
+    const create: SessionCreateOp = {
+      op: "session.create",
+      id: "s_spooled",
+      title: "spooled",
+      source: "test",
+      model: null,
+      parent_session_id: null,
+      created_at: Date.now(),
+      metadata: null,
+    };
+    spool.append([create], "the disk was full", Date.now());
+    spool.close();
+    const run = tenax(paths.home, ["status"]);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toMatch(/store\s+degraded\s+.*1 writes wait in/);
+  });
+});
