@@ -1,7 +1,9 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { btreePages, checkpoint, fileDigest, overwritePages } from "../../test/helpers/corrupt.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
-import { CredentialLedger, MemoryCredentialLedger } from "./credential-ledger.js";
+import { CredentialLedger, MemoryCredentialLedger, readCredentialStates } from "./credential-ledger.js";
+import { StoreCorruptError } from "./errors.js";
 import { openStore, releaseStore } from "./registry.js";
 
 const A = "aaaaaaaaaaaa";
@@ -120,5 +122,53 @@ describe("CredentialLedger", () => {
     expect(await ledger.usable("openai", [A, B], T0)).toEqual([B]);
     expect(await ledger.usable("openai", [A, B], T0 + 10)).toEqual([A, B]);
     expect((await ledger.get("openai"))[0]?.failures).toBe(2);
+  });
+});
+
+describe("the store's ledger", () => {
+  it("writes where other processes read it, and carries on in memory once the store is damaged", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const ledger = store.credentials();
+    await ledger.record("openai", A, {
+      status: "cooling",
+      reason: "rate_limit",
+      cooldown_until: T0 + 60_000,
+      failures: "increment",
+      now: T0,
+    });
+    const other = new Database(paths.state, { readonly: true });
+    expect(readCredentialStates(other)).toEqual([
+      expect.objectContaining({ provider: "openai", fingerprint: A, status: "cooling" }),
+    ]);
+    other.close();
+
+    const id = await store.createSession();
+    for (let i = 0; i < 200; i++)
+      await store.appendMessage({ session_id: id, role: "user", content: `m ${i} ${"y".repeat(200)}` });
+    checkpoint(paths.state);
+    overwritePages(
+      paths.state,
+      btreePages(paths.state, "messages").map((p) => p.pageno),
+      "garbage",
+      11,
+    );
+    await expect(
+      store.appendMessage({ session_id: id, role: "user", content: "after" }),
+    ).rejects.toBeInstanceOf(StoreCorruptError);
+    const before = fileDigest(paths.state);
+
+    // Still a working ledger: what the store held is kept, and new verdicts count, in this process.
+    await ledger.record("openai", B, {
+      status: "disabled",
+      reason: "auth",
+      failures: "increment",
+      now: T0 + 1,
+    });
+    expect(await ledger.usable("openai", [A, B], T0 + 2)).toEqual([]);
+    expect(await ledger.usable("openai", [A, B], T0 + 60_000)).toEqual([A]);
+    expect(store.health()).toMatchObject({ writable: false, credentials_local: true });
+    expect(fileDigest(paths.state)).toBe(before);
+    await releaseStore(store);
   });
 });

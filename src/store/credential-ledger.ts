@@ -194,6 +194,11 @@ export class CredentialLedger implements CredentialStateStore {
 export class MemoryCredentialLedger implements CredentialStateStore {
   private readonly rows = new Map<string, CredentialState>();
 
+  /** Start from known states (what a store held before it became unwritable). */
+  constructor(initial: readonly CredentialState[] = []) {
+    for (const state of initial) this.rows.set(`${state.provider}\u0000${state.fingerprint}`, { ...state });
+  }
+
   async record(provider: string, fingerprint: string, update: CredentialUpdate): Promise<CredentialState> {
     checkFingerprint(fingerprint);
     const key = `${provider}\u0000${fingerprint}`;

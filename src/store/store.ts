@@ -13,6 +13,7 @@ import {
   type CredentialStateStore,
   type CredentialUpdate,
   MemoryCredentialLedger,
+  readCredentialStates,
 } from "./credential-ledger.js";
 import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreError } from "./errors.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
@@ -165,8 +166,17 @@ export class Store extends StoreReadView {
         this.markCorrupt(`the credential ledger met damage: ${(error as Error).message}`);
       }
     }
-    this.localLedger ??= new MemoryCredentialLedger();
+    this.localLedger ??= new MemoryCredentialLedger(this.lastKnownCredentials());
     return use(this.localLedger);
+  }
+
+  /** What the ledger held, read through the read-only guard when its pages are still readable. */
+  private lastKnownCredentials(): CredentialState[] {
+    try {
+      return this.guard ? readCredentialStates(this.guard) : [];
+    } catch {
+      return [];
+    }
   }
 
   // ---- writes -------------------------------------------------------------------------------
