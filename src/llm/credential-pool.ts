@@ -140,14 +140,23 @@ export class CredentialPool {
     }
   }
 
-  /** The key worked: it is usable again everywhere, and earns back its same-key retry. */
-  async reportSuccess(fingerprint: string, now: number): Promise<void> {
+  /**
+   * The key worked: it is usable again everywhere, and earns back its same-key retry. `sentAt` is
+   * when the successful request went out: a verdict another process recorded after that moment
+   * is newer than this success and is kept.
+   */
+  async reportSuccess(fingerprint: string, now: number, sentAt = now): Promise<void> {
     this.known(fingerprint);
     this.retriedOnce.delete(fingerprint);
     const state = (await this.ledger.get(this.provider)).find((s) => s.fingerprint === fingerprint);
     // Write only when there is something to clear, so a healthy key costs one read per call.
     if (!state || (state.status === "ok" && state.failures === 0)) return;
-    await this.ledger.record(this.provider, fingerprint, { status: "ok", failures: "reset", now });
+    await this.ledger.record(this.provider, fingerprint, {
+      status: "ok",
+      failures: "reset",
+      now,
+      unless_changed_after: sentAt,
+    });
   }
 
   /** Every key in config order with its status at `now` (a cooldown that ended reads as ok). */

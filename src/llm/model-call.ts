@@ -72,6 +72,7 @@ export async function callTarget(
       const release = await runtime.limiter.acquire(signal);
       let key: PoolKey | null;
       let outcome: StreamOutcome;
+      let sentAt = 0;
       try {
         key = await runtime.pool.next(deps.clock.now());
         if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
@@ -86,6 +87,7 @@ export async function callTarget(
           });
           restartReason = null;
         }
+        sentAt = deps.clock.now();
         outcome = await streamOnce(
           runtime.provider,
           { ...request, model: target.model },
@@ -100,7 +102,7 @@ export async function callTarget(
         release();
       }
       if (outcome.ok) {
-        await runtime.pool.reportSuccess(key.fingerprint, deps.clock.now());
+        await runtime.pool.reportSuccess(key.fingerprint, deps.clock.now(), sentAt);
         return { ...outcome.completion, provider: target.provider, model: target.model, attempts };
       }
       const classified = outcome.error;

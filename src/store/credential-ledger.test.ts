@@ -125,6 +125,104 @@ describe("CredentialLedger", () => {
   });
 });
 
+describe("verdicts from several processes combine, keeping the stricter one", () => {
+  async function ledgers(kind: "sqlite" | "memory") {
+    if (kind === "memory") {
+      const shared = new MemoryCredentialLedger();
+      return { a: shared, b: shared, close: () => {} };
+    }
+    const { one, two } = await twoProcesses();
+    return {
+      a: new CredentialLedger(one),
+      b: new CredentialLedger(two),
+      close: () => {
+        one.close();
+        two.close();
+      },
+    };
+  }
+
+  it.each(["sqlite", "memory"] as const)(
+    "%s: a shorter cooldown never shortens a longer one",
+    async (kind) => {
+      const { a, b, close } = await ledgers(kind);
+      await a.record("openai", A, {
+        status: "cooling",
+        reason: "rate_limit",
+        cooldown_until: T0 + 60_000,
+        now: T0,
+      });
+      const after = await b.record("openai", A, {
+        status: "cooling",
+        reason: "rate_limit",
+        cooldown_until: T0 + 5_000,
+        now: T0 + 1,
+      });
+      expect(after.cooldown_until).toBe(T0 + 60_000);
+      expect(await b.usable("openai", [A], T0 + 10_000)).toEqual([]);
+      // A longer one does extend it.
+      await b.record("openai", A, {
+        status: "cooling",
+        reason: "rate_limit",
+        cooldown_until: T0 + 90_000,
+        now: T0 + 2,
+      });
+      expect((await a.get("openai"))[0]?.cooldown_until).toBe(T0 + 90_000);
+      close();
+    },
+  );
+
+  it.each(["sqlite", "memory"] as const)(
+    "%s: a late rate limit does not revive a disabled key",
+    async (kind) => {
+      const { a, b, close } = await ledgers(kind);
+      await a.record("openai", A, { status: "disabled", reason: "auth", failures: "increment", now: T0 });
+      const after = await b.record("openai", A, {
+        status: "cooling",
+        reason: "rate_limit",
+        cooldown_until: T0 + 1_000,
+        failures: "increment",
+        now: T0 + 1,
+      });
+      expect(after).toMatchObject({ status: "disabled", reason: "auth", failures: 2 });
+      expect(await a.usable("openai", [A], T0 + 1_000_000)).toEqual([]);
+      close();
+    },
+  );
+
+  it.each(["sqlite", "memory"] as const)(
+    "%s: a success clears only verdicts not newer than the request that succeeded",
+    async (kind) => {
+      const { a, b, close } = await ledgers(kind);
+      // b sent a request at T0; a saw the key limited at T0+5 while it was in flight; b's answer lands at T0+9.
+      await a.record("openai", A, {
+        status: "cooling",
+        reason: "rate_limit",
+        cooldown_until: T0 + 60_000,
+        failures: "increment",
+        now: T0 + 5,
+      });
+      const kept = await b.record("openai", A, {
+        status: "ok",
+        failures: "reset",
+        now: T0 + 9,
+        unless_changed_after: T0,
+      });
+      expect(kept).toMatchObject({ status: "cooling", cooldown_until: T0 + 60_000, failures: 1 });
+      expect(await b.usable("openai", [A], T0 + 10)).toEqual([]);
+      // A request sent after the verdict that then works does clear it.
+      const cleared = await b.record("openai", A, {
+        status: "ok",
+        failures: "reset",
+        now: T0 + 20,
+        unless_changed_after: T0 + 6,
+      });
+      expect(cleared).toMatchObject({ status: "ok", failures: 0, cooldown_until: null });
+      close();
+    },
+  );
+});
+
 describe("the store's ledger", () => {
   it("writes where other processes read it, and carries on in memory once the store is damaged", async () => {
     const paths = tempProfile();

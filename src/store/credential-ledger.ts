@@ -28,6 +28,12 @@ export interface CredentialUpdate {
   /** "increment" counts one more failure, "reset" starts over at 0; left out, the count stays. */
   failures?: "increment" | "reset";
   now: number;
+  /**
+   * For status "ok" (a key that worked): clear only a state recorded at or before this time, the
+   * moment the successful request was sent. A verdict another process recorded while that request
+   * was in flight is newer news about the key, and it stands.
+   */
+  unless_changed_after?: number;
 }
 
 /** The ledger's interface, shared by the SQLite ledger and the in-memory one. */
@@ -68,27 +74,48 @@ export function isUsable(state: Pick<CredentialState, "status" | "cooldown_until
   }
 }
 
+/**
+ * How two verdicts about one key combine, whichever process recorded them, so the ledger never
+ * forgets the stricter one: a disabled key stays disabled when a late rate limit arrives, a
+ * cooldown is never shortened by a shorter one, and a success clears only what is not newer than
+ * the request that succeeded. The SQL upsert below says the same thing.
+ */
 function nextState(
   previous: CredentialState | undefined,
   provider: string,
   fingerprint: string,
   update: CredentialUpdate,
-) {
+): CredentialState {
+  if (
+    previous &&
+    update.status === "ok" &&
+    update.unless_changed_after !== undefined &&
+    previous.updated_at > update.unless_changed_after
+  ) {
+    return previous;
+  }
+  const keepDisabled = previous?.status === "disabled" && update.status === "cooling";
+  const bothCooling = previous?.status === "cooling" && update.status === "cooling";
   const failures =
     update.failures === "increment"
       ? (previous?.failures ?? 0) + 1
       : update.failures === "reset"
         ? 0
         : (previous?.failures ?? 0);
+  const until = update.cooldown_until ?? null;
   return {
     provider,
     fingerprint,
-    status: update.status,
-    reason: update.reason ?? null,
-    cooldown_until: update.cooldown_until ?? null,
+    status: keepDisabled ? "disabled" : update.status,
+    reason: keepDisabled ? (previous?.reason ?? null) : (update.reason ?? null),
+    cooldown_until: keepDisabled
+      ? null
+      : bothCooling && until !== null && (previous?.cooldown_until ?? 0) > until
+        ? (previous?.cooldown_until ?? null)
+        : until,
     failures,
     updated_at: update.now,
-  } satisfies CredentialState;
+  };
 }
 
 function int(value: unknown): number | null {
@@ -133,6 +160,7 @@ export class CredentialLedger implements CredentialStateStore {
   private readonly budgetMs: number;
   private readonly upsert: Database.Statement;
   private readonly byProvider: Database.Statement;
+  private readonly one: Database.Statement;
 
   constructor(
     private readonly db: Database.Database,
@@ -146,12 +174,20 @@ export class CredentialLedger implements CredentialStateStore {
         (provider, fingerprint, status, reason, cooldown_until, failures, updated_at)
       VALUES (@provider, @fingerprint, @status, @reason, @cooldown_until, @first_failures, @now)
       ON CONFLICT (provider, fingerprint) DO UPDATE SET
-        status = excluded.status,
-        reason = excluded.reason,
-        cooldown_until = excluded.cooldown_until,
+        status = CASE WHEN status = 'disabled' AND excluded.status = 'cooling' THEN 'disabled'
+                      ELSE excluded.status END,
+        reason = CASE WHEN status = 'disabled' AND excluded.status = 'cooling' THEN reason
+                      ELSE excluded.reason END,
+        cooldown_until = CASE
+          WHEN status = 'disabled' AND excluded.status = 'cooling' THEN NULL
+          WHEN status = 'cooling' AND excluded.status = 'cooling'
+               AND cooldown_until > excluded.cooldown_until THEN cooldown_until
+          ELSE excluded.cooldown_until END,
         failures = CASE @mode WHEN 'increment' THEN failures + 1 WHEN 'reset' THEN 0 ELSE failures END,
         updated_at = excluded.updated_at
+      WHERE excluded.status != 'ok' OR @since IS NULL OR updated_at <= @since
       RETURNING *`);
+    this.one = db.prepare("SELECT * FROM credential_state WHERE provider = ? AND fingerprint = ?");
     this.byProvider = db.prepare("SELECT * FROM credential_state WHERE provider = ? ORDER BY fingerprint");
   }
 
@@ -166,12 +202,17 @@ export class CredentialLedger implements CredentialStateStore {
       first_failures: update.failures === "increment" ? 1 : 0,
       mode: update.failures ?? "keep",
       now: update.now,
+      since: update.unless_changed_after ?? null,
     };
-    const row = await retryWhileBusy(() => this.upsert.get(params) as Record<string, unknown>, {
-      budgetMs: this.budgetMs,
-      deps: this.deps,
-      what: `record the state of a ${provider} key in ${this.db.name}`,
-    });
+    const row = await retryWhileBusy(
+      // No row back means the guard kept a newer verdict: report the state as it stands.
+      () => (this.upsert.get(params) ?? this.one.get(provider, fingerprint)) as Record<string, unknown>,
+      {
+        budgetMs: this.budgetMs,
+        deps: this.deps,
+        what: `record the state of a ${provider} key in ${this.db.name}`,
+      },
+    );
     return parseCredentialRow(row);
   }
 
