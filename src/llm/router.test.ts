@@ -9,10 +9,11 @@ import { keyFingerprint } from "./key-fingerprint.js";
 import type { RouteEvent, StatusEvent } from "./route-events.js";
 import type { RouteRequest } from "./router.js";
 import { createModelRuntime, type ModelRuntime } from "./runtime.js";
+import { type AnthropicPeer, startAnthropicPeer } from "./simulator/anthropic-peer.js";
 import { type Simulator, startSimulator } from "./simulator/server.js";
 import type { SimStep } from "./simulator/steps.js";
 
-const open: Array<Simulator | ModelRuntime> = [];
+const open: Array<Simulator | ModelRuntime | AnthropicPeer> = [];
 
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
@@ -359,6 +360,48 @@ describe("fallback", () => {
     // The next turn does not send the dead key again: the primary's pool is empty, so it falls back at once.
     await rt.router.turn().complete(hello);
     expect(primary.requests()).toHaveLength(1);
+  });
+});
+
+describe("across provider types", () => {
+  it("an Anthropic primary that stays overloaded falls back to an OpenAI-compatible model, with its own pool", async () => {
+    const peer = await startAnthropicPeer();
+    open.push(peer);
+    const backup = await sim();
+    const overloaded = {
+      type: "error" as const,
+      status: 529,
+      error_type: "overloaded_error",
+      message: "Overloaded",
+    };
+    peer.script([
+      overloaded,
+      { type: "stream_error", after_events: 4, error_type: "overloaded_error", message: "Overloaded" },
+    ]);
+    const deps = fakeDeps();
+    const rt = await runtime(
+      {
+        model: { provider: "claude", name: "claude-test" },
+        providers: {
+          claude: { type: "anthropic", base_url: peer.url, api_keys: ["sk-ant-one"] },
+          local: { type: "simulator", base_url: backup.url },
+        },
+        fallback: [{ provider: "local", name: "echo" }],
+        retry: { max_attempts: 2 },
+      },
+      deps,
+    );
+    const rec = recorder();
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done).toMatchObject({ provider: "local", model: "echo" });
+    expect(peer.requests()).toHaveLength(2);
+    expect(rec.types()).toEqual(["retry", "retry_exhausted", "fallback"]);
+    expect(rec.status()[0]).toMatchObject({ reason: "overloaded", provider: "claude", model: "claude-test" });
+    // Overload waits at least 1 s (half its 2 s ceiling): never a hammering retry.
+    expect(deps.delays[0]).toBeGreaterThanOrEqual(1_000);
+    // Overload is the provider's trouble, not the key's: the key is not benched.
+    const keys = await rt.router.runtime("claude").pool.state(deps.clock.now());
+    expect(keys.map((k) => k.status)).toEqual(["ok"]);
   });
 });
 
