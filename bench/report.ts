@@ -1,4 +1,5 @@
 // Plain-text tables for the terminal, and the aims each run is judged against.
+import type { RouterHttpResult } from "./router-overhead.js";
 import type { SearchResultSet } from "./search-latency.js";
 import type { WriteRow } from "./write-throughput.js";
 
@@ -62,4 +63,18 @@ export function judgeAims(
     });
   }
   return aims;
+}
+
+/** The issue's aim for the resilience layer: under 0.2 ms added per call over the bare SDK call. */
+export function judgeRouterAim(r: RouterHttpResult): Aim {
+  const v = r.by_variant;
+  const added = (k: "router_memory" | "router_sqlite") => v[k].mean_ms - v.sdk.mean_ms;
+  const worst = Math.max(added("router_memory"), added("router_sqlite"));
+  return {
+    aim: "resilience layer adds < 0.2 ms per call",
+    met: worst < 0.2,
+    detail:
+      `mean over the bare SDK: memory ledger +${added("router_memory").toFixed(3)} ms, ` +
+      `SQLite ledger +${added("router_sqlite").toFixed(3)} ms`,
+  };
 }

@@ -1,6 +1,7 @@
-// `npm run bench`: store write throughput, search latency, open and integrity check, and reader
-// figures, printed as tables and written as JSON to bench/out. Every knob is an environment
-// variable (see BENCH_* below); BENCH_MESSAGES sets the size of the search store (default 1M).
+// `npm run bench`: store write throughput, search latency, open and integrity check, reader
+// figures, and the cost per model call of the resilience layer, printed as tables and written as
+// JSON to bench/out. Every knob is an environment variable (see BENCH_* below); BENCH_MESSAGES
+// sets the size of the search store (default 1M).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -11,7 +12,14 @@ import { runAppendSizes, type SizeRow } from "./append-sizes.js";
 import { describeMachine } from "./machine.js";
 import { type ColdResult, type OpenResult, runColdOpenBench, runOpenBench } from "./open-integrity.js";
 import { type ReaderResult, runReaderBench } from "./reader-open.js";
-import { int, judgeAims, mib, ms, table } from "./report.js";
+import { int, judgeAims, judgeRouterAim, mib, ms, table } from "./report.js";
+import { MICRO_VARIANTS, type RouterMicroResult, runRouterMicroBench } from "./router-micro.js";
+import {
+  ROUTER_VARIANTS,
+  type RouterHttpResult,
+  runRouterHttpBench,
+  sampleSseBody,
+} from "./router-overhead.js";
 import { diagnoseSearch, type SearchDiagnosis } from "./search-diagnosis.js";
 import { QUERY_KINDS, queryMix, runSearchBench, type SearchResultSet } from "./search-latency.js";
 import { median } from "./stats.js";
@@ -25,7 +33,7 @@ const count = (fallback: number) =>
     z.coerce.number().int().positive().default(fallback),
   );
 
-const SUITES = ["write", "sizes", "search", "open", "reader"] as const;
+const SUITES = ["write", "sizes", "search", "open", "reader", "router"] as const;
 
 const Env = z.object({
   BENCH_MESSAGES: count(1_000_000),
@@ -38,6 +46,10 @@ const Env = z.object({
   BENCH_OPEN_REPEATS: count(3),
   BENCH_CHECK_REPEATS: count(3),
   BENCH_READER_REPEATS: count(20),
+  BENCH_ROUTER_CALLS: count(5000),
+  BENCH_ROUTER_WARMUP: count(500),
+  BENCH_MICRO_ROUNDS: count(20),
+  BENCH_MICRO_BATCH: count(1000),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -48,17 +60,21 @@ const Env = z.object({
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-/** The commit measured, and whether src/store had changes on top of it (read-only git commands). */
-function sourceVersion(): { commit: string; store_changes: string[] } {
+/** The commit measured, and whether src/store or src/llm had changes on top of it (read-only git commands). */
+function sourceVersion(): { commit: string; store_changes: string[]; llm_changes: string[] } {
   try {
     const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
-    const changes = git("status", "--porcelain", "--", "src/store");
+    const changed = (dir: string) => {
+      const lines = git("status", "--porcelain", "--", dir);
+      return lines === "" ? [] : lines.split("\n");
+    };
     return {
       commit: git("rev-parse", "--short", "HEAD"),
-      store_changes: changes === "" ? [] : changes.split("\n"),
+      store_changes: changed("src/store"),
+      llm_changes: changed("src/llm"),
     };
   } catch {
-    return { commit: "unknown", store_changes: [] };
+    return { commit: "unknown", store_changes: [], llm_changes: [] };
   }
 }
 
@@ -80,7 +96,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
   const started = new Date();
   const machine = describeMachine(out);
   const only = new Set(env.BENCH_ONLY);
-  log(`tenax store bench: ${machine.nproc} CPUs, node ${machine.node}, SQLite ${machine.sqlite}`);
+  log(`tenax bench: ${machine.nproc} CPUs, node ${machine.node}, SQLite ${machine.sqlite}`);
 
   let write: WriteResult | null = null;
   let writeDiagnosis: WriteDiagnosis | null = null;
@@ -150,7 +166,26 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     }
   }
 
-  const aims = judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES);
+  let router: RouterHttpResult | null = null;
+  let routerMicro: RouterMicroResult | null = null;
+  if (only.has("router")) {
+    log("resilience layer per call over real HTTP, against bare fetch and the bare SDK");
+    router = await runRouterHttpBench(work, {
+      calls: env.BENCH_ROUTER_CALLS,
+      warmup: env.BENCH_ROUTER_WARMUP,
+      log,
+    });
+    log("resilience layer per call without HTTP");
+    routerMicro = await runRouterMicroBench(work, await sampleSseBody(), {
+      rounds: env.BENCH_MICRO_ROUNDS,
+      batch: env.BENCH_MICRO_BATCH,
+    });
+  }
+
+  const aims = [
+    ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
+    ...(router ? [judgeRouterAim(router)] : []),
+  ];
   const result = {
     started_at: started.toISOString(),
     duration_s: (Date.now() - started.getTime()) / 1000,
@@ -167,6 +202,8 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     open,
     open_cold: cold,
     reader,
+    router,
+    router_micro: routerMicro,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -186,6 +223,8 @@ function print(r: {
   open: OpenResult | null;
   open_cold: ColdResult | null;
   reader: ReaderResult | null;
+  router: RouterHttpResult | null;
+  router_micro: RouterMicroResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -194,7 +233,7 @@ function print(r: {
   const lines: string[] = [];
   lines.push(
     `\nmachine: ${m.nproc} x ${m.cpu}, ${m.memory_gib} GiB, node ${m.node}, SQLite ${m.sqlite} (better-sqlite3 ${m.better_sqlite3})`,
-    `source: commit ${r.source.commit}${r.source.store_changes.length > 0 ? ` + ${r.source.store_changes.length} changed files in src/store` : ""}`,
+    `source: commit ${r.source.commit}${r.source.store_changes.length > 0 ? ` + ${r.source.store_changes.length} changed files in src/store` : ""}${r.source.llm_changes.length > 0 ? ` + ${r.source.llm_changes.length} changed files in src/llm` : ""}`,
     `disk: ${m.disk}; 4 KiB write+fsync median ${ms(m.fsync_4k_ms)} ms; load ${m.load_before.map((x) => x.toFixed(2)).join(" ")} -> ${m.load_after.map((x) => x.toFixed(2)).join(" ")}`,
   );
   if (r.sizes) {
@@ -307,6 +346,8 @@ function print(r: {
       ),
     );
   }
+  if (r.router) lines.push(...routerLines(r.router));
+  if (r.router_micro) lines.push(...microLines(r.router_micro));
   lines.push(
     "\naims",
     table(
@@ -315,6 +356,73 @@ function print(r: {
     ),
   );
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+const VARIANT_LABELS: Record<(typeof ROUTER_VARIANTS)[number], string> = {
+  fetch: "bare fetch, SSE body read to the end",
+  sdk: "bare OpenAI SDK, stream:true",
+  provider: "Tenax OpenAI provider alone",
+  router_memory: "router.turn().complete, memory ledger",
+  router_sqlite: "router.turn().complete, SQLite ledger",
+};
+
+function routerLines(r: RouterHttpResult): string[] {
+  const v = r.by_variant;
+  const over = (a: number, b: number) => `${a >= b ? "+" : ""}${ms3(a - b)}`;
+  const ratio = (a: number, b: number) => `x${(a / b).toFixed(2)}`;
+  return [
+    `\nresilience layer per call, simulator over HTTP (${int(r.calls)} calls each after ${int(r.warmup)} warm-up, interleaved, one at a time; reply ${r.reply_chars} chars)`,
+    table(
+      [
+        "variant",
+        "p50 ms",
+        "p99 ms",
+        "mean ms",
+        "p50 over SDK",
+        "mean over SDK",
+        "mean / fetch",
+        "mean / SDK",
+      ],
+      ROUTER_VARIANTS.map((k) => [
+        VARIANT_LABELS[k],
+        ms3(v[k].p50_ms),
+        ms3(v[k].p99_ms),
+        ms3(v[k].mean_ms),
+        k === "sdk" ? "" : over(v[k].p50_ms, v.sdk.p50_ms),
+        k === "sdk" ? "" : over(v[k].mean_ms, v.sdk.mean_ms),
+        ratio(v[k].mean_ms, v.fetch.mean_ms),
+        ratio(v[k].mean_ms, v.sdk.mean_ms),
+      ]),
+    ),
+    `  paired (same round) median added: router ${ms3(r.paired_added_p50_ms.memory_over_sdk)} ms (memory ledger), ` +
+      `${ms3(r.paired_added_p50_ms.sqlite_over_sdk)} ms (SQLite ledger) over the SDK, of which the provider client ` +
+      `${ms3(r.paired_added_p50_ms.provider_over_sdk)} ms and the router's layers ${ms3(r.paired_added_p50_ms.memory_over_provider)} ms; ` +
+      `the SDK ${ms3(r.paired_added_p50_ms.sdk_over_fetch)} ms over bare fetch`,
+  ];
+}
+
+const MICRO_LABELS: Record<(typeof MICRO_VARIANTS)[number], string> = {
+  provider_direct: "a provider that answers at once, called directly",
+  layer_memory: "the same through router.turn().complete, memory ledger",
+  layer_sqlite: "the same through router.turn().complete, SQLite ledger",
+  layer_memory_tools: "the same, memory ledger, request with 20 tools",
+  sdk_canned: "bare OpenAI SDK on a canned SSE response",
+  openai_provider_canned: "Tenax OpenAI provider on the same canned response",
+};
+
+function microLines(r: RouterMicroResult): string[] {
+  return [
+    `\nresilience layer without HTTP (median of ${r.rounds} rounds of ${int(r.batch)} calls each, interleaved)`,
+    table(
+      ["variant", "µs per call"],
+      MICRO_VARIANTS.map((k) => [MICRO_LABELS[k], r.us_per_call[k].toFixed(1)]),
+    ),
+  ];
+}
+
+/** Three decimals: the differences here are tens of microseconds. */
+function ms3(n: number): string {
+  return Number.isFinite(n) ? n.toFixed(3) : "-";
 }
 
 main().catch((error: unknown) => {

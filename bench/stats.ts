@@ -1,5 +1,5 @@
-// Order statistics for benchmark samples. Medians and percentiles, never means: on a shared,
-// noisy machine one slow outlier should not move the figure we report.
+// Order statistics for benchmark samples. Medians and percentiles: on a shared, noisy machine one
+// slow outlier should not move the figure we report. A mean only beside them, for per-call costs.
 
 /** The q-quantile (0..1) by the nearest-rank method; NaN for no samples. */
 export function quantile(values: readonly number[], q: number): number {
@@ -57,4 +57,27 @@ export function shuffle<T>(items: T[], random: () => number): T[] {
     items[j] = a;
   }
   return items;
+}
+
+/** Per-call figures of a latency sample. The mean is here because a per-call cost adds up over calls. */
+export interface CallFigures {
+  n: number;
+  p50_ms: number;
+  p99_ms: number;
+  mean_ms: number;
+}
+
+export function callFigures(samplesMs: readonly number[]): CallFigures {
+  const sum = samplesMs.reduce((a, b) => a + b, 0);
+  return {
+    n: samplesMs.length,
+    p50_ms: quantile(samplesMs, 0.5),
+    p99_ms: quantile(samplesMs, 0.99),
+    mean_ms: samplesMs.length === 0 ? Number.NaN : sum / samplesMs.length,
+  };
+}
+
+/** The median of a[i] - b[i]: two samples taken side by side, so drift in the machine cancels out. */
+export function pairedDiff(a: readonly number[], b: readonly number[]): number {
+  return median(a.map((x, i) => x - (b[i] ?? Number.NaN)).filter(Number.isFinite));
 }

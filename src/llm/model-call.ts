@@ -65,7 +65,7 @@ export async function callTarget(
   let delivered = false;
   let restartReason: ErrorReason | null = null;
 
-  const attempt = async (attemptNo: number, signal: AbortSignal): Promise<Completion> => {
+  const attempt = async (attemptNo: number, signal: AbortSignal | undefined): Promise<Completion> => {
     attempts = attemptNo;
     // Each key is rotated away from at most once per attempt, so this loop is bounded by the pool.
     for (let rotations = 0; ; rotations++) {
@@ -155,10 +155,10 @@ async function streamOnce(
   provider: Provider,
   request: ChatRequest,
   apiKey: string,
-  signal: AbortSignal,
+  signal: AbortSignal | undefined,
   forward: RouteListener,
 ): Promise<StreamOutcome> {
-  for await (const event of provider.stream(request, { apiKey, signal })) {
+  for await (const event of provider.stream(request, signal ? { apiKey, signal } : { apiKey })) {
     switch (event.type) {
       case "done":
         return {

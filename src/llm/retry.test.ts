@@ -217,6 +217,18 @@ describe("withRetry", () => {
     ]);
   });
 
+  it("hands the call the caller's signal, and none when the caller gave none", async () => {
+    const seen: Array<AbortSignal | undefined> = [];
+    const fn = async (_attempt: number, signal: AbortSignal | undefined) => {
+      seen.push(signal);
+      return "ok";
+    };
+    const controller = new AbortController();
+    await withRetry(fn, options(fakeDeps(), { signal: controller.signal }));
+    await withRetry(fn, options(fakeDeps()));
+    expect(seen).toEqual([controller.signal, undefined]);
+  });
+
   it("does not call at all when the signal is already aborted", async () => {
     const controller = new AbortController();
     controller.abort();

@@ -67,7 +67,7 @@ export interface WithRetryOptions {
  * one retry. A first-attempt failure that was never retryable emits nothing: the rejection says it.
  */
 export async function withRetry<T>(
-  call: (attempt: number, signal: AbortSignal) => Promise<T>,
+  call: (attempt: number, signal: AbortSignal | undefined) => Promise<T>,
   options: WithRetryOptions,
 ): Promise<T> {
   const { deps, maxAttempts, context } = options;
@@ -75,18 +75,20 @@ export async function withRetry<T>(
     throw new RangeError(`maxAttempts must be an integer of 1 or more, got ${maxAttempts}`);
   }
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
-  const signal = options.signal ?? new AbortController().signal;
+  // No stand-in signal when the caller gave none: nothing could fire it, and every layer below
+  // would pay to listen to it (the provider joins it with its timers on every call).
+  const signal = options.signal;
   const started = deps.clock.now();
 
   for (let attempt = 1; ; attempt++) {
-    if (signal.aborted) throw abortedError(context, signal.reason);
+    if (signal?.aborted) throw abortedError(context, signal.reason);
     let failure: unknown;
     try {
       return await call(attempt, signal);
     } catch (error) {
       failure = error;
     }
-    if (signal.aborted) throw abortedError(context, signal.reason);
+    if (signal?.aborted) throw abortedError(context, signal.reason);
 
     const classified = classifiedOf(failure, options.classify);
     const decision = nextDelay(classified, attempt, { random: deps.random, maxAttempts, maxRetryAfterMs });
@@ -119,7 +121,7 @@ export async function withRetry<T>(
     try {
       await deps.sleep(decision.delayMs, signal);
     } catch (error) {
-      if (signal.aborted) throw abortedError(context, signal.reason);
+      if (signal?.aborted) throw abortedError(context, signal.reason);
       throw error;
     }
   }
