@@ -1,9 +1,13 @@
-// The four deadlines of one provider call and the timers that enforce them: they abort a signal of our
-// own and remember which one fired, so the failure is classified as a timeout or a stream drop, never
-// as the caller's abort.
+// The four deadlines of one provider call and the timers that enforce three of them (connect is the
+// connection pool's): they abort a signal of our own and remember which one fired, so the failure is
+// classified as a timeout or a stream drop, never as the caller's abort.
 
 export interface Timeouts {
-  /** Opening the connection. fetch does not report the moment a socket connects, so see `first_byte_ms`. */
+  /**
+   * Opening the connection (TCP and TLS handshake). Enforced by the connection pool of the default
+   * fetch (providers/default-fetch.ts), not by these timers, and to within about a second; an
+   * injected fetch brings its own. Also bounded by `first_byte_ms`, whose clock starts first.
+   */
   connect_ms: number;
   /** From sending the request until the response headers arrive. */
   first_byte_ms: number;

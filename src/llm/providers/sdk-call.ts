@@ -14,6 +14,7 @@ import {
   type Timeouts,
   type TimerDeps,
 } from "../timeouts.js";
+import { CONNECT_TIMEOUT_CODE, defaultFetch, isConnectTimeout } from "./default-fetch.js";
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -26,6 +27,10 @@ export interface CallState {
   headersSeen: boolean;
   /** The raw text of an error response, read before the SDK parses it. */
   errorText: string | null;
+  /** What fetch itself threw: the SDKs replace a timeout with their own error and drop the cause. */
+  fetchError: unknown;
+  /** The connect limit, for the message of a connect timeout. */
+  connectMs: number;
 }
 
 /** How one SDK's errors look: its API error, its connection errors, and its error-body shape. */
@@ -70,7 +75,7 @@ export type OpenSdkStream<Chunk> = (fetch: Fetch, signal: AbortSignal) => Promis
  */
 export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
   const timeouts = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts });
-  const baseFetch: Fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  const baseFetch: Fetch = options.fetch ?? defaultFetch(timeouts.connect_ms);
   const clock = options.clock ?? systemClock;
   const timerDeps = options.timers ?? realTimers;
 
@@ -80,6 +85,8 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
       callerSignal: call.signal,
       headersSeen: false,
       errorText: null,
+      fetchError: undefined,
+      connectMs: timeouts.connect_ms,
     };
     const signal = call.signal ? AbortSignal.any([call.signal, state.timers.signal]) : state.timers.signal;
     let last: ProviderEvent | null = null;
@@ -111,7 +118,13 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
 /** Wraps fetch to see the moment headers arrive, every piece of the body, and an error's raw text. */
 export function watchedFetch(base: Fetch, state: CallState): Fetch {
   return async (input, init) => {
-    const response = await base(input, init);
+    let response: Response;
+    try {
+      response = await base(input, init);
+    } catch (error) {
+      state.fetchError = error;
+      throw error;
+    }
     state.headersSeen = true;
     state.timers.headers();
     if (!response.ok) {
@@ -158,6 +171,23 @@ export function classifyThrown(
   }
   if (state.callerSignal?.aborted) {
     return classify({ status: null, headers: {}, body: null, aborted: true, phase }, now);
+  }
+  if (isConnectTimeout(state.fetchError) || isConnectTimeout(error)) {
+    // The handshake never finished: retryable like any timeout, and named after the limit it broke.
+    return classify(
+      {
+        status: null,
+        headers: {},
+        body: null,
+        transport: {
+          name: "ConnectTimeoutError",
+          code: CONNECT_TIMEOUT_CODE,
+          message: `could not connect within the connect limit of ${state.connectMs} ms`,
+        },
+        phase: "connect",
+      },
+      now,
+    );
   }
   const api = sdk.apiError(error);
   if (api !== null && typeof api.status === "number") {
