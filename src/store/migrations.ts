@@ -85,6 +85,24 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 3,
+    description:
+      "durable records of the agent: memory notes, todo lists, component state (JSON by kind and key)",
+    sql: `
+      -- Last writer wins by updated_at, so a write replayed from the spool never undoes a newer one.
+      -- A NULL value is a tombstone: the record was deleted (kept so an older replay cannot revive it).
+      CREATE TABLE records (
+        kind       TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        session_id TEXT,
+        value      TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (kind, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX records_session ON records(session_id) WHERE session_id IS NOT NULL;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -65,7 +65,20 @@ export interface TurnUpdateOp {
   error?: string | null;
 }
 
+/** Put (or, with value null, delete) one durable record; the newest updated_at wins. */
+export interface RecordPutOp {
+  op: "record.put";
+  kind: string;
+  key: string;
+  /** Deleting the session deletes its records. */
+  session_id: string | null;
+  /** JSON text, or null for a deletion. */
+  value: string | null;
+  updated_at: number;
+}
+
 export type WriteOp =
+  | RecordPutOp
   | SessionCreateOp
   | SessionUpdateOp
   | SessionDeleteOp
@@ -112,6 +125,14 @@ export class OpApplier {
       deleteMessages: db.prepare("DELETE FROM messages WHERE session_id = ?"),
       deleteTurns: db.prepare("DELETE FROM turns WHERE session_id = ?"),
       deleteSession: db.prepare("DELETE FROM sessions WHERE id = ?"),
+      recordPut: db.prepare(
+        `INSERT INTO records (kind, key, session_id, value, updated_at)
+         VALUES (@kind, @key, @session_id, @value, @updated_at)
+         ON CONFLICT (kind, key) DO UPDATE SET
+           session_id = excluded.session_id, value = excluded.value, updated_at = excluded.updated_at
+         WHERE excluded.updated_at >= records.updated_at`,
+      ),
+      deleteRecords: db.prepare("DELETE FROM records WHERE session_id = ?"),
       turnInsert: db.prepare(
         `INSERT OR IGNORE INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at)
          VALUES (@id, @session_id, 'running', @started_at, @lease_owner, @lease_expires_at, @started_at)`,
@@ -140,7 +161,7 @@ export class OpApplier {
 
   private apply(op: WriteOp, options: ApplyOptions): OpResult {
     const s = this.s;
-    if (op.op !== "message.append" && op.op !== "turn.start" && op.op !== "turn.update") {
+    if (op.op === "session.create" || op.op === "session.update" || op.op === "session.delete") {
       // Anything that may change a session's rows invalidates what the batch knows of it; a
       // pending updated_at is written first so that it is not lost.
       const pending = this.batch.get(op.id);
@@ -163,12 +184,15 @@ export class OpApplier {
         s.queueSessionDelete.run(op.id);
         const changes = s.deleteMessages.run(op.id).changes;
         s.deleteTurns.run(op.id);
+        s.deleteRecords.run(op.id);
         return { op: op.op, changes: changes + s.deleteSession.run(op.id).changes };
       }
       case "message.append":
         return { op: op.op, changes: 1, message: this.appendMessage(op, options) };
       case "turn.start":
         return { op: op.op, changes: s.turnInsert.run(op).changes };
+      case "record.put":
+        return { op: op.op, changes: s.recordPut.run(op).changes };
       case "turn.update": {
         const fields = [
           "status",

@@ -130,3 +130,62 @@ export function storeStats(db: Database.Database, path: string): StoreStats {
     newest_session_at: range.newest,
   };
 }
+
+export interface RecordView<T = unknown> {
+  kind: string;
+  key: string;
+  session_id: string | null;
+  value: T;
+  updated_at: number;
+}
+
+function hasRecords(db: Database.Database): boolean {
+  // A store of schema version 1 or 2 read by a newer reader has no records table yet.
+  return (
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'").pluck().get() !==
+    undefined
+  );
+}
+
+function parseValue<T>(text: unknown): T | null {
+  if (typeof text !== "string") return null;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return null;
+  }
+}
+
+export function getRecord<T>(db: Database.Database, kind: string, key: string): T | null {
+  if (!hasRecords(db)) return null;
+  const text = db.prepare("SELECT value FROM records WHERE kind = ? AND key = ?").pluck().get(kind, key);
+  return parseValue<T>(text);
+}
+
+export function listRecords<T>(db: Database.Database, kind: string, sessionId?: string): RecordView<T>[] {
+  if (!hasRecords(db)) return [];
+  const rows = (
+    sessionId === undefined
+      ? db
+          .prepare("SELECT * FROM records WHERE kind = ? AND value IS NOT NULL ORDER BY updated_at, key")
+          .all(kind)
+      : db
+          .prepare(
+            "SELECT * FROM records WHERE kind = ? AND session_id = ? AND value IS NOT NULL ORDER BY updated_at, key",
+          )
+          .all(kind, sessionId)
+  ) as Record<string, unknown>[];
+  return rows.flatMap((row) => {
+    const value = parseValue<T>(row.value);
+    if (value === null) return [];
+    return [
+      {
+        kind: String(row.kind),
+        key: String(row.key),
+        session_id: typeof row.session_id === "string" ? row.session_id : null,
+        value,
+        updated_at: Number(row.updated_at),
+      },
+    ];
+  });
+}

@@ -59,6 +59,16 @@ export abstract class StoreReadView {
 
   protected onCorruptRead(_error: unknown): void {}
 
+  /** One durable record's value (parsed JSON), or null when there is none (or it was deleted). */
+  getRecord<T = unknown>(kind: string, key: string): T | null {
+    return this.read((db) => q.getRecord<T>(db, kind, key));
+  }
+
+  /** Every live record of a kind, oldest update first; optionally only one session's. */
+  listRecords<T = unknown>(kind: string, options: { sessionId?: string } = {}): q.RecordView<T>[] {
+    return this.read((db) => q.listRecords<T>(db, kind, options.sessionId));
+  }
+
   /** The shared key ledger: which keys are cooling or disabled, by fingerprint. */
   credentialStates(): CredentialState[] {
     return this.read((db) => readCredentialStates(db));

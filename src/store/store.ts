@@ -336,6 +336,25 @@ export class Store extends StoreReadView {
     return results.map((r) => r.message as AppliedMessage);
   }
 
+  /** Put a durable record (memory note, todo list, component state); null deletes it. */
+  async putRecord(
+    kind: string,
+    key: string,
+    value: unknown,
+    options: { sessionId?: string | null } = {},
+  ): Promise<void> {
+    await this.write([
+      {
+        op: "record.put",
+        kind,
+        key,
+        session_id: options.sessionId ?? null,
+        value: value === null || value === undefined ? null : JSON.stringify(value),
+        updated_at: this.deps.clock.now(),
+      },
+    ]);
+  }
+
   async startTurn(sessionId: string, leaseMs: number, owner = `pid:${process.pid}`): Promise<string> {
     const id = newId("t_", this.deps.clock.now());
     const now = this.deps.clock.now();

@@ -1,0 +1,59 @@
+// Durable records (memory notes, todo lists, component state): last writer wins by time, a
+// replayed older write never undoes a newer one, a deletion stays deleted, and deleting a session
+// deletes its records.
+import { describe, expect, it } from "vitest";
+import { fakeDeps } from "../../test/helpers/fake-time.js";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { openReader, openStore, releaseStore } from "./registry.js";
+
+describe("records", () => {
+  it("put, read, list, delete; a replayed older write does not undo a newer one", async () => {
+    const paths = tempProfile();
+    const deps = fakeDeps();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps });
+    await store.putRecord("memory", "n1", { text: "the build needs node 20" });
+    deps.advance(10);
+    await store.putRecord("memory", "n2", { text: "deploys go out on fridays" });
+    expect(store.getRecord("memory", "n1")).toEqual({ text: "the build needs node 20" });
+    expect(store.listRecords<{ text: string }>("memory").map((r) => r.value.text)).toEqual([
+      "the build needs node 20",
+      "deploys go out on fridays",
+    ]);
+
+    deps.advance(10);
+    await store.putRecord("memory", "n1", null);
+    expect(store.getRecord("memory", "n1")).toBeNull();
+    // An older put arriving late (a spool replay) cannot bring the note back.
+    await store.write([
+      {
+        op: "record.put",
+        kind: "memory",
+        key: "n1",
+        session_id: null,
+        value: '{"text":"old"}',
+        updated_at: deps.clock.now() - 15,
+      },
+    ]);
+    expect(store.getRecord("memory", "n1")).toBeNull();
+    expect(store.listRecords("memory")).toHaveLength(1);
+
+    const reader = openReader(paths);
+    expect(reader.getRecord("memory", "n2")).toEqual({ text: "deploys go out on fridays" });
+    reader.close();
+    await releaseStore(store);
+  });
+
+  it("deleting a session deletes its records and no others", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const a = await store.createSession();
+    const b = await store.createSession();
+    await store.putRecord("todo", a, [{ text: "write tests", status: "pending" }], { sessionId: a });
+    await store.putRecord("todo", b, [{ text: "ship", status: "done" }], { sessionId: b });
+    expect(store.listRecords("todo", { sessionId: a })).toHaveLength(1);
+    await store.deleteSession(a);
+    expect(store.getRecord("todo", a)).toBeNull();
+    expect(store.getRecord("todo", b)).toEqual([{ text: "ship", status: "done" }]);
+    await releaseStore(store);
+  });
+});
