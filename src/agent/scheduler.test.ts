@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Scheduler } from "./scheduler.js";
+
+const schedulers: Scheduler[] = [];
+afterEach(() => {
+  for (const s of schedulers.splice(0)) s.stop();
+});
+
+function make(onError?: (job: string, error: unknown) => void): Scheduler {
+  const s = new Scheduler(onError ? { onError } : {});
+  schedulers.push(s);
+  return s;
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("Scheduler", () => {
+  it("runs many jobs on one timer, each at its own period", async () => {
+    const s = make();
+    const runs = { fast: 0, slow: 0 };
+    for (let i = 0; i < 100; i++) s.every(`fast-${i}`, 10, () => void runs.fast++);
+    s.every("slow", 60, () => void runs.slow++);
+    expect(s.size).toBe(101);
+    await wait(130);
+    expect(runs.fast).toBeGreaterThanOrEqual(100 * 3);
+    expect(runs.slow).toBeGreaterThanOrEqual(1);
+    expect(runs.slow).toBeLessThanOrEqual(2);
+  });
+
+  it("a job that throws is reported and rescheduled; one that returns false stops", async () => {
+    const errors: string[] = [];
+    const s = make((job, error) => errors.push(`${job}: ${(error as Error).message}`));
+    let thrown = 0;
+    let counted = 0;
+    s.every("flaky", 10, () => {
+      thrown++;
+      throw new Error("boom");
+    });
+    s.every("three-times", 10, () => ++counted < 3);
+    await wait(120);
+    expect(thrown).toBeGreaterThanOrEqual(3);
+    expect(errors[0]).toBe("flaky: boom");
+    expect(counted).toBe(3);
+    expect(s.size).toBe(1);
+  });
+
+  it("cancel and stop leave no timer armed", async () => {
+    const s = make();
+    let runs = 0;
+    const job = s.every("x", 10, () => void runs++);
+    job.cancel();
+    expect(s.armed).toBe(false);
+    await wait(40);
+    expect(runs).toBe(0);
+    s.every("y", 10, () => true);
+    expect(s.armed).toBe(true);
+    s.stop();
+    expect(s.armed).toBe(false);
+    expect(() => s.every("z", 10, () => true)).toThrow(/stopped/);
+  });
+
+  it("never overlaps a slow async job with itself", async () => {
+    const s = make();
+    let active = 0;
+    let most = 0;
+    s.every("slow", 5, async () => {
+      active++;
+      most = Math.max(most, active);
+      await wait(30);
+      active--;
+    });
+    await wait(120);
+    expect(most).toBe(1);
+  });
+});

@@ -1,0 +1,124 @@
+// The one periodic scheduler of a process: lease heartbeats, watchdogs and checks all register
+// here, and a single timer wakes for whichever is due first. No timer or interval per session or
+// per subagent. A job that throws is reported and rescheduled; one that returns false stops.
+
+export type JobResult = boolean | undefined;
+
+export interface Job {
+  readonly name: string;
+  /** Stop this job; it never runs again. */
+  cancel(): void;
+}
+
+export interface SchedulerOptions {
+  now?: () => number;
+  /** Where a job's failure is reported (it is rescheduled all the same). */
+  onError?: (job: string, error: unknown) => void;
+}
+
+interface Entry {
+  name: string;
+  everyMs: number;
+  due: number;
+  fn: () => JobResult | Promise<JobResult>;
+  running: boolean;
+  cancelled: boolean;
+}
+
+export class Scheduler {
+  private readonly entries = new Set<Entry>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timerDue = Number.POSITIVE_INFINITY;
+  private stopped = false;
+  private readonly now: () => number;
+  private readonly onError: (job: string, error: unknown) => void;
+
+  constructor(options: SchedulerOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.onError = options.onError ?? (() => {});
+  }
+
+  /** Jobs registered and not stopped. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Whether a wake-up is armed (one timer at most, whatever the number of jobs). */
+  get armed(): boolean {
+    return this.timer !== null;
+  }
+
+  /** Run `fn` every `everyMs`, first after one period. */
+  every(name: string, everyMs: number, fn: () => JobResult | Promise<JobResult>): Job {
+    if (!Number.isFinite(everyMs) || everyMs <= 0)
+      throw new RangeError(`job ${name}: period must be positive`);
+    if (this.stopped) throw new Error(`job ${name}: the scheduler is stopped`);
+    const entry: Entry = { name, everyMs, due: this.now() + everyMs, fn, running: false, cancelled: false };
+    this.entries.add(entry);
+    this.arm();
+    return {
+      name,
+      cancel: () => {
+        entry.cancelled = true;
+        this.entries.delete(entry);
+        this.arm();
+      },
+    };
+  }
+
+  /** Cancel every job and the timer. */
+  stop(): void {
+    this.stopped = true;
+    for (const entry of this.entries) entry.cancelled = true;
+    this.entries.clear();
+    this.disarm();
+  }
+
+  private arm(): void {
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const entry of this.entries) if (!entry.running && entry.due < soonest) soonest = entry.due;
+    if (soonest === this.timerDue && this.timer !== null) return;
+    this.disarm();
+    if (soonest === Number.POSITIVE_INFINITY) return;
+    this.timerDue = soonest;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, soonest - this.now()));
+    // Background bookkeeping must never keep a finished process alive.
+    this.timer.unref?.();
+  }
+
+  private disarm(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerDue = Number.POSITIVE_INFINITY;
+  }
+
+  private tick(): void {
+    this.timer = null;
+    this.timerDue = Number.POSITIVE_INFINITY;
+    const now = this.now();
+    for (const entry of [...this.entries]) {
+      if (entry.running || entry.due > now) continue;
+      void this.run(entry);
+    }
+    this.arm();
+  }
+
+  private async run(entry: Entry): Promise<void> {
+    entry.running = true;
+    let again = true;
+    try {
+      again = (await entry.fn()) !== false;
+    } catch (error) {
+      this.onError(entry.name, error);
+    } finally {
+      entry.running = false;
+    }
+    if (!again || entry.cancelled) {
+      this.entries.delete(entry);
+    } else {
+      // The next run is a period after this one ended, so a slow job never piles up behind itself.
+      entry.due = this.now() + entry.everyMs;
+    }
+    this.arm();
+  }
+}

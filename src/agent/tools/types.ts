@@ -1,0 +1,53 @@
+// What every tool the agent has looks like, and what it is given when it runs. A tool returns a
+// JSON-serialisable result; anything it throws is turned into a JSON error result for the model by
+// the turn loop, so a tool never ends a turn by itself.
+import type { ToolSpec } from "../../llm/provider.js";
+
+export interface ToolEvent {
+  type: "tool_progress";
+  tool: string;
+  message: string;
+}
+
+/** The background processes of every task of this process, each with its owner. */
+export interface ProcessOwner {
+  /** The task (a turn, or a subagent's task) that owns the processes a tool starts. */
+  taskId: string;
+}
+
+export interface ToolContext extends ProcessOwner {
+  /** Fires on interrupt: a tool stops at once, killing what it started. */
+  signal: AbortSignal;
+  sessionId: string;
+  turnId: string;
+  /** The project folder relative paths resolve against. */
+  cwd: string;
+  /**
+   * Call before changing files under `dir` (write_file, patch, a terminal command that may write):
+   * the checkpoint layer snapshots the project at most once per turn. Resolves when it is safe to
+   * change; never throws (a failed snapshot is reported as an event and the change goes ahead).
+   */
+  beforeFileChange(dir: string, reason: string): Promise<void>;
+  emit(event: ToolEvent): void;
+}
+
+export interface Tool<Args = Record<string, unknown>> {
+  spec: ToolSpec;
+  /** Safe to run again after a crash (it changes nothing): a resumed turn may repeat it. */
+  readOnly: boolean;
+  /** Polls something that changes by itself (process poll): exempt from the identical-call streak. */
+  poller?: boolean;
+  /** Arguments are the parsed JSON object the model sent; checking them is the tool's job. */
+  run(args: Args, context: ToolContext): Promise<unknown>;
+}
+
+/** A tool's complaint about its input or its work: becomes `{"error": message, ...}` for the model. */
+export class ToolError extends Error {
+  override readonly name = "ToolError";
+  constructor(
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
