@@ -2,7 +2,7 @@
 // here, and a single timer wakes for whichever is due first. No timer or interval per session or
 // per subagent. A job that throws is reported and rescheduled; one that returns false stops.
 
-export type JobResult = boolean | undefined;
+export type JobResult = boolean | undefined | void;
 
 export interface Job {
   readonly name: string;

@@ -106,6 +106,25 @@ const compression = z.strictObject({
     .default(0.5),
 });
 
+/** The turn loop's limits and guardrails. */
+const agent = z.strictObject({
+  /** Sent first in every request; the default says what Tenax is and how to use its tools. */
+  system_prompt: z.string({ error: "expected a string" }).optional(),
+  /** Model calls in one turn before it stops with a message. */
+  max_iterations: intBetween(1, 1000).default(50),
+  /** Times a reply cut by the output limit is continued before it is kept as partial. */
+  max_continuations: intBetween(0, 10).default(2),
+  /** The same call with the same arguments and the same result this many times in a row halts the turn. */
+  identical_call_limit: intBetween(2, 100).default(3),
+  /** The same call failing this many times in a row is blocked from running again in the turn. */
+  failing_call_limit: intBetween(1, 100).default(2),
+  /** A running turn's lease; its heartbeat renews it, so an expired lease means the turn died. */
+  lease_seconds: intBetween(5, 3600).default(60),
+  /** Subagents (delegate_task) running at once. */
+  max_subagents: intBetween(1, 64).default(3),
+});
+export type AgentConfig = z.infer<typeof agent>;
+
 const retry = z.strictObject({ max_attempts: intBetween(1, 20).default(4) });
 
 const gateway = z.strictObject({
@@ -141,6 +160,7 @@ const configObject = z.strictObject({
   fallback: chain(),
   auxiliary: auxiliary.prefault({}),
   compression: compression.prefault({}),
+  agent: agent.prefault({}),
   retry: retry.prefault({}),
   gateway: gateway.prefault({}),
   dashboard: dashboard.prefault({}),
