@@ -2,7 +2,7 @@
 // here, and a single timer wakes for whichever is due first. No timer or interval per session or
 // per subagent. A job that throws is reported and rescheduled; one that returns false stops.
 
-export type JobResult = boolean | undefined | void;
+export type JobResult = boolean | undefined;
 
 export interface Job {
   readonly name: string;
@@ -20,7 +20,7 @@ interface Entry {
   name: string;
   everyMs: number;
   due: number;
-  fn: () => JobResult | Promise<JobResult>;
+  fn: () => unknown;
   running: boolean;
   cancelled: boolean;
 }
@@ -49,7 +49,8 @@ export class Scheduler {
   }
 
   /** Run `fn` every `everyMs`, first after one period. */
-  every(name: string, everyMs: number, fn: () => JobResult | Promise<JobResult>): Job {
+  // `unknown` in the return type lets a job be any function; only `false` means "stop".
+  every(name: string, everyMs: number, fn: () => unknown): Job {
     if (!Number.isFinite(everyMs) || everyMs <= 0)
       throw new RangeError(`job ${name}: period must be positive`);
     if (this.stopped) throw new Error(`job ${name}: the scheduler is stopped`);
