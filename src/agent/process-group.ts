@@ -1,0 +1,99 @@
+// Process groups: every command a tool starts leads its own group, so one signal reaches all it
+// started (a shell's grandchildren included). Liveness ignores zombies: where nothing reaps orphans
+// (a container whose init does not), a dead grandchild stays a zombie that kill(pid, 0) still finds.
+import { readdirSync, readFileSync } from "node:fs";
+import { realSleep, type Sleep } from "../core/deps.js";
+
+const LINUX = process.platform === "linux";
+
+interface StatLine {
+  state: string;
+  pgrp: number;
+}
+
+/** Fields of /proc/PID/stat after the command name, which may itself hold spaces and parentheses. */
+function readStat(pid: number | string): StatLine | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return { state: fields[0] ?? "", pgrp: Number(fields[2]) };
+}
+
+const dead = (state: string) => state === "Z" || state === "X" || state === "x";
+
+/** Sends `signal` (0 only probes); false when no such process or group exists. */
+function send(target: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(target, signal);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Whether a process with this pid exists and is not a zombie. */
+export function pidAlive(pid: number): boolean {
+  if (!send(pid, 0)) return false;
+  if (!LINUX) return true;
+  const stat = readStat(pid);
+  return stat !== null && !dead(stat.state);
+}
+
+/** Whether any process of the group `pgid` exists and is not a zombie. */
+export function groupAlive(pgid: number): boolean {
+  if (!send(-pgid, 0)) return false;
+  if (!LINUX) return true;
+  // The group exists, but perhaps only as zombies: look for a living member.
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
+    const stat = readStat(entry);
+    if (stat !== null && stat.pgrp === pgid && !dead(stat.state)) return true;
+  }
+  return false;
+}
+
+export interface KillGroupOptions {
+  /** How long the group has to end after SIGTERM before it gets SIGKILL. */
+  graceMs?: number;
+  /** How long to wait for the group to be gone after SIGKILL. */
+  killWaitMs?: number;
+  pollMs?: number;
+  sleep?: Sleep;
+}
+
+export const DEFAULT_GRACE_MS = 2_000;
+
+async function waitGone(pgid: number, ms: number, pollMs: number, sleep: Sleep): Promise<boolean> {
+  for (let waited = 0; waited < ms; waited += pollMs) {
+    if (!groupAlive(pgid)) return true;
+    await sleep(pollMs);
+  }
+  return !groupAlive(pgid);
+}
+
+/**
+ * Ends the whole group: SIGTERM, then SIGKILL for whatever is left after the grace. Resolves once
+ * no living member remains: true, or false if something survived even SIGKILL (a process stuck
+ * in the kernel), so the caller can say so.
+ */
+export async function killGroup(pgid: number, options: KillGroupOptions = {}): Promise<boolean> {
+  const { graceMs = DEFAULT_GRACE_MS, killWaitMs = 5_000, pollMs = 20, sleep = realSleep } = options;
+  if (!groupAlive(pgid)) return true;
+  send(-pgid, "SIGTERM");
+  // A stopped process only acts on SIGTERM once continued.
+  send(-pgid, "SIGCONT");
+  if (await waitGone(pgid, graceMs, pollMs, sleep)) return true;
+  send(-pgid, "SIGKILL");
+  return waitGone(pgid, killWaitMs, pollMs, sleep);
+}

@@ -1,0 +1,352 @@
+// The commands every task of this Tenax process runs: each a shell leading its own process group,
+// owned by the task that started it, its output in bounded buffers. When a task ends, its groups are
+// killed and nobody else's. Exit is observed through the child's own events: no timer per process.
+import { type ChildProcess, spawn } from "node:child_process";
+import { type Clock, realSleep, type Sleep, systemClock } from "../core/deps.js";
+import { OutputBuffer } from "./output-buffer.js";
+import { DEFAULT_GRACE_MS, groupAlive, killGroup } from "./process-group.js";
+
+export interface ProcessRegistryOptions {
+  /** Time a group has after SIGTERM before SIGKILL. */
+  graceMs?: number;
+  /** Kept per stream: the first bytes and a ring of the latest. */
+  headBytes?: number;
+  tailBytes?: number;
+  /** At most this many bytes per stream in one poll. */
+  pollBytes?: number;
+  /** Finished processes kept for a last poll; past this the oldest are forgotten. */
+  maxFinished?: number;
+  clock?: Clock;
+  sleep?: Sleep;
+}
+
+export interface StartOptions {
+  cwd: string;
+  taskId: string;
+  env?: Record<string, string>;
+  /** A terminal call waiting for this command; it turns background if it leaves processes behind. */
+  foreground?: boolean;
+}
+
+export interface ProcessInfo {
+  id: string;
+  task_id: string;
+  command: string;
+  cwd: string;
+  pid: number;
+  foreground: boolean;
+  /** Running while any process of its group lives, even after the shell itself exited. */
+  status: "running" | "exited";
+  /** The shell's exit code and signal, null until it exited. */
+  exit_code: number | null;
+  signal: string | null;
+  started_at: string;
+  ended_at: string | null;
+  output_bytes: { stdout: number; stderr: number };
+}
+
+export interface PollResult extends ProcessInfo {
+  /** Output since this reader's last poll. */
+  stdout: string;
+  stderr: string;
+  omitted_bytes?: { stdout: number; stderr: number };
+}
+
+export interface KillResult extends ProcessInfo {
+  /** False when something of the group survived even SIGKILL. */
+  killed: boolean;
+}
+
+interface Entry {
+  id: string;
+  taskId: string;
+  command: string;
+  cwd: string;
+  pid: number;
+  foreground: boolean;
+  child: ChildProcess;
+  startedAt: number;
+  endedAt: number | null;
+  exitCode: number | null;
+  signal: string | null;
+  stdout: OutputBuffer;
+  stderr: OutputBuffer;
+  /** Poll positions per reading task, so one task's poll never takes output from another's. */
+  cursors: Map<string, { stdout: number; stderr: number }>;
+  exited: Promise<void>;
+  closed: Promise<void>;
+}
+
+/** A running command as its starter holds it: valid even after a cleanup forgot the process. */
+export interface ProcessHandle {
+  readonly id: string;
+  info(): ProcessInfo;
+  alive(): boolean;
+  /** Resolves true when the shell exits, false if `signal` fires first. */
+  waitForExit(signal: AbortSignal): Promise<boolean>;
+  /** Waits up to `ms` for the output pipes to close after the shell exited; true if they did. */
+  settle(ms: number): Promise<boolean>;
+  /** All output from the start, head and tail when longer than maxBytes a stream. */
+  output(maxBytes: number): {
+    stdout: string;
+    stderr: string;
+    omitted_bytes: { stdout: number; stderr: number };
+  };
+  kill(): Promise<KillResult>;
+  /** A foreground command that left processes behind: they stay, as a background process. */
+  keepInBackground(): ProcessInfo;
+  /** Drops the process from the registry once nothing of it is alive. */
+  forget(): void;
+}
+
+function waitForExit(entry: Entry, signal: AbortSignal): Promise<boolean> {
+  if (entry.endedAt !== null) return Promise.resolve(true);
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const onAbort = () => resolve(false);
+    signal.addEventListener("abort", onAbort, { once: true });
+    void entry.exited.then(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    });
+  });
+}
+
+/** Commands never wait on a pager or a password prompt: nobody is there to answer. */
+const QUIET_ENV = { PAGER: "cat", GIT_PAGER: "cat", GIT_TERMINAL_PROMPT: "0" };
+
+export class ProcessRegistry {
+  private readonly entries = new Map<string, Entry>();
+  private nextId = 1;
+  private readonly graceMs: number;
+  private readonly headBytes: number;
+  private readonly tailBytes: number;
+  private readonly pollBytes: number;
+  private readonly maxFinished: number;
+  private readonly clock: Clock;
+  private readonly sleep: Sleep;
+
+  constructor(options: ProcessRegistryOptions = {}) {
+    this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    this.headBytes = options.headBytes ?? 16 * 1024;
+    this.tailBytes = options.tailBytes ?? 256 * 1024;
+    this.pollBytes = options.pollBytes ?? 16 * 1024;
+    this.maxFinished = options.maxFinished ?? 50;
+    this.clock = options.clock ?? systemClock;
+    this.sleep = options.sleep ?? realSleep;
+  }
+
+  /** Starts `sh -c command` as the leader of a new process group; rejects if it cannot start. */
+  async start(command: string, options: StartOptions): Promise<ProcessInfo> {
+    return (await this.launch(command, options)).info();
+  }
+
+  /** Like start, with a handle that stays valid even after a cleanup forgot the process. */
+  async launch(command: string, options: StartOptions): Promise<ProcessHandle> {
+    const child = spawn("/bin/sh", ["-c", command], {
+      cwd: options.cwd,
+      env: { ...process.env, ...QUIET_ENV, ...options.env },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", resolve);
+      child.once("error", reject);
+    });
+    // Later errors (none expected once spawned) must not crash the process.
+    child.on("error", () => {});
+    const pid = child.pid as number;
+    const stdout = new OutputBuffer(this.headBytes, this.tailBytes);
+    const stderr = new OutputBuffer(this.headBytes, this.tailBytes);
+    child.stdout?.on("data", (chunk: Buffer) => stdout.write(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => stderr.write(chunk));
+    const entry: Entry = {
+      id: `proc_${this.nextId++}`,
+      taskId: options.taskId,
+      command,
+      cwd: options.cwd,
+      pid,
+      foreground: options.foreground ?? false,
+      child,
+      startedAt: this.clock.now(),
+      endedAt: null,
+      exitCode: null,
+      signal: null,
+      stdout,
+      stderr,
+      cursors: new Map(),
+      exited: new Promise((resolve) => {
+        child.once("exit", (code, signal) => {
+          entry.exitCode = code;
+          entry.signal = signal;
+          entry.endedAt = this.clock.now();
+          resolve();
+        });
+      }),
+      closed: new Promise((resolve) => child.once("close", () => resolve())),
+    };
+    this.entries.set(entry.id, entry);
+    this.prune();
+    return this.handle(entry);
+  }
+
+  /** Every process, or those of one task, oldest first. */
+  list(taskId?: string): ProcessInfo[] {
+    const out: ProcessInfo[] = [];
+    for (const entry of this.entries.values()) {
+      if (taskId === undefined || entry.taskId === taskId) out.push(this.info(entry));
+    }
+    return out;
+  }
+
+  /** The process, or undefined when the id is unknown (or forgotten). */
+  get(id: string): ProcessInfo | undefined {
+    const entry = this.entries.get(id);
+    return entry && this.info(entry);
+  }
+
+  /** State and the output `reader` has not seen yet (at most pollBytes a stream: head and tail). */
+  poll(id: string, reader = "", maxBytes = this.pollBytes): PollResult {
+    const entry = this.require(id);
+    const cursor = entry.cursors.get(reader) ?? { stdout: 0, stderr: 0 };
+    const out = entry.stdout.excerpt(cursor.stdout, maxBytes);
+    const err = entry.stderr.excerpt(cursor.stderr, maxBytes);
+    entry.cursors.set(reader, { stdout: entry.stdout.total, stderr: entry.stderr.total });
+    const result: PollResult = { ...this.info(entry), stdout: out.text, stderr: err.text };
+    if (out.omitted_bytes > 0 || err.omitted_bytes > 0) {
+      result.omitted_bytes = { stdout: out.omitted_bytes, stderr: err.omitted_bytes };
+    }
+    return result;
+  }
+
+  /** Whether any process of its group is alive (false for an unknown id). */
+  alive(id: string): boolean {
+    const entry = this.entries.get(id);
+    return entry !== undefined && this.entryAlive(entry);
+  }
+
+  /** How many of the known processes are alive. */
+  liveCount(): number {
+    let count = 0;
+    for (const entry of this.entries.values()) if (this.entryAlive(entry)) count++;
+    return count;
+  }
+
+  /** Kills the whole group (SIGTERM, then SIGKILL after the grace) and waits until it is gone. */
+  async kill(id: string): Promise<KillResult> {
+    const entry = this.require(id);
+    const killed = await this.stop(entry);
+    return { ...this.info(entry), killed };
+  }
+
+  /** Kills and forgets every process the task owns, leaving other tasks' alone; returns their ids. */
+  async cleanupTask(taskId: string): Promise<string[]> {
+    return this.cleanup([...this.entries.values()].filter((entry) => entry.taskId === taskId));
+  }
+
+  /** Kills and forgets every process: for shutdown. */
+  async cleanupAll(): Promise<string[]> {
+    return this.cleanup([...this.entries.values()]);
+  }
+
+  private async cleanup(entries: Entry[]): Promise<string[]> {
+    await Promise.all(entries.map((entry) => this.stop(entry)));
+    for (const entry of entries) this.entries.delete(entry.id);
+    return entries.map((entry) => entry.id);
+  }
+
+  private async stop(entry: Entry): Promise<boolean> {
+    const gone = await killGroup(entry.pid, { graceMs: this.graceMs, sleep: this.sleep });
+    // With the group gone the shell is dead too, and its exit event is on its way.
+    if (gone) await entry.exited;
+    return gone;
+  }
+
+  private handle(entry: Entry): ProcessHandle {
+    return {
+      id: entry.id,
+      info: () => this.info(entry),
+      alive: () => this.entryAlive(entry),
+      waitForExit: (signal) => waitForExit(entry, signal),
+      settle: (ms) => this.settle(entry, ms),
+      output: (maxBytes) => {
+        const out = entry.stdout.excerpt(0, maxBytes);
+        const err = entry.stderr.excerpt(0, maxBytes);
+        return {
+          stdout: out.text,
+          stderr: err.text,
+          omitted_bytes: { stdout: out.omitted_bytes, stderr: err.omitted_bytes },
+        };
+      },
+      kill: async () => {
+        const killed = await this.stop(entry);
+        return { ...this.info(entry), killed };
+      },
+      keepInBackground: () => {
+        entry.foreground = false;
+        return this.info(entry);
+      },
+      forget: () => {
+        if (this.entries.get(entry.id) === entry && !this.entryAlive(entry)) this.entries.delete(entry.id);
+      },
+    };
+  }
+
+  private async settle(entry: Entry, ms: number): Promise<boolean> {
+    const stop = new AbortController();
+    const timedOut = this.sleep(ms, stop.signal).then(
+      () => false,
+      () => false,
+    );
+    const closed = await Promise.race([entry.closed.then(() => true), timedOut]);
+    stop.abort();
+    if (!closed) {
+      entry.child.stdout?.destroy();
+      entry.child.stderr?.destroy();
+    }
+    return closed;
+  }
+
+  private entryAlive(entry: Entry): boolean {
+    return entry.endedAt === null || groupAlive(entry.pid);
+  }
+
+  private require(id: string): Entry {
+    const entry = this.entries.get(id);
+    if (!entry) throw new Error(`no process "${id}"`);
+    return entry;
+  }
+
+  /** Forgets the oldest finished background processes beyond maxFinished. */
+  private prune(): void {
+    const finished = [...this.entries.values()].filter(
+      (entry) => !entry.foreground && entry.endedAt !== null,
+    );
+    if (finished.length <= this.maxFinished) return;
+    finished.sort((a, b) => (a.endedAt ?? 0) - (b.endedAt ?? 0));
+    let excess = finished.length - this.maxFinished;
+    for (const entry of finished) {
+      if (excess === 0) break;
+      if (groupAlive(entry.pid)) continue;
+      this.entries.delete(entry.id);
+      excess--;
+    }
+  }
+
+  private info(entry: Entry): ProcessInfo {
+    return {
+      id: entry.id,
+      task_id: entry.taskId,
+      command: entry.command,
+      cwd: entry.cwd,
+      pid: entry.pid,
+      foreground: entry.foreground,
+      status: this.entryAlive(entry) ? "running" : "exited",
+      exit_code: entry.exitCode,
+      signal: entry.signal,
+      started_at: new Date(entry.startedAt).toISOString(),
+      ended_at: entry.endedAt === null ? null : new Date(entry.endedAt).toISOString(),
+      output_bytes: { stdout: entry.stdout.total, stderr: entry.stderr.total },
+    };
+  }
+}
