@@ -69,6 +69,14 @@ export function getTurns(db: Database.Database, sessionId: string): TurnView[] {
   return rows.map(toTurnView);
 }
 
+/** Turns still marked running, oldest first: live ones, or ones whose process died. */
+export function runningTurns(db: Database.Database): TurnView[] {
+  const rows = db
+    .prepare("SELECT * FROM turns WHERE status = 'running' ORDER BY started_at, rowid")
+    .all() as Record<string, unknown>[];
+  return rows.map(toTurnView);
+}
+
 export interface StoreStats {
   path: string;
   profile: string | null;

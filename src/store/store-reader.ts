@@ -59,6 +59,11 @@ export abstract class StoreReadView {
 
   protected onCorruptRead(_error: unknown): void {}
 
+  /** Turns still marked running (alive, or left behind by a process that died). */
+  runningTurns(): TurnView[] {
+    return this.read((db) => q.runningTurns(db));
+  }
+
   /** One durable record's value (parsed JSON), or null when there is none (or it was deleted). */
   getRecord<T = unknown>(kind: string, key: string): T | null {
     return this.read((db) => q.getRecord<T>(db, kind, key));

@@ -1,0 +1,187 @@
+// The agent of one profile in one process: the model runtime, the tools with their process
+// registry, the one scheduler, checkpoints and compression, over the profile's store. `turn()`
+// runs one turn; `close()` stops everything it started (processes, timers, simulators).
+
+import { z } from "zod";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { type Deps, defaultDeps } from "../core/deps.js";
+import { ConcurrencyLimiter } from "../llm/concurrency.js";
+import type { StatusEvent } from "../llm/route-events.js";
+import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
+import type { Store } from "../store/store.js";
+import { MARKER_ROLE } from "./history.js";
+import { ProcessRegistry } from "./processes.js";
+import { reapDeadTurns } from "./reap.js";
+import { Scheduler } from "./scheduler.js";
+import { defineTool } from "./tools/define-tool.js";
+import { durableTools } from "./tools/durable.js";
+import { fileAndProcessTools } from "./tools/index.js";
+import { type Tool, ToolError } from "./tools/types.js";
+import {
+  type AgentEvent,
+  newTaskId,
+  runTurn,
+  type TurnCompressor,
+  type TurnDeps,
+  type TurnInput,
+  type TurnResult,
+} from "./turn.js";
+
+export const DEFAULT_SYSTEM_PROMPT = `You are Tenax, an agent running on the operator's own machine. Use the tools to look before you act: read files before changing them, run commands to check your work, and keep a todo list for work of several steps. Say plainly what you did and what failed. When a tool returns an error, read it and change something before trying again.`;
+
+/** How much of a subagent's reply its parent gets back. */
+const MAX_SUBAGENT_REPLY = 20_000;
+
+export interface AgentOptions {
+  paths: ProfilePaths;
+  config: TenaxConfig;
+  store: Store;
+  deps?: Partial<Deps>;
+  /** Checkpoints on for this process, whatever config says (`--checkpoints`). */
+  checkpoints?: boolean;
+  /** Snapshots a project before the turn's first change there; built from config when left out. */
+  checkpoint?: ((dir: string, reason: string) => Promise<unknown>) | null;
+  compressor?: TurnCompressor | null;
+  /** Every status event of every turn (retries, rotation, fallback, ...), for health and logs. */
+  onStatus?: (event: StatusEvent) => void;
+  runtime?: ModelRuntime;
+}
+
+export class Agent {
+  readonly processes = new ProcessRegistry();
+  readonly scheduler: Scheduler;
+  private readonly subagents: ConcurrencyLimiter;
+  private readonly turnDeps: TurnDeps;
+  private closed = false;
+
+  private constructor(
+    readonly options: AgentOptions,
+    readonly runtime: ModelRuntime,
+    readonly deps: Deps,
+  ) {
+    this.scheduler = new Scheduler({ now: () => deps.clock.now() });
+    const config = options.config;
+    this.subagents = new ConcurrencyLimiter(config.agent.max_subagents);
+    const base = [
+      ...fileAndProcessTools(this.processes),
+      ...durableTools(options.store, () => deps.clock.now()),
+    ];
+    this.turnDeps = {
+      store: options.store,
+      router: runtime.router,
+      tools: [...base, this.delegateTool(base)],
+      scheduler: this.scheduler,
+      deps,
+      limits: config.agent,
+      system: config.agent.system_prompt ?? DEFAULT_SYSTEM_PROMPT,
+      cleanupTask: (taskId) => this.processes.cleanupTask(taskId),
+      checkpoint: options.checkpoint ?? null,
+      compressor: options.compressor ?? null,
+    };
+  }
+
+  static async create(options: AgentOptions): Promise<Agent> {
+    const deps: Deps = { ...defaultDeps, ...options.deps };
+    const runtime =
+      options.runtime ??
+      (await createModelRuntime(options.config, {
+        ledger: options.store.credentials(),
+        deps,
+        ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+      }));
+    return new Agent(options, runtime, deps);
+  }
+
+  get store(): Store {
+    return this.options.store;
+  }
+
+  get tools(): readonly Tool[] {
+    return this.turnDeps.tools;
+  }
+
+  /** Mark turns whose process died as interrupted (run this when a process starts). */
+  reap(): ReturnType<typeof reapDeadTurns> {
+    return reapDeadTurns(this.store, this.deps.clock.now());
+  }
+
+  async newSession(options: { title?: string; source?: string; parent?: string } = {}): Promise<string> {
+    return this.store.createSession({
+      title: options.title ?? null,
+      source: options.source ?? "cli",
+      model: `${this.runtime.router.primary.provider}/${this.runtime.router.primary.model}`,
+      parent_session_id: options.parent ?? null,
+    });
+  }
+
+  turn(input: TurnInput): Promise<TurnResult> {
+    if (this.closed) throw new Error("the agent is closed");
+    return runTurn(this.turnDeps, input);
+  }
+
+  /** Stop what this agent started: every process of every task, the scheduler, in-process simulators. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.scheduler.stop();
+    await this.processes.cleanupAll();
+    await this.runtime.close();
+  }
+
+  /**
+   * delegate_task: a subagent works on a task in its own session (linked to the parent's), under
+   * the parent's abort signal, with its own process ownership; at most `agent.max_subagents` run
+   * at once. Subagents cannot delegate further. Nothing of a finished subagent is kept in memory.
+   */
+  private delegateTool(tools: Tool[]): Tool {
+    return defineTool({
+      name: "delegate_task",
+      description:
+        "Hand a self-contained task to a subagent with its own session and the same tools (except delegate_task). It returns the subagent's final answer. Give it everything it needs to know in the task text.",
+      schema: z.strictObject({
+        task: z.string().min(1).max(20_000).describe("what to do, with all the context needed"),
+        title: z.string().min(1).max(200).optional(),
+      }),
+      readOnly: false,
+      run: async (args, parent) => {
+        const release = await this.subagents.acquire(parent.signal);
+        try {
+          const sessionId = await this.newSession({
+            title: args.title ?? args.task.slice(0, 80),
+            source: "subagent",
+            parent: parent.sessionId,
+          });
+          const result = await runTurn(
+            { ...this.turnDeps, tools },
+            {
+              sessionId,
+              text: args.task,
+              cwd: parent.cwd,
+              signal: parent.signal,
+              taskId: newTaskId(this.deps.clock.now()),
+            },
+          );
+          if (result.status === "interrupted")
+            throw parent.signal.reason ?? new ToolError("the subagent was interrupted");
+          const reply =
+            result.reply.length > MAX_SUBAGENT_REPLY
+              ? `${result.reply.slice(0, MAX_SUBAGENT_REPLY)}\n[... cut by Tenax: the whole reply is in session ${sessionId}]`
+              : result.reply;
+          return {
+            session_id: sessionId,
+            status: result.status,
+            partial: result.partial,
+            reply,
+            error: result.error,
+          };
+        } finally {
+          release();
+        }
+      },
+    });
+  }
+}
+
+export type { AgentEvent, TurnResult };
+export { MARKER_ROLE };

@@ -1,0 +1,459 @@
+// One agent turn as a plain async function: the user's message is committed first, then the model
+// is called with the durable history, tool calls are run and each result committed as it
+// completes, until a final answer or the iteration budget. The turn holds a lease that the one
+// scheduler renews; a crash leaves the turn "running" with an expired lease and a transcript to
+// resume from. One abort stops everything of the turn: the model call (auxiliary ones included),
+// the tools, their processes, and subagents.
+import type { Deps } from "../core/deps.js";
+import { newId } from "../core/ids.js";
+import { ProviderError } from "../llm/classified-error.js";
+import type { Completion } from "../llm/model-call.js";
+import type { ToolCall, ToolSpec } from "../llm/provider.js";
+import type { RouteEvent } from "../llm/route-events.js";
+import type { ModelRouter, TurnRoute } from "../llm/router.js";
+import type { Store } from "../store/store.js";
+import { Guardrails } from "./guardrails.js";
+import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
+import type { Scheduler } from "./scheduler.js";
+import { type Tool, type ToolContext, ToolError, type ToolEvent } from "./tools/types.js";
+
+export type TurnStatus = "completed" | "interrupted" | "failed";
+
+export type AgentEvent =
+  | RouteEvent
+  | ToolEvent
+  | { type: "turn_started"; session_id: string; turn_id: string }
+  | { type: "tool_started"; turn_id: string; id: string; name: string; arguments: string }
+  | { type: "tool_finished"; turn_id: string; id: string; name: string; ok: boolean; ms: number }
+  | { type: "guardrail"; layer: "guardrails"; message: string }
+  | { type: "continuation"; turn_id: string; count: number }
+  | { type: "turn_finished"; turn_id: string; status: TurnStatus; partial: boolean; error: string | null }
+  | { type: string; layer?: string; message?: string; [key: string]: unknown };
+
+/** What the turn needs from context compression (src/agent/compression.ts implements it). */
+export interface TurnCompressor {
+  needed(input: {
+    transcript: ReturnType<Store["getMessages"]>;
+    compaction: Compaction | null;
+    system: string | null;
+    window: number;
+    lastInputTokens: number | null;
+  }): boolean;
+  compress(
+    input: {
+      sessionId: string;
+      turnId: string | null;
+      transcript: ReturnType<Store["getMessages"]>;
+      compaction: Compaction | null;
+      system: string | null;
+      window: number;
+      lastInputTokens: number | null;
+      reason: "threshold" | "overflow" | "manual";
+      signal: AbortSignal;
+    },
+    turn: { attempts: number; overflowBypassUsed: boolean },
+  ): Promise<Compaction | null>;
+}
+
+export interface TurnLimits {
+  max_iterations: number;
+  max_continuations: number;
+  identical_call_limit: number;
+  failing_call_limit: number;
+  lease_seconds: number;
+}
+
+export interface TurnDeps {
+  store: Store;
+  router: ModelRouter;
+  tools: readonly Tool[];
+  scheduler: Scheduler;
+  deps: Deps;
+  limits: TurnLimits;
+  system: string | null;
+  /** Kills every process a task owns (the process registry). */
+  cleanupTask(taskId: string): Promise<unknown>;
+  /** Snapshot a project before the turn's first change there (checkpoints); null when off. */
+  checkpoint: ((dir: string, reason: string) => Promise<unknown>) | null;
+  compressor: TurnCompressor | null;
+  /** Window used when config does not list the primary model's. */
+  defaultWindow?: number;
+}
+
+export interface TurnInput {
+  sessionId: string;
+  text: string;
+  cwd: string;
+  signal?: AbortSignal;
+  onEvent?: (event: AgentEvent) => void;
+  /** The owner of processes the turn's tools start; defaults to the turn id. */
+  taskId?: string;
+  /** The routing state, when a caller keeps one across calls; a new turn starts on the primary. */
+  route?: TurnRoute;
+}
+
+export interface TurnResult {
+  session_id: string;
+  turn_id: string;
+  status: TurnStatus;
+  /** The final answer (continuations joined); what was said so far when the turn did not complete. */
+  reply: string;
+  /** True when the reply was cut (output limit after the allowed continuations, or the turn stopped). */
+  partial: boolean;
+  /** The provider's own finish reason of the last call, unchanged. */
+  finish_reason: string | null;
+  error: string | null;
+  iterations: number;
+  usage: { input_tokens: number; output_tokens: number };
+  model: { provider: string; model: string } | null;
+}
+
+/** The user message Tenax adds to continue a reply the output limit cut. */
+export const CONTINUE_PROMPT =
+  "Continue exactly where your last message stopped, without repeating anything.";
+export const CONTINUE_NAME = "tenax-continue";
+
+/** Results longer than this are cut (head and tail kept) before the model sees them. */
+const MAX_TOOL_RESULT_CHARS = 100_000;
+
+class TurnHalted extends Error {}
+
+export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnResult> {
+  const { store, deps, limits } = agent;
+  const emit = safe(input.onEvent);
+  const leaseMs = limits.lease_seconds * 1000;
+  const turnId = await store.startTurn(input.sessionId, leaseMs);
+  const taskId = input.taskId ?? turnId;
+  // Persist before publish: the question is durable before any provider sees it.
+  await store.appendMessage({
+    session_id: input.sessionId,
+    role: "user",
+    content: input.text,
+    turn_id: turnId,
+  });
+  emit({ type: "turn_started", session_id: input.sessionId, turn_id: turnId });
+
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(input.signal?.reason);
+  if (input.signal?.aborted) controller.abort(input.signal.reason);
+  else input.signal?.addEventListener("abort", onAbort, { once: true });
+  const signal = controller.signal;
+
+  let ended = false;
+  const heartbeat = agent.scheduler.every(
+    `lease ${turnId}`,
+    Math.max(1000, Math.floor(leaseMs / 3)),
+    async () => {
+      if (ended) return false;
+      const now = deps.clock.now();
+      await store.updateTurn({ id: turnId, heartbeat_at: now, lease_expires_at: now + leaseMs });
+      return true;
+    },
+  );
+
+  const route = input.route ?? agent.router.turn();
+  const guard = new Guardrails(limits);
+  const specs: ToolSpec[] = agent.tools.map((t) => t.spec);
+  const byName = new Map(agent.tools.map((t) => [t.spec.name, t]));
+  const snapshotted = new Map<string, Promise<unknown>>();
+  const compression = { attempts: 0, overflowBypassUsed: false };
+  const replyParts: string[] = [];
+  const usage = { input_tokens: 0, output_tokens: 0 };
+  let lastInputTokens: number | null = null;
+  let finishReason: string | null = null;
+  let partial = false;
+  let iterations = 0;
+  let continuations = 0;
+  let status: TurnStatus = "completed";
+  let error: string | null = null;
+  let model: TurnResult["model"] = null;
+
+  const context: Omit<ToolContext, "emit"> & { emit: (e: ToolEvent) => void } = {
+    signal,
+    sessionId: input.sessionId,
+    turnId,
+    taskId,
+    cwd: input.cwd,
+    emit,
+    beforeFileChange: async (dir, reason) => {
+      if (agent.checkpoint === null) return;
+      // At most one snapshot per project per turn, shared by concurrent callers.
+      let pending = snapshotted.get(dir);
+      if (!pending) {
+        pending = agent.checkpoint(dir, reason).catch((e: unknown) => {
+          emit({
+            type: "checkpoint_failed",
+            layer: "checkpoints",
+            message: `snapshot of ${dir} failed: ${String(e)}`,
+          });
+        });
+        snapshotted.set(dir, pending);
+      }
+      await pending;
+    },
+  };
+
+  const window = () => agent.router.limits(route.target)?.context_window ?? agent.defaultWindow ?? 128_000;
+
+  const compressIfNeeded = async (reason: "threshold" | "overflow") => {
+    if (!agent.compressor) return false;
+    const transcript = store.getMessages(input.sessionId);
+    const compaction = store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId);
+    const sizes = { transcript, compaction, system: agent.system, window: window(), lastInputTokens };
+    if (reason === "threshold" && !agent.compressor.needed(sizes)) return false;
+    const made = await agent.compressor.compress(
+      { ...sizes, sessionId: input.sessionId, turnId, reason, signal },
+      compression,
+    );
+    if (made) lastInputTokens = null;
+    return made !== null;
+  };
+
+  try {
+    for (;;) {
+      if (signal.aborted) throw signal.reason;
+      if (iterations >= limits.max_iterations) {
+        throw new TurnHalted(
+          `stopped: the turn reached its budget of ${limits.max_iterations} model calls (agent.max_iterations)`,
+        );
+      }
+      iterations++;
+      await compressIfNeeded("threshold");
+      let completion: Completion;
+      try {
+        completion = await callModel(agent, route, input.sessionId, specs, signal, emit);
+      } catch (e) {
+        // The provider itself said the context is too long: one bounded compression, then again.
+        if (isOverflow(e) && !signal.aborted && (await compressIfNeeded("overflow"))) {
+          completion = await callModel(agent, route, input.sessionId, specs, signal, emit);
+        } else {
+          throw e;
+        }
+      }
+      model = { provider: completion.provider, model: completion.model };
+      finishReason = completion.finish_reason;
+      lastInputTokens = completion.usage?.input_tokens ?? null;
+      usage.input_tokens += completion.usage?.input_tokens ?? 0;
+      usage.output_tokens += completion.usage?.output_tokens ?? 0;
+      const calls = completion.tool_calls;
+      await store.appendMessage({
+        session_id: input.sessionId,
+        role: "assistant",
+        content: completion.text === "" && calls.length > 0 ? null : completion.text,
+        tool_calls: calls.length > 0 ? calls : null,
+        turn_id: turnId,
+      });
+
+      if (calls.length === 0) {
+        replyParts.push(completion.text);
+        if (completion.finish_reason === "length") {
+          if (continuations < limits.max_continuations) {
+            continuations++;
+            emit({ type: "continuation", turn_id: turnId, count: continuations });
+            await store.appendMessage({
+              session_id: input.sessionId,
+              role: "user",
+              content: CONTINUE_PROMPT,
+              name: CONTINUE_NAME,
+              turn_id: turnId,
+            });
+            continue;
+          }
+          partial = true;
+        }
+        break;
+      }
+      for (const call of calls) {
+        if (signal.aborted) throw signal.reason;
+        const halt = await runToolCall(agent, byName, guard, call, context, emit);
+        if (halt) throw new TurnHalted(halt);
+      }
+    }
+  } catch (e) {
+    if (signal.aborted) {
+      status = "interrupted";
+      partial = true;
+      error = "interrupted";
+    } else if (e instanceof TurnHalted) {
+      status = "failed";
+      partial = true;
+      error = e.message;
+      emit({ type: "guardrail", layer: "guardrails", message: e.message });
+    } else {
+      status = "failed";
+      partial = true;
+      error = describeFailure(e);
+    }
+  } finally {
+    ended = true;
+    heartbeat.cancel();
+    input.signal?.removeEventListener("abort", onAbort);
+    // The task's processes never outlive it, whether it completed, failed or was interrupted.
+    await agent.cleanupTask(taskId).catch(() => {});
+  }
+
+  if (status !== "completed") {
+    await store
+      .appendMessage({
+        session_id: input.sessionId,
+        role: MARKER_ROLE,
+        content:
+          status === "interrupted"
+            ? "turn interrupted: stopped by the user; nothing of it runs any more"
+            : `turn failed: ${error}`,
+        turn_id: turnId,
+      })
+      .catch(() => {});
+  }
+  const now = deps.clock.now();
+  await store.updateTurn({
+    id: turnId,
+    status,
+    ended_at: now,
+    heartbeat_at: now,
+    lease_owner: null,
+    lease_expires_at: null,
+    error,
+  });
+  emit({ type: "turn_finished", turn_id: turnId, status, partial, error });
+  return {
+    session_id: input.sessionId,
+    turn_id: turnId,
+    status,
+    reply: replyParts.join(""),
+    partial,
+    finish_reason: finishReason,
+    error,
+    iterations,
+    usage,
+    model,
+  };
+}
+
+async function callModel(
+  agent: TurnDeps,
+  route: TurnRoute,
+  sessionId: string,
+  tools: ToolSpec[],
+  signal: AbortSignal,
+  emit: (e: AgentEvent) => void,
+): Promise<Completion> {
+  const transcript = agent.store.getMessages(sessionId);
+  const compaction = agent.store.getRecord<Compaction>(COMPACTION_KIND, sessionId);
+  const messages = buildHistory(transcript, { system: agent.system, compaction });
+  return route.complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, { signal, onEvent: emit });
+}
+
+/** Run one tool call and commit its result; returns a halt message when the guardrails say stop. */
+async function runToolCall(
+  agent: TurnDeps,
+  tools: Map<string, Tool>,
+  guard: Guardrails,
+  call: ToolCall,
+  context: ToolContext,
+  emit: (e: AgentEvent) => void,
+): Promise<string | null> {
+  const started = agent.deps.clock.now();
+  emit({
+    type: "tool_started",
+    turn_id: context.turnId,
+    id: call.id,
+    name: call.name,
+    arguments: call.arguments,
+  });
+  const tool = tools.get(call.name);
+  let result: string;
+  let failed = false;
+  const verdict = guard.before(call.name, call.arguments);
+  if (verdict.action === "block") {
+    result = errorResult(verdict.message);
+    failed = true;
+  } else if (!tool) {
+    result = errorResult(
+      `there is no tool named ${call.name}; the tools are: ${[...tools.keys()].join(", ")}`,
+    );
+    failed = true;
+  } else {
+    try {
+      const args = parseArguments(call.arguments);
+      const value = await tool.run(args, context);
+      result = bounded(typeof value === "string" ? value : JSON.stringify(value ?? null));
+    } catch (e) {
+      if (context.signal.aborted) throw context.signal.reason;
+      failed = true;
+      result =
+        e instanceof ToolError
+          ? errorResult(e.message, e.details)
+          : errorResult(`${call.name} failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  await agent.store.appendMessage({
+    session_id: context.sessionId,
+    role: "tool",
+    content: result,
+    tool_call_id: call.id,
+    name: call.name,
+    turn_id: context.turnId,
+  });
+  emit({
+    type: "tool_finished",
+    turn_id: context.turnId,
+    id: call.id,
+    name: call.name,
+    ok: !failed,
+    ms: agent.deps.clock.now() - started,
+  });
+  const after = guard.after(call.name, call.arguments, result, { failed, poller: tool?.poller === true });
+  return after.action === "halt" ? after.message : null;
+}
+
+function parseArguments(text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = text.trim() === "" ? {} : JSON.parse(text);
+  } catch (e) {
+    throw new ToolError(`the arguments are not valid JSON (${(e as Error).message}); send a JSON object`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ToolError("the arguments must be a JSON object");
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function errorResult(message: string, details: Record<string, unknown> = {}): string {
+  return JSON.stringify({ error: message, ...details });
+}
+
+function bounded(text: string): string {
+  if (text.length <= MAX_TOOL_RESULT_CHARS) return text;
+  const half = MAX_TOOL_RESULT_CHARS / 2;
+  return `${text.slice(0, half)}\n[... ${text.length - MAX_TOOL_RESULT_CHARS} characters cut by Tenax ...]\n${text.slice(-half)}`;
+}
+
+function isOverflow(error: unknown): boolean {
+  return error instanceof ProviderError && error.classified.compress;
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof ProviderError) {
+    const layer = typeof error.data.layer === "string" ? error.data.layer : "provider";
+    return `${layer}: ${error.message}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function safe(listener: ((event: AgentEvent) => void) | undefined): (event: AgentEvent) => void {
+  if (!listener) return () => {};
+  return (event) => {
+    try {
+      listener(event);
+    } catch {
+      // A broken listener never breaks a turn.
+    }
+  };
+}
+
+/** A new id for a subagent's task, time-sortable like every other id. */
+export function newTaskId(now: number): string {
+  return newId("task_", now);
+}
