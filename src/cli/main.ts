@@ -3,6 +3,7 @@
 import { Command, CommanderError } from "commander";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../config/paths.js";
 import { requireProfile } from "../config/profiles.js";
+import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerInitCommand } from "./commands/init.js";
 import { registerProfileCommands } from "./commands/profile.js";
 import { registerSessionsCommands } from "./commands/sessions.js";
@@ -51,6 +52,7 @@ export async function main(argv: string[]): Promise<number> {
     },
   };
 
+  registerCheckpointsCommands(program, cli);
   registerInitCommand(program, cli);
   registerProfileCommands(program, cli);
   registerSessionsCommands(program, cli);
