@@ -14,7 +14,16 @@ describe("configSchema", () => {
       providers: {},
       fallback: [],
       auxiliary: {},
-      compression: { enabled: true, threshold: 0.5 },
+      compression: {
+        enabled: true,
+        threshold: 0.5,
+        keep_recent: 0.2,
+        summary_max_tokens: 2000,
+        max_attempts_per_turn: 2,
+        cooldown_seconds: [60, 300, 900],
+        min_saving: 0.1,
+        low_saving_pause_seconds: 1800,
+      },
       agent: {
         max_iterations: 50,
         max_continuations: 2,
@@ -142,6 +151,13 @@ describe("configSchema", () => {
     ],
     [{ providers: { p: { type: "azure" } }, model: { provider: "p", name: "m" } }, "providers.p.type"],
     [{ compression: { threshold: 0 } }, "compression.threshold"],
+    [{ compression: { keep_recent: 0.5 } }, "compression.keep_recent"],
+    [{ compression: { threshold: 0.3, keep_recent: 0.3 } }, "compression.keep_recent"],
+    [{ compression: { cooldown_seconds: [] } }, "compression.cooldown_seconds"],
+    [{ compression: { cooldown_seconds: [60, 0] } }, "compression.cooldown_seconds.1"],
+    [{ compression: { min_saving: 1 } }, "compression.min_saving"],
+    [{ compression: { max_attempts_per_turn: 0 } }, "compression.max_attempts_per_turn"],
+    [{ compression: { window: 1000 } }, "compression"],
     [{ retry: { max_attempts: 21 } }, "retry.max_attempts"],
     [{ gateway: { drain_timeout: -1 } }, "gateway.drain_timeout"],
     [{ store: { synchronous: "off" } }, "store.synchronous"],
@@ -155,6 +171,7 @@ describe("configSchema", () => {
 describe("allowedKeysAt", () => {
   it("knows the keys of nested objects, through records and lists", () => {
     expect(allowedKeysAt(["retry"])).toEqual(["max_attempts"]);
+    expect(allowedKeysAt(["compression"])).toContain("keep_recent");
     expect(allowedKeysAt(["providers", "any"])).toContain("max_concurrency");
     expect(allowedKeysAt(["fallback", 0])).toEqual(["provider", "name"]);
     expect(allowedKeysAt(["providers"])).toBeUndefined();

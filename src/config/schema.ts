@@ -97,14 +97,51 @@ const auxiliary = z.strictObject({
   vision: auxiliaryTask.optional(),
 });
 
-const compression = z.strictObject({
-  enabled: flag().default(true),
-  threshold: z
-    .number({ error: "expected a number greater than 0 and at most 1" })
-    .gt(0, { error: "expected a number greater than 0 and at most 1" })
-    .lte(1, { error: "expected a number greater than 0 and at most 1" })
-    .default(0.5),
-});
+function fraction(what: string, min: "open" | "closed", max: "open" | "closed") {
+  const error = `expected ${what}`;
+  const base = z.number({ error });
+  const low = min === "open" ? base.gt(0, { error }) : base.min(0, { error });
+  return max === "open" ? low.lt(1, { error }) : low.lte(1, { error });
+}
+
+/** Context compression: when it starts, what it keeps, and how it backs off (src/agent/compression.ts). */
+const compression = z
+  .strictObject({
+    /** Off: no automatic compression (threshold or overflow); /compress still works. */
+    enabled: flag().default(true),
+    /** Compress when a request fills this fraction of the primary model's context window. */
+    threshold: fraction("a number greater than 0 and at most 1", "open", "closed").default(0.5),
+    /** The recent turns kept word for word (the tail), as a fraction of the primary window. */
+    keep_recent: fraction("a number greater than 0 and less than 1", "open", "open").default(0.2),
+    /** The longest summary asked of the summarizer, in tokens. */
+    summary_max_tokens: intBetween(100, 100_000).default(2000),
+    /** Compression attempts (summarized or dropped) in one turn. */
+    max_attempts_per_turn: intBetween(1, 10).default(2),
+    /** Cooldown after consecutive summarizer failures: the first, the second, ... the last repeats. */
+    cooldown_seconds: z
+      .array(
+        z
+          .number({ error: "expected a positive number of seconds" })
+          .positive({ error: "expected a positive number of seconds" }),
+        { error: "expected a list of seconds" },
+      )
+      .min(1, { error: "expected at least one cooldown" })
+      .default([60, 300, 900]),
+    /** A pass that saves less than this fraction of the request pauses automatic compression. */
+    min_saving: fraction("a number from 0 to less than 1", "closed", "open").default(0.1),
+    /** How long that pause lasts for the session. */
+    low_saving_pause_seconds: z
+      .number({ error: "expected a number of seconds (0 or more)" })
+      .min(0, { error: "expected a number of seconds (0 or more)" })
+      .default(1800),
+  })
+  .refine((c) => c.keep_recent < c.threshold, {
+    error: "keep_recent must be less than threshold, or compression could never bring a request under it",
+    path: ["keep_recent"],
+    // Only once both are valid numbers: a bad threshold is reported once, as itself.
+    when: (payload) => payload.issues.length === 0,
+  });
+export type CompressionSettings = z.infer<typeof compression>;
 
 /** The turn loop's limits and guardrails. */
 const agent = z.strictObject({
