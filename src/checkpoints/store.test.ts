@@ -236,6 +236,25 @@ describe("CheckpointStore snapshot and restore", () => {
     const none = await rejection(store.restore(project({}), "1"));
     expect(none.message).toContain("no checkpoints of");
   });
+  it("serializes snapshots of one project from several stores (processes) sharing the folder", async () => {
+    const home = tempDir();
+    const dir = project({ "a.txt": "1" });
+    const stores = [storeIn(home), storeIn(home), storeIn(home)];
+    const results = await Promise.all(stores.map((store, i) => store.snapshot(dir, `process ${i}`)));
+    expect(results.filter((r) => r.status === "created")).toHaveLength(1);
+    expect(results.filter((r) => r.status === "unchanged")).toHaveLength(2);
+    expect(await stores[0]?.list(dir)).toHaveLength(1);
+  });
+
+  it("diffs a deleted project folder as everything removed", async () => {
+    const parent = tempDir();
+    const dir = join(parent, "gone");
+    writeFiles(dir, { "x.txt": "was here\n" });
+    const store = storeIn();
+    const snap = created(await store.snapshot(dir, "before"));
+    rmSync(dir, { recursive: true });
+    expect(await store.diff(dir, snap.id)).toContain("deleted file mode 100644");
+  });
 });
 
 describe("CheckpointStore storage", () => {

@@ -10,9 +10,11 @@
 // `git gc` sees every project's snapshots and only drops objects that none of them reaches.
 // Unreachable objects are kept for git's default two weeks before gc removes them, which also
 // protects objects another process is writing at that moment.
+
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { type Clock, realSleep, type Sleep, systemClock } from "../core/deps.js";
 import { commandLine, TenaxError, UsageError } from "../core/errors.js";
 import { type GitCall, type GitTarget, gitVersion, runGit } from "./git.js";
@@ -79,6 +81,10 @@ export const DEFAULT_MAX_FILES = 50_000;
 export const DEFAULT_MAX_BYTES = 500 * 1024 * 1024;
 
 const ID_LENGTH = 12;
+// In the repository's info/attributes, which outranks a project's own .gitattributes: no
+// end-of-line conversion, clean or smudge filter, or keyword expansion, so a restore writes
+// back exactly the bytes that were snapshotted.
+const ATTRIBUTES = "* -text -filter -ident -working-tree-encoding\n";
 const SEQ_DIGITS = 10;
 
 interface Entry {
@@ -165,16 +171,21 @@ export class CheckpointStore {
 
   /** A unified diff from the snapshot `ref` names to the project's present files. */
   async diff(projectDir: string, ref: string): Promise<string> {
-    const { project } = await this.resolveProject(projectDir);
+    const { project, exists } = await this.resolveProject(projectDir);
     await this.ensureReady();
     return this.locked(project, async () => {
       const entry = pick(await this.entries(project), ref, project.path);
-      const present = await this.present(project);
+      // A deleted project folder is the empty tree: its diff shows every file removed.
+      const present = exists ? await this.present(project) : await this.emptyTree();
       if (!present.ok) throw new TenaxError("checkpoint_too_big", present.why);
-      const { stdout } = await this.git(
-        ["diff", "--no-color", "--no-ext-diff", "--no-textconv", entry.tree, present.tree],
-        { workTree: project.path, indexFile: project.index },
-      );
+      const { stdout } = await this.git([
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        entry.tree,
+        present.tree,
+      ]);
       return stdout;
     });
   }
@@ -284,6 +295,11 @@ export class CheckpointStore {
     return { ok: true, tree, files: walk.files.length, excluded: walk.excluded };
   }
 
+  private async emptyTree(): Promise<Present> {
+    const { stdout } = await this.git(["mktree", "-z"], { input: "" });
+    return { ok: true, tree: stdout.trim(), files: 0, excluded: [] };
+  }
+
   private async indexTree(project: ProjectLayout, files: string[]): Promise<string> {
     const call = { workTree: project.path, indexFile: project.index };
     const listed = await this.git(["ls-files", "-z"], call);
@@ -380,15 +396,33 @@ export class CheckpointStore {
     await mkdir(this.layout.home, { recursive: true, mode: 0o700 });
     await mkdir(this.layout.projects, { recursive: true, mode: 0o700 });
     this.tenaxHomeReal = (await canonicalPath(this.tenaxHome)).path;
-    if (!existsSync(`${this.layout.repo}/HEAD`)) await this.git(["init", "--bare", "--quiet"]);
-    // Highest precedence over a project's own .gitattributes: no end-of-line conversion, clean
-    // or smudge filter, or keyword expansion, so a restore writes back the exact bytes.
-    const attributes = "* -text -filter -ident -working-tree-encoding\n";
-    const file = `${this.layout.repo}/info/attributes`;
-    const current = await readFile(file, "utf8").catch(() => null);
-    if (current !== attributes) {
-      await mkdir(`${this.layout.repo}/info`, { recursive: true });
-      await writeFile(file, attributes);
+    if (!existsSync(join(this.layout.repo, "HEAD"))) await this.createRepository();
+    const file = join(this.layout.repo, "info", "attributes");
+    if ((await readFile(file, "utf8").catch(() => null)) !== ATTRIBUTES) {
+      await mkdir(dirname(file), { recursive: true });
+      await writeAtomically(file, ATTRIBUTES);
+    }
+  }
+
+  /**
+   * Made in a private folder and renamed into place, so processes that start at the same time
+   * never run `git init` over each other: one rename wins and the others use its repository.
+   */
+  private async createRepository(): Promise<void> {
+    const staging = `${this.layout.repo}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    try {
+      // No template: no sample hooks, nothing but what git needs.
+      await runGit({ ...this.target, gitDir: staging }, ["init", "--bare", "--quiet", "--template="]);
+      await mkdir(join(staging, "info"), { recursive: true });
+      await writeFile(join(staging, "info", "attributes"), ATTRIBUTES);
+      await rename(staging, this.layout.repo);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (!existsSync(join(this.layout.repo, "HEAD")) || (code !== "ENOTEMPTY" && code !== "EEXIST")) {
+        throw error;
+      }
+    } finally {
+      await rm(staging, { recursive: true, force: true });
     }
   }
 
@@ -405,6 +439,12 @@ function toSnapshot(commit: string, facts: Omit<Snapshot, "id">): Snapshot {
     reason: facts.reason,
     files: facts.files,
   };
+}
+
+async function writeAtomically(file: string, content: string): Promise<void> {
+  const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  await writeFile(temporary, content);
+  await rename(temporary, file);
 }
 
 function nulList(paths: readonly string[]): string {
