@@ -65,16 +65,21 @@ export function judgeAims(
   return aims;
 }
 
-/** The issue's aim for the resilience layer: under 0.2 ms added per call over the bare SDK call. */
+/**
+ * The issue's aim for the resilience layer: under 0.2 ms added per call over the bare SDK call,
+ * judged on the paired median (robust to a neighbour's bursts), for every way of calling it.
+ */
 export function judgeRouterAim(r: RouterHttpResult): Aim {
+  const p = r.paired_added_p50_ms;
   const v = r.by_variant;
-  const added = (k: "router_memory" | "router_sqlite") => v[k].mean_ms - v.sdk.mean_ms;
-  const worst = Math.max(added("router_memory"), added("router_sqlite"));
+  const worst = Math.max(p.memory_over_sdk, p.sqlite_over_sdk, p.signal_over_sdk);
+  const mean = (k: "router_memory" | "router_sqlite") => (v[k].mean_ms - v.sdk.mean_ms).toFixed(3);
   return {
     aim: "resilience layer adds < 0.2 ms per call",
     met: worst < 0.2,
     detail:
-      `mean over the bare SDK: memory ledger +${added("router_memory").toFixed(3)} ms, ` +
-      `SQLite ledger +${added("router_sqlite").toFixed(3)} ms`,
+      `paired median over the bare SDK: memory ledger +${p.memory_over_sdk.toFixed(3)} ms, ` +
+      `SQLite ledger +${p.sqlite_over_sdk.toFixed(3)} ms, with signal +${p.signal_over_sdk.toFixed(3)} ms ` +
+      `(means +${mean("router_memory")}, +${mean("router_sqlite")} ms)`,
   };
 }

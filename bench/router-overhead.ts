@@ -9,14 +9,21 @@ import { profilePaths } from "../src/config/paths.js";
 import { configSchema } from "../src/config/schema.js";
 import { seededRandom } from "../src/core/deps.js";
 import { keyFingerprint } from "../src/llm/key-fingerprint.js";
-import type { RouteRequest } from "../src/llm/router.js";
+import type { RouteOptions, RouteRequest } from "../src/llm/router.js";
 import { createModelRuntime, type ModelRuntime } from "../src/llm/runtime.js";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
 import type { CredentialStateStore } from "../src/store/credential-ledger.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { type CallFigures, callFigures, pairedDiff, shuffle } from "./stats.js";
 
-export const ROUTER_VARIANTS = ["fetch", "sdk", "provider", "router_memory", "router_sqlite"] as const;
+export const ROUTER_VARIANTS = [
+  "fetch",
+  "sdk",
+  "provider",
+  "router_memory",
+  "router_sqlite",
+  "router_signal",
+] as const;
 export type RouterVariant = (typeof ROUTER_VARIANTS)[number];
 
 export interface RouterHttpResult {
@@ -26,7 +33,12 @@ export interface RouterHttpResult {
   by_variant: Record<RouterVariant, CallFigures>;
   /** Each layer variant minus a baseline, per round (the same round's calls), then its median. */
   paired_added_p50_ms: Record<
-    "memory_over_sdk" | "sqlite_over_sdk" | "provider_over_sdk" | "memory_over_provider" | "sdk_over_fetch",
+    | "memory_over_sdk"
+    | "sqlite_over_sdk"
+    | "signal_over_sdk"
+    | "provider_over_sdk"
+    | "memory_over_provider"
+    | "sdk_over_fetch",
     number
   >;
 }
@@ -67,6 +79,8 @@ export async function runRouterHttpBench(
       provider: () => providerAlone(memory),
       router_memory: () => routed(memory),
       router_sqlite: () => routed(sqlite),
+      // As the agent's turn calls it: the turn's abort signal and an event listener.
+      router_signal: () => routed(memory, { signal: new AbortController().signal, onEvent: () => {} }),
     };
     // Every variant must read the same reply, or the comparison is of different work.
     const replies = [replyOf(await calls.fetch())];
@@ -102,6 +116,7 @@ export async function runRouterHttpBench(
       paired_added_p50_ms: {
         memory_over_sdk: pairedDiff(samples.router_memory, samples.sdk),
         sqlite_over_sdk: pairedDiff(samples.router_sqlite, samples.sdk),
+        signal_over_sdk: pairedDiff(samples.router_signal, samples.sdk),
         provider_over_sdk: pairedDiff(samples.provider, samples.sdk),
         memory_over_provider: pairedDiff(samples.router_memory, samples.provider),
         sdk_over_fetch: pairedDiff(samples.sdk, samples.fetch),
@@ -174,6 +189,6 @@ async function providerAlone(runtime: ModelRuntime): Promise<string> {
   throw new Error("the provider's stream ended without done or error");
 }
 
-async function routed(runtime: ModelRuntime): Promise<string> {
-  return (await runtime.router.turn().complete(REQUEST)).text;
+async function routed(runtime: ModelRuntime, options: RouteOptions = {}): Promise<string> {
+  return (await runtime.router.turn().complete(REQUEST, options)).text;
 }

@@ -364,10 +364,12 @@ const VARIANT_LABELS: Record<(typeof ROUTER_VARIANTS)[number], string> = {
   provider: "Tenax OpenAI provider alone",
   router_memory: "router.turn().complete, memory ledger",
   router_sqlite: "router.turn().complete, SQLite ledger",
+  router_signal: "the same, memory ledger, signal + listener",
 };
 
 function routerLines(r: RouterHttpResult): string[] {
   const v = r.by_variant;
+  const p = r.paired_added_p50_ms;
   const over = (a: number, b: number) => `${a >= b ? "+" : ""}${ms3(a - b)}`;
   const ratio = (a: number, b: number) => `x${(a / b).toFixed(2)}`;
   return [
@@ -394,10 +396,10 @@ function routerLines(r: RouterHttpResult): string[] {
         ratio(v[k].mean_ms, v.sdk.mean_ms),
       ]),
     ),
-    `  paired (same round) median added: router ${ms3(r.paired_added_p50_ms.memory_over_sdk)} ms (memory ledger), ` +
-      `${ms3(r.paired_added_p50_ms.sqlite_over_sdk)} ms (SQLite ledger) over the SDK, of which the provider client ` +
-      `${ms3(r.paired_added_p50_ms.provider_over_sdk)} ms and the router's layers ${ms3(r.paired_added_p50_ms.memory_over_provider)} ms; ` +
-      `the SDK ${ms3(r.paired_added_p50_ms.sdk_over_fetch)} ms over bare fetch`,
+    `  paired (same round) median added over the SDK: router ${ms3(p.memory_over_sdk)} ms (memory ledger), ` +
+      `${ms3(p.sqlite_over_sdk)} ms (SQLite ledger), ${ms3(p.signal_over_sdk)} ms (memory, signal + listener);`,
+    `  of the memory-ledger figure, the provider client ${ms3(p.provider_over_sdk)} ms and the router's layers ` +
+      `${ms3(p.memory_over_provider)} ms; the SDK itself is ${ms3(p.sdk_over_fetch)} ms over bare fetch`,
   ];
 }
 
