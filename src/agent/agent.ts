@@ -10,7 +10,7 @@ import { ConcurrencyLimiter } from "../llm/concurrency.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { Store } from "../store/store.js";
-import { MARKER_ROLE } from "./history.js";
+import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import { ProcessRegistry } from "./processes.js";
 import { reapDeadTurns } from "./reap.js";
 import { Scheduler } from "./scheduler.js";
@@ -53,6 +53,7 @@ export class Agent {
   readonly scheduler: Scheduler;
   private readonly subagents: ConcurrencyLimiter;
   private readonly turnDeps: TurnDeps;
+  private readonly listeners = new Map<string, (event: AgentEvent) => void>();
   private closed = false;
 
   private constructor(
@@ -115,9 +116,54 @@ export class Agent {
     });
   }
 
-  turn(input: TurnInput): Promise<TurnResult> {
+  async turn(input: TurnInput): Promise<TurnResult> {
     if (this.closed) throw new Error("the agent is closed");
-    return runTurn(this.turnDeps, input);
+    const listener = input.onEvent;
+    if (listener) this.listeners.set(input.sessionId, listener);
+    try {
+      return await runTurn(this.turnDeps, input);
+    } finally {
+      if (listener && this.listeners.get(input.sessionId) === listener)
+        this.listeners.delete(input.sessionId);
+    }
+  }
+
+  /**
+   * Hand an event raised outside a turn's own call chain (by the shared compressor) to the
+   * listener of the turn running on that session, if any.
+   */
+  dispatch(sessionId: string, event: AgentEvent): void {
+    try {
+      this.listeners.get(sessionId)?.(event);
+    } catch {
+      // A broken listener never breaks the work that reports to it.
+    }
+  }
+
+  /** `/compress`: compress a session's context now, whatever its size; null when nothing was done. */
+  async compress(sessionId: string, signal?: AbortSignal): Promise<Compaction | null> {
+    const compressor = this.turnDeps.compressor;
+    if (!compressor) return null;
+    const primary = this.runtime.router.primary;
+    return compressor.compress(
+      {
+        sessionId,
+        turnId: null,
+        transcript: this.store.getMessages(sessionId),
+        compaction: this.store.getRecord<Compaction>(COMPACTION_KIND, sessionId),
+        system: this.turnDeps.system,
+        window: this.runtime.router.limits(primary)?.context_window ?? 128_000,
+        lastInputTokens: null,
+        reason: "manual",
+        signal: signal ?? new AbortController().signal,
+      },
+      { attempts: 0, overflowBypassUsed: false },
+    );
+  }
+
+  /** The system prompt sent first in every request. */
+  get system(): string | null {
+    return this.turnDeps.system;
   }
 
   /** Stop what this agent started: every process of every task, the scheduler, in-process simulators. */

@@ -12,6 +12,7 @@ import type { ToolCall, ToolSpec } from "../llm/provider.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter, TurnRoute } from "../llm/router.js";
 import type { Store } from "../store/store.js";
+import type { CompressionEvent } from "./compression.js";
 import { Guardrails } from "./guardrails.js";
 import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import type { Scheduler } from "./scheduler.js";
@@ -28,7 +29,9 @@ export type AgentEvent =
   | { type: "guardrail"; layer: "guardrails"; message: string }
   | { type: "continuation"; turn_id: string; count: number }
   | { type: "turn_finished"; turn_id: string; status: TurnStatus; partial: boolean; error: string | null }
-  | { type: string; layer?: string; message?: string; [key: string]: unknown };
+  | { type: "checkpoint"; layer: "checkpoints"; project: string; result: unknown; message: string }
+  | { type: "checkpoint_failed"; layer: "checkpoints"; message: string }
+  | CompressionEvent;
 
 /** What the turn needs from context compression (src/agent/compression.ts implements it). */
 export interface TurnCompressor {
@@ -180,13 +183,22 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       // At most one snapshot per project per turn, shared by concurrent callers.
       let pending = snapshotted.get(dir);
       if (!pending) {
-        pending = agent.checkpoint(dir, reason).catch((e: unknown) => {
-          emit({
-            type: "checkpoint_failed",
-            layer: "checkpoints",
-            message: `snapshot of ${dir} failed: ${String(e)}`,
-          });
-        });
+        pending = agent.checkpoint(dir, reason).then(
+          (result) =>
+            emit({
+              type: "checkpoint",
+              layer: "checkpoints",
+              project: dir,
+              result,
+              message: describeSnapshot(dir, result),
+            }),
+          (e: unknown) =>
+            emit({
+              type: "checkpoint_failed",
+              layer: "checkpoints",
+              message: `snapshot of ${dir} failed: ${String(e)}`,
+            }),
+        );
         snapshotted.set(dir, pending);
       }
       await pending;
@@ -305,6 +317,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       })
       .catch(() => {});
   }
+  if (usage.input_tokens + usage.output_tokens > 0)
+    await addUsage(store, input.sessionId, usage).catch(() => {});
   const now = deps.clock.now();
   await store.updateTurn({
     id: turnId,
@@ -405,6 +419,44 @@ async function runToolCall(
   });
   const after = guard.after(call.name, call.arguments, result, { failed, poller: tool?.poller === true });
   return after.action === "halt" ? after.message : null;
+}
+
+export const USAGE_KIND = "usage";
+
+export interface SessionUsage {
+  input_tokens: number;
+  output_tokens: number;
+  turns: number;
+}
+
+/** Token usage adds up per session in the store, so /usage tells the truth after a restart. */
+async function addUsage(
+  store: Store,
+  sessionId: string,
+  usage: { input_tokens: number; output_tokens: number },
+) {
+  const before = store.getRecord<SessionUsage>(USAGE_KIND, sessionId) ?? {
+    input_tokens: 0,
+    output_tokens: 0,
+    turns: 0,
+  };
+  await store.putRecord(
+    USAGE_KIND,
+    sessionId,
+    {
+      input_tokens: before.input_tokens + usage.input_tokens,
+      output_tokens: before.output_tokens + usage.output_tokens,
+      turns: before.turns + 1,
+    } satisfies SessionUsage,
+    { sessionId },
+  );
+}
+
+function describeSnapshot(dir: string, result: unknown): string {
+  const r = result as { status?: string; why?: string; snapshot?: { id?: string } } | null;
+  if (r?.status === "skipped") return `checkpoint of ${dir} skipped: ${r.why ?? "?"}`;
+  if (r?.status === "unchanged") return `checkpoint of ${dir}: unchanged since ${r.snapshot?.id ?? "?"}`;
+  return `checkpoint of ${dir}: snapshot ${r?.snapshot?.id ?? "?"} taken before the first change`;
 }
 
 function parseArguments(text: string): Record<string, unknown> {

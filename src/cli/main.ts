@@ -3,6 +3,7 @@
 import { Command, CommanderError } from "commander";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../config/paths.js";
 import { requireProfile } from "../config/profiles.js";
+import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerInitCommand } from "./commands/init.js";
 import { registerProfileCommands } from "./commands/profile.js";
@@ -54,6 +55,7 @@ export async function main(argv: string[]): Promise<number> {
 
   registerCheckpointsCommands(program, cli);
   registerInitCommand(program, cli);
+  registerChatCommand(program, cli);
   registerProfileCommands(program, cli);
   registerSessionsCommands(program, cli);
   registerSimulatorCommand(program, cli);

@@ -1,0 +1,84 @@
+// Opening a profile's agent for a process (chat, gateway): the store as the process's one writer,
+// checkpoints when config or a flag asks, compression, the model runtime with the shared key
+// ledger; turns a dead process left running are reaped first. `close()` undoes all of it.
+
+import { CheckpointStore } from "../checkpoints/store.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { type Deps, defaultDeps } from "../core/deps.js";
+import type { StatusEvent } from "../llm/route-events.js";
+import { openStore, releaseStore, type StoreSettings } from "../store/registry.js";
+import type { Store } from "../store/store.js";
+import { Agent } from "./agent.js";
+import { Compressor } from "./compression.js";
+import type { ReapedTurn } from "./reap.js";
+import type { TurnCompressor } from "./turn.js";
+
+export interface OpenAgentOptions {
+  storeSettings?: StoreSettings;
+  /** `--checkpoints`: on for this process whatever config says. */
+  checkpoints?: boolean;
+  deps?: Partial<Deps>;
+  onStatus?: (event: StatusEvent) => void;
+  /** Context compression; on by default (config `compression`), off with null. */
+  compressor?: null;
+}
+
+export interface OpenedAgent {
+  agent: Agent;
+  store: Store;
+  checkpoints: CheckpointStore | null;
+  reaped: ReapedTurn[];
+  close(): Promise<void>;
+}
+
+export async function openAgent(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  options: OpenAgentOptions = {},
+): Promise<OpenedAgent> {
+  const store = await openStore(paths, options.storeSettings ?? {});
+  try {
+    const checkpoints =
+      config.checkpoints.enabled || options.checkpoints
+        ? new CheckpointStore({ home: paths.home, maxSnapshots: config.checkpoints.max_snapshots })
+        : null;
+    let compressor: TurnCompressor | null = null;
+    const agent = await Agent.create({
+      paths,
+      config,
+      store,
+      ...(options.deps ? { deps: options.deps } : {}),
+      ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+      checkpoint: checkpoints ? (dir, reason) => checkpoints.snapshot(dir, reason) : null,
+      // The compressor needs the router the agent builds, so it is looked up when a turn runs.
+      compressor: {
+        needed: (input) => compressor?.needed(input) ?? false,
+        compress: (input, turn) => compressor?.compress(input, turn) ?? Promise.resolve(null),
+      },
+    });
+    if (options.compressor !== null) {
+      compressor = new Compressor({
+        router: agent.runtime.router,
+        store,
+        deps: { ...defaultDeps, ...options.deps },
+        settings: config.compression,
+        onEvent: (event) => agent.dispatch(event.session_id, event),
+      });
+    }
+    const reaped = await agent.reap();
+    return {
+      agent,
+      store,
+      checkpoints,
+      reaped,
+      close: async () => {
+        await agent.close();
+        await releaseStore(store);
+      },
+    };
+  } catch (error) {
+    await releaseStore(store);
+    throw error;
+  }
+}

@@ -1,0 +1,304 @@
+// What `tenax chat` does with each line, apart from the terminal: a line is a turn, or a slash
+// command. /new, /resume and /branch start from clean state (the durable transcript is the only
+// state a session has); /context and /usage read the durable transcript and change nothing.
+import { resolve } from "node:path";
+import type { Agent } from "../../agent/agent.js";
+import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "../../agent/history.js";
+import {
+  type AgentEvent,
+  CONTINUE_NAME,
+  type SessionUsage,
+  type TurnResult,
+  USAGE_KIND,
+} from "../../agent/turn.js";
+import { CheckpointStore } from "../../checkpoints/store.js";
+import type { ProfilePaths } from "../../config/paths.js";
+import type { TenaxConfig } from "../../config/schema.js";
+import { TenaxError } from "../../core/errors.js";
+import { estimateTokens } from "../../llm/tokens.js";
+
+export interface ChatOutput {
+  /** A piece of the streamed reply. */
+  text(delta: string): void;
+  /** A live status line (retry, rotation, fallback, compression, tools). */
+  status(line: string): void;
+  /** A line of information for the user. */
+  info(line: string): void;
+  error(line: string): void;
+}
+
+export type LineOutcome = "continue" | "exit";
+
+export const CHAT_HELP = `Commands:
+  /new              start a new session (nothing of the current one carries over)
+  /resume ID        continue a stored session (an id or a unique prefix)
+  /branch           copy this session into a new one and continue there
+  /retry            send your last message again
+  /rollback [N]     restore the project to its Nth newest checkpoint (1: the latest)
+  /compress         compress this session's context now
+  /context          the size of this session's durable transcript
+  /model            the primary model and the fallback chain
+  /usage            tokens this session has used
+  /help             this list
+  /exit             leave (Ctrl-C interrupts a turn; twice leaves)`;
+
+export class ChatSession {
+  private current: string | null = null;
+  private lastTurn: TurnResult | null = null;
+
+  constructor(
+    private readonly agent: Agent,
+    private readonly paths: ProfilePaths,
+    private readonly config: TenaxConfig,
+    private readonly cwd: string,
+    private readonly out: ChatOutput,
+  ) {}
+
+  get sessionId(): string | null {
+    return this.current;
+  }
+
+  /** Start on a stored session, or a new one. */
+  async open(resume?: string): Promise<string> {
+    this.current = resume ? this.agent.store.resolveSessionId(resume) : await this.agent.newSession();
+    this.lastTurn = null;
+    return this.current;
+  }
+
+  /** Handle one line; turns run under `signal` (Ctrl-C aborts it). */
+  async handle(line: string, signal: AbortSignal): Promise<LineOutcome> {
+    const text = line.trim();
+    if (text === "") return "continue";
+    if (!text.startsWith("/")) {
+      await this.turn(text, signal);
+      return "continue";
+    }
+    const [command = "", ...rest] = text.split(/\s+/);
+    const arg = rest.join(" ");
+    try {
+      return await this.command(command, arg, signal);
+    } catch (error) {
+      this.out.error(
+        TenaxError.isInstance(error)
+          ? `${error.message}${error.hint ? `\n${error.hint}` : ""}`
+          : String(error),
+      );
+      return "continue";
+    }
+  }
+
+  async turn(text: string, signal: AbortSignal): Promise<TurnResult> {
+    const sessionId = this.current ?? (await this.open());
+    const result = await this.agent.turn({
+      sessionId,
+      text,
+      cwd: this.cwd,
+      signal,
+      onEvent: (e) => this.onEvent(e),
+    });
+    this.lastTurn = result;
+    if (result.reply !== "" || result.status === "completed") this.out.text("\n");
+    if (result.status === "interrupted") this.out.info("(interrupted)");
+    else if (result.status === "failed") this.out.error(`turn failed: ${result.error}`);
+    else if (result.partial)
+      this.out.info(`(the reply was cut by the output limit: finish reason ${result.finish_reason})`);
+    return result;
+  }
+
+  private onEvent(event: AgentEvent): void {
+    switch (event.type) {
+      case "text":
+        this.out.text(event.delta);
+        return;
+      case "stream_restart":
+        this.out.text("\n");
+        this.out.status(`[retry] ${event.message}`);
+        return;
+      case "tool_started":
+        this.out.status(`[tool] ${event.name}`);
+        return;
+      case "tool_progress":
+        this.out.status(`[tool] ${event.tool}: ${event.message}`);
+        return;
+      default:
+        if ("layer" in event) this.out.status(`[${event.layer}] ${event.message}`);
+    }
+  }
+
+  private async command(command: string, arg: string, signal: AbortSignal): Promise<LineOutcome> {
+    switch (command) {
+      case "/exit":
+      case "/quit":
+        return "exit";
+      case "/help":
+        this.out.info(CHAT_HELP);
+        return "continue";
+      case "/new":
+        this.out.info(`new session ${await this.open()}`);
+        return "continue";
+      case "/resume": {
+        if (arg === "") {
+          this.out.error("/resume needs a session id (tenax sessions list shows them)");
+          return "continue";
+        }
+        const id = await this.open(arg);
+        this.out.info(`resumed session ${id} (${this.agent.store.getMessages(id).length} messages)`);
+        return "continue";
+      }
+      case "/branch":
+        await this.branch();
+        return "continue";
+      case "/retry": {
+        const last = this.lastUserMessage();
+        if (last === null) {
+          this.out.error("nothing to retry: this session has no message of yours yet");
+          return "continue";
+        }
+        await this.turn(last, signal);
+        return "continue";
+      }
+      case "/rollback":
+        await this.rollback(arg);
+        return "continue";
+      case "/compress": {
+        const session = this.current ?? (await this.open());
+        const made = await this.agent.compress(session, signal);
+        this.out.info(
+          made
+            ? `compressed ${made.messages} messages`
+            : "nothing was compressed (see the status lines above for why)",
+        );
+        return "continue";
+      }
+      case "/context":
+        this.context();
+        return "continue";
+      case "/model":
+        this.model();
+        return "continue";
+      case "/usage":
+        this.usage();
+        return "continue";
+      default:
+        this.out.error(`unknown command ${command}; /help lists the commands`);
+        return "continue";
+    }
+  }
+
+  private lastUserMessage(): string | null {
+    if (this.current === null) return null;
+    const users = this.agent.store
+      .getMessages(this.current)
+      .filter((m) => m.role === "user" && m.name !== CONTINUE_NAME && typeof m.content === "string");
+    return users.at(-1)?.content ?? null;
+  }
+
+  private async branch(): Promise<void> {
+    const from = this.current ?? (await this.open());
+    const store = this.agent.store;
+    const source = store.getSession(from);
+    const to = await this.agent.newSession({ title: `branch of ${source?.title ?? from}`, parent: from });
+    const messages = store.getMessages(from);
+    if (messages.length > 0) {
+      await store.write(
+        messages.map((m) =>
+          store.messageOp({
+            session_id: to,
+            role: m.role,
+            content:
+              m.content_kind === "parts" && m.content ? (JSON.parse(m.content) as unknown[]) : m.content,
+            tool_calls: m.tool_calls,
+            tool_call_id: m.tool_call_id,
+            name: m.name,
+          }),
+        ),
+      );
+    }
+    const compaction = store.getRecord<Compaction>(COMPACTION_KIND, from);
+    if (compaction) await store.putRecord(COMPACTION_KIND, to, compaction, { sessionId: to });
+    this.current = to;
+    this.lastTurn = null;
+    this.out.info(`branched ${from} into ${to} (${messages.length} messages copied); continuing in ${to}`);
+  }
+
+  private async rollback(arg: string): Promise<void> {
+    const n = arg === "" ? 1 : Number(arg);
+    if (!Number.isInteger(n) || n < 1) {
+      this.out.error(`/rollback takes a whole number of 1 or more (1: the latest checkpoint), not "${arg}"`);
+      return;
+    }
+    const checkpoints = new CheckpointStore({
+      home: this.paths.home,
+      maxSnapshots: this.config.checkpoints.max_snapshots,
+    });
+    const project = resolve(this.cwd);
+    const result = await checkpoints.restore(project, String(n));
+    this.out.info(
+      `restored ${project} to checkpoint ${result.restored.id} (${new Date(result.restored.created_at).toISOString()}); ${result.changes.length} files changed` +
+        (result.safety ? `; undo with /rollback 1 (the present was saved as ${result.safety.id})` : ""),
+    );
+  }
+
+  private context(): void {
+    if (this.current === null) {
+      this.out.info("no session yet");
+      return;
+    }
+    const store = this.agent.store;
+    const transcript = store.getMessages(this.current);
+    const compaction = store.getRecord<Compaction>(COMPACTION_KIND, this.current);
+    const history = buildHistory(transcript, { system: this.agent.system, compaction });
+    const tokens = estimateTokens(
+      history,
+      this.agent.tools.map((t) => t.spec),
+    );
+    const primary = this.agent.runtime.router.primary;
+    const window = this.agent.runtime.router.limits(primary)?.context_window ?? null;
+    const markers = transcript.filter((m) => m.role === MARKER_ROLE).length;
+    this.out.info(
+      [
+        `session ${this.current}: ${transcript.length} stored messages (${markers} Tenax notes)`,
+        `the next request carries ${history.length} messages, about ${tokens} tokens${
+          window
+            ? ` of ${primary.provider}/${primary.model}'s ${window} (${Math.round((100 * tokens) / window)}%; compression at ${Math.round(this.config.compression.threshold * 100)}%)`
+            : ""
+        }`,
+        compaction
+          ? `compacted: messages ${compaction.head_until_seq + 1} to ${compaction.middle_until_seq} are ${compaction.summary === null ? "dropped (no summary)" : "a summary"}`
+          : "not compacted",
+      ].join("\n"),
+    );
+  }
+
+  private model(): void {
+    const router = this.agent.runtime.router;
+    const p = router.primary;
+    const chain = router.fallbackChain.map((t) => `${t.provider}/${t.model}`);
+    this.out.info(
+      [
+        `primary: ${p.provider}/${p.model}${this.agent.runtime.builtIn ? " (the built-in local simulator)" : ""}`,
+        `fallback: ${chain.length > 0 ? chain.join(" then ") : "none"}`,
+        ...(this.lastTurn?.model
+          ? [`last reply from: ${this.lastTurn.model.provider}/${this.lastTurn.model.model}`]
+          : []),
+      ].join("\n"),
+    );
+  }
+
+  private usage(): void {
+    if (this.current === null) {
+      this.out.info("no session yet");
+      return;
+    }
+    const usage = this.agent.store.getRecord<SessionUsage>(USAGE_KIND, this.current) ?? {
+      input_tokens: 0,
+      output_tokens: 0,
+      turns: 0,
+    };
+    const transcript = this.agent.store.getMessages(this.current);
+    const chars = transcript.reduce((n, m) => n + (m.content?.length ?? 0), 0);
+    this.out.info(
+      `session ${this.current}: ${usage.turns} turns reported ${usage.input_tokens} input and ${usage.output_tokens} output tokens; the transcript holds ${transcript.length} messages, ${chars} characters`,
+    );
+  }
+}

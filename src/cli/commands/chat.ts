@@ -1,0 +1,126 @@
+// `tenax chat`: interactive, with the reply streaming as it comes and a status line for every
+// retry, key rotation, fallback and compression; Ctrl-C interrupts a turn, twice leaves. And
+// `tenax chat -q PROMPT [--session ID] [--json]` for one turn.
+import { createInterface } from "node:readline";
+import type { Command } from "commander";
+import { openAgent } from "../../agent/setup.js";
+import { loadConfig } from "../../config/load.js";
+import { type ChatOutput, ChatSession } from "../chat/chat-session.js";
+import type { Cli } from "../main.js";
+import { storeSettings } from "../store-access.js";
+
+interface ChatFlags {
+  query?: string;
+  session?: string;
+  json?: boolean;
+  checkpoints?: boolean;
+}
+
+export function registerChatCommand(program: Command, cli: Cli): void {
+  program
+    .command("chat")
+    .description("talk with the agent: interactive, or one turn with -q")
+    .option("-q, --query <prompt>", "run one turn with this message and exit")
+    .option("--session <id>", "continue this session (an id or a unique prefix)")
+    .option("--json", "with -q: print one JSON document with session_id and reply")
+    .option("--checkpoints", "snapshot projects before the agent changes files, whatever config says")
+    .action((flags: ChatFlags) =>
+      cli.run(flags.json, async (out) => {
+        const paths = cli.profile();
+        const { config, warnings } = loadConfig(paths);
+        for (const w of warnings) out.warn(w);
+        const opened = await openAgent(paths, config, {
+          storeSettings: storeSettings(config),
+          ...(flags.checkpoints ? { checkpoints: true } : {}),
+        });
+        try {
+          if (opened.agent.runtime.builtIn) {
+            out.warn(
+              "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
+            );
+          }
+          for (const turn of opened.reaped) {
+            out.warn(
+              `turn ${turn.turn_id} of session ${turn.session_id} was left running by a process that stopped; it is marked interrupted`,
+            );
+          }
+          const json = flags.json === true;
+          const output: ChatOutput = {
+            text: (d) => {
+              if (!json) process.stdout.write(d);
+            },
+            status: (l) => process.stderr.write(`${l}\n`),
+            info: (l) => process.stderr.write(`${l}\n`),
+            error: (l) => process.stderr.write(`error: ${l}\n`),
+          };
+          const chat = new ChatSession(opened.agent, paths, config, process.cwd(), output);
+          await chat.open(flags.session);
+          if (flags.query !== undefined) return await oneShot(chat, flags.query, out);
+          return await interactive(chat);
+        } finally {
+          await opened.close();
+        }
+      }),
+    );
+}
+
+async function oneShot(chat: ChatSession, query: string, out: { json: boolean; document(v: unknown): void }) {
+  const controller = new AbortController();
+  const onSigint = () => controller.abort(new Error("interrupted by Ctrl-C"));
+  process.once("SIGINT", onSigint);
+  try {
+    const result = await chat.turn(query, controller.signal);
+    if (out.json) {
+      out.document({
+        session_id: result.session_id,
+        reply: result.reply,
+        status: result.status,
+        partial: result.partial,
+        finish_reason: result.finish_reason,
+        turn_id: result.turn_id,
+        model: result.model,
+        usage: result.usage,
+        error: result.error,
+      });
+    }
+    return result.status === "completed" ? 0 : 1;
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+}
+
+async function interactive(chat: ChatSession): Promise<number> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
+  process.stderr.write(
+    `session ${chat.sessionId} — /help lists the commands, Ctrl-C interrupts, /exit leaves\n`,
+  );
+  let running: AbortController | null = null;
+  let lastSigint = 0;
+  const onSigint = () => {
+    const now = Date.now();
+    if (running && !running.signal.aborted) {
+      running.abort(new Error("interrupted by Ctrl-C"));
+      process.stderr.write("\n(interrupting; Ctrl-C again to leave)\n");
+    } else if (now - lastSigint < 2000 || running === null) {
+      rl.close();
+    }
+    lastSigint = now;
+  };
+  rl.on("SIGINT", onSigint);
+  process.on("SIGINT", onSigint);
+  try {
+    rl.setPrompt("> ");
+    rl.prompt();
+    for await (const line of rl) {
+      running = new AbortController();
+      const outcome = await chat.handle(line, running.signal);
+      running = null;
+      if (outcome === "exit") break;
+      rl.prompt();
+    }
+  } finally {
+    process.off("SIGINT", onSigint);
+    rl.close();
+  }
+  return 0;
+}

@@ -1,0 +1,120 @@
+// `tenax chat` as users run it: one-shot with --json, continuing a session, and the interactive
+// slash commands through stdin, against a simulator whose requests show what the model was sent.
+import { spawn } from "node:child_process";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
+import { BIN, cliEnvironment, ROOT, type Run, requireBuild } from "./helpers/cli.js";
+import { profileWith } from "./helpers/temp-home.js";
+
+let sim: Simulator | undefined;
+beforeAll(() => requireBuild());
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
+
+async function home() {
+  sim = await startSimulator();
+  const paths = profileWith(
+    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}" }\n`,
+  );
+  return paths.home;
+}
+
+/**
+ * The CLI as a child process, without blocking this process: the simulator answering it runs
+ * here, so a synchronous spawn would wait on itself forever.
+ */
+function tenax(homeDir: string, args: string[], input = ""): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(homeDir) });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+const chatWithInput = (homeDir: string, input: string) => tenax(homeDir, ["chat"], input);
+
+function sentMessages(s: Simulator, index: number): string {
+  const body = s.requests()[index]?.body as { messages: unknown[] } | undefined;
+  return JSON.stringify(body?.messages ?? null);
+}
+
+describe("tenax chat", () => {
+  it("-q --json runs one turn and prints session_id and reply; --session continues it", async () => {
+    const dir = await home();
+    const first = await tenax(dir, ["chat", "-q", "the word is pineapple", "--json"]);
+    expect(first.status).toBe(0);
+    const doc = JSON.parse(first.stdout);
+    expect(doc).toMatchObject({ reply: "echo: the word is pineapple", status: "completed", partial: false });
+    expect(doc.session_id).toMatch(/^s_/);
+    const second = await tenax(dir, [
+      "chat",
+      "-q",
+      "what was the word?",
+      "--session",
+      doc.session_id,
+      "--json",
+    ]);
+    expect(JSON.parse(second.stdout).session_id).toBe(doc.session_id);
+    expect(sentMessages(sim as Simulator, 1)).toContain("pineapple");
+    const shown = await tenax(dir, ["sessions", "show", doc.session_id]);
+    expect(shown.stdout).toContain("what was the word?");
+  });
+
+  it("the built-in simulator says so on start", async () => {
+    const dir = profileWith().home;
+    const run = await tenax(dir, ["chat", "-q", "hi"]);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe("echo: hi\n");
+    expect(run.stderr).toMatch(/built-in local simulator answers/);
+  });
+
+  it("/new after a session carries nothing of it over", async () => {
+    const dir = await home();
+    const run = await chatWithInput(
+      dir,
+      "the word is pineapple\n/new\n/context\nwhat was the word?\n/exit\n",
+    );
+    expect(run.status).toBe(0);
+    expect(run.stderr).toMatch(/new session s_/);
+    expect(run.stderr).toMatch(/: 0 stored messages/);
+    const s = sim as Simulator;
+    expect(s.requests()).toHaveLength(2);
+    expect(sentMessages(s, 0)).toContain("pineapple");
+    expect(sentMessages(s, 1)).not.toContain("pineapple");
+  });
+
+  it("/context and /usage change nothing; /branch copies; /retry sends the last message again", async () => {
+    const dir = await home();
+    const run = await chatWithInput(
+      dir,
+      "first question\n/context\n/usage\n/context\n/branch\n/retry\n/usage\n/exit\n",
+    );
+    expect(run.status).toBe(0);
+    const contexts = run.stderr.match(/: \d+ stored messages/g) ?? [];
+    expect(contexts).toEqual([": 2 stored messages", ": 2 stored messages"]);
+    expect(run.stderr).toMatch(/branched s_\S+ into s_\S+ \(2 messages copied\)/);
+    const s = sim as Simulator;
+    expect(s.requests()).toHaveLength(2);
+    // The retry in the branch carries the copied history and the question again.
+    expect(sentMessages(s, 1).match(/first question/g)).toHaveLength(3);
+    expect(run.stderr).toMatch(/1 turns reported \d+ input and \d+ output tokens/);
+  });
+
+  it("an unknown slash command says so and the chat goes on", async () => {
+    const dir = await home();
+    const run = await chatWithInput(dir, "/frobnicate\n/help\n/exit\n");
+    expect(run.status).toBe(0);
+    expect(run.stderr).toMatch(/unknown command \/frobnicate; \/help lists the commands/);
+    expect(run.stderr).toMatch(/\/rollback \[N\]/);
+  });
+});
