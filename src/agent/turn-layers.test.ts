@@ -1,0 +1,206 @@
+// The turn with its other layers switched on, over the real simulator, store, processes and git:
+// an interrupt during a hung compression call, a compression failure the turn survives, and a
+// write under checkpoints that a restore undoes without touching the project's own .git.
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
+import { CheckpointStore } from "../checkpoints/store.js";
+import { configSchema } from "../config/schema.js";
+import { type Simulator, startSimulator } from "../llm/simulator/server.js";
+import type { Store } from "../store/store.js";
+import type { AgentEvent } from "./agent.js";
+import { COMPONENT_KIND, COMPRESSION_COMPONENT_KEY } from "./compression-state.js";
+import { pidAlive } from "./process-group.js";
+import { openAgent } from "./setup.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const WINDOW = 8_000;
+
+async function setup(options: { checkpoints?: boolean } = {}) {
+  const sim: Simulator = await startSimulator({
+    models: { main: { context_window: WINDOW }, summarizer: { context_window: 100_000 } },
+  });
+  cleanups.push(() => sim.close());
+  const paths = tempProfile();
+  const config = configSchema.parse({
+    model: { provider: "sim", name: "main" },
+    providers: {
+      sim: {
+        type: "simulator",
+        base_url: sim.url,
+        models: {
+          main: { context_window: WINDOW, max_output_tokens: 500 },
+          summarizer: { context_window: 100_000, max_output_tokens: 1_000 },
+        },
+      },
+    },
+    auxiliary: { compression: { provider: "sim", name: "summarizer", timeout: 60 } },
+    compression: { threshold: 0.5 },
+    retry: { max_attempts: 1 },
+    checkpoints: { enabled: options.checkpoints === true },
+  });
+  const opened = await openAgent(paths, config, { storeSettings: { integrityCheckTimeoutMs: 0 } });
+  cleanups.push(() => opened.close());
+  const project = tempDir("tenax-project-");
+  return { sim, paths, opened, agent: opened.agent, store: opened.store, project };
+}
+
+/** A session with some history: three exchanges of about 2,400 tokens in all, under the threshold. */
+async function sessionWithHistory(store: Store): Promise<string> {
+  const session = await store.createSession({ title: "long" });
+  for (let i = 0; i < 3; i++) {
+    await store.appendMessage({
+      session_id: session,
+      role: "user",
+      content: `question ${i}: ${"q".repeat(1_600)}`,
+    });
+    await store.appendMessage({
+      session_id: session,
+      role: "assistant",
+      content: `answer ${i}: ${"a".repeat(1_600)}`,
+    });
+  }
+  return session;
+}
+
+describe("a turn with compression", () => {
+  it("an interrupt during a hung compression call leaves no request open and no process alive", async () => {
+    const { sim, agent, store, project } = await setup();
+    const session = await sessionWithHistory(store);
+    writeFileSync(join(project, "big.txt"), "b".repeat(12_000));
+    sim.script([
+      {
+        type: "tool_calls",
+        calls: [
+          { name: "terminal", arguments: { command: "sleep 30", background: true } },
+          { name: "read_file", arguments: { path: "big.txt" } },
+        ],
+      },
+      // The summarizer never answers.
+      { type: "hang", phase: "before_headers" },
+    ]);
+    const controller = new AbortController();
+    const events: AgentEvent[] = [];
+    const turn = agent.turn({
+      sessionId: session,
+      text: "look at big.txt",
+      cwd: project,
+      signal: controller.signal,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === "compression_started") setTimeout(() => controller.abort(), 100);
+      },
+    });
+    const result = await turn;
+    expect(result.status).toBe("interrupted");
+    await sim.idle();
+    const requests = sim.requests();
+    expect(requests).toHaveLength(2);
+    expect((requests[1]?.body as { model: string } | undefined)?.model).toBe("summarizer");
+    expect(requests[1]?.ended).toBe("client_closed");
+    // The background process the turn started is gone, and nothing else of it runs.
+    const started = JSON.parse(store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}");
+    expect(pidAlive(started.pid)).toBe(false);
+    expect(agent.processes.liveCount()).toBe(0);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(sim.requests()).toHaveLength(2);
+    // An interrupt is not a summarizer failure: no cooldown.
+    expect(store.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY)).toBeNull();
+  });
+
+  it("a compression failure starts the cooldown and the turn still completes", async () => {
+    const { sim, agent, store, project } = await setup();
+    const session = await sessionWithHistory(store);
+    writeFileSync(join(project, "big.txt"), "b".repeat(12_000));
+    sim.script([
+      { type: "tool_calls", calls: [{ name: "read_file", arguments: { path: "big.txt" } }] },
+      { type: "error", status: 500, body: { error: { message: "summarizer broke", type: "server_error" } } },
+      { type: "reply", text: "big.txt is all b." },
+    ]);
+    const events: AgentEvent[] = [];
+    const result = await agent.turn({
+      sessionId: session,
+      text: "look at big.txt",
+      cwd: project,
+      onEvent: (e) => events.push(e),
+    });
+    expect(result).toMatchObject({ status: "completed", reply: "big.txt is all b." });
+    const cooldown = store.getRecord<{ failures: number; cooldown_until: number }>(
+      COMPONENT_KIND,
+      COMPRESSION_COMPONENT_KEY,
+    );
+    expect(cooldown?.failures).toBe(1);
+    expect(cooldown?.cooldown_until).toBeGreaterThan(Date.now() + 30_000);
+    expect(events.map((e) => e.type)).toContain("compression_failed");
+    // Nothing was dropped: the request still fitted, so the model saw the whole history.
+    const last = sim.requests()[2]?.body as { messages: Array<{ content: string }> } | undefined;
+    expect(JSON.stringify(last?.messages)).toContain("question 1");
+  });
+});
+
+function digestTree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const path = join(d, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else out[path.slice(dir.length)] = createHash("sha256").update(readFileSync(path)).digest("hex");
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+describe("a turn with checkpoints", () => {
+  it("write_file is preceded by one snapshot; a restore brings the old content back and .git is untouched", async () => {
+    const { sim, agent, store, paths, project } = await setup({ checkpoints: true });
+    writeFileSync(join(project, "app.txt"), "version 1\n");
+    mkdirSync(join(project, "src"));
+    writeFileSync(join(project, "src", "keep.txt"), "unchanged\n");
+    execFileSync("git", ["init", "-q"], { cwd: project });
+    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "add", "."], { cwd: project });
+    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"], {
+      cwd: project,
+    });
+    const gitBefore = digestTree(join(project, ".git"));
+
+    const session = await store.createSession();
+    sim.script([
+      {
+        type: "tool_calls",
+        calls: [
+          { name: "write_file", arguments: { path: "app.txt", content: "version 2\n" } },
+          { name: "write_file", arguments: { path: "new.txt", content: "created by the agent\n" } },
+        ],
+      },
+      { type: "reply", text: "updated" },
+    ]);
+    const events: AgentEvent[] = [];
+    const result = await agent.turn({
+      sessionId: session,
+      text: "update app.txt",
+      cwd: project,
+      onEvent: (e) => events.push(e),
+    });
+    expect(result.status).toBe("completed");
+    expect(readFileSync(join(project, "app.txt"), "utf8")).toBe("version 2\n");
+    // One snapshot for the turn, taken before the first write.
+    expect(events.filter((e) => e.type === "checkpoint")).toHaveLength(1);
+    const checkpoints = new CheckpointStore({ home: paths.home });
+    const [snapshot] = await checkpoints.list(project);
+    expect(snapshot).toBeDefined();
+
+    await checkpoints.restore(project, snapshot?.id ?? "");
+    expect(readFileSync(join(project, "app.txt"), "utf8")).toBe("version 1\n");
+    expect(() => statSync(join(project, "new.txt"))).toThrow();
+    expect(readFileSync(join(project, "src", "keep.txt"), "utf8")).toBe("unchanged\n");
+    expect(digestTree(join(project, ".git"))).toEqual(gitBefore);
+  });
+});
