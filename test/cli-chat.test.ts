@@ -1,10 +1,13 @@
 // `tenax chat` as users run it: one-shot with --json, continuing a session, and the interactive
 // slash commands through stdin, against a simulator whose requests show what the model was sent.
 import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
 import { BIN, cliEnvironment, ROOT, type Run, requireBuild } from "./helpers/cli.js";
 import { profileWith } from "./helpers/temp-home.js";
+import { tempDir } from "./helpers/tmp.js";
 
 let sim: Simulator | undefined;
 beforeAll(() => requireBuild());
@@ -25,9 +28,9 @@ async function home() {
  * The CLI as a child process, without blocking this process: the simulator answering it runs
  * here, so a synchronous spawn would wait on itself forever.
  */
-function tenax(homeDir: string, args: string[], input = ""): Promise<Run> {
+function tenax(homeDir: string, args: string[], input = "", cwd = ROOT): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(homeDir) });
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: cliEnvironment(homeDir) });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => {
@@ -116,5 +119,25 @@ describe("tenax chat", () => {
     expect(run.status).toBe(0);
     expect(run.stderr).toMatch(/unknown command \/frobnicate; \/help lists the commands/);
     expect(run.stderr).toMatch(/\/rollback \[N\]/);
+  });
+
+  it("--checkpoints snapshots before the agent writes, and /rollback brings the old content back", async () => {
+    const dir = await home();
+    const project = tempDir("tenax-chat-project-");
+    writeFileSync(join(project, "app.txt"), "version 1\n");
+    (sim as Simulator).script([
+      {
+        type: "tool_calls",
+        calls: [{ name: "write_file", arguments: { path: "app.txt", content: "version 2\n" } }],
+      },
+      { type: "reply", text: "done" },
+    ]);
+    const run = await tenax(dir, ["chat", "--checkpoints"], "update app.txt\n/rollback\n/exit\n", project);
+    expect(run.status).toBe(0);
+    expect(run.stderr).toMatch(
+      /\[checkpoints\] checkpoint of .*: snapshot \w+ taken before the first change/,
+    );
+    expect(run.stderr).toMatch(/restored .* to checkpoint \w+ .*; 1 files changed; undo with \/rollback 1/);
+    expect(readFileSync(join(project, "app.txt"), "utf8")).toBe("version 1\n");
   });
 });
