@@ -59,6 +59,16 @@ ${commentOut(EXAMPLE_PROVIDER_YAML)}
 compression:
   enabled: true
   threshold: 0.5        # compress when a conversation fills this fraction of the context window
+  keep_recent: 0.2      # the recent tail kept word for word, as a fraction of the window
+  cooldown_seconds: [60, 300, 900]  # pause after consecutive summarizer failures (the last repeats)
+
+agent:
+  max_iterations: 50    # model calls in one turn before it stops with a message
+  max_continuations: 2  # a reply cut by the output limit is continued this often, then kept as partial
+  identical_call_limit: 3  # the same tool call with the same result this often in a row halts the turn
+  failing_call_limit: 2    # the same tool call failing this often is blocked for the rest of the turn
+  lease_seconds: 60     # a running turn renews its lease; a crash is noticed once it expires
+  max_subagents: 3      # delegate_task subagents running at once
 
 retry:
   max_attempts: 4       # attempts per model call (1 to 20) before falling back

@@ -31,7 +31,9 @@ export function registerUpCommand(program: Command, cli: Cli): void {
         out.line(
           `not built yet: the gateway (http://${config.gateway.host}:${config.gateway.port}) and the dashboard (http://${config.dashboard.host}:${config.dashboard.port}).`,
         );
-        out.line("What works today: tenax init, tenax profile ..., tenax sessions ... (see tenax --help).");
+        out.line(
+          "What works today: tenax chat, tenax status, tenax checkpoints ..., tenax sessions ..., tenax profile ... (see tenax --help).",
+        );
         return 0;
       }),
     );
