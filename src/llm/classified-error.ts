@@ -44,6 +44,23 @@ export interface ClassifiedError {
   message: string;
 }
 
+/**
+ * A classified error that asks for nothing (no retry, rotation, fallback or compression): for
+ * failures Tenax names itself, such as an abort or a broken stream contract.
+ */
+export function terminalClassified(reason: ErrorReason, message: string): ClassifiedError {
+  return {
+    reason,
+    retryable: false,
+    rotate_credential: false,
+    fallback: false,
+    compress: false,
+    retry_after_ms: null,
+    status: null,
+    message,
+  };
+}
+
 /** Everything the classifier may look at, gathered at the boundary of a provider call. */
 export interface ProviderFailure {
   status: number | null;

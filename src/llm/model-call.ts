@@ -3,7 +3,13 @@
 // (rotate to the next key at once) or the retry policy's (wait, then try again). Fallback to
 // another model is the router's business, not this one's.
 import type { Deps } from "../core/deps.js";
-import { type ClassifiedError, ERROR_REASONS, type ErrorReason, ProviderError } from "./classified-error.js";
+import {
+  type ClassifiedError,
+  ERROR_REASONS,
+  type ErrorReason,
+  ProviderError,
+  terminalClassified,
+} from "./classified-error.js";
 import type { ConcurrencyLimiter } from "./concurrency.js";
 import type { CredentialPool, PoolKey } from "./credential-pool.js";
 import type { ChatRequest, Provider, ToolCall, Usage } from "./provider.js";
@@ -177,7 +183,10 @@ async function streamOnce(
     }
   }
   // The Provider contract promises a final event; a provider that broke it is a bug, said plainly.
-  return { ok: false, error: classifiedAs("unknown", "the provider's stream ended without done or error") };
+  return {
+    ok: false,
+    error: terminalClassified("unknown", "the provider's stream ended without done or error"),
+  };
 }
 
 /** Every key of the pool is cooling or disabled: say so, and fail in a way the retry layer can read. */
@@ -229,20 +238,7 @@ function asReason(value: string | null, otherwise: ErrorReason): ErrorReason {
   return ERROR_REASONS.find((r) => r === value) ?? otherwise;
 }
 
-function classifiedAs(reason: ErrorReason, message: string): ClassifiedError {
-  return {
-    reason,
-    retryable: false,
-    rotate_credential: false,
-    fallback: false,
-    compress: false,
-    retry_after_ms: null,
-    status: null,
-    message,
-  };
-}
-
 /** A failure that was not a provider's: a bug or the ledger failing. Never retried. */
 function unexpected(error: unknown): ClassifiedError {
-  return classifiedAs("unknown", error instanceof Error ? error.message : String(error));
+  return terminalClassified("unknown", error instanceof Error ? error.message : String(error));
 }

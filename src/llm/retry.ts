@@ -3,7 +3,12 @@
 // only from the injected deps.
 import type { Deps } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
-import { type ClassifiedError, type ErrorReason, ProviderError } from "./classified-error.js";
+import {
+  type ClassifiedError,
+  type ErrorReason,
+  ProviderError,
+  terminalClassified,
+} from "./classified-error.js";
 import { DEFAULT_MAX_RETRY_AFTER_MS, type GiveUpWhy, nextDelay } from "./retry-policy.js";
 
 export interface RetryContext {
@@ -163,17 +168,11 @@ function gaveUp(
 }
 
 function abortedError(context: RetryContext, cause: unknown): ProviderError {
-  const classified: ClassifiedError = {
-    reason: "aborted",
-    retryable: false,
-    rotate_credential: false,
-    fallback: false,
-    compress: false,
-    retry_after_ms: null,
-    status: null,
-    message: "aborted by the caller",
-  };
-  const error = new ProviderError(classified, context.provider, context.model);
+  const error = new ProviderError(
+    terminalClassified("aborted", "aborted by the caller"),
+    context.provider,
+    context.model,
+  );
   error.data.give_up = "aborted";
   error.cause = cause;
   return error;
