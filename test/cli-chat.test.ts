@@ -1,11 +1,10 @@
 // `tenax chat` as users run it: one-shot with --json, continuing a session, and the interactive
 // slash commands through stdin, against a simulator whose requests show what the model was sent.
-import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
-import { BIN, cliEnvironment, ROOT, type Run, requireBuild } from "./helpers/cli.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { profileWith } from "./helpers/temp-home.js";
 import { tempDir } from "./helpers/tmp.js";
 
@@ -24,26 +23,8 @@ async function home() {
   return paths.home;
 }
 
-/**
- * The CLI as a child process, without blocking this process: the simulator answering it runs
- * here, so a synchronous spawn would wait on itself forever.
- */
-function tenax(homeDir: string, args: string[], input = "", cwd = ROOT): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: cliEnvironment(homeDir) });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
-    });
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-    child.stdin.end(input);
-  });
-}
-
+const tenax = (home: string, args: string[], input = "", cwd?: string) =>
+  tenaxAsync(home, args, { input, ...(cwd ? { cwd } : {}) });
 const chatWithInput = (homeDir: string, input: string) => tenax(homeDir, ["chat"], input);
 
 function sentMessages(s: Simulator, index: number): string {

@@ -1,12 +1,11 @@
 // The shared key ledger across processes: one Tenax process sees a key limited or refused, and
 // another process of the same profile never sends that key; `tenax status` shows the pool from
 // the store, by fingerprint only. Real child processes, a real simulator, a real state.db.
-import { spawn } from "node:child_process";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { keyFingerprint } from "../src/llm/key-fingerprint.js";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
 import type { SimStep } from "../src/llm/simulator/steps.js";
-import { requireBuild, tenax } from "./helpers/cli.js";
+import { requireBuild, runAsync, tenax } from "./helpers/cli.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 const CALLER = new URL("./fixtures/model-caller.mjs", import.meta.url).pathname;
@@ -26,34 +25,20 @@ interface CallerRun {
   stderr: string;
 }
 
-function caller(home: string, count: number): Promise<CallerRun> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CALLER, home, "default", String(count)]);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
-    });
-    child.on("close", (code) => {
-      const lines = stdout
-        .split("\n")
-        .filter(Boolean)
-        .map(
-          (l) => JSON.parse(l) as { event?: CallerRun["events"][number]; reply?: string; provider?: string },
-        );
-      resolve({
-        code,
-        replies: lines.flatMap((l) =>
-          l.reply === undefined ? [] : [{ reply: l.reply, provider: String(l.provider) }],
-        ),
-        events: lines.flatMap((l) => (l.event ? [l.event] : [])),
-        stderr,
-      });
-    });
-  });
+async function caller(home: string, count: number): Promise<CallerRun> {
+  const run = await runAsync(process.execPath, [CALLER, home, "default", String(count)]);
+  const lines = run.stdout
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { event?: CallerRun["events"][number]; reply?: string; provider?: string });
+  return {
+    code: run.status,
+    replies: lines.flatMap((l) =>
+      l.reply === undefined ? [] : [{ reply: l.reply, provider: String(l.provider) }],
+    ),
+    events: lines.flatMap((l) => (l.event ? [l.event] : [])),
+    stderr: run.stderr,
+  };
 }
 
 async function profileAgainstSimulator(script: SimStep[]) {

@@ -1,6 +1,6 @@
 // The real `tenax` CLI as a child process (the built code in dist/: `npm run build` first), on a
 // throwaway TENAX_HOME, and the commands that its hints print, run exactly as printed by a shell.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 
@@ -31,6 +31,39 @@ export function tenax(home: string, args: string[]): Run {
     encoding: "utf8",
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A child process run to its end without blocking this one, its output collected. */
+export function runAsync(
+  command: string,
+  args: string[],
+  options: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: options.cwd ?? ROOT, env: options.env ?? process.env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+/**
+ * The CLI without blocking this process: use it whenever something the CLI talks to (a
+ * simulator) runs in the test process, where a synchronous spawn would wait on itself forever.
+ */
+export function tenaxAsync(
+  home: string,
+  args: string[],
+  options: { input?: string; cwd?: string } = {},
+): Promise<Run> {
+  return runAsync(process.execPath, [BIN, ...args], { ...options, env: cliEnvironment(home) });
 }
 
 /** Every `tenax ...` command a text prints after a colon or at the start of a line. */
