@@ -23,7 +23,7 @@ afterEach(async () => {
 
 const WINDOW = 8_000;
 
-async function setup(options: { checkpoints?: boolean } = {}) {
+async function setup(options: { checkpoints?: boolean; threshold?: number } = {}) {
   const sim: Simulator = await startSimulator({
     models: { main: { context_window: WINDOW }, summarizer: { context_window: 100_000 } },
   });
@@ -42,7 +42,7 @@ async function setup(options: { checkpoints?: boolean } = {}) {
       },
     },
     auxiliary: { compression: { provider: "sim", name: "summarizer", timeout: 60 } },
-    compression: { threshold: 0.5 },
+    compression: { threshold: options.threshold ?? 0.5 },
     retry: { max_attempts: 1 },
     checkpoints: { enabled: options.checkpoints === true },
   });
@@ -142,6 +142,61 @@ describe("a turn with compression", () => {
     // Nothing was dropped: the request still fitted, so the model saw the whole history.
     const last = sim.requests()[2]?.body as { messages: Array<{ content: string }> } | undefined;
     expect(JSON.stringify(last?.messages)).toContain("question 1");
+  });
+});
+
+describe("a turn whose request the provider says is too long", () => {
+  it("compresses once through the cooldown, then the same turn completes", async () => {
+    // At threshold 1 Tenax itself never compresses first; the simulator, counting the tools too,
+    // refuses the request as too long for its 8,000-token window.
+    const { sim, agent, store, project } = await setup({ threshold: 1 });
+    const session = await store.createSession({ title: "overflowing" });
+    for (let i = 0; i < 4; i++) {
+      await store.appendMessage({
+        session_id: session,
+        role: "user",
+        content: `question ${i}: ${"q".repeat(3_700)}`,
+      });
+      await store.appendMessage({
+        session_id: session,
+        role: "assistant",
+        content: `answer ${i}: ${"a".repeat(3_700)}`,
+      });
+    }
+    const now = Date.now();
+    await store.putRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY, {
+      failures: 1,
+      cooldown_until: now + 600_000,
+      failed_at: now,
+      last_error: "an earlier failure",
+    });
+    sim.script([
+      { type: "reply", text: "Summary: four questions about q and their answers." },
+      { type: "reply", text: "final answer" },
+    ]);
+    const events: AgentEvent[] = [];
+    const result = await agent.turn({
+      sessionId: session,
+      text: "and now?",
+      cwd: project,
+      onEvent: (e) => events.push(e),
+    });
+    expect(result).toMatchObject({ status: "completed", reply: "final answer" });
+    const requests = sim.requests();
+    expect(requests.map((r) => [(r.body as { model?: string } | null)?.model, r.status])).toEqual([
+      ["main", 400],
+      ["summarizer", 200],
+      ["main", 200],
+    ]);
+    const started = events.find((e) => e.type === "compression_started") as
+      | { reason?: string; cooldown_bypassed?: boolean }
+      | undefined;
+    expect(started).toMatchObject({ reason: "overflow", cooldown_bypassed: true });
+    expect(JSON.stringify((requests[2]?.body as { messages?: unknown } | null)?.messages)).toContain(
+      "Summary: four questions",
+    );
+    // Every original message is still stored.
+    expect(store.getMessages(session).filter((m) => m.role === "user")).toHaveLength(5);
   });
 });
 
