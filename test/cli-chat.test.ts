@@ -1,10 +1,11 @@
 // `tenax chat` as users run it: one-shot with --json, continuing a session, and the interactive
 // slash commands through stdin, against a simulator whose requests show what the model was sent.
+import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
-import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { BIN, cliEnvironment, ROOT, requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { profileWith } from "./helpers/temp-home.js";
 import { tempDir } from "./helpers/tmp.js";
 
@@ -120,5 +121,41 @@ describe("tenax chat", () => {
     );
     expect(run.stderr).toMatch(/restored .* to checkpoint \w+ .*; 1 files changed; undo with \/rollback 1/);
     expect(readFileSync(join(project, "app.txt"), "utf8")).toBe("version 1\n");
+  });
+
+  it("Ctrl-C interrupts a running turn and the chat goes on; Ctrl-C twice leaves", async () => {
+    const dir = await home();
+    const s = sim as Simulator;
+    s.script([{ type: "hang", phase: "mid_stream", after_chunks: 2 }]);
+    const child = spawn(process.execPath, [BIN, "chat"], { cwd: ROOT, env: cliEnvironment(dir) });
+    let stderr = "";
+    let stdout = "";
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const until = async (what: () => boolean) => {
+      const deadline = Date.now() + 10_000;
+      while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(what()).toBe(true);
+    };
+    child.stdin.write("tell me a long story\n");
+    await until(() => s.requests().length === 1 && stdout.includes("echo"));
+    child.kill("SIGINT");
+    await until(() => stderr.includes("(interrupted)"));
+    await s.idle();
+    expect(s.requests()[0]?.ended).toBe("client_closed");
+    // Still there: the next message is a new turn.
+    child.stdin.write("are you there?\n");
+    // The interrupted question got no answer, so the model sees both questions together.
+    await until(() => /echo: tell me a long story\s+are you there\?/.test(stdout));
+    expect(s.requests()[1]?.ended).toBe("completed");
+    child.kill("SIGINT");
+    await new Promise((r) => setTimeout(r, 100));
+    child.kill("SIGINT");
+    expect(await closed).toBe(0);
   });
 });
