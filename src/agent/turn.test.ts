@@ -213,4 +213,30 @@ describe("the turn loop", () => {
     const toolResult = JSON.parse(store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}");
     expect(toolResult).toMatchObject({ session_id: child?.id, status: "completed", reply: "one two three" });
   });
+
+  it("an interrupt reaches a subagent: its model call is closed and both turns end interrupted", async () => {
+    const { sim, store, agent, session, project } = await setup();
+    sim.script([
+      { type: "tool_calls", calls: [call("delegate_task", { task: "think for a long time" })] },
+      { type: "hang", phase: "before_headers" },
+    ]);
+    const controller = new AbortController();
+    const turn = agent.turn({
+      sessionId: session,
+      text: "delegate",
+      cwd: project,
+      signal: controller.signal,
+    });
+    const deadline = Date.now() + 5000;
+    while (sim.requests().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    controller.abort();
+    const result = await turn;
+    expect(result.status).toBe("interrupted");
+    await sim.idle();
+    expect(sim.requests()[1]?.ended).toBe("client_closed");
+    const child = store.listSessions().find((s) => s.parent_session_id === session);
+    expect(store.getTurns(child?.id ?? "")[0]?.status).toBe("interrupted");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sim.requests()).toHaveLength(2);
+  });
 });
