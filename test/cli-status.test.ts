@@ -73,4 +73,25 @@ describe("tenax status", () => {
     expect(run.status).toBe(1);
     expect(run.stdout).toMatch(/store\s+degraded\s+.*1 writes wait in/);
   });
+
+  it("is degraded, exit 1, while the summarizer cools down after failures", async () => {
+    const paths = await seeded();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const now = Date.now();
+    await store.putRecord("component", "compression", {
+      failures: 2,
+      cooldown_until: now + 5 * 60_000,
+      failed_at: now,
+      last_error: "summarizer timed out",
+    });
+    await releaseStore(store);
+    const run = tenax(paths.home, ["status", "--json"]);
+    expect(run.status).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report.components.compression).toMatchObject({ status: "degraded", failures: 2 });
+    expect(report.components.compression.detail).toMatch(
+      /failed 2 times in a row \(summarizer timed out\); automatic compression waits [45] min/,
+    );
+    expect(report.components.store.status).toBe("ok");
+  });
 });

@@ -2,6 +2,7 @@
 // read-only, the key ledger from it, config as loaded), with a status, one line for people, and
 // the command that fixes or diagnoses it. Works whether or not any Tenax process is running.
 import { existsSync } from "node:fs";
+import { readCooldown } from "../agent/compression-state.js";
 import { tenaxCommand } from "../config/command-hint.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
@@ -44,6 +45,7 @@ export interface StatusReport {
     store: Component & { sessions: number | null; messages: number | null; spooled_writes: number };
     providers: Component & { primary: string; fallback: string[]; built_in_simulator: boolean };
     credentials: Component & { providers: ProviderKeys[] };
+    compression: Component & { enabled: boolean; failures: number; cooldown_until: number | null };
   };
 }
 
@@ -65,7 +67,8 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     credentials.status = worst([credentials.status, "degraded"]);
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
-  const components = { store, providers, credentials };
+  const compression = compressionComponent(config, reader, now);
+  const components = { store, providers, credentials, compression };
   return { profile: paths.name, status: worst(Object.values(components).map((c) => c.status)), components };
 }
 
@@ -123,6 +126,45 @@ function storeComponent(
       spooled_writes: spooled,
     };
   }
+}
+
+/** The summarizer is a dependency of its own: a failing one cools down, and status says until when. */
+function compressionComponent(
+  config: TenaxConfig,
+  reader: StoreReader | null,
+  now: number,
+): StatusReport["components"]["compression"] {
+  const enabled = config.compression.enabled;
+  let cooldown: ReturnType<typeof readCooldown> = null;
+  try {
+    cooldown = reader ? readCooldown(reader) : null;
+  } catch {
+    // A store that cannot be read is the store component's news.
+  }
+  if (cooldown !== null && cooldown.cooldown_until > now) {
+    return {
+      status: "degraded",
+      detail: `the summarizer failed ${cooldown.failures} time${cooldown.failures === 1 ? "" : "s"} in a row (${cooldown.last_error}); automatic compression waits ${formatDuration(cooldown.cooldown_until - now)} more`,
+      next: "check the auxiliary compression model in config.yaml; a provider-proven overflow still gets one attempt",
+      enabled,
+      failures: cooldown.failures,
+      cooldown_until: cooldown.cooldown_until,
+    };
+  }
+  return {
+    status: "ok",
+    detail: enabled
+      ? `on at ${Math.round(config.compression.threshold * 100)}% of the window${
+          config.auxiliary.compression
+            ? `, summarizer ${config.auxiliary.compression.provider}/${config.auxiliary.compression.name}`
+            : ", summarized by the primary model"
+        }`
+      : "off (compression.enabled: false)",
+    next: null,
+    enabled,
+    failures: cooldown?.failures ?? 0,
+    cooldown_until: null,
+  };
 }
 
 function readLedger(reader: StoreReader | null): { states: CredentialState[]; problem: string | null } {
