@@ -48,9 +48,15 @@ export interface RequestTimers {
   headers(): void;
   /** A piece of the body arrived: the idle deadline starts again. */
   activity(): void;
-  /** Stop every timer. Safe to call more than once; call it on every exit path. */
+  /**
+   * Stop every timer without aborting: for a request that is over (its body read to the end).
+   * Safe to call more than once.
+   */
   clear(): void;
-  /** End the request for a reason that is not a deadline (the consumer went away). */
+  /**
+   * Stop every timer and abort the signal, for a reason that is not a deadline (the consumer went
+   * away, or the call failed): the request and its socket must not outlive the call.
+   */
   release(): void;
 }
 

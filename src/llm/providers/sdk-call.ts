@@ -70,8 +70,9 @@ export type OpenSdkStream<Chunk> = (fetch: Fetch, signal: AbortSignal) => Promis
 
 /**
  * The lifecycle every SDK provider shares: our timers joined with the caller's signal, the
- * chunks turned into events, exactly one final `done` or `error`, and the timers released on
- * every exit (a consumer that stops early included). It never throws.
+ * chunks turned into events, exactly one final `done` or `error`, the timers stopped on every exit,
+ * and the request aborted on every exit but a finished one (a consumer that stops early included).
+ * It never throws.
  */
 export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
   const timeouts = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts });
@@ -90,6 +91,7 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
     };
     const signal = call.signal ? AbortSignal.any([call.signal, state.timers.signal]) : state.timers.signal;
     let last: ProviderEvent | null = null;
+    let bodyDone = false;
     try {
       if (signal.aborted) throw signal.reason;
       const stream = await open(watchedFetch(baseFetch, state), signal);
@@ -98,6 +100,8 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
       }
       // The SDKs end an aborted stream quietly: an abort of ours or the caller's is still a failure.
       if (signal.aborted) throw signal.reason;
+      // The SDK read the body to its end: the request is over, with nothing left to abort.
+      bodyDone = true;
       last = stream.finish() ?? {
         type: "error",
         error: failed(state, { name: "StreamEndedError", message: stream.cutShort }),
@@ -105,8 +109,11 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
     } catch (error) {
       last = { type: "error", error: classifyThrown(error, state, clock.now(), errors) };
     } finally {
-      // Runs on every exit, including a consumer that stops early: no timer or socket outlives the call.
-      state.timers.release();
+      // Runs on every exit, including a consumer that stops early: no timer or socket outlives the
+      // call. Aborting a finished request would only wake the SDK's and the HTTP client's abort
+      // handling (an error built at each step) for nothing, so a finished one is only cleared.
+      if (bodyDone) state.timers.clear();
+      else state.timers.release();
     }
     yield last;
   }
@@ -132,16 +139,38 @@ export function watchedFetch(base: Fetch, state: CallState): Fetch {
       return new Response(state.errorText, response);
     }
     if (response.body === null) return response;
-    const watched = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(piece, controller) {
-          state.timers.activity();
-          controller.enqueue(piece);
-        },
-      }),
-    );
-    return new Response(watched, response);
+    return new Response(watchedBody(response.body, state.timers), response);
   };
+}
+
+/**
+ * The body as the SDK reads it, restarting the idle deadline on every raw piece (so a server's
+ * keep-alive comments while the model thinks count as activity). It pulls from the original
+ * body's reader, one piece per read, which costs less than piping through a TransformStream; an
+ * error of the original reaches the reader, and a cancel reaches the original, closing the socket.
+ */
+export function watchedBody(
+  body: ReadableStream<Uint8Array>,
+  timers: Pick<RequestTimers, "activity">,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        // A rejected read rejects pull, which errors this stream with the same reason.
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          return;
+        }
+        timers.activity();
+        controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    // Nothing is read ahead of the SDK: each read of it is one read of the original.
+    { highWaterMark: 0 },
+  );
 }
 
 export function classifyThrown(
