@@ -145,3 +145,74 @@ describe("CredentialPool", () => {
     expect(shown).toContain(FP2);
   });
 });
+
+/** A ledger that counts its reads and writes. */
+class CountingLedger extends MemoryCredentialLedger {
+  reads = 0;
+  writes = 0;
+  override async get(provider: string) {
+    this.reads++;
+    return super.get(provider);
+  }
+  override async record(...args: Parameters<MemoryCredentialLedger["record"]>) {
+    this.writes++;
+    return super.record(...args);
+  }
+}
+
+describe("CredentialPool.reportSuccess after a pick", () => {
+  it("costs no read and no write for a key that was clean when picked", async () => {
+    const ledger = new CountingLedger();
+    const pool = new CredentialPool("openai", [KEY1, KEY2], { ledger });
+    const picked = await pool.pick(T0);
+    expect(picked).toMatchObject({ key: KEY1, fingerprint: FP1, clean: true });
+    await pool.reportSuccess(picked ?? FP1, T0 + 5, T0);
+    expect([ledger.reads, ledger.writes]).toEqual([1, 0]);
+  });
+
+  it("still clears a key that had failures when it was picked", async () => {
+    const ledger = new CountingLedger();
+    const pool = new CredentialPool("openai", [KEY1], { ledger });
+    await pool.report(FP1, failure("rate_limit", 1_000), T0);
+    const picked = await pool.pick(T0 + 1_000);
+    expect(picked).toMatchObject({ fingerprint: FP1, clean: false });
+    await pool.reportSuccess(picked ?? FP1, T0 + 1_010, T0 + 1_000);
+    expect((await pool.state(T0 + 1_010))[0]).toMatchObject({ status: "ok", failures: 0 });
+  });
+
+  it("still clears what this pool recorded after the pick and before the request went out", async () => {
+    // Two calls on one key: the first fails and cools the key after the second picked it clean.
+    const pool = new CredentialPool("openai", [KEY1, KEY2]);
+    const second = await pool.pick(T0);
+    expect(second?.clean).toBe(true);
+    await pool.report(FP1, failure("rate_limit", 20_000), T0 + 1);
+    await pool.reportSuccess(second ?? FP1, T0 + 9, T0 + 2);
+    expect((await pool.state(T0 + 9))[0]).toMatchObject({ status: "ok", failures: 0 });
+    // Recorded after the request went out, the same verdict is newer than the success and stands.
+    const third = await pool.pick(T0 + 10);
+    await pool.report(FP1, failure("rate_limit", 20_000), T0 + 12);
+    await pool.reportSuccess(third ?? FP1, T0 + 19, T0 + 11);
+    expect((await pool.state(T0 + 19))[0]).toMatchObject({ status: "cooling", cooldown_until: T0 + 20_012 });
+  });
+
+  it("keeps a verdict another process recorded during the call, through state.db", async () => {
+    const paths = tempProfile();
+    await releaseStore(await openStore(paths, { integrityCheckTimeoutMs: 0 }));
+    const one = new Database(paths.state);
+    const two = new Database(paths.state);
+    try {
+      const gateway = new CredentialPool("openai", [KEY1, KEY2], { ledger: new CredentialLedger(one) });
+      const cli = new CredentialPool("openai", [KEY1, KEY2], { ledger: new CredentialLedger(two) });
+      const picked = await gateway.pick(T0);
+      expect(picked?.clean).toBe(true);
+      // The gateway's request went out at T0; the CLI saw key 1 limited at T0+5; the answer lands at T0+9.
+      await cli.report(FP1, failure("rate_limit", 20_000), T0 + 5);
+      await gateway.reportSuccess(picked ?? FP1, T0 + 9, T0);
+      expect((await cli.state(T0 + 9))[0]).toMatchObject({ status: "cooling", cooldown_until: T0 + 20_005 });
+      expect((await gateway.next(T0 + 9))?.fingerprint).toBe(FP2);
+    } finally {
+      two.close();
+      one.close();
+    }
+  });
+});

@@ -4,8 +4,10 @@
 // skips the same keys; it names keys by fingerprint only.
 import { ConfigError } from "../core/errors.js";
 import {
+  type CredentialState,
   type CredentialStateStore,
   type CredentialStatus,
+  type CredentialUpdate,
   isUsable,
   MemoryCredentialLedger,
 } from "../store/credential-ledger.js";
@@ -38,6 +40,14 @@ export interface PoolKey {
   fingerprint: string;
 }
 
+/** A key picked for one call, with what the pool knew of it then (see `reportSuccess`). */
+export interface PickedKey extends PoolKey {
+  /** The ledger had nothing to clear for it when it was picked: no row, or ok with no failures. */
+  readonly clean: boolean;
+  /** How many verdicts this pool had started to record for it by then. */
+  readonly recorded: number;
+}
+
 /** What report() did: the caller rotates (calls next() again) unless told to retry the same key. */
 export type PoolVerdict = "retry_same_key" | "cooled" | "disabled" | "unchanged";
 
@@ -63,6 +73,8 @@ export class CredentialPool {
   private readonly timings: PoolTimings;
   /** Keys that got their one same-key retry after a 429 without a delay; a success clears it. */
   private readonly retriedOnce = new Set<string>();
+  /** Verdicts this pool started to record, per key: a pick whose count still matches saw them all. */
+  private readonly recorded = new Map<string, number>();
 
   constructor(
     readonly provider: string,
@@ -93,9 +105,22 @@ export class CredentialPool {
 
   /** The first usable key in config order, or null when every key is cooling or disabled. */
   async next(now: number): Promise<PoolKey | null> {
-    const usable = await this.ledger.usable(this.provider, this.fingerprints(), now);
-    const first = usable[0];
-    return this.keys.find((k) => k.fingerprint === first) ?? null;
+    const picked = await this.pick(now);
+    return picked === null ? null : (this.keys.find((k) => k.fingerprint === picked.fingerprint) ?? null);
+  }
+
+  /** The same key as `next`, with what the ledger said of it, for `reportSuccess` after the call. */
+  async pick(now: number): Promise<PickedKey | null> {
+    const known = new Map((await this.ledger.get(this.provider)).map((s) => [s.fingerprint, s]));
+    const key = this.keys.find((k) => isUsable(known.get(k.fingerprint), now));
+    if (key === undefined) return null;
+    // Spelt out: a spread here cost about a microsecond a call on Node 20.
+    return {
+      key: key.key,
+      fingerprint: key.fingerprint,
+      clean: isClean(known.get(key.fingerprint)),
+      recorded: this.recorded.get(key.fingerprint) ?? 0,
+    };
   }
 
   /** Apply a failed call's classification to the key that made it. */
@@ -126,7 +151,7 @@ export class CredentialPool {
       case "auth":
       case "auth_permanent":
         // Keyed by fingerprint: a replaced key is a new fingerprint and starts fresh.
-        await this.ledger.record(this.provider, fingerprint, {
+        await this.record(fingerprint, {
           status: "disabled",
           reason: classified.reason,
           failures: "increment",
@@ -144,14 +169,23 @@ export class CredentialPool {
    * The key worked: it is usable again everywhere, and earns back its same-key retry. `sentAt` is
    * when the successful request went out: a verdict another process recorded after that moment
    * is newer than this success and is kept.
+   *
+   * Given the pick the call was made with, a key that was clean then, with no verdict recorded by
+   * this pool since, costs no read at all: any verdict in the ledger now was recorded by another
+   * writer after the pick read the row, so during the call, and is newer news that stands (the
+   * pick's read and `sentAt` are microseconds apart, with no I/O between, well inside the
+   * ledger's millisecond clock). Anything else is read and cleared as before.
    */
-  async reportSuccess(fingerprint: string, now: number, sentAt = now): Promise<void> {
+  async reportSuccess(key: string | PickedKey, now: number, sentAt = now): Promise<void> {
+    const fingerprint = typeof key === "string" ? key : key.fingerprint;
     this.known(fingerprint);
     this.retriedOnce.delete(fingerprint);
+    if (typeof key !== "string" && key.clean && key.recorded === (this.recorded.get(fingerprint) ?? 0))
+      return;
     const state = (await this.ledger.get(this.provider)).find((s) => s.fingerprint === fingerprint);
-    // Write only when there is something to clear, so a healthy key costs one read per call.
-    if (!state || (state.status === "ok" && state.failures === 0)) return;
-    await this.ledger.record(this.provider, fingerprint, {
+    // Write only when there is something to clear, so a healthy key costs no write.
+    if (isClean(state)) return;
+    await this.record(fingerprint, {
       status: "ok",
       failures: "reset",
       now,
@@ -201,8 +235,14 @@ export class CredentialPool {
     return (await this.ledger.usable(this.provider, others, now)).length === 0;
   }
 
+  /** Every write of the pool goes here, counted before it starts, so no pick misses one in flight. */
+  private async record(fingerprint: string, update: CredentialUpdate): Promise<void> {
+    this.recorded.set(fingerprint, (this.recorded.get(fingerprint) ?? 0) + 1);
+    await this.ledger.record(this.provider, fingerprint, update);
+  }
+
   private async cool(fingerprint: string, reason: string, ms: number, now: number): Promise<void> {
-    await this.ledger.record(this.provider, fingerprint, {
+    await this.record(fingerprint, {
       status: "cooling",
       reason,
       cooldown_until: now + Math.max(0, ms),
@@ -210,4 +250,9 @@ export class CredentialPool {
       now,
     });
   }
+}
+
+/** Nothing for a success to clear: no row yet, or a row that says ok with no failures. */
+function isClean(state: CredentialState | undefined): boolean {
+  return state === undefined || (state.status === "ok" && state.failures === 0);
 }

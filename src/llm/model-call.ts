@@ -11,7 +11,7 @@ import {
   terminalClassified,
 } from "./classified-error.js";
 import type { ConcurrencyLimiter } from "./concurrency.js";
-import type { CredentialPool, PoolKey } from "./credential-pool.js";
+import type { CredentialPool, PickedKey } from "./credential-pool.js";
 import type { ChatRequest, Provider, ToolCall, Usage } from "./provider.js";
 import { withRetry } from "./retry.js";
 import type { RouteListener, Target } from "./route-events.js";
@@ -76,11 +76,11 @@ export async function callTarget(
     // Each key is rotated away from at most once per attempt, so this loop is bounded by the pool.
     for (let rotations = 0; ; rotations++) {
       const release = await runtime.limiter.acquire(signal);
-      let key: PoolKey | null;
+      let key: PickedKey | null;
       let outcome: StreamOutcome;
       let sentAt = 0;
       try {
-        key = await runtime.pool.next(deps.clock.now());
+        key = await runtime.pool.pick(deps.clock.now());
         if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
         if (restartReason !== null) {
           emit({
@@ -108,7 +108,7 @@ export async function callTarget(
         release();
       }
       if (outcome.ok) {
-        await runtime.pool.reportSuccess(key.fingerprint, deps.clock.now(), sentAt);
+        await runtime.pool.reportSuccess(key, deps.clock.now(), sentAt);
         return { ...outcome.completion, provider: target.provider, model: target.model, attempts };
       }
       const classified = outcome.error;
