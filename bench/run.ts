@@ -1,6 +1,7 @@
 // `npm run bench`: store write throughput, search latency, open and integrity check, reader
 // figures, and the cost per model call of the resilience layer, printed as tables and written as
-// JSON to bench/out. Every knob is an environment variable (see BENCH_* below); BENCH_MESSAGES
+// JSON to bench/out; streamed text against its length, and the memory 1,000 finished subagents
+// leave behind. Every knob is an environment variable (see BENCH_* below); BENCH_MESSAGES
 // sets the size of the search store (default 1M).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -24,6 +25,8 @@ import { diagnoseSearch, type SearchDiagnosis } from "./search-diagnosis.js";
 import { QUERY_KINDS, queryMix, runSearchBench, type SearchResultSet } from "./search-latency.js";
 import { median } from "./stats.js";
 import { ensureFixture } from "./store-fixture.js";
+import { judgeStreamAim, runStreamBench, type StreamResult, streamLines } from "./stream-text.js";
+import { judgeSubagentAim, runSubagentBench, type SubagentResult, subagentLines } from "./subagents.js";
 import { diagnoseWrites, type WriteDiagnosis } from "./write-diagnosis.js";
 import { runWriteBench, type WriteResult } from "./write-throughput.js";
 
@@ -33,7 +36,7 @@ const count = (fallback: number) =>
     z.coerce.number().int().positive().default(fallback),
   );
 
-const SUITES = ["write", "sizes", "search", "open", "reader", "router"] as const;
+const SUITES = ["write", "sizes", "search", "open", "reader", "router", "stream", "subagents"] as const;
 
 const Env = z.object({
   BENCH_MESSAGES: count(1_000_000),
@@ -50,6 +53,14 @@ const Env = z.object({
   BENCH_ROUTER_WARMUP: count(500),
   BENCH_MICRO_ROUNDS: count(20),
   BENCH_MICRO_BATCH: count(1000),
+  BENCH_STREAM_SIZES: z
+    .string()
+    .default("25,50,100,200,400")
+    .transform((s) => s.split(",").map((x) => Number(x.trim())))
+    .pipe(z.array(z.number().int().positive())),
+  BENCH_STREAM_REPEATS: count(5),
+  BENCH_SUBAGENTS: count(1000),
+  BENCH_SUBAGENT_SNAPSHOTS: z.string().optional(),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -182,9 +193,38 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     });
   }
 
+  let stream: StreamResult | null = null;
+  if (only.has("stream")) {
+    log(`streamed text of ${env.BENCH_STREAM_SIZES.join(", ")} KB in 4-character deltas`);
+    stream = await runStreamBench(work, {
+      sizesKb: env.BENCH_STREAM_SIZES,
+      repeats: env.BENCH_STREAM_REPEATS,
+      log,
+    });
+  }
+
+  let subagents: SubagentResult | null = null;
+  if (only.has("subagents")) {
+    log(`${int(env.BENCH_SUBAGENTS)} subagents through delegate_task, heap measured in a child process`);
+    subagents = await runSubagentBench(
+      work,
+      {
+        subagents: env.BENCH_SUBAGENTS,
+        perTurn: 100,
+        perStep: 10,
+        warmup: 20,
+        maxSubagents: 3,
+        ...(env.BENCH_SUBAGENT_SNAPSHOTS ? { snapshotDir: resolve(env.BENCH_SUBAGENT_SNAPSHOTS) } : {}),
+      },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
+    ...(stream ? [judgeStreamAim(stream)] : []),
+    ...(subagents ? [judgeSubagentAim(subagents)] : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -204,6 +244,8 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     reader,
     router,
     router_micro: routerMicro,
+    stream,
+    subagents,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -225,6 +267,8 @@ function print(r: {
   reader: ReaderResult | null;
   router: RouterHttpResult | null;
   router_micro: RouterMicroResult | null;
+  stream: StreamResult | null;
+  subagents: SubagentResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -348,6 +392,8 @@ function print(r: {
   }
   if (r.router) lines.push(...routerLines(r.router));
   if (r.router_micro) lines.push(...microLines(r.router_micro));
+  if (r.stream) lines.push(...streamLines(r.stream));
+  if (r.subagents) lines.push(...subagentLines(r.subagents));
   lines.push(
     "\naims",
     table(
