@@ -1,5 +1,7 @@
 // The call lifecycle both SDK providers share: which exits abort the request and which only stop
 // the timers, and the watched body (activity per raw piece, errors and cancels passed through).
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { countingTimers } from "../../../test/helpers/provider-stream.js";
 import type { ChatRequest, Provider, ProviderEvent } from "../provider.js";
@@ -133,6 +135,87 @@ describe("sdkStreamer: what each exit does to the request", () => {
     expect(events.at(-1)?.type).toBe("error");
     expect(call.signal()?.aborted).toBe(true);
     expect(call.live.size).toBe(0);
+  });
+});
+
+describe("sdkStreamer with a caller's signal", () => {
+  function callWith(caller: AbortSignal, chunks: string[]) {
+    const { run } = sdkStreamer({ name: "fake", baseURL: "http://unused" }, NO_SDK_ERRORS);
+    let seen: AbortSignal | undefined;
+    const events = run(
+      { apiKey: "k", signal: caller },
+      async (_fetch, signal): Promise<SdkStream<string>> => {
+        seen = signal;
+        // What both SDKs do with the signal they are given: a listener removed only when it fires.
+        signal.addEventListener("abort", () => {}, { once: true });
+        return {
+          chunks: (async function* () {
+            for (const chunk of chunks) {
+              await new Promise((resolve) => setTimeout(resolve, 1));
+              yield chunk;
+            }
+          })(),
+          add: (chunk) => [{ type: "text", delta: chunk }],
+          finish: () => ({
+            type: "done",
+            finish_reason: "stop",
+            text: chunks.join(""),
+            tool_calls: [],
+            usage: null,
+          }),
+          cutShort: "cut short",
+        };
+      },
+    );
+    return { events, signal: () => seen };
+  }
+
+  it("leaves nothing of a finished call that the garbage collector cannot take", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    // A turn's signal outlives its calls; on Node 20 a signal joined to it by AbortSignal.any with
+    // the SDK's listener still on it was kept for good, with all it reaches.
+    const turn = new AbortController();
+    // In a function of its own, so that no frame of this test still holds the last call.
+    const finishedCall = async () => {
+      const call = callWith(turn.signal, ["a", "b"]);
+      expect((await drain(call.events)).at(-1)).toMatchObject({ type: "done", text: "ab" });
+      const signal = call.signal();
+      return signal ? new WeakRef(signal) : null;
+    };
+    const given: WeakRef<AbortSignal>[] = [];
+    for (let i = 0; i < 3; i++) {
+      const ref = await finishedCall();
+      if (ref) given.push(ref);
+    }
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      gc();
+    }
+    expect(given).toHaveLength(3);
+    expect(given.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
+    expect(turn.signal.aborted).toBe(false);
+  });
+
+  it("passes the caller's abort on to the request, and fails the call as aborted", async () => {
+    const turn = new AbortController();
+    const call = callWith(turn.signal, ["a", "b", "c"]);
+    const events: ProviderEvent[] = [];
+    for await (const event of call.events) {
+      events.push(event);
+      if (event.type === "text") turn.abort(new Error("interrupted"));
+    }
+    expect(call.signal()?.aborted).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: "error", error: { reason: "aborted" } });
+  });
+
+  it("fails at once, without a request, when the caller's signal is already aborted", async () => {
+    const turn = new AbortController();
+    turn.abort(new Error("interrupted"));
+    const call = callWith(turn.signal, ["a"]);
+    const events = await drain(call.events);
+    expect(call.signal()).toBeUndefined();
+    expect(events).toMatchObject([{ type: "error", error: { reason: "aborted" } }]);
   });
 });
 
