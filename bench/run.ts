@@ -58,7 +58,7 @@ const Env = z.object({
     .default("25,50,100,200,400")
     .transform((s) => s.split(",").map((x) => Number(x.trim())))
     .pipe(z.array(z.number().int().positive())),
-  BENCH_STREAM_REPEATS: count(5),
+  BENCH_STREAM_REPEATS: count(7),
   BENCH_SUBAGENTS: count(1000),
   BENCH_SUBAGENT_SNAPSHOTS: z.string().optional(),
   BENCH_ONLY: z
