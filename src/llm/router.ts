@@ -89,8 +89,10 @@ export class ModelRouter {
   }
 
   /** Routing state for one turn: it starts on the primary and may fall back once. */
-  turn(): TurnRoute {
-    return new TurnRoute(this);
+  /** Routing state for one turn, starting on `start` (the primary unless a chat chose another model). */
+  turn(start: Target = this.options.primary): TurnRoute {
+    this.runtime(start);
+    return new TurnRoute(this, start);
   }
 
   /** One call to one target with the pool, limiter and retries; the building block of both routes. */
@@ -225,8 +227,11 @@ export class TurnRoute {
   private active: Target;
   private fellBack = false;
 
-  constructor(private readonly router: ModelRouter) {
-    this.active = router.primary;
+  constructor(
+    private readonly router: ModelRouter,
+    start: Target = router.primary,
+  ) {
+    this.active = start;
   }
 
   /** The model the turn's next call goes to. */

@@ -15,6 +15,7 @@ import { CheckpointStore } from "../../checkpoints/store.js";
 import type { ProfilePaths } from "../../config/paths.js";
 import type { TenaxConfig } from "../../config/schema.js";
 import { TenaxError } from "../../core/errors.js";
+import type { Target } from "../../llm/route-events.js";
 import { estimateTokens } from "../../llm/tokens.js";
 
 export interface ChatOutput {
@@ -37,7 +38,7 @@ export const CHAT_HELP = `Commands:
   /rollback [N]     restore the project to its Nth newest checkpoint (1: the latest)
   /compress         compress this session's context now
   /context          the size of this session's durable transcript
-  /model            the primary model and the fallback chain
+  /model [P/NAME]   the models; with P/NAME this chat's turns start there (/model primary: back)
   /usage            tokens this session has used
   /help             this list
   /exit             leave (Ctrl-C interrupts a turn; twice leaves)`;
@@ -45,6 +46,8 @@ export const CHAT_HELP = `Commands:
 export class ChatSession {
   private current: string | null = null;
   private lastTurn: TurnResult | null = null;
+  /** The model this chat starts its turns on, when /model chose one other than the primary. */
+  private chosen: Target | null = null;
 
   constructor(
     private readonly agent: Agent,
@@ -95,6 +98,7 @@ export class ChatSession {
       cwd: this.cwd,
       signal,
       onEvent: (e) => this.onEvent(e),
+      ...(this.chosen ? { route: this.agent.runtime.router.turn(this.chosen) } : {}),
     });
     this.lastTurn = result;
     if (result.reply !== "" || result.status === "completed") this.out.text("\n");
@@ -174,7 +178,7 @@ export class ChatSession {
         this.context();
         return "continue";
       case "/model":
-        this.model();
+        this.model(arg);
         return "continue";
       case "/usage":
         this.usage();
@@ -270,13 +274,36 @@ export class ChatSession {
     );
   }
 
-  private model(): void {
+  /** `/model` shows the models; `/model PROVIDER/NAME` starts this chat's turns there; `/model primary` goes back. */
+  private model(arg: string): void {
     const router = this.agent.runtime.router;
+    if (arg === "primary") {
+      this.chosen = null;
+      this.out.info(`back on the primary ${router.primary.provider}/${router.primary.model}`);
+      return;
+    }
+    if (arg !== "") {
+      const slash = arg.indexOf("/");
+      const target = { provider: arg.slice(0, slash), model: arg.slice(slash + 1) };
+      const known = router.runtimes().map((r) => r.name);
+      if (slash <= 0 || target.model === "" || !known.includes(target.provider)) {
+        this.out.error(
+          `/model takes PROVIDER/NAME with a configured provider (${known.join(", ")}), or "primary"; not "${arg}"`,
+        );
+        return;
+      }
+      this.chosen = target;
+      this.out.info(
+        `this chat's turns now start on ${arg} (fallback as configured); /model primary goes back`,
+      );
+      return;
+    }
     const p = router.primary;
     const chain = router.fallbackChain.map((t) => `${t.provider}/${t.model}`);
     this.out.info(
       [
         `primary: ${p.provider}/${p.model}${this.agent.runtime.builtIn ? " (the built-in local simulator)" : ""}`,
+        ...(this.chosen ? [`this chat starts on: ${this.chosen.provider}/${this.chosen.model}`] : []),
         `fallback: ${chain.length > 0 ? chain.join(" then ") : "none"}`,
         ...(this.lastTurn?.model
           ? [`last reply from: ${this.lastTurn.model.provider}/${this.lastTurn.model.model}`]
