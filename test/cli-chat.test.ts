@@ -97,11 +97,16 @@ describe("tenax chat", () => {
 
   it("an unknown slash command says so and the chat goes on", async () => {
     const dir = await home();
-    const run = await chatWithInput(dir, "/frobnicate\n/help\n/model nope/x\n/model sim/echo\n/model\nhi\n/exit\n");
+    const run = await chatWithInput(
+      dir,
+      "/frobnicate\n/help\n/model nope/x\n/model sim/echo\n/model\nhi\n/exit\n",
+    );
     expect(run.status).toBe(0);
     expect(run.stderr).toMatch(/unknown command \/frobnicate; \/help lists the commands/);
     expect(run.stderr).toMatch(/\/rollback \[N\]/);
-    expect(run.stderr).toMatch(/\/model takes PROVIDER\/NAME with a configured provider \(sim\), or "primary"; not "nope\/x"/);
+    expect(run.stderr).toMatch(
+      /\/model takes PROVIDER\/NAME with a configured provider \(sim\), or "primary"; not "nope\/x"/,
+    );
     expect(run.stderr).toMatch(/this chat starts on: sim\/echo/);
     expect(run.stdout).toContain("echo: hi");
   });
