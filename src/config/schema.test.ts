@@ -33,7 +33,7 @@ describe("configSchema", () => {
         max_subagents: 3,
       },
       retry: { max_attempts: 4 },
-      gateway: { host: "127.0.0.1", port: 8642, drain_timeout: 30 },
+      gateway: { host: "127.0.0.1", port: 8642, drain_timeout: 30, max_turns: 16 },
       dashboard: { host: "127.0.0.1", port: 8080 },
       checkpoints: { enabled: false, max_snapshots: 50 },
       store: {
@@ -160,6 +160,8 @@ describe("configSchema", () => {
     [{ compression: { window: 1000 } }, "compression"],
     [{ retry: { max_attempts: 21 } }, "retry.max_attempts"],
     [{ gateway: { drain_timeout: -1 } }, "gateway.drain_timeout"],
+    [{ gateway: { max_turns: 0 } }, "gateway.max_turns"],
+    [{ gateway: { max_turns: 1.5 } }, "gateway.max_turns"],
     [{ store: { synchronous: "off" } }, "store.synchronous"],
     [{ checkpoints: { max_snapshots: 2.5 } }, "checkpoints.max_snapshots"],
     [{ auxiliary: { summary: {} } }, "auxiliary"],

@@ -172,6 +172,12 @@ const gateway = z.strictObject({
     .number({ error: "expected a number of seconds (0 or more)" })
     .min(0, { error: "expected a number of seconds (0 or more)" })
     .default(30),
+  /** Agent turns the gateway runs at once, over all sessions; a request beyond it gets a 429. */
+  max_turns: z
+    .number({ error: "expected a whole number of turns (1 or more)" })
+    .int({ error: "expected a whole number of turns (1 or more)" })
+    .min(1, { error: "expected a whole number of turns (1 or more)" })
+    .default(16),
 });
 
 const dashboard = z.strictObject({

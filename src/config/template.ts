@@ -79,6 +79,7 @@ gateway:
   port: ${options.gatewayPort}            # unique to this profile
   # api_key: "\${TENAX_API_KEY}"   # clients must then send Authorization: Bearer KEY
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
+  max_turns: 16         # agent turns run at once; more requests get 429
 
 dashboard:
   host: 127.0.0.1
