@@ -3,6 +3,7 @@
 // runs one turn; `close()` stops everything it started (processes, timers, simulators).
 
 import { z } from "zod";
+import type { SnapshotResult } from "../checkpoints/store.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
@@ -41,7 +42,7 @@ export interface AgentOptions {
   /** Checkpoints on for this process, whatever config says (`--checkpoints`). */
   checkpoints?: boolean;
   /** Snapshots a project before the turn's first change there; built from config when left out. */
-  checkpoint?: ((dir: string, reason: string) => Promise<unknown>) | null;
+  checkpoint?: ((dir: string, reason: string) => Promise<SnapshotResult>) | null;
   compressor?: TurnCompressor | null;
   /** Every status event of every turn (retries, rotation, fallback, ...), for health and logs. */
   onStatus?: (event: StatusEvent) => void;

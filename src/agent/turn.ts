@@ -4,6 +4,8 @@
 // scheduler renews; a crash leaves the turn "running" with an expired lease and a transcript to
 // resume from. One abort stops everything of the turn: the model call (auxiliary ones included),
 // the tools, their processes, and subagents.
+import { describeSnapshot } from "../checkpoints/describe.js";
+import type { SnapshotResult } from "../checkpoints/store.js";
 import type { Deps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
 import { ProviderError } from "../llm/classified-error.js";
@@ -16,7 +18,9 @@ import type { CompressionEvent } from "./compression.js";
 import { Guardrails } from "./guardrails.js";
 import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import type { Scheduler } from "./scheduler.js";
-import { type Tool, type ToolContext, ToolError, type ToolEvent } from "./tools/types.js";
+import { runToolCall } from "./tool-call.js";
+import type { Tool, ToolContext, ToolEvent } from "./tools/types.js";
+import { addUsage } from "./usage.js";
 
 export type TurnStatus = "completed" | "interrupted" | "failed";
 
@@ -29,7 +33,7 @@ export type AgentEvent =
   | { type: "guardrail"; layer: "guardrails"; message: string }
   | { type: "continuation"; turn_id: string; count: number }
   | { type: "turn_finished"; turn_id: string; status: TurnStatus; partial: boolean; error: string | null }
-  | { type: "checkpoint"; layer: "checkpoints"; project: string; result: unknown; message: string }
+  | { type: "checkpoint"; layer: "checkpoints"; project: string; result: SnapshotResult; message: string }
   | { type: "checkpoint_failed"; layer: "checkpoints"; message: string }
   | CompressionEvent;
 
@@ -77,7 +81,7 @@ export interface TurnDeps {
   /** Kills every process a task owns (the process registry). */
   cleanupTask(taskId: string): Promise<unknown>;
   /** Snapshot a project before the turn's first change there (checkpoints); null when off. */
-  checkpoint: ((dir: string, reason: string) => Promise<unknown>) | null;
+  checkpoint: ((dir: string, reason: string) => Promise<SnapshotResult>) | null;
   compressor: TurnCompressor | null;
   /** Window used when config does not list the primary model's. */
   defaultWindow?: number;
@@ -115,9 +119,6 @@ export interface TurnResult {
 export const CONTINUE_PROMPT =
   "Continue exactly where your last message stopped, without repeating anything.";
 export const CONTINUE_NAME = "tenax-continue";
-
-/** Results longer than this are cut (head and tail kept) before the model sees them. */
-const MAX_TOOL_RESULT_CHARS = 100_000;
 
 class TurnHalted extends Error {}
 
@@ -356,130 +357,6 @@ async function callModel(
   const compaction = agent.store.getRecord<Compaction>(COMPACTION_KIND, sessionId);
   const messages = buildHistory(transcript, { system: agent.system, compaction });
   return route.complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, { signal, onEvent: emit });
-}
-
-/** Run one tool call and commit its result; returns a halt message when the guardrails say stop. */
-async function runToolCall(
-  agent: TurnDeps,
-  tools: Map<string, Tool>,
-  guard: Guardrails,
-  call: ToolCall,
-  context: ToolContext,
-  emit: (e: AgentEvent) => void,
-): Promise<string | null> {
-  const started = agent.deps.clock.now();
-  emit({
-    type: "tool_started",
-    turn_id: context.turnId,
-    id: call.id,
-    name: call.name,
-    arguments: call.arguments,
-  });
-  const tool = tools.get(call.name);
-  let result: string;
-  let failed = false;
-  const verdict = guard.before(call.name, call.arguments);
-  if (verdict.action === "block") {
-    result = errorResult(verdict.message);
-    failed = true;
-  } else if (!tool) {
-    result = errorResult(
-      `there is no tool named ${call.name}; the tools are: ${[...tools.keys()].join(", ")}`,
-    );
-    failed = true;
-  } else {
-    try {
-      const args = parseArguments(call.arguments);
-      const value = await tool.run(args, context);
-      result = bounded(typeof value === "string" ? value : JSON.stringify(value ?? null));
-    } catch (e) {
-      if (context.signal.aborted) throw context.signal.reason;
-      failed = true;
-      result =
-        e instanceof ToolError
-          ? errorResult(e.message, e.details)
-          : errorResult(`${call.name} failed: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  }
-  await agent.store.appendMessage({
-    session_id: context.sessionId,
-    role: "tool",
-    content: result,
-    tool_call_id: call.id,
-    name: call.name,
-    turn_id: context.turnId,
-  });
-  emit({
-    type: "tool_finished",
-    turn_id: context.turnId,
-    id: call.id,
-    name: call.name,
-    ok: !failed,
-    ms: agent.deps.clock.now() - started,
-  });
-  const after = guard.after(call.name, call.arguments, result, { failed, poller: tool?.poller === true });
-  return after.action === "halt" ? after.message : null;
-}
-
-export const USAGE_KIND = "usage";
-
-export interface SessionUsage {
-  input_tokens: number;
-  output_tokens: number;
-  turns: number;
-}
-
-/** Token usage adds up per session in the store, so /usage tells the truth after a restart. */
-async function addUsage(
-  store: Store,
-  sessionId: string,
-  usage: { input_tokens: number; output_tokens: number },
-) {
-  const before = store.getRecord<SessionUsage>(USAGE_KIND, sessionId) ?? {
-    input_tokens: 0,
-    output_tokens: 0,
-    turns: 0,
-  };
-  await store.putRecord(
-    USAGE_KIND,
-    sessionId,
-    {
-      input_tokens: before.input_tokens + usage.input_tokens,
-      output_tokens: before.output_tokens + usage.output_tokens,
-      turns: before.turns + 1,
-    } satisfies SessionUsage,
-    { sessionId },
-  );
-}
-
-function describeSnapshot(dir: string, result: unknown): string {
-  const r = result as { status?: string; why?: string; snapshot?: { id?: string } } | null;
-  if (r?.status === "skipped") return `checkpoint of ${dir} skipped: ${r.why ?? "?"}`;
-  if (r?.status === "unchanged") return `checkpoint of ${dir}: unchanged since ${r.snapshot?.id ?? "?"}`;
-  return `checkpoint of ${dir}: snapshot ${r?.snapshot?.id ?? "?"} taken before the first change`;
-}
-
-function parseArguments(text: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = text.trim() === "" ? {} : JSON.parse(text);
-  } catch (e) {
-    throw new ToolError(`the arguments are not valid JSON (${(e as Error).message}); send a JSON object`);
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new ToolError("the arguments must be a JSON object");
-  }
-  return parsed as Record<string, unknown>;
-}
-
-function errorResult(message: string, details: Record<string, unknown> = {}): string {
-  return JSON.stringify({ error: message, ...details });
-}
-
-function bounded(text: string): string {
-  if (text.length <= MAX_TOOL_RESULT_CHARS) return text;
-  const half = MAX_TOOL_RESULT_CHARS / 2;
-  return `${text.slice(0, half)}\n[... ${text.length - MAX_TOOL_RESULT_CHARS} characters cut by Tenax ...]\n${text.slice(-half)}`;
 }
 
 function isOverflow(error: unknown): boolean {

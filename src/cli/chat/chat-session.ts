@@ -4,13 +4,8 @@
 import { resolve } from "node:path";
 import type { Agent } from "../../agent/agent.js";
 import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "../../agent/history.js";
-import {
-  type AgentEvent,
-  CONTINUE_NAME,
-  type SessionUsage,
-  type TurnResult,
-  USAGE_KIND,
-} from "../../agent/turn.js";
+import { type AgentEvent, CONTINUE_NAME, type TurnResult } from "../../agent/turn.js";
+import { type SessionUsage, USAGE_KIND } from "../../agent/usage.js";
 import { CheckpointStore } from "../../checkpoints/store.js";
 import type { ProfilePaths } from "../../config/paths.js";
 import type { TenaxConfig } from "../../config/schema.js";

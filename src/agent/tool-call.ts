@@ -1,0 +1,96 @@
+// One tool call of a turn: the guardrails' verdict, the tool run with the turn's context (its
+// arguments parsed and checked), the result committed as a tool message, and the guardrails told
+// how it went. A tool that throws becomes a JSON error result; only an interrupt ends the turn.
+import type { ToolCall } from "../llm/provider.js";
+import type { Guardrails } from "./guardrails.js";
+import { type Tool, type ToolContext, ToolError } from "./tools/types.js";
+import type { AgentEvent, TurnDeps } from "./turn.js";
+
+/** Results longer than this are cut (head and tail kept) before the model sees them. */
+const MAX_TOOL_RESULT_CHARS = 100_000;
+
+/** Run one tool call and commit its result; returns a halt message when the guardrails say stop. */
+export async function runToolCall(
+  agent: TurnDeps,
+  tools: Map<string, Tool>,
+  guard: Guardrails,
+  call: ToolCall,
+  context: ToolContext,
+  emit: (e: AgentEvent) => void,
+): Promise<string | null> {
+  const started = agent.deps.clock.now();
+  emit({
+    type: "tool_started",
+    turn_id: context.turnId,
+    id: call.id,
+    name: call.name,
+    arguments: call.arguments,
+  });
+  const tool = tools.get(call.name);
+  let result: string;
+  let failed = false;
+  const verdict = guard.before(call.name, call.arguments);
+  if (verdict.action === "block") {
+    result = errorResult(verdict.message);
+    failed = true;
+  } else if (!tool) {
+    result = errorResult(
+      `there is no tool named ${call.name}; the tools are: ${[...tools.keys()].join(", ")}`,
+    );
+    failed = true;
+  } else {
+    try {
+      const args = parseArguments(call.arguments);
+      const value = await tool.run(args, context);
+      result = bounded(typeof value === "string" ? value : JSON.stringify(value ?? null));
+    } catch (e) {
+      if (context.signal.aborted) throw context.signal.reason;
+      failed = true;
+      result =
+        e instanceof ToolError
+          ? errorResult(e.message, e.details)
+          : errorResult(`${call.name} failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  await agent.store.appendMessage({
+    session_id: context.sessionId,
+    role: "tool",
+    content: result,
+    tool_call_id: call.id,
+    name: call.name,
+    turn_id: context.turnId,
+  });
+  emit({
+    type: "tool_finished",
+    turn_id: context.turnId,
+    id: call.id,
+    name: call.name,
+    ok: !failed,
+    ms: agent.deps.clock.now() - started,
+  });
+  const after = guard.after(call.name, call.arguments, result, { failed, poller: tool?.poller === true });
+  return after.action === "halt" ? after.message : null;
+}
+
+function parseArguments(text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = text.trim() === "" ? {} : JSON.parse(text);
+  } catch (e) {
+    throw new ToolError(`the arguments are not valid JSON (${(e as Error).message}); send a JSON object`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ToolError("the arguments must be a JSON object");
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function errorResult(message: string, details: Record<string, unknown> = {}): string {
+  return JSON.stringify({ error: message, ...details });
+}
+
+function bounded(text: string): string {
+  if (text.length <= MAX_TOOL_RESULT_CHARS) return text;
+  const half = MAX_TOOL_RESULT_CHARS / 2;
+  return `${text.slice(0, half)}\n[... ${text.length - MAX_TOOL_RESULT_CHARS} characters cut by Tenax ...]\n${text.slice(-half)}`;
+}
