@@ -10,7 +10,7 @@ import type { Deps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
 import { ProviderError } from "../llm/classified-error.js";
 import type { Completion } from "../llm/model-call.js";
-import type { ToolCall, ToolSpec } from "../llm/provider.js";
+import type { ToolSpec } from "../llm/provider.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter, TurnRoute } from "../llm/router.js";
 import type { Store } from "../store/store.js";
