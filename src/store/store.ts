@@ -7,14 +7,7 @@ import Database from "better-sqlite3";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
 import { retryWhileBusy } from "./busy-retry.js";
-import {
-  CredentialLedger,
-  type CredentialState,
-  type CredentialStateStore,
-  type CredentialUpdate,
-  MemoryCredentialLedger,
-  readCredentialStates,
-} from "./credential-ledger.js";
+import type { CredentialStateStore } from "./credential-ledger.js";
 import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreError } from "./errors.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
@@ -29,6 +22,7 @@ import {
 import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
 import { Spool, type SpoolRecord } from "./spool.js";
+import { StoreCredentials } from "./store-credentials.js";
 import { StoreReadView } from "./store-reader.js";
 import type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 
@@ -45,8 +39,7 @@ export class Store extends StoreReadView {
   private corrupt: StoreHealth["corrupt"] = null;
   private spooledRecords = 0;
   private integrity: IntegrityResult | null = null;
-  private ledger: CredentialLedger | null = null;
-  private localLedger: MemoryCredentialLedger | null = null;
+  private ledger: StoreCredentials | null = null;
   readonly index: SearchQueue;
 
   private constructor(
@@ -144,39 +137,14 @@ export class Store extends StoreReadView {
    * key is still skipped here; health shows `credentials_local: true` meanwhile.
    */
   credentials(): CredentialStateStore {
-    return {
-      record: (provider: string, fingerprint: string, update: CredentialUpdate): Promise<CredentialState> =>
-        this.withLedger((l) => l.record(provider, fingerprint, update)),
-      get: (provider: string) => this.withLedger((l) => l.get(provider)),
-      usable: (provider: string, fingerprints: readonly string[], now: number) =>
-        this.withLedger((l) => l.usable(provider, fingerprints, now)),
-    };
-  }
-
-  private async withLedger<T>(use: (ledger: CredentialStateStore) => Promise<T>): Promise<T> {
-    if (this.db !== null) {
-      this.ledger ??= new CredentialLedger(this.db, {
-        deps: this.deps,
-        busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
-      });
-      try {
-        return await use(this.ledger);
-      } catch (error) {
-        if (classifySqliteError(error) !== "corrupt") throw error;
-        this.markCorrupt(`the credential ledger met damage: ${(error as Error).message}`);
-      }
-    }
-    this.localLedger ??= new MemoryCredentialLedger(this.lastKnownCredentials());
-    return use(this.localLedger);
-  }
-
-  /** What the ledger held, read through the read-only guard when its pages are still readable. */
-  private lastKnownCredentials(): CredentialState[] {
-    try {
-      return this.guard ? readCredentialStates(this.guard) : [];
-    } catch {
-      return [];
-    }
+    this.ledger ??= new StoreCredentials({
+      db: () => this.db,
+      guard: () => this.guard,
+      onCorrupt: (detail) => this.markCorrupt(detail),
+      deps: this.deps,
+      busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
+    });
+    return this.ledger;
   }
 
   // ---- writes -------------------------------------------------------------------------------
@@ -287,7 +255,6 @@ export class Store extends StoreReadView {
       // Closing a damaged handle may fail; it is dropped either way.
     }
     this.db = null;
-    this.ledger = null;
     this.emit({ type: "store.corrupt", path: this.location.path, detail, recover });
   }
 
@@ -447,7 +414,7 @@ export class Store extends StoreReadView {
       integrity: this.integrity,
       spooled_records: this.spooledRecords,
       search: this.index.health(),
-      credentials_local: this.localLedger !== null,
+      credentials_local: this.ledger?.local ?? false,
     };
   }
 
@@ -459,7 +426,6 @@ export class Store extends StoreReadView {
     if (this.db !== null) {
       this.db.close();
       this.db = null;
-      this.ledger = null;
     }
     // The guard of a corrupt store is left open on purpose: closing it last could not checkpoint
     // (it is read-only), but keeping it means no other handle of ours can become the last one.
