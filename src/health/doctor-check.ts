@@ -1,0 +1,32 @@
+// One check of `tenax doctor`, and what the checks are given: the seams (versions of outside
+// programs, port probes, the store's writer, the clock) that tests replace.
+import type { Store } from "../store/store.js";
+
+export type CheckStatus = "ok" | "warn" | "fail";
+
+export interface Check {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  /** The command to run next, when the check is not ok. */
+  next?: string;
+  /** What `--fix` would do about it. */
+  fix?: string;
+  /** What `--fix` did. */
+  fixed?: string;
+}
+
+export interface DoctorDeps {
+  /** The output of `command --version`, or null when it cannot run. */
+  version(command: string): string | null;
+  /** Whether a TCP port can be bound on the host right now. */
+  portFree(host: string, port: number): Promise<boolean>;
+  /** Run with the profile's writer (opened only when no gateway holds the profile). */
+  withWriter<T>(body: (store: Store) => Promise<T>): Promise<T>;
+  env: NodeJS.ProcessEnv;
+  now(): number;
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,122 @@
+// The doctor's store checks: SQLite's quick check on a read-only connection (bounded in time),
+// writes waiting in the spool, and turns left running by a process that died. The writer is
+// opened only to reap those turns, and only when no gateway holds the profile.
+import { existsSync } from "node:fs";
+import { reapDeadTurns } from "../agent/reap.js";
+import { tenaxCommand } from "../config/command-hint.js";
+import { readGatewayPid } from "../config/gateway-pid.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { TenaxError } from "../core/errors.js";
+import { checkIntegrity } from "../store/integrity.js";
+import { recoverCommand } from "../store/open-database.js";
+import { openReader } from "../store/registry.js";
+import { readSpool } from "../store/spool.js";
+import { type Check, type DoctorDeps, messageOf } from "./doctor-check.js";
+
+/** The doctor waits at least this long for the quick check (the store's own open budget may be 0). */
+const MIN_CHECK_MS = 10_000;
+
+export async function storeIntegrityCheck(paths: ProfilePaths, config: TenaxConfig | null): Promise<Check> {
+  const name = "store integrity";
+  if (!existsSync(paths.state))
+    return { name, status: "ok", detail: `no store yet; ${paths.state} is created on first use` };
+  // The reader checks the file is this profile's Tenax store before SQLite's page check.
+  try {
+    openReader(paths).close();
+  } catch (error) {
+    return {
+      name,
+      status: "fail",
+      detail: `${paths.state} cannot be opened: ${messageOf(error)}`,
+      next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
+    };
+  }
+  const timeoutMs = Math.max(MIN_CHECK_MS, config?.store.integrity_check_timeout_ms ?? 0);
+  const result = await checkIntegrity(paths.state, { mode: "quick", timeoutMs });
+  if (result.status === "ok")
+    return { name, status: "ok", detail: `${paths.state}: quick check ok in ${result.duration_ms} ms` };
+  if (result.status === "unknown") {
+    return {
+      name,
+      status: "warn",
+      detail: `${paths.state}: the quick check did not finish (${result.detail.join("; ")})`,
+      next: tenaxCommand(paths.name, ["sessions", "check"]),
+    };
+  }
+  return {
+    name,
+    status: "fail",
+    detail: `${paths.state} is damaged: ${result.detail.slice(0, 3).join("; ")}`,
+    next: recoverCommand(paths.state, paths.name),
+  };
+}
+
+export function spoolCheck(paths: ProfilePaths): Check {
+  let records: number;
+  try {
+    records = readSpool(paths.spool).records.length;
+  } catch (error) {
+    return { name: "spool", status: "warn", detail: `${paths.spool} cannot be read: ${messageOf(error)}` };
+  }
+  if (records === 0) return { name: "spool", status: "ok", detail: "no writes waiting in the spool" };
+  return {
+    name: "spool",
+    status: "warn",
+    detail: `${records} write${records === 1 ? "" : "s"} wait in ${paths.spool} (the store could not take them)`,
+    next: recoverCommand(paths.state, paths.name),
+  };
+}
+
+export async function staleSessionsCheck(
+  paths: ProfilePaths,
+  fix: boolean,
+  storeReadable: boolean,
+  deps: Pick<DoctorDeps, "withWriter" | "now">,
+): Promise<Check> {
+  const name = "stale sessions";
+  if (!existsSync(paths.state)) return { name, status: "ok", detail: "no store yet" };
+  if (!storeReadable) return { name, status: "warn", detail: "not checked: the store cannot be read" };
+  const now = deps.now();
+  let stale: { id: string; session_id: string }[];
+  try {
+    const reader = openReader(paths);
+    try {
+      stale = reader
+        .runningTurns()
+        .filter((t) => t.lease_expires_at !== null && t.lease_expires_at <= now)
+        .map((t) => ({ id: t.id, session_id: t.session_id }));
+    } finally {
+      reader.close();
+    }
+  } catch (error) {
+    return { name, status: "warn", detail: `not checked: ${messageOf(error)}` };
+  }
+  if (stale.length === 0) return { name, status: "ok", detail: "no running turn has outlived its lease" };
+  const sessions = [...new Set(stale.map((t) => t.session_id))];
+  const gateway = readGatewayPid(paths.pid);
+  const check: Check = {
+    name,
+    status: "warn",
+    detail: `${stale.length} turn${stale.length === 1 ? "" : "s"} still marked running after the lease expired (the process died), in session${sessions.length === 1 ? "" : "s"} ${sessions.join(", ")}`,
+  };
+  if (gateway.running) {
+    check.detail += `; the gateway (pid ${gateway.pid}) interrupts them itself`;
+    return check;
+  }
+  check.fix = "mark them interrupted (their transcripts are kept)";
+  check.next = tenaxCommand(paths.name, ["doctor", "--fix"]);
+  if (!fix) return check;
+  try {
+    const reaped = await deps.withWriter((store) => reapDeadTurns(store, now));
+    const { next: _done, ...rest } = check;
+    return {
+      ...rest,
+      status: "ok",
+      fixed: `marked ${reaped.length} turn${reaped.length === 1 ? "" : "s"} interrupted: ${reaped.map((t) => t.turn_id).join(", ")}`,
+    };
+  } catch (error) {
+    check.detail += `; marking them interrupted failed: ${messageOf(error)}`;
+    return check;
+  }
+}
