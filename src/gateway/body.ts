@@ -1,0 +1,40 @@
+// Reading a request body: at most a fixed size (413 beyond it, checked as the bytes arrive, not
+// after) and JSON that parses (400 otherwise).
+import type { IncomingMessage } from "node:http";
+import { badRequest, GatewayError } from "./http-error.js";
+
+/** Largest request body the gateway reads. A conversation with pasted files fits; a dump does not. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(buffer);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (text.trim() === "") throw badRequest("invalid_json", "the request body is empty; send a JSON object");
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw badRequest(
+      "invalid_json",
+      `the request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+function tooLarge(limit: number): GatewayError {
+  return new GatewayError(
+    413,
+    "invalid_request_error",
+    "request_too_large",
+    `the request body is larger than ${limit} bytes; send a shorter conversation, or continue a session with X-Session-Id and only the new message`,
+    { connection: "close" },
+  );
+}

@@ -1,0 +1,146 @@
+// POST /v1/chat/completions: one whole agent turn (tools included) per request, answered in the
+// OpenAI wire format, as one chat.completion or as SSE chunks. The final chunk carries the
+// finish reason and `tenax: {partial, status}`, so a client can tell a cut reply from a whole one.
+import type { ServerResponse } from "node:http";
+import type { AgentEvent, TurnResult } from "../agent/turn.js";
+
+export interface CompletionMeta {
+  id: string;
+  created: number;
+  model: string;
+  sessionId: string;
+}
+
+/** OpenAI's finish reasons: a completed turn stopped; a cut one hit a limit or was stopped. */
+export function finishReason(result: TurnResult): "stop" | "length" {
+  return result.status === "completed" && !result.partial ? "stop" : "length";
+}
+
+export function tenaxField(result: TurnResult) {
+  return {
+    session_id: result.session_id,
+    turn_id: result.turn_id,
+    status: result.status,
+    partial: result.partial || result.status !== "completed",
+    error: result.error,
+  };
+}
+
+function usageOf(result: TurnResult) {
+  const { input_tokens, output_tokens } = result.usage;
+  return {
+    prompt_tokens: input_tokens,
+    completion_tokens: output_tokens,
+    total_tokens: input_tokens + output_tokens,
+  };
+}
+
+function modelOf(meta: CompletionMeta, result: TurnResult | null): string {
+  return result?.model ? `${result.model.provider}/${result.model.model}` : meta.model;
+}
+
+export function completionBody(meta: CompletionMeta, result: TurnResult) {
+  return {
+    id: meta.id,
+    object: "chat.completion",
+    created: meta.created,
+    model: modelOf(meta, result),
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: result.reply, refusal: null },
+        finish_reason: finishReason(result),
+        logprobs: null,
+      },
+    ],
+    usage: usageOf(result),
+    tenax: tenaxField(result),
+  };
+}
+
+/** An SSE answer to one turn: chunks as text arrives, then the final chunk and [DONE]. */
+export class CompletionStream {
+  private ended = false;
+  private shutdownSent = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly meta: CompletionMeta,
+    private readonly includeUsage: boolean,
+  ) {}
+
+  open(): void {
+    this.res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "x-session-id": this.meta.sessionId,
+    });
+    this.chunk({ role: "assistant", content: "" }, null);
+  }
+
+  onEvent(event: AgentEvent): void {
+    if (event.type === "text" && event.delta !== "") this.chunk({ content: event.delta }, null);
+  }
+
+  /**
+   * Told once when the gateway starts to stop: a named `shutdown` event whose data is still a valid
+   * chunk (no choices), so OpenAI clients that ignore event names do not break on it.
+   */
+  shutdown(message: string): void {
+    if (this.shutdownSent || this.ended) return;
+    this.shutdownSent = true;
+    const data = { ...this.base(), choices: [], tenax: { event: "shutdown", message } };
+    this.write(`event: shutdown\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  finish(result: TurnResult): void {
+    if (this.ended) return;
+    const last = {
+      ...this.base(result),
+      choices: [{ index: 0, delta: {}, finish_reason: finishReason(result), logprobs: null }],
+      tenax: tenaxField(result),
+    };
+    this.write(`data: ${JSON.stringify(last)}\n\n`);
+    if (this.includeUsage)
+      this.write(
+        `data: ${JSON.stringify({ ...this.base(result), choices: [], usage: usageOf(result) })}\n\n`,
+      );
+    this.end();
+  }
+
+  /** A failure after the stream opened: an error event in the OpenAI shape, then the end. */
+  fail(message: string): void {
+    if (this.ended) return;
+    this.write(
+      `data: ${JSON.stringify({ error: { message, type: "server_error", code: "turn_failed" } })}\n\n`,
+    );
+    this.end();
+  }
+
+  private end(): void {
+    this.ended = true;
+    this.write("data: [DONE]\n\n");
+    this.res.end();
+  }
+
+  private base(result: TurnResult | null = null) {
+    return {
+      id: this.meta.id,
+      object: "chat.completion.chunk",
+      created: this.meta.created,
+      model: modelOf(this.meta, result),
+    };
+  }
+
+  private chunk(delta: Record<string, unknown>, finish: string | null): void {
+    this.write(
+      `data: ${JSON.stringify({ ...this.base(), choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })}\n\n`,
+    );
+  }
+
+  private write(text: string): void {
+    if (this.res.writableEnded || this.res.destroyed) return;
+    this.res.write(text);
+  }
+}

@@ -1,0 +1,62 @@
+// Every gateway error leaves as one OpenAI-shaped body, {"error":{"message","type","code"}}, with
+// the status that says what went wrong; handlers throw a GatewayError and the server answers it.
+import type { ServerResponse } from "node:http";
+
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "not_found_error"
+  | "conflict_error"
+  | "rate_limit_error"
+  | "unavailable_error"
+  | "server_error";
+
+export class GatewayError extends Error {
+  override readonly name = "GatewayError";
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+
+  toJSON(): { error: { message: string; type: string; code: string } } {
+    return { error: { message: this.message, type: this.type, code: this.code } };
+  }
+}
+
+export const badRequest = (code: string, message: string) =>
+  new GatewayError(400, "invalid_request_error", code, message);
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(Buffer.byteLength(text)),
+    ...headers,
+  });
+  res.end(text);
+}
+
+export function sendError(res: ServerResponse, error: GatewayError): void {
+  sendJson(res, error.status, error.toJSON(), error.headers);
+}
+
+/** Anything unexpected becomes a 500 in the same shape, never a crash or an HTML page. */
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new GatewayError(500, "server_error", "internal_error", `the gateway failed: ${message}`);
+}

@@ -1,0 +1,132 @@
+// A gateway process from start to stop: the pid file, the clean-shutdown marker, the agent, the
+// port, and the signals. SIGTERM/SIGINT stop new turns, tell open streams, drain up to
+// gateway.drain_timeout, interrupt the rest, close agent and store, and mark a clean stop only
+// when the drain completed.
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { openAgent } from "../agent/setup.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { TenaxError } from "../core/errors.js";
+import type { StoreSettings } from "../store/registry.js";
+import { Gateway } from "./gateway.js";
+import { acquirePidFile } from "./pid-file.js";
+
+export interface RunGatewayOptions {
+  paths: ProfilePaths;
+  config: TenaxConfig;
+  host: string;
+  port: number;
+  version: string;
+  storeSettings: StoreSettings;
+  cwd: string;
+  /** Lines for the operator (stdout). */
+  info(line: string): void;
+  warn(line: string): void;
+}
+
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** Serve until a signal stops the gateway; resolves with the exit code. */
+export async function runGateway(options: RunGatewayOptions): Promise<number> {
+  const { paths, config, host, info, warn } = options;
+  if (!isLoopback(host) && config.gateway.api_key === undefined) {
+    throw new TenaxError(
+      "gateway_unprotected",
+      `refusing to serve on ${host} without an API key: anyone who can reach it could run the agent`,
+      {
+        hint: "set gateway.api_key in config.yaml (for example from the TENAX_API_KEY variable), or serve on 127.0.0.1",
+        exitCode: 2,
+      },
+    );
+  }
+  const lock = acquirePidFile(paths.pid, { pid: process.pid, started_at: Date.now() }, paths.name);
+  if (lock.reclaimed !== null)
+    warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
+  try {
+    const clean = existsSync(paths.cleanShutdown);
+    rmSync(paths.cleanShutdown, { force: true });
+    info(
+      clean
+        ? "the last gateway stop was clean"
+        : "no clean-shutdown marker: the last gateway stop was not clean (or this is the first start)",
+    );
+    const opened = await openAgent(paths, config, { storeSettings: options.storeSettings });
+    for (const turn of opened.reaped)
+      warn(
+        `turn ${turn.turn_id} of session ${turn.session_id} was left running by a process that stopped; it is marked interrupted`,
+      );
+    if (opened.agent.runtime.builtIn)
+      warn(
+        "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
+      );
+    const gateway = new Gateway({
+      agent: opened.agent,
+      store: opened.store,
+      config,
+      version: options.version,
+      cwd: options.cwd,
+    });
+    const server = createServer(gateway.handle);
+    try {
+      await listen(server, host, options.port);
+    } catch (error) {
+      await opened.close();
+      throw error;
+    }
+    const bound = (server.address() as AddressInfo).port;
+    await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound });
+    const shown = host.includes(":") ? `[${host}]` : host;
+    info(`gateway listening on http://${shown}:${bound}`);
+
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGTERM", () => resolve("SIGTERM"));
+      process.once("SIGINT", () => resolve("SIGINT"));
+    });
+    info(
+      `${signal}: stopping; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
+    );
+    gateway.beginShutdown();
+    const drained = await gateway.drain(config.gateway.drain_timeout * 1000);
+    if (!drained) {
+      const left = await gateway.interruptAll();
+      warn(
+        `the drain timed out: ${left} turn(s) interrupted and saved; they can be continued with X-Session-Id`,
+      );
+    }
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await opened.close();
+    if (drained) writeFileSync(paths.cleanShutdown, `${new Date().toISOString()}\n`, { mode: 0o600 });
+    info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");
+    return 0;
+  } finally {
+    lock.release();
+  }
+}
+
+function listen(server: ReturnType<typeof createServer>, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      server.off("listening", onListening);
+      reject(
+        error.code === "EADDRINUSE"
+          ? new TenaxError("gateway_port_in_use", `port ${port} on ${host} is already in use`, {
+              hint: "stop what uses it, or choose another port with --port P (or gateway.port in config.yaml)",
+            })
+          : error,
+      );
+    };
+    const onListening = () => {
+      server.off("error", onError);
+      resolve();
+    };
+    server.once("error", onError);
+    server.once("listening", onListening);
+    server.listen(port, host);
+  });
+}
