@@ -5,6 +5,7 @@ import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from 
 import { requireProfile } from "../config/profiles.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
+import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerGatewayCommands } from "./commands/gateway.js";
 import { registerInitCommand } from "./commands/init.js";
 import { registerProfileCommands } from "./commands/profile.js";
@@ -55,6 +56,7 @@ export async function main(argv: string[]): Promise<number> {
   };
 
   registerCheckpointsCommands(program, cli);
+  registerDoctorCommand(program, cli);
   registerGatewayCommands(program, cli);
   registerInitCommand(program, cli);
   registerChatCommand(program, cli);
