@@ -1,0 +1,217 @@
+// The gateway's HTTP API as clients meet it: the official `openai` client, unchanged, against a
+// real `tenax gateway run` process and a simulator; continuity by X-Session-Id; every bad input
+// answered in the OpenAI error shape with its status; auth; the busy-session and global limits.
+import OpenAI from "openai";
+import { beforeAll, describe, expect, it } from "vitest";
+import { requireBuild } from "./helpers/cli.js";
+import { refusedGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
+
+beforeAll(() => requireBuild());
+
+const client = (url: string, apiKey = "unused", headers: Record<string, string> = {}) =>
+  new OpenAI({ baseURL: `${url}/v1`, apiKey, defaultHeaders: headers, maxRetries: 0 });
+
+function sentTo(sim: { requests(): { body: unknown }[] }, index: number): string {
+  return JSON.stringify((sim.requests()[index]?.body as { messages?: unknown })?.messages ?? null);
+}
+
+async function expectError(response: Response, status: number, code: string) {
+  expect(response.status).toBe(status);
+  const body = (await response.json()) as { error: { message: string; type: string; code: string } };
+  expect(body.error.code).toBe(code);
+  expect(typeof body.error.type).toBe("string");
+  expect(body.error.message.length).toBeGreaterThan(10);
+  return body.error;
+}
+
+const post = (url: string, body: string, headers: Record<string, string> = {}) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+
+describe("tenax gateway run: the API", () => {
+  it("answers a non-streamed turn to the openai client, continues it by X-Session-Id, and lists it", async () => {
+    const { home, sim } = await simProfile();
+    const gw = await startGateway(home);
+    expect((await (await fetch(`${gw.url}/health/live`)).json()).status).toBe("ok");
+    const caps = (await (await fetch(`${gw.url}/api/capabilities`)).json()) as { capabilities: string[] };
+    expect(caps.capabilities).toEqual(
+      expect.arrayContaining(["chat.completions", "chat.completions.stream"]),
+    );
+    const openai = client(gw.url);
+    const models = await openai.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(["sim/echo"]);
+
+    const { data, response } = await openai.chat.completions
+      .create({ model: "anything", messages: [{ role: "user", content: "the word is pineapple" }] })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe("echo: the word is pineapple");
+    expect(data.choices[0]?.finish_reason).toBe("stop");
+    expect(data.usage?.total_tokens).toBeGreaterThan(0);
+    const sessionId = response.headers.get("x-session-id");
+    expect(sessionId).toMatch(/^s_/);
+
+    const again = client(gw.url, "unused", { "X-Session-Id": sessionId ?? "" });
+    const second = await again.chat.completions
+      .create({
+        model: "x",
+        messages: [
+          { role: "user", content: "ignored" },
+          { role: "user", content: "and now?" },
+        ],
+      })
+      .withResponse();
+    expect(second.response.headers.get("x-session-id")).toBe(sessionId);
+    expect(second.data.choices[0]?.message.content).toBe("echo: and now?");
+    expect(sentTo(sim, 1)).toContain("pineapple");
+    expect(sentTo(sim, 1)).not.toContain("ignored");
+
+    const shown = (await (await fetch(`${gw.url}/api/sessions/${sessionId}`)).json()) as {
+      messages: { role: string; content: string }[];
+    };
+    expect(shown.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual([
+      "the word is pineapple",
+      "and now?",
+    ]);
+    const listed = (await (await fetch(`${gw.url}/api/sessions`)).json()) as { data: { id: string }[] };
+    expect(listed.data.map((s) => s.id)).toContain(sessionId);
+  });
+
+  it("streams a turn to the openai client, ending with a final chunk that says the reply is whole", async () => {
+    const { home, sim } = await simProfile();
+    const gw = await startGateway(home);
+    const { data: stream, response } = await client(gw.url)
+      .chat.completions.create({
+        model: "x",
+        stream: true,
+        messages: [
+          { role: "system", content: "be brief" },
+          { role: "user", content: "first question" },
+          { role: "assistant", content: "first answer" },
+          { role: "user", content: "second question" },
+        ],
+      })
+      .withResponse();
+    expect(response.headers.get("x-session-id")).toMatch(/^s_/);
+    let text = "";
+    let last: unknown = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      last = chunk;
+    }
+    expect(text).toBe("echo: second question");
+    expect(last).toMatchObject({
+      choices: [{ finish_reason: "stop" }],
+      tenax: { partial: false, status: "completed" },
+    });
+    // The whole conversation became the new session's history, as sent.
+    expect(sentTo(sim, 0)).toContain("first answer");
+    expect(sentTo(sim, 0)).not.toContain("be brief");
+  });
+
+  it("answers every bad input in the OpenAI error shape with its status", async () => {
+    const { home } = await simProfile();
+    const gw = await startGateway(home);
+    const user = [{ role: "user", content: "hi" }];
+    await expectError(await post(gw.url, "{not json"), 400, "invalid_json");
+    const unknown = await expectError(
+      await post(gw.url, JSON.stringify({ messages: user, colour: 1, size: 2 })),
+      400,
+      "unknown_field",
+    );
+    expect(unknown.message).toContain("colour, size");
+    const tools = await expectError(
+      await post(gw.url, JSON.stringify({ messages: user, tools: [] })),
+      400,
+      "unsupported_field",
+    );
+    expect(tools.message).toContain("tools");
+    await expectError(await post(gw.url, JSON.stringify({ messages: [] })), 400, "invalid_field");
+    await expectError(
+      await post(gw.url, JSON.stringify({ messages: [{ role: "tool", content: "x" }] })),
+      400,
+      "invalid_field",
+    );
+    await expectError(await post(gw.url, "x".repeat(5 * 1024 * 1024)), 413, "request_too_large");
+    const missing = await post(gw.url, JSON.stringify({ messages: user }), { "x-session-id": "s_nope" });
+    expect(missing.headers.get("x-session-id")).toBe("s_nope");
+    await expectError(missing, 404, "session_not_found");
+    await expectError(await fetch(`${gw.url}/api/sessions/s_nope`), 404, "session_not_found");
+    const wrong = await fetch(`${gw.url}/v1/chat/completions`);
+    expect(wrong.headers.get("allow")).toBe("POST");
+    await expectError(wrong, 405, "method_not_allowed");
+    await expectError(await fetch(`${gw.url}/v1/nothing`), 404, "unknown_route");
+    // The openai client sees the same errors as its typed exceptions.
+    const thrown = await client(gw.url, "k", { "X-Session-Id": "s_gone" })
+      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(OpenAI.NotFoundError);
+    // Still serving after all of it.
+    expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
+  });
+
+  it("with gateway.api_key every route but /health/live needs the bearer key", async () => {
+    const { home } = await simProfile('api_key: "s3cret-key"');
+    const gw = await startGateway(home);
+    expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
+    await expectError(await fetch(`${gw.url}/api/capabilities`), 401, "invalid_api_key");
+    await expectError(
+      await fetch(`${gw.url}/api/sessions`, { headers: { authorization: "Bearer s3cret-kex" } }),
+      401,
+      "invalid_api_key",
+    );
+    const ok = await fetch(`${gw.url}/api/capabilities`, { headers: { authorization: "Bearer s3cret-key" } });
+    expect(ok.status).toBe(200);
+    const wrong = await client(gw.url, "nope")
+      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .catch((e: unknown) => e);
+    expect(wrong).toBeInstanceOf(OpenAI.AuthenticationError);
+    const reply = await client(gw.url, "s3cret-key").chat.completions.create({
+      model: "x",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect(reply.choices[0]?.message.content).toBe("echo: hi");
+  });
+
+  it("refuses to serve on a non-loopback host without an API key", async () => {
+    const { home } = await simProfile();
+    const run = await refusedGateway(home, ["--host", "0.0.0.0", "--port", "0"]);
+    expect(run.status).toBe(2);
+    expect(run.output).toMatch(/refusing to serve on 0\.0\.0\.0 without an API key/);
+    expect(run.output).not.toContain("listening");
+  });
+
+  it("a busy session gets 409, and turns beyond gateway.max_turns get 429", async () => {
+    const { home, sim } = await simProfile("max_turns: 1, drain_timeout: 0.2");
+    const gw = await startGateway(home);
+    const first = await client(gw.url)
+      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .withResponse();
+    const sessionId = first.response.headers.get("x-session-id") ?? "";
+    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+    const hung = post(
+      gw.url,
+      JSON.stringify({ stream: true, messages: [{ role: "user", content: "wait" }] }),
+      {
+        "x-session-id": sessionId,
+      },
+    );
+    await until(() => sim.requests().length === 2);
+    const busy = await expectError(
+      await post(gw.url, JSON.stringify({ messages: [{ role: "user", content: "again" }] }), {
+        "x-session-id": sessionId,
+      }),
+      409,
+      "session_busy",
+    );
+    expect(busy.message).toContain("one turn at a time");
+    const full = await post(gw.url, JSON.stringify({ messages: [{ role: "user", content: "other" }] }));
+    expect(full.headers.get("retry-after")).toBe("1");
+    await expectError(full, 429, "too_many_turns");
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    expect(await (await hung).text()).toContain('"status":"interrupted"');
+  });
+});
