@@ -1,0 +1,214 @@
+// `tenax gateway install|uninstall|start|stop|restart|status`: the profile's gateway as a
+// systemd --user unit (see src/gateway/service). Status exits 0 running and healthy, 1 degraded,
+// 2 down; restart says so only once the new process has stayed up.
+import type { Command } from "commander";
+import { tenaxCommand } from "../../config/command-hint.js";
+import { loadConfig } from "../../config/load.js";
+import { type Clock, realSleep, type Sleep, systemClock } from "../../core/deps.js";
+import { commandLine, TenaxError, UsageError } from "../../core/errors.js";
+import { type ProbeLive, type ProbeTarget, probeLive } from "../../gateway/service/health-probe.js";
+import { installUnit, uninstallUnit } from "../../gateway/service/manage.js";
+import { restartAndVerify } from "../../gateway/service/restart.js";
+import {
+  createSystemctl,
+  isRunning,
+  type Systemctl,
+  systemctlOk,
+  unitState,
+} from "../../gateway/service/systemctl.js";
+import { renderUnit, unitDirectory, unitName } from "../../gateway/service/unit.js";
+import type { Cli } from "../main.js";
+
+/** What tests replace; production uses the process environment, the real clock and fetch. */
+export interface GatewayServiceDeps {
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+  sleep?: Sleep;
+  probe?: ProbeLive;
+}
+
+export function registerGatewayServiceCommands(
+  gateway: Command,
+  cli: Cli,
+  deps: GatewayServiceDeps = {},
+): void {
+  const env = deps.env ?? process.env;
+  const probe = deps.probe ?? probeLive;
+  const systemctl = (): Systemctl => createSystemctl(env);
+
+  const context = () => {
+    const paths = cli.profile();
+    const { config, warnings } = loadConfig(paths, env);
+    const target: ProbeTarget = {
+      host: config.gateway.host,
+      port: config.gateway.port,
+      apiKey: config.gateway.api_key,
+    };
+    return { paths, config, warnings, unit: unitName(paths.name), target };
+  };
+
+  gateway
+    .command("install")
+    .description("install and enable this profile's gateway as a systemd --user unit")
+    .option("--force", "replace a different unit file of the same name")
+    .option("--json", "print one JSON document")
+    .action((flags: { force?: boolean; json?: boolean }) =>
+      cli.run(flags.json, async (out) => {
+        const { paths, config, warnings, unit } = context();
+        for (const warning of warnings) out.warn(warning);
+        const text = renderUnit({ paths, drainTimeoutS: config.gateway.drain_timeout });
+        const result = await installUnit(
+          {
+            unit,
+            directory: unitDirectory(env),
+            text,
+            force: flags.force === true,
+            forceCommand: tenaxCommand(paths.name, ["gateway", "install", "--force"]),
+          },
+          systemctl(),
+        );
+        if (out.json) out.document({ unit, path: result.path, outcome: result.outcome, enabled: true });
+        const what = { created: "wrote", unchanged: "already up to date:", replaced: "replaced" }[
+          result.outcome
+        ];
+        out.line(`${what} ${result.path}`);
+        out.line(`ran systemctl --user daemon-reload and enable ${unit} (it starts at login)`);
+        out.line(`start it now: ${tenaxCommand(paths.name, ["gateway", "start"])}`);
+        return 0;
+      }),
+    );
+
+  gateway
+    .command("uninstall")
+    .description("stop, disable and remove this profile's gateway unit")
+    .option("--json", "print one JSON document")
+    .action((flags: { json?: boolean }) =>
+      cli.run(flags.json, async (out) => {
+        const paths = cli.profile();
+        const unit = unitName(paths.name);
+        const result = await uninstallUnit(unit, unitDirectory(env), systemctl());
+        if (out.json) out.document({ unit, path: result.path, removed: result.removed });
+        out.line(`stopped and disabled ${unit}`);
+        out.line(result.removed ? `removed ${result.path}` : `${result.path} was not there`);
+        return 0;
+      }),
+    );
+
+  for (const verb of ["start", "stop"] as const) {
+    gateway
+      .command(verb)
+      .description(`${verb} this profile's gateway unit (systemctl --user ${verb})`)
+      .action(() =>
+        cli.run(false, async (out) => {
+          const paths = cli.profile();
+          const unit = unitName(paths.name);
+          await requireInstalled(systemctl(), unit, paths.name);
+          await systemctlOk(systemctl(), [verb, unit]);
+          out.line(`${verb === "start" ? "started" : "stopped"} ${unit}`);
+          if (verb === "start") out.line(`check it: ${tenaxCommand(paths.name, ["gateway", "status"])}`);
+          return 0;
+        }),
+      );
+  }
+
+  gateway
+    .command("status")
+    .description("the unit's state and /health/live: exit 0 running and healthy, 1 degraded, 2 down")
+    .option("--json", "print one JSON document")
+    .action((flags: { json?: boolean }) =>
+      cli.run(flags.json, async (out) => {
+        const { paths, unit, target } = context();
+        const state = await unitState(systemctl(), unit);
+        const live = await probe(target, 2_000);
+        const running = isRunning(state);
+        const status = running && live.ok ? "ok" : running || live.ok ? "degraded" : "down";
+        if (out.json) out.document({ unit, status, state, live });
+        out.line(`gateway of profile '${paths.name}': ${status}`);
+        if (state.loadState === "not-found") {
+          out.line(`  unit    ${unit} is not installed`);
+        } else {
+          out.line(
+            `  unit    ${unit} ${state.activeState} (${state.subState}), pid ${state.mainPid || "none"}, ${state.restarts} automatic restart(s), last exit status ${state.exitStatus}`,
+          );
+        }
+        out.line(`  health  ${live.detail}`);
+        for (const line of nextSteps(paths.name, unit, state.loadState, running, live.ok)) out.line(line);
+        return status === "ok" ? 0 : status === "degraded" ? 1 : 2;
+      }),
+    );
+
+  gateway
+    .command("restart")
+    .description("restart the gateway unit and wait until the new process is up and stays up")
+    .option("--timeout <seconds>", "how long to wait for it to come up, per attempt", "15")
+    .option("--settle <seconds>", "how long the new process must stay up", "2")
+    .action((flags: { timeout: string; settle: string }) =>
+      cli.run(false, async (out) => {
+        const timeoutMs = seconds(flags.timeout, "--timeout") * 1000;
+        const settleMs = seconds(flags.settle, "--settle") * 1000;
+        const { paths, unit, target } = context();
+        const ctl = systemctl();
+        await requireInstalled(ctl, unit, paths.name);
+        const result = await restartAndVerify(
+          { unit, target, timeoutMs, settleMs, pollMs: 250, attempts: 2 },
+          {
+            systemctl: ctl,
+            probe,
+            clock: deps.clock ?? systemClock,
+            sleep: deps.sleep ?? realSleep,
+            note: (text) => out.line(text),
+          },
+        );
+        const lastAttempt = result.attempts.at(-1);
+        if (result.ok) {
+          out.line(`restarted ${unit}: ${lastAttempt?.detail ?? "up"}`);
+          return 0;
+        }
+        printDiagnosis(unit, lastAttempt?.detail ?? "it did not come up");
+        return 1;
+      }),
+    );
+}
+
+/** The commands that show why a unit did not stay up, exactly as a shell takes them. */
+export function diagnosisCommands(unit: string): string[] {
+  return [
+    commandLine(["journalctl", "--user", "-u", unit, "-n", "50", "--no-pager"]),
+    commandLine(["systemctl", "--user", "status", unit]),
+  ];
+}
+
+function printDiagnosis(unit: string, detail: string): void {
+  process.stderr.write(`error: the gateway did not stay up after two restarts: ${detail}\n`);
+  process.stderr.write("See why with:\n");
+  for (const command of diagnosisCommands(unit)) process.stderr.write(`  ${command}\n`);
+}
+
+async function requireInstalled(systemctl: Systemctl, unit: string, profile: string): Promise<void> {
+  const state = await unitState(systemctl, unit);
+  if (state.loadState === "not-found") {
+    throw new TenaxError("unit_not_installed", `${unit} is not installed`, {
+      hint: `Install it with: ${tenaxCommand(profile, ["gateway", "install"])}`,
+    });
+  }
+}
+
+function nextSteps(
+  profile: string,
+  unit: string,
+  loadState: string,
+  running: boolean,
+  healthy: boolean,
+): string[] {
+  if (running && healthy) return [];
+  if (loadState === "not-found") return [`next: ${tenaxCommand(profile, ["gateway", "install"])}`];
+  if (!running) return [`next: ${tenaxCommand(profile, ["gateway", "start"])}`];
+  return diagnosisCommands(unit).map((command) => `next: ${command}`);
+}
+
+function seconds(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0)
+    throw new UsageError(`${flag} expects a number of seconds, got ${JSON.stringify(value)}`);
+  return n;
+}

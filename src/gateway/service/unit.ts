@@ -1,0 +1,78 @@
+// The systemd --user unit that runs one profile's gateway: its name, where it lives, and its text.
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DEFAULT_PROFILE, type ProfilePaths } from "../../config/paths.js";
+import { GATEWAY_EXIT_CONFIG_ERROR } from "./exit-codes.js";
+
+/** Seconds systemd waits past the configured drain before it kills the gateway. */
+export const STOP_MARGIN_S = 15;
+
+/** `tenax-gateway.service` for the default profile, `tenax-gateway-NAME.service` for the others. */
+export function unitName(profile: string): string {
+  return profile === DEFAULT_PROFILE ? "tenax-gateway.service" : `tenax-gateway-${profile}.service`;
+}
+
+/** `$XDG_CONFIG_HOME/systemd/user` (an absolute XDG_CONFIG_HOME only, as the spec says), else ~/.config/systemd/user. */
+export function unitDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CONFIG_HOME;
+  const base = xdg !== undefined && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), ".config");
+  return join(base, "systemd", "user");
+}
+
+/** This Tenax's CLI entry point, bin/tenax.js, from dist/gateway/service or src/gateway/service. */
+export function tenaxBin(): string {
+  return resolve(fileURLToPath(new URL("../../../bin/tenax.js", import.meta.url)));
+}
+
+export interface UnitOptions {
+  paths: ProfilePaths;
+  /** The config's gateway.drain_timeout, in seconds. */
+  drainTimeoutS: number;
+  nodePath?: string;
+  binPath?: string;
+}
+
+export function renderUnit(options: UnitOptions): string {
+  const { paths } = options;
+  const node = options.nodePath ?? process.execPath;
+  const bin = options.binPath ?? tenaxBin();
+  const profileArgs = paths.name === DEFAULT_PROFILE ? [] : ["--profile", paths.name];
+  const exec = [node, bin, ...profileArgs, "gateway", "run"].map(quoteArg).join(" ");
+  const stopS = Math.ceil(options.drainTimeoutS) + STOP_MARGIN_S;
+  return [
+    "# Written by `tenax gateway install`; `tenax gateway uninstall` removes it.",
+    "[Unit]",
+    `Description=Tenax gateway (profile ${paths.name})`,
+    "After=network-online.target",
+    "Wants=network-online.target",
+    "",
+    "[Service]",
+    "Type=simple",
+    `WorkingDirectory=${escapeSpecifiers(paths.dir)}`,
+    `Environment=${quoteArg(`TENAX_HOME=${paths.home}`)}`,
+    "UnsetEnvironment=TENAX_PROFILE",
+    `ExecStart=${exec}`,
+    "Restart=on-failure",
+    "RestartSec=2",
+    `RestartPreventExitStatus=${GATEWAY_EXIT_CONFIG_ERROR}`,
+    "KillSignal=SIGTERM",
+    `TimeoutStopSec=${stopS}`,
+    "",
+    "[Install]",
+    "WantedBy=default.target",
+    "",
+  ].join("\n");
+}
+
+/** `%` starts a specifier in unit files; `%%` is a literal one. */
+function escapeSpecifiers(value: string): string {
+  return value.replaceAll("%", "%%");
+}
+
+/** One word of an ExecStart= or Environment= line, double-quoted with C escapes when it needs it. */
+export function quoteArg(arg: string): string {
+  const escaped = escapeSpecifiers(arg).replaceAll("$", "$$$$");
+  if (/^[A-Za-z0-9_\-./=:@%+,$]+$/.test(escaped)) return escaped;
+  return `"${escaped.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
+}
