@@ -35,7 +35,7 @@ describe("tenax gateway run: the API", () => {
   it("answers a non-streamed turn to the openai client, continues it by X-Session-Id, and lists it", async () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
-    expect((await (await fetch(`${gw.url}/health/live`)).json()).status).toBe("ok");
+    expect(await (await fetch(`${gw.url}/health/live`)).json()).toEqual({ status: "ok" });
     const caps = (await (await fetch(`${gw.url}/api/capabilities`)).json()) as { capabilities: string[] };
     expect(caps.capabilities).toEqual(
       expect.arrayContaining(["chat.completions", "chat.completions.stream"]),
