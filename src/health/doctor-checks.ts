@@ -190,11 +190,13 @@ export function execStart(unit: string): string[] | null {
   const lines = unit.split("\n").filter((l) => /^\s*ExecStart\s*=/.test(l));
   const last = lines.at(-1);
   if (last === undefined) return null;
-  const value = last.slice(last.indexOf("=") + 1).trim();
+  const value = last
+    .slice(last.indexOf("=") + 1)
+    .trim()
+    .replace(/^[-@:+!]+/, "");
   const words = [...value.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g)].map(
     (m) => m[1]?.replace(/\\(.)/g, "$1") ?? m[2] ?? m[3] ?? "",
   );
-  if (words[0] !== undefined) words[0] = words[0].replace(/^[-@:+!]+/, "");
   return words.length > 0 ? words : null;
 }
 
