@@ -213,6 +213,24 @@ describe("tenax doctor", () => {
     expect(check.next).toContain(`ss -ltnp 'sport = :${port}'`);
   });
 
+  it("accepts a port held by this profile's own gateway, the process its pid file names", async () => {
+    const paths = tempProfile();
+    mkdirSync(paths.dir, { recursive: true });
+    const { port } = await listen();
+    writeFileSync(paths.config, `gateway:\n  port: ${port}\ndashboard:\n  port: ${await freePort()}\n`, {
+      mode: 0o600,
+    });
+    // This test process plays the gateway: it listens on the port and its pid is in the pid file.
+    writeFileSync(paths.pid, `${process.pid}\n`);
+    const run = await tenaxAsync(paths.home, ["doctor", "--json"]);
+    expect(run.status).toBe(0);
+    expect(checkOf(run, "ports")).toMatchObject({ status: "ok" });
+    expect(checkOf(run, "ports").detail).toContain(
+      `gateway 127.0.0.1:${port} held by this profile's gateway (pid ${process.pid})`,
+    );
+    expect(checkOf(run, "pid file").status).toBe("ok");
+  });
+
   it("fails on a damaged store, with a salvage command that works as printed", async () => {
     const paths = await profile();
     await seeded(paths);
