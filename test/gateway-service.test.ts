@@ -291,6 +291,24 @@ describe("tenax gateway restart", () => {
     expect(systemctlCalls(s.fake).filter((c) => c.includes(" restart "))).toHaveLength(2);
   });
 
+  it("does not retry a gateway that exits with the configuration error code, and says to check the config", async () => {
+    const s = await setup({ healthy: false });
+    await s.run(["--profile", "work", "gateway", "install"]);
+    s.fake.setState({
+      afterStart: { ActiveState: "failed", SubState: "failed", MainPID: 0, ExecMainStatus: 78 },
+    });
+    const run = await s.run(["--profile", "work", "gateway", "restart"]);
+    expect(run.status).toBe(1);
+    expect(systemctlCalls(s.fake).filter((c) => c.includes(" restart "))).toHaveLength(1);
+    expect(run.stderr).toContain("after one restart: the gateway exited with 78: its configuration is wrong");
+    expect(run.stderr).toContain("journalctl --user -u tenax-gateway-work.service -n 50 --no-pager");
+    expect(run.stderr).toContain("Check the configuration with: tenax --profile work doctor");
+    const status = await s.run(["--profile", "work", "gateway", "status"]);
+    expect(status.status).toBe(2);
+    expect(status.stdout).toContain("a configuration error, so systemd did not restart it");
+    expect(status.stdout).toContain("next: tenax --profile work doctor");
+  });
+
   it("rejects a bad --timeout as a usage error", async () => {
     const s = await setup();
     const run = await s.run(["gateway", "restart", "--timeout", "soon"]);

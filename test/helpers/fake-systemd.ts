@@ -21,6 +21,8 @@ export interface FakeState {
   bus: boolean;
   /** true: the unit's process keeps dying, so each `show` finds a new pid and one more restart. */
   crashloop: boolean;
+  /** Fields a unit takes right after start or restart (say, failed with an exit status). */
+  afterStart?: Partial<FakeUnit>;
   units: Record<string, FakeUnit>;
 }
 
@@ -86,7 +88,7 @@ switch (verb) {
   case "start": case "restart": {
     const unit = unitOf(rest[0]);
     if (unit.LoadState !== "loaded") fail("Failed to " + verb + " " + rest[0] + ": Unit " + rest[0] + " not found.", 5);
-    Object.assign(unit, { ActiveState: "active", SubState: "running", MainPID: newPid() });
+    Object.assign(unit, { ActiveState: "active", SubState: "running", MainPID: newPid() }, state.afterStart || {});
     save();
     break;
   }

@@ -6,6 +6,7 @@ import { tenaxCommand } from "../../config/command-hint.js";
 import { loadConfig } from "../../config/load.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../../core/deps.js";
 import { commandLine, TenaxError, UsageError } from "../../core/errors.js";
+import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { type ProbeLive, type ProbeTarget, probeLive } from "../../gateway/service/health-probe.js";
 import { installUnit, uninstallUnit } from "../../gateway/service/manage.js";
 import { restartAndVerify } from "../../gateway/service/restart.js";
@@ -132,6 +133,12 @@ export function registerGatewayServiceCommands(
           );
         }
         out.line(`  health  ${live.detail}`);
+        if (state.exitStatus === GATEWAY_EXIT_CONFIG_ERROR && !running) {
+          out.line(
+            `  the gateway last exited with ${GATEWAY_EXIT_CONFIG_ERROR}: a configuration error, so systemd did not restart it`,
+          );
+          out.line(`next: ${tenaxCommand(paths.name, ["doctor"])}`);
+        }
         for (const line of nextSteps(paths.name, unit, state.loadState, running, live.ok)) out.line(line);
         return status === "ok" ? 0 : status === "degraded" ? 1 : 2;
       }),
@@ -164,7 +171,10 @@ export function registerGatewayServiceCommands(
           out.line(`restarted ${unit}: ${lastAttempt?.detail ?? "up"}`);
           return 0;
         }
-        printDiagnosis(unit, lastAttempt?.detail ?? "it did not come up");
+        printDiagnosis(unit, lastAttempt?.detail ?? "it did not come up", result.attempts.length);
+        if (lastAttempt?.configError) {
+          process.stderr.write(`Check the configuration with: ${tenaxCommand(paths.name, ["doctor"])}\n`);
+        }
         return 1;
       }),
     );
@@ -178,8 +188,9 @@ export function diagnosisCommands(unit: string): string[] {
   ];
 }
 
-function printDiagnosis(unit: string, detail: string): void {
-  process.stderr.write(`error: the gateway did not stay up after two restarts: ${detail}\n`);
+function printDiagnosis(unit: string, detail: string, attempts: number): void {
+  const tries = attempts === 1 ? "one restart" : `${attempts} restarts`;
+  process.stderr.write(`error: the gateway did not stay up after ${tries}: ${detail}\n`);
   process.stderr.write("See why with:\n");
   for (const command of diagnosisCommands(unit)) process.stderr.write(`  ${command}\n`);
 }

@@ -2,6 +2,7 @@
 // with one main process, /health/live answering, and for a settle period the same MainPID and no
 // automatic restarts. Polls until a deadline instead of sleeping a fixed time; retries once.
 import type { Clock, Sleep } from "../../core/deps.js";
+import { GATEWAY_EXIT_CONFIG_ERROR } from "./exit-codes.js";
 import type { ProbeLive, ProbeTarget } from "./health-probe.js";
 import { isRunning, type Systemctl, systemctlOk, type UnitState, unitState } from "./systemctl.js";
 
@@ -31,6 +32,8 @@ export interface AttemptResult {
   /** Why it failed, or the pid that stayed up. */
   detail: string;
   state: UnitState | null;
+  /** The gateway exited because its configuration is wrong: restarting again cannot help. */
+  configError: boolean;
 }
 
 export interface RestartResult {
@@ -46,6 +49,7 @@ export async function restartAndVerify(options: RestartOptions, deps: RestartDep
     const result = await watchAttempt(options, deps);
     attempts.push(result);
     if (result.ok) return { ok: true, attempts };
+    if (result.configError) break;
   }
   return { ok: false, attempts };
 }
@@ -68,6 +72,10 @@ async function watchAttempt(options: RestartOptions, deps: RestartDeps): Promise
         state,
       );
     }
+    if (state.activeState === "failed" && state.exitStatus === GATEWAY_EXIT_CONFIG_ERROR) {
+      const detail = `the gateway exited with ${GATEWAY_EXIT_CONFIG_ERROR}: its configuration is wrong`;
+      return { ok: false, detail, state, configError: true };
+    }
     if (state.activeState === "failed")
       return fail(`the unit failed (exit status ${state.exitStatus})`, state);
     if (healthy !== null && state.mainPid !== healthy.pid) {
@@ -82,7 +90,12 @@ async function watchAttempt(options: RestartOptions, deps: RestartDeps): Promise
         const now = deps.clock.now();
         healthy ??= { pid: state.mainPid, since: now };
         if (now - healthy.since >= options.settleMs) {
-          return { ok: true, detail: `pid ${state.mainPid} is up and /health/live answers`, state };
+          return {
+            ok: true,
+            detail: `pid ${state.mainPid} is up and /health/live answers`,
+            state,
+            configError: false,
+          };
         }
       } else {
         if (healthy !== null) return fail(`the process stopped answering: ${live.detail}`, state);
@@ -98,6 +111,6 @@ async function watchAttempt(options: RestartOptions, deps: RestartDeps): Promise
   }
 
   function fail(detail: string, state: UnitState | null): AttemptResult {
-    return { ok: false, detail, state };
+    return { ok: false, detail, state, configError: false };
   }
 }
