@@ -174,6 +174,28 @@ describe("tenax doctor", () => {
     expect(checkOf(again, "stale sessions").status).toBe("ok");
   });
 
+  it("leaves expired turns to a live gateway: --fix does not open the writer then", async () => {
+    const paths = await profile();
+    const session = await seeded(paths);
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const turn = await store.startTurn(session, 1, "pid:999999");
+    await releaseStore(store);
+    await new Promise((r) => setTimeout(r, 20));
+    // This test process plays the profile's running gateway.
+    writeFileSync(paths.pid, `${process.pid}\n`);
+    const run = await tenaxAsync(paths.home, ["doctor", "--fix", "--json"]);
+    const check = checkOf(run, "stale sessions");
+    expect(check.status).toBe("warn");
+    expect(check.detail).toContain(`the gateway (pid ${process.pid}) interrupts them itself`);
+    expect(check.fixed).toBeUndefined();
+    const reader = openReader(paths);
+    try {
+      expect(reader.getTurns(session).find((t) => t.id === turn)?.status).toBe("running");
+    } finally {
+      reader.close();
+    }
+  });
+
   it("fails on a config error, naming the file, line and key", async () => {
     const paths = await profile("agent:\n  bogus_key: 1\n");
     const run = tenax(paths.home, ["doctor"]);
@@ -195,6 +217,17 @@ describe("tenax doctor", () => {
     const fixed = await tenaxAsync(paths.home, ["doctor", "--fix", "--json"]);
     expect(checkOf(fixed, "config")).toMatchObject({ status: "ok" });
     expect(checkOf(fixed, "config").fixed).toContain(paths.env);
+    expect(statSync(paths.env).mode & 0o777).toBe(0o600);
+  });
+
+  it("warns of an open .env even without a config.yaml, and --fix makes it 600", () => {
+    const paths = tempProfile();
+    mkdirSync(paths.dir, { recursive: true });
+    writeFileSync(paths.env, "SOME_KEY=secret\n");
+    chmodSync(paths.env, 0o640);
+    const run = tenax(paths.home, ["doctor", "--json"]);
+    expect(checkOf(run, "config")).toMatchObject({ status: "warn", fix: `chmod 600 ${paths.env}` });
+    tenax(paths.home, ["doctor", "--fix"]);
     expect(statSync(paths.env).mode & 0o777).toBe(0o600);
   });
 

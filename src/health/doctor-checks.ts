@@ -35,12 +35,11 @@ export function configCheck(
     return { check, config: null };
   }
   const source = loaded.source === "file" ? `${paths.config} loads` : `no ${paths.config}: defaults apply`;
-  const open = [paths.env, paths.config].filter(
-    (f) => tooOpen(f) && loaded.warnings.some((w) => w.includes(f)),
-  );
-  if (loaded.warnings.length === 0)
+  const warnings = configWarnings(paths, loaded);
+  const open = [paths.env, paths.config].filter((f) => tooOpen(f) && warnings.some((w) => w.includes(f)));
+  if (warnings.length === 0)
     return { check: { name: "config", status: "ok", detail: source }, config: loaded.config };
-  const check: Check = { name: "config", status: "warn", detail: `${source}; ${loaded.warnings.join("; ")}` };
+  const check: Check = { name: "config", status: "warn", detail: `${source}; ${warnings.join("; ")}` };
   if (open.length > 0) {
     check.fix = `chmod 600 ${open.join(" ")}`;
     check.next = tenaxCommand(paths.name, ["doctor", "--fix"]);
@@ -54,10 +53,24 @@ export function configCheck(
   }
   check.fixed = `made ${open.join(" and ")} readable by this user only (mode 600)`;
   const after = safeLoad(load);
-  const rest = after?.warnings ?? [];
+  const rest = after === null ? [] : configWarnings(paths, after);
   check.status = rest.length === 0 ? "ok" : "warn";
   if (rest.length === 0) delete check.next;
   return { check, config: loaded.config };
+}
+
+/** The loader's warnings; .env holds secrets even when there is no config.yaml for it to check. */
+function configWarnings(paths: ProfilePaths, loaded: LoadedConfig): string[] {
+  if (loaded.source === "file" || !readableByOthers(paths.env)) return loaded.warnings;
+  return [...loaded.warnings, `${paths.env} can be read by other users`];
+}
+
+function readableByOthers(file: string): boolean {
+  try {
+    return (statSync(file).mode & 0o044) !== 0;
+  } catch {
+    return false;
+  }
 }
 
 function safeLoad(load: () => LoadedConfig): LoadedConfig | null {
@@ -104,6 +117,13 @@ export function stalePidCheck(paths: ProfilePaths, fix: boolean): Check {
   if (!existsSync(paths.pid))
     return { name: "pid file", status: "ok", detail: "no gateway pid file (no gateway running)" };
   const gateway = readGatewayPid(paths.pid);
+  // A gateway creates the file and then writes its pid: a young empty file is one being written.
+  if (gateway.pid === null && Date.now() - mtimeOf(paths.pid) < FRESH_PID_FILE_MS)
+    return {
+      name: "pid file",
+      status: "ok",
+      detail: `${paths.pid} is being written by a gateway starting up`,
+    };
   if (gateway.running)
     return {
       name: "pid file",
@@ -129,6 +149,16 @@ export function stalePidCheck(paths: ProfilePaths, fix: boolean): Check {
   }
   const { next: _done, ...rest } = check;
   return { ...rest, status: "ok", fixed: `removed ${paths.pid}` };
+}
+
+const FRESH_PID_FILE_MS = 10_000;
+
+function mtimeOf(file: string): number {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
 }
 
 /** The unit `tenax gateway install` writes: tenax-gateway.service, tenax-gateway-NAME.service. */
