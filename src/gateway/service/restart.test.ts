@@ -99,6 +99,30 @@ describe("restartAndVerify", () => {
     expect(time.clock.now()).toBe(10_000);
   });
 
+  it("counts a restart command that fails as a failed attempt, and stops after a config-error exit", async () => {
+    const calls: string[] = [];
+    const failing: Systemctl = async (args) => {
+      calls.push(args.join(" "));
+      if (args[0] === "restart") return { code: 1, stdout: "", stderr: "Job for x failed.\nSee logs.\n" };
+      return { code: 0, stdout: "ActiveState=inactive\nSubState=dead\nMainPID=0\n", stderr: "" };
+    };
+    const result = await restartAndVerify(options, { systemctl: failing, probe: up, ...fakeTime() });
+    expect(result.attempts.map((a) => a.detail)).toEqual([
+      "systemctl restart failed: Job for x failed.",
+      "systemctl restart failed: Job for x failed.",
+    ]);
+
+    const config = scripted([{ activeState: "failed", subState: "failed", exitStatus: 78 }]);
+    const stopped = await restartAndVerify(options, {
+      systemctl: config.systemctl,
+      probe: up,
+      ...fakeTime(),
+    });
+    expect(stopped.attempts).toHaveLength(1);
+    expect(stopped.attempts[0]?.configError).toBe(true);
+    expect(config.calls.filter((c) => c.startsWith("restart"))).toHaveLength(1);
+  });
+
   it("reads systemctl show output", () => {
     expect(
       parseShow("ActiveState=failed\nSubState=failed\nMainPID=0\nNRestarts=2\nExecMainStatus=78\n"),

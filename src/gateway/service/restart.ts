@@ -4,7 +4,7 @@
 import type { Clock, Sleep } from "../../core/deps.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "./exit-codes.js";
 import type { ProbeLive, ProbeTarget } from "./health-probe.js";
-import { isRunning, type Systemctl, systemctlOk, type UnitState, unitState } from "./systemctl.js";
+import { isRunning, type Systemctl, type UnitState, unitState } from "./systemctl.js";
 
 export interface RestartOptions {
   unit: string;
@@ -45,8 +45,15 @@ export async function restartAndVerify(options: RestartOptions, deps: RestartDep
   const attempts: AttemptResult[] = [];
   for (let i = 0; i < options.attempts; i++) {
     if (i > 0) deps.note?.(`restart attempt ${i} failed (${attempts[i - 1]?.detail}); retrying once`);
-    await systemctlOk(deps.systemctl, ["restart", options.unit]);
-    const result = await watchAttempt(options, deps);
+    // A start job that fails outright (say, ExecStart no longer exists) is a failed attempt too;
+    // the unit's state still tells whether it was a configuration error.
+    const command = await deps.systemctl(["restart", options.unit]);
+    const said = command.stderr.trim().split("\n")[0] || `exit ${command.code}`;
+    const result = await watchAttempt(
+      command.code === 0 ? null : `systemctl restart failed: ${said}`,
+      options,
+      deps,
+    );
     attempts.push(result);
     if (result.ok) return { ok: true, attempts };
     if (result.configError) break;
@@ -54,7 +61,11 @@ export async function restartAndVerify(options: RestartOptions, deps: RestartDep
   return { ok: false, attempts };
 }
 
-async function watchAttempt(options: RestartOptions, deps: RestartDeps): Promise<AttemptResult> {
+async function watchAttempt(
+  commandFailed: string | null,
+  options: RestartOptions,
+  deps: RestartDeps,
+): Promise<AttemptResult> {
   const deadline = deps.clock.now() + options.timeoutMs;
   const probeTimeout = Math.max(200, Math.min(2_000, options.pollMs * 4));
   let baseline: UnitState | null = null;
@@ -78,6 +89,7 @@ async function watchAttempt(options: RestartOptions, deps: RestartDeps): Promise
     }
     if (state.activeState === "failed")
       return fail(`the unit failed (exit status ${state.exitStatus})`, state);
+    if (commandFailed !== null) return fail(commandFailed, state);
     if (healthy !== null && state.mainPid !== healthy.pid) {
       return fail(
         `the process ${healthy.pid} did not stay up (main pid now ${state.mainPid || "none"})`,
