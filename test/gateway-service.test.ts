@@ -222,6 +222,14 @@ describe("tenax gateway start / stop / status", () => {
     expect(status.stdout).toContain("next: tenax gateway start");
   });
 
+  it("is degraded when a gateway answers but the unit is not running it", async () => {
+    const s = await setup({ healthy: true });
+    await s.run(["gateway", "install"]);
+    const status = await s.run(["gateway", "status"]);
+    expect(status.status).toBe(1);
+    expect(status.stdout).toContain("a gateway answers, but not from tenax-gateway.service");
+  });
+
   it("status of a unit that is not installed is down and says to install it", async () => {
     const s = await setup({ healthy: false });
     const status = await s.run(["--profile", "work", "gateway", "status"]);

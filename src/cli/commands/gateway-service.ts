@@ -213,6 +213,11 @@ function nextSteps(
 ): string[] {
   if (running && healthy) return [];
   if (loadState === "not-found") return [`next: ${tenaxCommand(profile, ["gateway", "install"])}`];
+  if (!running && healthy) {
+    return [
+      `note: a gateway answers, but not from ${unit} (one started by hand?); stop it before starting the unit`,
+    ];
+  }
   if (!running) return [`next: ${tenaxCommand(profile, ["gateway", "start"])}`];
   return diagnosisCommands(unit).map((command) => `next: ${command}`);
 }

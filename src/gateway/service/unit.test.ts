@@ -19,6 +19,7 @@ describe("the gateway unit", () => {
     expect(quoteArg("/opt/my tenax/bin/tenax.js")).toBe('"/opt/my tenax/bin/tenax.js"');
     expect(quoteArg('a"b\\c')).toBe('"a\\"b\\\\c"');
     expect(quoteArg("/srv/100%/$HOME")).toBe("/srv/100%%/$$HOME");
+    expect(quoteArg("TENAX_HOME=/srv/$x", false)).toBe("TENAX_HOME=/srv/$x");
   });
 
   it("runs this node and bin with TENAX_HOME, quoted where paths have spaces", () => {

@@ -38,7 +38,7 @@ export function renderUnit(options: UnitOptions): string {
   const node = options.nodePath ?? process.execPath;
   const bin = options.binPath ?? tenaxBin();
   const profileArgs = paths.name === DEFAULT_PROFILE ? [] : ["--profile", paths.name];
-  const exec = [node, bin, ...profileArgs, "gateway", "run"].map(quoteArg).join(" ");
+  const exec = [node, bin, ...profileArgs, "gateway", "run"].map((word) => quoteArg(word)).join(" ");
   const stopS = Math.ceil(options.drainTimeoutS) + STOP_MARGIN_S;
   return [
     "# Written by `tenax gateway install`; `tenax gateway uninstall` removes it.",
@@ -50,7 +50,7 @@ export function renderUnit(options: UnitOptions): string {
     "[Service]",
     "Type=simple",
     `WorkingDirectory=${escapeSpecifiers(paths.dir)}`,
-    `Environment=${quoteArg(`TENAX_HOME=${paths.home}`)}`,
+    `Environment=${quoteArg(`TENAX_HOME=${paths.home}`, false)}`,
     "UnsetEnvironment=TENAX_PROFILE",
     `ExecStart=${exec}`,
     "Restart=on-failure",
@@ -70,9 +70,13 @@ function escapeSpecifiers(value: string): string {
   return value.replaceAll("%", "%%");
 }
 
-/** One word of an ExecStart= or Environment= line, double-quoted with C escapes when it needs it. */
-export function quoteArg(arg: string): string {
-  const escaped = escapeSpecifiers(arg).replaceAll("$", "$$$$");
+/**
+ * One word of an ExecStart= line (or, with `dollars` false, of an Environment= line, which does
+ * not expand `$`), double-quoted with C escapes when it needs it.
+ */
+export function quoteArg(arg: string, dollars = true): string {
+  const specifiers = escapeSpecifiers(arg);
+  const escaped = dollars ? specifiers.replaceAll("$", "$$$$") : specifiers;
   if (/^[A-Za-z0-9_\-./=:@%+,$]+$/.test(escaped)) return escaped;
   return `"${escaped.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
 }
