@@ -143,6 +143,7 @@ describe("tenax gateway run: the API", () => {
     expect(wrong.headers.get("allow")).toBe("POST");
     await expectError(wrong, 405, "method_not_allowed");
     await expectError(await fetch(`${gw.url}/v1/nothing`), 404, "unknown_route");
+    await expectError(await fetch(`${gw.url}/api/sessions/%E0%A4%A`), 400, "invalid_url");
     // The openai client sees the same errors as its typed exceptions.
     const thrown = await client(gw.url, "k", { "X-Session-Id": "s_gone" })
       .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })

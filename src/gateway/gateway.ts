@@ -65,11 +65,12 @@ export class Gateway {
     for (const turn of this.active.values()) turn.stream?.shutdown(SHUTDOWN_MESSAGE);
   }
 
-  /** Wait for running turns up to `timeoutMs`; true when none is left. */
-  async drain(timeoutMs: number): Promise<boolean> {
+  /** Wait for running turns up to `timeoutMs` (or until `cut` aborts); true when none is left. */
+  async drain(timeoutMs: number, cut?: AbortSignal): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
+      cut?.addEventListener("abort", () => resolve(false), { once: true });
     });
     const all = Promise.all([...this.active.values()].map((t) => t.done)).then(() => true);
     try {
@@ -88,7 +89,12 @@ export class Gateway {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://gateway");
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://gateway");
+    } catch {
+      throw badRequest("invalid_url", `the request path ${JSON.stringify(req.url)} is not a valid URL path`);
+    }
     const path = url.pathname.replace(/\/+$/, "") || "/";
     if (path === "/health/live")
       return this.only(req, ["GET", "HEAD"], () => sendJson(res, 200, { status: "ok" }));
@@ -104,8 +110,7 @@ export class Gateway {
     }
     if (path === "/api/sessions") return this.only(req, ["GET"], () => this.sessions(url, res));
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
-    if (session)
-      return this.only(req, ["GET"], () => this.session(decodeURIComponent(session[1] ?? ""), res));
+    if (session) return this.only(req, ["GET"], () => this.session(decodePart(session[1] ?? ""), res));
     throw new GatewayError(404, "not_found_error", "unknown_route", `no route ${req.method} ${path}`);
   }
 
@@ -280,6 +285,14 @@ export class Gateway {
       this.inFlight--;
       finished();
     }
+  }
+}
+
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw badRequest("invalid_url", `the session id ${JSON.stringify(part)} is not valid percent-encoding`);
   }
 }
 

@@ -91,7 +91,15 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       `${signal}: stopping; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
     );
     gateway.beginShutdown();
-    const drained = await gateway.drain(config.gateway.drain_timeout * 1000);
+    // A second signal means "stop now": the drain is cut short and what runs is interrupted.
+    const now = new AbortController();
+    const again = (second: NodeJS.Signals) => {
+      info(`${second} again: interrupting the running turns now`);
+      now.abort();
+    };
+    process.on("SIGTERM", again);
+    process.on("SIGINT", again);
+    const drained = await gateway.drain(config.gateway.drain_timeout * 1000, now.signal);
     if (!drained) {
       const left = await gateway.interruptAll();
       warn(

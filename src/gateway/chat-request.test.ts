@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { parseChatRequest } from "./chat-request.js";
+import { GatewayError } from "./http-error.js";
+
+function refusal(body: unknown): GatewayError {
+  try {
+    parseChatRequest(body);
+  } catch (error) {
+    if (error instanceof GatewayError) return error;
+    throw error;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("parseChatRequest", () => {
+  it("accepts the usual OpenAI fields and joins text parts", () => {
+    const parsed = parseChatRequest({
+      model: "gpt-x",
+      temperature: 0.2,
+      max_tokens: 10,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "a" },
+            { type: "text", text: "b" },
+          ],
+        },
+      ],
+    });
+    expect(parsed).toEqual({ messages: [{ role: "user", content: "ab" }], stream: true, includeUsage: true });
+  });
+
+  it.each([
+    [[], "invalid_body", "a JSON object"],
+    [{ messages: [{ role: "user", content: "x" }], colour: 1 }, "unknown_field", "colour"],
+    [{ messages: [{ role: "user", content: "x" }], tool_choice: "auto" }, "unsupported_field", "tool_choice"],
+    [{ messages: [{ role: "user", content: "x" }], n: 2 }, "invalid_field", "n must be 1"],
+    [{ messages: [{ role: "user", content: "x" }], stream: "yes" }, "invalid_field", "stream"],
+    [{ messages: "x" }, "invalid_field", "non-empty array"],
+    [{ messages: [{ role: "robot", content: "x" }] }, "invalid_field", "messages[0].role"],
+    [{ messages: [{ role: "user", content: [{ type: "image_url" }] }] }, "invalid_field", "only text parts"],
+  ])("refuses %j with %s", (body, code, words) => {
+    const error = refusal(body);
+    expect(error.status).toBe(400);
+    expect(error.code).toBe(code);
+    expect(error.message).toContain(words);
+  });
+});

@@ -1,0 +1,35 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../../test/helpers/tmp.js";
+import { TenaxError } from "../core/errors.js";
+import { acquirePidFile } from "./pid-file.js";
+
+describe("acquirePidFile", () => {
+  it("refuses while a live process holds the file, naming it", () => {
+    const file = join(tempDir("tenax-pid-"), "gateway.pid");
+    writeFileSync(file, `${process.ppid}\n`);
+    let error: unknown;
+    try {
+      acquirePidFile(file, { pid: process.pid, started_at: 0 }, "work");
+    } catch (e) {
+      error = e;
+    }
+    expect(TenaxError.isInstance(error) && error.message).toContain(
+      `profile work is already running (pid ${process.ppid}`,
+    );
+    expect(readFileSync(file, "utf8")).toBe(`${process.ppid}\n`);
+  });
+
+  it("reclaims the file of a dead process and releases only its own", () => {
+    const file = join(tempDir("tenax-pid-"), "gateway.pid");
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid;
+    writeFileSync(file, `${JSON.stringify({ pid: dead })}\n`);
+    const lock = acquirePidFile(file, { pid: process.pid, started_at: 1 }, "default");
+    expect(lock.reclaimed).toBe(dead);
+    expect(JSON.parse(readFileSync(file, "utf8")).pid).toBe(process.pid);
+    lock.release();
+    expect(existsSync(file)).toBe(false);
+  });
+});
