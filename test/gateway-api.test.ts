@@ -184,6 +184,13 @@ describe("tenax gateway run: the API", () => {
     expect(run.output).not.toContain("listening");
   });
 
+  it("exits 78 on a config error, so its service unit does not restart it in a loop", async () => {
+    const { home } = await simProfile("max_turns: 0");
+    const run = await refusedGateway(home);
+    expect(run.status).toBe(78);
+    expect(run.output).toContain("gateway.max_turns");
+  });
+
   it("a busy session gets 409, and turns beyond gateway.max_turns get 429", async () => {
     const { home, sim } = await simProfile("max_turns: 1, drain_timeout: 0.2");
     const gw = await startGateway(home);

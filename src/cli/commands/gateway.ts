@@ -2,9 +2,11 @@
 // foreground until SIGTERM/SIGINT; the service subcommands are added to the same group elsewhere.
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
-import { UsageError } from "../../core/errors.js";
+import { TenaxError, UsageError } from "../../core/errors.js";
 import { runGateway } from "../../gateway/run.js";
+import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { type Cli, VERSION } from "../main.js";
+import { reportError } from "../output.js";
 import { storeSettings } from "../store-access.js";
 
 interface RunFlags {
@@ -25,7 +27,18 @@ export function registerGatewayCommands(program: Command, cli: Cli): Command {
       cli.run(false, async (out) => {
         const port = flags.port === undefined ? undefined : parsePort(flags.port);
         const paths = cli.profile();
-        const { config, warnings } = loadConfig(paths);
+        let loaded: ReturnType<typeof loadConfig>;
+        try {
+          loaded = loadConfig(paths);
+        } catch (error) {
+          // The service unit does not restart a gateway that exits with this code.
+          if (TenaxError.isInstance(error) && error.code === "config_invalid") {
+            reportError(error, false);
+            return GATEWAY_EXIT_CONFIG_ERROR;
+          }
+          throw error;
+        }
+        const { config, warnings } = loaded;
         for (const w of warnings) out.warn(w);
         return runGateway({
           paths,
