@@ -113,12 +113,12 @@ export function permissionsCheck(paths: ProfilePaths): Check {
   };
 }
 
-export function stalePidCheck(paths: ProfilePaths, fix: boolean): Check {
+export function stalePidCheck(paths: ProfilePaths, fix: boolean, now: number): Check {
   if (!existsSync(paths.pid))
     return { name: "pid file", status: "ok", detail: "no gateway pid file (no gateway running)" };
   const gateway = readGatewayPid(paths.pid);
   // A gateway creates the file and then writes its pid: a young empty file is one being written.
-  if (gateway.pid === null && Date.now() - mtimeOf(paths.pid) < FRESH_PID_FILE_MS)
+  if (gateway.pid === null && now - mtimeOf(paths.pid) < FRESH_PID_FILE_MS)
     return {
       name: "pid file",
       status: "ok",

@@ -11,7 +11,7 @@ import { type Check, messageOf } from "./doctor-check.js";
 /** An empty or unreadable lock file this old is abandoned (a live holder writes its pid at once). */
 const EMPTY_LOCK_STALE_MS = 10 * 60_000;
 
-export async function staleLocksCheck(paths: ProfilePaths, fix: boolean, now = Date.now()): Promise<Check> {
+export async function staleLocksCheck(paths: ProfilePaths, fix: boolean, now: number): Promise<Check> {
   const { projects } = storeLayout(paths.home);
   let ids: string[];
   try {

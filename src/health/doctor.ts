@@ -42,8 +42,8 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   const integrity = await storeIntegrityCheck(paths, config.config);
   checks.push(integrity);
   checks.push(spoolCheck(paths));
-  checks.push(stalePidCheck(paths, fix));
-  checks.push(await staleLocksCheck(paths, fix));
+  checks.push(stalePidCheck(paths, fix, deps.now()));
+  checks.push(await staleLocksCheck(paths, fix, deps.now()));
   checks.push(await staleSessionsCheck(paths, fix, integrity.status !== "fail", deps));
   checks.push(serviceUnitCheck(paths, deps.env));
   checks.push(sqliteCheck(deps));
