@@ -124,9 +124,7 @@ describe("tenax chat", () => {
     ]);
     const run = await tenax(dir, ["chat", "--checkpoints"], "update app.txt\n/rollback\n/exit\n", project);
     expect(run.status).toBe(0);
-    expect(run.stderr).toMatch(
-      /\[checkpoints\] checkpoint of .*: snapshot \w+ taken before the first change/,
-    );
+    expect(run.stderr).toMatch(/\[checkpoints\] checkpoint \w+ of \S+ \(1 file/);
     expect(run.stderr).toMatch(/restored .* to checkpoint \w+ .*; 1 files changed; undo with \/rollback 1/);
     expect(readFileSync(join(project, "app.txt"), "utf8")).toBe("version 1\n");
   });

@@ -7,6 +7,7 @@ import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerGatewayCommands } from "./commands/gateway.js";
+import { registerGatewayServiceCommands } from "./commands/gateway-service.js";
 import { registerInitCommand } from "./commands/init.js";
 import { registerProfileCommands } from "./commands/profile.js";
 import { registerSessionsCommands } from "./commands/sessions.js";
@@ -57,7 +58,7 @@ export async function main(argv: string[]): Promise<number> {
 
   registerCheckpointsCommands(program, cli);
   registerDoctorCommand(program, cli);
-  registerGatewayCommands(program, cli);
+  registerGatewayServiceCommands(registerGatewayCommands(program, cli), cli);
   registerInitCommand(program, cli);
   registerChatCommand(program, cli);
   registerProfileCommands(program, cli);

@@ -96,13 +96,22 @@ async function interactive(chat: ChatSession): Promise<number> {
   );
   let running: AbortController | null = null;
   let lastSigint = 0;
+  let leaving = false;
+  // A running turn: Ctrl-C interrupts it. At the prompt: the first Ctrl-C says how to leave, a
+  // second within 2 s leaves. The handler stays to the end, so a late Ctrl-C never kills the
+  // process halfway through closing the store.
   const onSigint = () => {
+    if (leaving) return;
     const now = Date.now();
     if (running && !running.signal.aborted) {
       running.abort(new Error("interrupted by Ctrl-C"));
       process.stderr.write("\n(interrupting; Ctrl-C again to leave)\n");
-    } else if (now - lastSigint < 2000 || running === null) {
+    } else if (now - lastSigint < 2000) {
+      leaving = true;
+      running?.abort(new Error("leaving"));
       rl.close();
+    } else {
+      process.stderr.write("\n(Ctrl-C again to leave, or /exit)\n");
     }
     lastSigint = now;
   };
@@ -115,11 +124,11 @@ async function interactive(chat: ChatSession): Promise<number> {
       running = new AbortController();
       const outcome = await chat.handle(line, running.signal);
       running = null;
-      if (outcome === "exit") break;
+      if (outcome === "exit" || leaving) break;
       rl.prompt();
     }
   } finally {
-    process.off("SIGINT", onSigint);
+    leaving = true;
     rl.close();
   }
   return 0;
