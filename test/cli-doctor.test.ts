@@ -134,6 +134,19 @@ describe("tenax doctor", () => {
     expect(existsSync(paths.pid)).toBe(false);
   });
 
+  it("prints `tenax doctor --fix` as the next command, and it works as printed", async () => {
+    const paths = await profile();
+    writeFileSync(paths.pid, `${deadPid()}\n`);
+    const run = await tenaxAsync(paths.home, ["doctor"]);
+    expect(run.stdout).toMatch(/^next \(pid file\): tenax doctor --fix$/m);
+    const command = printedCommands(run.stdout).find((c) => c.startsWith("tenax doctor"));
+    expect(command).toBe("tenax doctor --fix");
+    const printed = runPrinted(paths.home, command ?? "");
+    expect(printed.stdout).toContain(`fixed: removed ${paths.pid}`);
+    expect(existsSync(paths.pid)).toBe(false);
+    expect(tenax(paths.home, ["doctor", "--no-such-flag"]).status).toBe(2);
+  });
+
   it("reports a checkpoint lock left by a dead process, and --fix removes it", async () => {
     const paths = await profile();
     const lock = join(paths.home, "checkpoints", "store", "projects", "0123abcd", "lock");
