@@ -256,6 +256,8 @@ describe("tenax doctor", () => {
     const check = checkOf(run, "ports");
     expect(check.status).toBe("fail");
     expect(check.detail).toContain(`the gateway port ${port} is held by another process`);
+    // This test process is the holder, and /proc tells the doctor so.
+    expect(check.detail).toContain(`(pid ${process.pid}: `);
     expect(check.next).toContain(`ss -ltnp 'sport = :${port}'`);
   });
 

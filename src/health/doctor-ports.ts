@@ -60,11 +60,64 @@ export async function portsCheck(
   return {
     name: "ports",
     status: "fail",
-    detail: `${taken.map((t) => `the ${t.what} port ${t.port} is held by another process`).join("; ")}${
+    detail: `${taken.map((t) => `the ${t.what} port ${t.port} is held by another process${describeHolder(t.port)}`).join("; ")}${
       gateway.running ? "" : " (this profile's gateway is not running)"
     }`,
     next: `find the holder with ss -ltnp 'sport = :${first}', then stop it or change the port in ${paths.config}`,
   };
+}
+
+/** " (pid N: its command line)" when /proc shows who listens on the port, else "". */
+function describeHolder(port: number): string {
+  const inodes = listeningSocketInodes(port);
+  if (inodes.size === 0) return "";
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((name) => /^[0-9]+$/.test(name));
+  } catch {
+    return "";
+  }
+  for (const pid of pids) {
+    if (!socketInodesOf(Number(pid)).some((inode) => inodes.has(inode))) continue;
+    let command = "";
+    try {
+      command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+    } catch {
+      // Gone meanwhile, or another user's: the pid alone still helps.
+    }
+    return ` (pid ${pid}${command ? `: ${command.slice(0, 120)}` : ""})`;
+  }
+  return "";
+}
+
+function listeningSocketInodes(port: number): Set<string> {
+  return new Set(
+    ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((file) => {
+      try {
+        return listeningInodes(readFileSync(file, "utf8"), port);
+      } catch {
+        return [];
+      }
+    }),
+  );
+}
+
+/** The inodes of a process's sockets; empty when its fds cannot be read. */
+function socketInodesOf(pid: number): string[] {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return [];
+  }
+  return fds.flatMap((fd) => {
+    try {
+      const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+      return inode === undefined ? [] : [inode];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /**
@@ -72,32 +125,13 @@ export async function portsCheck(
  * tell (another user's process, or no /proc), in which case the pid file is taken at its word.
  */
 export function holdsPort(pid: number, port: number): boolean | null {
-  let inodes: Set<string>;
   try {
-    inodes = new Set(
-      ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((file) => {
-        try {
-          return listeningInodes(readFileSync(file, "utf8"), port);
-        } catch {
-          return [];
-        }
-      }),
-    );
-    const fds = readdirSync(`/proc/${pid}/fd`);
-    for (const fd of fds) {
-      let link: string;
-      try {
-        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
-      } catch {
-        continue;
-      }
-      const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
-      if (inode !== undefined && inodes.has(inode)) return true;
-    }
+    readdirSync(`/proc/${pid}/fd`);
   } catch {
     return null;
   }
-  return false;
+  const inodes = listeningSocketInodes(port);
+  return socketInodesOf(pid).some((inode) => inodes.has(inode));
 }
 
 /** Inodes of sockets listening (state 0A) on `port` in a /proc/net/tcp table. */
