@@ -72,6 +72,12 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       cwd: options.cwd,
     });
     const server = createServer(gateway.handle);
+    // Listen for the stop signals before anyone can learn the address, so no signal finds the
+    // process without its handler (and dies without draining or removing its pid file).
+    const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGTERM", () => resolve("SIGTERM"));
+      process.once("SIGINT", () => resolve("SIGINT"));
+    });
     try {
       await listen(server, host, options.port);
     } catch (error) {
@@ -83,10 +89,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     const shown = host.includes(":") ? `[${host}]` : host;
     info(`gateway listening on http://${shown}:${bound}`);
 
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once("SIGTERM", () => resolve("SIGTERM"));
-      process.once("SIGINT", () => resolve("SIGINT"));
-    });
+    const signal = await stopSignal;
     info(
       `${signal}: stopping; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
     );

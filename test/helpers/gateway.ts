@@ -49,7 +49,12 @@ export function startGateway(home: string, args: string[] = ["--port", "0"]): Pr
   child.stderr.setEncoding("utf8").on("data", (c: string) => {
     stderr += c;
   });
-  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on("close", (code, signal) => {
+      if (signal) stderr += `\n(killed by ${signal})`;
+      resolve(code);
+    }),
+  );
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`the gateway did not start:\n${stdout}\n${stderr}`)),
