@@ -191,6 +191,35 @@ describe("tenax gateway run: the API", () => {
     expect(run.output).toContain("gateway.max_turns");
   });
 
+  it("a client that hangs up interrupts its turn, and the session takes the next one", async () => {
+    const { home, sim } = await simProfile();
+    const gw = await startGateway(home);
+    const first = await client(gw.url)
+      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .withResponse();
+    const sessionId = first.response.headers.get("x-session-id") ?? "";
+    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+    const controller = new AbortController();
+    const hung = fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      signal: controller.signal,
+      headers: { "x-session-id": sessionId },
+      body: JSON.stringify({ messages: [{ role: "user", content: "wait" }] }),
+    }).catch((e: unknown) => e);
+    await until(() => sim.requests().length === 2);
+    expect(sim.requests()[1]?.ended).toBe("open");
+    controller.abort();
+    expect(await hung).toBeInstanceOf(Error);
+    // The gateway stops the model call of the abandoned turn and frees the session.
+    await until(() => sim.requests()[1]?.ended !== "open");
+    const next = await client(gw.url, "k", { "X-Session-Id": sessionId }).chat.completions.create({
+      model: "x",
+      messages: [{ role: "user", content: "after" }],
+    });
+    // The interrupted turn's message was kept: the model sees it before the new one.
+    expect(next.choices[0]?.message.content).toMatch(/^echo: wait\s+after$/);
+  });
+
   it("a busy session gets 409, and turns beyond gateway.max_turns get 429", async () => {
     const { home, sim } = await simProfile("max_turns: 1, drain_timeout: 0.2");
     const gw = await startGateway(home);
