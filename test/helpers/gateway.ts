@@ -34,9 +34,16 @@ export async function simProfile(gateway = "") {
   return { sim, paths, home: paths.home };
 }
 
-/** Start a gateway and wait for its "listening" line; rejects with its output if it exits first. */
-export function startGateway(home: string, args: string[] = ["--port", "0"]): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [BIN, "gateway", "run", ...args], {
+/**
+ * Start a gateway and wait for its "listening" line; rejects with its output if it exits first.
+ * `command` is what starts it: `gateway run` by default, or `up`.
+ */
+export function startGateway(
+  home: string,
+  args: string[] = ["--port", "0"],
+  command: string[] = ["gateway", "run"],
+): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [BIN, ...command, ...args], {
     cwd: ROOT,
     env: cliEnvironment(home),
   });

@@ -1,40 +1,31 @@
-// `tenax up`: gateway and dashboard together. The store and configuration are in place; the
-// gateway and dashboard arrive with the gateway issue, so for now this says what exists.
+// `tenax up`: the profile's long-running service in the foreground. Today that is the gateway
+// (the dashboard joins it when it exists); it says what runs and what does not, then serves until
+// SIGTERM or SIGINT, exactly as `tenax gateway run` does.
 import type { Command } from "commander";
-import { loadConfig } from "../../config/load.js";
-import { usesBuiltInSimulator } from "../../config/schema.js";
 import type { Cli } from "../main.js";
-import { withWriter } from "../store-access.js";
+import { serveGateway } from "./gateway.js";
+
+interface UpFlags {
+  gatewayHost?: string;
+  gatewayPort?: string;
+}
 
 export function registerUpCommand(program: Command, cli: Cli): void {
   program
     .command("up")
-    .description("run the gateway and dashboard of this profile")
-    .action(() =>
-      cli.run(false, async (out) => {
-        const paths = cli.profile();
-        const { config, source } = loadConfig(paths);
-        out.line(
-          `Tenax profile '${paths.name}' at ${paths.dir} (config: ${source === "file" ? paths.config : "built-in defaults"})`,
-        );
-        if (usesBuiltInSimulator(config)) {
-          out.line(
-            "provider: none configured, so the built-in local simulator would answer (set `model` and `providers` in config.yaml for a real one)",
-          );
-        }
-        await withWriter(paths, (store) => {
-          const stats = store.stats();
-          out.line(
-            `store: ${stats.path} is open and writable (${stats.sessions} sessions, ${stats.messages} messages)`,
-          );
+    .description("run this profile's gateway (and, once built, its dashboard) in the foreground")
+    .option("--gateway-host <host>", "address the gateway listens on (default: gateway.host)")
+    .option(
+      "--gateway-port <port>",
+      "port the gateway listens on, 0 picks a free one (default: gateway.port)",
+    )
+    .action((flags: UpFlags) =>
+      cli.run(false, (out) => {
+        out.warn("the dashboard is not built yet; `tenax status` shows each layer meanwhile");
+        return serveGateway(cli, out, {
+          ...(flags.gatewayHost === undefined ? {} : { host: flags.gatewayHost }),
+          ...(flags.gatewayPort === undefined ? {} : { port: flags.gatewayPort }),
         });
-        out.line(
-          `not built yet: the gateway (http://${config.gateway.host}:${config.gateway.port}) and the dashboard (http://${config.dashboard.host}:${config.dashboard.port}).`,
-        );
-        out.line(
-          "What works today: tenax chat, tenax status, tenax checkpoints ..., tenax sessions ..., tenax profile ... (see tenax --help).",
-        );
-        return 0;
       }),
     );
 }
