@@ -47,7 +47,7 @@ export function buildHistory(
       }
       continue;
     }
-    const converted = toChatMessage(message);
+    const converted = toChatMessage(message) ?? unansweredNote(message, out.at(-1));
     if (converted) out.push(converted);
   }
   return mergeAdjacentUsers(pairToolResults(out));
@@ -82,6 +82,20 @@ function pairToolResults(messages: ChatMessage[]): ChatMessage[] {
   }
   close();
   return out;
+}
+
+/** What the model sees where a turn ended before any reply to the question before it. */
+export const UNANSWERED_NOTE = "[Tenax: this turn was interrupted before a reply; nothing was answered]";
+
+/**
+ * A turn that was interrupted or failed before its first reply leaves the question unanswered.
+ * The model is told so in the assistant's place, rather than seeing two questions glued together.
+ */
+function unansweredNote(message: MessageView, previous: ChatMessage | undefined): ChatMessage | null {
+  if (message.role !== MARKER_ROLE || previous?.role !== "user") return null;
+  return /^turn (interrupted|failed)/.test(message.content ?? "")
+    ? { role: "assistant", content: UNANSWERED_NOTE }
+    : null;
 }
 
 /** One stored message as the model sees it; null for markers and rows that are not a turn. */
