@@ -11,7 +11,7 @@ import type {
   ToolSpec,
   Usage,
 } from "../provider.js";
-import { type SdkErrors, type SdkProviderOptions, sdkStreamer } from "./sdk-call.js";
+import { type SdkErrors, type SdkProviderOptions, sdkClientOptions, sdkStreamer } from "./sdk-call.js";
 
 type MessageParam = Anthropic.MessageParam;
 type StreamParams = Anthropic.MessageCreateParamsStreaming;
@@ -46,14 +46,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
     name: options.name,
     stream: (request, call) =>
       run(call, async (fetch, signal) => {
-        const client = new Anthropic({
-          baseURL: options.baseURL,
-          apiKey: call.apiKey,
-          maxRetries: 0,
-          timeout: totalMs,
-          logLevel: "off",
-          fetch,
-        });
+        const client = new Anthropic(sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch));
         const assembly = new Assembly();
         // The key travels as the official SDK sends it (its version's auth header and API version).
         return {

@@ -17,7 +17,7 @@ import type {
   ToolSpec,
   Usage,
 } from "../provider.js";
-import { type SdkErrors, type SdkProviderOptions, sdkStreamer } from "./sdk-call.js";
+import { type SdkErrors, type SdkProviderOptions, sdkClientOptions, sdkStreamer } from "./sdk-call.js";
 
 export interface OpenAIProviderOptions extends SdkProviderOptions {
   /** Which field carries `max_output_tokens`: OpenAI's newer models want `max_completion_tokens`,
@@ -40,14 +40,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
     name: options.name,
     stream: (request, call) =>
       run(call, async (fetch, signal) => {
-        const client = new OpenAI({
-          baseURL: options.baseURL,
-          apiKey: call.apiKey,
-          maxRetries: 0,
-          timeout: totalMs,
-          logLevel: "off",
-          fetch,
-        });
+        const client = new OpenAI(sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch));
         const assembly = new Assembly();
         return {
           chunks: await client.chat.completions.create(toParams(request, maxTokensField), { signal }),

@@ -130,6 +130,14 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
   return { run, totalMs: timeouts.total_ms };
 }
 
+/**
+ * What both SDK clients are built with for one call: the key of this call, the SDK's own retries
+ * off (retrying is the resilience layer's job), our whole-request limit and our watching fetch.
+ */
+export function sdkClientOptions(baseURL: string, apiKey: string, totalMs: number, fetch: Fetch) {
+  return { baseURL, apiKey, maxRetries: 0, timeout: totalMs, logLevel: "off" as const, fetch };
+}
+
 /** Wraps fetch to see the moment headers arrive, every piece of the body, and an error's raw text. */
 export function watchedFetch(base: Fetch, state: CallState): Fetch {
   return async (input, init) => {
