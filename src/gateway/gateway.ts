@@ -4,7 +4,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Agent } from "../agent/agent.js";
-import type { TurnResult } from "../agent/turn.js";
+import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { Store } from "../store/store.js";
 import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
@@ -21,12 +21,42 @@ export interface GatewayOptions {
   cwd: string;
   now?: () => number;
   bodyLimit?: number;
+  /** Every event of every turn this gateway runs, with its session (the gateway's event feed). */
+  onTurnEvent?: (sessionId: string, event: AgentEvent) => void;
+  /** Extra routes (the runs API): answers and returns true when the path is theirs. */
+  routes?: (req: IncomingMessage, res: ServerResponse, path: string, url: URL) => Promise<boolean> | boolean;
+}
+
+/** Someone following a turn the gateway runs: a streamed reply, a run's event log. */
+export interface TurnWatcher {
+  onEvent(event: AgentEvent): void;
+  /** Told once when the gateway starts to stop, while the turn still runs. */
+  shutdown(message: string): void;
+}
+
+/** The work of one turn, given its stop signal and where its events go. */
+export type TurnWork = (signal: AbortSignal, onEvent: (event: AgentEvent) => void) => Promise<TurnResult>;
+
+export interface LaunchRequest {
+  /** Continue this session (X-Session-Id); without it a new session is made. */
+  sessionId?: string;
+  /** For a new session: the conversation before the new user message, as a client sent it. */
+  earlier?: ChatMessage[];
+  text: string;
+  watcher?: TurnWatcher;
+}
+
+export interface LaunchedTurn {
+  sessionId: string;
+  controller: AbortController;
+  /** Settles when the turn has ended and is persisted; rejects only when the turn itself threw. */
+  result: Promise<TurnResult>;
 }
 
 interface ActiveTurn {
   controller: AbortController;
   done: Promise<void>;
-  stream: CompletionStream | null;
+  watchers: TurnWatcher[];
 }
 
 /** What this gateway really serves; a client probes this instead of assuming. */
@@ -62,7 +92,7 @@ export class Gateway {
   beginShutdown(): void {
     if (this.stopping) return;
     this.stopping = true;
-    for (const turn of this.active.values()) turn.stream?.shutdown(SHUTDOWN_MESSAGE);
+    for (const turn of this.active.values()) for (const w of turn.watchers) w.shutdown(SHUTDOWN_MESSAGE);
   }
 
   /** Wait for running turns up to `timeoutMs` (or until `cut` aborts); true when none is left. */
@@ -111,6 +141,7 @@ export class Gateway {
     if (path === "/api/sessions") return this.only(req, ["GET"], () => this.sessions(url, res));
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
     if (session) return this.only(req, ["GET"], () => this.session(decodePart(session[1] ?? ""), res));
+    if (this.options.routes && (await this.options.routes(req, res, path, url))) return;
     throw new GatewayError(404, "not_found_error", "unknown_route", `no route ${req.method} ${path}`);
   }
 
@@ -178,42 +209,63 @@ export class Gateway {
   private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const requested = headerValue(req.headers["x-session-id"]);
     const echo: Record<string, string> = requested ? { "x-session-id": requested } : {};
+    let stream: CompletionStream | null = null;
     try {
       if (this.stopping) throw unavailable();
       const request = parseChatRequest(await readJsonBody(req, this.options.bodyLimit ?? MAX_BODY_BYTES));
       const lastUser = request.messages.findLastIndex((m) => m.role === "user");
       if (lastUser < 0) throw badRequest("invalid_field", "messages must contain a user message");
-      const text = request.messages[lastUser]?.content ?? "";
-      if (requested !== undefined && !this.options.store.getSession(requested))
-        throw unknownSession(requested);
-      if (this.stopping) throw unavailable();
-      if (requested !== undefined && this.active.has(requested))
-        throw new GatewayError(
-          409,
-          "conflict_error",
-          "session_busy",
-          `session ${requested} is already running a turn; wait for its reply and send the next message then (one turn at a time per session)`,
-        );
-      const max = this.options.config.gateway.max_turns;
-      if (this.inFlight >= max)
-        throw new GatewayError(
-          429,
-          "rate_limit_error",
-          "too_many_turns",
-          `the gateway is already running ${max} turns (gateway.max_turns); retry when one has finished`,
-          { "retry-after": "1" },
-        );
-      this.inFlight++;
-      let sessionId: string;
+      const meta = (sessionId: string): CompletionMeta => ({
+        id: `chatcmpl-${sessionId}-${this.now().toString(36)}`,
+        created: Math.floor(this.now() / 1000),
+        model: `${this.options.agent.runtime.router.primary.provider}/${this.options.agent.runtime.router.primary.model}`,
+        sessionId,
+      });
+      // The stream opens as soon as the session is known, before the model answers.
+      const watcher: TurnWatcher | undefined = request.stream
+        ? {
+            onEvent: (event) => {
+              if (event.type === "turn_started" && stream === null) {
+                stream = new CompletionStream(res, meta(event.session_id), request.includeUsage);
+                stream.open();
+                if (this.stopping) stream.shutdown(SHUTDOWN_MESSAGE);
+              }
+              stream?.onEvent(event);
+            },
+            shutdown: (message) => stream?.shutdown(message),
+          }
+        : undefined;
+      const turn = await this.launch({
+        ...(requested === undefined
+          ? { earlier: request.messages.slice(0, lastUser) }
+          : { sessionId: requested }),
+        text: request.messages[lastUser]?.content ?? "",
+        ...(watcher ? { watcher } : {}),
+      });
+      echo["x-session-id"] = turn.sessionId;
+      // A client that hangs up stops its turn; the turn still ends persisted, as interrupted.
+      const onClose = () => {
+        if (!res.writableFinished) turn.controller.abort(new Error("the client closed the connection"));
+      };
+      res.on("close", onClose);
+      let result: TurnResult;
       try {
-        sessionId = requested ?? (await this.newSession(request.messages.slice(0, lastUser)));
+        result = await turn.result;
       } catch (error) {
-        this.inFlight--;
-        throw error;
+        const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
+        if (stream) return (stream as CompletionStream).fail(message);
+        throw new GatewayError(500, "server_error", "turn_failed", message);
+      } finally {
+        res.off("close", onClose);
       }
-      await this.runTurn(res, sessionId, text, request.stream, request.includeUsage);
+      if (stream) return (stream as CompletionStream).finish(result);
+      sendJson(res, 200, completionBody(meta(turn.sessionId), result), { "x-session-id": turn.sessionId });
     } catch (error) {
       const failure = toGatewayError(error);
+      if (res.headersSent) {
+        (stream as CompletionStream | null)?.fail(failure.message);
+        return;
+      }
       sendError(
         res,
         new GatewayError(failure.status, failure.type, failure.code, failure.message, {
@@ -222,6 +274,113 @@ export class Gateway {
         }),
       );
     }
+  }
+
+  /**
+   * Admit and start one turn: 503 while stopping, 404 for an unknown session, 409 when the session
+   * is busy, 429 past gateway.max_turns. Resolves once the turn runs (its session exists).
+   */
+  async launch(request: LaunchRequest): Promise<LaunchedTurn> {
+    const requested = request.sessionId;
+    if (this.stopping) throw unavailable();
+    if (requested !== undefined && !this.options.store.getSession(requested)) throw unknownSession(requested);
+    if (requested !== undefined && this.active.has(requested))
+      throw new GatewayError(
+        409,
+        "conflict_error",
+        "session_busy",
+        `session ${requested} is already running a turn; wait for its reply and send the next message then (one turn at a time per session)`,
+      );
+    const max = this.options.config.gateway.max_turns;
+    if (this.inFlight >= max)
+      throw new GatewayError(
+        429,
+        "rate_limit_error",
+        "too_many_turns",
+        `the gateway is already running ${max} turns (gateway.max_turns); retry when one has finished`,
+        { "retry-after": "1" },
+      );
+    this.inFlight++;
+    let sessionId: string;
+    try {
+      sessionId = requested ?? (await this.newSession(request.earlier ?? []));
+    } catch (error) {
+      this.inFlight--;
+      throw error;
+    }
+    return this.start(
+      sessionId,
+      (signal, onEvent) =>
+        this.options.agent.turn({ sessionId, text: request.text, cwd: this.options.cwd, signal, onEvent }),
+      request.watcher,
+    );
+  }
+
+  /**
+   * Run a turn the gateway did not admit through `launch` (a turn resumed after a crash) as the
+   * session's one turn: it counts for 409 and the turn limit, drains and is interrupted like any.
+   */
+  track(sessionId: string, work: TurnWork, watcher?: TurnWatcher): LaunchedTurn {
+    this.inFlight++;
+    return this.start(sessionId, work, watcher);
+  }
+
+  /** Whether a session has a turn running here. */
+  isRunning(sessionId: string): boolean {
+    return this.active.has(sessionId);
+  }
+
+  /** Add a watcher to the session's running turn; false when it has none. */
+  watch(sessionId: string, watcher: TurnWatcher): boolean {
+    const turn = this.active.get(sessionId);
+    if (!turn) return false;
+    turn.watchers.push(watcher);
+    return true;
+  }
+
+  /** Interrupt the session's running turn; false when it has none. */
+  interrupt(sessionId: string, reason: string): boolean {
+    const turn = this.active.get(sessionId);
+    if (!turn) return false;
+    turn.controller.abort(new Error(reason));
+    return true;
+  }
+
+  /** Start `work` for an admitted session (inFlight already counted). */
+  private start(sessionId: string, work: TurnWork, watcher?: TurnWatcher): LaunchedTurn {
+    const controller = new AbortController();
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    const active: ActiveTurn = { controller, done, watchers: watcher ? [watcher] : [] };
+    this.active.set(sessionId, active);
+    const onEvent = (event: AgentEvent) => {
+      for (const w of active.watchers) {
+        try {
+          w.onEvent(event);
+        } catch {
+          // A broken watcher never breaks the turn or the other watchers.
+        }
+      }
+      try {
+        this.options.onTurnEvent?.(sessionId, event);
+      } catch {
+        // Nor does the event feed.
+      }
+    };
+    const result = (async () => {
+      try {
+        return await work(controller.signal, onEvent);
+      } finally {
+        this.active.delete(sessionId);
+        this.inFlight--;
+        finished();
+      }
+    })();
+    // The caller handles a rejection; this keeps an unobserved one from killing the process.
+    result.catch(() => {});
+    return { sessionId, controller, result };
   }
 
   /** A conversation an ordinary OpenAI client sent whole: its earlier turns become the session's history. */
@@ -233,58 +392,6 @@ export class Gateway {
     if (history.length > 0)
       await store.appendMessages(history.map((m) => ({ session_id: id, role: m.role, content: m.content })));
     return id;
-  }
-
-  private async runTurn(
-    res: ServerResponse,
-    sessionId: string,
-    text: string,
-    streaming: boolean,
-    includeUsage: boolean,
-  ): Promise<void> {
-    const controller = new AbortController();
-    const meta: CompletionMeta = {
-      id: `chatcmpl-${sessionId}-${this.now().toString(36)}`,
-      created: Math.floor(this.now() / 1000),
-      model: `${this.options.agent.runtime.router.primary.provider}/${this.options.agent.runtime.router.primary.model}`,
-      sessionId,
-    };
-    const stream = streaming ? new CompletionStream(res, meta, includeUsage) : null;
-    let finished!: () => void;
-    const done = new Promise<void>((resolve) => {
-      finished = resolve;
-    });
-    this.active.set(sessionId, { controller, done, stream });
-    // A client that hangs up stops its turn; the turn still ends persisted, as interrupted.
-    const onClose = () => {
-      if (!res.writableFinished) controller.abort(new Error("the client closed the connection"));
-    };
-    res.on("close", onClose);
-    try {
-      stream?.open();
-      if (this.stopping) stream?.shutdown(SHUTDOWN_MESSAGE);
-      let result: TurnResult;
-      try {
-        result = await this.options.agent.turn({
-          sessionId,
-          text,
-          cwd: this.options.cwd,
-          signal: controller.signal,
-          onEvent: (event) => stream?.onEvent(event),
-        });
-      } catch (error) {
-        const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
-        if (stream) return stream.fail(message);
-        throw new GatewayError(500, "server_error", "turn_failed", message, { "x-session-id": sessionId });
-      }
-      if (stream) return stream.finish(result);
-      sendJson(res, 200, completionBody(meta, result), { "x-session-id": sessionId });
-    } finally {
-      res.off("close", onClose);
-      this.active.delete(sessionId);
-      this.inFlight--;
-      finished();
-    }
   }
 }
 
