@@ -1,0 +1,214 @@
+// The event log of one run of the runs API: events numbered 1, 2, 3… per run, committed to the
+// store's records table before any client hears of them (persist, then publish). Events that
+// arrive within one tick are written in one transaction, with the run's state, and text deltas of
+// the same tick become one `text` event, so a fast token stream is not one commit per token.
+import type { AgentEvent } from "../agent/turn.js";
+import type { RecordPutOp, WriteOp } from "../store/ops.js";
+import type { Store } from "../store/store.js";
+
+export type RunStatus = "running" | "completed" | "interrupted" | "failed" | "suspended";
+
+/** What GET /v1/runs/ID answers; also the value of the run's record. */
+export interface RunState {
+  run_id: string;
+  session_id: string;
+  turn_id: string | null;
+  status: RunStatus;
+  created_at: number;
+  ended_at: number | null;
+  /** The final reply once the run ended; what was said so far while it runs. */
+  reply: string;
+  partial: boolean;
+  error: string | null;
+  /** The id of the newest event committed; a client resumes after it. */
+  last_event_id: number;
+  /** The Idempotency-Key the run was submitted with, so pruning the run frees the key. */
+  idempotency_key: string | null;
+}
+
+/** One event as it is stored and sent: `data` always carries `type` too, so it stands alone. */
+export interface RunEvent {
+  id: number;
+  type: string;
+  data: { type: string } & Record<string, unknown>;
+}
+
+/** How a run ended; `run.finished` carries it. */
+export interface RunOutcome {
+  status: Exclude<RunStatus, "running">;
+  reply: string;
+  partial: boolean;
+  error: string | null;
+}
+
+export const RUN_KIND = "run";
+export const RUN_EVENT_KIND = "run_event";
+export const RUN_IDEM_KIND = "run_idem";
+export const FINISHED = "run.finished";
+
+/** Zero-padded, so the keys of one run sort in event order. */
+export const eventKey = (runId: string, id: number) => `${runId}/${String(id).padStart(10, "0")}`;
+
+function runOp(state: RunState, now: number): RecordPutOp {
+  return {
+    op: "record.put",
+    kind: RUN_KIND,
+    key: state.run_id,
+    session_id: state.session_id,
+    value: JSON.stringify(state),
+    updated_at: now,
+  };
+}
+
+/** Every stored event of a run with an id above `after`, in order. */
+export function storedEvents(store: Store, state: RunState, after: number): RunEvent[] {
+  const prefix = `${state.run_id}/`;
+  return store
+    .listRecords<RunEvent>(RUN_EVENT_KIND, { sessionId: state.session_id })
+    .filter((r) => r.key.startsWith(prefix) && r.value.id > after)
+    .map((r) => r.value)
+    .sort((a, b) => a.id - b.id);
+}
+
+export interface RunLogDeps {
+  store: Store;
+  now: () => number;
+  /** Runs `fn` once the current tick's events are in (group commit); a timer by default. */
+  defer?: (fn: () => void) => void;
+  /** A commit that failed: its events are still published, so live clients go on. */
+  onError?: (error: unknown) => void;
+}
+
+type Pending = RunEvent["data"];
+
+export class RunLog {
+  private pending: Pending[] = [];
+  private extra: WriteOp[] = [];
+  private readonly subscribers = new Set<(event: RunEvent) => void>();
+  private chain: Promise<void> = Promise.resolve();
+  private scheduled = false;
+  /** Events wait until the run's session is known (begin). */
+  private held: boolean;
+  private terminal = false;
+  private markEnded!: () => void;
+  /** Resolves once the terminal event is committed and published. */
+  readonly ended = new Promise<void>((resolve) => {
+    this.markEnded = resolve;
+  });
+
+  constructor(
+    readonly state: RunState,
+    private readonly deps: RunLogDeps,
+    options: { held?: boolean } = {},
+  ) {
+    this.held = options.held ?? false;
+  }
+
+  get finished(): boolean {
+    return this.terminal;
+  }
+
+  /** Release held events once the session is known; resolves when they (and `first`) are committed. */
+  begin(sessionId: string, first: Pending, ops: WriteOp[] = []): Promise<void> {
+    this.state.session_id = sessionId;
+    this.pending.unshift(first);
+    this.extra.push(...ops);
+    this.held = false;
+    return this.flush();
+  }
+
+  /** An event of the run's turn: it also moves the run's state (turn id, reply so far). */
+  onAgentEvent(event: AgentEvent): void {
+    if (event.type === "turn_started") this.state.turn_id = event.turn_id;
+    if (event.type === "text") this.state.reply += event.delta;
+    // Agent events are plain JSON values; the cast only widens the union to a record.
+    this.append(event as unknown as Pending);
+  }
+
+  append(data: Pending): void {
+    if (this.terminal) return;
+    this.pending.push(data);
+    this.schedule();
+  }
+
+  /** The terminal event: the run's state takes the outcome, and the log takes no more events. */
+  finish(outcome: RunOutcome): Promise<void> {
+    if (this.terminal) return this.ended;
+    Object.assign(this.state, outcome, { ended_at: this.deps.now() });
+    this.pending.push({ type: FINISHED, ...outcome });
+    this.terminal = true;
+    void this.flush();
+    return this.ended;
+  }
+
+  /** Hear every event published from now on; returns the unsubscribe. */
+  subscribe(listener: (event: RunEvent) => void): () => void {
+    this.subscribers.add(listener);
+    return () => this.subscribers.delete(listener);
+  }
+
+  /** Commit what is pending (one transaction), then publish it; calls are serialized. */
+  flush(): Promise<void> {
+    this.chain = this.chain.then(() => this.commit());
+    return this.chain;
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.held) return;
+    this.scheduled = true;
+    const defer = this.deps.defer ?? ((fn: () => void) => setTimeout(fn, 10));
+    defer(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async commit(): Promise<void> {
+    if (this.held) return;
+    const batch = coalesce(this.pending.splice(0));
+    const ops = this.extra.splice(0);
+    if (batch.length === 0 && ops.length === 0) return;
+    const now = this.deps.now();
+    const events = batch.map((data) => ({ id: ++this.state.last_event_id, type: data.type, data }));
+    const endsHere = events.some((e) => e.type === FINISHED);
+    for (const event of events)
+      ops.push({
+        op: "record.put",
+        kind: RUN_EVENT_KIND,
+        key: eventKey(this.state.run_id, event.id),
+        session_id: this.state.session_id,
+        value: JSON.stringify(event),
+        updated_at: now,
+      });
+    ops.push(runOp(this.state, now));
+    try {
+      await this.deps.store.write(ops);
+    } catch (error) {
+      this.deps.onError?.(error);
+    }
+    for (const event of events)
+      for (const listener of [...this.subscribers]) {
+        try {
+          listener(event);
+        } catch {
+          // A broken client never stops the log or the other clients.
+        }
+      }
+    if (endsHere) {
+      this.subscribers.clear();
+      this.markEnded();
+    }
+  }
+}
+
+/** Consecutive text deltas become one event; everything else keeps its place. */
+function coalesce(batch: Pending[]): Pending[] {
+  const out: Pending[] = [];
+  for (const data of batch) {
+    const last = out[out.length - 1];
+    if (data.type === "text" && last?.type === "text")
+      out[out.length - 1] = { ...last, delta: `${String(last.delta)}${String(data.delta)}` };
+    else out.push(data);
+  }
+  return out;
+}
