@@ -12,8 +12,9 @@ import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { Store } from "../store/store.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
+import { pidAlive } from "./process-group.js";
 import { ProcessRegistry } from "./processes.js";
-import { reapDeadTurns } from "./reap.js";
+import { type ReapedTurn, type ReapOptions, reapDeadTurns } from "./reap.js";
 import { Scheduler } from "./scheduler.js";
 import { defineTool } from "./tools/define-tool.js";
 import { durableTools } from "./tools/durable.js";
@@ -103,9 +104,12 @@ export class Agent {
     return this.turnDeps.tools;
   }
 
-  /** Mark turns whose process died as interrupted (run this when a process starts). */
-  reap(): ReturnType<typeof reapDeadTurns> {
-    return reapDeadTurns(this.store, this.deps.clock.now());
+  /**
+   * Mark turns whose process died as interrupted (run this when a process starts): an expired
+   * lease, or an owner pid that no longer runs.
+   */
+  reap(options: Omit<ReapOptions, "pidAlive"> = {}): Promise<ReapedTurn[]> {
+    return reapDeadTurns(this.store, this.deps.clock.now(), { ...options, pidAlive });
   }
 
   async newSession(options: { title?: string; source?: string; parent?: string } = {}): Promise<string> {

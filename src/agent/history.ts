@@ -8,6 +8,9 @@ import type { MessageView } from "../store/rows.js";
 /** The role of transcript entries that are Tenax's own notes, not part of the conversation. */
 export const MARKER_ROLE = "marker";
 
+/** The `name` of the user-role note that tells the model its interrupted turn goes on. */
+export const RESUME_NAME = "tenax-resume";
+
 export const COMPACTION_KIND = "compaction";
 
 /** How a session's middle is replaced in what the model sees (kept as record COMPACTION_KIND/session). */
@@ -39,6 +42,7 @@ export function buildHistory(
   if (options.system) out.push({ role: "system", content: options.system });
   const compaction = options.compaction ?? null;
   let noted = false;
+  const resumedAt = lastResumes(transcript);
   for (const message of transcript) {
     if (compaction && message.seq > compaction.head_until_seq && message.seq <= compaction.middle_until_seq) {
       if (!noted) {
@@ -47,10 +51,20 @@ export function buildHistory(
       }
       continue;
     }
-    const converted = toChatMessage(message) ?? unansweredNote(message, out.at(-1));
+    // A crash marker of a turn that was resumed after it is no unanswered question: the turn went on.
+    const resumedLater = (resumedAt.get(message.turn_id ?? "") ?? -1) > message.seq;
+    const converted = toChatMessage(message) ?? (resumedLater ? null : unansweredNote(message, out.at(-1)));
     if (converted) out.push(converted);
   }
   return mergeAdjacentUsers(pairToolResults(out));
+}
+
+/** Per turn, the seq of its last resume note (the user-role message named RESUME_NAME). */
+function lastResumes(transcript: readonly MessageView[]): Map<string, number> {
+  const at = new Map<string, number>();
+  for (const m of transcript)
+    if (m.role === "user" && m.name === RESUME_NAME && m.turn_id !== null) at.set(m.turn_id, m.seq);
+  return at;
 }
 
 /** What the model sees for a tool call whose result was never stored (a crash or an interrupt). */
@@ -119,7 +133,7 @@ export function toChatMessage(message: MessageView): ChatMessage | null {
   }
 }
 
-function toolCallsOf(raw: unknown[] | null): ToolCall[] {
+export function toolCallsOf(raw: unknown[] | null): ToolCall[] {
   if (!raw) return [];
   return raw.flatMap((c) => {
     if (typeof c !== "object" || c === null) return [];

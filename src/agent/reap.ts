@@ -1,5 +1,9 @@
 // Turns left "running" by a process that died: their lease has expired (nobody renews it), so
 // they are marked interrupted, counted, and noted in the transcript, for people and for resume.
+// When the caller can tell whether the owner process lives, a dead owner's turn is reaped at once:
+// a restart right after a kill -9 need not wait out the lease.
+
+import type { TurnView } from "../store/rows.js";
 import type { Store } from "../store/store.js";
 import { MARKER_ROLE } from "./history.js";
 
@@ -9,10 +13,37 @@ export interface ReapedTurn {
   interrupt_count: number;
 }
 
-export async function reapDeadTurns(store: Store, now: number): Promise<ReapedTurn[]> {
+export interface ReapOptions {
+  /** Whether process `pid` still runs; without it only an expired lease counts. */
+  pidAlive?: (pid: number) => boolean;
+  /** Only these turns (the watchdog reaps what it has looked at, nothing else). */
+  only?: ReadonlySet<string>;
+}
+
+/** The pid of a lease owner written as "pid:N" (the only form Tenax writes), or null. */
+export function ownerPid(owner: string | null): number | null {
+  const match = /^pid:(\d+)$/.exec(owner ?? "");
+  return match ? Number(match[1]) : null;
+}
+
+/** Whether nobody runs this turn any more: its lease ran out, or its owner process is gone. */
+export function isDead(turn: TurnView, now: number, pidAlive?: (pid: number) => boolean): boolean {
+  if (turn.lease_expires_at === null) return false;
+  if (turn.lease_expires_at <= now) return true;
+  const pid = ownerPid(turn.lease_owner);
+  // This process's own turns are alive while it runs; the watchdog judges them by the lease.
+  return pidAlive !== undefined && pid !== null && pid !== process.pid && !pidAlive(pid);
+}
+
+export async function reapDeadTurns(
+  store: Store,
+  now: number,
+  options: ReapOptions = {},
+): Promise<ReapedTurn[]> {
   const reaped: ReapedTurn[] = [];
   for (const turn of store.runningTurns()) {
-    if (turn.lease_expires_at === null || turn.lease_expires_at > now) continue;
+    if (options.only && !options.only.has(turn.id)) continue;
+    if (!isDead(turn, now, options.pidAlive)) continue;
     const count = turn.interrupt_count + 1;
     const since = turn.heartbeat_at ?? turn.started_at;
     await store.write([

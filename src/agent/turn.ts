@@ -20,6 +20,7 @@ import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./h
 import type { Scheduler } from "./scheduler.js";
 import { runToolCall } from "./tool-call.js";
 import type { Tool, ToolContext, ToolEvent } from "./tools/types.js";
+import { restartTurn, settleOpenCalls } from "./turn-resume.js";
 import { addUsage } from "./usage.js";
 
 export type TurnStatus = "completed" | "interrupted" | "failed";
@@ -97,6 +98,11 @@ export interface TurnInput {
   taskId?: string;
   /** The routing state, when a caller keeps one across calls; a new turn starts on the primary. */
   route?: TurnRoute;
+  /**
+   * Go on with this interrupted turn (same id) from its last saved message instead of starting
+   * one with `text` (then unused): see src/agent/turn-resume.ts.
+   */
+  resume?: { turnId: string };
 }
 
 export interface TurnResult {
@@ -126,15 +132,19 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   const { store, deps, limits } = agent;
   const emit = safe(input.onEvent);
   const leaseMs = limits.lease_seconds * 1000;
-  const turnId = await store.startTurn(input.sessionId, leaseMs);
+  const resumed = input.resume
+    ? await restartTurn(store, input.sessionId, input.resume.turnId, leaseMs, deps.clock.now())
+    : null;
+  const turnId = resumed?.turnId ?? (await store.startTurn(input.sessionId, leaseMs));
   const taskId = input.taskId ?? turnId;
   // Persist before publish: the question is durable before any provider sees it.
-  await store.appendMessage({
-    session_id: input.sessionId,
-    role: "user",
-    content: input.text,
-    turn_id: turnId,
-  });
+  if (!resumed)
+    await store.appendMessage({
+      session_id: input.sessionId,
+      role: "user",
+      content: input.text,
+      turn_id: turnId,
+    });
   emit({ type: "turn_started", session_id: input.sessionId, turn_id: turnId });
 
   const controller = new AbortController();
@@ -223,6 +233,12 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   };
 
   try {
+    if (resumed) {
+      const halt = await settleOpenCalls(store, input.sessionId, resumed, byName, (call) =>
+        runToolCall(agent, byName, guard, call, context, emit),
+      );
+      if (halt) throw new TurnHalted(halt);
+    }
     for (;;) {
       if (signal.aborted) throw signal.reason;
       if (iterations >= limits.max_iterations) {

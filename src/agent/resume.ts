@@ -1,0 +1,148 @@
+// After a crash: what becomes of each turn the reaper marked interrupted. One interrupted fewer
+// than MAX_INTERRUPTIONS times is resumed (same turn id, from its last saved message) as the
+// session's running turn of whoever hosts turns (the gateway); one interrupted that often is
+// suspended with a note, so a turn that kills its process cannot make a resume loop.
+import type { Agent } from "./agent.js";
+import { MARKER_ROLE } from "./history.js";
+import type { ReapedTurn } from "./reap.js";
+import type { AgentEvent, TurnResult } from "./turn.js";
+import { turnMessages } from "./turn-resume.js";
+
+/** A turn interrupted this many times is suspended instead of resumed. */
+export const MAX_INTERRUPTIONS = 3;
+
+export const SUSPENDED_STATUS = "suspended";
+
+/** A lifecycle event for the gateway's event feed and its log. */
+export interface LifecycleEvent {
+  type: "turn_resumed" | "turn_suspended" | "turn_stale";
+  layer: "lifecycle";
+  session_id: string;
+  turn_id: string;
+  interrupt_count: number;
+  message: string;
+}
+
+/** The work of one hosted turn, given its stop signal and where its events go. */
+export type HostedWork = (signal: AbortSignal, onEvent: (event: AgentEvent) => void) => Promise<TurnResult>;
+
+/** What hosts turns (Gateway.track and Gateway.isRunning fit): the session's one running turn. */
+export interface TurnHost<W> {
+  track(sessionId: string, work: HostedWork, watcher?: W): { result: Promise<TurnResult> };
+  isRunning(sessionId: string): boolean;
+}
+
+export interface ResumeOptions<W> {
+  agent: Agent;
+  reaped: readonly ReapedTurn[];
+  /** config gateway.auto_resume; when false nothing is resumed (suspension still applies). */
+  autoResume: boolean;
+  host: TurnHost<W>;
+  /** The folder the resumed turns' tools start in. */
+  cwd: string;
+  /** Someone to follow a resumed turn (the runs API), if any. */
+  watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  onEvent?: (event: LifecycleEvent) => void;
+}
+
+export interface ResumedTurn extends ReapedTurn {
+  /** Settles when the resumed turn has ended and is persisted. */
+  result: Promise<TurnResult>;
+}
+
+export interface ResumeReport {
+  resumed: ResumedTurn[];
+  suspended: ReapedTurn[];
+  skipped: Array<ReapedTurn & { reason: string }>;
+}
+
+export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<ResumeReport> {
+  const { agent, host } = options;
+  const store = agent.store;
+  const report: ResumeReport = { resumed: [], suspended: [], skipped: [] };
+  const emit = (type: LifecycleEvent["type"], turn: ReapedTurn, message: string) => {
+    try {
+      options.onEvent?.({ type, layer: "lifecycle", ...turn, message });
+    } catch {
+      // A broken listener never stops the others from being resumed.
+    }
+  };
+  for (const turn of options.reaped) {
+    const skip = (reason: string) => report.skipped.push({ ...turn, reason });
+    const row = store.getTurns(turn.session_id).find((t) => t.id === turn.turn_id);
+    if (row?.status !== "interrupted") {
+      skip(`it is ${row ? row.status : "gone"} now, not interrupted`);
+      continue;
+    }
+    if (turn.interrupt_count >= MAX_INTERRUPTIONS) {
+      await suspend(agent, turn);
+      report.suspended.push(turn);
+      emit(
+        "turn_suspended",
+        turn,
+        `turn ${turn.turn_id} of session ${turn.session_id} was interrupted ${turn.interrupt_count} times (its process stopped each time) and is suspended, not resumed again; send a new message in that session to go on`,
+      );
+      continue;
+    }
+    if (!options.autoResume) {
+      skip("gateway.auto_resume is off");
+      continue;
+    }
+    const said = turnMessages(store, turn.session_id, turn.turn_id).filter((m) => m.role !== MARKER_ROLE);
+    const last = said.at(-1);
+    if (last === undefined) {
+      skip("nothing of it was saved before the stop (not even the question)");
+      continue;
+    }
+    if (last.role === "assistant" && (last.tool_calls ?? []).length === 0) {
+      // The process stopped between saving the reply and closing the turn: nothing is left to do.
+      await store.updateTurn({ id: turn.turn_id, status: "completed", error: null });
+      skip("its reply was saved before the stop; marked completed");
+      continue;
+    }
+    if (host.isRunning(turn.session_id)) {
+      skip("its session is running another turn");
+      continue;
+    }
+    const watcher = options.watcherFor?.(turn.turn_id, turn.session_id);
+    const launched = host.track(
+      turn.session_id,
+      (signal, onEvent) =>
+        agent.turn({
+          sessionId: turn.session_id,
+          text: "",
+          resume: { turnId: turn.turn_id },
+          cwd: options.cwd,
+          signal,
+          onEvent,
+        }),
+      ...(watcher === undefined ? [] : [watcher]),
+    );
+    report.resumed.push({ ...turn, result: launched.result });
+    emit(
+      "turn_resumed",
+      turn,
+      `turn ${turn.turn_id} of session ${turn.session_id} was interrupted (its process stopped; interruption ${turn.interrupt_count} of at most ${MAX_INTERRUPTIONS - 1} resumed) and is resumed from its last saved message`,
+    );
+  }
+  return report;
+}
+
+/** Mark a turn suspended, with a note in its transcript that says what the user can do. */
+async function suspend(agent: Agent, turn: ReapedTurn): Promise<void> {
+  const store = agent.store;
+  await store.write([
+    store.messageOp({
+      session_id: turn.session_id,
+      role: MARKER_ROLE,
+      content: `turn suspended: interrupted ${turn.interrupt_count} times (the process running it stopped each time), so Tenax does not resume it automatically; send a new message in this session to go on`,
+      turn_id: turn.turn_id,
+    }),
+    {
+      op: "turn.update",
+      id: turn.turn_id,
+      status: SUSPENDED_STATUS,
+      error: `suspended after ${turn.interrupt_count} interruptions`,
+    },
+  ]);
+}
