@@ -1,0 +1,317 @@
+// The dashboard page: polls the dashboard server's JSON and redraws. Every piece of text goes in
+// through textContent (el() below), never as HTML: transcripts and error messages are untrusted.
+
+const POLL_MS = 1000;
+const state = { profile: "default", selected: null, query: "", eventsAfter: 0, lastEvents: [] };
+
+/** An element with attributes and children; strings become text nodes, so nothing is parsed as HTML. */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined) continue;
+    if (key === "class") node.className = value;
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const $ = (id) => document.getElementById(id);
+const pad = (n) => String(n).padStart(2, "0");
+function clock(ms) {
+  const d = new Date(ms);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+function when(ms) {
+  if (ms === null || ms === undefined) return "?";
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+}
+/** A command for this profile, exactly as it should be typed. */
+function command(args) {
+  return ["tenax", ...(state.profile === "default" ? [] : ["--profile", state.profile]), ...args].join(" ");
+}
+
+async function getJson(path) {
+  const res = await fetch(path, { cache: "no-store" });
+  const body = await res.json();
+  return { status: res.status, body };
+}
+
+function tile(name, level, detail, next, extra = []) {
+  return el(
+    "div",
+    { class: `tile ${level}`, "data-layer": name, "data-status": level },
+    el("span", { class: "state" }, level),
+    el("div", { class: "name" }, name),
+    el("div", { class: "detail" }, detail),
+    next ? el("div", { class: "next" }, `next: ${next}`) : null,
+    extra,
+  );
+}
+
+/** The gateway as the dashboard's probe sees it right now; it never assumes a route exists. */
+function gatewayTile(gw, reported) {
+  const caps = gw.capabilities;
+  const capText =
+    caps === null
+      ? null
+      : caps.served
+        ? `capabilities: ${caps.list.join(", ") || "none"}`
+        : "GET /api/capabilities not served";
+  const extra = [];
+  if (gw.health?.served)
+    for (const [name, c] of Object.entries(gw.health.components))
+      extra.push(el("div", { class: "next" }, `${name}: ${c.status} ${c.detail}`));
+  if (capText) extra.push(el("div", { class: "next" }, capText));
+  if (reported)
+    extra.push(el("div", { class: "next" }, `status report: ${reported.status}, ${reported.detail}`));
+  if (gw.reachable === null) return tile("gateway", "degraded", `probing ${gw.url}…`, null, extra);
+  if (!gw.reachable)
+    return tile(
+      "gateway",
+      "down",
+      `unreachable since ${clock(gw.unreachable_since)}: ${gw.error}`,
+      `${command(["gateway", "start"])} or ${command(["up"])}; diagnose with ${command(["status"])}`,
+      extra,
+    );
+  if (gw.error) return tile("gateway", "degraded", `${gw.url}: ${gw.error}`, null, extra);
+  if (!gw.health?.served)
+    return tile(
+      "gateway",
+      "degraded",
+      `${gw.url} answers, but GET /health is not served (HTTP ${gw.health?.http_status ?? "?"}), so its components are unknown`,
+      null,
+      extra,
+    );
+  return tile("gateway", gw.health.status, `${gw.url}: /health says ${gw.health.status}`, null, extra);
+}
+
+function renderBanner(gw) {
+  const banner = $("banner");
+  if (gw.reachable !== false) {
+    banner.hidden = true;
+    banner.replaceChildren();
+    return;
+  }
+  banner.replaceChildren(
+    `gateway unreachable since ${clock(gw.unreachable_since)} — ${gw.error}. Start it with `,
+    el("code", {}, command(["gateway", "start"])),
+    " (service) or ",
+    el("code", {}, command(["up"])),
+    "; see every layer with ",
+    el("code", {}, command(["status"])),
+    ".",
+  );
+  banner.hidden = false;
+}
+
+function renderLayers(layers, gw) {
+  const tiles = [];
+  let overall = "ok";
+  const worse = (level) => {
+    if (level === "down" || (level === "degraded" && overall === "ok")) overall = level;
+  };
+  if (!layers.ok) {
+    tiles.push(tile("config", "down", layers.error.message, layers.error.hint));
+    worse("down");
+  } else {
+    for (const [name, c] of Object.entries(layers.report.components)) {
+      if (name === "gateway") continue;
+      tiles.push(tile(name, c.status, c.detail, c.next));
+      worse(c.status);
+    }
+    renderCredentials(layers.report.components.credentials);
+  }
+  const g = gatewayTile(gw, layers.ok ? layers.report.components.gateway : undefined);
+  worse(g.dataset.status);
+  tiles.unshift(g);
+  $("layers").replaceChildren(...tiles);
+  const pill = $("overall");
+  pill.textContent = overall;
+  pill.className = `pill ${overall}`;
+}
+
+function renderCredentials(credentials) {
+  const rows = [];
+  const now = Date.now();
+  for (const p of credentials?.providers ?? []) {
+    if (!p.keyed) {
+      rows.push(
+        el("tr", {}, el("td", {}, p.provider), el("td", { colspan: 4 }, "no key (the server needs none)")),
+      );
+      continue;
+    }
+    for (const k of p.keys) {
+      const left = k.cooldown_until ? `${Math.max(0, Math.ceil((k.cooldown_until - now) / 1000))} s` : "";
+      const st = k.status === "ok" ? "ok" : `${k.status} (${k.reason ?? "?"})`;
+      rows.push(
+        el(
+          "tr",
+          { class: k.status === "ok" ? "" : k.status === "disabled" ? "down" : "degraded" },
+          el("td", {}, p.provider),
+          el("td", {}, k.position + 1),
+          el("td", { class: "fp" }, k.fingerprint),
+          el("td", {}, st),
+          el("td", {}, left),
+        ),
+      );
+    }
+  }
+  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: 5 }, "no providers configured")));
+  $("credentials").tBodies[0].replaceChildren(...rows);
+}
+
+function sessionItem(s, snippet) {
+  const item = el(
+    "li",
+    { "data-session": s.id, class: s.id === state.selected ? "selected" : null },
+    el("div", {}, s.title || s.id),
+    el(
+      "div",
+      { class: "muted" },
+      `${s.id.slice(0, 12)} · ${s.message_count ?? "?"} messages · ${when(s.updated_at)}`,
+    ),
+    snippet ? el("div", { class: "snippet" }, snippet) : null,
+  );
+  item.addEventListener("click", () => openSession(s.id));
+  return item;
+}
+
+async function refreshSessions() {
+  const note = $("sessions-note");
+  if (state.query !== "") {
+    const { status, body } = await getJson(`/api/search?q=${encodeURIComponent(state.query)}`);
+    if (status !== 200) {
+      note.textContent = `${body.error.message}${body.error.hint ? ` (${body.error.hint})` : ""}`;
+      $("sessions").replaceChildren();
+      return;
+    }
+    const seen = new Set();
+    const items = [];
+    for (const hit of body.hits) {
+      if (seen.has(hit.session_id)) continue;
+      seen.add(hit.session_id);
+      items.push(
+        sessionItem(
+          { id: hit.session_id, title: null, message_count: null, updated_at: hit.message.created_at },
+          hit.snippet,
+        ),
+      );
+    }
+    note.textContent = `${items.length} session(s) match "${state.query}"${body.pending ? `; ${body.pending} message(s) not indexed yet` : ""}`;
+    $("sessions").replaceChildren(...items);
+    return;
+  }
+  const { status, body } = await getJson("/api/sessions?limit=100");
+  if (status !== 200) {
+    note.textContent = `${body.error.message}${body.error.hint ? ` (${body.error.hint})` : ""}`;
+    return;
+  }
+  note.textContent = body.sessions.length === 0 ? "no sessions yet" : `${body.sessions.length} most recent`;
+  $("sessions").replaceChildren(...body.sessions.map((s) => sessionItem(s)));
+}
+
+async function openSession(id) {
+  state.selected = id;
+  for (const li of $("sessions").children) li.classList.toggle("selected", li.dataset.session === id);
+  const { status, body } = await getJson(`/api/sessions/${encodeURIComponent(id)}`);
+  if (status !== 200) {
+    $("transcript").replaceChildren(el("p", { class: "down" }, body.error.message));
+    return;
+  }
+  $("transcript-title").textContent = body.session.title || body.session.id;
+  const messages = body.messages.map((m) =>
+    el(
+      "div",
+      { class: "message", "data-role": m.role },
+      el("div", { class: "role" }, `${m.role}${m.name ? ` (${m.name})` : ""} · ${when(m.created_at)}`),
+      el("pre", { class: "content" }, m.content ?? (m.tool_calls ? JSON.stringify(m.tool_calls) : "")),
+    ),
+  );
+  $("transcript").replaceChildren(
+    ...(messages.length ? messages : [el("p", { class: "muted" }, "no messages")]),
+  );
+}
+
+async function refreshEvents(gw) {
+  const { body } = await getJson(`/api/events?after=${state.eventsAfter}`);
+  const note = $("events-note");
+  if (!body.served) {
+    const caps = gw.capabilities;
+    note.textContent =
+      gw.reachable === false
+        ? "the gateway is unreachable; events resume when it is back"
+        : caps?.served
+          ? "this gateway does not serve live events (not in /api/capabilities)"
+          : "the gateway's capabilities are unknown, so live events are off";
+  } else note.textContent = body.error ?? (body.following ? "live" : "connecting…");
+  if (body.events.length === 0) return;
+  state.eventsAfter = body.events[body.events.length - 1].seq;
+  state.lastEvents = [...body.events.reverse(), ...state.lastEvents].slice(0, 100);
+  $("events").replaceChildren(
+    ...state.lastEvents.map((e) =>
+      el(
+        "li",
+        { "data-type": e.type },
+        el("span", { class: "muted" }, `${clock(e.received_at)} `),
+        el("span", { class: "type" }, e.type),
+        e.layer ? ` [${e.layer}]` : "",
+        e.message ? ` ${e.message}` : "",
+      ),
+    ),
+  );
+}
+
+let ticks = 0;
+async function tick() {
+  const selfBanner = $("self-banner");
+  try {
+    const [{ body: gw }, { body: layers }] = await Promise.all([
+      getJson("/api/gateway"),
+      getJson("/api/layers"),
+    ]);
+    selfBanner.hidden = true;
+    $("gateway-url").textContent =
+      `gateway ${gw.url} (from ${gw.source === "pid_file" ? "its pid file" : "config.yaml"})`;
+    renderBanner(gw);
+    renderLayers(layers, gw);
+    await refreshEvents(gw);
+    if (ticks % 3 === 0 && state.query === "") await refreshSessions();
+    $("updated").textContent = `updated ${clock(Date.now())}`;
+  } catch (error) {
+    selfBanner.textContent = `the dashboard server is not answering (${error.message}); is tenax dashboard still running?`;
+    selfBanner.hidden = false;
+  }
+  ticks++;
+}
+
+async function start() {
+  try {
+    const { body } = await getJson("/api/overview");
+    state.profile = body.profile;
+    $("profile").textContent = `profile ${body.profile} · ${body.state_db}`;
+  } catch {
+    // tick() shows the server as unreachable.
+  }
+  $("search-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.query = $("search").value.trim();
+    void refreshSessions();
+  });
+  $("search-clear").addEventListener("click", () => {
+    $("search").value = "";
+    state.query = "";
+    void refreshSessions();
+  });
+  // One tick at a time: a slow answer delays the next poll instead of piling requests up.
+  const loop = async () => {
+    await tick();
+    setTimeout(loop, POLL_MS);
+  };
+  await loop();
+}
+
+void start();

@@ -1,0 +1,135 @@
+// What the dashboard reads from the profile, always read-only: the per-layer status report and the
+// sessions, searches and transcripts of the store. A store that is missing, locked or damaged is
+// reported as the store layer's state (and as a clear error on the session routes), never a crash.
+import { existsSync } from "node:fs";
+import { loadConfig } from "../config/load.js";
+import type { ProfilePaths } from "../config/paths.js";
+import { errorMessage, TenaxError } from "../core/errors.js";
+import { collectStatus, type StatusReport } from "../health/status.js";
+import { recoverCommand } from "../store/open-database.js";
+import { openReader } from "../store/registry.js";
+import type { MessageView, SessionView } from "../store/rows.js";
+import type { SearchResult, StoreReader } from "../store/store-reader.js";
+
+/** An answer the page can show as it is: HTTP status, a code, what went wrong and what to run. */
+export class DashboardError extends Error {
+  override readonly name = "DashboardError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly hint: string | null = null,
+  ) {
+    super(message);
+  }
+
+  toJSON() {
+    return { error: { code: this.code, message: this.message, hint: this.hint } };
+  }
+}
+
+export type LayersView =
+  | { ok: true; report: StatusReport; config_warnings: string[] }
+  | { ok: false; error: { code: string; message: string; hint: string | null } };
+
+/** Every layer as `tenax status` sees it; a config that does not load is the answer itself. */
+export async function readLayers(paths: ProfilePaths, now: number): Promise<LayersView> {
+  let loaded: ReturnType<typeof loadConfig>;
+  try {
+    loaded = loadConfig(paths);
+  } catch (error) {
+    return { ok: false, error: describe(error, "config_invalid") };
+  }
+  let reader: StoreReader | null = null;
+  let openProblem: unknown = null;
+  if (existsSync(paths.state)) {
+    try {
+      reader = openReader(paths);
+    } catch (error) {
+      openProblem = error;
+    }
+  }
+  try {
+    const report = await collectStatus({ paths, config: loaded.config, reader, now });
+    if (openProblem !== null) {
+      const { message, hint } = describe(openProblem, "store_open");
+      report.components.store = {
+        ...report.components.store,
+        status: "down",
+        detail: `${paths.state} cannot be opened: ${message}`,
+        next: hint ?? recoverCommand(paths.state, paths.name),
+      };
+      report.status = "down";
+    }
+    return { ok: true, report, config_warnings: loaded.warnings };
+  } finally {
+    reader?.close();
+  }
+}
+
+export function listSessions(paths: ProfilePaths, limit: number, offset: number): SessionView[] {
+  return withStore(paths, (reader) => reader.listSessions({ limit, offset }), []);
+}
+
+export function searchSessions(paths: ProfilePaths, query: string): SearchResult {
+  return withStore(paths, (reader) => reader.search(query, { limit: 50 }), {
+    query,
+    order: "relevance",
+    hits: [],
+    pending: 0,
+  });
+}
+
+export function transcript(
+  paths: ProfilePaths,
+  id: string,
+): { session: SessionView; messages: MessageView[] } {
+  const found = withStore(
+    paths,
+    (reader) => {
+      const session = reader.getSession(id);
+      return session === null ? null : { session, messages: reader.getMessages(id) };
+    },
+    null,
+  );
+  if (found === null)
+    throw new DashboardError(404, "session_not_found", `no session ${id} in ${paths.state}`);
+  return found;
+}
+
+/** Open a reader for one request; `empty` is the answer while the profile has no store yet. */
+function withStore<T>(paths: ProfilePaths, body: (reader: StoreReader) => T, empty: T): T {
+  if (!existsSync(paths.state)) return empty;
+  let reader: StoreReader;
+  try {
+    reader = openReader(paths);
+  } catch (error) {
+    throw storeProblem(paths, error);
+  }
+  try {
+    return body(reader);
+  } catch (error) {
+    throw storeProblem(paths, error);
+  } finally {
+    reader.close();
+  }
+}
+
+function storeProblem(paths: ProfilePaths, error: unknown): DashboardError {
+  if (error instanceof DashboardError) return error;
+  const { code, message, hint } = describe(error, "store_unreadable");
+  // A bad query is the caller's; everything else is the store's state.
+  const status = TenaxError.isInstance(error) && error.exitCode === 2 ? 400 : 503;
+  return new DashboardError(
+    status,
+    code,
+    message,
+    hint ?? (status === 503 ? recoverCommand(paths.state, paths.name) : null),
+  );
+}
+
+function describe(error: unknown, fallback: string): { code: string; message: string; hint: string | null } {
+  if (TenaxError.isInstance(error))
+    return { code: error.code, message: error.message, hint: error.hint ?? null };
+  return { code: fallback, message: errorMessage(error), hint: null };
+}
