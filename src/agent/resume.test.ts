@@ -4,60 +4,14 @@
 import { spawn } from "node:child_process";
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
-import { configSchema } from "../config/schema.js";
-import { type Simulator, startSimulator } from "../llm/simulator/server.js";
-import { openStore, releaseStore } from "../store/registry.js";
+import { describe, expect, it } from "vitest";
+import { cleanups, deadPid, host, setupAgent as setup } from "../../test/helpers/resume.js";
+import type { Simulator } from "../llm/simulator/server.js";
 import type { Store } from "../store/store.js";
-import { Agent } from "./agent.js";
 import { MARKER_ROLE, RESUME_NAME, UNANSWERED_NOTE } from "./history.js";
-import { type HostedWork, type LifecycleEvent, resumeInterrupted, type TurnHost } from "./resume.js";
+import { type LifecycleEvent, resumeInterrupted } from "./resume.js";
 import type { TurnResult } from "./turn.js";
 import { RESUME_NOTE } from "./turn-resume.js";
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function setup() {
-  const sim: Simulator = await startSimulator();
-  cleanups.push(() => sim.close());
-  const paths = tempProfile();
-  const store: Store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-  cleanups.push(() => releaseStore(store));
-  const config = configSchema.parse({
-    model: { provider: "sim", name: "echo" },
-    providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-resume"] } },
-    retry: { max_attempts: 1 },
-  });
-  const agent = await Agent.create({ paths, config, store });
-  cleanups.push(() => agent.close());
-  const session = await agent.newSession();
-  const project = tempDir("tenax-project-");
-  return { sim, store, agent, session, project };
-}
-
-/** The pid of a process that has ended: a lease owner nobody runs any more. */
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", ""]);
-  await new Promise((r) => child.on("close", r));
-  return child.pid ?? 0;
-}
-
-/** A host that runs resumed turns at once and records them (the gateway's track, in miniature). */
-function host(): TurnHost<never> & { tracked: string[] } {
-  const tracked: string[] = [];
-  return {
-    tracked,
-    track(sessionId: string, work: HostedWork) {
-      tracked.push(sessionId);
-      return { result: work(new AbortController().signal, () => {}) };
-    },
-    isRunning: () => false,
-  };
-}
 
 /** What a process killed mid-turn leaves: a running turn of a dead owner and what it had saved. */
 async function crashedTurn(

@@ -26,10 +26,12 @@ export interface LifecycleEvent {
 /** The work of one hosted turn, given its stop signal and where its events go. */
 export type HostedWork = (signal: AbortSignal, onEvent: (event: AgentEvent) => void) => Promise<TurnResult>;
 
-/** What hosts turns (Gateway.track and Gateway.isRunning fit): the session's one running turn. */
+/** What hosts turns (the gateway fits): the session's one running turn. */
 export interface TurnHost<W> {
   track(sessionId: string, work: HostedWork, watcher?: W): { result: Promise<TurnResult> };
   isRunning(sessionId: string): boolean;
+  /** Interrupt the session's running turn; false when it has none. */
+  interrupt(sessionId: string, reason: string): boolean;
 }
 
 export interface ResumeOptions<W> {

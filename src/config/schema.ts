@@ -178,6 +178,8 @@ const gateway = z.strictObject({
     .int({ error: "expected a whole number of turns (1 or more)" })
     .min(1, { error: "expected a whole number of turns (1 or more)" })
     .default(16),
+  /** On start after a crash, resume the turns it interrupted (src/agent/resume.ts). */
+  auto_resume: flag().default(true),
 });
 
 const dashboard = z.strictObject({

@@ -1,0 +1,75 @@
+// While the gateway runs: running turns whose lease ran out. One of this process that still runs
+// here is hung (its heartbeat stopped): it is interrupted. One whose owner process is gone (or a
+// row of ours nothing runs) is reaped and resumed like at start. One of another live process is
+// only reported: that process may still finish it.
+import type { Agent } from "./agent.js";
+import { pidAlive } from "./process-group.js";
+import { ownerPid } from "./reap.js";
+import { type LifecycleEvent, type ResumeReport, resumeInterrupted, type TurnHost } from "./resume.js";
+import type { Job } from "./scheduler.js";
+
+export interface WatchdogOptions<W> {
+  agent: Agent;
+  host: TurnHost<W>;
+  autoResume: boolean;
+  cwd: string;
+  watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  onEvent?: (event: LifecycleEvent) => void;
+  /** Told what each sweep reaped and resumed. */
+  onResume?: (report: ResumeReport) => void;
+}
+
+/** Look every half lease; returns the scheduler job (cancelled with the agent's scheduler). */
+export function startWatchdog<W>(options: WatchdogOptions<W>): Job {
+  const leaseMs = options.agent.options.config.agent.lease_seconds * 1000;
+  const reported = new Set<string>();
+  return options.agent.scheduler.every("turn watchdog", Math.max(1000, Math.floor(leaseMs / 2)), () =>
+    sweep(options, reported),
+  );
+}
+
+/** One look at the running turns; `seen` holds the turns already reported stale (once each). */
+export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<string>()): Promise<void> {
+  const { agent, host } = options;
+  const now = agent.deps.clock.now();
+  const orphans = new Set<string>();
+  for (const turn of agent.store.runningTurns()) {
+    const expired = turn.lease_expires_at !== null && turn.lease_expires_at <= now;
+    const pid = ownerPid(turn.lease_owner);
+    const stale = (message: string) => {
+      if (seen.has(turn.id)) return;
+      seen.add(turn.id);
+      options.onEvent?.({
+        type: "turn_stale",
+        layer: "lifecycle",
+        session_id: turn.session_id,
+        turn_id: turn.id,
+        interrupt_count: turn.interrupt_count,
+        message,
+      });
+    };
+    if (pid === process.pid) {
+      if (!expired) continue;
+      if (host.interrupt(turn.session_id, "the turn's lease expired: its worker is hung")) {
+        stale(
+          `turn ${turn.id} of session ${turn.session_id} stopped renewing its lease (a hung worker) and is interrupted`,
+        );
+      } else {
+        orphans.add(turn.id); // marked running, but nothing here runs it
+      }
+      continue;
+    }
+    const ownerGone = pid !== null && !pidAlive(pid);
+    if (ownerGone || (pid === null && expired)) {
+      orphans.add(turn.id);
+    } else if (expired) {
+      stale(
+        `turn ${turn.id} of session ${turn.session_id} has an expired lease but its process (${turn.lease_owner}) still runs; it is left to that process`,
+      );
+    }
+  }
+  if (orphans.size === 0) return;
+  const reaped = await agent.reap({ only: orphans });
+  const report = await resumeInterrupted({ ...options, reaped });
+  options.onResume?.(report);
+}
