@@ -1,17 +1,25 @@
-// `tenax up` (what `npm start` runs): it serves the profile's gateway in the foreground, says what
-// does not run yet, and stops cleanly on SIGTERM.
+// `tenax up` (what `npm start` runs): the gateway in the foreground and the dashboard as a child
+// process beside it; either can die while the other stays up, and SIGTERM stops both cleanly.
 import { existsSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { simProfile, startGateway } from "./helpers/gateway.js";
+import { simProfile, startGateway, until } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 beforeAll(() => requireBuild());
 
+const UP_ARGS = ["--gateway-port", "0", "--dashboard-port", "0"];
+
+async function dashboardOf(up: { stdout(): string }): Promise<string> {
+  await until(() => /dashboard listening on http:\/\/\S+/.test(up.stdout()));
+  return /dashboard listening on (http:\/\/\S+)/.exec(up.stdout())?.[1] ?? "";
+}
+
 describe("tenax up", () => {
-  it("serves the gateway until SIGTERM, and says the dashboard is not built yet", async () => {
+  it("serves the gateway and the dashboard, which sees that gateway, until SIGTERM stops both", async () => {
     const { paths, home } = await simProfile();
-    const up = await startGateway(home, ["--gateway-port", "0"], ["up"]);
+    const up = await startGateway(home, UP_ARGS, ["up"]);
+    const dashboard = await dashboardOf(up);
     const live = await fetch(`${up.url}/health/live`);
     expect(live.status).toBe(200);
     const reply = await fetch(`${up.url}/v1/chat/completions`, {
@@ -23,15 +31,39 @@ describe("tenax up", () => {
       ((await reply.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message
         .content,
     ).toBe("echo: hello from up");
-    expect(up.stderr()).toMatch(/the dashboard is not built yet/);
+    const page = await fetch(`${dashboard}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/<title>Tenax dashboard<\/title>/);
+    // The dashboard found the gateway's port 0 pick through the pid file, and reaches it.
+    let gateway: { url?: string; reachable?: boolean | null } = {};
+    for (let i = 0; i < 50 && gateway.reachable !== true; i++) {
+      gateway = (await (await fetch(`${dashboard}/api/gateway`)).json()) as typeof gateway;
+      if (gateway.reachable !== true) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(gateway).toMatchObject({ url: up.url, reachable: true });
+
     up.child.kill("SIGTERM");
     expect(await up.exited).toBe(0);
     expect(existsSync(paths.cleanShutdown)).toBe(true);
+    await expect(fetch(`${dashboard}/api/overview`)).rejects.toThrow();
+  });
+
+  it("keeps the gateway serving when the dashboard dies, and says how to start it again", async () => {
+    const { home } = await simProfile();
+    const up = await startGateway(home, UP_ARGS, ["up"]);
+    const dashboard = await dashboardOf(up);
+    const { pid } = (await (await fetch(`${dashboard}/api/overview`)).json()) as { pid: number };
+    process.kill(pid, "SIGKILL");
+    await until(() => /the dashboard stopped/.test(up.stderr()));
+    expect(up.stderr()).toMatch(/the gateway keeps serving\. Start it again with: tenax dashboard/);
+    expect((await fetch(`${up.url}/health/live`)).status).toBe(200);
+    up.child.kill("SIGTERM");
+    expect(await up.exited).toBe(0);
   });
 
   it("says so when the built-in simulator answers", async () => {
     const paths = profileWith();
-    const up = await startGateway(paths.home, ["--gateway-port", "0"], ["up"]);
+    const up = await startGateway(paths.home, UP_ARGS, ["up"]);
     expect(up.stderr()).toMatch(/built-in local simulator answers/);
     up.child.kill("SIGTERM");
     expect(await up.exited).toBe(0);

@@ -5,6 +5,7 @@ import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from 
 import { requireProfile } from "../config/profiles.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
+import { registerDashboardCommand } from "./commands/dashboard.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerGatewayCommands } from "./commands/gateway.js";
 import { registerGatewayServiceCommands } from "./commands/gateway-service.js";
@@ -57,6 +58,7 @@ export async function main(argv: string[]): Promise<number> {
   };
 
   registerCheckpointsCommands(program, cli);
+  registerDashboardCommand(program, cli);
   registerDoctorCommand(program, cli);
   registerGatewayServiceCommands(registerGatewayCommands(program, cli), cli);
   registerInitCommand(program, cli);

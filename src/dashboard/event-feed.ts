@@ -7,6 +7,7 @@ export interface FeedEvent {
   seq: number;
   /** The gateway's SSE id, when it sent one. */
   id: string | null;
+  /** When the gateway published it (its `at`), else when it arrived here. */
   received_at: number;
   type: string;
   layer: string | null;
@@ -37,7 +38,11 @@ export class EventFeed {
   /** Follow the feed while `wanted`; called after every probe. */
   want(wanted: boolean): void {
     if (wanted && this.controller === null) this.follow();
-    if (!wanted && this.controller !== null) this.stop();
+    if (!wanted) {
+      this.stop();
+      // The gateway went away or stopped serving events: a new process numbers its events anew.
+      this.lastId = null;
+    }
   }
 
   get following(): boolean {
@@ -123,7 +128,7 @@ export class EventFeed {
     this.events.push({
       seq: ++this.seq,
       id,
-      received_at: (this.options.now ?? Date.now)(),
+      received_at: typeof body.at === "number" ? body.at : (this.options.now ?? Date.now)(),
       type: typeof body.type === "string" ? body.type : "event",
       layer: typeof body.layer === "string" ? body.layer : null,
       message: typeof body.message === "string" ? body.message : null,

@@ -1,0 +1,95 @@
+// `tenax dashboard [--host H] [--port P]`: the profile's web page in the foreground, serving until
+// SIGTERM or SIGINT. It reads the store read-only and probes the gateway; it runs whether or not
+// the gateway does, which is the point: it shows when the gateway is down.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Command } from "commander";
+import { loadConfig } from "../../config/load.js";
+import { TenaxError, UsageError } from "../../core/errors.js";
+import { Dashboard } from "../../dashboard/server.js";
+import { type Cli, VERSION } from "../main.js";
+import type { Output } from "../output.js";
+
+export interface DashboardFlags {
+  host?: string;
+  port?: string;
+}
+
+/** Set by `tenax up` on the dashboard it starts: stop when up's pipe to our stdin closes. */
+export const PARENT_PIPE_ENV = "TENAX_DASHBOARD_PARENT_PIPE";
+
+export function registerDashboardCommand(program: Command, cli: Cli): void {
+  program
+    .command("dashboard")
+    .description("serve this profile's dashboard (layers, gateway, sessions, events) until SIGTERM or SIGINT")
+    .option("--host <host>", "address to listen on (default: dashboard.host in config.yaml)")
+    .option("--port <port>", "port to listen on, 0 picks a free one (default: dashboard.port in config.yaml)")
+    .action((flags: DashboardFlags) => cli.run(false, (out) => serveDashboard(cli, out, flags)));
+}
+
+export async function serveDashboard(cli: Cli, out: Output, flags: DashboardFlags): Promise<number> {
+  const port = flags.port === undefined ? undefined : parsePort(flags.port, "--port");
+  const paths = cli.profile();
+  const { config, warnings } = loadConfig(paths);
+  for (const w of warnings) out.warn(w);
+  const host = flags.host ?? config.dashboard.host;
+  if (!isLoopback(host))
+    throw new TenaxError(
+      "dashboard_unprotected",
+      `refusing to serve the dashboard on ${host}: it has no login and shows every transcript of the profile`,
+      { hint: "serve it on 127.0.0.1 and reach it through an SSH tunnel (ssh -L)", exitCode: 2 },
+    );
+  const dashboard = new Dashboard({ paths, config, version: VERSION });
+  const server = createServer(dashboard.handle);
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+    if (process.env[PARENT_PIPE_ENV] === "1") {
+      process.stdin.on("end", () => resolve("tenax up stopped"));
+      process.stdin.resume();
+    }
+  });
+  await listen(server, host, port ?? config.dashboard.port);
+  dashboard.start();
+  const bound = (server.address() as AddressInfo).port;
+  out.line(`dashboard listening on http://${host.includes(":") ? `[${host}]` : host}:${bound}`);
+  out.line(
+    `dashboard: probing the gateway at ${dashboard.probe.current.url}; reading ${paths.state} read-only`,
+  );
+  const why = await stopSignal;
+  await dashboard.stop();
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  // A resumed stdin would keep this process alive after the command has finished.
+  process.stdin.destroy();
+  out.line(`dashboard stopped (${why})`);
+  return 0;
+}
+
+export function parsePort(value: string, flag: string): number {
+  const port = Number(value);
+  if (!/^[0-9]+$/.test(value) || port > 65_535)
+    throw new UsageError(`${flag} must be a whole number from 0 to 65535, not "${value}"`);
+  return port;
+}
+
+function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+function listen(server: ReturnType<typeof createServer>, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === "EADDRINUSE"
+          ? new TenaxError("dashboard_port_in_use", `port ${port} on ${host} is already in use`, {
+              hint: "stop what uses it, or choose another port with --port P (or dashboard.port in config.yaml)",
+            })
+          : error,
+      ),
+    );
+    server.once("listening", () => resolve());
+    server.listen(port, host);
+  });
+}

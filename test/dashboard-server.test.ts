@@ -1,0 +1,225 @@
+// The dashboard server's JSON over a real socket, without a browser: layers, sessions, search and
+// transcripts from a read-only store (missing, healthy, damaged), and the gateway probe's verdicts
+// (refused, 404 health, served health and capabilities) with a fake fetch and clock.
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config/load.js";
+import type { ProfilePaths } from "../src/config/paths.js";
+import { GatewayProbe } from "../src/dashboard/gateway-probe.js";
+import { Dashboard } from "../src/dashboard/server.js";
+import { openStore, releaseStore } from "../src/store/registry.js";
+import { fileDigest } from "./helpers/corrupt.js";
+import { profileWith } from "./helpers/temp-home.js";
+
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0)) await stop();
+});
+
+async function serve(paths: ProfilePaths): Promise<{ url: string; dashboard: Dashboard }> {
+  const { config } = loadConfig(paths);
+  // Nothing listens on the gateway's port here; the probe is tested on its own below.
+  const dashboard = new Dashboard({ paths, config, version: "test" });
+  const server = createServer(dashboard.handle);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  stops.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, dashboard };
+}
+
+async function get(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function seeded(): Promise<{ paths: ProfilePaths; id: string }> {
+  const paths = profileWith("gateway: { port: 1 }\n");
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  const id = await store.createSession({ title: "wombat plans" });
+  await store.appendMessage({ session_id: id, role: "user", content: "where do wombats sleep?" });
+  await store.appendMessage({
+    session_id: id,
+    role: "assistant",
+    content: "<img src=x onerror=alert(1)> burrows",
+  });
+  await releaseStore(store);
+  return { paths, id };
+}
+
+type Layers = {
+  ok: boolean;
+  report: { status: string; components: Record<string, Record<string, unknown>> };
+};
+
+describe("dashboard server", () => {
+  it("serves layers, sessions, search and a transcript from the store, and never writes it", async () => {
+    const { paths, id } = await seeded();
+    const before = fileDigest(paths.state);
+    const { url } = await serve(paths);
+
+    const layers = (await get(`${url}/api/layers`)).body as unknown as Layers;
+    expect(layers.ok).toBe(true);
+    expect(Object.keys(layers.report.components)).toEqual(
+      expect.arrayContaining(["store", "providers", "credentials", "compression"]),
+    );
+    expect(layers.report.components.store).toMatchObject({ status: "ok", sessions: 1, messages: 2 });
+
+    const sessions = await get(`${url}/api/sessions`);
+    expect(sessions.status).toBe(200);
+    expect((sessions.body.sessions as { id: string; title: string }[]).map((s) => [s.id, s.title])).toEqual([
+      [id, "wombat plans"],
+    ]);
+
+    const shown = await get(`${url}/api/sessions/${id}`);
+    expect(shown.status).toBe(200);
+    const messages = shown.body.messages as { role: string; content: string }[];
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    // Untrusted text is handed over as data; the page puts it in with textContent.
+    expect(messages[1]?.content).toBe("<img src=x onerror=alert(1)> burrows");
+
+    const found = await get(`${url}/api/search?q=wombats`);
+    expect(found.status).toBe(200);
+    expect((found.body.hits as { session_id: string }[]).map((h) => h.session_id)).toEqual([id]);
+
+    expect((await get(`${url}/api/search?q=`)).status).toBe(400);
+    const missing = await get(`${url}/api/sessions/s_nope`);
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toMatchObject({ code: "session_not_found" });
+    expect((await fetch(`${url}/api/sessions`, { method: "POST" })).status).toBe(405);
+    expect((await get(`${url}/api/nothing`)).status).toBe(404);
+    expect(fileDigest(paths.state)).toBe(before);
+  });
+
+  it("reports a profile without a store as empty, not as an error", async () => {
+    const paths = profileWith("gateway: { port: 1 }\n");
+    const { url } = await serve(paths);
+    const layers = (await get(`${url}/api/layers`)).body as unknown as Layers;
+    expect(layers.report.components.store).toMatchObject({ status: "ok" });
+    expect(String(layers.report.components.store?.detail)).toMatch(/no store yet/);
+    expect((await get(`${url}/api/sessions`)).body).toEqual({ sessions: [] });
+    expect((await get(`${url}/api/search?q=anything`)).status).toBe(200);
+  });
+
+  it("shows a damaged store as the store layer down with the salvage command, and keeps serving", async () => {
+    const paths = profileWith("gateway: { port: 1 }\n");
+    writeFileSync(paths.state, Buffer.alloc(8192, 0x5a));
+    const { url } = await serve(paths);
+    const layers = (await get(`${url}/api/layers`)).body as unknown as Layers;
+    expect(layers.report.status).toBe("down");
+    expect(layers.report.components.store).toMatchObject({ status: "down" });
+    expect(String(layers.report.components.store?.next)).toMatch(
+      /tenax sessions recover --source .*state\.db/,
+    );
+    const sessions = await get(`${url}/api/sessions`);
+    expect(sessions.status).toBe(503);
+    expect(sessions.body.error).toMatchObject({ hint: expect.stringMatching(/tenax sessions recover/) });
+    // Still up: the page and the gateway probe answer.
+    expect((await fetch(`${url}/`)).status).toBe(200);
+    expect((await get(`${url}/api/gateway`)).status).toBe(200);
+  });
+
+  it("reports a config.yaml that does not load as the answer, naming the key", async () => {
+    const paths = profileWith("gateway: { port: 1 }\n");
+    const { url } = await serve(paths);
+    writeFileSync(paths.config, "gateway: { port: 1 }\nnonsense_key: 3\n");
+    const layers = (await get(`${url}/api/layers`)).body as {
+      ok: boolean;
+      error: { message: string };
+    };
+    expect(layers.ok).toBe(false);
+    expect(layers.error.message).toMatch(/nonsense_key/);
+  });
+
+  it("serves the page with a policy that forbids inline script", async () => {
+    const { url } = await serve(profileWith("gateway: { port: 1 }\n"));
+    const page = await fetch(`${url}/`);
+    expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self'/);
+    expect(await page.text()).toMatch(/<script type="module" src="\/app.js">/);
+    expect((await fetch(`${url}/app.js`)).headers.get("content-type")).toMatch(/javascript/);
+  });
+});
+
+describe("gateway probe", () => {
+  function probeWith(answer: (url: string) => Response | Error) {
+    let now = Date.UTC(2026, 0, 1, 12, 0, 0);
+    const paths = profileWith("gateway: { port: 1, api_key: sekrit }\n");
+    const { config } = loadConfig(paths);
+    const seen: Array<{ url: string; auth: string | null }> = [];
+    const probe = new GatewayProbe({
+      paths,
+      config,
+      deps: {
+        clock: { now: () => now },
+        fetch: async (input, init) => {
+          const url = String(input);
+          seen.push({ url, auth: new Headers(init?.headers).get("authorization") });
+          const result = answer(url);
+          if (result instanceof Error) throw result;
+          return result;
+        },
+      },
+    });
+    return { probe, seen, tick: (ms: number) => (now += ms) };
+  }
+
+  const refused = () =>
+    Object.assign(new TypeError("fetch failed"), {
+      cause: Object.assign(new Error("x"), { code: "ECONNREFUSED" }),
+    });
+
+  it("says since when the gateway is unreachable, keeps that time, and clears it when it is back", async () => {
+    let up = false;
+    const { probe, tick } = probeWith((url) =>
+      !up
+        ? refused()
+        : url.endsWith("/health")
+          ? Response.json({ status: "ok", components: { store: { status: "ok", detail: "fine" } } })
+          : Response.json({ version: "1", capabilities: ["chat.completions", "events"] }),
+    );
+    const first = await probe.probe();
+    expect(first).toMatchObject({ reachable: false, source: "config", url: "http://127.0.0.1:1" });
+    expect(first.error).toMatch(/connection refused at http:\/\/127\.0\.0\.1:1\/health/);
+    const since = first.unreachable_since;
+    tick(3000);
+    expect((await probe.probe()).unreachable_since).toBe(since);
+    up = true;
+    const back = await probe.probe();
+    expect(back).toMatchObject({
+      reachable: true,
+      unreachable_since: null,
+      error: null,
+      health: { served: true, status: "ok", components: { store: { status: "ok", detail: "fine" } } },
+      capabilities: { served: true, version: "1", list: ["chat.completions", "events"] },
+    });
+  });
+
+  it("shows a gateway without /health as reachable with health not served, and sends the key", async () => {
+    const { probe, seen } = probeWith((url) =>
+      url.endsWith("/health")
+        ? Response.json({ error: { message: "no route" } }, { status: 404 })
+        : Response.json({ version: "1", capabilities: ["chat.completions"] }),
+    );
+    const view = await probe.probe();
+    expect(view).toMatchObject({ reachable: true, health: { served: false, http_status: 404 } });
+    expect(view.capabilities).toMatchObject({ served: true, list: ["chat.completions"] });
+    expect(seen.every((s) => s.auth === "Bearer sekrit")).toBe(true);
+  });
+
+  it("reads a down gateway's 503 health, and says when the key is refused", async () => {
+    const down = probeWith((url) =>
+      url.endsWith("/health")
+        ? Response.json(
+            { status: "down", components: { store: { status: "down", detail: "corrupt" } } },
+            { status: 503 },
+          )
+        : Response.json({ version: "1", capabilities: [] }),
+    );
+    expect((await down.probe.probe()).health).toMatchObject({ served: true, status: "down" });
+    const refusedKey = probeWith(() => Response.json({ error: {} }, { status: 401 }));
+    expect((await refusedKey.probe.probe()).error).toMatch(/refused the dashboard's API key \(401\)/);
+  });
+});
