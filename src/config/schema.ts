@@ -180,6 +180,11 @@ const gateway = z.strictObject({
     .default(16),
   /** On start after a crash, resume the turns it interrupted (src/agent/resume.ts). */
   auto_resume: flag().default(true),
+  /** How long the runs API keeps an ended run and its events (GET /v1/runs/ID, Last-Event-ID). */
+  run_retention_hours: z
+    .number({ error: "expected a number of hours (more than 0)" })
+    .positive({ error: "expected a number of hours (more than 0)" })
+    .default(24),
 });
 
 const dashboard = z.strictObject({

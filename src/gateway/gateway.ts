@@ -60,7 +60,13 @@ interface ActiveTurn {
 }
 
 /** What this gateway really serves; a client probes this instead of assuming. */
-export const CAPABILITIES = ["chat.completions", "chat.completions.stream", "models", "sessions"] as const;
+export const CAPABILITIES = [
+  "chat.completions",
+  "chat.completions.stream",
+  "models",
+  "sessions",
+  "runs",
+] as const;
 
 export const SHUTDOWN_MESSAGE =
   "the gateway is shutting down and takes no new turns; retry against the restarted gateway";

@@ -12,6 +12,8 @@ import { TenaxError } from "../core/errors.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway } from "./gateway.js";
 import { acquirePidFile } from "./pid-file.js";
+import { RunRegistry } from "./runs.js";
+import { runRoutes } from "./runs-http.js";
 
 export interface RunGatewayOptions {
   paths: ProfilePaths;
@@ -70,7 +72,19 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       config,
       version: options.version,
       cwd: options.cwd,
+      // The runs API; `runs` is made just below, before the port opens.
+      routes: (req, res, path, url) => routes(req, res, path, url),
     });
+    const runs = new RunRegistry({
+      store: opened.store,
+      gateway,
+      retentionMs: config.gateway.run_retention_hours * 3_600_000,
+      onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
+    });
+    const routes = runRoutes(runs);
+    const settledRuns = await runs.recover();
+    if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
+    runs.pruneEvery(opened.agent.scheduler);
     const server = createServer(gateway.handle);
     // Listen for the stop signals before anyone can learn the address, so no signal finds the
     // process without its handler (and dies without draining or removing its pid file).
@@ -109,6 +123,8 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
         `the drain timed out: ${left} turn(s) interrupted and saved; they can be continued with X-Session-Id`,
       );
     }
+    // Every run's terminal event is committed (and sent to its followers) before the store closes.
+    await runs.settled();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await opened.close();

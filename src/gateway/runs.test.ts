@@ -4,87 +4,14 @@
 // settling at startup, resumed turns, and pruning.
 
 import { describe, expect, it } from "vitest";
+import { FakeGateway } from "../../test/helpers/fake-gateway.js";
 import { fakeDeps } from "../../test/helpers/fake-time.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
-import type { AgentEvent, TurnResult, TurnStatus } from "../agent/turn.js";
+import type { AgentEvent } from "../agent/turn.js";
 import { openStore } from "../store/registry.js";
-import type { Store } from "../store/store.js";
-import type { LaunchedTurn, LaunchRequest, TurnWatcher } from "./gateway.js";
 import { GatewayError } from "./http-error.js";
 import { eventKey, RUN_EVENT_KIND, type RunEvent } from "./run-log.js";
 import { fingerprint, RunRegistry } from "./runs.js";
-
-interface FakeTurn {
-  turnId: string;
-  watcher: TurnWatcher | undefined;
-  text: string;
-  settle: (r: TurnResult) => void;
-}
-
-/** Launches turns the test drives by hand: `say` streams text, `end` finishes the turn as the agent would. */
-class FakeGateway {
-  launches = 0;
-  readonly turns = new Map<string, FakeTurn>();
-  constructor(private readonly store: Store) {}
-
-  async launch(request: LaunchRequest): Promise<LaunchedTurn> {
-    this.launches++;
-    const sessionId = request.sessionId ?? (await this.store.createSession({ source: "gateway" }));
-    const turnId = await this.store.startTurn(sessionId, 60_000);
-    let settle!: (r: TurnResult) => void;
-    const result = new Promise<TurnResult>((resolve) => {
-      settle = resolve;
-    });
-    this.turns.set(sessionId, { turnId, watcher: request.watcher, text: "", settle });
-    request.watcher?.onEvent({ type: "turn_started", session_id: sessionId, turn_id: turnId });
-    return { sessionId, controller: new AbortController(), result };
-  }
-
-  say(sessionId: string, ...deltas: string[]): void {
-    const turn = this.turn(sessionId);
-    for (const delta of deltas) {
-      turn.text += delta;
-      turn.watcher?.onEvent({ type: "text", delta } as AgentEvent);
-    }
-  }
-
-  async end(sessionId: string, status: TurnStatus = "completed"): Promise<void> {
-    const turn = this.turn(sessionId);
-    this.turns.delete(sessionId);
-    const error = status === "completed" ? null : status;
-    await this.store.updateTurn({ id: turn.turnId, status, ended_at: Date.now(), error });
-    const partial = status !== "completed";
-    turn.watcher?.onEvent({ type: "turn_finished", turn_id: turn.turnId, status, partial, error });
-    turn.settle({
-      session_id: sessionId,
-      turn_id: turn.turnId,
-      status,
-      reply: turn.text,
-      partial,
-      finish_reason: "stop",
-      error,
-      iterations: 1,
-      usage: { input_tokens: 1, output_tokens: 1 },
-      model: null,
-    });
-  }
-
-  interrupt(sessionId: string): boolean {
-    if (!this.turns.has(sessionId)) return false;
-    void this.end(sessionId, "interrupted");
-    return true;
-  }
-
-  isRunning(sessionId: string): boolean {
-    return this.turns.has(sessionId);
-  }
-
-  private turn(sessionId: string): FakeTurn {
-    const turn = this.turns.get(sessionId);
-    if (!turn) throw new Error(`no fake turn runs in ${sessionId}`);
-    return turn;
-  }
-}
 
 async function setup() {
   const deps = fakeDeps();
@@ -232,7 +159,11 @@ describe("RunRegistry", () => {
       "turn_finished",
       "run.finished",
     ]);
-    expect(next.get(resumed.state.run_id)).toMatchObject({ status: "completed", turn_id: resumedTurn });
+    expect(next.get(resumed.state.run_id)).toMatchObject({
+      status: "completed",
+      turn_id: resumedTurn,
+      reply: "back",
+    });
   });
 
   it("prunes ended runs past the retention period, with their events and key, and keeps the rest", async () => {

@@ -141,7 +141,9 @@ export class RunRegistry {
       .listRecords<RunState>(RUN_KIND, { sessionId })
       .find((r) => r.value.turn_id === turnId)?.value;
     if (!stored) return undefined;
-    const state: RunState = { ...stored, status: "running", ended_at: null, error: null };
+    // The resumed turn answers again from its last saved message: the text cut by the crash is
+    // not part of its reply.
+    const state: RunState = { ...stored, status: "running", ended_at: null, error: null, reply: "" };
     const log = new RunLog(state, this.logDeps());
     this.track(log);
     log.append({ type: "run.resumed", turn_id: turnId });

@@ -1,0 +1,185 @@
+// The runs API over HTTP: POST /v1/runs (a turn in the background, with Idempotency-Key),
+// GET /v1/runs/ID (its state), GET /v1/runs/ID/events (SSE, replayed after Last-Event-ID and then
+// followed live until the run's terminal event) and POST /v1/runs/ID/stop. The registry
+// (runs.ts) does the work; this file only speaks HTTP.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
+import { parseChatRequest } from "./chat-request.js";
+import { badRequest, GatewayError, sendJson } from "./http-error.js";
+import { FINISHED, type RunEvent, type RunState } from "./run-log.js";
+import { fingerprint, type RunRegistry } from "./runs.js";
+
+export interface RunRoutesOptions {
+  bodyLimit?: number;
+  /** How often an idle event stream sends a `: keepalive` comment. */
+  keepaliveMs?: number;
+}
+
+export type Routes = (req: IncomingMessage, res: ServerResponse, path: string, url: URL) => Promise<boolean>;
+
+const MAX_KEY_LENGTH = 255;
+
+/** The handler the gateway calls for paths it does not serve itself. */
+export function runRoutes(registry: RunRegistry, options: RunRoutesOptions = {}): Routes {
+  return async (req, res, path, url) => {
+    if (path === "/v1/runs") {
+      only(req, ["POST"]);
+      await submit(registry, req, res, options);
+      return true;
+    }
+    const match = /^\/v1\/runs\/([^/]+)(?:\/(events|stop))?$/.exec(path);
+    if (!match) return false;
+    const runId = decodeRunId(match[1] ?? "");
+    const action = match[2];
+    if (action === "stop") {
+      only(req, ["POST"]);
+      const state = known(registry, runId);
+      const stopped = registry.stop(runId, `stopped by POST /v1/runs/${runId}/stop`);
+      const now = registry.get(runId) ?? state;
+      sendJson(res, stopped ? 202 : 200, { ...view(now), stop_requested: stopped }, headersOf(now));
+      return true;
+    }
+    only(req, ["GET"]);
+    const state = known(registry, runId);
+    if (action === "events") follow(registry, state, lastEventId(req, url), req, res, options);
+    else sendJson(res, 200, view(state), headersOf(state));
+    return true;
+  };
+}
+
+async function submit(
+  registry: RunRegistry,
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: RunRoutesOptions,
+): Promise<void> {
+  const sessionId = headerValue(req.headers["x-session-id"]);
+  const key = headerValue(req.headers["idempotency-key"]);
+  if (key !== undefined && key.length > MAX_KEY_LENGTH)
+    throw badRequest(
+      "invalid_idempotency_key",
+      `the Idempotency-Key header is ${key.length} characters long; use at most ${MAX_KEY_LENGTH} (a UUID is plenty)`,
+    );
+  const body = await readJsonBody(req, options.bodyLimit ?? MAX_BODY_BYTES);
+  const request = parseChatRequest(body);
+  if (request.stream)
+    throw badRequest(
+      "invalid_field",
+      "stream: true is not supported by POST /v1/runs: the run goes on in the background; follow its events with GET /v1/runs/ID/events (or use POST /v1/chat/completions to stream one reply)",
+    );
+  const lastUser = request.messages.findLastIndex((m) => m.role === "user");
+  if (lastUser < 0) throw badRequest("invalid_field", "messages must contain a user message");
+  const { state, created } = await registry.submit({
+    ...(sessionId !== undefined ? { sessionId } : { earlier: request.messages.slice(0, lastUser) }),
+    text: request.messages[lastUser]?.content ?? "",
+    ...(key !== undefined ? { idempotencyKey: key } : {}),
+    fingerprint: fingerprint(sessionId, body),
+  });
+  sendJson(res, created ? 202 : 200, view(state), {
+    ...headersOf(state),
+    location: `/v1/runs/${encodeURIComponent(state.run_id)}`,
+  });
+}
+
+/** SSE: the stored events after `after`, then the live ones, until the terminal event. */
+function follow(
+  registry: RunRegistry,
+  state: RunState,
+  after: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: RunRoutesOptions,
+): void {
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+    "x-accel-buffering": "no",
+    ...headersOf(state),
+  });
+  let sent = after;
+  let done = false;
+  const write = (event: RunEvent) => {
+    if (done || event.id <= sent) return;
+    sent = event.id;
+    res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
+    if (event.type === FINISHED) end();
+  };
+  const log = registry.following(state.run_id);
+  // Subscribing and reading the store happen in one synchronous step, and ids above `sent` are
+  // the only ones written: an event committed meanwhile is sent once, whichever path brings it.
+  const unsubscribe = log?.subscribe(write);
+  const keepalive = setInterval(() => {
+    if (!done) res.write(": keepalive\n\n");
+  }, options.keepaliveMs ?? 15_000);
+  const end = () => {
+    if (done) return;
+    done = true;
+    clearInterval(keepalive);
+    unsubscribe?.();
+    res.end();
+  };
+  res.on("close", end);
+  req.on("close", () => {
+    if (!res.writableFinished) end();
+  });
+  for (const event of registry.events(state, after)) write(event);
+  // Not running here (ended, or never resumed): what is stored is all there will be.
+  if (!log) end();
+}
+
+function lastEventId(req: IncomingMessage, url: URL): number {
+  const raw = headerValue(req.headers["last-event-id"]) ?? url.searchParams.get("last_event_id") ?? "0";
+  const id = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(id))
+    throw badRequest(
+      "invalid_last_event_id",
+      `Last-Event-ID (or ?last_event_id=) must be a whole number of 0 or more, the id of the last event received; got ${JSON.stringify(raw)}`,
+    );
+  return id;
+}
+
+function known(registry: RunRegistry, runId: string): RunState {
+  const state = registry.get(runId);
+  if (state) return state;
+  throw new GatewayError(
+    404,
+    "not_found_error",
+    "run_not_found",
+    `no run ${runId}: it never existed here, or it ended more than gateway.run_retention_hours ago and was pruned; start one with POST /v1/runs`,
+  );
+}
+
+/** The state a client sees (the Idempotency-Key stays internal). */
+function view(state: RunState) {
+  const { idempotency_key: _key, ...shown } = state;
+  return { object: "run", ...shown };
+}
+
+function headersOf(state: RunState): Record<string, string> {
+  return state.session_id === "" ? {} : { "x-session-id": state.session_id };
+}
+
+function only(req: IncomingMessage, methods: string[]): void {
+  if (methods.includes(req.method ?? "")) return;
+  throw new GatewayError(
+    405,
+    "invalid_request_error",
+    "method_not_allowed",
+    `method ${req.method} is not allowed here; use ${methods.join(" or ")}`,
+    { allow: methods.join(", ") },
+  );
+}
+
+function decodeRunId(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw badRequest("invalid_url", `the run id ${JSON.stringify(part)} is not valid percent-encoding`);
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  return v === undefined || v.trim() === "" ? undefined : v.trim();
+}
