@@ -1,0 +1,99 @@
+// The dashboard end to end in real headless Chromium: a real gateway and a real `tenax dashboard`
+// on one profile. The page shows every layer, a session made through the gateway (its transcript,
+// found by search, its untrusted text inert), and a red banner within 5 s of the gateway stopping,
+// which clears when the gateway is back.
+import { beforeAll, describe, expect, it } from "vitest";
+import { openPage, requireChromium } from "./helpers/browser.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { freePort, startDashboard } from "./helpers/dashboard.js";
+import { simProfile, startGateway } from "./helpers/gateway.js";
+
+beforeAll(() => {
+  requireBuild();
+  requireChromium();
+});
+
+async function chat(gateway: string, content: string): Promise<string> {
+  const res = await fetch(`${gateway}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content }] }),
+  });
+  expect(res.status).toBe(200);
+  return res.headers.get("x-session-id") ?? "";
+}
+
+describe("dashboard in Chromium", () => {
+  it("shows layers, sessions, search and transcripts, and the gateway going down and coming back", async () => {
+    // The gateway listens on its configured port, so the restarted one is at the same address.
+    const port = await freePort();
+    const { home } = await simProfile(`port: ${port}`);
+    let gateway = await startGateway(home, []);
+    const numbat = await chat(gateway.url, "tell me about the numbat");
+    const hostile = await chat(gateway.url, `<img src=x onerror="window.__xss = 1"> look`);
+    const dashboard = await startDashboard(home);
+
+    const page = await openPage();
+    await page.goto(dashboard.url);
+    for (const layer of ["gateway", "store", "providers", "credentials", "compression"])
+      await page.locator(`.tile[data-layer="${layer}"]`).waitFor();
+    const store = page.locator('.tile[data-layer="store"]');
+    await expect.poll(() => store.getAttribute("data-status")).toBe("ok");
+    await expect.poll(() => store.textContent()).toMatch(/2 sessions, 4 messages/);
+    const gatewayTile = page.locator('.tile[data-layer="gateway"]');
+    await expect.poll(() => gatewayTile.textContent()).toContain(gateway.url);
+    expect(await gatewayTile.getAttribute("data-status")).not.toBe("down");
+    expect(await page.locator("#banner").isHidden()).toBe(true);
+    await expect.poll(() => page.locator("#credentials tbody").textContent()).toMatch(/sim/);
+
+    // The session the gateway stored, its transcript, and search over it.
+    await page.locator(`#sessions li[data-session="${numbat}"]`).click();
+    await expect.poll(() => page.locator("#transcript").textContent()).toMatch(/tell me about the numbat/);
+    await expect
+      .poll(() => page.locator("#transcript").textContent())
+      .toMatch(/echo: tell me about the numbat/);
+    await page.locator(`#sessions li[data-session="${hostile}"]`).click();
+    await expect.poll(() => page.locator("#transcript").textContent()).toMatch(/<img src=x onerror=/);
+    expect(await page.locator("#transcript img").count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    await page.locator("#search").fill("numbat");
+    await page.locator("#search").press("Enter");
+    await expect
+      .poll(() => page.locator("#sessions-note").textContent())
+      .toMatch(/1 session\(s\) match "numbat"/);
+    expect(
+      await page.locator("#sessions li").evaluateAll((items) => items.map((li) => li.dataset.session)),
+    ).toEqual([numbat]);
+
+    // Stop the gateway: the banner says so within 5 s of the signal, with what to run.
+    const stoppedAt = Date.now();
+    gateway.child.kill("SIGTERM");
+    const banner = page.locator("#banner");
+    await banner.waitFor({ state: "visible", timeout: 5000 });
+    const bannerAfterMs = Date.now() - stoppedAt;
+    console.log(`dashboard: red banner ${bannerAfterMs} ms after SIGTERM to the gateway`);
+    expect(bannerAfterMs).toBeLessThan(5000);
+    expect(await banner.textContent()).toMatch(
+      /^gateway unreachable since \d\d:\d\d:\d\d — connection refused at .*\. Start it with tenax gateway start \(service\) or tenax up; see every layer with tenax status\.$/,
+    );
+    expect(await banner.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe("rgb(207, 34, 46)");
+    expect(await gatewayTile.getAttribute("data-status")).toBe("down");
+    expect(await gateway.exited).toBe(0);
+
+    // `tenax status` agrees: the gateway layer is down, exit 2. PENDING: status gets its gateway
+    // component in a parallel change (src/health/status.ts); until it has a gateway line it cannot
+    // say so, and only then is this checked. Drop the `if` once that change has landed.
+    const status = await tenaxAsync(home, ["status"]);
+    if (/^ {2}gateway\s/m.test(status.stdout)) {
+      expect(status.stdout).toMatch(/^ {2}gateway\s+down/m);
+      expect(status.status).toBe(2);
+    }
+
+    // Back again: the banner clears.
+    gateway = await startGateway(home, []);
+    const restartedAt = Date.now();
+    await banner.waitFor({ state: "hidden", timeout: 5000 });
+    console.log(`dashboard: banner cleared ${Date.now() - restartedAt} ms after the gateway listened again`);
+    await expect.poll(() => gatewayTile.getAttribute("data-status")).not.toBe("down");
+  });
+});
