@@ -30,6 +30,8 @@ export class Scheduler {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerDue = Number.POSITIVE_INFINITY;
   private stopped = false;
+  /** How late the timer fired, recently: the scheduler's lag (an event loop kept busy shows here). */
+  private readonly lags: { at: number; ms: number }[] = [];
   private readonly now: () => number;
   private readonly onError: (job: string, error: unknown) => void;
 
@@ -93,10 +95,25 @@ export class Scheduler {
     this.timerDue = Number.POSITIVE_INFINITY;
   }
 
+  /** The last wake-up's lateness and the worst of the last minute, in ms. */
+  lag(): { last_ms: number; max_ms: number; jobs: number } {
+    const since = this.now() - 60_000;
+    while (this.lags.length > 0 && (this.lags[0]?.at ?? 0) < since) this.lags.shift();
+    return {
+      last_ms: this.lags.at(-1)?.ms ?? 0,
+      max_ms: this.lags.reduce((m, l) => Math.max(m, l.ms), 0),
+      jobs: this.entries.size,
+    };
+  }
+
   private tick(): void {
+    const now = this.now();
+    if (Number.isFinite(this.timerDue)) {
+      this.lags.push({ at: now, ms: Math.max(0, now - this.timerDue) });
+      if (this.lags.length > 600) this.lags.shift();
+    }
     this.timer = null;
     this.timerDue = Number.POSITIVE_INFINITY;
-    const now = this.now();
     for (const entry of [...this.entries]) {
       if (entry.running || entry.due > now) continue;
       void this.run(entry);

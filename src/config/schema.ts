@@ -192,6 +192,27 @@ const dashboard = z.strictObject({
   port: port().default(8080),
 });
 
+/** The gateway's log file (logs/gateway.log): rotated at max_mb, keeping `keep` old files. */
+const logs = z.strictObject({
+  max_mb: z
+    .number({ error: "expected a size in MiB (more than 0)" })
+    .positive({ error: "expected a size in MiB (more than 0)" })
+    .default(10),
+  keep: intBetween(0, 100).default(3),
+});
+
+/** The gateway's background health checks: how often, and how long one may take before it counts as hung. */
+const health = z.strictObject({
+  probe_interval: z
+    .number({ error: "expected a number of seconds (more than 0)" })
+    .positive({ error: "expected a number of seconds (more than 0)" })
+    .default(5),
+  probe_timeout: z
+    .number({ error: "expected a number of seconds (more than 0)" })
+    .positive({ error: "expected a number of seconds (more than 0)" })
+    .default(10),
+});
+
 const checkpoints = z.strictObject({
   enabled: flag().default(false),
   max_snapshots: positiveInt().default(50),
@@ -214,6 +235,8 @@ const configObject = z.strictObject({
   retry: retry.prefault({}),
   gateway: gateway.prefault({}),
   dashboard: dashboard.prefault({}),
+  logs: logs.prefault({}),
+  health: health.prefault({}),
   checkpoints: checkpoints.prefault({}),
   store: store.prefault({}),
 });

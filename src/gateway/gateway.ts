@@ -10,6 +10,7 @@ import type { Store } from "../store/store.js";
 import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
 import { type CompletionMeta, CompletionStream, completionBody } from "./chat-completions.js";
 import { type ChatMessage, parseChatRequest } from "./chat-request.js";
+import type { HealthRoutes } from "./health-routes.js";
 import { badRequest, GatewayError, sendError, sendJson, toGatewayError } from "./http-error.js";
 
 export interface GatewayOptions {
@@ -23,6 +24,8 @@ export interface GatewayOptions {
   bodyLimit?: number;
   /** Every event of every turn this gateway runs, with its session (the gateway's event feed). */
   onTurnEvent?: (sessionId: string, event: AgentEvent) => void;
+  /** GET /health, /metrics and /api/events (src/gateway/health-routes.ts). */
+  health?: HealthRoutes;
   /** Extra routes (the runs API): answers and returns true when the path is theirs. */
   routes?: (req: IncomingMessage, res: ServerResponse, path: string, url: URL) => Promise<boolean> | boolean;
 }
@@ -68,6 +71,9 @@ export const CAPABILITIES = [
   "runs",
 ] as const;
 
+/** Served when the gateway runs with its health routes (as `tenax gateway run` always does). */
+export const HEALTH_CAPABILITIES = ["health", "metrics", "events"] as const;
+
 export const SHUTDOWN_MESSAGE =
   "the gateway is shutting down and takes no new turns; retry against the restarted gateway";
 
@@ -82,12 +88,17 @@ export class Gateway {
     this.now = options.now ?? Date.now;
   }
 
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
   get turnsInFlight(): number {
     return this.inFlight;
   }
 
   /** The Node request listener; it never throws and always answers. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.options.health?.observe(req, res);
     this.route(req, res).catch((error: unknown) => {
       if (!res.headersSent) sendError(res, toGatewayError(error));
       else res.end();
@@ -135,9 +146,15 @@ export class Gateway {
     if (path === "/health/live")
       return this.only(req, ["GET", "HEAD"], () => sendJson(res, 200, { status: "ok" }));
     this.authorize(req);
+    const health = this.options.health;
+    if (health && (path === "/health" || path === "/metrics" || path === "/api/events"))
+      return this.only(req, ["GET"], () => health.route(req, res, path));
     if (path === "/api/capabilities")
       return this.only(req, ["GET"], () =>
-        sendJson(res, 200, { version: this.options.version, capabilities: [...CAPABILITIES] }),
+        sendJson(res, 200, {
+          version: this.options.version,
+          capabilities: [...CAPABILITIES, ...(this.options.health ? HEALTH_CAPABILITIES : [])],
+        }),
       );
     if (path === "/v1/models") return this.only(req, ["GET"], () => sendJson(res, 200, this.models()));
     if (path === "/v1/chat/completions") {

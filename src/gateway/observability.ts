@@ -1,0 +1,81 @@
+// What a gateway process sees of itself, made in one place: the event feed, the background health
+// monitor over the one health model, the routes that serve them, and the rotating log file that
+// every operator line and feed event also goes to.
+import { join } from "node:path";
+import type { Scheduler } from "../agent/scheduler.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { RotatingLog } from "../core/log-file.js";
+import { EventHub } from "../health/event-hub.js";
+import { type LayerProbe, workerProbe } from "../health/layer-probe.js";
+import { type GatewayView, HealthMonitor } from "../health/monitor.js";
+import type { Store } from "../store/store.js";
+import { HealthRoutes } from "./health-routes.js";
+
+export interface Observability {
+  hub: EventHub;
+  monitor: HealthMonitor;
+  routes: HealthRoutes;
+  log: RotatingLog;
+  close(): Promise<void>;
+}
+
+export function gatewayLog(paths: ProfilePaths, config: TenaxConfig): RotatingLog {
+  return new RotatingLog(join(paths.logs, "gateway.log"), {
+    maxBytes: Math.round(config.logs.max_mb * 1024 * 1024),
+    keep: config.logs.keep,
+  });
+}
+
+export function startObservability(input: {
+  paths: ProfilePaths;
+  config: TenaxConfig;
+  store: Store;
+  scheduler: Scheduler;
+  log: RotatingLog;
+  gateway: () => GatewayView;
+  /** The layer probe; by default it runs in a worker thread. */
+  layers?: LayerProbe;
+}): Observability {
+  const { paths, config, store, scheduler, log } = input;
+  const hub = new EventHub();
+  const probe = input.layers ? null : workerProbe(paths, config);
+  const monitor = new HealthMonitor({
+    paths,
+    config,
+    store,
+    scheduler,
+    gateway: input.gateway,
+    hub,
+    layers: input.layers ?? (probe as LayerProbe),
+    intervalMs: config.health.probe_interval * 1000,
+    timeoutMs: config.health.probe_timeout * 1000,
+  });
+  const routes = new HealthRoutes(hub, monitor, () => {
+    const g = input.gateway();
+    return { turns_in_flight: g.turnsInFlight, started_at: g.startedAt };
+  });
+  const offFeed = hub.subscribe((event) => {
+    if (event.type === "turn_started") return;
+    log.write(event.layer === "store" || event.type.endsWith("exhausted") ? "warn" : "info", event.message, {
+      type: event.type,
+      layer: event.layer,
+      session_id: event.session_id,
+    });
+  });
+  const offStore = store.on((event) => routes.onStoreEvent(event));
+  monitor.start();
+  return {
+    hub,
+    monitor,
+    routes,
+    log,
+    close: async () => {
+      routes.close();
+      monitor.close();
+      offFeed();
+      offStore();
+      await probe?.close();
+    },
+  };
+}

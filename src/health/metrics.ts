@@ -1,0 +1,137 @@
+// GET /metrics: the gateway's state in the Prometheus text format (version 0.0.4). Gauges for each
+// layer's status and the figures behind it, counters for requests, turns and status events.
+import type { HealthReport } from "./monitor.js";
+import type { Level } from "./status.js";
+
+export interface Counters {
+  /** HTTP responses by route group and status code. */
+  http: Map<string, number>;
+  /** Turns finished by status. */
+  turns: Map<string, number>;
+}
+
+export function newCounters(): Counters {
+  return { http: new Map(), turns: new Map() };
+}
+
+export function count(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
+}
+
+const LEVEL_VALUE: Record<Level, number> = { ok: 0, degraded: 1, down: 2 };
+
+export function renderMetrics(
+  report: HealthReport,
+  counters: Counters,
+  events: { layer: string; type: string; count: number }[],
+  gauges: { turns_in_flight: number; event_clients: number; started_at: number },
+): string {
+  const out: string[] = [];
+  const metric = (
+    name: string,
+    type: "gauge" | "counter",
+    help: string,
+    rows: [Record<string, string>, number][],
+  ) => {
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of rows)
+      out.push(`${name}${labelText(labels)} ${Number.isFinite(value) ? value : 0}`);
+  };
+  metric("tenax_up", "gauge", "1 while the gateway serves HTTP.", [[{}, 1]]);
+  metric("tenax_start_time_seconds", "gauge", "When this gateway process started (Unix time).", [
+    [{}, gauges.started_at / 1000],
+  ]);
+  metric("tenax_health_status", "gauge", "Overall health: 0 ok, 1 degraded, 2 down.", [
+    [{}, LEVEL_VALUE[report.status]],
+  ]);
+  const components = Object.entries(report.components);
+  metric(
+    "tenax_component_status",
+    "gauge",
+    "Each layer's health: 0 ok, 1 degraded, 2 down.",
+    components.map(([name, c]) => [{ component: name }, LEVEL_VALUE[c.status]]),
+  );
+  metric(
+    "tenax_component_check_age_seconds",
+    "gauge",
+    "How old each layer's last check is.",
+    components
+      .filter(([, c]) => c.age_ms !== null)
+      .map(([name, c]) => [{ component: name }, (c.age_ms ?? 0) / 1000]),
+  );
+  metric("tenax_turns_in_flight", "gauge", "Agent turns running now.", [[{}, gauges.turns_in_flight]]);
+  metric(
+    "tenax_turns_total",
+    "counter",
+    "Agent turns finished, by status.",
+    [...counters.turns].map(([status, n]) => [{ status }, n]),
+  );
+  metric(
+    "tenax_http_responses_total",
+    "counter",
+    "HTTP responses, by route and status code.",
+    [...counters.http].map(([key, n]) => {
+      const [route = "", code = ""] = key.split(" ");
+      return [{ route, code }, n];
+    }),
+  );
+  metric(
+    "tenax_events_total",
+    "counter",
+    "Status events published on /api/events, by layer and type.",
+    events.map((e) => [{ layer: e.layer, type: e.type }, e.count]),
+  );
+  metric("tenax_event_clients", "gauge", "Clients following /api/events.", [[{}, gauges.event_clients]]);
+  const c = report.components;
+  const num = (name: string, key: string) => {
+    const v = c[name]?.[key];
+    return typeof v === "number" ? v : null;
+  };
+  const optional: [string, string, string, number | null][] = [
+    [
+      "tenax_scheduler_lag_seconds",
+      "How late the scheduler last woke.",
+      "scheduler",
+      scale(num("scheduler", "lag_ms")),
+    ],
+    [
+      "tenax_scheduler_max_lag_seconds",
+      "The scheduler's worst lateness in the last minute.",
+      "scheduler",
+      scale(num("scheduler", "max_lag_ms")),
+    ],
+    [
+      "tenax_store_spooled_writes",
+      "Writes waiting in the spool for the store.",
+      "store",
+      num("store", "spooled_records"),
+    ],
+    ["tenax_disk_free_bytes", "Free space where the profile lives.", "disk", num("disk", "free_bytes")],
+    ["tenax_store_bytes", "Size of the store (with its WAL).", "disk", num("disk", "store_bytes")],
+    ["tenax_log_bytes", "Size of the profile's logs.", "disk", num("disk", "log_bytes")],
+  ];
+  for (const [name, help, , value] of optional)
+    if (value !== null) metric(name, "gauge", help, [[{}, value]]);
+  const creds = c.credentials?.providers;
+  if (Array.isArray(creds)) {
+    const rows: [Record<string, string>, number][] = [];
+    for (const p of creds as { provider: string; keys: { status: string }[] }[]) {
+      const by = new Map<string, number>();
+      for (const k of p.keys) by.set(k.status, (by.get(k.status) ?? 0) + 1);
+      for (const [state, n] of by) rows.push([{ provider: p.provider, state }, n]);
+    }
+    metric("tenax_credential_keys", "gauge", "Provider keys by state (ok, cooling, disabled).", rows);
+  }
+  return `${out.join("\n")}\n`;
+}
+
+function scale(ms: number | null): number | null {
+  return ms === null ? null : ms / 1000;
+}
+
+function labelText(labels: Record<string, string>): string {
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')}"`,
+  );
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+}

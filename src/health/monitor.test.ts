@@ -1,0 +1,160 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { Scheduler } from "../agent/scheduler.js";
+import { defaultConfig } from "../config/schema.js";
+import { openStore, releaseStore } from "../store/registry.js";
+import type { Store } from "../store/store.js";
+import { EventHub } from "./event-hub.js";
+import { probeLayers } from "./layer-probe.js";
+import { HealthMonitor } from "./monitor.js";
+import type { StatusReport } from "./status.js";
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function setup(layers: (signal: AbortSignal) => Promise<StatusReport>, timeoutMs = 300) {
+  const paths = tempProfile();
+  const config = defaultConfig();
+  const store: Store = await openStore(paths);
+  const scheduler = new Scheduler();
+  const hub = new EventHub();
+  const monitor = new HealthMonitor({
+    paths,
+    config,
+    store,
+    scheduler,
+    hub,
+    layers,
+    intervalMs: 100,
+    timeoutMs,
+    gateway: () => ({ stopping: false, turnsInFlight: 0, maxTurns: 4, startedAt: Date.now(), address: null }),
+  });
+  cleanup.push(
+    () => releaseStore(store),
+    () => scheduler.stop(),
+    () => monitor.close(),
+  );
+  return { paths, config, store, scheduler, hub, monitor };
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("HealthMonitor", () => {
+  it("reports every layer from the background probe, each with the age of its result", async () => {
+    const s = await setup((signal) => {
+      void signal;
+      return probeLayers(s.paths, s.config, Date.now());
+    });
+    s.monitor.start();
+    await wait(250);
+    const report = s.monitor.report();
+    expect(Object.keys(report.components)).toEqual([
+      "gateway",
+      "store",
+      "providers",
+      "credentials",
+      "compression",
+      "scheduler",
+      "disk",
+    ]);
+    expect(report.status).toBe("ok");
+    for (const c of Object.values(report.components)) {
+      expect(c.checked_at).toBeTypeOf("number");
+      expect(c.age_ms).toBeGreaterThanOrEqual(0);
+      expect(c.age_ms).toBeLessThan(1000);
+    }
+    expect(report.components.store?.writable).toBe(true);
+  });
+
+  it("answers at once while the probe hangs, and says how long it has hung and how old its result is", async () => {
+    let calls = 0;
+    let release: () => void = () => {};
+    const s = await setup((signal) => {
+      calls++;
+      if (calls === 1) return probeLayers(s.paths, s.config, Date.now());
+      // From the second probe on, the store "hangs": nothing answers until the deadline stops it.
+      return new Promise<StatusReport>((_, reject) => {
+        release = () => reject(new Error("released"));
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    }, 5000);
+    s.monitor.start();
+    await wait(800);
+    // report() is synchronous: it cannot wait for the hung probe, only read its last result.
+    const report = s.monitor.report();
+    const store = report.components.store;
+    expect(store?.status).toBe("degraded");
+    expect(store?.detail).toMatch(/has not answered for \d+ s; this result is \d+ s old/);
+    expect(store?.age_ms).toBeGreaterThan(400);
+    expect(report.status).toBe("degraded");
+    release();
+  });
+
+  it("a probe past its deadline is stopped and reported as failed; the next one starts fresh", async () => {
+    let calls = 0;
+    const s = await setup((signal) => {
+      calls++;
+      if (calls === 1) return probeLayers(s.paths, s.config, Date.now());
+      return new Promise<StatusReport>((_, reject) =>
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true }),
+      );
+    }, 200);
+    s.monitor.start();
+    await wait(900);
+    const store = s.monitor.report().components.store;
+    expect(store?.detail).toMatch(/the last check failed \(no answer within 1 s\)/);
+    expect(store?.status).toBe("degraded");
+    expect(calls).toBeGreaterThanOrEqual(3);
+  });
+
+  it("a probe that never succeeded is down, with the reason", async () => {
+    const s = await setup(async () => {
+      throw new Error("database is locked");
+    });
+    s.monitor.start();
+    await wait(150);
+    const report = s.monitor.report();
+    expect(report.components.credentials?.status).toBe("down");
+    expect(report.components.credentials?.detail).toContain("database is locked");
+    expect(report.status).toBe("down");
+  });
+
+  it("a provider's exhausted chain turns providers degraded, naming the event", async () => {
+    const s = await setup((signal) => {
+      void signal;
+      return probeLayers(s.paths, s.config, Date.now());
+    });
+    s.monitor.start();
+    await wait(200);
+    s.hub.publish({
+      type: "fallback_exhausted",
+      layer: "fallback",
+      message: "every model of the chain failed",
+      data: { provider: "main" },
+    });
+    const providers = s.monitor.report().components.providers;
+    expect(providers?.status).toBe("degraded");
+    expect(providers?.detail).toContain(
+      "main: last fallback_exhausted 0 s ago (every model of the chain failed)",
+    );
+  });
+
+  it("the scheduler component shows the lag of a blocked event loop", async () => {
+    const s = await setup((signal) => {
+      void signal;
+      return probeLayers(s.paths, s.config, Date.now());
+    });
+    s.monitor.start();
+    await wait(50);
+    const until = Date.now() + 1300;
+    while (Date.now() < until) {
+      // Block the event loop, as a hung synchronous call would.
+    }
+    await wait(1100);
+    const scheduler = s.monitor.report().components.scheduler;
+    expect(scheduler?.max_lag_ms).toBeGreaterThan(1000);
+    expect(scheduler?.status).toBe("degraded");
+  });
+});

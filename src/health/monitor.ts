@@ -1,0 +1,290 @@
+// Health as one model, served by the gateway: each layer's state with the time it was last
+// checked. Slow checks (the store read-only, the key ledger, the disk) run in the background on
+// the scheduler, each under a deadline; /health only reads their last results, so it answers at
+// once even while the store or a provider hangs, and says how old each result is.
+import type { Scheduler } from "../agent/scheduler.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import type { Store } from "../store/store.js";
+import { type DiskReading, diskComponent, readDisk } from "./disk.js";
+import type { EventHub, FeedEvent } from "./event-hub.js";
+import type { LayerProbe } from "./layer-probe.js";
+import { type Component, formatDuration, type Level, type StatusReport } from "./status.js";
+
+export interface HealthComponent extends Component {
+  /** When the result was taken (ms since the epoch), null before the first check. */
+  checked_at: number | null;
+  age_ms: number | null;
+  [extra: string]: unknown;
+}
+
+export interface HealthReport {
+  status: Level;
+  checked_at: number;
+  components: Record<string, HealthComponent>;
+}
+
+/** What the monitor needs to know of the gateway it runs in. */
+export interface GatewayView {
+  stopping: boolean;
+  turnsInFlight: number;
+  maxTurns: number;
+  startedAt: number;
+  address: string | null;
+}
+
+export interface MonitorOptions {
+  paths: ProfilePaths;
+  config: TenaxConfig;
+  store: Store;
+  scheduler: Scheduler;
+  gateway: () => GatewayView;
+  hub: EventHub;
+  layers: LayerProbe;
+  intervalMs?: number;
+  timeoutMs?: number;
+  now?: () => number;
+}
+
+interface ProbeState<T> {
+  value: T | null;
+  error: string | null;
+  checked_at: number | null;
+  /** Set while a probe runs; a probe past its deadline is stopped and reported hung. */
+  running_since: number | null;
+}
+
+/** A check run in the background under a deadline; its last result is always at hand. */
+export class BackgroundProbe<T> {
+  readonly state: ProbeState<T> = { value: null, error: null, checked_at: null, running_since: null };
+
+  constructor(
+    private readonly run: (signal: AbortSignal) => Promise<T>,
+    private readonly timeoutMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  async once(): Promise<void> {
+    if (this.state.running_since !== null) return;
+    const started = this.now();
+    this.state.running_since = started;
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new Error(`no answer within ${formatDuration(this.timeoutMs)}`)),
+      this.timeoutMs,
+    );
+    timer.unref();
+    try {
+      const value = await Promise.race([
+        this.run(controller.signal),
+        new Promise<never>((_, reject) =>
+          controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
+        ),
+      ]);
+      this.state.value = value;
+      this.state.error = null;
+    } catch (error) {
+      this.state.error = error instanceof Error ? error.message : String(error);
+    } finally {
+      clearTimeout(timer);
+      this.state.checked_at = this.now();
+      this.state.running_since = null;
+    }
+  }
+}
+
+const PROVIDER_FAILURES = new Set(["credentials_exhausted", "fallback_exhausted", "auxiliary_exhausted"]);
+
+export class HealthMonitor {
+  readonly layers: BackgroundProbe<StatusReport>;
+  readonly disk: BackgroundProbe<DiskReading>;
+  private readonly now: () => number;
+  private readonly intervalMs: number;
+  private readonly jobs: { cancel(): void }[] = [];
+  private readonly lastProviderEvent = new Map<string, FeedEvent>();
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly options: MonitorOptions) {
+    this.now = options.now ?? Date.now;
+    this.intervalMs = options.intervalMs ?? 5000;
+    const timeout = options.timeoutMs ?? 10_000;
+    this.layers = new BackgroundProbe(options.layers, timeout, this.now);
+    this.disk = new BackgroundProbe(() => readDisk(options.paths), timeout, this.now);
+    this.unsubscribe = options.hub.subscribe((event) => {
+      const provider = event.data.provider;
+      if (typeof provider === "string" && event.layer !== null) this.lastProviderEvent.set(provider, event);
+    });
+  }
+
+  /** First checks now, then every interval; a one-second tick keeps the scheduler's lag measured. */
+  start(): void {
+    const { scheduler } = this.options;
+    void this.layers.once();
+    void this.disk.once();
+    this.jobs.push(
+      scheduler.every("health: layers", this.intervalMs, () => this.layers.once()),
+      scheduler.every("health: disk", Math.max(this.intervalMs, 10_000), () => this.disk.once()),
+      scheduler.every("health: tick", 1000, () => true),
+    );
+  }
+
+  close(): void {
+    for (const job of this.jobs.splice(0)) job.cancel();
+    this.unsubscribe();
+  }
+
+  /** The report /health answers with: cheap, synchronous, never waits for a probe. */
+  report(): HealthReport {
+    const now = this.now();
+    const components: Record<string, HealthComponent> = {
+      gateway: this.gatewayComponent(now),
+      ...this.layerComponents(now),
+      scheduler: this.schedulerComponent(now),
+      disk: this.fromProbe(this.disk.state, now, "disk", (reading) => diskComponent(reading)),
+    };
+    return { status: worst(Object.values(components).map((c) => c.status)), checked_at: now, components };
+  }
+
+  private gatewayComponent(now: number): HealthComponent {
+    const g = this.options.gateway();
+    const base = { checked_at: now, age_ms: 0, turns_in_flight: g.turnsInFlight, max_turns: g.maxTurns };
+    if (g.stopping)
+      return {
+        ...base,
+        status: "degraded",
+        detail: `stopping: takes no new turns, ${g.turnsInFlight} still running`,
+        next: "wait for the restarted gateway; `tenax gateway status` shows the service",
+      };
+    return {
+      ...base,
+      status: "ok",
+      detail: `serving${g.address ? ` on ${g.address}` : ""} for ${formatDuration(now - g.startedAt)}; ${g.turnsInFlight} of at most ${g.maxTurns} turns running`,
+      next: null,
+    };
+  }
+
+  /** store, providers, credentials, compression: the probe's report, plus what only this process knows. */
+  private layerComponents(now: number): Record<string, HealthComponent> {
+    const state = this.layers.state;
+    const names = ["store", "providers", "credentials", "compression"] as const;
+    const out: Record<string, HealthComponent> = {};
+    for (const name of names) {
+      out[name] = this.fromProbe(state, now, name, (report) => ({ ...report.components[name] }));
+    }
+    out.store = mergeLiveStore(out.store as HealthComponent, this.options.store);
+    out.providers = this.withProviderEvents(out.providers as HealthComponent, now);
+    return out;
+  }
+
+  private withProviderEvents(component: HealthComponent, now: number): HealthComponent {
+    const recent = [...this.lastProviderEvent.entries()];
+    if (recent.length === 0) return component;
+    const notes = recent.map(
+      ([provider, e]) => `${provider}: last ${e.type} ${formatDuration(now - e.at)} ago (${e.message})`,
+    );
+    const failing = recent.some(([, e]) => PROVIDER_FAILURES.has(e.type) && now - e.at < 60_000);
+    return {
+      ...component,
+      status: failing ? worst([component.status, "degraded"]) : component.status,
+      detail: `${component.detail}; ${notes.join("; ")}`,
+      last_events: Object.fromEntries(
+        recent.map(([p, e]) => [p, { type: e.type, at: e.at, message: e.message }]),
+      ),
+      next:
+        component.next ??
+        (failing ? "GET /api/events (or the dashboard) shows each retry, rotation and fallback" : null),
+    };
+  }
+
+  private schedulerComponent(now: number): HealthComponent {
+    const lag = this.options.scheduler.lag();
+    const status: Level = lag.max_ms > 10_000 ? "down" : lag.max_ms > 1000 ? "degraded" : "ok";
+    return {
+      status,
+      detail: `${lag.jobs} jobs; woke ${lag.last_ms} ms late last time, at worst ${lag.max_ms} ms in the last minute`,
+      next:
+        status === "ok"
+          ? null
+          : "something blocks the gateway's event loop: check CPU load and the log (logs/gateway.log)",
+      checked_at: now,
+      age_ms: 0,
+      lag_ms: lag.last_ms,
+      max_lag_ms: lag.max_ms,
+      jobs: lag.jobs,
+    };
+  }
+
+  /**
+   * A component from a probe's last result: its age is reported, and a probe that has been running
+   * past the interval, failed, or is stale turns the component degraded with the reason.
+   */
+  private fromProbe<T>(
+    state: ProbeState<T>,
+    now: number,
+    name: string,
+    build: (value: T) => Component & Record<string, unknown>,
+  ): HealthComponent {
+    const age = state.checked_at === null ? null : now - state.checked_at;
+    const base = { checked_at: state.checked_at, age_ms: age };
+    const hungFor = state.running_since === null ? 0 : now - state.running_since;
+    if (state.value === null) {
+      return {
+        ...base,
+        status: state.error ? "down" : "degraded",
+        detail: state.error
+          ? `the ${name} check failed: ${state.error}`
+          : `first check running for ${formatDuration(hungFor)}`,
+        next: state.error ? "`tenax status` checks it from outside; `tenax doctor` looks deeper" : null,
+      };
+    }
+    const component: HealthComponent = { ...build(state.value), ...base };
+    const problem = state.error
+      ? `the last check failed (${state.error}); this result is ${formatDuration(age ?? 0)} old`
+      : hungFor > this.intervalMs
+        ? `the check has not answered for ${formatDuration(hungFor)}; this result is ${formatDuration(age ?? 0)} old`
+        : null;
+    if (problem === null) return component;
+    return {
+      ...component,
+      status: worst([component.status, "degraded"]),
+      detail: `${problem}: ${component.detail}`,
+      next: component.next ?? "`tenax doctor` checks the store and disk without waiting on the gateway",
+    };
+  }
+}
+
+/** The writer's own view of the store: a write that failed, a corruption seen, writes spooled. */
+function mergeLiveStore(component: HealthComponent, store: Store): HealthComponent {
+  const live = store.health();
+  const extra = {
+    writable: live.writable,
+    spooled_records: live.spooled_records,
+    search: live.search.status,
+    integrity: live.integrity?.status ?? null,
+  };
+  if (live.corrupt)
+    return {
+      ...component,
+      ...extra,
+      status: "down",
+      detail: `corrupt since ${new Date(live.corrupt.since).toISOString()}: ${live.corrupt.detail}; new writes are spooled (${live.spooled_records})`,
+      next: live.corrupt.recover,
+    };
+  const problems: string[] = [];
+  if (!live.writable) problems.push("not writable: new writes are spooled to disk");
+  if (live.spooled_records > 0) problems.push(`${live.spooled_records} writes wait in the spool`);
+  if (live.search.status !== "ok")
+    problems.push(`search ${live.search.status}${live.search.detail ? ` (${live.search.detail})` : ""}`);
+  if (problems.length === 0) return { ...component, ...extra };
+  return {
+    ...component,
+    ...extra,
+    status: worst([component.status, "degraded"]),
+    detail: `${problems.join("; ")}; ${component.detail}`,
+  };
+}
+
+export function worst(levels: Level[]): Level {
+  if (levels.includes("down")) return "down";
+  return levels.includes("degraded") ? "degraded" : "ok";
+}

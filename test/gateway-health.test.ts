@@ -1,0 +1,201 @@
+// The gateway's health model from outside, against a real `tenax gateway run` process: /health with
+// every layer and the age of each result, answering while a provider hangs; /metrics in the
+// Prometheus text format; /api/events as SSE resumable with Last-Event-ID; and logs/gateway.log
+// rotating at its size limit.
+import { appendFileSync, existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { requireBuild } from "./helpers/cli.js";
+import { simProfile, startGateway, until } from "./helpers/gateway.js";
+
+beforeAll(() => requireBuild());
+
+interface Health {
+  status: string;
+  components: Record<
+    string,
+    { status: string; detail: string; checked_at: number | null; age_ms: number | null }
+  >;
+}
+
+const chat = (url: string, content: string, headers: Record<string, string> = {}) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ model: "x", messages: [{ role: "user", content }] }),
+  });
+
+interface SseEvent {
+  id: string | null;
+  event: string | null;
+  data: { id: number; type: string; layer: string | null; message: string; session_id: string | null };
+}
+
+/** Follow an SSE stream, collecting events until `stop` aborts it. */
+function follow(url: string, headers: Record<string, string>, stop: AbortSignal) {
+  const events: SseEvent[] = [];
+  const done = (async () => {
+    const response = await fetch(url, { headers, signal: stop });
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    const reader = response.body?.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done: end } = (await reader?.read()) ?? { done: true, value: undefined };
+        if (end) break;
+        buffer += decoder.decode(value, { stream: true });
+        let cut = buffer.indexOf("\n\n");
+        while (cut >= 0) {
+          const block = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const field = (name: string) =>
+            block
+              .split("\n")
+              .find((l) => l.startsWith(`${name}: `))
+              ?.slice(name.length + 2) ?? null;
+          const data = field("data");
+          if (data !== null) events.push({ id: field("id"), event: field("event"), data: JSON.parse(data) });
+          cut = buffer.indexOf("\n\n");
+        }
+      }
+    } catch (error) {
+      // The gateway ending the stream as it stops is an end, not a failure.
+      if (!stop.aborted && !String((error as Error).cause ?? error).includes("other side closed"))
+        throw error;
+    }
+  })();
+  return { events, done };
+}
+
+describe("the gateway's health, metrics and events", () => {
+  it("/health names every layer with the age of its check, and answers while a provider hangs", async () => {
+    const { home, sim } = await simProfile("drain_timeout: 1");
+    const gw = await startGateway(home);
+    const caps = (await (await fetch(`${gw.url}/api/capabilities`)).json()) as { capabilities: string[] };
+    expect(caps.capabilities).toEqual(expect.arrayContaining(["health", "metrics", "events"]));
+    let health: Health = { status: "", components: {} };
+    // The first background check lands shortly after start.
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      health = (await (await fetch(`${gw.url}/health`)).json()) as Health;
+      if (health.status === "ok") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(health.status).toBe("ok");
+    expect(Object.keys(health.components).sort()).toEqual(
+      ["compression", "credentials", "disk", "gateway", "providers", "scheduler", "store"].sort(),
+    );
+    for (const c of Object.values(health.components)) {
+      expect(c.status).toBe("ok");
+      expect(c.detail.length).toBeGreaterThan(5);
+      expect(c.age_ms).toBeGreaterThanOrEqual(0);
+    }
+
+    sim.script([{ type: "hang", phase: "before_headers" }]);
+    const hung = chat(gw.url, "this one hangs at the provider");
+    await until(() => sim.requests().length === 1);
+    const started = Date.now();
+    const during = await fetch(`${gw.url}/health`);
+    const took = Date.now() - started;
+    expect(during.status).toBe(200);
+    const body = (await during.json()) as Health & { components: { gateway: { detail: string } } };
+    expect(body.components.gateway.detail).toContain("1 of at most 16 turns running");
+    // Generous for a shared machine: the point is that it does not wait for the hung call
+    // (bench/ measures the real figure).
+    expect(took).toBeLessThan(2000);
+    gw.child.kill("SIGTERM");
+    await hung.catch(() => {});
+    expect(await gw.exited).toBe(0);
+  });
+
+  it("/metrics is Prometheus text that counts turns, responses and each layer's status", async () => {
+    const { home } = await simProfile();
+    const gw = await startGateway(home);
+    expect((await chat(gw.url, "one")).status).toBe(200);
+    expect((await chat(gw.url, "two")).status).toBe(200);
+    const response = await fetch(`${gw.url}/metrics`);
+    expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4");
+    const text = await response.text();
+    for (const line of text.trim().split("\n")) {
+      if (line.startsWith("#")) expect(line).toMatch(/^# (HELP|TYPE) tenax_[a-z_]+ .+$/);
+      else expect(line).toMatch(/^tenax_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+]+$/);
+    }
+    expect(text).toContain('tenax_turns_total{status="completed"} 2');
+    expect(text).toContain('tenax_http_responses_total{route="/v1/chat/completions",code="200"} 2');
+    expect(text).toMatch(/tenax_component_status\{component="store"\} [012]/);
+    expect(text).toContain("tenax_turns_in_flight 0");
+  });
+
+  it("/api/events streams each layer's events, resumes after Last-Event-ID, and says when the gateway stops", async () => {
+    const { home, sim } = await simProfile();
+    const gw = await startGateway(home);
+    const first = new AbortController();
+    const live = follow(`${gw.url}/api/events`, {}, first.signal);
+    await until(() => live.events.length >= 1); // gateway_started, held in the ring
+    sim.script([
+      {
+        type: "error",
+        status: 429,
+        headers: { "retry-after": "0" },
+        body: { error: { message: "slow down" } },
+      },
+    ]);
+    expect((await chat(gw.url, "retried once")).status).toBe(200);
+    await until(() => live.events.some((e) => e.data.type === "turn_finished"));
+    const types = live.events.map((e) => e.data.type);
+    // The 429 is caught by the key pool: the key cools down and the call goes on.
+    expect(types).toEqual(["gateway_started", "turn_started", "credential_rotated", "turn_finished"]);
+    const caught = live.events.find((e) => e.data.type === "credential_rotated");
+    expect(caught?.data.layer).toBe("credentials");
+    expect(caught?.data.message).toContain("rate_limit");
+    expect(caught?.data.session_id).toMatch(/^s_/);
+    const ids = live.events.map((e) => Number(e.id));
+    expect(ids).toEqual(ids.map((_, i) => (ids[0] ?? 0) + i));
+    first.abort();
+    await live.done;
+
+    // A client that reconnects with the last id it saw gets exactly what came after it.
+    const seen = live.events[1]?.id ?? "";
+    const again = new AbortController();
+    const resumed = follow(`${gw.url}/api/events`, { "last-event-id": seen }, again.signal);
+    await until(() => resumed.events.length >= live.events.length - 2);
+    expect(resumed.events.map((e) => e.id)).toEqual(live.events.slice(2).map((e) => e.id));
+
+    gw.child.kill("SIGTERM");
+    await until(() => resumed.events.some((e) => e.data.type === "shutdown"));
+    expect(resumed.events.at(-1)?.data.layer).toBe("lifecycle");
+    expect(await gw.exited).toBe(0);
+    await resumed.done;
+  });
+
+  it("with gateway.api_key, /health, /metrics and /api/events need it; /health/live does not", async () => {
+    const { home } = await simProfile('api_key: "k-123"');
+    const gw = await startGateway(home);
+    expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
+    for (const path of ["/health", "/metrics", "/api/events"]) {
+      expect((await fetch(`${gw.url}${path}`)).status).toBe(401);
+    }
+    expect((await fetch(`${gw.url}/health`, { headers: { authorization: "Bearer k-123" } })).status).not.toBe(
+      401,
+    );
+    expect(
+      (await fetch(`${gw.url}/health`, { method: "POST", headers: { authorization: "Bearer k-123" } }))
+        .status,
+    ).toBe(405);
+  });
+
+  it("logs/gateway.log rotates at logs.max_mb and keeps logs.keep old files", async () => {
+    const { home, paths } = await simProfile();
+    appendFileSync(paths.config, "logs: { max_mb: 0.002, keep: 1 }\n");
+    const gw = await startGateway(home);
+    for (let i = 0; i < 12; i++) expect((await chat(gw.url, `turn ${i}`)).status).toBe(200);
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    const logs = join(paths.dir, "logs");
+    expect(readdirSync(logs).sort()).toEqual(["gateway.log", "gateway.log.1"]);
+    for (const name of readdirSync(logs))
+      expect(statSync(join(logs, name)).size).toBeLessThanOrEqual(0.002 * 1024 * 1024);
+    expect(existsSync(join(logs, "gateway.log.2"))).toBe(false);
+  });
+});
