@@ -178,6 +178,54 @@ describe("commands printed by sessions errors work as printed", () => {
     expect(JSON.parse(again.stdout).hits).toHaveLength(50);
   });
 
+  it("list shows what became of each session's last turn: resumed, suspended, failed, ...", async () => {
+    const home = tempDir();
+    const store = await openStore(profilePaths(home, "default"), { integrityCheckTimeoutMs: 0 });
+    const cases: Array<[string, { status: string; interrupt_count: number }]> = [
+      ["plain", { status: "completed", interrupt_count: 0 }],
+      ["resumed", { status: "completed", interrupt_count: 1 }],
+      ["resuming", { status: "running", interrupt_count: 2 }],
+      ["suspended", { status: "suspended", interrupt_count: 3 }],
+      ["failed", { status: "failed", interrupt_count: 0 }],
+      ["interrupted", { status: "interrupted", interrupt_count: 1 }],
+    ];
+    for (const [title, turn] of cases) {
+      const id = await store.createSession({ title });
+      // An older turn first: only the last one counts.
+      await store.updateTurn({ id: await store.startTurn(id, 1000), status: "failed" });
+      await store.updateTurn({ id: await store.startTurn(id, 1000), ...turn });
+    }
+    await store.createSession({ title: "empty" });
+    await releaseStore(store);
+
+    const list = tenax(home, ["sessions", "list", "--json"]);
+    expect(list.status).toBe(0);
+    const sessions = JSON.parse(list.stdout).sessions as Array<{
+      title: string;
+      last_turn: { state: string; status: string; interrupt_count: number } | null;
+    }>;
+    const state = Object.fromEntries(sessions.map((s) => [s.title, s.last_turn?.state ?? null]));
+    expect(state).toEqual({
+      plain: "completed",
+      resumed: "resumed",
+      resuming: "resumed",
+      suspended: "suspended",
+      failed: "failed",
+      interrupted: "interrupted",
+      empty: null,
+    });
+    expect(sessions.find((s) => s.title === "resuming")?.last_turn).toMatchObject({
+      status: "running",
+      interrupt_count: 2,
+    });
+
+    const text = tenax(home, ["sessions", "list"]).stdout;
+    expect(text).toMatch(/LAST TURN/);
+    expect(text).toMatch(/resumed \(completed after 1 interruption\)\s+resumed/);
+    expect(text).toMatch(/resumed \(running after 2 interruptions\)\s+resuming/);
+    expect(text).toMatch(/suspended after 3 interruptions\s+suspended/);
+  });
+
   it("a missing profile: the printed create command makes it", () => {
     const home = tempDir();
     const missing = tenax(home, ["--profile", "lab", "sessions", "list"]);

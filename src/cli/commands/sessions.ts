@@ -7,6 +7,7 @@ import type { MessageView, SessionView } from "../../store/rows.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
 import { withReader, withWriter } from "../store-access.js";
+import { describeLastTurn, lastTurn } from "../turn-state.js";
 import { registerRecoverCommands } from "./sessions-recover.js";
 
 interface JsonOpt {
@@ -25,7 +26,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .action((opts: JsonOpt & { limit: number; offset: number }) =>
       cli.run(opts.json, (out) =>
         withReader(cli.profile(), (reader) => {
-          const rows = reader?.listSessions({ limit: opts.limit, offset: opts.offset }) ?? [];
+          const listed = reader?.listSessions({ limit: opts.limit, offset: opts.offset }) ?? [];
+          const rows = listed.map((s) => ({ ...s, last_turn: lastTurn(reader?.getTurns(s.id) ?? []) }));
           warnRows(
             out,
             rows.map((s) => [`session ${s.id}`, s.warnings]),
@@ -40,12 +42,13 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
           }
           out.line(
             table(
-              ["ID", "UPDATED", "MSGS", "SOURCE", "TITLE"],
+              ["ID", "UPDATED", "MSGS", "SOURCE", "LAST TURN", "TITLE"],
               rows.map((s) => [
                 s.warnings.length > 0 ? `${s.id} !` : s.id,
                 formatTime(s.updated_at),
                 String(s.message_count),
                 s.source,
+                describeLastTurn(s.last_turn),
                 s.title ?? "",
               ]),
             ),
