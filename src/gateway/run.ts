@@ -84,7 +84,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     const routes = runRoutes(runs);
     const settledRuns = await runs.recover();
     if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
-    runs.pruneEvery(opened.agent.scheduler);
+    runs.maintainOn(opened.agent.scheduler);
     const server = createServer(gateway.handle);
     // Listen for the stop signals before anyone can learn the address, so no signal finds the
     // process without its handler (and dies without draining or removing its pid file).

@@ -166,6 +166,27 @@ describe("RunRegistry", () => {
     });
   });
 
+  it("a resumed turn that stops without turn_finished still ends its run, from the turn's stored status", async () => {
+    const { store, gateway, runs, make } = await setup();
+    const { state } = await runs.submit(ask("resume me"));
+    const turnId = gateway.turns.get(state.session_id)?.turnId ?? "";
+    gateway.turns.delete(state.session_id);
+    const next = make();
+    const watcher = next.watcherFor(turnId, state.session_id);
+    watcher?.onEvent({ type: "text", delta: "par" } as AgentEvent);
+    // While its turn is marked running (about to be resumed, or running), the run is left alone.
+    expect(next.settleOrphans()).toBe(0);
+    await store.updateTurn({ id: turnId, status: "failed", error: "the resumed turn threw" });
+    await next.settled();
+    expect(next.get(state.run_id)).toMatchObject({
+      status: "failed",
+      error: "the resumed turn threw",
+      reply: "par",
+      partial: true,
+    });
+    expect(next.events(state, 0).at(-1)?.data).toMatchObject({ type: "run.finished", status: "failed" });
+  });
+
   it("prunes ended runs past the retention period, with their events and key, and keeps the rest", async () => {
     const { deps, gateway, runs } = await setup();
     const old = await runs.submit(ask("old", "k-old"));

@@ -64,6 +64,8 @@ const DAY_MS = 24 * 3_600_000;
 
 export class RunRegistry {
   private readonly live = new Map<string, RunLog>();
+  /** Logs of resumed turns: they end on `turn_finished`, having no turn result to wait on. */
+  private readonly resumed = new Set<RunLog>();
   /** Keys whose run is being started: claimed synchronously, so concurrent retries share it. */
   private readonly claims = new Map<string, { fingerprint: string; run: Promise<RunState> }>();
   private readonly store: Store;
@@ -129,7 +131,26 @@ export class RunRegistry {
 
   /** Resolves once every run that was running here has committed its terminal event. */
   async settled(): Promise<void> {
+    this.settleOrphans();
     await Promise.all([...this.live.values()].map((log) => log.ended));
+  }
+
+  /**
+   * A resumed turn ends its run on `turn_finished`; should it stop without one (it threw), its
+   * run is settled here from the turn's stored status, once the turn neither runs nor is marked
+   * running (a turn about to be resumed is). Runs at shutdown and with the prune job.
+   */
+  settleOrphans(): number {
+    let settled = 0;
+    for (const log of this.resumed) {
+      const { session_id, turn_id } = log.state;
+      if (log.finished || this.options.gateway.isRunning(session_id)) continue;
+      const turn = this.store.getTurns(session_id).find((t) => t.id === turn_id);
+      if (turn?.status === "running") continue;
+      void log.finish(this.outcomeOfStoredTurn(log.state));
+      settled++;
+    }
+    return settled;
   }
 
   /**
@@ -146,6 +167,8 @@ export class RunRegistry {
     const state: RunState = { ...stored, status: "running", ended_at: null, error: null, reply: "" };
     const log = new RunLog(state, this.logDeps());
     this.track(log);
+    this.resumed.add(log);
+    void log.ended.then(() => this.resumed.delete(log));
     log.append({ type: "run.resumed", turn_id: turnId });
     return {
       onEvent: (event) => {
@@ -181,11 +204,14 @@ export class RunRegistry {
     return settled;
   }
 
-  /** Prune on the agent's scheduler, every `everyMs`. */
-  pruneEvery(scheduler: Scheduler, everyMs = 3_600_000): void {
-    scheduler.every("prune runs", everyMs, () =>
+  /** On the agent's scheduler: prune every `pruneMs`, and settle orphaned resumed runs every minute. */
+  maintainOn(scheduler: Scheduler, pruneMs = 3_600_000): void {
+    scheduler.every("prune runs", pruneMs, () =>
       this.prune().catch((error: unknown) => this.options.onError?.("pruning old runs", error)),
     );
+    scheduler.every("settle orphaned runs", 60_000, () => {
+      this.settleOrphans();
+    });
   }
 
   /**
