@@ -1,11 +1,13 @@
-// `tenax status` on a healthy profile, a profile whose store is damaged, and one with spooled
-// writes: the broken layer is named, the exit code follows the contract, the printed command works.
+// `tenax status` on a healthy profile, one whose gateway is not running or crashed, one whose store
+// is damaged, and one with spooled writes: the broken layer is named, the exit code follows the
+// contract, the printed command works.
 import { beforeAll, describe, expect, it } from "vitest";
 import type { SessionCreateOp } from "../src/store/ops.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { Spool } from "../src/store/spool.js";
 import { printedCommands, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { startGateway } from "./helpers/gateway.js";
 import { tempProfile } from "./helpers/tmp.js";
 
 beforeAll(() => requireBuild());
@@ -23,12 +25,39 @@ async function seeded() {
 }
 
 describe("tenax status", () => {
-  it("is ok, exit 0, on a healthy profile with the built-in simulator", async () => {
+  it("is ok, exit 0, on a healthy profile whose gateway runs, with the built-in simulator", async () => {
     const paths = await seeded();
+    const gw = await startGateway(paths.home);
     const run = tenax(paths.home, ["status"]);
     expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(/^Tenax profile 'default': ok\n/);
+    expect(run.stdout).toMatch(new RegExp(`gateway\\s+ok\\s+serving on ${gw.url} \\(pid ${gw.child.pid}\\)`));
     expect(run.stdout).toMatch(/store\s+ok\s+.*state\.db: 20 sessions, 100 messages/);
     expect(run.stdout).toMatch(/providers\s+ok\s+none configured: the built-in local simulator answers/);
+    expect(run.stdout).toMatch(/scheduler\s+ok\s+\d+ jobs; woke \d+ ms late/);
+  });
+
+  it("is down, exit 2, naming the gateway when it is not running, and when it crashed", async () => {
+    const paths = await seeded();
+    const run = tenax(paths.home, ["status"]);
+    expect(run.status).toBe(2);
+    expect(run.stdout).toMatch(/^Tenax profile 'default': down \(gateway down, scheduler down\)/);
+    expect(run.stdout).toMatch(/gateway\s+down\s+not running: http:\/\/127\.0\.0\.1:8642 does not answer/);
+    expect(run.stdout).toContain("next (gateway): tenax up (or tenax gateway start for the service)");
+    expect(run.stdout).toMatch(/store\s+ok/);
+
+    // A pid file naming a process that is gone: the gateway crashed.
+    const gw = await startGateway(paths.home);
+    gw.child.kill("SIGKILL");
+    await gw.exited;
+    const json = tenax(paths.home, ["status", "--json"]);
+    expect(json.status).toBe(2);
+    const report = JSON.parse(json.stdout);
+    expect(report.components.gateway).toMatchObject({ status: "down", pid: gw.child.pid });
+    expect(report.components.gateway.detail).toMatch(
+      new RegExp(`gateway pid ${gw.child.pid} is gone without a clean stop \\(a crash\\)`),
+    );
+    expect(report.components.scheduler.status).toBe("down");
   });
 
   it("names the store as down, exit 2, when it is damaged, with a salvage command that works as printed", async () => {
@@ -48,13 +77,13 @@ describe("tenax status", () => {
     expect(report.components.providers.status).toBe("ok");
     const text = tenax(paths.home, ["status"]);
     expect(text.stdout).toMatch(/store\s+down\s+.*state\.db cannot be read/);
-    const [command] = printedCommands(text.stdout);
+    const command = printedCommands(text.stdout).find((c) => c.includes("recover"));
     expect(command).toBe(`tenax sessions recover --source ${paths.state} --inspect-only`);
     const inspect = runPrinted(paths.home, command ?? "");
     expect(inspect.stdout).toMatch(/sessions +\d+ +\d+ +\d+/);
   });
 
-  it("is degraded, exit 1, while writes wait in the spool", async () => {
+  it("shows the store degraded while writes wait in the spool", async () => {
     const paths = await seeded();
     const spool = new Spool(paths.spool, paths.name, paths.state);
     const create: SessionCreateOp = {
@@ -69,8 +98,12 @@ describe("tenax status", () => {
     };
     spool.append([create], "the disk was full", Date.now());
     spool.close();
+    // No gateway runs here (it would replay the spool as it opens the store): the gateway is down too.
     const run = tenax(paths.home, ["status"]);
-    expect(run.status).toBe(1);
+    expect(run.status).toBe(2);
+    expect(run.stdout).toMatch(
+      /^Tenax profile 'default': down \(gateway down, store degraded, scheduler down\)/,
+    );
     expect(run.stdout).toMatch(/store\s+degraded\s+.*1 writes wait in/);
   });
 
@@ -85,8 +118,10 @@ describe("tenax status", () => {
       last_error: "summarizer timed out",
     });
     await releaseStore(store);
+    await startGateway(paths.home);
     const run = tenax(paths.home, ["status", "--json"]);
     expect(run.status).toBe(1);
+    expect(JSON.parse(run.stdout).components.gateway.status).toBe("ok");
     const report = JSON.parse(run.stdout);
     expect(report.components.compression).toMatchObject({ status: "degraded", failures: 2 });
     expect(report.components.compression.detail).toMatch(

@@ -6,6 +6,7 @@ import { keyFingerprint } from "../src/llm/key-fingerprint.js";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
 import type { SimStep } from "../src/llm/simulator/steps.js";
 import { requireBuild, runAsync, tenax } from "./helpers/cli.js";
+import { startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 const CALLER = new URL("./fixtures/model-caller.mjs", import.meta.url).pathname;
@@ -99,6 +100,8 @@ describe("the shared key ledger", () => {
     ]);
     expect(second.events).toEqual([]);
 
+    // With the gateway up, the cooling key is the only thing wrong: degraded, exit 1.
+    await startGateway(home);
     const status = tenax(home, ["status", "--json"]);
     expect(status.status).toBe(1);
     const report = JSON.parse(status.stdout) as {
@@ -140,6 +143,7 @@ describe("the shared key ledger", () => {
       "sk-second-key-secret",
     ]);
 
+    const gateway = await startGateway(home);
     const degraded = tenax(home, ["status"]);
     expect(degraded.status).toBe(1);
     expect(degraded.stdout).toContain("disabled after auth until the key changes");
@@ -153,6 +157,8 @@ describe("the shared key ledger", () => {
     const down = tenax(home, ["status", "--json"]);
     expect(down.status).toBe(2);
     expect(JSON.parse(down.stdout).components.credentials.status).toBe("down");
+    expect(JSON.parse(down.stdout).components.gateway.status).toBe("ok");
+    gateway.child.kill("SIGTERM");
     // Nothing was sent with a disabled key after it was refused.
     expect(keysSeen(s).filter((k) => k === "sk-first-key-secret")).toHaveLength(1);
   });

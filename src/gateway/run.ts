@@ -5,12 +5,14 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
+import { startWatchdog } from "../agent/watchdog.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import type { StoreSettings } from "../store/registry.js";
-import { Gateway } from "./gateway.js";
+import { Gateway, type TurnWatcher } from "./gateway.js";
 import { acquirePidFile } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
 import { runRoutes } from "./runs-http.js";
@@ -57,11 +59,8 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
         ? "the last gateway stop was clean"
         : "no clean-shutdown marker: the last gateway stop was not clean (or this is the first start)",
     );
+    // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
     const opened = await openAgent(paths, config, { storeSettings: options.storeSettings });
-    for (const turn of opened.reaped)
-      warn(
-        `turn ${turn.turn_id} of session ${turn.session_id} was left running by a process that stopped; it is marked interrupted`,
-      );
     if (opened.agent.runtime.builtIn)
       warn(
         "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
@@ -82,6 +81,20 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
     });
     const routes = runRoutes(runs);
+    // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
+    const lifecycle: ResumeOptions<TurnWatcher> = {
+      agent: opened.agent,
+      reaped: opened.reaped,
+      host: gateway,
+      autoResume: config.gateway.auto_resume,
+      cwd: options.cwd,
+      watcherFor: (turnId, sessionId) => runs.watcherFor(turnId, sessionId),
+      onEvent: (event) => {
+        (event.type === "turn_resumed" ? info : warn)(event.message);
+      },
+    };
+    reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
+    startWatchdog({ ...lifecycle, onResume: (r) => reportResume(r, config.gateway.auto_resume, warn) });
     const settledRuns = await runs.recover();
     if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
     runs.maintainOn(opened.agent.scheduler);
@@ -134,6 +147,18 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
   } finally {
     lock.release();
   }
+}
+
+/** One line per interrupted turn that was neither resumed nor suspended, and why. */
+function reportResume(report: ResumeReport, autoResume: boolean, warn: (line: string) => void): void {
+  for (const turn of report.skipped)
+    warn(
+      `turn ${turn.turn_id} of session ${turn.session_id} was interrupted and is not resumed: ${turn.reason}`,
+    );
+  if (!autoResume && report.skipped.length > 0)
+    warn(
+      `${report.skipped.length} interrupted turn(s) can be continued by sending a new message in their session (gateway.auto_resume is off)`,
+    );
 }
 
 function listen(server: ReturnType<typeof createServer>, host: string, port: number): Promise<void> {

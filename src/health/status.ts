@@ -19,6 +19,7 @@ import {
 import { recoverCommand } from "../store/open-database.js";
 import { readSpool } from "../store/spool.js";
 import type { StoreReader } from "../store/store-reader.js";
+import type { OutsideView } from "./gateway-status.js";
 
 export type Level = "ok" | "degraded" | "down";
 
@@ -46,6 +47,9 @@ export interface StatusReport {
     providers: Component & { primary: string; fallback: string[]; built_in_simulator: boolean };
     credentials: Component & { providers: ProviderKeys[] };
     compression: Component & { enabled: boolean; failures: number; cooldown_until: number | null };
+    /** From outside the gateway (pid file, port): present when the caller probed it. */
+    gateway?: OutsideView["gateway"];
+    scheduler?: OutsideView["scheduler"];
   };
 }
 
@@ -55,6 +59,8 @@ export interface StatusInput {
   /** null when the profile has no store yet. */
   reader: StoreReader | null;
   now: number;
+  /** Probe the gateway and its scheduler from outside too (`tenax status` does; the gateway itself does not). */
+  gateway?: () => Promise<OutsideView>;
 }
 
 export async function collectStatus(input: StatusInput): Promise<StatusReport> {
@@ -68,7 +74,10 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
   const compression = compressionComponent(config, reader, now);
-  const components = { store, providers, credentials, compression };
+  const outside = input.gateway ? await input.gateway() : null;
+  const components: StatusReport["components"] = outside
+    ? { gateway: outside.gateway, store, providers, credentials, compression, scheduler: outside.scheduler }
+    : { store, providers, credentials, compression };
   return { profile: paths.name, status: worst(Object.values(components).map((c) => c.status)), components };
 }
 

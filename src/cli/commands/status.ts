@@ -2,6 +2,7 @@
 // Exit 0 healthy, 1 degraded, 2 down. It reads the store read-only and starts nothing.
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
+import { probeGatewayFromOutside } from "../../health/gateway-status.js";
 import { collectStatus, exitCodeFor, type StatusReport } from "../../health/status.js";
 import type { Cli } from "../main.js";
 import { withReader } from "../store-access.js";
@@ -9,7 +10,9 @@ import { withReader } from "../store-access.js";
 export function registerStatusCommand(program: Command, cli: Cli): void {
   program
     .command("status")
-    .description("health of each layer of this profile: store, providers, credentials")
+    .description(
+      "health of each layer of this profile: gateway, store, providers, credentials, compression, scheduler",
+    )
     .option("--json", "print one JSON document")
     .action((flags: { json?: boolean }) =>
       cli.run(flags.json, async (out) => {
@@ -17,7 +20,13 @@ export function registerStatusCommand(program: Command, cli: Cli): void {
         const { config, warnings } = loadConfig(paths);
         for (const warning of warnings) out.warn(warning);
         const report = await withReader(paths, (reader) =>
-          collectStatus({ paths, config, reader, now: Date.now() }),
+          collectStatus({
+            paths,
+            config,
+            reader,
+            now: Date.now(),
+            gateway: () => probeGatewayFromOutside(paths, config),
+          }),
         );
         if (out.json) out.document(report);
         else for (const line of render(report)) out.line(line);
@@ -27,7 +36,12 @@ export function registerStatusCommand(program: Command, cli: Cli): void {
 }
 
 function render(report: StatusReport): string[] {
-  const lines = [`Tenax profile '${report.profile}': ${report.status}`];
+  const broken = Object.entries(report.components)
+    .filter(([, c]) => c !== undefined && c.status !== "ok")
+    .map(([name, c]) => `${name} ${c?.status}`);
+  const lines = [
+    `Tenax profile '${report.profile}': ${report.status}${broken.length > 0 ? ` (${broken.join(", ")})` : ""}`,
+  ];
   const { credentials } = report.components;
   for (const [name, component] of Object.entries(report.components)) {
     lines.push(`  ${name.padEnd(12)} ${component.status.padEnd(9)} ${component.detail}`);
@@ -43,7 +57,7 @@ function render(report: StatusReport): string[] {
     }
   }
   for (const [name, component] of Object.entries(report.components)) {
-    if (component.next) lines.push(`next (${name}): ${component.next}`);
+    if (component?.next) lines.push(`next (${name}): ${component.next}`);
   }
   return lines;
 }

@@ -1,0 +1,149 @@
+// The gateway and scheduler layers as `tenax status` sees them from outside: the pid file says
+// which process should serve and where, /health/live says whether it does, and the gateway's own
+// /health gives the scheduler's lag (the scheduler runs inside the gateway).
+import { readFileSync } from "node:fs";
+import { tenaxCommand } from "../config/command-hint.js";
+import { readGatewayPid } from "../config/gateway-pid.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { TenaxConfig } from "../config/schema.js";
+import { errorMessage } from "../core/errors.js";
+import type { Component } from "./status.js";
+
+export interface GatewayComponent extends Component {
+  url: string;
+  pid: number | null;
+}
+
+export interface OutsideView {
+  gateway: GatewayComponent;
+  scheduler: Component & { lag_ms: number | null; max_lag_ms: number | null };
+}
+
+/** Where the gateway serves: the address a live gateway wrote in its pid file, else config's. */
+export function gatewayUrl(paths: ProfilePaths, config: TenaxConfig): string {
+  let host = config.gateway.host;
+  let port = config.gateway.port;
+  try {
+    const info = JSON.parse(readFileSync(paths.pid, "utf8")) as { host?: unknown; port?: unknown };
+    if (typeof info.host === "string" && typeof info.port === "number") {
+      host = info.host;
+      port = info.port;
+    }
+  } catch {
+    // No pid file, or a bare pid: config says where it would serve.
+  }
+  const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  return `http://${reach.includes(":") ? `[${reach}]` : reach}:${port}`;
+}
+
+export async function probeGatewayFromOutside(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  timeoutMs = 1500,
+): Promise<OutsideView> {
+  const url = gatewayUrl(paths, config);
+  const holder = readGatewayPid(paths.pid);
+  const start = tenaxCommand(paths.name, ["up"]);
+  const headers: Record<string, string> = config.gateway.api_key
+    ? { authorization: `Bearer ${config.gateway.api_key}` }
+    : {};
+  let live: string | null = null;
+  try {
+    const response = await fetch(`${url}/health/live`, { signal: AbortSignal.timeout(timeoutMs) });
+    if (response.status !== 200) live = `${url}/health/live answered ${response.status}`;
+    await response.body?.cancel();
+  } catch (error) {
+    const code = (error as { cause?: { code?: string } }).cause?.code;
+    live = `${url} does not answer (${code ?? errorMessage(error)})`;
+  }
+  if (live !== null) {
+    const gateway: GatewayComponent = {
+      status: "down",
+      url,
+      pid: holder.pid,
+      ...(holder.running
+        ? {
+            detail: `process ${holder.pid} holds the gateway's pid file but ${live}: hung or still starting`,
+            next: `${tenaxCommand(paths.name, ["gateway", "restart"])} (or stop pid ${holder.pid} and run ${start})`,
+          }
+        : holder.pid !== null
+          ? {
+              detail: `not running: gateway pid ${holder.pid} is gone without a clean stop (a crash); ${live}`,
+              next: `${start} (or ${tenaxCommand(paths.name, ["gateway", "start"])} for the service); its turns are resumed on start`,
+            }
+          : {
+              detail: `not running: ${live}`,
+              next: `${start} (or ${tenaxCommand(paths.name, ["gateway", "start"])} for the service)`,
+            }),
+    };
+    return {
+      gateway,
+      scheduler: {
+        status: "down",
+        detail: "runs inside the gateway, which is not running: no lease renewals, watchdog or health checks",
+        next: null,
+        lag_ms: null,
+        max_lag_ms: null,
+      },
+    };
+  }
+  if (holder.pid === null)
+    return {
+      gateway: {
+        status: "down",
+        url,
+        pid: null,
+        detail: `something answers on ${url}, but this profile has no gateway pid file: another profile's gateway or another program holds the port`,
+        next: `${tenaxCommand(paths.name, ["doctor"])} names what holds the port; then ${start}, or set gateway.port`,
+      },
+      scheduler: {
+        status: "down",
+        detail: "runs inside this profile's gateway, which is not running",
+        next: null,
+        lag_ms: null,
+        max_lag_ms: null,
+      },
+    };
+  const gateway: GatewayComponent = {
+    status: "ok",
+    detail: `serving on ${url} (pid ${holder.pid})`,
+    next: null,
+    url,
+    pid: holder.pid,
+  };
+  try {
+    const response = await fetch(`${url}/health`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    const body = (await response.json()) as {
+      components?: Record<string, { status?: string; detail?: string; lag_ms?: number; max_lag_ms?: number }>;
+    };
+    const s = body.components?.scheduler;
+    if (!s || (s.status !== "ok" && s.status !== "degraded" && s.status !== "down"))
+      throw new Error(`its /health answered ${response.status} without a scheduler component`);
+    return {
+      gateway,
+      scheduler: {
+        status: s.status,
+        detail: s.detail ?? "",
+        next: s.status === "ok" ? null : `curl -s ${url}/health shows every layer as the gateway sees it`,
+        lag_ms: s.lag_ms ?? null,
+        max_lag_ms: s.max_lag_ms ?? null,
+      },
+    };
+  } catch (error) {
+    return {
+      gateway: {
+        ...gateway,
+        status: "degraded",
+        detail: `${gateway.detail}, but its /health does not answer properly (${errorMessage(error)})`,
+        next: `curl -s ${url}/health; the log is ${paths.logs}/gateway.log`,
+      },
+      scheduler: {
+        status: "degraded",
+        detail: "unknown: the gateway's /health did not say",
+        next: null,
+        lag_ms: null,
+        max_lag_ms: null,
+      },
+    };
+  }
+}
