@@ -60,14 +60,11 @@ function gatewayTile(gw, reported) {
       ? null
       : caps.served
         ? `capabilities: ${caps.list.join(", ") || "none"}`
-        : "GET /api/capabilities not served";
+        : `GET /api/capabilities not served (HTTP ${caps.http_status})`;
   const extra = [];
-  if (gw.health?.served)
-    for (const [name, c] of Object.entries(gw.health.components))
-      extra.push(el("div", { class: "next" }, `${name}: ${c.status} ${c.detail}`));
   if (capText) extra.push(el("div", { class: "next" }, capText));
   if (reported)
-    extra.push(el("div", { class: "next" }, `status report: ${reported.status}, ${reported.detail}`));
+    extra.push(el("div", { class: "next" }, `tenax status: ${reported.status}, ${reported.detail}`));
   if (gw.reachable === null) return tile("gateway", "degraded", `probing ${gw.url}…`, null, extra);
   if (!gw.reachable)
     return tile(
@@ -86,7 +83,25 @@ function gatewayTile(gw, reported) {
       null,
       extra,
     );
-  return tile("gateway", gw.health.status, `${gw.url}: /health says ${gw.health.status}`, null, extra);
+  // The tile is the gateway process itself; the other layers of its /health have tiles of their own.
+  const own = gw.health.components.gateway;
+  extra.unshift(el("div", { class: "next" }, `GET /health: ${gw.health.status} overall`));
+  if (!own) return tile("gateway", gw.health.status, `${gw.url} answers /health`, null, extra);
+  return tile("gateway", own.status, own.detail, null, extra);
+}
+
+/** Layers only the running gateway can see (its /health components the status report lacks). */
+const gatewayOnly = new Map();
+function gatewayLayerTiles(gw, known) {
+  const live = gw.reachable === true && gw.health?.served === true;
+  if (live)
+    for (const [name, c] of Object.entries(gw.health.components))
+      if (name !== "gateway" && !known.has(name)) gatewayOnly.set(name, c);
+  return [...gatewayOnly].map(([name, c]) =>
+    live
+      ? tile(name, c.status, c.detail, null, [el("div", { class: "next" }, "from the gateway's /health")])
+      : tile(name, "unknown", "unknown while the gateway's /health cannot be read", null),
+  );
 }
 
 function renderBanner(gw) {
@@ -128,6 +143,11 @@ function renderLayers(layers, gw) {
   const g = gatewayTile(gw, layers.ok ? layers.report.components.gateway : undefined);
   worse(g.dataset.status);
   tiles.unshift(g);
+  const known = new Set(layers.ok ? Object.keys(layers.report.components) : []);
+  for (const t of gatewayLayerTiles(gw, known)) {
+    if (t.dataset.status !== "unknown") worse(t.dataset.status);
+    tiles.push(t);
+  }
   $("layers").replaceChildren(...tiles);
   const pill = $("overall");
   pill.textContent = overall;
@@ -168,11 +188,17 @@ function sessionItem(s, snippet) {
   const item = el(
     "li",
     { "data-session": s.id, class: s.id === state.selected ? "selected" : null },
-    el("div", {}, s.title || s.id),
+    el("div", { class: "title" }, s.title || s.id),
     el(
       "div",
       { class: "muted" },
-      `${s.id.slice(0, 12)} · ${s.message_count ?? "?"} messages · ${when(s.updated_at)}`,
+      [
+        s.title ? s.id : null,
+        s.message_count === null ? null : `${s.message_count} messages`,
+        when(s.updated_at),
+      ]
+        .filter(Boolean)
+        .join(" · "),
     ),
     snippet ? el("div", { class: "snippet" }, snippet) : null,
   );

@@ -1,0 +1,105 @@
+// docs/dashboard.png: a populated dashboard, made from the built CLI (run `npm run build` first)
+// on a throwaway TENAX_HOME: a simulator with a two-key pool, a gateway, a few sessions (one key
+// cooling after a scripted 429), and `tenax dashboard`, photographed in Debian's headless Chromium.
+// Usage: node scripts/screenshot-dashboard.mjs [OUT.png]
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { chromium } from "playwright-core";
+import { startSimulator } from "../dist/llm/simulator/server.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const OUT = resolve(process.argv[2] ?? join(ROOT, "docs", "dashboard.png"));
+const home = mkdtempSync(join(tmpdir(), "tenax-shot-"));
+const env = { ...process.env, TENAX_HOME: home, HOME: home };
+delete env.TENAX_PROFILE;
+const children = [];
+
+/** Start a `tenax` command and resolve with the URL of its "listening" line. */
+function start(args, pattern) {
+  const child = spawn(process.execPath, [join(ROOT, "bin", "tenax.js"), ...args], { cwd: home, env });
+  children.push(child);
+  let out = "";
+  return new Promise((resolveUrl, reject) => {
+    const onData = (chunk) => {
+      out += chunk;
+      const match = pattern.exec(out);
+      if (match) resolveUrl(match[1]);
+    };
+    child.stdout.setEncoding("utf8").on("data", onData);
+    child.stderr.setEncoding("utf8").on("data", (chunk) => {
+      out += chunk;
+    });
+    child.once("exit", (code) => reject(new Error(`tenax ${args.join(" ")} exited (${code}):\n${out}`)));
+  });
+}
+
+async function chat(gateway, content) {
+  const res = await fetch(`${gateway}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content }] }),
+  });
+  if (res.status !== 200) throw new Error(`chat answered ${res.status}: ${await res.text()}`);
+  return res.headers.get("x-session-id");
+}
+
+const sim = await startSimulator();
+let context;
+try {
+  writeFileSync(
+    join(home, "config.yaml"),
+    `model: { provider: main, name: echo }
+providers:
+  main: { type: simulator, base_url: "${sim.url}", api_keys: ["sk-demo-first-key-0001", "sk-demo-second-key-0002"] }
+`,
+    { mode: 0o600 },
+  );
+  const gateway = await start(["gateway", "run", "--port", "0"], /gateway listening on (http:\/\/\S+)/);
+  const dashboard = await start(["dashboard", "--port", "0"], /dashboard listening on (http:\/\/\S+)/);
+  // Let the dashboard follow the gateway's events before the turns that make them.
+  await new Promise((r) => setTimeout(r, 2500));
+  const first = await chat(gateway, "Summarize yesterday's deploy notes for the on-call channel.");
+  sim.script([
+    {
+      type: "error",
+      status: 429,
+      headers: { "retry-after": "600" },
+      body: { error: { message: "rate limited" } },
+    },
+  ]);
+  await chat(gateway, "Which services restarted after the kernel upgrade?");
+  await chat(gateway, "Draft a post-mortem outline for the search index rebuild.");
+
+  context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "tenax-chromium-")), {
+    executablePath: process.env.TENAX_CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 1440, height: 860 },
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  await page.goto(dashboard);
+  await page.locator(`#sessions li[data-session="${first}"]`).click();
+  await page.locator("#transcript .message").first().waitFor();
+  await page.locator("#events li").first().waitFor({ timeout: 10_000 });
+  await page.waitForTimeout(1200);
+  await page.screenshot({ path: OUT, fullPage: true });
+  console.log(`wrote ${OUT}`);
+} finally {
+  await context?.close();
+  for (const child of children) child.kill("SIGTERM");
+  await Promise.all(
+    children.map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : null)),
+  );
+  await sim.close();
+  rmSync(home, { recursive: true, force: true });
+}
