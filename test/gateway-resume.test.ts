@@ -1,0 +1,179 @@
+// A gateway killed with SIGKILL in the middle of a turn, then started again: the turn is resumed
+// once, from what was saved, without repeating a tool call that may have taken effect; a turn
+// that keeps killing its process is suspended at the third interruption and never resumed again;
+// and a turn left by a dead process while the gateway runs is picked up by the watchdog.
+import { appendFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { RESUME_NOTE } from "../src/agent/turn-resume.js";
+import type { ProfilePaths } from "../src/config/paths.js";
+import type { Simulator } from "../src/llm/simulator/server.js";
+import { openStore, releaseStore } from "../src/store/registry.js";
+import { requireBuild } from "./helpers/cli.js";
+import { type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
+import { deadPid } from "./helpers/resume.js";
+import { tempDir } from "./helpers/tmp.js";
+
+beforeAll(() => requireBuild());
+
+/** Send a message without waiting for the reply (the gateway is killed before it comes). */
+function send(url: string, text: string): void {
+  fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] }),
+  }).catch(() => {});
+}
+
+async function kill9(gateway: GatewayProcess): Promise<void> {
+  gateway.child.kill("SIGKILL");
+  await gateway.exited;
+}
+
+async function withStore<T>(paths: ProfilePaths, read: (store: Awaited<ReturnType<typeof openStore>>) => T) {
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  try {
+    return await read(store);
+  } finally {
+    await releaseStore(store);
+  }
+}
+
+/** Requests the model got that carry the resume note. */
+const resumedRequests = (sim: Simulator) =>
+  sim.requests().filter((r) => JSON.stringify(r.body).includes(RESUME_NOTE.slice(0, 60)));
+
+describe("tenax gateway run: resume after a crash", () => {
+  it("resumes a killed turn exactly once, keeps what was saved, and does not repeat a call in flight", async () => {
+    const { sim, paths, home } = await simProfile();
+    const log = join(tempDir(), "log.txt");
+    // The tool appends, then takes long enough for the kill to find it in flight.
+    sim.script([
+      {
+        type: "tool_calls",
+        calls: [{ name: "terminal", arguments: { command: `echo ran >> ${log}; sleep 5` } }],
+      },
+      { type: "reply", text: "resumed and done" },
+    ]);
+    const first = await startGateway(home);
+    send(first.url, "append to the log");
+    await until(() => {
+      try {
+        return readFileSync(log, "utf8").includes("ran");
+      } catch {
+        return false;
+      }
+    });
+    await kill9(first);
+    const before = await withStore(paths, (store) => {
+      const [session] = store.listSessions();
+      return {
+        session: session?.id ?? "",
+        uids: store.getMessages(session?.id ?? "").map((m) => m.uid),
+        turn: store.getTurns(session?.id ?? "")[0],
+      };
+    });
+    expect(before.uids).toHaveLength(2); // the question and the call
+    expect(before.turn?.status).toBe("running");
+
+    const second = await startGateway(home);
+    await untilAsync(async () => (await sessionRunning(second.url, before.session)) === false);
+    expect(`${second.stdout()}${second.stderr()}`).toMatch(
+      new RegExp(`turn ${before.turn?.id} of session ${before.session} was interrupted .* is resumed`),
+    );
+    await kill9(second);
+
+    expect(sim.requests()).toHaveLength(2);
+    expect(resumedRequests(sim)).toHaveLength(1);
+    // The terminal call was in flight: it was not run again, so the log has one line.
+    expect(readFileSync(log, "utf8")).toBe("ran\n");
+    await withStore(paths, (store) => {
+      const messages = store.getMessages(before.session);
+      expect(messages.slice(0, before.uids.length).map((m) => m.uid)).toEqual(before.uids);
+      expect(messages.find((m) => m.role === "tool")?.content).toMatch(/not run again/);
+      expect(messages.at(-1)).toMatchObject({ role: "assistant", content: "resumed and done" });
+      expect(store.getTurns(before.session)).toMatchObject([
+        { id: before.turn?.id, status: "completed", interrupt_count: 1 },
+      ]);
+    });
+  });
+
+  it("suspends a turn killed three times and does not resume it on the fourth start", async () => {
+    const { sim, paths, home } = await simProfile();
+    sim.script([
+      { type: "hang", phase: "before_headers" },
+      { type: "hang", phase: "before_headers" },
+      { type: "hang", phase: "before_headers" },
+    ]);
+    const first = await startGateway(home);
+    send(first.url, "this one keeps crashing");
+    await until(() => sim.requests().length === 1);
+    await kill9(first);
+    for (const seen of [2, 3]) {
+      const again = await startGateway(home);
+      await until(() => sim.requests().length === seen);
+      await kill9(again);
+    }
+    expect(resumedRequests(sim)).toHaveLength(2);
+    const fourth = await startGateway(home);
+    const session = await withStore(paths, (store) => store.listSessions()[0]?.id ?? "");
+    await untilAsync(async () => (await sessionRunning(fourth.url, session)) === false);
+    expect(`${fourth.stdout()}${fourth.stderr()}`).toMatch(
+      /interrupted 3 times .* is suspended, not resumed again/,
+    );
+    // Nothing was asked of the model on the fourth start.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sim.requests()).toHaveLength(3);
+    // The user can go on in that session with a new message.
+    const reply = await fetch(`${fourth.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": session },
+      body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "still there?" }] }),
+    });
+    expect(reply.status).toBe(200);
+    await kill9(fourth);
+    await withStore(paths, (store) => {
+      const turns = store.getTurns(session);
+      expect(turns[0]).toMatchObject({ status: "suspended", interrupt_count: 3 });
+      expect(turns[1]).toMatchObject({ status: "completed", interrupt_count: 0 });
+      expect(
+        store.getMessages(session).some((m) => /^turn suspended: interrupted 3 times/.test(m.content ?? "")),
+      ).toBe(true);
+    });
+  });
+
+  it("the watchdog resumes a turn a dead process left while the gateway runs", async () => {
+    const { sim, paths, home } = await simProfile();
+    appendFileSync(paths.config, "agent: { lease_seconds: 5 }\n");
+    sim.script([{ type: "reply", text: "picked up" }]);
+    const gateway = await startGateway(home);
+    // Another process (now dead) had a turn running, with a lease that has long to go.
+    const { session, turn } = await withStore(paths, async (store) => {
+      const id = await store.createSession({ title: "orphaned" });
+      const turnId = await store.startTurn(id, 600_000, `pid:${await deadPid()}`);
+      await store.appendMessage({ session_id: id, role: "user", content: "left behind", turn_id: turnId });
+      return { session: id, turn: turnId };
+    });
+    await until(() => sim.requests().length === 1, 10_000);
+    await untilAsync(async () => (await sessionRunning(gateway.url, session)) === false);
+    await kill9(gateway);
+    await withStore(paths, (store) => {
+      expect(store.getTurns(session)).toMatchObject([{ id: turn, status: "completed", interrupt_count: 1 }]);
+      expect(store.getMessages(session).at(-1)).toMatchObject({ role: "assistant", content: "picked up" });
+    });
+  });
+});
+
+async function sessionRunning(url: string, session: string): Promise<boolean> {
+  const response = await fetch(`${url}/api/sessions/${session}`);
+  const body = (await response.json()) as { running?: boolean };
+  return body.running === true;
+}
+
+async function untilAsync(what: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await what())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
