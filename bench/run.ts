@@ -14,6 +14,7 @@ import { describeMachine } from "./machine.js";
 import { type ColdResult, type OpenResult, runColdOpenBench, runOpenBench } from "./open-integrity.js";
 import { type ReaderResult, runReaderBench } from "./reader-open.js";
 import { int, judgeAims, judgeRouterAim, mib, ms, table } from "./report.js";
+import { judgeResumeAim, type ResumeBenchResult, resumeLines, runResumeBench } from "./resume.js";
 import { MICRO_VARIANTS, type RouterMicroResult, runRouterMicroBench } from "./router-micro.js";
 import {
   ROUTER_VARIANTS,
@@ -36,7 +37,17 @@ const count = (fallback: number) =>
     z.coerce.number().int().positive().default(fallback),
   );
 
-const SUITES = ["write", "sizes", "search", "open", "reader", "router", "stream", "subagents"] as const;
+const SUITES = [
+  "write",
+  "sizes",
+  "search",
+  "open",
+  "reader",
+  "router",
+  "stream",
+  "subagents",
+  "resume",
+] as const;
 
 const Env = z.object({
   BENCH_MESSAGES: count(1_000_000),
@@ -61,6 +72,9 @@ const Env = z.object({
   BENCH_STREAM_REPEATS: count(7),
   BENCH_SUBAGENTS: count(1000),
   BENCH_SUBAGENT_SNAPSHOTS: z.string().optional(),
+  BENCH_RESUME_SESSIONS: count(100),
+  /** The provider's max_concurrency in the resume suite (8 is the config default). */
+  BENCH_RESUME_CONCURRENCY: count(8),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -220,11 +234,22 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let resume: ResumeBenchResult | null = null;
+  if (only.has("resume")) {
+    log(`resume of ${int(env.BENCH_RESUME_SESSIONS)} sessions a crash interrupted`);
+    resume = await runResumeBench(
+      work,
+      { sessions: env.BENCH_RESUME_SESSIONS, maxConcurrency: env.BENCH_RESUME_CONCURRENCY },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
     ...(stream ? [judgeStreamAim(stream)] : []),
     ...(subagents ? [judgeSubagentAim(subagents)] : []),
+    ...(resume ? [judgeResumeAim(resume)] : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -246,6 +271,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     router_micro: routerMicro,
     stream,
     subagents,
+    resume,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -269,6 +295,7 @@ function print(r: {
   router_micro: RouterMicroResult | null;
   stream: StreamResult | null;
   subagents: SubagentResult | null;
+  resume: ResumeBenchResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -394,6 +421,7 @@ function print(r: {
   if (r.router_micro) lines.push(...microLines(r.router_micro));
   if (r.stream) lines.push(...streamLines(r.stream));
   if (r.subagents) lines.push(...subagentLines(r.subagents));
+  if (r.resume) lines.push(...resumeLines(r.resume));
   lines.push(
     "\naims",
     table(
