@@ -91,17 +91,27 @@ function gatewayTile(gw, reported) {
 }
 
 /** Layers only the running gateway can see (its /health components the status report lacks). */
-const gatewayOnly = new Map();
+// The scheduler runs inside the gateway: its tile is there even before the gateway was ever seen.
+const gatewayOnly = new Map([["scheduler", null]]);
 function gatewayLayerTiles(gw, known) {
   const live = gw.reachable === true && gw.health?.served === true;
   if (live)
     for (const [name, c] of Object.entries(gw.health.components))
       if (name !== "gateway" && !known.has(name)) gatewayOnly.set(name, c);
-  return [...gatewayOnly].map(([name, c]) =>
-    live
-      ? tile(name, c.status, c.detail, null, [el("div", { class: "next" }, "from the gateway's /health")])
-      : tile(name, "unknown", "unknown while the gateway's /health cannot be read", null),
-  );
+  const tiles = [];
+  for (const [name, c] of gatewayOnly) {
+    if (known.has(name)) continue;
+    if (!live)
+      tiles.push(
+        tile(name, "unknown", "unknown: it runs inside the gateway, whose /health cannot be read", null),
+      );
+    else if (c === null) tiles.push(tile(name, "unknown", "the gateway's /health does not report it", null));
+    else
+      tiles.push(
+        tile(name, c.status, c.detail, null, [el("div", { class: "next" }, "from the gateway's /health")]),
+      );
+  }
+  return tiles;
 }
 
 function renderBanner(gw) {
@@ -295,14 +305,13 @@ let ticks = 0;
 async function tick() {
   const selfBanner = $("self-banner");
   try {
-    const [{ body: gw }, { body: layers }] = await Promise.all([
-      getJson("/api/gateway"),
-      getJson("/api/layers"),
-    ]);
+    // The banner first: it must never wait for the (slower) status report.
+    const { body: gw } = await getJson("/api/gateway");
     selfBanner.hidden = true;
     $("gateway-url").textContent =
       `gateway ${gw.url} (from ${gw.source === "pid_file" ? "its pid file" : "config.yaml"})`;
     renderBanner(gw);
+    const { body: layers } = await getJson("/api/layers");
     renderLayers(layers, gw);
     await refreshEvents(gw);
     if (ticks % 3 === 0 && state.query === "") await refreshSessions();
