@@ -32,6 +32,8 @@ export interface TurnHost<W> {
   isRunning(sessionId: string): boolean;
   /** Interrupt the session's running turn; false when it has none. */
   interrupt(sessionId: string, reason: string): boolean;
+  /** True once the host has begun to stop: nothing new is started then. */
+  readonly isStopping?: boolean;
 }
 
 export interface ResumeOptions<W> {
@@ -100,6 +102,10 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
       // The process stopped between saving the reply and closing the turn: nothing is left to do.
       await store.updateTurn({ id: turn.turn_id, status: "completed", error: null });
       skip("its reply was saved before the stop; marked completed");
+      continue;
+    }
+    if (host.isStopping === true) {
+      skip("the gateway is stopping; it stays interrupted (a new message in its session goes on)");
       continue;
     }
     if (host.isRunning(turn.session_id)) {

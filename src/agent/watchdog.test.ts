@@ -55,6 +55,15 @@ describe("the turn watchdog", () => {
     expect(store.getTurns(other)[0]).toMatchObject({ id: orphan, status: "completed", interrupt_count: 1 });
   });
 
+  it("leaves everything alone while the gateway stops", async () => {
+    const { agent, store, session, project } = await setupAgent();
+    const dead = await store.startTurn(session, -1, `pid:${await deadPid()}`);
+    const h = { ...host(), isStopping: true };
+    await sweep({ agent, host: h, autoResume: true, cwd: project });
+    expect(store.getTurns(session)[0]).toMatchObject({ id: dead, status: "running", interrupt_count: 0 });
+    expect(h.tracked).toEqual([]);
+  });
+
   it("only reports an expired turn of another live process", async () => {
     const { agent, store, session, project } = await setupAgent();
     const sleeper = spawn("sleep", ["30"]);

@@ -31,6 +31,8 @@ export function startWatchdog<W>(options: WatchdogOptions<W>): Job {
 /** One look at the running turns; `seen` holds the turns already reported stale (once each). */
 export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<string>()): Promise<void> {
   const { agent, host } = options;
+  // While the gateway drains, its turns end on their own and nothing new may start.
+  if (host.isStopping === true) return;
   const now = agent.deps.clock.now();
   const orphans = new Set<string>();
   for (const turn of agent.store.runningTurns()) {
