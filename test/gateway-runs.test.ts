@@ -235,6 +235,38 @@ describe("tenax gateway run: the runs API", () => {
     expect(sim.requests()).toHaveLength(1);
   });
 
+  it("a run whose turn a killed gateway left behind follows the turn when the next start resumes it", async () => {
+    const { home, sim } = await simProfile();
+    const gw = await startGateway(home);
+    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+    const run = await started(await submit(gw.url, user("hang")));
+    await until(() => sim.requests().length === 1);
+    const before = await readEvents(gw.url, run.run_id, { stopAfter: 2 });
+    gw.child.kill("SIGKILL");
+    await gw.exited;
+    const again = await startGateway(home);
+    const rest = await readEvents(again.url, run.run_id, { after: 2 });
+    expect(rest.ended).toBe(true);
+    const joined = [...before.events, ...rest.events];
+    expectContiguous(joined);
+    expect(joined.map((e) => e.event)).toContain("run.resumed");
+    expect(joined.at(-1)?.data).toMatchObject({ type: "run.finished", status: "completed" });
+    // The resumed turn keeps its id, and the run's reply is the resumed turn's whole answer.
+    const turnId = joined.find((e) => e.event === "turn_started")?.data.turn_id;
+    expect(turnId).toMatch(/^t_/);
+    expect(joined.find((e) => e.event === "run.resumed")?.data.turn_id).toBe(turnId);
+    const resumedAt = joined.findIndex((e) => e.event === "run.resumed");
+    const answered = joined
+      .slice(resumedAt)
+      .filter((e) => e.event === "text")
+      .map((e) => e.data.delta)
+      .join("");
+    expect(answered).toMatch(/^echo: hang/);
+    const done = await state(again.url, run.run_id);
+    expect(done).toMatchObject({ status: "completed", turn_id: turnId, reply: answered, partial: false });
+    expect(sim.requests()).toHaveLength(2);
+  });
+
   it("a run left running by a killed gateway, its turn not resumed, is settled at the next start", async () => {
     const { home, sim } = await simProfile("auto_resume: false");
     const gw = await startGateway(home);
