@@ -41,7 +41,7 @@ export function runRoutes(registry: RunRegistry, options: RunRoutesOptions = {})
     }
     only(req, ["GET"]);
     const state = known(registry, runId);
-    if (action === "events") follow(registry, state, lastEventId(req, url), req, res, options);
+    if (action === "events") follow(registry, state, lastEventId(req, url), res, options);
     else sendJson(res, 200, view(state), headersOf(state));
     return true;
   };
@@ -86,7 +86,6 @@ function follow(
   registry: RunRegistry,
   state: RunState,
   after: number,
-  req: IncomingMessage,
   res: ServerResponse,
   options: RunRoutesOptions,
 ): void {
@@ -119,10 +118,8 @@ function follow(
     unsubscribe?.();
     res.end();
   };
+  // A client that hangs up only stops its own stream; the run goes on.
   res.on("close", end);
-  req.on("close", () => {
-    if (!res.writableFinished) end();
-  });
   for (const event of registry.events(state, after)) write(event);
   // Not running here (ended, or never resumed): what is stored is all there will be.
   if (!log) end();
