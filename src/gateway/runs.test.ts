@@ -201,4 +201,16 @@ describe("RunRegistry", () => {
     // The key is free again: it starts a new run.
     expect((await runs.submit(ask("old", "k-old"))).created).toBe(true);
   });
+
+  it("deleting a session deletes its runs, their events and their keys", async () => {
+    const { store, gateway, runs } = await setup();
+    const { state } = await runs.submit(ask("gone soon", "k-gone"));
+    await gateway.end(state.session_id);
+    await runs.settled();
+    expect(runs.events(state, 0).length).toBeGreaterThan(2);
+    await store.deleteSession(state.session_id);
+    expect(runs.get(state.run_id)).toBeNull();
+    expect(runs.events(state, 0)).toEqual([]);
+    expect((await runs.submit(ask("gone soon", "k-gone"))).created).toBe(true);
+  });
 });

@@ -226,19 +226,19 @@ export class RunRegistry {
       .filter((r) => r.status !== "running" && (r.ended_at ?? r.created_at) < cutoff);
     for (const run of old) {
       const now = this.now();
-      const gone = (kind: string, key: string, sessionId: string | null): WriteOp => ({
+      const gone = (kind: string, key: string): WriteOp => ({
         op: "record.put",
         kind,
         key,
-        session_id: sessionId,
+        session_id: run.session_id,
         value: null,
         updated_at: now,
       });
       const ops = storedEvents(this.store, run, 0).map((e) =>
-        gone(RUN_EVENT_KIND, eventKey(run.run_id, e.id), run.session_id),
+        gone(RUN_EVENT_KIND, eventKey(run.run_id, e.id)),
       );
-      ops.push(gone(RUN_KIND, run.run_id, run.session_id));
-      if (run.idempotency_key !== null) ops.push(gone(RUN_IDEM_KIND, run.idempotency_key, null));
+      ops.push(gone(RUN_KIND, run.run_id));
+      if (run.idempotency_key !== null) ops.push(gone(RUN_IDEM_KIND, run.idempotency_key));
       await this.store.write(ops);
     }
     return old.map((r) => r.run_id);
@@ -293,7 +293,8 @@ export class RunRegistry {
               op: "record.put",
               kind: RUN_IDEM_KIND,
               key,
-              session_id: null,
+              // Deleting the session deletes its runs, their events and keys, tombstones too.
+              session_id: turn.sessionId,
               value: JSON.stringify({ run_id: runId, fingerprint: submission.fingerprint }),
               updated_at: created,
             },
