@@ -1,7 +1,7 @@
 // The client for Anthropic's Messages API through the official SDK with its retries off: translates our
 // OpenAI-style history into Messages, streams text, assembles tool use, reports usage, and turns every
 // failure into one classified `error` event.
-import Anthropic, { APIError } from "@anthropic-ai/sdk";
+import type Anthropic from "@anthropic-ai/sdk";
 import type {
   ChatMessage,
   ChatRequest,
@@ -27,10 +27,18 @@ export interface AnthropicProviderOptions extends SdkProviderOptions {
   default_max_tokens?: number;
 }
 
+// The SDK is loaded on the first call, not at start (it is the slowest module Tenax imports):
+// errors are only classified after a call, so it is loaded by then.
+let sdk: typeof import("@anthropic-ai/sdk") | null = null;
+const loadSdk = async () => {
+  sdk ??= await import("@anthropic-ai/sdk");
+  return sdk;
+};
+
 const ANTHROPIC_ERRORS: SdkErrors = {
-  apiError: (error) => (error instanceof APIError ? error : null),
-  isConnectionError: (error) => error instanceof Anthropic.APIConnectionError,
-  isTimeoutError: (error) => error instanceof Anthropic.APIConnectionTimeoutError,
+  apiError: (error) => (sdk !== null && error instanceof sdk.APIError ? error : null),
+  isConnectionError: (error) => sdk !== null && error instanceof sdk.default.APIConnectionError,
+  isTimeoutError: (error) => sdk !== null && error instanceof sdk.default.APIConnectionTimeoutError,
   // The SDK keeps Anthropic's whole `{type: "error", error: {...}}` object: read it as it is.
   errorBody: (parsed) => parsed,
 };
@@ -46,7 +54,10 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
     name: options.name,
     stream: (request, call) =>
       run(call, async (fetch, signal) => {
-        const client = new Anthropic(sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch));
+        const { default: AnthropicClient } = await loadSdk();
+        const client: Anthropic = new AnthropicClient(
+          sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch),
+        );
         const assembly = new Assembly();
         // The key travels as the official SDK sends it (its version's auth header and API version).
         return {

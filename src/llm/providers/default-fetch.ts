@@ -1,7 +1,7 @@
 // The fetch providers use unless one is injected: undici's own fetch over a shared connection pool
 // whose sockets must finish the TCP and TLS handshake within `connect_ms`, so a host that never
 // answers fails as a connect timeout long before the first-byte deadline.
-import { Agent, fetch as undiciFetch } from "undici";
+import type { Agent } from "undici";
 import type { Fetch } from "./sdk-call.js";
 
 /** What undici's ConnectTimeoutError carries, inside fetch's TypeError. */
@@ -11,15 +11,21 @@ export const CONNECT_TIMEOUT_CODE = "UND_ERR_CONNECT_TIMEOUT";
 // the point, so a call never gets an Agent of its own.
 const agents = new Map<number, Agent>();
 
-function agentFor(connectMs: number): Agent {
+// undici is loaded with the first call (like the SDKs), not when Tenax starts.
+type Undici = { Agent: typeof Agent; fetch: typeof import("undici").fetch };
+let loading: Promise<Undici> | null = null;
+
+async function agentFor(connectMs: number): Promise<{ agent: Agent; fetch: Undici["fetch"] }> {
+  loading ??= import("undici");
+  const undici = await loading;
   let agent = agents.get(connectMs);
   if (agent === undefined) {
     // Headers and body deadlines are our own timers (first_byte_ms, idle_ms), which classify what
     // fired; undici's defaults (300 s) would otherwise cut a longer limit short as an unnamed error.
-    agent = new Agent({ connect: { timeout: connectMs }, headersTimeout: 0, bodyTimeout: 0 });
+    agent = new undici.Agent({ connect: { timeout: connectMs }, headersTimeout: 0, bodyTimeout: 0 });
     agents.set(connectMs, agent);
   }
-  return agent;
+  return { agent, fetch: undici.fetch };
 }
 
 /**
@@ -27,13 +33,13 @@ function agentFor(connectMs: number): Agent {
  * times the handshake on a coarse clock, so the limit fires up to about a second late.
  */
 export function defaultFetch(connectMs: number): Fetch {
-  const dispatcher = agentFor(connectMs);
   return async (input, init) => {
     // undici cannot read a Request built by Node's bundled copy (a different class), and both
     // SDKs pass a URL, so a Request here is a change worth failing loudly on.
     if (typeof input !== "string" && !(input instanceof URL)) {
       throw new TypeError("the provider fetch takes a URL and options, not a Request");
     }
+    const { agent: dispatcher, fetch: undiciFetch } = await agentFor(connectMs);
     // The init and the Response are the same WHATWG shapes under undici's own type declarations.
     const response = await undiciFetch(input, {
       ...(init as Parameters<typeof undiciFetch>[1]),

@@ -1,7 +1,7 @@
 // The client for any OpenAI-compatible Chat Completions API (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp)
 // through the official SDK with its retries off: streams text, assembles tool calls, reports usage, and
 // turns every failure into one classified `error` event.
-import OpenAI, { APIError } from "openai";
+import type OpenAI from "openai";
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -25,10 +25,18 @@ export interface OpenAIProviderOptions extends SdkProviderOptions {
   max_tokens_field?: "max_tokens" | "max_completion_tokens";
 }
 
+// The SDK is loaded on the first call, not at start: a gateway or CLI that never calls this kind
+// of provider never pays for it. Errors are only classified after a call, so it is loaded then.
+let sdk: typeof import("openai") | null = null;
+const loadSdk = async () => {
+  sdk ??= await import("openai");
+  return sdk;
+};
+
 const OPENAI_ERRORS: SdkErrors = {
-  apiError: (error) => (error instanceof APIError ? error : null),
-  isConnectionError: (error) => error instanceof OpenAI.APIConnectionError,
-  isTimeoutError: (error) => error instanceof OpenAI.APIConnectionTimeoutError,
+  apiError: (error) => (sdk !== null && error instanceof sdk.APIError ? error : null),
+  isConnectionError: (error) => sdk !== null && error instanceof sdk.default.APIConnectionError,
+  isTimeoutError: (error) => sdk !== null && error instanceof sdk.default.APIConnectionTimeoutError,
   // The SDK keeps only the inner `error` object; the classifier reads the wire shape around it.
   errorBody: (parsed) => ({ error: parsed }),
 };
@@ -40,7 +48,10 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
     name: options.name,
     stream: (request, call) =>
       run(call, async (fetch, signal) => {
-        const client = new OpenAI(sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch));
+        const { default: OpenAIClient } = await loadSdk();
+        const client: OpenAI = new OpenAIClient(
+          sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch),
+        );
         const assembly = new Assembly();
         return {
           chunks: await client.chat.completions.create(toParams(request, maxTokensField), { signal }),
