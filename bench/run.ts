@@ -14,6 +14,7 @@ import { describeMachine } from "./machine.js";
 import { type ColdResult, type OpenResult, runColdOpenBench, runOpenBench } from "./open-integrity.js";
 import { type ReaderResult, runReaderBench } from "./reader-open.js";
 import { int, judgeAims, judgeRouterAim, mib, ms, table } from "./report.js";
+import { judgeRestartAims, type RestartResult, restartLines, runRestartBench } from "./restart.js";
 import { judgeResumeAim, type ResumeBenchResult, resumeLines, runResumeBench } from "./resume.js";
 import { MICRO_VARIANTS, type RouterMicroResult, runRouterMicroBench } from "./router-micro.js";
 import {
@@ -47,6 +48,7 @@ const SUITES = [
   "stream",
   "subagents",
   "resume",
+  "restart",
 ] as const;
 
 const Env = z.object({
@@ -234,6 +236,16 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let restart: RestartResult | null = null;
+  if (only.has("restart")) {
+    log("restart to healthy: a real gateway process stopped and started again");
+    restart = await runRestartBench(
+      work,
+      { restarts: 7, sessions: 2000, messagesPerSession: 10, healthRequests: 500 },
+      log,
+    );
+  }
+
   let resume: ResumeBenchResult | null = null;
   if (only.has("resume")) {
     log(`resume of ${int(env.BENCH_RESUME_SESSIONS)} sessions a crash interrupted`);
@@ -250,6 +262,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     ...(stream ? [judgeStreamAim(stream)] : []),
     ...(subagents ? [judgeSubagentAim(subagents)] : []),
     ...(resume ? [judgeResumeAim(resume)] : []),
+    ...(restart ? judgeRestartAims(restart) : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -272,6 +285,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     stream,
     subagents,
     resume,
+    restart,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -296,6 +310,7 @@ function print(r: {
   stream: StreamResult | null;
   subagents: SubagentResult | null;
   resume: ResumeBenchResult | null;
+  restart: RestartResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -422,6 +437,7 @@ function print(r: {
   if (r.stream) lines.push(...streamLines(r.stream));
   if (r.subagents) lines.push(...subagentLines(r.subagents));
   if (r.resume) lines.push(...resumeLines(r.resume));
+  if (r.restart) lines.push(...restartLines(r.restart));
   lines.push(
     "\naims",
     table(

@@ -7,7 +7,7 @@ import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { RotatingLog } from "../core/log-file.js";
 import { EventHub } from "../health/event-hub.js";
-import { type LayerProbe, workerProbe } from "../health/layer-probe.js";
+import { type LayerProbe, probeLayers, workerProbe } from "../health/layer-probe.js";
 import { type GatewayView, HealthMonitor } from "../health/monitor.js";
 import type { Store } from "../store/store.js";
 import { HealthRoutes } from "./health-routes.js";
@@ -48,6 +48,7 @@ export function startObservability(input: {
     gateway: input.gateway,
     hub,
     layers: input.layers ?? (probe as LayerProbe),
+    firstLayers: input.layers ?? (() => probeLayers(paths, config, Date.now())),
     intervalMs: config.health.probe_interval * 1000,
     timeoutMs: config.health.probe_timeout * 1000,
   });

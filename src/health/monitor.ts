@@ -41,6 +41,11 @@ export interface MonitorOptions {
   gateway: () => GatewayView;
   hub: EventHub;
   layers: LayerProbe;
+  /**
+   * The very first look, when it should not wait for the probe's thread to start: the gateway has
+   * just opened the same store itself, so reading it in-process once costs a few milliseconds.
+   */
+  firstLayers?: LayerProbe;
   intervalMs?: number;
   timeoutMs?: number;
   now?: () => number;
@@ -64,7 +69,8 @@ export class BackgroundProbe<T> {
     private readonly now: () => number,
   ) {}
 
-  async once(): Promise<void> {
+  /** Run the check now (`run` instead of the usual one, for a first look done differently). */
+  async once(run: (signal: AbortSignal) => Promise<T> = this.run): Promise<void> {
     if (this.state.running_since !== null) return;
     const started = this.now();
     this.state.running_since = started;
@@ -76,7 +82,7 @@ export class BackgroundProbe<T> {
     timer.unref();
     try {
       const value = await Promise.race([
-        this.run(controller.signal),
+        run(controller.signal),
         new Promise<never>((_, reject) =>
           controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
         ),
@@ -119,7 +125,7 @@ export class HealthMonitor {
   /** First checks now, then every interval; a one-second tick keeps the scheduler's lag measured. */
   start(): void {
     const { scheduler } = this.options;
-    void this.layers.once();
+    void this.layers.once(this.options.firstLayers);
     void this.disk.once();
     this.jobs.push(
       scheduler.every("health: layers", this.intervalMs, () => this.layers.once()),
