@@ -13,6 +13,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
+import { gatewayLog, startObservability } from "./observability.js";
 import { acquirePidFile } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
 import { runRoutes } from "./runs-http.js";
@@ -37,7 +38,17 @@ export function isLoopback(host: string): boolean {
 
 /** Serve until a signal stops the gateway; resolves with the exit code. */
 export async function runGateway(options: RunGatewayOptions): Promise<number> {
-  const { paths, config, host, info, warn } = options;
+  const { paths, config, host } = options;
+  // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb.
+  const log = gatewayLog(paths, config);
+  const info = (line: string) => {
+    options.info(line);
+    log.write("info", line);
+  };
+  const warn = (line: string) => {
+    options.warn(line);
+    log.write("warn", line);
+  };
   if (!isLoopback(host) && config.gateway.api_key === undefined) {
     throw new TenaxError(
       "gateway_unprotected",
@@ -65,12 +76,31 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       warn(
         "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
       );
+    const startedAt = Date.now();
+    let address: string | null = null;
+    const observed = startObservability({
+      paths,
+      config,
+      store: opened.store,
+      scheduler: opened.agent.scheduler,
+      log,
+      // `gateway` is made just below; the monitor reads it only when asked.
+      gateway: () => ({
+        stopping: gateway.isStopping,
+        turnsInFlight: gateway.turnsInFlight,
+        maxTurns: config.gateway.max_turns,
+        startedAt,
+        address,
+      }),
+    });
     const gateway = new Gateway({
       agent: opened.agent,
       store: opened.store,
       config,
       version: options.version,
       cwd: options.cwd,
+      health: observed.routes,
+      onTurnEvent: (sessionId, event) => observed.routes.onTurnEvent(sessionId, event),
       // The runs API; `runs` is made just below, before the port opens.
       routes: (req, res, path, url) => routes(req, res, path, url),
     });
@@ -91,6 +121,8 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       watcherFor: (turnId, sessionId) => runs.watcherFor(turnId, sessionId),
       onEvent: (event) => {
         (event.type === "turn_resumed" ? info : warn)(event.message);
+        const { type, layer, session_id, message, ...data } = event;
+        observed.hub.publish({ type, layer, session_id, message, data });
       },
     };
     reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
@@ -108,18 +140,30 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     try {
       await listen(server, host, options.port);
     } catch (error) {
+      await observed.close();
       await opened.close();
       throw error;
     }
     const bound = (server.address() as AddressInfo).port;
     await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound });
     const shown = host.includes(":") ? `[${host}]` : host;
+    address = `http://${shown}:${bound}`;
+    observed.hub.publish({
+      type: "gateway_started",
+      layer: "lifecycle",
+      message: `gateway listening on ${address}`,
+    });
     info(`gateway listening on http://${shown}:${bound}`);
 
     const signal = await stopSignal;
     info(
       `${signal}: stopping; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
     );
+    observed.hub.publish({
+      type: "shutdown",
+      layer: "lifecycle",
+      message: `${signal}: the gateway is stopping`,
+    });
     gateway.beginShutdown();
     // A second signal means "stop now": the drain is cut short and what runs is interrupted.
     const now = new AbortController();
@@ -138,6 +182,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     }
     // Every run's terminal event is committed (and sent to its followers) before the store closes.
     await runs.settled();
+    await observed.close();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await opened.close();
@@ -146,6 +191,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     return 0;
   } finally {
     lock.release();
+    log.close();
   }
 }
 
