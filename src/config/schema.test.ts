@@ -33,8 +33,17 @@ describe("configSchema", () => {
         max_subagents: 3,
       },
       retry: { max_attempts: 4 },
-      gateway: { host: "127.0.0.1", port: 8642, drain_timeout: 30, max_turns: 16 },
+      gateway: {
+        host: "127.0.0.1",
+        port: 8642,
+        drain_timeout: 30,
+        max_turns: 16,
+        auto_resume: true,
+        run_retention_hours: 24,
+      },
       dashboard: { host: "127.0.0.1", port: 8080 },
+      logs: { max_mb: 10, keep: 3 },
+      health: { probe_interval: 5, probe_timeout: 10 },
       checkpoints: { enabled: false, max_snapshots: 50 },
       store: {
         synchronous: "full",
