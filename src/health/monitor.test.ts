@@ -14,9 +14,16 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-async function setup(layers: (signal: AbortSignal) => Promise<StatusReport>, timeoutMs = 300) {
+type Probe = (signal: AbortSignal) => Promise<StatusReport>;
+
+/** The real layer probe of a profile, as the gateway's worker thread runs it. */
+const real = (s: { paths: ReturnType<typeof tempProfile>; config: ReturnType<typeof defaultConfig> }) => () =>
+  probeLayers(s.paths, s.config, Date.now());
+
+async function setup(probe?: Probe, timeoutMs = 300) {
   const paths = tempProfile();
   const config = defaultConfig();
+  const layers = probe ?? real({ paths, config });
   const store: Store = await openStore(paths);
   const scheduler = new Scheduler();
   const hub = new EventHub();
@@ -43,10 +50,7 @@ const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("HealthMonitor", () => {
   it("reports every layer from the background probe, each with the age of its result", async () => {
-    const s = await setup((signal) => {
-      void signal;
-      return probeLayers(s.paths, s.config, Date.now());
-    });
+    const s = await setup();
     s.monitor.start();
     await wait(250);
     const report = s.monitor.report();
@@ -73,7 +77,7 @@ describe("HealthMonitor", () => {
     let release: () => void = () => {};
     const s = await setup((signal) => {
       calls++;
-      if (calls === 1) return probeLayers(s.paths, s.config, Date.now());
+      if (calls === 1) return real(s)();
       // From the second probe on, the store "hangs": nothing answers until the deadline stops it.
       return new Promise<StatusReport>((_, reject) => {
         release = () => reject(new Error("released"));
@@ -96,7 +100,7 @@ describe("HealthMonitor", () => {
     let calls = 0;
     const s = await setup((signal) => {
       calls++;
-      if (calls === 1) return probeLayers(s.paths, s.config, Date.now());
+      if (calls === 1) return real(s)();
       return new Promise<StatusReport>((_, reject) =>
         signal.addEventListener("abort", () => reject(signal.reason), { once: true }),
       );
@@ -122,10 +126,7 @@ describe("HealthMonitor", () => {
   });
 
   it("a provider's exhausted chain turns providers degraded, naming the event", async () => {
-    const s = await setup((signal) => {
-      void signal;
-      return probeLayers(s.paths, s.config, Date.now());
-    });
+    const s = await setup();
     s.monitor.start();
     await wait(200);
     s.hub.publish({
@@ -142,10 +143,7 @@ describe("HealthMonitor", () => {
   });
 
   it("the scheduler component shows the lag of a blocked event loop", async () => {
-    const s = await setup((signal) => {
-      void signal;
-      return probeLayers(s.paths, s.config, Date.now());
-    });
+    const s = await setup();
     s.monitor.start();
     await wait(50);
     const until = Date.now() + 1300;
