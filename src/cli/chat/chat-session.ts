@@ -3,7 +3,13 @@
 // state a session has); /context and /usage read the durable transcript and change nothing.
 import { resolve } from "node:path";
 import type { Agent } from "../../agent/agent.js";
-import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "../../agent/history.js";
+import {
+  buildHistory,
+  COMPACTION_KIND,
+  type Compaction,
+  MARKER_ROLE,
+  RESUME_NAME,
+} from "../../agent/history.js";
 import { type AgentEvent, CONTINUE_NAME, type TurnResult } from "../../agent/turn.js";
 import { type SessionUsage, USAGE_KIND } from "../../agent/usage.js";
 import { CheckpointStore } from "../../checkpoints/store.js";
@@ -12,6 +18,9 @@ import type { TenaxConfig } from "../../config/schema.js";
 import { TenaxError } from "../../core/errors.js";
 import type { Target } from "../../llm/route-events.js";
 import { estimateTokens } from "../../llm/tokens.js";
+
+/** User-role messages Tenax writes itself (continue and resume notes), never the user's. */
+const TENAX_NOTES = new Set([CONTINUE_NAME, RESUME_NAME]);
 
 export interface ChatOutput {
   /** A piece of the streamed reply. */
@@ -184,11 +193,12 @@ export class ChatSession {
     }
   }
 
+  /** The user's own last message: the notes Tenax adds in the user's role are not it. */
   private lastUserMessage(): string | null {
     if (this.current === null) return null;
     const users = this.agent.store
       .getMessages(this.current)
-      .filter((m) => m.role === "user" && m.name !== CONTINUE_NAME && typeof m.content === "string");
+      .filter((m) => m.role === "user" && !TENAX_NOTES.has(m.name ?? "") && typeof m.content === "string");
     return users.at(-1)?.content ?? null;
   }
 
