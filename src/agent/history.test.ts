@@ -2,7 +2,7 @@
 // of the middle, an answer for a tool call left without one, a note for an unanswered question.
 import { describe, expect, it } from "vitest";
 import type { MessageView } from "../store/rows.js";
-import { buildHistory, MISSING_RESULT, UNANSWERED_NOTE } from "./history.js";
+import { buildHistory, MISSING_RESULT, RESUME_NAME, UNANSWERED_NOTE } from "./history.js";
 
 let seq = 0;
 function m(role: string, content: string | null, extra: Partial<MessageView> = {}): MessageView {
@@ -66,6 +66,30 @@ describe("buildHistory", () => {
     ]);
     expect(history).toEqual([
       { role: "user", content: "tell me a story" },
+      { role: "assistant", content: UNANSWERED_NOTE },
+      { role: "user", content: "are you there?" },
+    ]);
+  });
+
+  it("does not call a resumed turn's question unanswered, but does once the turn stopped for good", () => {
+    seq = 0;
+    const crash = "turn interrupted: the process running it stopped (last heartbeat unknown)";
+    const t = { turn_id: "t1" };
+    const resumed = [
+      m("user", "tell me a story", t),
+      m("marker", crash, t),
+      m("user", "[resume note]", { ...t, name: RESUME_NAME }),
+    ];
+    expect(buildHistory(resumed)).toEqual([{ role: "user", content: "tell me a story\n\n[resume note]" }]);
+    // Interrupted again after the last resume, and suspended: the question is unanswered after all.
+    const suspended = [
+      ...resumed,
+      m("marker", crash, t),
+      m("marker", "turn suspended: interrupted 3 times", t),
+      m("user", "are you there?"),
+    ];
+    expect(buildHistory(suspended)).toEqual([
+      { role: "user", content: "tell me a story\n\n[resume note]" },
       { role: "assistant", content: UNANSWERED_NOTE },
       { role: "user", content: "are you there?" },
     ]);
