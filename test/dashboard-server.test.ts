@@ -2,7 +2,7 @@
 // transcripts from a read-only store (missing, healthy, damaged), and the gateway probe's verdicts
 // (refused, 404 health, served health and capabilities) with a fake fetch and clock.
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config/load.js";
@@ -132,6 +132,23 @@ describe("dashboard server", () => {
     };
     expect(layers.ok).toBe(false);
     expect(layers.error.message).toMatch(/nonsense_key/);
+  });
+
+  it("answers only requests addressed to a loopback host (no DNS rebinding)", async () => {
+    const { url } = await serve(profileWith("gateway: { port: 1 }\n"));
+    const port = new URL(url).port;
+    const ask = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port, path: "/api/sessions", headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    expect(await ask(`evil.example:${port}`)).toBe(403);
+    expect(await ask(`localhost:${port}`)).toBe(200);
+    expect(await ask(`[::1]:${port}`)).toBe(200);
   });
 
   it("serves the page with a policy that forbids inline script", async () => {

@@ -45,6 +45,9 @@ describe("dashboard in Chromium", () => {
     expect(await gatewayTile.getAttribute("data-status")).not.toBe("down");
     expect(await page.locator("#banner").isHidden()).toBe(true);
     await expect.poll(() => page.locator("#credentials tbody").textContent()).toMatch(/sim/);
+    // The gateway lists "events" among its capabilities, so the page follows its feed.
+    await expect.poll(() => page.locator("#events-note").textContent()).toBe("live");
+    await expect.poll(() => page.locator("#events").textContent()).toMatch(/turn_finished \[agent\]/);
 
     // The session the gateway stored, its transcript, and search over it.
     await page.locator(`#sessions li[data-session="${numbat}"]`).click();

@@ -112,6 +112,15 @@ export class Dashboard {
   };
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A page elsewhere can point its own host name at 127.0.0.1 (DNS rebinding) and read the
+    // transcripts through the browser; only a loopback Host gets an answer.
+    if (!loopbackHost(req.headers.host))
+      throw new DashboardError(
+        403,
+        "host_not_allowed",
+        `the dashboard answers only requests addressed to a loopback host, not ${JSON.stringify(req.headers.host ?? "")}`,
+        "open it as http://127.0.0.1:PORT or http://localhost:PORT",
+      );
     const url = new URL(req.url ?? "/", "http://dashboard");
     const path = url.pathname.replace(/\/+$/, "") || "/";
     if (req.method !== "GET" && req.method !== "HEAD")
@@ -198,4 +207,11 @@ function intParam(url: URL, name: string, fallback: number, min: number, max: nu
       `${name} must be a whole number from ${min} to ${max}, not "${raw}"`,
     );
   return value;
+}
+
+function loopbackHost(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  const host = header.startsWith("[") ? header.slice(1, header.indexOf("]")) : (header.split(":")[0] ?? "");
+  const h = host.toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
