@@ -111,6 +111,46 @@ describe("tenax gateway run: the API", () => {
     expect(sentTo(sim, 0)).not.toContain("be brief");
   });
 
+  it("a provider stream that restarts mid-reply does not repeat text; a different retry says what to drop", async () => {
+    const { home, sim } = await simProfile();
+    const gw = await startGateway(home);
+    const stream = async (content: string) => {
+      const response = await post(
+        gw.url,
+        JSON.stringify({ stream: true, messages: [{ role: "user", content }] }),
+      );
+      const events = (await response.text())
+        .split("\n\n")
+        .filter((b) => b.startsWith("data: {") || b.startsWith("event:"));
+      let text = "";
+      const restarts: { discard_chars: number }[] = [];
+      for (const block of events) {
+        const data = JSON.parse(block.slice(block.indexOf("data: ") + 6));
+        if (block.startsWith("event: stream_restart")) {
+          restarts.push(data.tenax);
+          text = text.slice(0, text.length - data.tenax.discard_chars);
+        } else text += data.choices?.[0]?.delta?.content ?? "";
+      }
+      return { text, restarts };
+    };
+    // The same reply again after the drop: the client gets it once, with no restart to handle.
+    sim.script([{ type: "drop", after_chunks: 2 }]);
+    const same = await stream("a question long enough for several chunks of reply text");
+    expect(sim.requests().map((r) => r.ended)).toEqual(["dropped", "completed"]);
+    expect(same.restarts).toEqual([]);
+    expect(same.text).toBe("echo: a question long enough for several chunks of reply text");
+    // A different reply after the drop: one restart event, and a client that honours it has the new text.
+    sim.reset();
+    sim.script([
+      { type: "drop", after_chunks: 2 },
+      { type: "reply", text: "something else entirely" },
+    ]);
+    const other = await stream("another question long enough for several chunks");
+    expect(other.restarts).toHaveLength(1);
+    expect(other.restarts[0]?.discard_chars).toBeGreaterThan(0);
+    expect(other.text).toBe("something else entirely");
+  });
+
   it("answers every bad input in the OpenAI error shape with its status", async () => {
     const { home } = await simProfile();
     const gw = await startGateway(home);

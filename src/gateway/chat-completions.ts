@@ -62,6 +62,10 @@ export function completionBody(meta: CompletionMeta, result: TurnResult) {
 export class CompletionStream {
   private ended = false;
   private shutdownSent = false;
+  /** Text the client has of the model call in progress. */
+  private shown = "";
+  /** After a provider stream restarted: the new attempt's text so far, until it passes `shown`. */
+  private replay: string | null = null;
 
   constructor(
     private readonly res: ServerResponse,
@@ -80,7 +84,60 @@ export class CompletionStream {
   }
 
   onEvent(event: AgentEvent): void {
-    if (event.type === "text" && event.delta !== "") this.chunk({ content: event.delta }, null);
+    if (event.type === "text" && event.delta !== "") {
+      this.text(event.delta);
+      return;
+    }
+    // A provider stream that failed mid-reply starts over (or another model takes over): the
+    // client already has the start of it.
+    if ((event.type === "stream_restart" || event.type === "fallback") && this.shown !== "") this.replay = "";
+    // The next model call of the turn (after tools, or continuing a cut reply) is new text.
+    if (event.type === "tool_started" || event.type === "continuation") {
+      this.shown = "";
+      this.replay = null;
+    }
+  }
+
+  /**
+   * Text of the model call in progress. After a restart the new attempt usually says the same
+   * thing again: what the client already has is not sent twice. When the new attempt says
+   * something else, a `stream_restart` event (a chunk with no choices, like `shutdown`) tells the
+   * client how many characters to drop, and the new text follows.
+   */
+  private text(delta: string): void {
+    if (this.replay === null) {
+      this.shown += delta;
+      this.chunk({ content: delta }, null);
+      return;
+    }
+    this.replay += delta;
+    if (this.shown.startsWith(this.replay)) return; // still repeating what was sent
+    if (this.replay.startsWith(this.shown)) {
+      const fresh = this.replay.slice(this.shown.length);
+      this.shown = this.replay;
+      this.replay = null;
+      this.chunk({ content: fresh }, null);
+      return;
+    }
+    this.restartWith(this.replay);
+  }
+
+  /** Tell the client to drop what it has of this model call's text, and send `text` instead. */
+  private restartWith(text: string): void {
+    const data = {
+      ...this.base(),
+      choices: [],
+      tenax: {
+        event: "stream_restart",
+        discard_chars: this.shown.length,
+        message:
+          "the provider restarted its reply and it differs from what was sent: drop the last discard_chars characters of this reply",
+      },
+    };
+    this.write(`event: stream_restart\ndata: ${JSON.stringify(data)}\n\n`);
+    this.shown = text;
+    this.replay = null;
+    if (text !== "") this.chunk({ content: text }, null);
   }
 
   /**
@@ -96,6 +153,8 @@ export class CompletionStream {
 
   finish(result: TurnResult): void {
     if (this.ended) return;
+    // A restarted attempt that ended shorter than what was sent: the client drops the rest.
+    if (this.replay !== null && this.replay !== this.shown) this.restartWith(this.replay);
     const last = {
       ...this.base(result),
       choices: [{ index: 0, delta: {}, finish_reason: finishReason(result), logprobs: null }],
