@@ -81,6 +81,12 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(`${second.stdout()}${second.stderr()}`).toMatch(
       new RegExp(`turn ${before.turn?.id} of session ${before.session} was interrupted .* is resumed`),
     );
+    // The event feed tells its clients too.
+    expect(await feedEvent(second.url, "turn_resumed")).toMatchObject({
+      layer: "lifecycle",
+      session_id: before.session,
+      data: { turn_id: before.turn?.id, interrupt_count: 1 },
+    });
     await kill9(second);
 
     expect(sim.requests()).toHaveLength(2);
@@ -121,6 +127,10 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(`${fourth.stdout()}${fourth.stderr()}`).toMatch(
       /interrupted 3 times .* is suspended, not resumed again/,
     );
+    expect(await feedEvent(fourth.url, "turn_suspended")).toMatchObject({
+      session_id: session,
+      data: { interrupt_count: 3 },
+    });
     // Nothing was asked of the model on the fourth start.
     await new Promise((r) => setTimeout(r, 300));
     expect(sim.requests()).toHaveLength(3);
@@ -175,5 +185,25 @@ async function untilAsync(what: () => Promise<boolean>, ms = 15_000): Promise<vo
   while (!(await what())) {
     if (Date.now() > deadline) throw new Error("timed out waiting");
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The first event of this type on GET /api/events (held events are replayed to a new client). */
+async function feedEvent(url: string, type: string): Promise<unknown> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), 10_000);
+  try {
+    const response = await fetch(`${url}/api/events`, { signal: controller.signal });
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      const match = new RegExp(`event: ${type}\ndata: (.*)\n`).exec(text);
+      if (match) return JSON.parse(match[1] ?? "null");
+    }
+    throw new Error(`the feed ended without a ${type} event:\n${text}`);
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
   }
 }
