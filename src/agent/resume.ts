@@ -130,7 +130,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
     emit(
       "turn_resumed",
       turn,
-      `turn ${turn.turn_id} of session ${turn.session_id} was interrupted (its process stopped; interruption ${turn.interrupt_count} of at most ${MAX_INTERRUPTIONS - 1} resumed) and is resumed from its last saved message`,
+      `turn ${turn.turn_id} of session ${turn.session_id} was interrupted (its process stopped; interruption ${turn.interrupt_count}, suspended at ${MAX_INTERRUPTIONS}) and is resumed from its last saved message`,
     );
   }
   return report;
