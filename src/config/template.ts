@@ -67,7 +67,7 @@ agent:
   max_continuations: 2  # a reply cut by the output limit is continued this often, then kept as partial
   identical_call_limit: 3  # the same tool call with the same result this often in a row halts the turn
   failing_call_limit: 2    # the same tool call failing this often is blocked for the rest of the turn
-  lease_seconds: 60     # a running turn renews its lease; a crash is noticed once it expires
+  lease_seconds: 60     # a running turn renews its lease; a hung one is noticed once it expires
   max_subagents: 3      # delegate_task subagents running at once
 
 retry:
@@ -80,6 +80,7 @@ gateway:
   # api_key: "\${TENAX_API_KEY}"   # clients must then send Authorization: Bearer KEY
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
   max_turns: 16         # agent turns run at once; more requests get 429
+  auto_resume: true     # after a crash, resume the turns it interrupted (suspended at the 3rd)
 
 dashboard:
   host: 127.0.0.1
