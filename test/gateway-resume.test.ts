@@ -1,7 +1,8 @@
 // A gateway killed with SIGKILL in the middle of a turn, then started again: the turn is resumed
 // once, from what was saved, without repeating a tool call that may have taken effect; a turn
 // that keeps killing its process is suspended at the third interruption and never resumed again;
-// and a turn left by a dead process while the gateway runs is picked up by the watchdog.
+// with gateway.auto_resume off it is only reaped; and a turn left by a dead process while the
+// gateway runs is picked up by the watchdog.
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -149,6 +150,28 @@ describe("tenax gateway run: resume after a crash", () => {
       expect(
         store.getMessages(session).some((m) => /^turn suspended: interrupted 3 times/.test(m.content ?? "")),
       ).toBe(true);
+    });
+  });
+
+  it("with gateway.auto_resume off, reaps the killed turn and says it can be continued by hand", async () => {
+    const { sim, paths, home } = await simProfile("auto_resume: false");
+    sim.script([{ type: "hang", phase: "before_headers" }]);
+    const first = await startGateway(home);
+    send(first.url, "wait for me");
+    await until(() => sim.requests().length === 1);
+    await kill9(first);
+    const second = await startGateway(home);
+    await new Promise((r) => setTimeout(r, 300));
+    await kill9(second);
+    expect(sim.requests()).toHaveLength(1);
+    expect(`${second.stdout()}${second.stderr()}`).toMatch(
+      /1 interrupted turn\(s\) can be continued by sending a new message in their session \(gateway.auto_resume is off\)/,
+    );
+    await withStore(paths, (store) => {
+      const [session] = store.listSessions();
+      expect(store.getTurns(session?.id ?? "")).toMatchObject([
+        { status: "interrupted", interrupt_count: 1 },
+      ]);
     });
   });
 
