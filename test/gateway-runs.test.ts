@@ -113,7 +113,7 @@ async function expectError(response: Response, status: number, code: string) {
   return body.error;
 }
 
-const slowReply = (text: string) => ({ type: "reply" as const, text, chunk_size: 3, chunk_delay_ms: 60 });
+const slowReply = (text: string) => ({ type: "reply" as const, text, chunk_size: 3, chunk_delay_ms: 100 });
 
 describe("tenax gateway run: the runs API", () => {
   it("runs a turn in the background: events to the end, then its state with the reply; X-Session-Id continues", async () => {
