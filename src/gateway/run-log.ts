@@ -90,6 +90,8 @@ export class RunLog {
   /** Events wait until the run's session is known (begin). */
   private held: boolean;
   private terminal = false;
+  private closed = false;
+  private snapshot: RunState | null = null;
   private markEnded!: () => void;
   /** Resolves once the terminal event is committed and published. */
   readonly ended = new Promise<void>((resolve) => {
@@ -104,8 +106,19 @@ export class RunLog {
     this.held = options.held ?? false;
   }
 
+  /** The terminal event is pending or written: the log takes no more events. */
   get finished(): boolean {
     return this.terminal;
+  }
+
+  /** The terminal event is committed and published: there is nothing left to follow. */
+  get done(): boolean {
+    return this.closed;
+  }
+
+  /** The state as of the last commit: what a client may rely on (its events are stored). */
+  get committed(): RunState | null {
+    return this.snapshot === null ? null : { ...this.snapshot };
   }
 
   /** Release held events once the session is known; resolves when they (and `first`) are committed. */
@@ -180,12 +193,14 @@ export class RunLog {
         value: JSON.stringify(event),
         updated_at: now,
       });
-    ops.push(runOp(this.state, now));
+    const snapshot = { ...this.state };
+    ops.push(runOp(snapshot, now));
     try {
       await this.deps.store.write(ops);
     } catch (error) {
       this.deps.onError?.(error);
     }
+    this.snapshot = snapshot;
     for (const event of events)
       for (const listener of [...this.subscribers]) {
         try {
@@ -195,6 +210,7 @@ export class RunLog {
         }
       }
     if (endsHere) {
+      this.closed = true;
       this.subscribers.clear();
       this.markEnded();
     }

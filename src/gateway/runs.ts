@@ -102,17 +102,18 @@ export class RunRegistry {
     return run.then((s) => ({ state: s, created: true }));
   }
 
-  /** A run's state: the live one while it runs here, else the stored one; null when unknown. */
+  /**
+   * A run's state as last committed (never ahead of its stored events, so a client that reads
+   * "completed" finds run.finished in the events); null when unknown.
+   */
   get(runId: string): RunState | null {
-    const log = this.live.get(runId);
-    if (log) return { ...log.state };
-    return this.store.getRecord<RunState>(RUN_KIND, runId);
+    return this.live.get(runId)?.committed ?? this.store.getRecord<RunState>(RUN_KIND, runId);
   }
 
-  /** The log of a run that is still running here, to follow live. */
+  /** The log of a run whose terminal event is not yet published, to follow live. */
   following(runId: string): RunLog | undefined {
     const log = this.live.get(runId);
-    return log && !log.finished ? log : undefined;
+    return log && !log.done ? log : undefined;
   }
 
   /** The committed events of a run after an event id. */
@@ -123,7 +124,7 @@ export class RunRegistry {
   /** Interrupt a running run; false when it does not run here (it has ended). */
   stop(runId: string, reason: string): boolean {
     const log = this.following(runId);
-    if (!log) return false;
+    if (!log || log.finished) return false;
     if (!this.options.gateway.interrupt(log.state.session_id, reason)) return false;
     log.append({ type: "run.stop_requested", reason });
     return true;
@@ -300,7 +301,7 @@ export class RunRegistry {
             },
           ];
     await log.begin(turn.sessionId, { type: "run.started", run_id: runId, session_id: turn.sessionId }, idem);
-    return { ...log.state };
+    return log.committed ?? { ...log.state };
   }
 
   private track(log: RunLog): void {
