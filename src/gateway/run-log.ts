@@ -3,72 +3,18 @@
 // arrive within one tick are written in one transaction, with the run's state, and text deltas of
 // the same tick become one `text` event, so a fast token stream is not one commit per token.
 import type { AgentEvent } from "../agent/turn.js";
-import type { RecordPutOp, WriteOp } from "../store/ops.js";
+import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
-
-export type RunStatus = "running" | "completed" | "interrupted" | "failed" | "suspended";
-
-/** What GET /v1/runs/ID answers; also the value of the run's record. */
-export interface RunState {
-  run_id: string;
-  session_id: string;
-  turn_id: string | null;
-  status: RunStatus;
-  created_at: number;
-  ended_at: number | null;
-  /** The final reply once the run ended; what was said so far while it runs. */
-  reply: string;
-  partial: boolean;
-  error: string | null;
-  /** The id of the newest event committed; a client resumes after it. */
-  last_event_id: number;
-  /** The Idempotency-Key the run was submitted with, so pruning the run frees the key. */
-  idempotency_key: string | null;
-}
-
-/** One event as it is stored and sent: `data` always carries `type` too, so it stands alone. */
-export interface RunEvent {
-  id: number;
-  type: string;
-  data: { type: string } & Record<string, unknown>;
-}
-
-/** How a run ended; `run.finished` carries it. */
-export interface RunOutcome {
-  status: Exclude<RunStatus, "running">;
-  reply: string;
-  partial: boolean;
-  error: string | null;
-}
-
-export const RUN_KIND = "run";
-export const RUN_EVENT_KIND = "run_event";
-export const RUN_IDEM_KIND = "run_idem";
-export const FINISHED = "run.finished";
-
-/** Zero-padded, so the keys of one run sort in event order. */
-export const eventKey = (runId: string, id: number) => `${runId}/${String(id).padStart(10, "0")}`;
-
-function runOp(state: RunState, now: number): RecordPutOp {
-  return {
-    op: "record.put",
-    kind: RUN_KIND,
-    key: state.run_id,
-    session_id: state.session_id,
-    value: JSON.stringify(state),
-    updated_at: now,
-  };
-}
-
-/** Every stored event of a run with an id above `after`, in order. */
-export function storedEvents(store: Store, state: RunState, after: number): RunEvent[] {
-  const prefix = `${state.run_id}/`;
-  return store
-    .listRecords<RunEvent>(RUN_EVENT_KIND, { sessionId: state.session_id })
-    .filter((r) => r.key.startsWith(prefix) && r.value.id > after)
-    .map((r) => r.value)
-    .sort((a, b) => a.id - b.id);
-}
+import {
+  eventKey,
+  FINISHED,
+  putOp,
+  RUN_EVENT_KIND,
+  RUN_KIND,
+  type RunEvent,
+  type RunOutcome,
+  type RunState,
+} from "./run-records.js";
 
 export interface RunLogDeps {
   store: Store;
@@ -184,17 +130,11 @@ export class RunLog {
     const now = this.deps.now();
     const events = batch.map((data) => ({ id: ++this.state.last_event_id, type: data.type, data }));
     const endsHere = events.some((e) => e.type === FINISHED);
+    const { run_id, session_id } = this.state;
     for (const event of events)
-      ops.push({
-        op: "record.put",
-        kind: RUN_EVENT_KIND,
-        key: eventKey(this.state.run_id, event.id),
-        session_id: this.state.session_id,
-        value: JSON.stringify(event),
-        updated_at: now,
-      });
+      ops.push(putOp(RUN_EVENT_KIND, eventKey(run_id, event.id), session_id, event, now));
     const snapshot = { ...this.state };
-    ops.push(runOp(snapshot, now));
+    ops.push(putOp(RUN_KIND, run_id, session_id, snapshot, now));
     try {
       await this.deps.store.write(ops);
     } catch (error) {

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
 import { parseChatRequest } from "./chat-request.js";
 import { badRequest, GatewayError, sendJson } from "./http-error.js";
-import { FINISHED, type RunEvent, type RunState } from "./run-log.js";
+import { FINISHED, type RunEvent, type RunState } from "./run-records.js";
 import { fingerprint, type RunRegistry } from "./runs.js";
 
 export interface RunRoutesOptions {

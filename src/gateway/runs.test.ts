@@ -10,7 +10,7 @@ import { tempProfile } from "../../test/helpers/tmp.js";
 import type { AgentEvent } from "../agent/turn.js";
 import { openStore } from "../store/registry.js";
 import { GatewayError } from "./http-error.js";
-import { eventKey, RUN_EVENT_KIND, type RunEvent } from "./run-log.js";
+import { eventKey, RUN_EVENT_KIND, type RunEvent } from "./run-records.js";
 import { fingerprint, RunRegistry } from "./runs.js";
 
 async function setup() {
@@ -200,6 +200,13 @@ describe("RunRegistry", () => {
     expect(runs.get(fresh.state.run_id)?.status).toBe("running");
     // The key is free again: it starts a new run.
     expect((await runs.submit(ask("old", "k-old"))).created).toBe(true);
+  });
+
+  it("a damaged run record reads as no run, and is skipped when runs are listed", async () => {
+    const { store, runs } = await setup();
+    await store.putRecord("run", "run_bad", { run_id: "run_bad", status: "sideways" });
+    expect(runs.get("run_bad")).toBeNull();
+    expect(await runs.recover()).toBe(0);
   });
 
   it("deleting a session deletes its runs, their events and their keys", async () => {

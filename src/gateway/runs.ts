@@ -6,25 +6,27 @@ import { createHash } from "node:crypto";
 import type { Scheduler } from "../agent/scheduler.js";
 import type { TurnResult } from "../agent/turn.js";
 import { newId } from "../core/ids.js";
-import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
 import type { Gateway, TurnWatcher } from "./gateway.js";
 import { GatewayError } from "./http-error.js";
+import { RunLog, type RunLogDeps } from "./run-log.js";
 import {
   eventKey,
+  listRuns,
+  putOp,
   RUN_EVENT_KIND,
   RUN_IDEM_KIND,
   RUN_KIND,
   type RunEvent,
-  RunLog,
-  type RunLogDeps,
   type RunOutcome,
   type RunState,
-  storedEvents,
-} from "./run-log.js";
+  readEvents,
+  readIdem,
+  readRun,
+} from "./run-records.js";
 
-export type { RunEvent, RunState, RunStatus } from "./run-log.js";
+export type { RunEvent, RunState, RunStatus } from "./run-records.js";
 
 export interface RunRegistryOptions {
   store: Store;
@@ -55,11 +57,6 @@ export interface Submitted {
   created: boolean;
 }
 
-interface IdemRecord {
-  run_id: string;
-  fingerprint: string;
-}
-
 const DAY_MS = 24 * 3_600_000;
 
 export class RunRegistry {
@@ -88,7 +85,7 @@ export class RunRegistry {
       if (claim.fingerprint !== submission.fingerprint) return Promise.reject(keyReused(key));
       return claim.run.then((state) => ({ state: this.get(state.run_id) ?? state, created: false }));
     }
-    const known = this.store.getRecord<IdemRecord>(RUN_IDEM_KIND, key);
+    const known = readIdem(this.store, key);
     const state = known ? this.get(known.run_id) : null;
     if (known && state) {
       if (known.fingerprint !== submission.fingerprint) return Promise.reject(keyReused(key));
@@ -107,7 +104,7 @@ export class RunRegistry {
    * "completed" finds run.finished in the events); null when unknown.
    */
   get(runId: string): RunState | null {
-    return this.live.get(runId)?.committed ?? this.store.getRecord<RunState>(RUN_KIND, runId);
+    return this.live.get(runId)?.committed ?? readRun(this.store, runId);
   }
 
   /** The log of a run whose terminal event is not yet published, to follow live. */
@@ -118,7 +115,7 @@ export class RunRegistry {
 
   /** The committed events of a run after an event id. */
   events(state: RunState, after: number): RunEvent[] {
-    return storedEvents(this.store, state, after);
+    return readEvents(this.store, state, after);
   }
 
   /** Interrupt a running run; false when it does not run here (it has ended). */
@@ -159,9 +156,7 @@ export class RunRegistry {
    * owning that turn, starting with `run.resumed`; undefined when no run owns it.
    */
   watcherFor(turnId: string, sessionId: string): TurnWatcher | undefined {
-    const stored = this.store
-      .listRecords<RunState>(RUN_KIND, { sessionId })
-      .find((r) => r.value.turn_id === turnId)?.value;
+    const stored = listRuns(this.store, sessionId).find((r) => r.turn_id === turnId);
     if (!stored) return undefined;
     // The resumed turn answers again from its last saved message: the text cut by the crash is
     // not part of its reply.
@@ -193,7 +188,7 @@ export class RunRegistry {
    */
   async recover(): Promise<number> {
     let settled = 0;
-    for (const { value: run } of this.store.listRecords<RunState>(RUN_KIND)) {
+    for (const run of listRuns(this.store)) {
       if (run.status !== "running" || this.live.has(run.run_id)) continue;
       if (this.options.gateway.isRunning(run.session_id)) continue;
       const log = new RunLog({ ...run }, this.logDeps());
@@ -221,23 +216,13 @@ export class RunRegistry {
    */
   async prune(): Promise<string[]> {
     const cutoff = this.now() - (this.options.retentionMs ?? DAY_MS);
-    const old = this.store
-      .listRecords<RunState>(RUN_KIND)
-      .map((r) => r.value)
-      .filter((r) => r.status !== "running" && (r.ended_at ?? r.created_at) < cutoff);
+    const old = listRuns(this.store).filter(
+      (r) => r.status !== "running" && (r.ended_at ?? r.created_at) < cutoff,
+    );
     for (const run of old) {
       const now = this.now();
-      const gone = (kind: string, key: string): WriteOp => ({
-        op: "record.put",
-        kind,
-        key,
-        session_id: run.session_id,
-        value: null,
-        updated_at: now,
-      });
-      const ops = storedEvents(this.store, run, 0).map((e) =>
-        gone(RUN_EVENT_KIND, eventKey(run.run_id, e.id)),
-      );
+      const gone = (kind: string, key: string) => putOp(kind, key, run.session_id, null, now);
+      const ops = readEvents(this.store, run, 0).map((e) => gone(RUN_EVENT_KIND, eventKey(run.run_id, e.id)));
       ops.push(gone(RUN_KIND, run.run_id));
       if (run.idempotency_key !== null) ops.push(gone(RUN_IDEM_KIND, run.idempotency_key));
       await this.store.write(ops);
@@ -286,19 +271,18 @@ export class RunRegistry {
         }),
     );
     // The run and its key are committed before the client hears the run id.
-    const idem: WriteOp[] =
+    // Deleting the session deletes its runs, their events and keys, tombstones too.
+    const idem =
       key === null
         ? []
         : [
-            {
-              op: "record.put",
-              kind: RUN_IDEM_KIND,
+            putOp(
+              RUN_IDEM_KIND,
               key,
-              // Deleting the session deletes its runs, their events and keys, tombstones too.
-              session_id: turn.sessionId,
-              value: JSON.stringify({ run_id: runId, fingerprint: submission.fingerprint }),
-              updated_at: created,
-            },
+              turn.sessionId,
+              { run_id: runId, fingerprint: submission.fingerprint },
+              created,
+            ),
           ];
     await log.begin(turn.sessionId, { type: "run.started", run_id: runId, session_id: turn.sessionId }, idem);
     return log.committed ?? { ...log.state };

@@ -1,0 +1,106 @@
+// How the runs API keeps its data in the store's records table: a run's state (kind "run", key the
+// run id), its events (kind "run_event", key "RUN_ID/0000000001", so they sort in order) and its
+// Idempotency-Key (kind "run_idem"). Every record carries the run's session, so deleting the
+// session deletes them all. What is read back is checked; a record that fails is treated as absent.
+import { z } from "zod";
+import type { RecordPutOp } from "../store/ops.js";
+import type { Store } from "../store/store.js";
+
+export const RUN_KIND = "run";
+export const RUN_EVENT_KIND = "run_event";
+export const RUN_IDEM_KIND = "run_idem";
+export const FINISHED = "run.finished";
+
+const status = z.enum(["running", "completed", "interrupted", "failed", "suspended"]);
+
+// Not strict: a record written by a newer Tenax with more fields still reads.
+const runState = z.object({
+  run_id: z.string(),
+  session_id: z.string(),
+  turn_id: z.string().nullable(),
+  status,
+  created_at: z.number(),
+  ended_at: z.number().nullable(),
+  /** The final reply once the run ended; what was said so far while it runs. */
+  reply: z.string(),
+  partial: z.boolean(),
+  error: z.string().nullable(),
+  /** The id of the newest event committed; a client resumes after it. */
+  last_event_id: z.number().int().min(0),
+  /** The Idempotency-Key the run was submitted with, so pruning the run frees the key. */
+  idempotency_key: z.string().nullable(),
+});
+
+const runEvent = z.object({
+  id: z.number().int().min(1),
+  type: z.string(),
+  /** Always carries `type` too, so the data of an event stands alone. */
+  data: z.looseObject({ type: z.string() }),
+});
+
+const idemRecord = z.object({ run_id: z.string(), fingerprint: z.string() });
+
+export type RunStatus = z.infer<typeof status>;
+/** What GET /v1/runs/ID answers (less the key); also the value of the run's record. */
+export type RunState = z.infer<typeof runState>;
+export type RunEvent = z.infer<typeof runEvent>;
+export type IdemRecord = z.infer<typeof idemRecord>;
+
+/** How a run ended; `run.finished` carries it. */
+export interface RunOutcome {
+  status: Exclude<RunStatus, "running">;
+  reply: string;
+  partial: boolean;
+  error: string | null;
+}
+
+/** Zero-padded, so the keys of one run sort in event order. */
+export const eventKey = (runId: string, id: number) => `${runId}/${String(id).padStart(10, "0")}`;
+
+/** A put of one of a run's records (null deletes it: a tombstone until the session goes). */
+export function putOp(
+  kind: string,
+  key: string,
+  sessionId: string,
+  value: unknown,
+  now: number,
+): RecordPutOp {
+  return {
+    op: "record.put",
+    kind,
+    key,
+    session_id: sessionId,
+    value: value === null ? null : JSON.stringify(value),
+    updated_at: now,
+  };
+}
+
+export function readRun(store: Store, runId: string): RunState | null {
+  return check(runState, store.getRecord(RUN_KIND, runId));
+}
+
+/** Every stored run, or one session's. */
+export function listRuns(store: Store, sessionId?: string): RunState[] {
+  return store
+    .listRecords(RUN_KIND, sessionId === undefined ? {} : { sessionId })
+    .flatMap((r) => check(runState, r.value) ?? []);
+}
+
+export function readIdem(store: Store, key: string): IdemRecord | null {
+  return check(idemRecord, store.getRecord(RUN_IDEM_KIND, key));
+}
+
+/** Every stored event of a run with an id above `after`, in order. */
+export function readEvents(store: Store, run: RunState, after: number): RunEvent[] {
+  const prefix = `${run.run_id}/`;
+  return store
+    .listRecords(RUN_EVENT_KIND, { sessionId: run.session_id })
+    .flatMap((r) => (r.key.startsWith(prefix) ? (check(runEvent, r.value) ?? []) : []))
+    .filter((e) => e.id > after)
+    .sort((a, b) => a.id - b.id);
+}
+
+function check<T>(schema: z.ZodType<T>, value: unknown): T | null {
+  const parsed = schema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
