@@ -1,11 +1,10 @@
 // The dashboard's view of the gateway: every second or so it asks GET /health and
 // GET /api/capabilities with a short timeout, and keeps what it learned, including since when the
 // gateway has been unreachable. It assumes nothing: a route that answers 404 is "not served".
-import { readFileSync } from "node:fs";
-import { isProcessAlive } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Clock, systemClock } from "../core/deps.js";
+import { gatewayTarget } from "../health/gateway-status.js";
 
 export type HealthLevel = "ok" | "degraded" | "down";
 
@@ -47,36 +46,6 @@ export interface GatewayProbeOptions {
   intervalMs?: number;
   timeoutMs?: number;
   deps?: Partial<ProbeDeps>;
-}
-
-/** The gateway's address: from the pid file of a live gateway (it records its bound port), else config. */
-export function gatewayTarget(
-  paths: ProfilePaths,
-  config: TenaxConfig,
-): { url: string; source: GatewayView["source"] } {
-  try {
-    const info = JSON.parse(readFileSync(paths.pid, "utf8")) as {
-      pid?: unknown;
-      host?: unknown;
-      port?: unknown;
-    };
-    if (
-      typeof info.pid === "number" &&
-      typeof info.host === "string" &&
-      typeof info.port === "number" &&
-      isProcessAlive(info.pid)
-    )
-      return { url: httpUrl(info.host, info.port), source: "pid_file" };
-  } catch {
-    // No pid file (no gateway running) or a bare pid: fall back to the configured address.
-  }
-  return { url: httpUrl(config.gateway.host, config.gateway.port), source: "config" };
-}
-
-function httpUrl(host: string, port: number): string {
-  // A gateway bound to every interface is reached through loopback.
-  const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
-  return `http://${reach.includes(":") ? `[${reach}]` : reach}:${port}`;
 }
 
 export class GatewayProbe {

@@ -19,19 +19,35 @@ export interface OutsideView {
   scheduler: Component & { lag_ms: number | null; max_lag_ms: number | null };
 }
 
-/** Where the gateway serves: the address a live gateway wrote in its pid file, else config's. */
-export function gatewayUrl(paths: ProfilePaths, config: TenaxConfig): string {
-  let host = config.gateway.host;
-  let port = config.gateway.port;
+/**
+ * Where the gateway serves: the address a live gateway wrote in its pid file (it records the port
+ * it bound, which matters with --port 0), else config's.
+ */
+export function gatewayTarget(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+): { url: string; source: "pid_file" | "config" } {
   try {
-    const info = JSON.parse(readFileSync(paths.pid, "utf8")) as { host?: unknown; port?: unknown };
-    if (typeof info.host === "string" && typeof info.port === "number") {
-      host = info.host;
-      port = info.port;
-    }
+    const info = JSON.parse(readFileSync(paths.pid, "utf8")) as {
+      pid?: unknown;
+      host?: unknown;
+      port?: unknown;
+    };
+    if (
+      typeof info.pid === "number" &&
+      typeof info.host === "string" &&
+      typeof info.port === "number" &&
+      readGatewayPid(paths.pid).running
+    )
+      return { url: httpUrl(info.host, info.port), source: "pid_file" };
   } catch {
-    // No pid file, or a bare pid: config says where it would serve.
+    // No pid file (no gateway running) or a bare pid: config says where it would serve.
   }
+  return { url: httpUrl(config.gateway.host, config.gateway.port), source: "config" };
+}
+
+function httpUrl(host: string, port: number): string {
+  // A gateway bound to every interface is reached through loopback.
   const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
   return `http://${reach.includes(":") ? `[${reach}]` : reach}:${port}`;
 }
@@ -41,7 +57,7 @@ export async function probeGatewayFromOutside(
   config: TenaxConfig,
   timeoutMs = 1500,
 ): Promise<OutsideView> {
-  const url = gatewayUrl(paths, config);
+  const { url } = gatewayTarget(paths, config);
   const holder = readGatewayPid(paths.pid);
   const start = tenaxCommand(paths.name, ["up"]);
   const headers: Record<string, string> = config.gateway.api_key
