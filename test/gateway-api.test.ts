@@ -4,7 +4,7 @@
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { refusedGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
+import { expectError, refusedGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
@@ -13,15 +13,6 @@ const client = (url: string, apiKey = "unused", headers: Record<string, string> 
 
 function sentTo(sim: { requests(): { body: unknown }[] }, index: number): string {
   return JSON.stringify((sim.requests()[index]?.body as { messages?: unknown })?.messages ?? null);
-}
-
-async function expectError(response: Response, status: number, code: string) {
-  expect(response.status).toBe(status);
-  const body = (await response.json()) as { error: { message: string; type: string; code: string } };
-  expect(body.error.code).toBe(code);
-  expect(typeof body.error.type).toBe("string");
-  expect(body.error.message.length).toBeGreaterThan(10);
-  return body.error;
 }
 
 const post = (url: string, body: string, headers: Record<string, string> = {}) =>

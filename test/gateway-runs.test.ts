@@ -4,7 +4,7 @@
 // one run and one model call; stop; and every bad input in the OpenAI error shape.
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { simProfile, startGateway, until } from "./helpers/gateway.js";
+import { expectError, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
@@ -102,15 +102,6 @@ async function readEvents(
 function expectContiguous(events: SseEvent[], from = 1) {
   expect(events.map((e) => e.id)).toEqual(events.map((_, i) => from + i));
   for (const e of events) expect(e.data.type).toBe(e.event);
-}
-
-async function expectError(response: Response, status: number, code: string) {
-  expect(response.status).toBe(status);
-  const body = (await response.json()) as { error: { message: string; type: string; code: string } };
-  expect(body.error.code).toBe(code);
-  expect(typeof body.error.type).toBe("string");
-  expect(body.error.message.length).toBeGreaterThan(10);
-  return body.error;
 }
 
 const slowReply = (text: string) => ({ type: "reply" as const, text, chunk_size: 3, chunk_delay_ms: 100 });

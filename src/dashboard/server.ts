@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage } from "../core/errors.js";
+import { sendJson } from "../core/http.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
 import { GatewayProbe, type GatewayProbeOptions } from "./gateway-probe.js";
 import {
@@ -183,17 +184,7 @@ export class Dashboard {
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json; charset=utf-8",
-    "content-length": String(Buffer.byteLength(text)),
-    ...SECURITY_HEADERS,
-  });
-  res.end(text);
+  sendJson(res, status, body, SECURITY_HEADERS);
 }
 
 function intParam(url: URL, name: string, fallback: number, min: number, max: number): number {

@@ -11,7 +11,16 @@ import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
 import { type CompletionMeta, CompletionStream, completionBody } from "./chat-completions.js";
 import { type ChatMessage, parseChatRequest } from "./chat-request.js";
 import type { HealthRoutes } from "./health-routes.js";
-import { badRequest, GatewayError, sendError, sendJson, toGatewayError } from "./http-error.js";
+import {
+  badRequest,
+  decodePathPart,
+  GatewayError,
+  headerValue,
+  onlyMethods,
+  sendError,
+  sendJson,
+  toGatewayError,
+} from "./http-error.js";
 
 export interface GatewayOptions {
   agent: Agent;
@@ -163,21 +172,14 @@ export class Gateway {
     }
     if (path === "/api/sessions") return this.only(req, ["GET"], () => this.sessions(url, res));
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
-    if (session) return this.only(req, ["GET"], () => this.session(decodePart(session[1] ?? ""), res));
+    if (session)
+      return this.only(req, ["GET"], () => this.session(decodePathPart(session[1] ?? "", "session id"), res));
     if (this.options.routes && (await this.options.routes(req, res, path, url))) return;
     throw new GatewayError(404, "not_found_error", "unknown_route", `no route ${req.method} ${path}`);
   }
 
   private only(req: IncomingMessage, methods: string[], then: () => void): void {
-    if (!methods.includes(req.method ?? "")) {
-      throw new GatewayError(
-        405,
-        "invalid_request_error",
-        "method_not_allowed",
-        `method ${req.method} is not allowed here; use ${methods.join(" or ")}`,
-        { allow: methods.join(", ") },
-      );
-    }
+    onlyMethods(req, methods);
     then();
   }
 
@@ -416,19 +418,6 @@ export class Gateway {
       await store.appendMessages(history.map((m) => ({ session_id: id, role: m.role, content: m.content })));
     return id;
   }
-}
-
-function decodePart(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw badRequest("invalid_url", `the session id ${JSON.stringify(part)} is not valid percent-encoding`);
-  }
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  return v === undefined || v.trim() === "" ? undefined : v.trim();
 }
 
 function unknownSession(id: string): GatewayError {

@@ -1,6 +1,9 @@
 // Every gateway error leaves as one OpenAI-shaped body, {"error":{"message","type","code"}}, with
 // the status that says what went wrong; handlers throw a GatewayError and the server answers it.
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { sendJson } from "../core/http.js";
+
+export { headerValue, sendJson } from "../core/http.js";
 
 export type ErrorType =
   | "invalid_request_error"
@@ -31,25 +34,6 @@ export class GatewayError extends Error {
 export const badRequest = (code: string, message: string) =>
   new GatewayError(400, "invalid_request_error", code, message);
 
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json; charset=utf-8",
-    "content-length": String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  res.end(text);
-}
-
 export function sendError(res: ServerResponse, error: GatewayError): void {
   sendJson(res, error.status, error.toJSON(), error.headers);
 }
@@ -59,4 +43,25 @@ export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new GatewayError(500, "server_error", "internal_error", `the gateway failed: ${message}`);
+}
+
+/** 405 with the methods a route takes, in the Allow header. */
+export function onlyMethods(req: IncomingMessage, methods: readonly string[]): void {
+  if (methods.includes(req.method ?? "")) return;
+  throw new GatewayError(
+    405,
+    "invalid_request_error",
+    "method_not_allowed",
+    `method ${req.method} is not allowed here; use ${methods.join(" or ")}`,
+    { allow: methods.join(", ") },
+  );
+}
+
+/** One percent-encoded path part (a session or run id); a 400 naming `what` when it is not valid. */
+export function decodePathPart(part: string, what: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw badRequest("invalid_url", `the ${what} ${JSON.stringify(part)} is not valid percent-encoding`);
+  }
 }

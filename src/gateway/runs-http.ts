@@ -5,7 +5,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
 import { parseChatRequest } from "./chat-request.js";
-import { badRequest, GatewayError, sendJson } from "./http-error.js";
+import {
+  badRequest,
+  decodePathPart,
+  GatewayError,
+  headerValue,
+  onlyMethods,
+  sendJson,
+} from "./http-error.js";
 import { FINISHED, type RunEvent, type RunState } from "./run-records.js";
 import { fingerprint, type RunRegistry } from "./runs.js";
 
@@ -23,23 +30,23 @@ const MAX_KEY_LENGTH = 255;
 export function runRoutes(registry: RunRegistry, options: RunRoutesOptions = {}): Routes {
   return async (req, res, path, url) => {
     if (path === "/v1/runs") {
-      only(req, ["POST"]);
+      onlyMethods(req, ["POST"]);
       await submit(registry, req, res, options);
       return true;
     }
     const match = /^\/v1\/runs\/([^/]+)(?:\/(events|stop))?$/.exec(path);
     if (!match) return false;
-    const runId = decodeRunId(match[1] ?? "");
+    const runId = decodePathPart(match[1] ?? "", "run id");
     const action = match[2];
     if (action === "stop") {
-      only(req, ["POST"]);
+      onlyMethods(req, ["POST"]);
       const state = known(registry, runId);
       const stopped = registry.stop(runId, `stopped by POST /v1/runs/${runId}/stop`);
       const now = registry.get(runId) ?? state;
       sendJson(res, stopped ? 202 : 200, { ...view(now), stop_requested: stopped }, headersOf(now));
       return true;
     }
-    only(req, ["GET"]);
+    onlyMethods(req, ["GET"]);
     const state = known(registry, runId);
     if (action === "events") follow(registry, state, lastEventId(req, url), res, options);
     else sendJson(res, 200, view(state), headersOf(state));
@@ -155,28 +162,4 @@ function view(state: RunState) {
 
 function headersOf(state: RunState): Record<string, string> {
   return state.session_id === "" ? {} : { "x-session-id": state.session_id };
-}
-
-function only(req: IncomingMessage, methods: string[]): void {
-  if (methods.includes(req.method ?? "")) return;
-  throw new GatewayError(
-    405,
-    "invalid_request_error",
-    "method_not_allowed",
-    `method ${req.method} is not allowed here; use ${methods.join(" or ")}`,
-    { allow: methods.join(", ") },
-  );
-}
-
-function decodeRunId(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw badRequest("invalid_url", `the run id ${JSON.stringify(part)} is not valid percent-encoding`);
-  }
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  return v === undefined || v.trim() === "" ? undefined : v.trim();
 }

@@ -1,0 +1,81 @@
+// A long-running `tenax` command (gateway, dashboard, up) as a child process of a test: started
+// from the built CLI, awaited until it prints where it listens, and killed after each test.
+import { type ChildProcess, spawn } from "node:child_process";
+import { afterEach } from "vitest";
+import { BIN, cliEnvironment, ROOT } from "./cli.js";
+
+export interface ListeningProcess {
+  child: ChildProcess;
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+const started: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const child of started.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
+/**
+ * Run `tenax ARGS` for `home` and wait until stdout shows `WHAT listening on URL`; rejects with
+ * its output if it exits first or takes over 15 s.
+ */
+export function startListening(home: string, args: string[], what: string): Promise<ListeningProcess> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(home) });
+  started.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => {
+    stdout += c;
+  });
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.on("close", (code, signal) => {
+      if (signal) stderr += `\n(killed by ${signal})`;
+      resolve(code);
+    }),
+  );
+  const pattern = new RegExp(`${what} listening on (http://\\S+)`);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`the ${what} did not start:\n${stdout}\n${stderr}`)),
+      15_000,
+    );
+    const check = () => {
+      const match = pattern.exec(stdout);
+      if (!match) return;
+      clearTimeout(timer);
+      child.stdout.off("data", check);
+      resolve({ child, url: match[1] ?? "", stdout: () => stdout, stderr: () => stderr, exited });
+    };
+    child.stdout.on("data", check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the ${what} exited (${code}) before listening:\n${stdout}\n${stderr}`));
+    });
+  });
+}
+
+/** Run `tenax ARGS` expected to stop by itself; resolves with its exit code and all its output. */
+export async function runToEnd(
+  home: string,
+  args: string[],
+): Promise<{ status: number | null; output: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(home) });
+  started.push(child);
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => {
+    output += c;
+  });
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    output += c;
+  });
+  const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { status, output };
+}
