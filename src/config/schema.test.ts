@@ -43,7 +43,7 @@ describe("configSchema", () => {
       },
       dashboard: { host: "127.0.0.1", port: 8080 },
       logs: { max_mb: 10, keep: 3 },
-      health: { probe_interval: 5, probe_timeout: 10 },
+      health: { probe_interval: 5, probe_timeout: 10, integrity_interval: 1800 },
       checkpoints: { enabled: false, max_snapshots: 50 },
       store: {
         synchronous: "full",

@@ -211,6 +211,11 @@ const health = z.strictObject({
     .number({ error: "expected a number of seconds (more than 0)" })
     .positive({ error: "expected a number of seconds (more than 0)" })
     .default(10),
+  /** SQLite's page check of the store while the gateway runs, every this many seconds (0: never). */
+  integrity_interval: z
+    .number({ error: "expected a number of seconds (0 turns the check off)" })
+    .min(0, { error: "expected a number of seconds (0 turns the check off)" })
+    .default(1800),
 });
 
 const checkpoints = z.strictObject({

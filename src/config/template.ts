@@ -81,10 +81,20 @@ gateway:
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
   max_turns: 16         # agent turns run at once; more requests get 429
   auto_resume: true     # after a crash, resume the turns it interrupted (suspended at the 3rd)
+  run_retention_hours: 24   # background runs (/v1/runs) and their events are kept this long
 
 dashboard:
   host: 127.0.0.1
   port: ${options.dashboardPort}            # unique to this profile
+
+logs:                   # logs/gateway.log, one JSON object a line
+  max_mb: 10            # rotated at this size
+  keep: 3               # old files kept (gateway.log.1 ...)
+
+health:                 # the gateway's background checks behind /health
+  probe_interval: 5     # seconds between checks of the store, keys and disk
+  probe_timeout: 10     # a check that takes longer is stopped and reported
+  integrity_interval: 1800  # seconds between SQLite page checks of the store (0: never)
 
 # --- Checkpoints and storage ---------------------------------------------------------------------
 checkpoints:

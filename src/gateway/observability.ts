@@ -51,6 +51,7 @@ export function startObservability(input: {
     firstLayers: input.layers ?? (() => probeLayers(paths, config, Date.now())),
     intervalMs: config.health.probe_interval * 1000,
     timeoutMs: config.health.probe_timeout * 1000,
+    integrityIntervalMs: config.health.integrity_interval * 1000,
   });
   const routes = new HealthRoutes(hub, monitor, () => {
     const g = input.gateway();

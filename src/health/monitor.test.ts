@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { btreePages, checkpoint, overwritePages } from "../../test/helpers/corrupt.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { Scheduler } from "../agent/scheduler.js";
 import { defaultConfig } from "../config/schema.js";
@@ -140,6 +141,31 @@ describe("HealthMonitor", () => {
     expect(providers?.detail).toContain(
       "main: last fallback_exhausted 0 s ago (every model of the chain failed)",
     );
+  });
+
+  it("SQLite's page check, run while the gateway runs, makes a store damaged under it down", async () => {
+    const s = await setup();
+    for (let i = 0; i < 30; i++) {
+      const id = await s.store.createSession({ title: `session ${i}` });
+      await s.store.appendMessage({ session_id: id, role: "user", content: `message ${"x".repeat(200)}` });
+    }
+    s.monitor.start();
+    await s.monitor.integrity.once();
+    expect(s.monitor.report().components.store).toMatchObject({ status: "ok", integrity: "ok" });
+
+    checkpoint(s.paths.state);
+    overwritePages(
+      s.paths.state,
+      btreePages(s.paths.state, "messages").map((p) => p.pageno),
+      "garbage",
+      7,
+    );
+    await s.monitor.integrity.once();
+    const store = s.monitor.report().components.store;
+    expect(store?.status).toBe("down");
+    expect(store?.integrity).toBe("corrupt");
+    expect(store?.detail).toContain("SQLite's page check found damage");
+    expect(store?.next).toBe(`tenax sessions recover --source ${s.paths.state} --inspect-only`);
   });
 
   it("the scheduler component shows the lag of a blocked event loop", async () => {

@@ -5,6 +5,8 @@
 import type { Scheduler } from "../agent/scheduler.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
+import { checkIntegrity, type IntegrityResult } from "../store/integrity.js";
+import { recoverCommand } from "../store/open-database.js";
 import type { Store } from "../store/store.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
 import type { EventHub, FeedEvent } from "./event-hub.js";
@@ -48,6 +50,8 @@ export interface MonitorOptions {
   firstLayers?: LayerProbe;
   intervalMs?: number;
   timeoutMs?: number;
+  /** How often SQLite's page check runs on the store (0: never); it may take minutes on a big one. */
+  integrityIntervalMs?: number;
   now?: () => number;
 }
 
@@ -99,11 +103,16 @@ export class BackgroundProbe<T> {
   }
 }
 
+/** A quick check of a very big store can take minutes; it runs in its own thread all the while. */
+const INTEGRITY_TIMEOUT_MS = 10 * 60_000;
+
 const PROVIDER_FAILURES = new Set(["credentials_exhausted", "fallback_exhausted", "auxiliary_exhausted"]);
 
 export class HealthMonitor {
   readonly layers: BackgroundProbe<StatusReport>;
   readonly disk: BackgroundProbe<DiskReading>;
+  /** A store can go bad while every read still works: the page check finds it. */
+  readonly integrity: BackgroundProbe<IntegrityResult>;
   private readonly now: () => number;
   private readonly intervalMs: number;
   private readonly jobs: { cancel(): void }[] = [];
@@ -116,6 +125,16 @@ export class HealthMonitor {
     const timeout = options.timeoutMs ?? 10_000;
     this.layers = new BackgroundProbe(options.layers, timeout, this.now);
     this.disk = new BackgroundProbe(() => readDisk(options.paths), timeout, this.now);
+    this.integrity = new BackgroundProbe(
+      () =>
+        checkIntegrity(options.paths.state, {
+          mode: "quick",
+          timeoutMs: INTEGRITY_TIMEOUT_MS,
+          now: this.now,
+        }),
+      INTEGRITY_TIMEOUT_MS + 1000,
+      this.now,
+    );
     this.unsubscribe = options.hub.subscribe((event) => {
       const provider = event.data.provider;
       if (typeof provider === "string" && event.layer !== null) this.lastProviderEvent.set(provider, event);
@@ -132,6 +151,9 @@ export class HealthMonitor {
       scheduler.every("health: disk", Math.max(this.intervalMs, 10_000), () => this.disk.once()),
       scheduler.every("health: tick", 1000, () => true),
     );
+    const every = this.options.integrityIntervalMs ?? 0;
+    if (every > 0)
+      this.jobs.push(scheduler.every("health: store integrity", every, () => this.integrity.once()));
   }
 
   close(): void {
@@ -177,7 +199,11 @@ export class HealthMonitor {
     for (const name of names) {
       out[name] = this.fromProbe(state, now, name, (report) => ({ ...report.components[name] }));
     }
-    out.store = mergeLiveStore(out.store as HealthComponent, this.options.store);
+    out.store = withIntegrity(
+      mergeLiveStore(out.store as HealthComponent, this.options.store),
+      this.integrity.state,
+      this.options.paths,
+    );
     out.providers = this.withProviderEvents(out.providers as HealthComponent, now);
     return out;
   }
@@ -287,6 +313,25 @@ function mergeLiveStore(component: HealthComponent, store: Store): HealthCompone
     ...extra,
     status: worst([component.status, "degraded"]),
     detail: `${problems.join("; ")}; ${component.detail}`,
+  };
+}
+
+/** The last page check while running: damage found makes the store down, with the salvage command. */
+function withIntegrity(
+  component: HealthComponent,
+  state: ProbeState<IntegrityResult>,
+  paths: ProfilePaths,
+): HealthComponent {
+  const result = state.value;
+  if (result === null) return component;
+  const extra = { integrity: result.status, integrity_checked_at: result.checked_at };
+  if (result.status !== "corrupt") return { ...component, ...extra };
+  return {
+    ...component,
+    ...extra,
+    status: "down",
+    detail: `SQLite's page check found damage (${result.detail.slice(0, 3).join("; ")}); ${component.detail}`,
+    next: recoverCommand(paths.state, paths.name),
   };
 }
 
