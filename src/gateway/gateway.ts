@@ -7,20 +7,22 @@ import type { Agent } from "../agent/agent.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { Store } from "../store/store.js";
-import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
-import { type CompletionMeta, CompletionStream, completionBody } from "./chat-completions.js";
-import { type ChatMessage, parseChatRequest } from "./chat-request.js";
+import { MAX_BODY_BYTES } from "./body.js";
+import type { ChatMessage } from "./chat-request.js";
+import { serveChat } from "./chat-route.js";
 import type { HealthRoutes } from "./health-routes.js";
 import {
   badRequest,
   decodePathPart,
   GatewayError,
-  headerValue,
   onlyMethods,
+  SHUTDOWN_MESSAGE,
   sendError,
   sendJson,
   toGatewayError,
+  unavailable,
 } from "./http-error.js";
+
 
 export interface GatewayOptions {
   agent: Agent;
@@ -82,9 +84,6 @@ export const CAPABILITIES = [
 
 /** Served when the gateway runs with its health routes (as `tenax gateway run` always does). */
 export const HEALTH_CAPABILITIES = ["health", "metrics", "events"] as const;
-
-export const SHUTDOWN_MESSAGE =
-  "the gateway is shutting down and takes no new turns; retry against the restarted gateway";
 
 export class Gateway {
   private readonly active = new Map<string, ActiveTurn>();
@@ -168,7 +167,14 @@ export class Gateway {
     if (path === "/v1/models") return this.only(req, ["GET"], () => sendJson(res, 200, this.models()));
     if (path === "/v1/chat/completions") {
       this.only(req, ["POST"], () => undefined);
-      return this.chat(req, res);
+      return serveChat(req, res, {
+        launch: (request) => this.launch(request),
+        stopping: () => this.stopping,
+        now: this.now,
+        model: () =>
+          `${this.options.agent.runtime.router.primary.provider}/${this.options.agent.runtime.router.primary.model}`,
+        bodyLimit: this.options.bodyLimit ?? MAX_BODY_BYTES,
+      });
     }
     if (path === "/api/sessions") return this.only(req, ["GET"], () => this.sessions(url, res));
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
@@ -229,76 +235,6 @@ export class Gateway {
     if (!session) throw unknownSession(id);
     const messages = this.options.store.getMessages(id);
     sendJson(res, 200, { ...session, running: this.active.has(id), messages }, { "x-session-id": id });
-  }
-
-  private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const requested = headerValue(req.headers["x-session-id"]);
-    const echo: Record<string, string> = requested ? { "x-session-id": requested } : {};
-    let stream: CompletionStream | null = null;
-    try {
-      if (this.stopping) throw unavailable();
-      const request = parseChatRequest(await readJsonBody(req, this.options.bodyLimit ?? MAX_BODY_BYTES));
-      const lastUser = request.messages.findLastIndex((m) => m.role === "user");
-      if (lastUser < 0) throw badRequest("invalid_field", "messages must contain a user message");
-      const meta = (sessionId: string): CompletionMeta => ({
-        id: `chatcmpl-${sessionId}-${this.now().toString(36)}`,
-        created: Math.floor(this.now() / 1000),
-        model: `${this.options.agent.runtime.router.primary.provider}/${this.options.agent.runtime.router.primary.model}`,
-        sessionId,
-      });
-      // The stream opens as soon as the session is known, before the model answers.
-      const watcher: TurnWatcher | undefined = request.stream
-        ? {
-            onEvent: (event) => {
-              if (event.type === "turn_started" && stream === null) {
-                stream = new CompletionStream(res, meta(event.session_id), request.includeUsage);
-                stream.open();
-                if (this.stopping) stream.shutdown(SHUTDOWN_MESSAGE);
-              }
-              stream?.onEvent(event);
-            },
-            shutdown: (message) => stream?.shutdown(message),
-          }
-        : undefined;
-      const turn = await this.launch({
-        ...(requested === undefined
-          ? { earlier: request.messages.slice(0, lastUser) }
-          : { sessionId: requested }),
-        text: request.messages[lastUser]?.content ?? "",
-        ...(watcher ? { watcher } : {}),
-      });
-      echo["x-session-id"] = turn.sessionId;
-      // A client that hangs up stops its turn; the turn still ends persisted, as interrupted.
-      const onClose = () => {
-        if (!res.writableFinished) turn.controller.abort(new Error("the client closed the connection"));
-      };
-      res.on("close", onClose);
-      let result: TurnResult;
-      try {
-        result = await turn.result;
-      } catch (error) {
-        const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
-        if (stream) return (stream as CompletionStream).fail(message);
-        throw new GatewayError(500, "server_error", "turn_failed", message);
-      } finally {
-        res.off("close", onClose);
-      }
-      if (stream) return (stream as CompletionStream).finish(result);
-      sendJson(res, 200, completionBody(meta(turn.sessionId), result), { "x-session-id": turn.sessionId });
-    } catch (error) {
-      const failure = toGatewayError(error);
-      if (res.headersSent) {
-        (stream as CompletionStream | null)?.fail(failure.message);
-        return;
-      }
-      sendError(
-        res,
-        new GatewayError(failure.status, failure.type, failure.code, failure.message, {
-          ...echo,
-          ...failure.headers,
-        }),
-      );
-    }
   }
 
   /**
@@ -427,12 +363,6 @@ function unknownSession(id: string): GatewayError {
     "session_not_found",
     `no session ${id}; leave out X-Session-Id to start a new one (GET /api/sessions lists them)`,
   );
-}
-
-function unavailable(): GatewayError {
-  return new GatewayError(503, "unavailable_error", "shutting_down", SHUTDOWN_MESSAGE, {
-    "retry-after": "5",
-  });
 }
 
 /** Compare secrets in constant time, whatever their lengths. */

@@ -31,6 +31,16 @@ export class GatewayError extends Error {
   }
 }
 
+export const SHUTDOWN_MESSAGE =
+  "the gateway is shutting down and takes no new turns; retry against the restarted gateway";
+
+/** 503 while the gateway drains: the client retries against the restarted one. */
+export function unavailable(): GatewayError {
+  return new GatewayError(503, "unavailable_error", "shutting_down", SHUTDOWN_MESSAGE, {
+    "retry-after": "5",
+  });
+}
+
 export const badRequest = (code: string, message: string) =>
   new GatewayError(400, "invalid_request_error", code, message);
 

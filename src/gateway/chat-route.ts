@@ -1,0 +1,99 @@
+// POST /v1/chat/completions: one whole agent turn for an OpenAI client, streamed (SSE, opened as
+// soon as the session is known) or not, with X-Session-Id continuity. Admission and the turn
+// itself are the gateway's (`launch`); this is the request, the answer and the client's hang-up.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TurnResult } from "../agent/turn.js";
+import { readJsonBody } from "./body.js";
+import { type CompletionMeta, CompletionStream, completionBody } from "./chat-completions.js";
+import { parseChatRequest } from "./chat-request.js";
+import type { LaunchedTurn, LaunchRequest, TurnWatcher } from "./gateway.js";
+import {
+  badRequest,
+  GatewayError,
+  headerValue,
+  SHUTDOWN_MESSAGE,
+  sendError,
+  sendJson,
+  toGatewayError,
+  unavailable,
+} from "./http-error.js";
+
+/** What the route needs of the gateway. */
+export interface ChatHost {
+  launch(request: LaunchRequest): Promise<LaunchedTurn>;
+  stopping(): boolean;
+  now(): number;
+  /** The primary model as `provider/name`, the `model` of every answer. */
+  model(): string;
+  bodyLimit: number;
+}
+
+export async function serveChat(req: IncomingMessage, res: ServerResponse, gateway: ChatHost): Promise<void> {
+  const requested = headerValue(req.headers["x-session-id"]);
+  const echo: Record<string, string> = requested ? { "x-session-id": requested } : {};
+  let stream: CompletionStream | null = null;
+  try {
+    if (gateway.stopping()) throw unavailable();
+    const request = parseChatRequest(await readJsonBody(req, gateway.bodyLimit));
+    const lastUser = request.messages.findLastIndex((m) => m.role === "user");
+    if (lastUser < 0) throw badRequest("invalid_field", "messages must contain a user message");
+    const meta = (sessionId: string): CompletionMeta => ({
+      id: `chatcmpl-${sessionId}-${gateway.now().toString(36)}`,
+      created: Math.floor(gateway.now() / 1000),
+      model: gateway.model(),
+      sessionId,
+    });
+    // The stream opens as soon as the session is known, before the model answers.
+    const watcher: TurnWatcher | undefined = request.stream
+      ? {
+          onEvent: (event) => {
+            if (event.type === "turn_started" && stream === null) {
+              stream = new CompletionStream(res, meta(event.session_id), request.includeUsage);
+              stream.open();
+              if (gateway.stopping()) stream.shutdown(SHUTDOWN_MESSAGE);
+            }
+            stream?.onEvent(event);
+          },
+          shutdown: (message) => stream?.shutdown(message),
+        }
+      : undefined;
+    const turn = await gateway.launch({
+      ...(requested === undefined
+        ? { earlier: request.messages.slice(0, lastUser) }
+        : { sessionId: requested }),
+      text: request.messages[lastUser]?.content ?? "",
+      ...(watcher ? { watcher } : {}),
+    });
+    echo["x-session-id"] = turn.sessionId;
+    // A client that hangs up stops its turn; the turn still ends persisted, as interrupted.
+    const onClose = () => {
+      if (!res.writableFinished) turn.controller.abort(new Error("the client closed the connection"));
+    };
+    res.on("close", onClose);
+    let result: TurnResult;
+    try {
+      result = await turn.result;
+    } catch (error) {
+      const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
+      if (stream) return (stream as CompletionStream).fail(message);
+      throw new GatewayError(500, "server_error", "turn_failed", message);
+    } finally {
+      res.off("close", onClose);
+    }
+    if (stream) return (stream as CompletionStream).finish(result);
+    sendJson(res, 200, completionBody(meta(turn.sessionId), result), { "x-session-id": turn.sessionId });
+  } catch (error) {
+    const failure = toGatewayError(error);
+    if (res.headersSent) {
+      (stream as CompletionStream | null)?.fail(failure.message);
+      return;
+    }
+    sendError(
+      res,
+      new GatewayError(failure.status, failure.type, failure.code, failure.message, {
+        ...echo,
+        ...failure.headers,
+      }),
+    );
+  }
+}
