@@ -346,3 +346,34 @@ describe("across provider types", () => {
     expect(keys.map((k) => k.status)).toEqual(["ok"]);
   });
 });
+
+describe("output budget", () => {
+  it("a turn's request carries the model's configured max_output_tokens, to Anthropic and to OpenAI-compatible servers", async () => {
+    const peer = await startAnthropicPeer();
+    open.push(peer);
+    const s = await sim();
+    const rt = await runtime({
+      model: { provider: "claude", name: "claude-test" },
+      providers: {
+        claude: {
+          type: "anthropic",
+          base_url: peer.url,
+          api_keys: ["sk-ant-one"],
+          models: { "claude-test": { context_window: 200_000, max_output_tokens: 16_000 } },
+        },
+        local: {
+          type: "simulator",
+          base_url: s.url,
+          models: { echo: { context_window: 8_000, max_output_tokens: 700 } },
+        },
+      },
+    });
+    await rt.router.turn().complete(hello);
+    expect((peer.requests()[0]?.body as { max_tokens?: number }).max_tokens).toBe(16_000);
+    await rt.router.turn({ provider: "local", model: "echo" }).complete(hello);
+    expect((s.requests()[0]?.body as { max_tokens?: number }).max_tokens).toBe(700);
+    // A caller's own budget (a side task's) wins over the model's.
+    await rt.router.turn({ provider: "local", model: "echo" }).complete({ ...hello, max_output_tokens: 50 });
+    expect((s.requests()[1]?.body as { max_tokens?: number }).max_tokens).toBe(50);
+  });
+});

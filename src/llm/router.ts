@@ -101,7 +101,14 @@ export class ModelRouter {
     request: RouteRequest,
     options: RouteOptions & { contextTokens: number },
   ): Promise<Completion> {
-    return callTarget(this.runtime(target), target, request, this.settings, {
+    // The model's configured output budget, unless the caller set one (a side task's own budget):
+    // without it the Anthropic client would fall back to its default and cut long replies short.
+    const output = this.limits(target)?.max_output_tokens;
+    const sent =
+      request.max_output_tokens === undefined && output !== undefined
+        ? { ...request, max_output_tokens: output }
+        : request;
+    return callTarget(this.runtime(target), target, sent, this.settings, {
       ...(options.signal ? { signal: options.signal } : {}),
       onEvent: this.listener(options.onEvent),
       contextTokens: options.contextTokens,
