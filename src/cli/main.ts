@@ -7,6 +7,7 @@ import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerDashboardCommand } from "./commands/dashboard.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
+import { registerDrillCommand } from "./commands/drill.js";
 import { registerGatewayCommands } from "./commands/gateway.js";
 import { registerGatewayServiceCommands } from "./commands/gateway-service.js";
 import { registerInitCommand } from "./commands/init.js";
@@ -60,6 +61,7 @@ export async function main(argv: string[]): Promise<number> {
   registerCheckpointsCommands(program, cli);
   registerDashboardCommand(program, cli);
   registerDoctorCommand(program, cli);
+  registerDrillCommand(program, cli);
   registerGatewayServiceCommands(registerGatewayCommands(program, cli), cli);
   registerInitCommand(program, cli);
   registerChatCommand(program, cli);

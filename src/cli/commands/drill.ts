@@ -1,0 +1,57 @@
+// `tenax drill [--json]`: the chaos drill. A fault per resilience layer, each in a scratch
+// TENAX_HOME against the simulator, and which layer caught it; exit 1 when any was not caught.
+import type { Command } from "commander";
+import { UsageError } from "../../core/errors.js";
+import { formatMs, REPORT_HEADERS, reportCells, reportSummary } from "../../drill/report.js";
+import { runDrill } from "../../drill/runner.js";
+import { DRILL_SCENARIOS } from "../../drill/scenarios.js";
+import type { Cli } from "../main.js";
+import { table } from "../output.js";
+
+interface DrillFlags {
+  json?: boolean;
+  keep?: boolean;
+  only?: string;
+}
+
+export function registerDrillCommand(program: Command, cli: Cli): void {
+  program
+    .command("drill")
+    .description("inject a fault per resilience layer in a scratch profile and check which layer caught it")
+    .option("--json", "print one JSON document")
+    .option("--keep", "keep the scratch homes for inspection")
+    .option("--only <text>", "run only the faults whose name contains this text")
+    .action((flags: DrillFlags) =>
+      cli.run(flags.json, async (out) => {
+        // The drill never selects a profile: every scenario builds its own scratch home.
+        const scenarios = flags.only
+          ? DRILL_SCENARIOS.filter((s) => s.fault.includes(flags.only ?? ""))
+          : DRILL_SCENARIOS;
+        if (scenarios.length === 0) throw new UsageError(`no drill fault matches "${flags.only}"`);
+        const report = await runDrill(scenarios, {
+          keep: flags.keep === true,
+          onStart: (scratch) =>
+            out.line(`drill: scratch homes under ${scratch} (your own profiles are not touched)`),
+          onRow: (row) =>
+            out.line(
+              `${row.result === "pass" ? "ok  " : "FAIL"} ${row.fault} (${row.caught_by ?? "not caught"}, ${row.detect_ms === null ? "-" : formatMs(row.detect_ms)})`,
+            ),
+        });
+        if (out.json) {
+          out.document({
+            ok: report.ok,
+            scratch: report.scratch,
+            kept: flags.keep === true,
+            rows: report.rows,
+          });
+        } else {
+          out.line();
+          out.line(table(REPORT_HEADERS, report.rows.map(reportCells)));
+          out.line();
+          for (const line of reportSummary(report)) out.line(line);
+          out.line(`scratch homes: ${report.scratch}${flags.keep ? " (kept)" : " (removed)"}`);
+        }
+        return report.ok ? 0 : 1;
+      }),
+    );
+}

@@ -1,0 +1,105 @@
+// The provider layers' faults, each through the simulator and the real agent turn: a rate limit
+// (retry), a dead first key (credentials rotate), a persistent overload (fallback, then the
+// primary again on the next turn) and a stream dropped mid-reply (retry from the start).
+
+import type { Scenario } from "./runner.js";
+import { scratchAgent, scratchProfile } from "./scratch.js";
+import { eventTrail, requestedModels, watchedTurn } from "./watched-turn.js";
+
+const rateLimit: Scenario = {
+  fault: "rate limit (429, retry-after 1 s)",
+  expected_layer: "retry",
+  async run(context) {
+    // One key, so the retry layer (not the key pool) has to wait it out.
+    const profile = await scratchProfile(context, {}, { keys: ["drill-single-key"] });
+    const opened = await scratchAgent(context, profile);
+    const session = await opened.agent.newSession({ title: "drill: rate limit" });
+    profile.sim.script([
+      { type: "error", status: 429, headers: { "retry-after": "1" } },
+      { type: "reply", text: "answered after the wait" },
+    ]);
+    context.injected();
+    const { result, events } = await watchedTurn(context, opened, session, "hello");
+    const retried = events.some((e) => e.type === "retry");
+    return {
+      ok: result.status === "completed" && retried && result.reply === "answered after the wait",
+      detail: `turn ${result.status}; ${eventTrail(events)}`,
+    };
+  },
+};
+
+const deadKey: Scenario = {
+  fault: "dead first key (401)",
+  expected_layer: "credentials",
+  async run(context) {
+    const profile = await scratchProfile(context);
+    const opened = await scratchAgent(context, profile);
+    const session = await opened.agent.newSession({ title: "drill: dead key" });
+    profile.sim.script([
+      {
+        type: "error",
+        status: 401,
+        body: { error: { message: "invalid api key", type: "invalid_request_error" } },
+      },
+      { type: "reply", text: "answered with the second key" },
+    ]);
+    context.injected();
+    const { result, events } = await watchedTurn(context, opened, session, "hello");
+    const keys = profile.sim.requests().map((r) => String(r.headers.authorization ?? ""));
+    const rotated = keys.length === 2 && keys[0] !== keys[1];
+    return {
+      ok: result.status === "completed" && rotated,
+      detail: `turn ${result.status}; ${rotated ? "second request used the second key" : `keys used: ${keys.length}`}; ${eventTrail(events)}`,
+    };
+  },
+};
+
+const overload: Scenario = {
+  fault: "persistent overload (503 on every try)",
+  expected_layer: "fallback",
+  async run(context) {
+    const profile = await scratchProfile(context);
+    const opened = await scratchAgent(context, profile);
+    const session = await opened.agent.newSession({ title: "drill: overload" });
+    const overloaded = { type: "error", status: 503 } as const;
+    // Every attempt the retry layer makes on the primary is refused; the fallback answers.
+    profile.sim.script(Array.from({ length: profile.config.retry.max_attempts }, () => overloaded));
+    context.injected();
+    const first = await watchedTurn(context, opened, session, "hello");
+    profile.sim.script([]);
+    const before = profile.sim.requests().length;
+    const second = await watchedTurn(context, opened, session, "and again", { watch: false });
+    const models = requestedModels(profile.sim.requests());
+    const backOnPrimary = models[before] === "main";
+    return {
+      ok:
+        first.result.status === "completed" &&
+        first.result.model?.model === "backup" &&
+        second.result.status === "completed" &&
+        backOnPrimary,
+      detail: `turn 1 ${first.result.status} on ${first.result.model?.provider}/${first.result.model?.model}; turn 2 ${backOnPrimary ? "back on the primary" : `asked ${models[before]}`}; ${eventTrail(first.events)}`,
+    };
+  },
+};
+
+const droppedStream: Scenario = {
+  fault: "stream dropped mid-reply",
+  expected_layer: "retry",
+  async run(context) {
+    const profile = await scratchProfile(context);
+    const opened = await scratchAgent(context, profile);
+    const session = await opened.agent.newSession({ title: "drill: dropped stream" });
+    profile.sim.script([
+      { type: "drop", after_chunks: 2 },
+      { type: "reply", text: "the whole reply" },
+    ]);
+    context.injected();
+    const { result, events } = await watchedTurn(context, opened, session, "hello");
+    return {
+      ok: result.status === "completed" && result.reply === "the whole reply",
+      detail: `turn ${result.status}, reply ${JSON.stringify(result.reply)}; ${eventTrail(events)}`,
+    };
+  },
+};
+
+export const providerScenarios: readonly Scenario[] = [rateLimit, deadKey, overload, droppedStream];

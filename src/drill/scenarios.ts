@@ -1,0 +1,6 @@
+// Every scenario of `tenax drill`, in the order of the layers from the provider up to the store.
+import { agentScenarios } from "./agent-scenarios.js";
+import { providerScenarios } from "./provider-scenarios.js";
+import type { Scenario } from "./runner.js";
+
+export const DRILL_SCENARIOS: readonly Scenario[] = [...providerScenarios, ...agentScenarios];
