@@ -1,6 +1,13 @@
 // Every scenario of `tenax drill`, in the order of the layers from the provider up to the store.
 import { agentScenarios } from "./agent-scenarios.js";
+import { gatewayScenarios } from "./gateway-scenarios.js";
 import { providerScenarios } from "./provider-scenarios.js";
 import type { Scenario } from "./runner.js";
+import { storeScenarios } from "./store-scenarios.js";
 
-export const DRILL_SCENARIOS: readonly Scenario[] = [...providerScenarios, ...agentScenarios];
+export const DRILL_SCENARIOS: readonly Scenario[] = [
+  ...providerScenarios,
+  ...agentScenarios,
+  ...gatewayScenarios,
+  ...storeScenarios,
+];

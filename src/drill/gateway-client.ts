@@ -1,0 +1,82 @@
+// What the drill asks of a running gateway over HTTP: a chat turn, the live event feed, /health and
+// a session's state, each bounded by the scenario's signal.
+
+export interface ChatAnswer {
+  status: number;
+  sessionId: string | null;
+  body: unknown;
+}
+
+export async function chat(
+  url: string,
+  text: string,
+  signal: AbortSignal,
+  sessionId?: string,
+): Promise<ChatAnswer> {
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(sessionId ? { "x-session-id": sessionId } : {}) },
+    body: JSON.stringify({ model: "drill", messages: [{ role: "user", content: text }] }),
+    signal,
+  });
+  return {
+    status: response.status,
+    sessionId: response.headers.get("x-session-id"),
+    body: await response.json(),
+  };
+}
+
+export interface FeedEvent {
+  type: string;
+  layer?: string;
+  session_id?: string;
+  data?: Record<string, unknown>;
+  message?: string;
+}
+
+/** The first event of this type on GET /api/events (a new client is sent the events held). */
+export async function feedEvent(url: string, type: string, signal: AbortSignal): Promise<FeedEvent> {
+  const controller = new AbortController();
+  const both = AbortSignal.any([signal, controller.signal]);
+  try {
+    const response = await fetch(`${url}/api/events`, { signal: both });
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      const match = new RegExp(`event: ${type}\\ndata: (.*)\\n`).exec(text);
+      if (match?.[1]) return JSON.parse(match[1]) as FeedEvent;
+    }
+    throw new Error(`the event feed ended without a ${type} event`);
+  } finally {
+    controller.abort();
+  }
+}
+
+export interface HealthReport {
+  status: string;
+  components: Record<string, { status: string; detail?: string }>;
+}
+
+export async function health(url: string, signal: AbortSignal): Promise<HealthReport> {
+  const response = await fetch(`${url}/health`, { signal });
+  return (await response.json()) as HealthReport;
+}
+
+export async function sessionRunning(url: string, sessionId: string, signal: AbortSignal): Promise<boolean> {
+  const response = await fetch(`${url}/api/sessions/${sessionId}`, { signal });
+  const body = (await response.json()) as { running?: boolean };
+  return body.running === true;
+}
+
+/** Poll until `what` holds; rejects when the signal (the scenario's deadline) ends first. */
+export async function until(
+  what: () => boolean | Promise<boolean>,
+  signal: AbortSignal,
+  everyMs = 25,
+): Promise<void> {
+  while (!(await what())) {
+    signal.throwIfAborted();
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
