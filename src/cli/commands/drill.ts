@@ -3,10 +3,10 @@
 import type { Command } from "commander";
 import { UsageError } from "../../core/errors.js";
 import { formatMs, REPORT_HEADERS, reportCells, reportSummary } from "../../drill/report.js";
-import { runDrill } from "../../drill/runner.js";
+import { runDrill, type Scenario } from "../../drill/runner.js";
 import { DRILL_SCENARIOS } from "../../drill/scenarios.js";
 import type { Cli } from "../main.js";
-import { table } from "../output.js";
+import { type Output, table } from "../output.js";
 
 interface DrillFlags {
   json?: boolean;
@@ -28,30 +28,35 @@ export function registerDrillCommand(program: Command, cli: Cli): void {
           ? DRILL_SCENARIOS.filter((s) => s.fault.includes(flags.only ?? ""))
           : DRILL_SCENARIOS;
         if (scenarios.length === 0) throw new UsageError(`no drill fault matches "${flags.only}"`);
-        const report = await runDrill(scenarios, {
-          keep: flags.keep === true,
-          onStart: (scratch) =>
-            out.line(`drill: scratch homes under ${scratch} (your own profiles are not touched)`),
-          onRow: (row) =>
-            out.line(
-              `${row.result === "pass" ? "ok  " : "FAIL"} ${row.fault} (${row.caught_by ?? "not caught"}, ${row.detect_ms === null ? "-" : formatMs(row.detect_ms)})`,
-            ),
-        });
-        if (out.json) {
-          out.document({
-            ok: report.ok,
-            scratch: report.scratch,
-            kept: flags.keep === true,
-            rows: report.rows,
-          });
-        } else {
-          out.line();
-          out.line(table(REPORT_HEADERS, report.rows.map(reportCells)));
-          out.line();
-          for (const line of reportSummary(report)) out.line(line);
-          out.line(`scratch homes: ${report.scratch}${flags.keep ? " (kept)" : " (removed)"}`);
-        }
-        return report.ok ? 0 : 1;
+        return drill(out, scenarios, flags.keep === true);
       }),
     );
+}
+
+/** Run the scenarios, print the table (or the JSON document); 0 when every row passed, else 1. */
+export async function drill(out: Output, scenarios: readonly Scenario[], keep: boolean): Promise<number> {
+  const report = await runDrill(scenarios, {
+    keep,
+    onStart: (scratch) =>
+      out.line(`drill: scratch homes under ${scratch} (your own profiles are not touched)`),
+    onRow: (row) =>
+      out.line(
+        `${row.result === "pass" ? "ok  " : "FAIL"} ${row.fault} (${row.caught_by ?? "not caught"}, ${row.detect_ms === null ? "-" : formatMs(row.detect_ms)})`,
+      ),
+  });
+  if (out.json) {
+    out.document({
+      ok: report.ok,
+      scratch: report.scratch,
+      kept: keep,
+      rows: report.rows,
+    });
+  } else {
+    out.line();
+    out.line(table(REPORT_HEADERS, report.rows.map(reportCells)));
+    out.line();
+    for (const line of reportSummary(report)) out.line(line);
+    out.line(`scratch homes: ${report.scratch}${keep ? " (kept)" : " (removed)"}`);
+  }
+  return report.ok ? 0 : 1;
 }
