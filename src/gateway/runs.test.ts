@@ -10,7 +10,7 @@ import { tempProfile } from "../../test/helpers/tmp.js";
 import type { AgentEvent } from "../agent/turn.js";
 import { openStore } from "../store/registry.js";
 import { GatewayError } from "./http-error.js";
-import { eventKey, RUN_EVENT_KIND, type RunEvent } from "./run-records.js";
+import { eventKey, putOp, RUN_EVENT_KIND, RUN_KIND, type RunEvent } from "./run-records.js";
 import { fingerprint, RunRegistry } from "./runs.js";
 
 async function setup() {
@@ -185,6 +185,32 @@ describe("RunRegistry", () => {
       partial: true,
     });
     expect(next.events(state, 0).at(-1)?.data).toMatchObject({ type: "run.finished", status: "failed" });
+  });
+
+  it("a run stored before its turn id (killed right after the 202) rejoins its resumed turn", async () => {
+    const { deps, store, gateway, runs, make } = await setup();
+    const { state } = await runs.submit(ask("killed early"));
+    const turnId = gateway.turns.get(state.session_id)?.turnId ?? "";
+    gateway.turns.delete(state.session_id);
+    // As stored when the process died before the run's turn_started event was committed.
+    await store.write([
+      putOp(RUN_KIND, state.run_id, state.session_id, { ...state, turn_id: null }, deps.clock.now()),
+    ]);
+    await store.updateTurn({ id: turnId, status: "interrupted", error: "the process stopped" });
+    const next = make();
+    const watcher = next.watcherFor(turnId, state.session_id);
+    expect(watcher).toBeDefined();
+    expect(await next.recover()).toBe(0);
+    watcher?.onEvent({ type: "text", delta: "done" } as AgentEvent);
+    watcher?.onEvent({
+      type: "turn_finished",
+      turn_id: turnId,
+      status: "completed",
+      partial: false,
+      error: null,
+    });
+    await next.settled();
+    expect(next.get(state.run_id)).toMatchObject({ status: "completed", turn_id: turnId, reply: "done" });
   });
 
   it("prunes ended runs past the retention period, with their events and key, and keeps the rest", async () => {

@@ -156,11 +156,21 @@ export class RunRegistry {
    * owning that turn, starting with `run.resumed`; undefined when no run owns it.
    */
   watcherFor(turnId: string, sessionId: string): TurnWatcher | undefined {
-    const stored = listRuns(this.store, sessionId).find((r) => r.turn_id === turnId);
+    const runs = listRuns(this.store, sessionId);
+    const stored =
+      runs.find((r) => r.turn_id === turnId) ??
+      runs.find((r) => r.turn_id === null && r.status === "running" && this.turnIdOf(r) === turnId);
     if (!stored) return undefined;
     // The resumed turn answers again from its last saved message: the text cut by the crash is
     // not part of its reply.
-    const state: RunState = { ...stored, status: "running", ended_at: null, error: null, reply: "" };
+    const state: RunState = {
+      ...stored,
+      turn_id: turnId,
+      status: "running",
+      ended_at: null,
+      error: null,
+      reply: "",
+    };
     const log = new RunLog(state, this.logDeps());
     this.track(log);
     this.resumed.add(log);
@@ -288,6 +298,21 @@ export class RunRegistry {
     return log.committed ?? { ...log.state };
   }
 
+  /**
+   * The run's turn. When the process stopped after the run was committed but before its
+   * `turn_started` event was, the record has no turn id: the run's turn is then the session's
+   * first turn started at or after the run was created (a run is admitted only while its session
+   * runs no turn, and the session's next turn is the one its launch starts).
+   */
+  private turnIdOf(run: RunState): string | null {
+    if (run.turn_id !== null) return run.turn_id;
+    const after = this.store
+      .getTurns(run.session_id)
+      .filter((t) => t.started_at !== null && t.started_at >= run.created_at)
+      .sort((a, b) => (a.started_at ?? 0) - (b.started_at ?? 0));
+    return after[0]?.id ?? null;
+  }
+
   private track(log: RunLog): void {
     const runId = log.state.run_id;
     this.live.set(runId, log);
@@ -307,10 +332,9 @@ export class RunRegistry {
 
   /** How a run whose turn stopped without this process ends: the turn's stored status. */
   private outcomeOfStoredTurn(run: RunState): RunOutcome {
+    const turnId = this.turnIdOf(run);
     const turn =
-      run.turn_id === null
-        ? undefined
-        : this.store.getTurns(run.session_id).find((t) => t.id === run.turn_id);
+      turnId === null ? undefined : this.store.getTurns(run.session_id).find((t) => t.id === turnId);
     if (!turn)
       return {
         status: "failed",
