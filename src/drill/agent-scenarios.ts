@@ -7,25 +7,16 @@ import { COMPONENT_KIND, COMPRESSION_COMPONENT_KEY } from "../agent/compression-
 import { pidAlive } from "../agent/process-group.js";
 import type { Store } from "../store/store.js";
 import type { Scenario } from "./runner.js";
-import { scratchAgent, scratchProfile } from "./scratch.js";
+import { scratchSession } from "./scratch.js";
 import { eventTrail, watchedTurn } from "./watched-turn.js";
 
 /** Three long exchanges: under the compression threshold until one more large tool result arrives. */
-async function sessionWithHistory(store: Store): Promise<string> {
-  const session = await store.createSession({ title: "drill: long history" });
-  for (let i = 0; i < 3; i++) {
-    await store.appendMessage({
-      session_id: session,
-      role: "user",
-      content: `question ${i}: ${"q".repeat(1_600)}`,
-    });
-    await store.appendMessage({
-      session_id: session,
-      role: "assistant",
-      content: `answer ${i}: ${"a".repeat(1_600)}`,
-    });
-  }
-  return session;
+async function addHistory(store: Store, session: string): Promise<void> {
+  const exchanges = [0, 1, 2].flatMap((i) => [
+    { role: "user", content: `question ${i}: ${"q".repeat(1_600)}` },
+    { role: "assistant", content: `answer ${i}: ${"a".repeat(1_600)}` },
+  ]);
+  for (const message of exchanges) await store.appendMessage({ session_id: session, ...message });
 }
 
 function project(home: string): string {
@@ -38,14 +29,13 @@ const hungCompression: Scenario = {
   fault: "compression call hangs",
   expected_layer: "compression",
   async run(context) {
-    const profile = await scratchProfile(context, {
+    const { sim, opened, session } = await scratchSession(context, "long history", {
       auxiliary: { compression: { provider: "sim", name: "summarizer", timeout: 1 } },
       compression: { threshold: 0.5 },
     });
-    const opened = await scratchAgent(context, profile);
-    const session = await sessionWithHistory(opened.store);
+    await addHistory(opened.store, session);
     writeFileSync(join(project(context.home), "big.txt"), "b".repeat(12_000));
-    profile.sim.script([
+    sim.script([
       { type: "tool_calls", calls: [{ name: "read_file", arguments: { path: "project/big.txt" } }] },
       { type: "hang", phase: "before_headers" },
       { type: "reply", text: "big.txt is all b." },
@@ -75,10 +65,8 @@ const interruptDuringTool: Scenario = {
   fault: "interrupt during a tool",
   expected_layer: "agent",
   async run(context) {
-    const profile = await scratchProfile(context);
-    const opened = await scratchAgent(context, profile);
-    const session = await opened.agent.newSession({ title: "drill: interrupt" });
-    profile.sim.script([
+    const { sim, opened, session } = await scratchSession(context, "interrupt");
+    sim.script([
       {
         type: "tool_calls",
         calls: [
@@ -104,12 +92,12 @@ const interruptDuringTool: Scenario = {
         if (event.type === "turn_finished" && event.status === "interrupted") context.caught("agent");
       },
     });
-    await profile.sim.idle();
+    await sim.idle();
     const background = opened.store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}";
     const pid = (JSON.parse(background) as { pid?: number }).pid;
     const left = opened.agent.processes.liveCount();
     const backgroundAlive = typeof pid === "number" && pidAlive(pid);
-    const requests = profile.sim.requests().length;
+    const requests = sim.requests().length;
     return {
       ok: result.status === "interrupted" && left === 0 && !backgroundAlive && requests === 1,
       detail: `turn ${result.status}; ${left} process(es) left, background sleep ${backgroundAlive ? "still alive" : "gone"}; ${requests} model call(s); ${eventTrail(events)}`,

@@ -3,7 +3,7 @@
 // primary again on the next turn) and a stream dropped mid-reply (retry from the start).
 
 import type { Scenario } from "./runner.js";
-import { scratchAgent, scratchProfile } from "./scratch.js";
+import { scratchSession } from "./scratch.js";
 import { eventTrail, requestedModels, watchedTurn } from "./watched-turn.js";
 
 const rateLimit: Scenario = {
@@ -11,10 +11,13 @@ const rateLimit: Scenario = {
   expected_layer: "retry",
   async run(context) {
     // One key, so the retry layer (not the key pool) has to wait it out.
-    const profile = await scratchProfile(context, {}, { keys: ["drill-single-key"] });
-    const opened = await scratchAgent(context, profile);
-    const session = await opened.agent.newSession({ title: "drill: rate limit" });
-    profile.sim.script([
+    const { sim, opened, session } = await scratchSession(
+      context,
+      "rate limit",
+      {},
+      { keys: ["drill-single-key"] },
+    );
+    sim.script([
       { type: "error", status: 429, headers: { "retry-after": "1" } },
       { type: "reply", text: "answered after the wait" },
     ]);
@@ -32,10 +35,8 @@ const deadKey: Scenario = {
   fault: "dead first key (401)",
   expected_layer: "credentials",
   async run(context) {
-    const profile = await scratchProfile(context);
-    const opened = await scratchAgent(context, profile);
-    const session = await opened.agent.newSession({ title: "drill: dead key" });
-    profile.sim.script([
+    const { sim, opened, session } = await scratchSession(context, "dead key");
+    sim.script([
       {
         type: "error",
         status: 401,
@@ -45,7 +46,7 @@ const deadKey: Scenario = {
     ]);
     context.injected();
     const { result, events } = await watchedTurn(context, opened, session, "hello");
-    const keys = profile.sim.requests().map((r) => String(r.headers.authorization ?? ""));
+    const keys = sim.requests().map((r) => String(r.headers.authorization ?? ""));
     const rotated = keys.length === 2 && keys[0] !== keys[1];
     return {
       ok: result.status === "completed" && rotated,
@@ -58,18 +59,16 @@ const overload: Scenario = {
   fault: "persistent overload (503 on every try)",
   expected_layer: "fallback",
   async run(context) {
-    const profile = await scratchProfile(context);
-    const opened = await scratchAgent(context, profile);
-    const session = await opened.agent.newSession({ title: "drill: overload" });
+    const { sim, opened, session } = await scratchSession(context, "overload");
     const overloaded = { type: "error", status: 503 } as const;
     // Every attempt the retry layer makes on the primary is refused; the fallback answers.
-    profile.sim.script(Array.from({ length: profile.config.retry.max_attempts }, () => overloaded));
+    sim.script(Array.from({ length: opened.agent.options.config.retry.max_attempts }, () => overloaded));
     context.injected();
     const first = await watchedTurn(context, opened, session, "hello");
-    profile.sim.script([]);
-    const before = profile.sim.requests().length;
+    sim.script([]);
+    const before = sim.requests().length;
     const second = await watchedTurn(context, opened, session, "and again", { watch: false });
-    const models = requestedModels(profile.sim.requests());
+    const models = requestedModels(sim.requests());
     const backOnPrimary = models[before] === "main";
     return {
       ok:
@@ -86,10 +85,8 @@ const droppedStream: Scenario = {
   fault: "stream dropped mid-reply",
   expected_layer: "retry",
   async run(context) {
-    const profile = await scratchProfile(context);
-    const opened = await scratchAgent(context, profile);
-    const session = await opened.agent.newSession({ title: "drill: dropped stream" });
-    profile.sim.script([
+    const { sim, opened, session } = await scratchSession(context, "dropped stream");
+    sim.script([
       { type: "drop", after_chunks: 2 },
       { type: "reply", text: "the whole reply" },
     ]);

@@ -74,3 +74,16 @@ export async function scratchAgent(context: ScenarioContext, profile: ScratchPro
   context.defer(() => opened.close());
   return opened;
 }
+
+/** A scratch profile, its agent and a fresh session: where every in-process scenario starts. */
+export async function scratchSession(
+  context: ScenarioContext,
+  title: string,
+  extra: Record<string, unknown> = {},
+  options: { keys?: string[] } = {},
+): Promise<ScratchProfile & { opened: OpenedAgent; session: string }> {
+  const profile = await scratchProfile(context, extra, options);
+  const opened = await scratchAgent(context, profile);
+  const session = await opened.agent.newSession({ title: `drill: ${title}` });
+  return { ...profile, opened, session };
+}
