@@ -10,6 +10,12 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { runAppendSizes, type SizeRow } from "./append-sizes.js";
+import {
+  type GatewayPeerResult,
+  gatewayLines,
+  judgeGatewayAims,
+  runGatewayPeerBench,
+} from "./gateway-peer.js";
 import { describeMachine } from "./machine.js";
 import { type ColdResult, type OpenResult, runColdOpenBench, runOpenBench } from "./open-integrity.js";
 import { type ReaderResult, runReaderBench } from "./reader-open.js";
@@ -49,6 +55,7 @@ const SUITES = [
   "subagents",
   "resume",
   "restart",
+  "gateway",
 ] as const;
 
 const Env = z.object({
@@ -77,6 +84,15 @@ const Env = z.object({
   BENCH_RESUME_SESSIONS: count(100),
   /** The provider's max_concurrency in the resume suite (8 is the config default). */
   BENCH_RESUME_CONCURRENCY: count(8),
+  /** The gateway suite: open-loop rate, seconds per target (split over rounds), closed-loop clients. */
+  BENCH_GATEWAY_RPS: count(500),
+  BENCH_GATEWAY_SECONDS: z.coerce.number().positive().default(20),
+  BENCH_GATEWAY_ROUNDS: count(5),
+  BENCH_GATEWAY_WARMUP_SECONDS: z.coerce.number().positive().default(2),
+  BENCH_GATEWAY_CLIENTS: count(64),
+  BENCH_GATEWAY_CLOSED_SECONDS: z.coerce.number().positive().default(3),
+  BENCH_GATEWAY_CLOSED_ROUNDS: count(3),
+  BENCH_GATEWAY_STREAMS: count(300),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -256,6 +272,25 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let gateway: GatewayPeerResult | null = null;
+  if (only.has("gateway")) {
+    log(`gateway vs Portkey: open loop at ${env.BENCH_GATEWAY_RPS}/s, closed loop, streaming first token`);
+    gateway = await runGatewayPeerBench(
+      work,
+      {
+        rps: env.BENCH_GATEWAY_RPS,
+        seconds: env.BENCH_GATEWAY_SECONDS,
+        rounds: env.BENCH_GATEWAY_ROUNDS,
+        warmupSeconds: env.BENCH_GATEWAY_WARMUP_SECONDS,
+        closedClients: env.BENCH_GATEWAY_CLIENTS,
+        closedSeconds: env.BENCH_GATEWAY_CLOSED_SECONDS,
+        closedRounds: env.BENCH_GATEWAY_CLOSED_ROUNDS,
+        streams: env.BENCH_GATEWAY_STREAMS,
+      },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
@@ -263,6 +298,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     ...(subagents ? [judgeSubagentAim(subagents)] : []),
     ...(resume ? [judgeResumeAim(resume)] : []),
     ...(restart ? judgeRestartAims(restart) : []),
+    ...(gateway ? judgeGatewayAims(gateway) : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -286,6 +322,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     subagents,
     resume,
     restart,
+    gateway,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -311,6 +348,7 @@ function print(r: {
   subagents: SubagentResult | null;
   resume: ResumeBenchResult | null;
   restart: RestartResult | null;
+  gateway: GatewayPeerResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -438,6 +476,7 @@ function print(r: {
   if (r.subagents) lines.push(...subagentLines(r.subagents));
   if (r.resume) lines.push(...resumeLines(r.resume));
   if (r.restart) lines.push(...restartLines(r.restart));
+  if (r.gateway) lines.push(...gatewayLines(r.gateway));
   lines.push(
     "\naims",
     table(
