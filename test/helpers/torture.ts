@@ -22,6 +22,8 @@ export interface ChatAnswer {
   sessionId: string | null;
   /** The reply of a 200, else the error message. */
   reply: string;
+  /** The turn of a 200 and how it ended, as the gateway's `tenax` field says. */
+  turn: { id: string; status: string } | null;
   ms: number;
 }
 
@@ -39,12 +41,14 @@ export async function chatTurn(url: string, text: string, sessionId: string | nu
   const body = (await response.json()) as {
     choices?: { message?: { content?: string | null } }[];
     error?: { message?: string };
+    tenax?: { turn_id: string; status: string };
   };
   return {
     status: response.status,
     sessionId: response.headers.get("x-session-id"),
     reply:
       response.status === 200 ? (body.choices?.[0]?.message?.content ?? "") : (body.error?.message ?? ""),
+    turn: body.tenax ? { id: body.tenax.turn_id, status: body.tenax.status } : null,
     ms: performance.now() - started,
   };
 }

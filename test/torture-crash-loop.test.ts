@@ -1,0 +1,354 @@
+// Torture: a crash loop. Concurrent clients talk to a real gateway (chat turns with X-Session-Id
+// continuity, and runs with an Idempotency-Key) over slow streams and tool calls from the
+// simulator, and the gateway is killed with SIGKILL at seeded random moments, then started again,
+// cycle after cycle. After each restart, once the resumed turns are done, the store (read-only)
+// holds every acknowledged message and reply in order, and every session is consistent; at the
+// end every acknowledged run answers its Idempotency-Key with the same run, each turn's final
+// answer was asked of the model at most once per resumption, and SQLite's integrity check passes.
+import { appendFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { beforeAll, describe, expect, it } from "vitest";
+import { RESUME_NOTE } from "../src/agent/turn-resume.js";
+import type { ProfilePaths } from "../src/config/paths.js";
+import { type Random, seededRandom } from "../src/core/deps.js";
+import type { Simulator } from "../src/llm/simulator/server.js";
+import type { SimStep } from "../src/llm/simulator/steps.js";
+import { openReader } from "../src/store/registry.js";
+import type { StoreReader } from "../src/store/store-reader.js";
+import { requireBuild } from "./helpers/cli.js";
+import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
+import { tempDir } from "./helpers/tmp.js";
+import { chatTurn, expectConsistent, isFinalReply, tortureSeed } from "./helpers/torture.js";
+
+beforeAll(() => requireBuild());
+
+const CHAT_CLIENTS = 6;
+const RUN_CLIENTS = 2;
+/** The loop stops starting cycles after this long (plus the last cycle and the checks). */
+const BUDGET_MS = Number(process.env.TENAX_CRASH_SECONDS ?? 45) * 1000;
+const MAX_CYCLES = 20;
+const TOKEN = /^([cr]\d+ m\d+)(?:\n|$)/;
+
+interface AckedTurn {
+  sessionId: string;
+  text: string;
+  reply: string;
+  turn: { id: string; status: string };
+}
+
+interface AckedRun {
+  runId: string;
+  key: string;
+  sessionHeader: string | null;
+  body: string;
+  sessionId: string;
+}
+
+interface Phase {
+  url: string;
+  live: boolean;
+}
+
+/** A random mix of slow replies and tool calls, for whichever requests come next. */
+function steps(random: Random, file: string, count: number): SimStep[] {
+  return Array.from({ length: count }, (_, i): SimStep => {
+    const pick = random();
+    if (pick < 0.45)
+      return {
+        type: "reply",
+        text: `a slow reply number ${i} that streams in small pieces`,
+        chunk_size: 4,
+        chunk_delay_ms: 10 + Math.floor(random() * 40),
+      };
+    if (pick < 0.65)
+      return {
+        type: "tool_calls",
+        calls: [{ name: "terminal", arguments: { command: "sleep 0.3; echo slept" } }],
+      };
+    if (pick < 0.8) return { type: "tool_calls", calls: [{ name: "read_file", arguments: { path: file } }] };
+    return { type: "reply", text: `a quick reply ${i}` };
+  });
+}
+
+/** One chat client: turns in its session until the phase ends or the gateway dies under it. */
+async function chatClient(
+  phase: Phase,
+  c: number,
+  state: { session: string | null; n: number },
+  acked: AckedTurn[],
+  odd: string[],
+) {
+  while (phase.live) {
+    const text = `c${c} m${state.n++}`;
+    let answer: Awaited<ReturnType<typeof chatTurn>>;
+    try {
+      answer = await chatTurn(phase.url, text, state.session);
+    } catch {
+      return; // the gateway died: this turn was not acknowledged
+    }
+    if (answer.status !== 200 || answer.sessionId === null || answer.turn === null) {
+      odd.push(`${text}: ${answer.status} ${answer.reply}`);
+      await new Promise((r) => setTimeout(r, 100));
+      continue;
+    }
+    state.session = answer.sessionId;
+    acked.push({ sessionId: answer.sessionId, text, reply: answer.reply, turn: answer.turn });
+  }
+}
+
+/** One runs client: submits a run (with a key), then follows its state until it ends. */
+async function runClient(
+  phase: Phase,
+  c: number,
+  state: { session: string | null; n: number },
+  acked: AckedRun[],
+  odd: string[],
+) {
+  while (phase.live) {
+    const text = `r${c} m${state.n++}`;
+    const key = `key-${c}-${state.n}`;
+    const body = JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] });
+    const sessionHeader = state.session;
+    let run: { run_id: string; session_id: string; status: string };
+    try {
+      const response = await fetch(`${phase.url}/v1/runs`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "idempotency-key": key,
+          ...(sessionHeader ? { "x-session-id": sessionHeader } : {}),
+        },
+        body,
+      });
+      run = (await response.json()) as typeof run;
+      if (response.status !== 202) {
+        odd.push(`${text}: run ${response.status} ${JSON.stringify(run)}`);
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+    } catch {
+      return;
+    }
+    acked.push({ runId: run.run_id, key, sessionHeader, body, sessionId: run.session_id });
+    state.session = run.session_id;
+    // One turn at a time per session: wait for this run before the next.
+    while (phase.live && run.status === "running") {
+      await new Promise((r) => setTimeout(r, 100));
+      try {
+        run = (await (await fetch(`${phase.url}/v1/runs/${run.run_id}`)).json()) as typeof run;
+      } catch {
+        return;
+      }
+    }
+  }
+}
+
+/** Resolves once no turn or run is running, as the store and the gateway both see it, twice in a row. */
+async function settled(paths: ProfilePaths, url: string, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  let quiet = 0;
+  while (quiet < 2) {
+    if (Date.now() > deadline) {
+      const reader = openReader(paths);
+      const stuck = reader
+        .listRecords<{ status: string; turn_id: string | null }>("run")
+        .filter((r) => r.value.status === "running");
+      const detail = stuck.map(
+        (r) => `${JSON.stringify(r.value)} turns ${JSON.stringify(reader.getTurns(r.session_id ?? ""))}`,
+      );
+      reader.close();
+      throw new Error(`the gateway did not settle: turns still running ${detail.join("\n")}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    const reader = openReader(paths);
+    const running =
+      reader.runningTurns().length +
+      reader.listRecords<{ status: string }>("run").filter((r) => r.value.status === "running").length;
+    reader.close();
+    const listed = (await (await fetch(`${url}/api/sessions?limit=1000`)).json()) as {
+      data: { running: boolean }[];
+    };
+    quiet = running === 0 && listed.data.every((s) => !s.running) ? quiet + 1 : 0;
+  }
+}
+
+/** Every acknowledged chat turn: its question and its reply, in the order acknowledged. */
+function expectAcknowledged(reader: StoreReader, acked: AckedTurn[], runs: AckedRun[]): number {
+  const bySession = new Map<string, AckedTurn[]>();
+  for (const a of acked) bySession.set(a.sessionId, [...(bySession.get(a.sessionId) ?? []), a]);
+  let checked = 0;
+  for (const [sessionId, turns] of bySession) {
+    const messages = reader.getMessages(sessionId);
+    let lastSeq = -1;
+    for (const turn of turns) {
+      const question = messages.filter((m) => m.role === "user" && m.content === turn.text);
+      expect(question, `${turn.text} is stored once`).toHaveLength(1);
+      const q = question[0];
+      expect(q?.seq ?? -1, `${turn.text} is in order`).toBeGreaterThan(lastSeq);
+      lastSeq = q?.seq ?? -1;
+      expect(q?.turn_id, `${turn.text} is in the turn that answered it`).toBe(turn.turn.id);
+      const stored = reader.getTurns(sessionId).find((t) => t.id === turn.turn.id);
+      expect(stored?.status, `the turn of ${turn.text}`).toBe(turn.turn.status);
+      // A turn halted by a guardrail answers with what it had; a completed one with its final reply.
+      const reply = messages.filter((m) => m.turn_id === q?.turn_id && isFinalReply(m));
+      if (turn.turn.status === "completed")
+        expect(
+          reply.map((m) => m.content),
+          `the reply to ${turn.text}`,
+        ).toEqual([turn.reply]);
+      checked += 2;
+    }
+  }
+  for (const run of runs) {
+    const record = reader.getRecord<{ status: string; turn_id: string | null; reply: string }>(
+      "run",
+      run.runId,
+    );
+    expect(record, `run ${run.runId} is stored`).not.toBeNull();
+    expect(record?.status, `run ${run.runId} is settled`).not.toBe("running");
+    if (record?.status === "completed" && record.turn_id !== null) {
+      const replies = reader
+        .getMessages(run.sessionId)
+        .filter((m) => m.turn_id === record.turn_id && isFinalReply(m));
+      expect(replies.map((m) => m.content)).toEqual([record.reply]);
+    }
+    checked++;
+  }
+  return checked;
+}
+
+/** The question's token at the start of a user message (the model sees a resume note merged into it). */
+function tokenOf(m: { role: string; content: unknown }): string | null {
+  if (m.role !== "user" || typeof m.content !== "string") return null;
+  return TOKEN.exec(m.content)?.[1] ?? null;
+}
+
+/**
+ * From the simulator's records: the final answer of each turn (by its question's token and how
+ * many resume notes follow it) was completed at most once, and never for more resumptions than
+ * the store counts interruptions.
+ */
+function expectAnsweredOnce(sim: Simulator, reader: StoreReader): { answers: number; resumed: number } {
+  const finals = new Map<string, number>();
+  const generations = new Map<string, number>();
+  for (const r of sim.requests()) {
+    if (r.path !== "/v1/chat/completions" || r.ended !== "completed") continue;
+    if (r.step !== "reply" && r.step !== "default") continue;
+    const messages = (r.body as { messages?: { role: string; content: unknown }[] }).messages ?? [];
+    const at = messages.findLastIndex((m) => tokenOf(m) !== null);
+    const token = at < 0 ? null : tokenOf(messages[at] ?? { role: "", content: null });
+    if (token === null) continue;
+    const generation = messages
+      .slice(at)
+      .filter((m) => m.role === "user" && typeof m.content === "string")
+      .reduce((n, m) => n + String(m.content).split(RESUME_NOTE).length - 1, 0);
+    const id = `${token}#${generation}`;
+    finals.set(id, (finals.get(id) ?? 0) + 1);
+    generations.set(token, Math.max(generations.get(token) ?? 0, generation));
+  }
+  const twice = [...finals].filter(([, n]) => n > 1).map(([id]) => id);
+  expect(twice, "final answers asked for twice in one resumption").toEqual([]);
+  const interrupts = new Map<string, number>();
+  for (const s of reader.listSessions({ limit: 10_000 })) {
+    const turns = new Map(reader.getTurns(s.id).map((t) => [t.id, t.interrupt_count]));
+    for (const m of reader.getMessages(s.id)) {
+      const token = tokenOf(m);
+      if (token !== null) interrupts.set(token, turns.get(m.turn_id ?? "") ?? 0);
+    }
+  }
+  let resumed = 0;
+  for (const [token, generation] of generations) {
+    if (generation === 0) continue;
+    resumed++;
+    expect(generation, `${token}: resumptions`).toBeLessThanOrEqual(interrupts.get(token) ?? 0);
+  }
+  return { answers: finals.size, resumed };
+}
+
+describe("torture: crash loop", () => {
+  it("kill -9 at random moments across concurrent turns: every acknowledged message survives, every session is consistent", async () => {
+    const seed = tortureSeed("torture-crash-loop");
+    const random = seededRandom(seed);
+    const { sim, paths, home } = await simProfile("max_turns: 64");
+    appendFileSync(paths.config, "agent: { lease_seconds: 5 }\n");
+    const file = join(tempDir(), "notes.txt");
+    writeFileSync(file, "something to read\n");
+
+    const acked: AckedTurn[] = [];
+    const runs: AckedRun[] = [];
+    const odd: string[] = [];
+    const chatState = Array.from({ length: CHAT_CLIENTS }, () => ({ session: null as string | null, n: 0 }));
+    const runState = Array.from({ length: RUN_CLIENTS }, () => ({ session: null as string | null, n: 0 }));
+    const started = Date.now();
+    let cycles = 0;
+    let checked = 0;
+    let gateway: GatewayProcess = await startGateway(home);
+    while (cycles < MAX_CYCLES && (cycles < 8 || Date.now() - started < BUDGET_MS)) {
+      cycles++;
+      if (sim.queued() < 40) sim.script(steps(random, file, 60));
+      const phase: Phase = { url: gateway.url, live: true };
+      const clients = [
+        ...chatState.map((s, c) => chatClient(phase, c, s, acked, odd)),
+        ...runState.map((s, c) => runClient(phase, c, s, runs, odd)),
+      ];
+      // Kill somewhere between "turns just admitted" and "several turns in".
+      await new Promise((r) => setTimeout(r, 50 + Math.floor(random() * 2500)));
+      phase.live = false;
+      gateway.child.kill("SIGKILL");
+      await gateway.exited;
+      await Promise.all(clients);
+
+      gateway = await startGateway(home);
+      await settled(paths, gateway.url);
+      const reader = openReader(paths);
+      try {
+        expectConsistent(reader);
+        checked = expectAcknowledged(reader, acked, runs);
+      } finally {
+        reader.close();
+      }
+    }
+
+    // A retried submission finds its run, across every restart since it was acknowledged.
+    for (const run of runs) {
+      const response = await fetch(`${gateway.url}/v1/runs`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "idempotency-key": run.key,
+          ...(run.sessionHeader ? { "x-session-id": run.sessionHeader } : {}),
+        },
+        body: run.body,
+      });
+      expect(response.status, `run ${run.runId} retried`).toBe(200);
+      expect(((await response.json()) as { run_id: string }).run_id).toBe(run.runId);
+    }
+    gateway.child.kill("SIGKILL");
+    await gateway.exited;
+
+    const reader = openReader(paths);
+    let figures: ReturnType<typeof expectConsistent>;
+    let answered: ReturnType<typeof expectAnsweredOnce>;
+    try {
+      figures = expectConsistent(reader);
+      answered = expectAnsweredOnce(sim, reader);
+    } finally {
+      reader.close();
+    }
+    const db = new Database(paths.state, { readonly: true });
+    try {
+      expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+    } finally {
+      db.close();
+    }
+    const interrupted = figures.turns.filter((t) => t.interrupt_count > 0).length;
+    const suspended = figures.turns.filter((t) => t.status === "suspended").length;
+    console.log(
+      `torture-crash-loop: ${cycles} cycles, ${cycles + 1} kill -9; acknowledged ${acked.length} chat turns and ${runs.length} runs (${checked} checks after the last restart); store: ${figures.sessions} sessions, ${figures.messages} messages, ${figures.turns.length} turns (${interrupted} interrupted, ${answered.resumed} resumed, ${suspended} suspended); ${answered.answers} final answers, none twice; unexpected answers: ${odd.length}; integrity ok`,
+    );
+    expect(odd).toEqual([]);
+    expect(acked.length).toBeGreaterThan(cycles);
+    expect(interrupted).toBeGreaterThan(0);
+  }, 150_000);
+});
