@@ -1,13 +1,13 @@
 // The store's layers: a state.db damaged under a running gateway (the next write fails fast and is
 // spooled, /health says the store is down, and recover + restore bring back every acknowledged
-// message), and a damaged search index (search says it is degraded; the next writer rebuilds it).
+// message), and a search index damaged under a running gateway (search degraded, then rebuilt,
+// both on the event feed).
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { SearchUnavailableError } from "../store/errors.js";
-import { openReader, openStore, releaseStore } from "../store/registry.js";
+import { openReader } from "../store/registry.js";
 import { btreePages, checkpointWal, garbageAfterHeader, garbagePages } from "./damage.js";
 import { type GatewayChild, killHard, runTenax, startGateway, stopGateway } from "./gateway-child.js";
-import { chat, health, until } from "./gateway-client.js";
+import { chat, feedEvent, health, until } from "./gateway-client.js";
 import type { Scenario } from "./runner.js";
 import { scratchProfile } from "./scratch.js";
 
@@ -108,41 +108,40 @@ function errorCode(body: unknown): string {
 }
 
 const damagedSearch: Scenario = {
-  fault: "search index damaged",
+  fault: "search index damaged under a running gateway",
   expected_layer: "store",
   async run(context) {
     const { paths } = await scratchProfile(context);
-    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-    await store.index.rebuild();
-    const session = await store.createSession({ title: "drill: zebra notes" });
-    for (let i = 0; i < 100; i++)
-      await store.appendMessage({ session_id: session, role: "user", content: `note ${i} about the zebra` });
-    store.index.flush();
-    await releaseStore(store);
-
+    let gateway: GatewayChild | null = await startGateway(context.home);
+    context.defer(() => (gateway ? killHard(gateway) : undefined));
+    const first = await chat(gateway.url, "zebra notes, the first", context.signal);
+    if (first.status !== 200 || !first.sessionId)
+      return { ok: false, detail: `a turn answered ${first.status}` };
+    // Let the index take those messages (it flushes shortly after a write burst).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    if (!checkpointWal(paths.search))
+      return { ok: false, detail: "the index's WAL could not be checkpointed" };
     garbageAfterHeader(paths.search, 7);
     context.injected();
+    // The next write queues its messages for the index, whose flush meets the damage.
+    const second = await chat(gateway.url, "zebra notes, the second", context.signal, first.sessionId);
+    const degraded = await feedEvent(gateway.url, "search.degraded", context.signal);
+    if (degraded.layer) context.caught(degraded.layer);
+    const rebuilt = await feedEvent(gateway.url, "search.rebuilt", context.signal);
+    await stopGateway(gateway);
+    gateway = null;
     const reader = openReader(paths);
-    let degraded: SearchUnavailableError | null = null;
+    let hits: number;
+    let expected: number;
     try {
-      reader.search("zebra");
-    } catch (error) {
-      if (error instanceof SearchUnavailableError) degraded = error;
-      else throw error;
+      hits = reader.search("zebra", { limit: 100 }).hits.length;
+      expected = reader.getMessages(first.sessionId).filter((m) => /zebra/i.test(m.content ?? "")).length;
     } finally {
       reader.close();
     }
-    // The search index is part of the store layer; the error says so and names its fix.
-    if (degraded) context.caught("store");
-
-    // The next writer notices on open and rebuilds from the transcripts.
-    const writer = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-    context.defer(() => releaseStore(writer));
-    await until(() => writer.health().search.status === "ok", context.signal);
-    const hits = writer.search("zebra", { limit: 500 }).hits.length;
     return {
-      ok: degraded !== null && hits === 100,
-      detail: `${degraded ? `search said: ${degraded.message}` : "search did not report the damage"}; after reopening: ${writer.health().search.status}, ${hits} of 100 hits`,
+      ok: second.status === 200 && expected >= 2 && hits === expected,
+      detail: `turn during the damage: ${second.status}; feed: ${degraded.message ?? degraded.type} → ${rebuilt.message ?? rebuilt.type}; search afterwards: ${hits} of ${expected} messages found`,
     };
   },
 };
