@@ -90,16 +90,19 @@ export async function runDrill(
 async function runScenario(scenario: Scenario, home: string, deadlineMs: number): Promise<DrillRow> {
   const controller = new AbortController();
   const cleanups: Array<() => Promise<unknown> | unknown> = [];
-  let injectedAt: number | null = null;
-  let caught: { layer: string; at: number } | null = null;
+  // Held in one object so that what the scenario's callbacks set is read back without casts.
+  const marks: { injectedAt: number | null; caught: { layer: string; at: number } | null } = {
+    injectedAt: null,
+    caught: null,
+  };
   const context: ScenarioContext = {
     home: mkdtempSync(`${home}-`),
     signal: controller.signal,
     injected: () => {
-      injectedAt = performance.now();
+      marks.injectedAt = performance.now();
     },
     caught: (layer) => {
-      caught = { layer, at: caught?.at ?? performance.now() };
+      marks.caught = { layer, at: marks.caught?.at ?? performance.now() };
     },
     defer: (cleanup) => cleanups.push(cleanup),
   };
@@ -125,8 +128,8 @@ async function runScenario(scenario: Scenario, home: string, deadlineMs: number)
     controller.abort();
     await runCleanups(cleanups);
   }
-  const found = caught as { layer: string; at: number } | null;
-  const start = injectedAt as number | null;
+  const found = marks.caught;
+  const start = marks.injectedAt;
   const layerOk = found?.layer === scenario.expected_layer;
   const detail = layerOk
     ? outcome.detail
