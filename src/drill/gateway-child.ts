@@ -3,6 +3,7 @@
 // listens, killed with SIGKILL or stopped with SIGTERM.
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { ScenarioContext } from "./runner.js";
 
 /** bin/tenax.js of this checkout (this file is src/drill or dist/drill, two levels below). */
 export const TENAX_BIN = fileURLToPath(new URL("../../bin/tenax.js", import.meta.url));
@@ -91,4 +92,11 @@ export async function runTenax(
   const { output, exited } = spawnTenax(home, args);
   const code = await exited;
   return { code, output: output() };
+}
+
+/** A gateway for the scenario's scratch home, killed when the scenario ends if it still runs. */
+export async function scenarioGateway(context: ScenarioContext): Promise<GatewayChild> {
+  const gateway = await startGateway(context.home);
+  context.defer(() => killHard(gateway));
+  return gateway;
 }

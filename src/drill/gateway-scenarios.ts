@@ -5,7 +5,7 @@ import { RESUME_NOTE } from "../agent/turn-resume.js";
 import type { ProfilePaths } from "../config/paths.js";
 import { openReader } from "../store/registry.js";
 import type { TurnView } from "../store/rows.js";
-import { type GatewayChild, killHard, startGateway, stopGateway } from "./gateway-child.js";
+import { killHard, scenarioGateway, stopGateway } from "./gateway-child.js";
 import { chat, feedEvent, sessionRunning, until } from "./gateway-client.js";
 import type { Scenario } from "./runner.js";
 import { scratchProfile } from "./scratch.js";
@@ -26,10 +26,6 @@ const killedMidTurn: Scenario = {
   async run(context) {
     const profile = await scratchProfile(context);
     const { sim, paths } = profile;
-    const gateways: GatewayChild[] = [];
-    context.defer(async () => {
-      for (const g of gateways) await killHard(g);
-    });
     sim.script([
       {
         type: "reply",
@@ -39,8 +35,7 @@ const killedMidTurn: Scenario = {
       },
       { type: "reply", text: "resumed and done" },
     ]);
-    const first = await startGateway(context.home);
-    gateways.push(first);
+    const first = await scenarioGateway(context);
     chat(first.url, "tell me slowly", context.signal).catch(() => {
       // The gateway is killed before it answers: no reply is expected.
     });
@@ -58,8 +53,7 @@ const killedMidTurn: Scenario = {
       };
     }
 
-    const second = await startGateway(context.home);
-    gateways.push(second);
+    const second = await scenarioGateway(context);
     const resumed = await feedEvent(second.url, "turn_resumed", context.signal);
     if (resumed.layer) context.caught(resumed.layer);
     await until(

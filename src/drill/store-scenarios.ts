@@ -6,7 +6,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { openReader } from "../store/registry.js";
 import { btreePages, checkpointWal, garbageAfterHeader, garbagePages } from "./damage.js";
-import { type GatewayChild, killHard, runTenax, startGateway, stopGateway } from "./gateway-child.js";
+import { runTenax, scenarioGateway, stopGateway } from "./gateway-child.js";
 import { chat, feedEvent, health, until } from "./gateway-client.js";
 import type { Scenario } from "./runner.js";
 import { scratchProfile } from "./scratch.js";
@@ -21,8 +21,7 @@ const corruptedStore: Scenario = {
   expected_layer: "store",
   async run(context) {
     const { paths } = await scratchProfile(context);
-    let gateway: GatewayChild | null = await startGateway(context.home);
-    context.defer(() => (gateway ? killHard(gateway) : undefined));
+    const gateway = await scenarioGateway(context);
     // Two acknowledged exchanges before the damage.
     const acked: string[] = [];
     let session: string | null = null;
@@ -46,10 +45,9 @@ const corruptedStore: Scenario = {
     // old session would first read its history, which meets it too, before writing anything).
     const failed = await chat(gateway.url, during, context.signal);
     const writeMs = Date.now() - started;
-    const url = gateway.url;
-    let report = await health(url, context.signal);
+    let report = await health(gateway.url, context.signal);
     await until(async () => {
-      report = await health(url, context.signal);
+      report = await health(gateway.url, context.signal);
       return report.components.store?.status === "down";
     }, context.signal);
     for (const [name, component] of Object.entries(report.components))
@@ -57,7 +55,6 @@ const corruptedStore: Scenario = {
     const spooled = existsSync(paths.spool) && readdirSync(paths.spool).some((f) => f.endsWith(".jsonl"));
 
     await stopGateway(gateway);
-    gateway = null;
     const output = join(context.home, "recovered.db");
     const recovered = await runTenax(context.home, [
       "sessions",
@@ -112,8 +109,7 @@ const damagedSearch: Scenario = {
   expected_layer: "store",
   async run(context) {
     const { paths } = await scratchProfile(context);
-    let gateway: GatewayChild | null = await startGateway(context.home);
-    context.defer(() => (gateway ? killHard(gateway) : undefined));
+    const gateway = await scenarioGateway(context);
     const first = await chat(gateway.url, "zebra notes, the first", context.signal);
     if (first.status !== 200 || !first.sessionId)
       return { ok: false, detail: `a turn answered ${first.status}` };
@@ -129,7 +125,6 @@ const damagedSearch: Scenario = {
     if (degraded.layer) context.caught(degraded.layer);
     const rebuilt = await feedEvent(gateway.url, "search.rebuilt", context.signal);
     await stopGateway(gateway);
-    gateway = null;
     const reader = openReader(paths);
     let hits: number;
     let expected: number;
