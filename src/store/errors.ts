@@ -9,6 +9,9 @@ export function classifySqliteError(error: unknown): SqliteFailure {
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   if (typeof code !== "string" || !code.startsWith("SQLITE_")) return "other";
   if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") return "corrupt";
+  // A file shorter than SQLite's own record of it (a WAL truncated under a running writer, say):
+  // damage, not a passing I/O problem, so it must stop writes and spool like any corruption.
+  if (code === "SQLITE_IOERR_SHORT_READ") return "corrupt";
   if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return "busy";
   if (code === "SQLITE_FULL" || code === "SQLITE_IOERR_WRITE_FULL") return "full";
   if (code.startsWith("SQLITE_READONLY") || code === "SQLITE_PERM") return "readonly";
