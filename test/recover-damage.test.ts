@@ -10,7 +10,7 @@ import { releaseStore } from "../src/store/registry.js";
 import { Store } from "../src/store/store.js";
 import { checkpoint, overwritePages, PAGE } from "./helpers/corrupt.js";
 import { tempDir, tempProfile } from "./helpers/tmp.js";
-import { buildStore, digests, messagesIn, type PageMap, pageMap, type Written } from "./recover-fixtures.js";
+import { buildStore, digests, messagesIn, pageMap, rowidsOn, type Written } from "./recover-fixtures.js";
 
 const SEED = Number(process.env.TENAX_SEED ?? 7);
 
@@ -40,13 +40,6 @@ async function recoverTo(paths: ProfilePaths) {
   store.close();
   expect(integrity.status).toBe("ok");
   return { report, output, rows: messagesIn(output) };
-}
-
-function rowidsOn(map: PageMap, pages: number[]): Set<number> {
-  const out = new Set<number>();
-  for (const p of pages) for (const r of map.leaves.get(p) ?? []) out.add(r);
-  for (const [p, owner] of map.overflow) if (pages.includes(p)) out.add(owner);
-  return out;
 }
 
 /** Every message not in `lost` came back with its id, session, seq and content. */

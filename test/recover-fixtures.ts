@@ -127,6 +127,14 @@ export function pageMap(path: string, table: string): PageMap {
   }
 }
 
+/** The rowids a set of damaged pages takes with it: the rows on its leaves and those it overflows. */
+export function rowidsOn(map: PageMap, pages: number[]): Set<number> {
+  const out = new Set<number>();
+  for (const p of pages) for (const r of map.leaves.get(p) ?? []) out.add(r);
+  for (const [p, owner] of map.overflow) if (pages.includes(p)) out.add(owner);
+  return out;
+}
+
 /** sha256 of a store's three files ("missing" for an absent one). */
 export function digests(path: string): Record<string, string> {
   return {

@@ -57,6 +57,25 @@ export function overwritePages(path: string, pages: number[], kind: "garbage" | 
   }
 }
 
+/** Garbage or zeros over `length` bytes at `offset` (a WAL frame, say, which is not page-aligned). */
+export function overwriteBytes(
+  path: string,
+  offset: number,
+  length: number,
+  kind: "garbage" | "zero",
+  seed: number,
+): void {
+  const random = seededRandom(seed);
+  const buf = Buffer.alloc(length);
+  if (kind === "garbage") for (let i = 0; i < length; i++) buf[i] = Math.floor(random() * 256);
+  const fd = openSync(path, "r+");
+  try {
+    writeSync(fd, buf, 0, length, offset);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export function fileDigest(path: string): string {
   if (!existsSync(path)) return "missing";
   return createHash("sha256").update(readFileSync(path)).digest("hex");
