@@ -45,6 +45,15 @@ interface AckedRun {
   sessionId: string;
 }
 
+/** A client's own state across phases: its index, its session, its next message number. */
+interface Client {
+  c: number;
+  session: string | null;
+  n: number;
+  /** Answers that were neither acknowledged nor a dead gateway. */
+  odd: string[];
+}
+
 interface Phase {
   url: string;
   live: boolean;
@@ -72,18 +81,13 @@ function steps(random: Random, file: string, count: number): SimStep[] {
 }
 
 /** One chat client: turns in its session until the phase ends or the gateway dies under it. */
-async function chatClient(
-  phase: Phase,
-  c: number,
-  state: { session: string | null; n: number },
-  acked: AckedTurn[],
-  odd: string[],
-) {
+async function chatClient(phase: Phase, client: Client, acked: AckedTurn[]) {
+  const { c, odd } = client;
   while (phase.live) {
-    const text = `c${c} m${state.n++}`;
+    const text = `c${c} m${client.n++}`;
     let answer: Awaited<ReturnType<typeof chatTurn>>;
     try {
-      answer = await chatTurn(phase.url, text, state.session);
+      answer = await chatTurn(phase.url, text, client.session);
     } catch {
       return; // the gateway died: this turn was not acknowledged
     }
@@ -92,36 +96,42 @@ async function chatClient(
       await new Promise((r) => setTimeout(r, 100));
       continue;
     }
-    state.session = answer.sessionId;
+    client.session = answer.sessionId;
     acked.push({ sessionId: answer.sessionId, text, reply: answer.reply, turn: answer.turn });
   }
 }
 
+interface RunView {
+  run_id: string;
+  session_id: string;
+  status: string;
+}
+
+/** POST /v1/runs with an Idempotency-Key, continuing a session when given one. */
+function submitRun(url: string, run: Pick<AckedRun, "key" | "sessionHeader" | "body">): Promise<Response> {
+  return fetch(`${url}/v1/runs`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "idempotency-key": run.key,
+      ...(run.sessionHeader ? { "x-session-id": run.sessionHeader } : {}),
+    },
+    body: run.body,
+  });
+}
+
 /** One runs client: submits a run (with a key), then follows its state until it ends. */
-async function runClient(
-  phase: Phase,
-  c: number,
-  state: { session: string | null; n: number },
-  acked: AckedRun[],
-  odd: string[],
-) {
+async function runClient(phase: Phase, client: Client, acked: AckedRun[]) {
+  const { c, odd } = client;
   while (phase.live) {
-    const text = `r${c} m${state.n++}`;
-    const key = `key-${c}-${state.n}`;
+    const text = `r${c} m${client.n++}`;
+    const key = `key-${c}-${client.n}`;
     const body = JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] });
-    const sessionHeader = state.session;
-    let run: { run_id: string; session_id: string; status: string };
+    const sessionHeader = client.session;
+    let run: RunView;
     try {
-      const response = await fetch(`${phase.url}/v1/runs`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "idempotency-key": key,
-          ...(sessionHeader ? { "x-session-id": sessionHeader } : {}),
-        },
-        body,
-      });
-      run = (await response.json()) as typeof run;
+      const response = await submitRun(phase.url, { key, sessionHeader, body });
+      run = (await response.json()) as RunView;
       if (response.status !== 202) {
         odd.push(`${text}: run ${response.status} ${JSON.stringify(run)}`);
         await new Promise((r) => setTimeout(r, 100));
@@ -131,12 +141,12 @@ async function runClient(
       return;
     }
     acked.push({ runId: run.run_id, key, sessionHeader, body, sessionId: run.session_id });
-    state.session = run.session_id;
+    client.session = run.session_id;
     // One turn at a time per session: wait for this run before the next.
     while (phase.live && run.status === "running") {
       await new Promise((r) => setTimeout(r, 100));
       try {
-        run = (await (await fetch(`${phase.url}/v1/runs/${run.run_id}`)).json()) as typeof run;
+        run = (await (await fetch(`${phase.url}/v1/runs/${run.run_id}`)).json()) as RunView;
       } catch {
         return;
       }
@@ -278,8 +288,9 @@ describe("torture: crash loop", () => {
     const acked: AckedTurn[] = [];
     const runs: AckedRun[] = [];
     const odd: string[] = [];
-    const chatState = Array.from({ length: CHAT_CLIENTS }, () => ({ session: null as string | null, n: 0 }));
-    const runState = Array.from({ length: RUN_CLIENTS }, () => ({ session: null as string | null, n: 0 }));
+    const client = (c: number): Client => ({ c, session: null, n: 0, odd });
+    const chatClients = Array.from({ length: CHAT_CLIENTS }, (_, c) => client(c));
+    const runClients = Array.from({ length: RUN_CLIENTS }, (_, c) => client(c));
     const started = Date.now();
     let cycles = 0;
     let checked = 0;
@@ -289,8 +300,8 @@ describe("torture: crash loop", () => {
       if (sim.queued() < 40) sim.script(steps(random, file, 60));
       const phase: Phase = { url: gateway.url, live: true };
       const clients = [
-        ...chatState.map((s, c) => chatClient(phase, c, s, acked, odd)),
-        ...runState.map((s, c) => runClient(phase, c, s, runs, odd)),
+        ...chatClients.map((c) => chatClient(phase, c, acked)),
+        ...runClients.map((c) => runClient(phase, c, runs)),
       ];
       // Kill somewhere between "turns just admitted" and "several turns in".
       await new Promise((r) => setTimeout(r, 50 + Math.floor(random() * 2500)));
@@ -312,15 +323,7 @@ describe("torture: crash loop", () => {
 
     // A retried submission finds its run, across every restart since it was acknowledged.
     for (const run of runs) {
-      const response = await fetch(`${gateway.url}/v1/runs`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "idempotency-key": run.key,
-          ...(run.sessionHeader ? { "x-session-id": run.sessionHeader } : {}),
-        },
-        body: run.body,
-      });
+      const response = await submitRun(gateway.url, run);
       expect(response.status, `run ${run.runId} retried`).toBe(200);
       expect(((await response.json()) as { run_id: string }).run_id).toBe(run.runId);
     }
