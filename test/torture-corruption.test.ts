@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ProfilePaths } from "../src/config/paths.js";
+import { seededRandom } from "../src/core/deps.js";
 import { StoreCorruptError } from "../src/store/errors.js";
 import { recoverStore } from "../src/store/recover/recover.js";
 import { restoreStore } from "../src/store/recover/restore.js";
@@ -59,10 +60,10 @@ async function filled(paths: ProfilePaths, seed: number, indexing: boolean) {
   const uids = new Map(written.messages.map((m) => [m.uid, m.id]));
   const session = written.sessions[0] ?? "";
   const batches: { uids: string[]; framesAfter: number }[] = [];
-  let n = seed;
+  const random = seededRandom(seed + 1);
   for (let b = 0; b < BATCHES; b++) {
     const ops = Array.from({ length: 20 }, () =>
-      store.messageOp({ session_id: session, role: "user", content: content(() => (n++ % 97) / 97, false) }),
+      store.messageOp({ session_id: session, role: "user", content: content(random, false) }),
     );
     const results = await store.write(ops);
     const batch: string[] = [];
