@@ -348,7 +348,7 @@ describe("torture: crash loop", () => {
     const interrupted = figures.turns.filter((t) => t.interrupt_count > 0).length;
     const suspended = figures.turns.filter((t) => t.status === "suspended").length;
     console.log(
-      `torture-crash-loop: ${cycles} cycles, ${cycles + 1} kill -9; acknowledged ${acked.length} chat turns and ${runs.length} runs (${checked} checks after the last restart); store: ${figures.sessions} sessions, ${figures.messages} messages, ${figures.turns.length} turns (${interrupted} interrupted, ${answered.resumed} resumed, ${suspended} suspended); ${answered.answers} final answers, none twice; unexpected answers: ${odd.length}; integrity ok`,
+      `torture-crash-loop: ${cycles} cycles, ${cycles + 1} kill -9; acknowledged ${acked.length} chat turns and ${runs.length} runs (${checked} checks after the last restart); store: ${figures.sessions} sessions, ${figures.messages} messages, ${figures.turns.length} turns (${interrupted} interrupted, ${answered.resumed} answered after a resume, ${suspended} suspended); ${answered.answers} final answers, none twice; unexpected answers: ${odd.length}; integrity ok`,
     );
     expect(odd).toEqual([]);
     expect(acked.length).toBeGreaterThan(cycles);
