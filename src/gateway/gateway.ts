@@ -23,7 +23,6 @@ import {
   unavailable,
 } from "./http-error.js";
 
-
 export interface GatewayOptions {
   agent: Agent;
   store: Store;
@@ -224,7 +223,8 @@ export class Gateway {
   private sessions(url: URL, res: ServerResponse): void {
     const limit = Number(url.searchParams.get("limit") ?? 50);
     const offset = Number(url.searchParams.get("offset") ?? 0);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(offset) || offset < 0)
+    // A safe integer: SQLite cannot take 1e20 as an OFFSET ("datatype mismatch", once a 500).
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isSafeInteger(offset) || offset < 0)
       throw badRequest("invalid_query", "limit must be 1 to 1000 and offset 0 or more");
     const data = this.options.store.listSessions({ limit, offset });
     sendJson(res, 200, { object: "list", data: data.map((s) => ({ ...s, running: this.active.has(s.id) })) });

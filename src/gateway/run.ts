@@ -13,6 +13,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
+import { answerClientError } from "./http-error.js";
 import { gatewayLog, startObservability } from "./observability.js";
 import { acquirePidFile } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
@@ -131,6 +132,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
     runs.maintainOn(opened.agent.scheduler);
     const server = createServer(gateway.handle);
+    server.on("clientError", answerClientError);
     // Listen for the stop signals before anyone can learn the address, so no signal finds the
     // process without its handler (and dies without draining or removing its pid file).
     const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
