@@ -104,6 +104,9 @@ export class EventHub {
       "cache-control": "no-cache",
       connection: "keep-alive",
     });
+    // Send the headers now: with nothing held yet, a client would otherwise wait for the first
+    // keep-alive (15 s) to learn that the stream is open.
+    res.flushHeaders();
     const write = (event: FeedEvent) => {
       if (res.writableEnded || res.destroyed) return;
       res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
