@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { tenaxCommand } from "../config/command-hint.js";
 import { shellQuote } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { classifySqliteError, StoreCorruptError, StoreOpenError } from "./errors.js";
+import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreOpenError } from "./errors.js";
 import { APPLICATION_ID, migrate, READABLE_FROM_VERSION, SCHEMA_VERSION } from "./migrations.js";
 
 export type Synchronous = "full" | "normal";
@@ -124,8 +124,28 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
     const kind = classifySqliteError(error);
     if (kind === "corrupt") throw corruptStoreError(path, options.profile, error);
     if (kind === "readonly" || kind === "cantopen") throw accessError(path, error);
+    if (kind === "io") throw ioError(path, error);
+    if (kind === "full")
+      throw new StoreDiskFullError(
+        "store_disk_full",
+        `cannot open the session store ${path}: its disk is full`,
+        {
+          hint: `free some space on that disk (df -h ${dirname(path)}), then retry`,
+          data: { path },
+        },
+      );
     throw error;
   }
+}
+
+/** The disk failed a read or write while opening (EIO): say so, with the file, not a bare SqliteError. */
+function ioError(path: string, error: unknown): StoreOpenError {
+  const code = (error as { code?: string }).code ?? "SQLITE_IOERR";
+  return new StoreOpenError(
+    "store_io",
+    `cannot open the session store ${path}: the disk failed an operation on it (${code}: ${(error as Error).message})`,
+    { hint: `check the disk holding ${dirname(path)} (dmesg, df -h), then retry`, cause: error },
+  );
 }
 
 /**

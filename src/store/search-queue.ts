@@ -46,12 +46,19 @@ export class SearchQueue {
 
   /** Open the index; a missing, foreign or damaged one is rebuilt in the background. */
   start(): void {
-    if (this.index.open()) {
-      this.status = "ok";
-      this.schedule();
-      return;
+    let reason = "the index was missing or damaged";
+    try {
+      if (this.index.open()) {
+        this.status = "ok";
+        this.schedule();
+        return;
+      }
+    } catch (error) {
+      // Any other failure to open the derived index (a disk I/O error, say) must not stop the
+      // store from opening: search is degraded and rebuilt, as for a damaged file.
+      reason = `the index could not be opened: ${(error as Error).message}`;
     }
-    void this.rebuild("the index was missing or damaged").catch(() => {});
+    void this.rebuild(reason).catch(() => {});
   }
 
   get ready(): boolean {
