@@ -21,6 +21,7 @@ const SEED = process.env.TENAX_SEED ? Number(process.env.TENAX_SEED) : Math.floo
 const MODES = ["eio", "enospc", "kill"] as const;
 const RUNS_PER_MODE = 20;
 const TRANSACTIONS = 40;
+const FRESH_RUNS_PER_MODE = 5;
 const WRITER = resolve(ROOT, "test", "fixtures", "faultfs-writer.mjs");
 const SOURCE = resolve(ROOT, "test", "fixtures", "faultfs", "faultfs.c");
 
@@ -64,6 +65,8 @@ interface Child {
   failed: string[];
   killed: boolean;
   dirtyAcks: string[];
+  /** "NAME CODE" of the error when the writer could not open the store. */
+  openFailed: string | null;
   counted: number;
   stderr: string;
 }
@@ -90,6 +93,7 @@ async function runWriter(profileDir: string, env: Record<string, string>): Promi
     failed: [],
     killed: run.status === null,
     dirtyAcks: [...run.stderr.matchAll(/faultfs: DIRTY-ACK (.*)/g)].map((m) => m[1] ?? ""),
+    openFailed: null,
     counted: existsSync(report) ? Number(readFileSync(report, "utf8")) : 0,
     stderr: run.stderr,
   };
@@ -98,6 +102,7 @@ async function runWriter(profileDir: string, env: Record<string, string>): Promi
     if (word === "begin") child.begun.set(Number(id), JSON.parse(rest.join(" ")) as Txn);
     if (word === "ack") child.acked.add(Number(id));
     if (word === "fail") child.failed.push(`${id}:${rest.join(" ")}`);
+    if (word === "open-failed") child.openFailed = [id, ...rest].join(" ");
   }
   return child;
 }
@@ -181,19 +186,39 @@ describe.skipIf(library === null)("a fault-injecting file layer under the store"
     expect((await verify(calibration, clean)).problems).toEqual([]);
     const total = clean.counted;
     expect(total).toBeGreaterThan(TRANSACTIONS);
+    // The same run on an empty profile: the writer creates the store (schema, identity) first.
+    const fresh = join(work, "fresh");
+    mkdirSync(fresh);
+    const cleanFresh = await runWriter(fresh, { FAULTFS_N: "0" });
+    expect(cleanFresh.acked.size).toBe(TRANSACTIONS + 1);
+    const creation = Math.max(1, cleanFresh.counted - total);
 
     // One fault point per stratum of the range, so every part of the run is hit somewhere.
     const plan = MODES.flatMap((mode) =>
       Array.from({ length: RUNS_PER_MODE }, (_, i) => {
         const from = Math.floor((i * total) / RUNS_PER_MODE);
         const to = Math.floor(((i + 1) * total) / RUNS_PER_MODE);
-        return { mode, n: 1 + from + Math.floor(random() * Math.max(1, to - from)) };
+        return { mode, n: 1 + from + Math.floor(random() * Math.max(1, to - from)), empty: false };
       }),
     );
+    // And a few faults while the writer creates the store, on an empty profile.
+    for (const mode of MODES)
+      for (let i = 0; i < FRESH_RUNS_PER_MODE; i++)
+        plan.push({ mode, n: 1 + Math.floor(random() * (creation + 20)), empty: true });
     const rows = new Map(
       MODES.map((m) => [
         m,
-        { runs: 0, hit: 0, killed: 0, refused: 0, acknowledged: 0, verified: 0, recovered: 0 },
+        {
+          runs: 0,
+          created: 0,
+          open_refused: 0,
+          hit: 0,
+          killed: 0,
+          refused: 0,
+          acknowledged: 0,
+          verified: 0,
+          recovered: 0,
+        },
       ]),
     );
     const problems: string[] = [];
@@ -201,13 +226,16 @@ describe.skipIf(library === null)("a fault-injecting file layer under the store"
     // Two at a time: each run is a node start and ~1 s of small fsynced transactions.
     const worker = async () => {
       for (let i = next++; i < plan.length; i = next++) {
-        const { mode, n } = plan[i] as (typeof plan)[number];
+        const { mode, n, empty } = plan[i] as (typeof plan)[number];
         const dir = join(work, `run-${i}`);
-        cpSync(template, dir, { recursive: true });
+        if (empty) mkdirSync(dir);
+        else cpSync(template, dir, { recursive: true });
         const child = await runWriter(dir, { FAULTFS_N: String(n), FAULTFS_MODE: mode });
         const result = await verify(dir, child);
         const row = rows.get(mode) as NonNullable<ReturnType<typeof rows.get>>;
         row.runs++;
+        row.created += empty ? 1 : 0;
+        row.open_refused += child.openFailed !== null ? 1 : 0;
         row.hit += child.killed || child.counted >= n ? 1 : 0;
         row.killed += child.killed ? 1 : 0;
         row.refused += child.failed.length;
@@ -217,27 +245,52 @@ describe.skipIf(library === null)("a fault-injecting file layer under the store"
           ...result.problems.filter((p) => !p.startsWith("(said corrupt")),
           ...child.dirtyAcks.map((path) => `acknowledged with unsynced data in ${path}`),
           ...(mode !== "kill" && child.killed ? ["the writer died of a signal"] : []),
+          // A store that cannot be opened says why, as a typed error (never a bare SqliteError).
+          ...(child.openFailed !== null && !/^Store\w*Error store_/.test(child.openFailed)
+            ? [`opening failed with ${child.openFailed}`]
+            : []),
           // A writer that lived to count the N-th call must have died of it.
           ...(mode === "kill" && !child.killed && child.counted >= n ? ["the writer was not killed"] : []),
         ];
         if (bad.length === 0) row.verified += child.acked.size;
-        else problems.push(`${mode} N=${n} (seed=${SEED}): ${[...result.problems, ...bad].join("; ")}`);
+        else
+          problems.push(
+            `${mode} N=${n}${empty ? " (empty profile)" : ""} (seed=${SEED}): ${[...result.problems, ...bad].join("; ")}`,
+          );
         rmSync(dir, { recursive: true, force: true });
       }
     };
     await Promise.all([worker(), worker()]);
 
     console.log(
-      `store-faultfs seed=${SEED}: ${total} counted calls in a clean run of ${TRANSACTIONS + 1} transactions`,
+      `store-faultfs seed=${SEED}: ${total} counted calls in a clean run of ${TRANSACTIONS + 1} transactions, ${creation} more to create the store`,
     );
     console.table(MODES.map((mode) => ({ mode, ...rows.get(mode) })));
     expect(problems).toEqual([]);
     for (const mode of MODES) {
       const row = rows.get(mode);
-      expect(row?.runs).toBe(RUNS_PER_MODE);
+      expect(row?.runs).toBe(RUNS_PER_MODE + FRESH_RUNS_PER_MODE);
       // The faults were felt: EIO and ENOSPC refused writes, kill ended writers.
       if (mode === "kill") expect(row?.killed).toBeGreaterThan(RUNS_PER_MODE / 2);
       else expect(row?.refused).toBeGreaterThan(0);
     }
   }, 180_000);
+
+  it("opens the store and takes every write when search.db fails to open or write", async () => {
+    requireBuild();
+    // search.db is derived: an I/O error on it degrades search (and rebuilds it), never the store.
+    // The first calls on search.db are its creation when the store opens (once a bare SqliteError).
+    for (const n of [1, 2, 3, 5, 8, 13]) {
+      const dir = join(work, `search-${n}`);
+      mkdirSync(dir);
+      const child = await runWriter(dir, {
+        FAULTFS_N: String(n),
+        FAULTFS_MODE: "eio",
+        FAULTFS_MATCH: `${dir}/search.db`,
+      });
+      expect(child.openFailed, `N=${n}`).toBeNull();
+      expect(child.acked.size, `N=${n}: ${child.stderr}`).toBe(TRANSACTIONS + 1);
+      expect((await verify(dir, child)).problems).toEqual([]);
+    }
+  });
 });
