@@ -245,7 +245,9 @@ describe.skipIf(library === null)("a fault-injecting file layer under the store"
           ...result.problems.filter((p) => !p.startsWith("(said corrupt")),
           ...child.dirtyAcks.map((path) => `acknowledged with unsynced data in ${path}`),
           ...(mode !== "kill" && child.killed ? ["the writer died of a signal"] : []),
-          // A store that cannot be opened says why, as a typed error (never a bare SqliteError).
+          // A refused write says why, as a typed error (never a bare SqliteError).
+          ...child.failed.filter((f) => !/^\d+:store_/.test(f)).map((f) => `a write failed untyped: ${f}`),
+          // A store that cannot be opened says why, as a typed error too.
           ...(child.openFailed !== null && !/^Store\w*Error store_/.test(child.openFailed)
             ? [`opening failed with ${child.openFailed}`]
             : []),

@@ -174,8 +174,26 @@ export class Store extends StoreReadView {
         throw this.spoolAndFail(ops, (error as Error).message);
       }
       if (kind === "full") throw this.diskFull();
+      if (kind === "io") throw this.diskFailed(error);
       throw error;
     }
+  }
+
+  /**
+   * The disk failed a write or sync (EIO): not the file's fault, so not sticky. The commit may or
+   * may not have reached the file (a failed fsync after the WAL write), so say exactly that.
+   */
+  private diskFailed(error: unknown): StoreError {
+    const code = (error as { code?: string }).code ?? "SQLITE_IOERR";
+    return new StoreError(
+      "store_io",
+      `the disk failed while writing to ${this.location.path} (${code}: ${(error as Error).message}): the write was not acknowledged and may or may not be stored`,
+      {
+        hint: `check the disk holding ${dirname(this.location.path)} (dmesg, df -h); retrying is safe, messages are kept once by their uid`,
+        data: { path: this.location.path, sqlite_code: code },
+        cause: error,
+      },
+    );
   }
 
   private retryOptions(what: string) {
