@@ -71,11 +71,15 @@ interface Child {
   stderr: string;
 }
 
-async function runWriter(profileDir: string, env: Record<string, string>): Promise<Child> {
+async function runWriter(
+  profileDir: string,
+  env: Record<string, string>,
+  synchronous = "full",
+): Promise<Child> {
   const report = `${profileDir}.count`;
   const run = await runAsync(
     process.execPath,
-    [WRITER, profileDir, "default", String(SEED), String(TRANSACTIONS)],
+    [WRITER, profileDir, "default", String(SEED), String(TRANSACTIONS), synchronous],
     {
       env: {
         ...process.env,
@@ -184,6 +188,11 @@ describe.skipIf(library === null)("a fault-injecting file layer under the store"
     expect(clean.acked.size).toBe(TRANSACTIONS + 1);
     expect(clean.dirtyAcks).toEqual([]);
     expect((await verify(calibration, clean)).problems).toEqual([]);
+    // The durability probe works: with synchronous=normal a commit is acknowledged before its
+    // WAL frames are synced, and faultfs says so.
+    const relaxed = join(work, "relaxed");
+    cpSync(template, relaxed, { recursive: true });
+    expect((await runWriter(relaxed, { FAULTFS_N: "0" }, "normal")).dirtyAcks.length).toBeGreaterThan(0);
     const total = clean.counted;
     expect(total).toBeGreaterThan(TRANSACTIONS);
     // The same run on an empty profile: the writer creates the store (schema, identity) first.
