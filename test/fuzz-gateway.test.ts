@@ -375,7 +375,7 @@ async function fuzz(
         pools.sessions.push(a.sessionId);
       const runId = /"run_id":"([^"]+)"/.exec(a.body)?.[1];
       if (runId && !pools.runs.includes(runId)) pools.runs.push(runId);
-      const bad = [...problems(r, t, a, keySet), ...(took > 5000 ? [`took ${Math.round(took)} ms`] : [])];
+      const bad = [...problems(r, t, a, keySet), ...(took > 10_000 ? [`took ${Math.round(took)} ms`] : [])];
       if (bad.length > 0) found.push(`${verb} ${t.path} -> ${a.status}: ${bad.join("; ")}`);
       // The process stays up and its liveness route answers, every 50 requests and at the end.
       if (sent % 50 === 0) await expectAlive(gw);

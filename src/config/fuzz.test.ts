@@ -165,8 +165,8 @@ function checkLoad(paths: ReturnType<typeof profileWith>): void {
       if (p.path !== "") expect(error.message).toContain(p.path);
     }
   }
-  // Never a hang: a config of a few kilobytes loads or fails in well under a second.
-  expect(performance.now() - started).toBeLessThan(2000);
+  // Never a hang: a config of a few kilobytes loads or fails in milliseconds (5 s: a loaded CI).
+  expect(performance.now() - started).toBeLessThan(5000);
 }
 
 describe("config loading under fuzzing", () => {
