@@ -1,8 +1,9 @@
 // `npm run bench`: store write throughput, search latency, open and integrity check, reader
 // figures, and the cost per model call of the resilience layer, printed as tables and written as
 // JSON to bench/out; streamed text against its length, and the memory 1,000 finished subagents
-// leave behind. Every knob is an environment variable (see BENCH_* below); BENCH_MESSAGES
-// sets the size of the search store (default 1M).
+// leave behind; the gateway's added latency, throughput and first-token time beside Portkey's
+// gateway (bench/gateway-peer.ts). Every knob is an environment variable (see BENCH_* below);
+// BENCH_MESSAGES sets the size of the search store (default 1M).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";

@@ -13,6 +13,7 @@ import type { Completion } from "../llm/model-call.js";
 import type { ToolSpec } from "../llm/provider.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter, TurnRoute } from "../llm/router.js";
+import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import type { CompressionEvent } from "./compression.js";
 import { Guardrails } from "./guardrails.js";
@@ -21,7 +22,7 @@ import type { Scheduler } from "./scheduler.js";
 import { runToolCall } from "./tool-call.js";
 import type { Tool, ToolContext, ToolEvent } from "./tools/types.js";
 import { restartTurn, settleOpenCalls } from "./turn-resume.js";
-import { addUsage } from "./usage.js";
+import { usageOp } from "./usage.js";
 
 export type TurnStatus = "completed" | "interrupted" | "failed";
 
@@ -334,10 +335,11 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       })
       .catch(() => {});
   }
-  if (usage.input_tokens + usage.output_tokens > 0)
-    await addUsage(store, input.sessionId, usage).catch(() => {});
   const now = deps.clock.now();
-  await store.updateTurn({
+  // The session's usage and the turn's end commit together: one durable commit per turn fewer.
+  // Usage is best effort, as before: a usage record that cannot be read never keeps the turn open.
+  const end: WriteOp = {
+    op: "turn.update",
     id: turnId,
     status,
     ended_at: now,
@@ -345,7 +347,17 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
     lease_owner: null,
     lease_expires_at: null,
     error,
-  });
+  };
+  let usageWrite: WriteOp | null = null;
+  if (usage.input_tokens + usage.output_tokens > 0) {
+    try {
+      usageWrite = usageOp(store, input.sessionId, usage, now);
+    } catch {
+      // An unreadable usage record never keeps the turn from ending.
+    }
+  }
+  if (usageWrite === null) await store.write([end]);
+  else await store.write([usageWrite, end]).catch(() => store.write([end]));
   emit({ type: "turn_finished", turn_id: turnId, status, partial, error });
   return {
     session_id: input.sessionId,

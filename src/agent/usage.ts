@@ -1,5 +1,6 @@
 // Token usage per session, added up in the store after each turn, so /usage tells the truth
 // after a restart and across processes.
+import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 
 export const USAGE_KIND = "usage";
@@ -10,25 +11,32 @@ export interface SessionUsage {
   turns: number;
 }
 
-/** Token usage adds up per session in the store, so /usage tells the truth after a restart. */
-export async function addUsage(
+/**
+ * The write that adds a turn's tokens to its session's usage record, for the caller to commit
+ * together with its own writes (the turn commits it with its end: one durable commit, not two).
+ */
+export function usageOp(
   store: Store,
   sessionId: string,
   usage: { input_tokens: number; output_tokens: number },
-) {
+  now: number,
+): WriteOp {
   const before = store.getRecord<SessionUsage>(USAGE_KIND, sessionId) ?? {
     input_tokens: 0,
     output_tokens: 0,
     turns: 0,
   };
-  await store.putRecord(
-    USAGE_KIND,
-    sessionId,
-    {
-      input_tokens: before.input_tokens + usage.input_tokens,
-      output_tokens: before.output_tokens + usage.output_tokens,
-      turns: before.turns + 1,
-    } satisfies SessionUsage,
-    { sessionId },
-  );
+  const after: SessionUsage = {
+    input_tokens: before.input_tokens + usage.input_tokens,
+    output_tokens: before.output_tokens + usage.output_tokens,
+    turns: before.turns + 1,
+  };
+  return {
+    op: "record.put",
+    kind: USAGE_KIND,
+    key: sessionId,
+    session_id: sessionId,
+    value: JSON.stringify(after),
+    updated_at: now,
+  };
 }
