@@ -368,12 +368,14 @@ describe("output budget", () => {
         },
       },
     });
+    const maxTokens = (r: { body: unknown } | undefined) =>
+      (r?.body as { max_tokens?: number } | undefined)?.max_tokens;
     await rt.router.turn().complete(hello);
-    expect((peer.requests()[0]?.body as { max_tokens?: number }).max_tokens).toBe(16_000);
+    expect(maxTokens(peer.requests()[0])).toBe(16_000);
     await rt.router.turn({ provider: "local", model: "echo" }).complete(hello);
-    expect((s.requests()[0]?.body as { max_tokens?: number }).max_tokens).toBe(700);
+    expect(maxTokens(s.requests()[0])).toBe(700);
     // A caller's own budget (a side task's) wins over the model's.
     await rt.router.turn({ provider: "local", model: "echo" }).complete({ ...hello, max_output_tokens: 50 });
-    expect((s.requests()[1]?.body as { max_tokens?: number }).max_tokens).toBe(50);
+    expect(maxTokens(s.requests()[1])).toBe(50);
   });
 });
