@@ -6,6 +6,7 @@ import { appendFileSync, existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
+import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
 import { simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
@@ -167,6 +168,31 @@ describe("the gateway's health, metrics and events", () => {
     expect(resumed.events.at(-1)?.data.layer).toBe("lifecycle");
     expect(await gw.exited).toBe(0);
     await resumed.done;
+  });
+
+  it("a store damaged under the gateway: the write is refused with a 503 naming the store, and /health says store down", async () => {
+    const { home, paths } = await simProfile();
+    const gw = await startGateway(home);
+    for (let i = 0; i < 5; i++) expect((await chat(gw.url, `before the damage ${i}`)).status).toBe(200);
+    checkpoint(paths.state);
+    overwritePages(
+      paths.state,
+      btreePages(paths.state, "sqlite_autoindex_messages_1").map((p) => p.pageno),
+      "garbage",
+      3,
+    );
+    const refused = await chat(gw.url, "during the damage");
+    expect(refused.status).toBe(503);
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("store_unavailable");
+    expect(body.error.message).toContain("store_corrupt");
+    expect(body.error.message).toContain(`tenax sessions recover --source ${paths.state}`);
+    await until(
+      () => existsSync(join(paths.dir, "spool")) && readdirSync(join(paths.dir, "spool")).length > 0,
+    );
+    const health = (await (await fetch(`${gw.url}/health`)).json()) as Health;
+    expect(health.status).toBe("down");
+    expect(health.components.store?.status).toBe("down");
   });
 
   it("with gateway.api_key, /health, /metrics and /api/events need it; /health/live does not", async () => {

@@ -74,7 +74,9 @@ const corruptedStore: Scenario = {
     }
     const missing = [...acked, during].filter((text) => !contents.includes(text));
     const ok =
-      failed.status >= 500 &&
+      // The gateway names the layer that refused: 503 store_unavailable, never a bare 500.
+      failed.status === 503 &&
+      errorCode(failed.body) === "store_unavailable" &&
       writeMs < FAIL_FAST_MS &&
       spooled &&
       recovered.code === 0 &&

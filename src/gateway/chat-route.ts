@@ -14,6 +14,7 @@ import {
   SHUTDOWN_MESSAGE,
   sendError,
   sendJson,
+  storeUnavailable,
   toGatewayError,
   unavailable,
 } from "./http-error.js";
@@ -76,7 +77,7 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
     } catch (error) {
       const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
       if (stream) return (stream as CompletionStream).fail(message);
-      throw new GatewayError(500, "server_error", "turn_failed", message);
+      throw storeUnavailable(error) ?? new GatewayError(500, "server_error", "turn_failed", message);
     } finally {
       res.off("close", onClose);
     }

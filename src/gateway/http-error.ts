@@ -2,6 +2,7 @@
 // the status that says what went wrong; handlers throw a GatewayError and the server answers it.
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
+import { TenaxError } from "../core/errors.js";
 import { sendJson } from "../core/http.js";
 
 export { headerValue, sendJson } from "../core/http.js";
@@ -52,8 +53,25 @@ export function sendError(res: ServerResponse, error: GatewayError): void {
 /** Anything unexpected becomes a 500 in the same shape, never a crash or an HTML page. */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
+  const store = storeUnavailable(error);
+  if (store) return store;
   const message = error instanceof Error ? error.message : String(error);
   return new GatewayError(500, "server_error", "internal_error", `the gateway failed: ${message}`);
+}
+
+/**
+ * The session store refused (damaged, disk full, an I/O error): a 503 that names the store layer
+ * and what to run, not a 500 that looks like a gateway bug. Writes it could not take are spooled.
+ */
+export function storeUnavailable(error: unknown): GatewayError | null {
+  if (!TenaxError.isInstance(error) || !/^store_/.test(error.code)) return null;
+  return new GatewayError(
+    503,
+    "unavailable_error",
+    "store_unavailable",
+    `the session store refused the request (${error.code}): ${error.message}${error.hint ? `; ${error.hint}` : ""}`,
+    { "retry-after": "30" },
+  );
 }
 
 /** 405 with the methods a route takes, in the Allow header. */
