@@ -3,39 +3,12 @@
 // continuations, failures and subagents.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
-import { configSchema } from "../config/schema.js";
-import { type Simulator, startSimulator } from "../llm/simulator/server.js";
+import { describe, expect, it } from "vitest";
+import { setupAgent } from "../../test/helpers/agent.js";
 import type { SimStep } from "../llm/simulator/steps.js";
-import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
-import { Agent, type AgentEvent } from "./agent.js";
+import type { AgentEvent } from "./agent.js";
 import { pidAlive } from "./process-group.js";
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function setup(extra: Record<string, unknown> = {}) {
-  const sim: Simulator = await startSimulator();
-  cleanups.push(() => sim.close());
-  const paths = tempProfile();
-  const store: Store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-  cleanups.push(() => releaseStore(store));
-  const config = configSchema.parse({
-    model: { provider: "sim", name: "echo" },
-    providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-turn"] } },
-    retry: { max_attempts: 1 },
-    ...extra,
-  });
-  const agent = await Agent.create({ paths, config, store });
-  cleanups.push(() => agent.close());
-  const session = await agent.newSession();
-  const project = tempDir("tenax-project-");
-  return { sim, store, agent, session, project };
-}
 
 const call = (name: string, args: Record<string, unknown>, id?: string) => ({
   name,
@@ -52,7 +25,7 @@ const alive = pidAlive;
 
 describe("the turn loop", () => {
   it("runs a full tool loop, committing each message as it completes", async () => {
-    const { sim, store, agent, session, project } = await setup();
+    const { sim, store, agent, session, project } = await setupAgent();
     sim.script([
       {
         type: "tool_calls",
@@ -93,7 +66,7 @@ describe("the turn loop", () => {
   });
 
   it("a tool that throws becomes a JSON error result, and the turn goes on", async () => {
-    const { sim, store, agent, session, project } = await setup();
+    const { sim, store, agent, session, project } = await setupAgent();
     sim.script([
       { type: "tool_calls", calls: [call("read_file", { path: "missing.txt" }), call("no_such_tool", {})] },
       { type: "reply", text: "That file does not exist." },
@@ -106,7 +79,7 @@ describe("the turn loop", () => {
   });
 
   it("halts on the same call with the same result several times in a row", async () => {
-    const { sim, store, agent, session, project } = await setup({ agent: { identical_call_limit: 3 } });
+    const { sim, store, agent, session, project } = await setupAgent({ agent: { identical_call_limit: 3 } });
     const same: SimStep = {
       type: "tool_calls",
       calls: [call("search_files", { pattern: "needle", path: "." })],
@@ -122,7 +95,7 @@ describe("the turn loop", () => {
   });
 
   it("an interrupt during a tool stops the command, leaves no process, and sends nothing more", async () => {
-    const { sim, store, agent, session, project } = await setup();
+    const { sim, store, agent, session, project } = await setupAgent();
     sim.script([
       {
         type: "tool_calls",
@@ -149,7 +122,7 @@ describe("the turn loop", () => {
   });
 
   it("background processes of a task are cleaned up when it ends; a sibling task's survive", async () => {
-    const { sim, store, agent, session, project } = await setup();
+    const { sim, store, agent, session, project } = await setupAgent();
     const sibling = await agent.processes.start("sleep 30", { cwd: project, taskId: "sibling-task" });
     sim.script([
       { type: "tool_calls", calls: [call("terminal", { command: "sleep 30", background: true })] },
@@ -168,7 +141,7 @@ describe("the turn loop", () => {
   });
 
   it("continues a reply cut by the output limit a bounded number of times, then marks it partial", async () => {
-    const { sim, store, agent, session, project } = await setup({ agent: { max_continuations: 2 } });
+    const { sim, store, agent, session, project } = await setupAgent({ agent: { max_continuations: 2 } });
     const cut = (text: string): SimStep => ({ type: "reply", text, finish_reason: "length" });
     sim.script([cut("part one, "), cut("part two, "), cut("part three")]);
     const result = await agent.turn({ sessionId: session, text: "write a lot", cwd: project });
@@ -180,7 +153,7 @@ describe("the turn loop", () => {
   });
 
   it("a provider failure fails the turn with the layer that gave up, and the transcript says so", async () => {
-    const { sim, store, agent, session, project } = await setup();
+    const { sim, store, agent, session, project } = await setupAgent();
     sim.script([
       {
         type: "error",
@@ -196,7 +169,7 @@ describe("the turn loop", () => {
   });
 
   it("delegate_task runs a subagent in its own linked session and returns its answer", async () => {
-    const { sim, store, agent, session, project } = await setup();
+    const { sim, store, agent, session, project } = await setupAgent();
     sim.script([
       { type: "tool_calls", calls: [call("delegate_task", { task: "count to three", title: "counting" })] },
       { type: "reply", text: "one two three" },
@@ -215,7 +188,7 @@ describe("the turn loop", () => {
   });
 
   it("an interrupt reaches a subagent: its model call is closed and both turns end interrupted", async () => {
-    const { sim, store, agent, session, project } = await setup();
+    const { sim, store, agent, session, project } = await setupAgent();
     sim.script([
       { type: "tool_calls", calls: [call("delegate_task", { task: "think for a long time" })] },
       { type: "hang", phase: "before_headers" },

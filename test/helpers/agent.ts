@@ -1,0 +1,33 @@
+// An agent on a real store in a temp profile, over a simulator on real HTTP, with a session and a
+// project folder; all of it closed after each test. `extra` adds config keys.
+import { afterEach } from "vitest";
+import { Agent } from "../../src/agent/agent.js";
+import { configSchema } from "../../src/config/schema.js";
+import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
+import { openStore, releaseStore } from "../../src/store/registry.js";
+import type { Store } from "../../src/store/store.js";
+import { tempDir, tempProfile } from "./tmp.js";
+
+export const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+export async function setupAgent(extra: Record<string, unknown> = {}) {
+  const sim: Simulator = await startSimulator();
+  cleanups.push(() => sim.close());
+  const paths = tempProfile();
+  const store: Store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  cleanups.push(() => releaseStore(store));
+  const config = configSchema.parse({
+    model: { provider: "sim", name: "echo" },
+    providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
+    retry: { max_attempts: 1 },
+    ...extra,
+  });
+  const agent = await Agent.create({ paths, config, store });
+  cleanups.push(() => agent.close());
+  const session = await agent.newSession();
+  const project = tempDir("tenax-project-");
+  return { sim, store, agent, session, project, paths };
+}
