@@ -1,6 +1,7 @@
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { checkpoint } from "../../test/helpers/corrupt.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { StoreOpenError } from "./errors.js";
 import { openReader, openStore, releaseStore } from "./registry.js";
@@ -54,6 +55,47 @@ describe("store basics", () => {
     expect(one.health().writable).toBe(true);
     await releaseStore(two);
     expect(one.health().writable).toBe(false);
+  });
+
+  it("writes made together commit together, in call order; a write that fails is refused alone", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "group" });
+    checkpoint(paths.state); // an empty WAL, so what the writes add can be counted
+    // Twenty writes in one turn of the event loop (as concurrent turns make them), one of them bad.
+    const writes = Array.from({ length: 20 }, (_, i) =>
+      i === 7
+        ? store.appendMessage({ session_id: "s_missing", role: "user", content: "to nowhere" })
+        : store.appendMessage({ session_id: session, role: "user", content: `message ${i}` }),
+    );
+    const settled = await Promise.allSettled(writes);
+    expect(settled.map((r) => r.status)).toEqual(settled.map((_, i) => (i === 7 ? "rejected" : "fulfilled")));
+    expect((settled[7] as PromiseRejectedResult).reason.code).toBe("store_unknown_session");
+    // Committed in the order they were made, with contiguous sequence numbers.
+    expect(store.getMessages(session).map((m) => [m.seq, m.content])).toEqual(
+      Array.from({ length: 19 }, (_, k) => [k + 1, `message ${k < 7 ? k : k + 1}`]),
+    );
+    // One group, one commit: each commit appends every page it changed to the WAL (4 KiB and a
+    // 24-byte header a frame), so nineteen commits would add well over nineteen frames.
+    const frames = (statSync(`${paths.state}-wal`).size - 32) / (4096 + 24);
+    expect(frames).toBeGreaterThan(0);
+    expect(frames).toBeLessThan(19);
+    await releaseStore(store);
+  });
+
+  it("a write left waiting when the store closes is committed, not dropped", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "closing" });
+    const late = store.appendMessage({ session_id: session, role: "user", content: "just before close" });
+    await releaseStore(store);
+    await expect(late).resolves.toMatchObject({ seq: 1 });
+    const reader = openReader(paths);
+    try {
+      expect(reader.getMessages(session).map((m) => m.content)).toEqual(["just before close"]);
+    } finally {
+      reader.close();
+    }
   });
 
   it("a message uid makes appends idempotent", async () => {

@@ -149,33 +149,97 @@ export class Store extends StoreReadView {
 
   // ---- writes -------------------------------------------------------------------------------
 
-  /** Apply operations in one transaction. Resolves once they are committed (the acknowledgement). */
-  async write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
-    if (this.corrupt !== null) throw this.spoolAndFail(ops, this.corrupt.detail);
+  /**
+   * Apply operations in one transaction. Resolves once they are committed (the acknowledgement).
+   *
+   * Group commit: writes made while the event loop is busy (concurrent turns) are committed
+   * together at the next turn of the loop, in call order, in one transaction and so one sync of the
+   * disk; each write is a savepoint of its own in it, so a write that fails (an unknown session,
+   * say) is refused alone and the others commit. A failure of the commit itself (damage, a full
+   * disk, an I/O error) fails every write of the group, each with the error a lone write gets.
+   */
+  write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
+    if (this.corrupt !== null) return Promise.reject(this.spoolAndFail(ops, this.corrupt.detail));
+    return new Promise((resolve, reject) => {
+      this.queued.push({ ops, options, resolve, reject });
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        // One group at a time: a group waiting out another process's lock holds the next back.
+        this.flushing = this.flushing.then(() => this.commitQueued());
+      });
+    });
+  }
+
+  /** Writes waiting for the next group commit, in call order. */
+  private queued: QueuedWrite[] = [];
+  private flushScheduled = false;
+  private flushing: Promise<void> = Promise.resolve();
+
+  private async commitQueued(): Promise<void> {
+    const group = this.queued.splice(0);
+    if (group.length === 0) return;
+    if (this.corrupt !== null) {
+      const detail = this.corrupt.detail;
+      for (const w of group) w.reject(this.spoolAndFail(w.ops, detail));
+      return;
+    }
+    let outcomes: WriteOutcome[];
     try {
-      return await retryWhileBusy(
-        () => {
-          const db = this.db;
-          if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
-          // Drop the cached pages first, so the write reads every page it touches from the file:
-          // damage under a running process is caught by the next write that touches it, instead of
-          // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
-          if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
-          const results = db.transaction(() => this.applier.applyAll(ops, options)).immediate();
-          this.index.schedule();
-          return results;
-        },
+      outcomes = await retryWhileBusy(
+        () => this.applyGroup(group),
         this.retryOptions(`write to ${this.location.path}`),
       );
     } catch (error) {
-      const kind = classifySqliteError(error);
-      if (kind === "corrupt") {
-        this.markCorrupt((error as Error).message);
-        throw this.spoolAndFail(ops, (error as Error).message);
-      }
-      if (kind === "full") throw this.diskFull();
-      if (kind === "io") throw this.diskFailed(error);
-      throw error;
+      this.settleFailedGroup(group, error);
+      return;
+    }
+    group.forEach((w, i) => {
+      const outcome = outcomes[i];
+      if (outcome?.ok) w.resolve(outcome.results);
+      else w.reject(outcome?.error);
+    });
+  }
+
+  /** One IMMEDIATE transaction for the group, one savepoint per write (none for a lone write). */
+  private applyGroup(group: readonly QueuedWrite[]): WriteOutcome[] {
+    const db = this.db;
+    if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
+    // Drop the cached pages first, so the write reads every page it touches from the file:
+    // damage under a running process is caught by the next write that touches it, instead of
+    // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
+    if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
+    const outcomes = db
+      .transaction((): WriteOutcome[] => {
+        if (group.length === 1) {
+          const only = group[0] as QueuedWrite;
+          return [{ ok: true, results: this.applier.applyAll(only.ops, only.options) }];
+        }
+        return group.map((w): WriteOutcome => {
+          try {
+            return { ok: true, results: db.transaction(() => this.applier.applyAll(w.ops, w.options))() };
+          } catch (error) {
+            // Damage or a failing disk ends the whole group; anything else is this write's alone.
+            if (["corrupt", "full", "io"].includes(classifySqliteError(error))) throw error;
+            return { ok: false, error };
+          }
+        });
+      })
+      .immediate();
+    this.index.schedule();
+    return outcomes;
+  }
+
+  /** The commit failed: every write of the group gets what a lone write would have got. */
+  private settleFailedGroup(group: readonly QueuedWrite[], error: unknown): void {
+    const kind = classifySqliteError(error);
+    if (kind === "corrupt") this.markCorrupt((error as Error).message);
+    for (const w of group) {
+      if (kind === "corrupt") w.reject(this.spoolAndFail(w.ops, (error as Error).message));
+      else if (kind === "full") w.reject(this.diskFull());
+      else if (kind === "io") w.reject(this.diskFailed(error));
+      else w.reject(error);
     }
   }
 
@@ -437,6 +501,19 @@ export class Store extends StoreReadView {
   }
 
   close(): void {
+    // Writes still queued for a group commit are committed now (a caller that did not wait).
+    const group = this.queued.splice(0);
+    if (group.length > 0) {
+      try {
+        this.applyGroup(group).forEach((o, i) => {
+          const w = group[i] as QueuedWrite;
+          if (o.ok) w.resolve(o.results);
+          else w.reject(o.error);
+        });
+      } catch (error) {
+        this.settleFailedGroup(group, error);
+      }
+    }
     // A short-lived process (one CLI turn) must not leave its messages waiting for the next writer.
     if (this.db !== null) this.index.flush();
     this.index.stop();
@@ -449,6 +526,15 @@ export class Store extends StoreReadView {
     // (it is read-only), but keeping it means no other handle of ours can become the last one.
   }
 }
+
+interface QueuedWrite {
+  ops: WriteOp[];
+  options: ApplyOptions;
+  resolve(results: OpResult[]): void;
+  reject(error: unknown): void;
+}
+
+type WriteOutcome = { ok: true; results: OpResult[] } | { ok: false; error: unknown };
 
 function storeId(db: Database.Database): string {
   return db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get() as string;
