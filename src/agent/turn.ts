@@ -136,16 +136,11 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   const resumed = input.resume
     ? await restartTurn(store, input.sessionId, input.resume.turnId, leaseMs, deps.clock.now())
     : null;
-  const turnId = resumed?.turnId ?? (await store.startTurn(input.sessionId, leaseMs));
+  // Persist before publish: the question is durable, with its turn, before any provider sees it.
+  const turnId =
+    resumed?.turnId ??
+    (await store.startTurn(input.sessionId, leaseMs, undefined, { role: "user", content: input.text }));
   const taskId = input.taskId ?? turnId;
-  // Persist before publish: the question is durable before any provider sees it.
-  if (!resumed)
-    await store.appendMessage({
-      session_id: input.sessionId,
-      role: "user",
-      content: input.text,
-      turn_id: turnId,
-    });
   emit({ type: "turn_started", session_id: input.sessionId, turn_id: turnId });
 
   const controller = new AbortController();

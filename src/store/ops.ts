@@ -156,6 +156,18 @@ export class OpApplier {
     }
   }
 
+  /** Statements whose SET list depends on the fields an update carries, prepared once per shape. */
+  private readonly shapes = new Map<string, Database.Statement>();
+
+  private cached(sql: string): Database.Statement {
+    let statement = this.shapes.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.shapes.set(sql, statement);
+    }
+    return statement;
+  }
+
   /** Per session, within the current transaction: the next seq, and the updated_at still to write. */
   private batch = new Map<string, { nextSeq: number; touchAt: number | null }>();
 
@@ -175,9 +187,11 @@ export class OpApplier {
         const sets = ["updated_at = max(updated_at, @updated_at)"];
         if (op.title !== undefined) sets.push("title = @title");
         if (op.model !== undefined) sets.push("model = @model");
-        const info = this.db
-          .prepare(`UPDATE sessions SET ${sets.join(", ")} WHERE id = @id`)
-          .run({ title: null, model: null, ...op });
+        const info = this.cached(`UPDATE sessions SET ${sets.join(", ")} WHERE id = @id`).run({
+          title: null,
+          model: null,
+          ...op,
+        });
         return { op: op.op, changes: info.changes };
       }
       case "session.delete": {
@@ -207,7 +221,7 @@ export class OpApplier {
         if (sets.length === 0) return { op: op.op, changes: 0 };
         const values: Record<string, unknown> = { id: op.id };
         for (const f of fields) if (op[f] !== undefined) values[f] = op[f];
-        const info = this.db.prepare(`UPDATE turns SET ${sets.join(", ")} WHERE id = @id`).run(values);
+        const info = this.cached(`UPDATE turns SET ${sets.join(", ")} WHERE id = @id`).run(values);
         return { op: op.op, changes: info.changes };
       }
       default: {

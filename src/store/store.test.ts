@@ -83,6 +83,23 @@ describe("store basics", () => {
     await releaseStore(store);
   });
 
+  it("a turn starts with its question in one write: the message carries the turn's id", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "turn" });
+    const turn = await store.startTurn(session, 60_000, undefined, { role: "user", content: "the question" });
+    expect(store.getTurns(session).map((t) => [t.id, t.status])).toEqual([[turn, "running"]]);
+    expect(store.getMessages(session).map((m) => [m.role, m.content, m.turn_id])).toEqual([
+      ["user", "the question", turn],
+    ]);
+    // An unknown session refuses both: never a turn without its question, nor the reverse.
+    await expect(
+      store.startTurn("s_missing", 60_000, undefined, { role: "user", content: "x" }),
+    ).rejects.toThrow(/does not exist/);
+    expect(store.runningTurns().map((t) => t.id)).toEqual([turn]);
+    await releaseStore(store);
+  });
+
   it("a write left waiting when the store closes is committed, not dropped", async () => {
     const paths = tempProfile();
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });

@@ -404,7 +404,16 @@ export class Store extends StoreReadView {
     ]);
   }
 
-  async startTurn(sessionId: string, leaseMs: number, owner = `pid:${process.pid}`): Promise<string> {
+  /**
+   * Start a turn holding a lease; with `question`, the user's message is committed in the same
+   * transaction (one sync instead of two, and never a turn without its question).
+   */
+  async startTurn(
+    sessionId: string,
+    leaseMs: number,
+    owner = `pid:${process.pid}`,
+    question?: Omit<NewMessage, "session_id" | "turn_id">,
+  ): Promise<string> {
     const id = newId("t_", this.deps.clock.now());
     const now = this.deps.clock.now();
     await this.write([
@@ -416,6 +425,7 @@ export class Store extends StoreReadView {
         lease_owner: owner,
         lease_expires_at: now + leaseMs,
       },
+      ...(question ? [this.messageOp({ ...question, session_id: sessionId, turn_id: id })] : []),
     ]);
     return id;
   }
