@@ -11,6 +11,27 @@ import {
   toTurnView,
 } from "./rows.js";
 
+/**
+ * The hot reads of a turn (its session, transcript, turns, records) run on every model call:
+ * their statements are prepared once per connection, not on every call.
+ */
+const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+
+function prepared(db: Database.Database, sql: string, pluck = false): Database.Statement {
+  let byConnection = statements.get(db);
+  if (byConnection === undefined) {
+    byConnection = new Map();
+    statements.set(db, byConnection);
+  }
+  const key = `${pluck ? "pluck" : "rows"} ${sql}`;
+  let statement = byConnection.get(key);
+  if (statement === undefined) {
+    statement = pluck ? db.prepare(sql).pluck() : db.prepare(sql);
+    byConnection.set(key, statement);
+  }
+  return statement;
+}
+
 export interface ListOptions {
   limit?: number;
   offset?: number;
@@ -30,7 +51,7 @@ export function listSessions(db: Database.Database, options: ListOptions = {}): 
 }
 
 export function getSession(db: Database.Database, id: string): SessionView | null {
-  const row = db.prepare(`SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id = ?`).get(id) as
+  const row = prepared(db, `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id = ?`).get(id) as
     | Record<string, unknown>
     | undefined;
   return row ? toSessionView(row) : null;
@@ -46,9 +67,9 @@ export function findSessionIds(db: Database.Database, prefix: string, limit = 5)
 }
 
 export function getMessages(db: Database.Database, sessionId: string): MessageView[] {
-  const rows = db
-    .prepare("SELECT * FROM messages WHERE session_id = ? ORDER BY seq")
-    .all(sessionId) as Record<string, unknown>[];
+  const rows = prepared(db, "SELECT * FROM messages WHERE session_id = ? ORDER BY seq").all(
+    sessionId,
+  ) as Record<string, unknown>[];
   return rows.map(toMessageView);
 }
 
@@ -63,9 +84,9 @@ export function getMessagesByIds(db: Database.Database, ids: readonly number[]):
 }
 
 export function getTurns(db: Database.Database, sessionId: string): TurnView[] {
-  const rows = db
-    .prepare("SELECT * FROM turns WHERE session_id = ? ORDER BY started_at, rowid")
-    .all(sessionId) as Record<string, unknown>[];
+  const rows = prepared(db, "SELECT * FROM turns WHERE session_id = ? ORDER BY started_at, rowid").all(
+    sessionId,
+  ) as Record<string, unknown>[];
   return rows.map(toTurnView);
 }
 
@@ -150,7 +171,7 @@ export interface RecordView<T = unknown> {
 function hasRecords(db: Database.Database): boolean {
   // A store of schema version 1 or 2 read by a newer reader has no records table yet.
   return (
-    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'").pluck().get() !==
+    prepared(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'", true).get() !==
     undefined
   );
 }
@@ -166,7 +187,7 @@ function parseValue<T>(text: unknown): T | null {
 
 export function getRecord<T>(db: Database.Database, kind: string, key: string): T | null {
   if (!hasRecords(db)) return null;
-  const text = db.prepare("SELECT value FROM records WHERE kind = ? AND key = ?").pluck().get(kind, key);
+  const text = prepared(db, "SELECT value FROM records WHERE kind = ? AND key = ?", true).get(kind, key);
   return parseValue<T>(text);
 }
 
