@@ -9,6 +9,7 @@ import { newId } from "../core/ids.js";
 import { retryWhileBusy } from "./busy-retry.js";
 import type { CredentialStateStore } from "./credential-ledger.js";
 import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreError } from "./errors.js";
+import { applyGroup, GroupCommit, type QueuedWrite, type WriteOutcome } from "./group-commit.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
 import {
@@ -160,50 +161,26 @@ export class Store extends StoreReadView {
    */
   write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
     if (this.corrupt !== null) return Promise.reject(this.spoolAndFail(ops, this.corrupt.detail));
-    return new Promise((resolve, reject) => {
-      this.queued.push({ ops, options, resolve, reject });
-      if (this.flushScheduled) return;
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
-        // One group at a time: a group waiting out another process's lock holds the next back.
-        this.flushing = this.flushing.then(() => this.commitQueued());
-      });
-    });
+    return this.group.add(ops, options);
   }
 
-  /** Writes waiting for the next group commit, in call order. */
-  private queued: QueuedWrite[] = [];
-  private flushScheduled = false;
-  private flushing: Promise<void> = Promise.resolve();
-
-  private async commitQueued(): Promise<void> {
-    const group = this.queued.splice(0);
-    if (group.length === 0) return;
-    if (this.corrupt !== null) {
-      const detail = this.corrupt.detail;
-      for (const w of group) w.reject(this.spoolAndFail(w.ops, detail));
-      return;
-    }
-    let outcomes: WriteOutcome[];
-    try {
-      outcomes = await retryWhileBusy(
-        () => this.applyGroup(group),
+  private readonly group = new GroupCommit({
+    commit: async (group) => {
+      // Damage found by an earlier group: these go to the spool, each with its own error.
+      const corrupt = this.corrupt;
+      if (corrupt !== null)
+        return group.map((w) => ({ ok: false as const, error: this.spoolAndFail(w.ops, corrupt.detail) }));
+      return retryWhileBusy(
+        () => this.commitGroup(group),
         this.retryOptions(`write to ${this.location.path}`),
       );
-    } catch (error) {
-      this.settleFailedGroup(group, error);
-      return;
-    }
-    group.forEach((w, i) => {
-      const outcome = outcomes[i];
-      if (outcome?.ok) w.resolve(outcome.results);
-      else w.reject(outcome?.error);
-    });
-  }
+    },
+    commitNow: (group) => this.commitGroup(group),
+    fail: (group, error) => this.settleFailedGroup(group, error),
+  });
 
-  /** One IMMEDIATE transaction for the group, one savepoint per write (none for a lone write). */
-  private applyGroup(group: readonly QueuedWrite[]): WriteOutcome[] {
+  /** One IMMEDIATE transaction for the group. */
+  private commitGroup(group: readonly QueuedWrite[]): WriteOutcome[] {
     const db = this.db;
     if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
     // Drop the cached pages first, so the write reads every page it touches from the file:
@@ -211,21 +188,7 @@ export class Store extends StoreReadView {
     // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
     if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
     const outcomes = db
-      .transaction((): WriteOutcome[] => {
-        if (group.length === 1) {
-          const only = group[0] as QueuedWrite;
-          return [{ ok: true, results: this.applier.applyAll(only.ops, only.options) }];
-        }
-        return group.map((w): WriteOutcome => {
-          try {
-            return { ok: true, results: db.transaction(() => this.applier.applyAll(w.ops, w.options))() };
-          } catch (error) {
-            // Damage or a failing disk ends the whole group; anything else is this write's alone.
-            if (["corrupt", "full", "io"].includes(classifySqliteError(error))) throw error;
-            return { ok: false, error };
-          }
-        });
-      })
+      .transaction(() => applyGroup(db, group, (w) => this.applier.applyAll(w.ops, w.options)))
       .immediate();
     this.index.schedule();
     return outcomes;
@@ -512,18 +475,7 @@ export class Store extends StoreReadView {
 
   close(): void {
     // Writes still queued for a group commit are committed now (a caller that did not wait).
-    const group = this.queued.splice(0);
-    if (group.length > 0) {
-      try {
-        this.applyGroup(group).forEach((o, i) => {
-          const w = group[i] as QueuedWrite;
-          if (o.ok) w.resolve(o.results);
-          else w.reject(o.error);
-        });
-      } catch (error) {
-        this.settleFailedGroup(group, error);
-      }
-    }
+    this.group.drainNow();
     // A short-lived process (one CLI turn) must not leave its messages waiting for the next writer.
     if (this.db !== null) this.index.flush();
     this.index.stop();
@@ -536,15 +488,6 @@ export class Store extends StoreReadView {
     // (it is read-only), but keeping it means no other handle of ours can become the last one.
   }
 }
-
-interface QueuedWrite {
-  ops: WriteOp[];
-  options: ApplyOptions;
-  resolve(results: OpResult[]): void;
-  reject(error: unknown): void;
-}
-
-type WriteOutcome = { ok: true; results: OpResult[] } | { ok: false; error: unknown };
 
 function storeId(db: Database.Database): string {
   return db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get() as string;

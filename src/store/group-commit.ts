@@ -1,0 +1,97 @@
+// Group commit for the store's one writer: writes made while the event loop is busy (concurrent
+// turns) wait for its next turn and are committed together, in call order, in one transaction and
+// so one sync of the disk. Each write is a savepoint of its own, so a write that fails by itself
+// (an unknown session) is refused alone; a failure of the commit fails the whole group.
+import type Database from "better-sqlite3";
+import { classifySqliteError } from "./errors.js";
+import type { ApplyOptions, OpResult, WriteOp } from "./ops.js";
+
+export interface QueuedWrite {
+  ops: WriteOp[];
+  options: ApplyOptions;
+  resolve(results: OpResult[]): void;
+  reject(error: unknown): void;
+}
+
+export type WriteOutcome = { ok: true; results: OpResult[] } | { ok: false; error: unknown };
+
+export interface GroupCommitter {
+  /** Commit a group (retrying while another process holds the lock); throws when the commit fails. */
+  commit(group: readonly QueuedWrite[]): Promise<WriteOutcome[]>;
+  /** The same, at once and without waiting (when the store closes). */
+  commitNow(group: readonly QueuedWrite[]): WriteOutcome[];
+  /** The commit failed: give every write of the group the error a lone write would get. */
+  fail(group: readonly QueuedWrite[], error: unknown): void;
+}
+
+export class GroupCommit {
+  private queued: QueuedWrite[] = [];
+  private scheduled = false;
+  /** One group at a time: a group waiting out another process's lock holds the next back. */
+  private committing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly committer: GroupCommitter) {}
+
+  /** Resolves once the write's group has committed (the acknowledgement). */
+  add(ops: WriteOp[], options: ApplyOptions): Promise<OpResult[]> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ ops, options, resolve, reject });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.committing = this.committing.then(() => this.commitQueued());
+      });
+    });
+  }
+
+  /** Commit what waits now (a caller that did not wait for its write when the store closes). */
+  drainNow(): void {
+    const group = this.queued.splice(0);
+    if (group.length === 0) return;
+    try {
+      settle(group, this.committer.commitNow(group));
+    } catch (error) {
+      this.committer.fail(group, error);
+    }
+  }
+
+  private async commitQueued(): Promise<void> {
+    const group = this.queued.splice(0);
+    if (group.length === 0) return;
+    let outcomes: WriteOutcome[];
+    try {
+      outcomes = await this.committer.commit(group);
+    } catch (error) {
+      this.committer.fail(group, error);
+      return;
+    }
+    settle(group, outcomes);
+  }
+}
+
+/** The group's writes inside the current transaction, one savepoint each (none for a lone write). */
+export function applyGroup(
+  db: Database.Database,
+  group: readonly QueuedWrite[],
+  apply: (write: QueuedWrite) => OpResult[],
+): WriteOutcome[] {
+  if (group.length === 1) return [{ ok: true, results: apply(group[0] as QueuedWrite) }];
+  return group.map((w): WriteOutcome => {
+    try {
+      return { ok: true, results: db.transaction(() => apply(w))() };
+    } catch (error) {
+      // Damage or a failing disk ends the whole group; anything else is this write's alone.
+      if (["corrupt", "full", "io"].includes(classifySqliteError(error))) throw error;
+      return { ok: false, error };
+    }
+  });
+}
+
+function settle(group: readonly QueuedWrite[], outcomes: readonly WriteOutcome[]): void {
+  group.forEach((w, i) => {
+    const outcome = outcomes[i];
+    if (outcome?.ok) w.resolve(outcome.results);
+    else w.reject(outcome?.error);
+  });
+}
