@@ -10,6 +10,7 @@ import { type Deps, defaultDeps } from "../core/deps.js";
 import { ConcurrencyLimiter } from "../llm/concurrency.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
+import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import { pidAlive } from "./process-group.js";
@@ -113,7 +114,17 @@ export class Agent {
   }
 
   async newSession(options: { title?: string; source?: string; parent?: string } = {}): Promise<string> {
-    return this.store.createSession({
+    const { id, op } = this.newSessionOp(options);
+    await this.store.write([op]);
+    return id;
+  }
+
+  /** The write creating a session on the primary model, to commit with a turn's start (TurnInput.before). */
+  newSessionOp(options: { title?: string; source?: string; parent?: string } = {}): {
+    id: string;
+    op: WriteOp;
+  } {
+    return this.store.sessionOp({
       title: options.title ?? null,
       source: options.source ?? "cli",
       model: `${this.runtime.router.primary.provider}/${this.runtime.router.primary.model}`,

@@ -104,6 +104,8 @@ export interface TurnInput {
    * one with `text` (then unused): see src/agent/turn-resume.ts.
    */
   resume?: { turnId: string };
+  /** Writes committed with the turn's start, before it (a new session and its history). */
+  before?: readonly WriteOp[];
 }
 
 export interface TurnResult {
@@ -139,7 +141,13 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   // Persist before publish: the question is durable, with its turn, before any provider sees it.
   const turnId =
     resumed?.turnId ??
-    (await store.startTurn(input.sessionId, leaseMs, undefined, { role: "user", content: input.text }));
+    (await store.startTurn(
+      input.sessionId,
+      leaseMs,
+      undefined,
+      { role: "user", content: input.text },
+      input.before,
+    ));
   const taskId = input.taskId ?? turnId;
   emit({ type: "turn_started", session_id: input.sessionId, turn_id: turnId });
 
@@ -177,6 +185,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   let status: TurnStatus = "completed";
   let error: string | null = null;
   let model: TurnResult["model"] = null;
+  /** The final answer, committed with the turn's end (one durable commit fewer per turn). */
+  let answer: WriteOp | null = null;
 
   const context: Omit<ToolContext, "emit"> & { emit: (e: ToolEvent) => void } = {
     signal,
@@ -261,18 +271,26 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       usage.input_tokens += completion.usage?.input_tokens ?? 0;
       usage.output_tokens += completion.usage?.output_tokens ?? 0;
       const calls = completion.tool_calls;
-      await store.appendMessage({
+      const said = store.messageOp({
         session_id: input.sessionId,
         role: "assistant",
         content: completion.text === "" && calls.length > 0 ? null : completion.text,
         tool_calls: calls.length > 0 ? calls : null,
         turn_id: turnId,
       });
+      const continues =
+        calls.length === 0 &&
+        completion.finish_reason === "length" &&
+        continuations < limits.max_continuations;
+      // A reply that ends the turn is committed with the turn's end; anything else goes on from
+      // this message (a tool call, a continuation), so it is committed now.
+      if (calls.length === 0 && !continues) answer = said;
+      else await store.write([said]);
 
       if (calls.length === 0) {
         replyParts.push(completion.text);
         if (completion.finish_reason === "length") {
-          if (continuations < limits.max_continuations) {
+          if (continues) {
             continuations++;
             emit({ type: "continuation", turn_id: turnId, count: continuations });
             await store.appendMessage({
@@ -331,8 +349,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       .catch(() => {});
   }
   const now = deps.clock.now();
-  // The session's usage and the turn's end commit together: one durable commit per turn fewer.
-  // Usage is best effort, as before: a usage record that cannot be read never keeps the turn open.
+  // The final answer, the session's usage and the turn's end commit together: one durable commit.
+  // Usage is best effort: a usage record that cannot be read or written never keeps the turn open.
   const end: WriteOp = {
     op: "turn.update",
     id: turnId,
@@ -351,8 +369,9 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       // An unreadable usage record never keeps the turn from ending.
     }
   }
-  if (usageWrite === null) await store.write([end]);
-  else await store.write([usageWrite, end]).catch(() => store.write([end]));
+  const saved = answer === null ? [] : [answer];
+  if (usageWrite === null) await store.write([...saved, end]);
+  else await store.write([...saved, usageWrite, end]).catch(() => store.write([...saved, end]));
   emit({ type: "turn_finished", turn_id: turnId, status, partial, error });
   return {
     session_id: input.sessionId,

@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Agent } from "../agent/agent.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import type { TenaxConfig } from "../config/schema.js";
+import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { MAX_BODY_BYTES } from "./body.js";
 import type { ChatMessage } from "./chat-request.js";
@@ -239,7 +240,8 @@ export class Gateway {
 
   /**
    * Admit and start one turn: 503 while stopping, 404 for an unknown session, 409 when the session
-   * is busy, 429 past gateway.max_turns. Resolves once the turn runs (its session exists).
+   * is busy, 429 past gateway.max_turns. Resolves once the turn is started; a new session is
+   * created by the turn's first write (queued now, so a write made after this comes after it).
    */
   async launch(request: LaunchRequest): Promise<LaunchedTurn> {
     const requested = request.sessionId;
@@ -262,17 +264,21 @@ export class Gateway {
         { "retry-after": "1" },
       );
     this.inFlight++;
-    let sessionId: string;
-    try {
-      sessionId = requested ?? (await this.newSession(request.earlier ?? []));
-    } catch (error) {
-      this.inFlight--;
-      throw error;
-    }
+    // A new session is created by the turn's first write, with its history and the question.
+    const created = requested === undefined ? this.newSession(request.earlier ?? []) : null;
+    const sessionId = requested ?? (created?.id as string);
+    const before = created?.ops ?? [];
     return this.start(
       sessionId,
       (signal, onEvent) =>
-        this.options.agent.turn({ sessionId, text: request.text, cwd: this.options.cwd, signal, onEvent }),
+        this.options.agent.turn({
+          sessionId,
+          text: request.text,
+          cwd: this.options.cwd,
+          signal,
+          onEvent,
+          before,
+        }),
       request.watcher,
     );
   }
@@ -344,15 +350,19 @@ export class Gateway {
     return { sessionId, controller, result };
   }
 
-  /** A conversation an ordinary OpenAI client sent whole: its earlier turns become the session's history. */
-  private async newSession(earlier: ChatMessage[]): Promise<string> {
+  /**
+   * A conversation an ordinary OpenAI client sent whole: the writes creating its session, with its
+   * earlier turns as the session's history.
+   */
+  private newSession(earlier: ChatMessage[]): { id: string; ops: WriteOp[] } {
     const store = this.options.store;
-    const id = await this.options.agent.newSession({ source: "gateway" });
+    const { id, op } = this.options.agent.newSessionOp({ source: "gateway" });
     // The agent speaks with its own system prompt; a client's system messages are not history.
     const history = earlier.filter((m) => m.role === "user" || m.role === "assistant");
-    if (history.length > 0)
-      await store.appendMessages(history.map((m) => ({ session_id: id, role: m.role, content: m.content })));
-    return id;
+    return {
+      id,
+      ops: [op, ...history.map((m) => store.messageOp({ session_id: id, role: m.role, content: m.content }))],
+    };
   }
 }
 

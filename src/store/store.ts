@@ -304,20 +304,25 @@ export class Store extends StoreReadView {
   }
 
   async createSession(input: NewSession = {}): Promise<string> {
-    const id = input.id ?? newId("s_", this.deps.clock.now());
-    await this.write([
-      {
-        op: "session.create",
-        id,
-        title: input.title ?? null,
-        source: input.source ?? "cli",
-        model: input.model ?? null,
-        parent_session_id: input.parent_session_id ?? null,
-        created_at: this.deps.clock.now(),
-        metadata: input.metadata ? JSON.stringify(input.metadata) : null,
-      },
-    ]);
+    const { id, op } = this.sessionOp(input);
+    await this.write([op]);
     return id;
+  }
+
+  /** The write that creates a session, and its id (to commit it along with other writes). */
+  sessionOp(input: NewSession = {}): { id: string; op: WriteOp } {
+    const id = input.id ?? newId("s_", this.deps.clock.now());
+    const op: WriteOp = {
+      op: "session.create",
+      id,
+      title: input.title ?? null,
+      source: input.source ?? "cli",
+      model: input.model ?? null,
+      parent_session_id: input.parent_session_id ?? null,
+      created_at: this.deps.clock.now(),
+      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+    };
+    return { id, op };
   }
 
   messageOp(input: NewMessage): WriteOp {
@@ -369,17 +374,20 @@ export class Store extends StoreReadView {
 
   /**
    * Start a turn holding a lease; with `question`, the user's message is committed in the same
-   * transaction (one sync instead of two, and never a turn without its question).
+   * transaction (one sync instead of two, and never a turn without its question), and with
+   * `before`, those writes first (a new session and its history: a turn's whole start in one).
    */
   async startTurn(
     sessionId: string,
     leaseMs: number,
     owner = `pid:${process.pid}`,
     question?: Omit<NewMessage, "session_id" | "turn_id">,
+    before: readonly WriteOp[] = [],
   ): Promise<string> {
     const id = newId("t_", this.deps.clock.now());
     const now = this.deps.clock.now();
     await this.write([
+      ...before,
       {
         op: "turn.start",
         id,
