@@ -32,6 +32,7 @@ import {
 } from "./router-overhead.js";
 import { diagnoseSearch, type SearchDiagnosis } from "./search-diagnosis.js";
 import { QUERY_KINDS, queryMix, runSearchBench, type SearchResultSet } from "./search-latency.js";
+import { judgeSlowDiskAim, runSlowDiskBench, type SlowDiskResult, slowDiskLines } from "./slow-disk.js";
 import { median } from "./stats.js";
 import { ensureFixture } from "./store-fixture.js";
 import { judgeStreamAim, runStreamBench, type StreamResult, streamLines } from "./stream-text.js";
@@ -57,6 +58,7 @@ const SUITES = [
   "resume",
   "restart",
   "gateway",
+  "slowdisk",
 ] as const;
 
 const Env = z.object({
@@ -86,6 +88,10 @@ const Env = z.object({
   /** The provider's max_concurrency in the resume suite (8 is the config default). */
   BENCH_RESUME_CONCURRENCY: count(8),
   /** The gateway suite: open-loop rate, seconds per target (split over rounds), closed-loop clients. */
+  BENCH_SLOWDISK_DELAY_MS: z.coerce.number().positive().default(10),
+  BENCH_SLOWDISK_CLIENTS: count(16),
+  BENCH_SLOWDISK_SECONDS: z.coerce.number().positive().default(4),
+  BENCH_SLOWDISK_ROUNDS: count(3),
   BENCH_GATEWAY_RPS: count(500),
   BENCH_GATEWAY_SECONDS: z.coerce.number().positive().default(20),
   BENCH_GATEWAY_ROUNDS: count(5),
@@ -292,6 +298,22 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let slowDisk: SlowDiskResult | null = null;
+  if (only.has("slowdisk")) {
+    log(`slow disk: each sync ${env.BENCH_SLOWDISK_DELAY_MS} ms longer, the sync off and on the event loop`);
+    slowDisk = await runSlowDiskBench(
+      work,
+      {
+        syncDelayMs: env.BENCH_SLOWDISK_DELAY_MS,
+        clients: env.BENCH_SLOWDISK_CLIENTS,
+        seconds: env.BENCH_SLOWDISK_SECONDS,
+        rounds: env.BENCH_SLOWDISK_ROUNDS,
+        healthEveryMs: 5,
+      },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
@@ -300,6 +322,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     ...(resume ? [judgeResumeAim(resume)] : []),
     ...(restart ? judgeRestartAims(restart) : []),
     ...(gateway ? judgeGatewayAims(gateway) : []),
+    ...(slowDisk ? [judgeSlowDiskAim(slowDisk)] : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -324,6 +347,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     resume,
     restart,
     gateway,
+    slow_disk: slowDisk,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -350,6 +374,7 @@ function print(r: {
   resume: ResumeBenchResult | null;
   restart: RestartResult | null;
   gateway: GatewayPeerResult | null;
+  slow_disk: SlowDiskResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -478,6 +503,7 @@ function print(r: {
   if (r.resume) lines.push(...resumeLines(r.resume));
   if (r.restart) lines.push(...restartLines(r.restart));
   if (r.gateway) lines.push(...gatewayLines(r.gateway));
+  if (r.slow_disk) lines.push("", ...slowDiskLines(r.slow_disk));
   lines.push(
     "\naims",
     table(

@@ -14,6 +14,9 @@ export function storeSettings(config: TenaxConfig): StoreSettings {
     busyTimeoutMs: config.store.busy_timeout_ms,
     writeRetryBudgetMs: config.store.write_retry_budget_ms,
     integrityCheckTimeoutMs: config.store.integrity_check_timeout_ms,
+    // A diagnostic, not a setting: TENAX_STORE_SYNC=inline syncs each commit on the event loop as
+    // SQLite's synchronous=FULL does (the slow-disk benchmark compares the two).
+    syncOffLoop: process.env.TENAX_STORE_SYNC !== "inline",
   };
 }
 

@@ -302,6 +302,14 @@ function mergeLiveStore(component: HealthComponent, store: Store): HealthCompone
       detail: `corrupt since ${new Date(live.corrupt.since).toISOString()}: ${live.corrupt.detail}; new writes are spooled (${live.spooled_records})`,
       next: live.corrupt.recover,
     };
+  if (live.disk_failure)
+    return {
+      ...component,
+      ...extra,
+      status: "down",
+      detail: `the disk failed a sync at ${new Date(live.disk_failure.since).toISOString()}: ${live.disk_failure.detail}; new writes are spooled (${live.spooled_records})`,
+      next: "check the disk (dmesg, df -h), then restart Tenax",
+    };
   const problems: string[] = [];
   if (!live.writable) problems.push("not writable: new writes are spooled to disk");
   if (live.spooled_records > 0) problems.push(`${live.spooled_records} writes wait in the spool`);

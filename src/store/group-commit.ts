@@ -20,6 +20,10 @@ export interface GroupCommitter {
   commit(group: readonly QueuedWrite[]): Promise<WriteOutcome[]>;
   /** The same, at once and without waiting (when the store closes). */
   commitNow(group: readonly QueuedWrite[]): WriteOutcome[];
+  /** Resolves once what is committed so far is on disk; rejects with the error to give the group. */
+  durable(): Promise<void>;
+  /** The same, at once (when the store closes); throws the error to give the group. */
+  durableNow(): void;
   /** The commit failed: give every write of the group the error a lone write would get. */
   fail(group: readonly QueuedWrite[], error: unknown): void;
 }
@@ -50,7 +54,9 @@ export class GroupCommit {
     const group = this.queued.splice(0);
     if (group.length === 0) return;
     try {
-      settle(group, this.committer.commitNow(group));
+      const outcomes = this.committer.commitNow(group);
+      this.committer.durableNow();
+      settle(group, outcomes);
     } catch (error) {
       this.committer.fail(group, error);
     }
@@ -66,7 +72,11 @@ export class GroupCommit {
       this.committer.fail(group, error);
       return;
     }
-    settle(group, outcomes);
+    // Acknowledged once on disk; the next group does not wait for this one's sync to commit.
+    this.committer.durable().then(
+      () => settle(group, outcomes),
+      (error: unknown) => this.committer.fail(group, error),
+    );
   }
 }
 

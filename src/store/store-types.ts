@@ -13,6 +13,11 @@ export interface StoreOptions extends StoreLocation {
   writeRetryBudgetMs?: number;
   /** Budget of the integrity check on open; 0 skips it. */
   integrityCheckTimeoutMs?: number;
+  /**
+   * With synchronous "full": sync the WAL off the event loop before acknowledging (default true),
+   * or let SQLite sync each commit on it (false; for comparison only).
+   */
+  syncOffLoop?: boolean;
   /** Re-read touched pages from the file on every write (default true); off only for benchmarks. */
   rereadPagesOnWrite?: boolean;
   deps?: Partial<Deps>;
@@ -20,6 +25,7 @@ export interface StoreOptions extends StoreLocation {
 
 export type StoreEvent =
   | { type: "store.corrupt"; path: string; detail: string; recover: string }
+  | { type: "store.disk_failed"; path: string; detail: string }
   | { type: "store.spooled"; path: string; file: string; reason: string; ops: number }
   | { type: "store.busy_retry"; path: string; attempt: number; waited_ms: number; next_in_ms: number }
   | { type: "store.integrity"; path: string; result: IntegrityResult }
@@ -30,6 +36,8 @@ export interface StoreHealth {
   path: string;
   writable: boolean;
   corrupt: { detail: string; since: number; recover: string } | null;
+  /** A sync of the WAL failed: nothing more is written (or acknowledged) by this process. */
+  disk_failure: { detail: string; since: number } | null;
   integrity: IntegrityResult | null;
   spooled_records: number;
   search: { status: "ok" | "rebuilding" | "degraded"; detail: string | null; pending: number };

@@ -26,6 +26,7 @@ import { Spool, type SpoolRecord } from "./spool.js";
 import { StoreCredentials } from "./store-credentials.js";
 import { StoreReadView } from "./store-reader.js";
 import type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
+import { WalSync } from "./wal-sync.js";
 
 export type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 
@@ -38,6 +39,9 @@ export class Store extends StoreReadView {
   private readonly deps: Deps;
   private readonly listeners = new Set<(event: StoreEvent) => void>();
   private corrupt: StoreHealth["corrupt"] = null;
+  private diskFailure: StoreHealth["disk_failure"] = null;
+  /** Syncs the WAL before a group is acknowledged (synchronous: full); null when not durable. */
+  private readonly walSync: WalSync | null;
   private spooledRecords = 0;
   private integrity: IntegrityResult | null = null;
   private ledger: StoreCredentials | null = null;
@@ -51,6 +55,8 @@ export class Store extends StoreReadView {
     this.db = db;
     this.deps = { ...defaultDeps, ...options.deps };
     this.applier = new OpApplier(db);
+    const durable = (options.synchronous ?? "full") === "full" && options.syncOffLoop !== false;
+    this.walSync = durable ? new WalSync(`${options.path}-wal`) : null;
     this.dropCache = db.prepare("PRAGMA shrink_memory");
     this.spool = new Spool(options.spoolDir, options.profile, options.path);
     this.index = new SearchQueue(db, new SearchIndex(options.searchPath, storeId(db), false), (e) =>
@@ -161,6 +167,7 @@ export class Store extends StoreReadView {
    */
   write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
     if (this.corrupt !== null) return Promise.reject(this.spoolAndFail(ops, this.corrupt.detail));
+    if (this.diskFailure !== null) return Promise.reject(this.spoolAfterDiskFailure(ops));
     return this.group.add(ops, options);
   }
 
@@ -176,8 +183,54 @@ export class Store extends StoreReadView {
       );
     },
     commitNow: (group) => this.commitGroup(group),
+    durable: () =>
+      this.walSync?.sync().catch((error: unknown) => Promise.reject(this.syncFailed(error))) ?? DONE,
+    durableNow: () => {
+      try {
+        this.walSync?.syncNow();
+      } catch (error) {
+        throw this.syncFailed(error);
+      }
+    },
     fail: (group, error) => this.settleFailedGroup(group, error),
   });
+
+  /**
+   * The WAL could not be synced: the group's writes are committed but may not be on disk, so they
+   * are refused as "may or may not be stored". Final for this process (see WalSync): later writes
+   * go to the spool, and health says the store is down until Tenax restarts.
+   */
+  private syncFailed(error: unknown): StoreError {
+    const code = (error as { code?: string }).code ?? "EIO";
+    const detail = `syncing ${this.location.path}-wal failed (${code}: ${(error as Error).message})`;
+    if (this.diskFailure === null) {
+      this.diskFailure = { detail, since: this.deps.clock.now() };
+      this.emit({ type: "store.disk_failed", path: this.location.path, detail });
+    }
+    return new StoreError(
+      "store_io",
+      `the disk failed while syncing ${this.location.path} (${code}): the write was not acknowledged and may or may not be stored; this process takes no more writes (they are kept in the spool)`,
+      {
+        hint: `check the disk holding ${dirname(this.location.path)} (dmesg, df -h), then restart Tenax; retrying is safe, messages are kept once by their uid`,
+        data: { path: this.location.path, code },
+        cause: error,
+      },
+    );
+  }
+
+  /** After a failed sync: keep the write in the spool and say so. */
+  private spoolAfterDiskFailure(ops: WriteOp[]): StoreError {
+    const failure = this.diskFailure as NonNullable<StoreHealth["disk_failure"]>;
+    const kept = this.keepInSpool(ops, "disk_failed");
+    return new StoreError(
+      "store_io",
+      `the session store ${this.location.path} takes no more writes in this process since the disk failed a sync (${failure.detail}).${kept}`,
+      {
+        hint: `check the disk holding ${dirname(this.location.path)} (dmesg, df -h), then restart Tenax; spooled writes are folded back by ${recoverCommand(this.location.path, this.location.profile)}`,
+        data: { path: this.location.path },
+      },
+    );
+  }
 
   /** One IMMEDIATE transaction for the group. */
   private commitGroup(group: readonly QueuedWrite[]): WriteOutcome[] {
@@ -187,9 +240,20 @@ export class Store extends StoreReadView {
     // damage under a running process is caught by the next write that touches it, instead of
     // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
     if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
-    const outcomes = db
-      .transaction(() => applyGroup(db, group, (w) => this.applier.applyAll(w.ops, w.options)))
-      .immediate();
+    // With synchronous: full, a group commits without SQLite's sync and is acknowledged once
+    // WalSync has synced the WAL, off the event loop. Every other commit on this connection (the
+    // search queue, the key ledger) stays synchronous=FULL and so also syncs what came before it.
+    // (A pragma takes effect when compiled, so it is run through exec, never a kept statement.)
+    if (this.walSync !== null) db.exec("PRAGMA synchronous = NORMAL");
+    let outcomes: WriteOutcome[];
+    try {
+      outcomes = db
+        .transaction(() => applyGroup(db, group, (w) => this.applier.applyAll(w.ops, w.options)))
+        .immediate();
+    } finally {
+      // A handle that fails here is failing anyway: the write's own error is the one to report.
+      if (this.walSync !== null) attempt(() => db.exec("PRAGMA synchronous = FULL"));
+    }
     this.index.schedule();
     return outcomes;
   }
@@ -241,31 +305,35 @@ export class Store extends StoreReadView {
 
   /** Store the write in the spool (fsynced) and build the error the caller gets. */
   private spoolAndFail(ops: WriteOp[], detail: string): StoreCorruptError {
-    let kept: string;
-    let spooledTo: string | null = null;
-    try {
-      spooledTo = this.spool.append(ops, "corrupt", this.deps.clock.now());
-      this.spooledRecords++;
-      this.emit({
-        type: "store.spooled",
-        path: this.location.path,
-        file: spooledTo,
-        reason: "corrupt",
-        ops: ops.length,
-      });
-      kept = ` The write was kept in ${spooledTo}.`;
-    } catch (error) {
-      kept = ` Writing it to the spool in ${this.options.spoolDir} failed too (${(error as Error).message}): it was NOT stored.`;
-    }
+    const spooled = { to: null as string | null };
+    const kept = this.keepInSpool(ops, "corrupt", spooled);
     const recover = recoverCommand(this.location.path, this.location.profile);
     return new StoreCorruptError(
       `the session store ${this.location.path} is damaged (${detail}).${kept}`,
       this.location.path,
-      spooledTo,
+      spooled.to,
       {
         hint: `stop Tenax for this profile, then see what can be salvaged: ${recover}`,
       },
     );
+  }
+
+  /** Append a refused write to the spool (fsynced); the sentence saying where it went, or that it did not. */
+  private keepInSpool(ops: WriteOp[], reason: string, spooled: { to: string | null } = { to: null }): string {
+    try {
+      spooled.to = this.spool.append(ops, reason, this.deps.clock.now());
+      this.spooledRecords++;
+      this.emit({
+        type: "store.spooled",
+        path: this.location.path,
+        file: spooled.to,
+        reason,
+        ops: ops.length,
+      });
+      return ` The write was kept in ${spooled.to}.`;
+    } catch (error) {
+      return ` Writing it to the spool in ${this.options.spoolDir} failed too (${(error as Error).message}): it was NOT stored.`;
+    }
   }
 
   /** A full disk is not the file's fault: refuse the write plainly, and take the next one. */
@@ -286,6 +354,7 @@ export class Store extends StoreReadView {
     const recover = recoverCommand(this.location.path, this.location.profile);
     this.corrupt = { detail, since: this.deps.clock.now(), recover };
     this.index.stop();
+    this.walSync?.close();
     // A read-only connection holding its shared lock makes the writer's close skip the checkpoint
     // (only the last connection checkpoints), and being read-only it can never checkpoint itself.
     try {
@@ -472,8 +541,9 @@ export class Store extends StoreReadView {
   health(): StoreHealth {
     return {
       path: this.location.path,
-      writable: this.db !== null,
+      writable: this.db !== null && this.diskFailure === null,
       corrupt: this.corrupt,
+      disk_failure: this.diskFailure,
       integrity: this.integrity,
       spooled_records: this.spooledRecords,
       search: this.index.health(),
@@ -492,8 +562,19 @@ export class Store extends StoreReadView {
       this.db.close();
       this.db = null;
     }
+    this.walSync?.close();
     // The guard of a corrupt store is left open on purpose: closing it last could not checkpoint
     // (it is read-only), but keeping it means no other handle of ours can become the last one.
+  }
+}
+
+const DONE = Promise.resolve();
+
+function attempt(work: () => unknown): void {
+  try {
+    work();
+  } catch {
+    // see the caller
   }
 }
 

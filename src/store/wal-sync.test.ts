@@ -1,0 +1,81 @@
+// The WAL sync off the event loop: a write is acknowledged once its WAL frames are synced; a
+// failed sync ends this process's writing for good (spooled, health down), never a quiet loss.
+import { existsSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
+import { openStore, releaseStore } from "./registry.js";
+import { readSpool } from "./spool.js";
+import { WalSync } from "./wal-sync.js";
+
+describe("WalSync", () => {
+  it("syncs, shares one later sync among callers that came while one ran, and closes after it", async () => {
+    const file = join(tempDir(), "state.db-wal");
+    writeFileSync(file, "frames");
+    const sync = new WalSync(file);
+    const first = sync.sync();
+    // These came while the first ran: its start may precede their frames, so they get the next.
+    const second = sync.sync();
+    const third = sync.sync();
+    expect(second).toBe(third);
+    expect(second).not.toBe(first);
+    // Closing must not close the file under the running sync, and serves the waiting ones at once.
+    sync.close();
+    await expect(first).resolves.toBeUndefined();
+    await expect(second).resolves.toBeUndefined();
+    await expect(sync.sync()).rejects.toThrow(/closed/);
+  });
+
+  it("a failed sync is final: every later sync fails with its error", async () => {
+    const sync = new WalSync(join(tempDir(), "missing-wal"));
+    const error = await sync.sync().catch((e: unknown) => e);
+    expect((error as NodeJS.ErrnoException).code).toBe("ENOENT");
+    await expect(sync.sync()).rejects.toBe(error);
+    expect(() => sync.syncNow()).toThrow(error as Error);
+  });
+});
+
+describe("the store with its WAL synced off the event loop", () => {
+  it("acknowledges a write once it is on disk, with SQLite's own commits left unsynced", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "durable" });
+    await store.appendMessage({ session_id: session, role: "user", content: "kept" });
+    // Group commits run with SQLite's synchronous=NORMAL; every other commit stays FULL.
+    const reader = new Database(paths.state, { readonly: true });
+    expect(reader.prepare("SELECT count(*) FROM messages").pluck().get()).toBe(1);
+    reader.close();
+    expect(store.health().disk_failure).toBeNull();
+    await releaseStore(store);
+  });
+
+  it("after a failed sync it refuses and spools every write, and its health says the disk failed", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "before" });
+    // The WAL file vanishes under the open store: the next sync cannot even open it.
+    const other = tempProfile();
+    const second = await openStore(other, { integrityCheckTimeoutMs: 0 });
+    const wal = `${other.state}-wal`;
+    expect(existsSync(wal)).toBe(true);
+    unlinkSync(wal);
+    const refused = await second.createSession({ title: "lost?" }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "store_io" });
+    expect(String((refused as Error).message)).toMatch(/may or may not be stored/);
+    const health = second.health();
+    expect(health.writable).toBe(false);
+    expect(health.disk_failure?.detail).toMatch(/ENOENT/);
+    // Later writes never reach the file: they are kept in the spool, and say where.
+    const later = await second.createSession({ title: "spooled" }).catch((e: unknown) => e);
+    expect(later).toMatchObject({ code: "store_io" });
+    expect(String((later as Error).message)).toMatch(/kept in/);
+    expect(readSpool(other.spool).records).toHaveLength(1);
+    expect(second.health().spooled_records).toBe(1);
+    await releaseStore(second);
+    // The first store, untouched, goes on.
+    await store.appendMessage({ session_id: session, role: "user", content: "fine" });
+    expect(store.health().disk_failure).toBeNull();
+    await releaseStore(store);
+  });
+});

@@ -1,0 +1,117 @@
+// Durable commits without blocking the event loop. With `store.synchronous: full` the writer
+// commits with SQLite's synchronous=NORMAL (the WAL frames are written but not synced; SQLite
+// still syncs around checkpoints and when the WAL restarts), and this syncs the WAL file on
+// libuv's thread pool before any write of the group is acknowledged. A committed transaction is
+// then on disk exactly as with synchronous=FULL, but the sync no longer stops every other request:
+// later groups commit while an earlier one's sync runs, and waiting writes share the next sync.
+//
+// A failed sync is final for this process: after a write-back error the kernel may have dropped
+// the pages it could not write, and a later successful sync would not bring them back, so no
+// later write can be acknowledged as durable either (the store spools them; see Store).
+import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
+
+export class WalSync {
+  private fd: number | null = null;
+  /** The sync running now, and the one that starts when it ends (for writes made meanwhile). */
+  private running: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private closed = false;
+  /** Waiters for a next sync were served by the final sync at close. */
+  private finalSynced = false;
+
+  constructor(private readonly walPath: string) {}
+
+  /** Resolves once every frame written to the WAL before this call is on disk. */
+  sync(): Promise<void> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    if (this.running === null) return this.start();
+    // The running sync may have begun before the caller's frames were written: the next one.
+    this.next ??= this.running.then(
+      () => this.afterRunning(),
+      () => this.afterRunning(),
+    );
+    return this.next;
+  }
+
+  /** The same, at once, blocking (a store closing commits what waits and syncs it). */
+  syncNow(): void {
+    if (this.failure !== null) throw this.failure;
+    try {
+      fdatasyncSync(this.open());
+    } catch (error) {
+      throw this.failed(error);
+    }
+  }
+
+  /**
+   * Close the file once no sync uses it (a queued thread-pool call must never meet a reused fd).
+   * Writes still waiting for a next sync get it now, blocking: they were committed before this.
+   */
+  close(): void {
+    if (this.closed) return;
+    if (this.next !== null && this.failure === null) {
+      try {
+        this.syncNow();
+        this.finalSynced = true;
+      } catch {
+        // Their waiters get the failure.
+      }
+    }
+    this.closed = true;
+    if (this.running === null) this.closeFd();
+  }
+
+  private afterRunning(): Promise<void> {
+    this.next = null;
+    if (this.failure !== null) return Promise.reject(this.failure);
+    if (this.closed) return this.finalSynced ? Promise.resolve() : Promise.reject(this.closedError());
+    return this.start();
+  }
+
+  private closedError(): Error {
+    return new Error(`${this.walPath} is closed`);
+  }
+
+  private start(): Promise<void> {
+    const run = new Promise<void>((resolve, reject) => {
+      let fd: number;
+      try {
+        fd = this.open();
+      } catch (error) {
+        reject(this.failed(error));
+        return;
+      }
+      fdatasync(fd, (error) => (error ? reject(this.failed(error)) : resolve()));
+    });
+    this.running = run;
+    const settled = () => {
+      if (this.running === run) this.running = null;
+      if (this.closed && this.running === null) this.closeFd();
+    };
+    run.then(settled, settled);
+    return run;
+  }
+
+  private open(): number {
+    if (this.closed) throw this.closedError();
+    // Read-only is enough: a sync applies to the file, whichever descriptor asks for it.
+    this.fd ??= openSync(this.walPath, "r");
+    return this.fd;
+  }
+
+  private failed(error: unknown): Error {
+    this.failure ??= error instanceof Error ? error : new Error(String(error));
+    return this.failure;
+  }
+
+  private closeFd(): void {
+    if (this.fd === null) return;
+    try {
+      closeSync(this.fd);
+    } catch {
+      // Nothing left to keep: the store is closing.
+    }
+    this.fd = null;
+  }
+}
