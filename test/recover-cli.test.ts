@@ -9,7 +9,7 @@ import { profilePaths } from "../src/config/paths.js";
 import { releaseStore } from "../src/store/registry.js";
 import { checkpoint, overwritePages } from "./helpers/corrupt.js";
 import { tempDir } from "./helpers/tmp.js";
-import { buildStore, digests, pageMap } from "./recover-fixtures.js";
+import { buildStore, digests, pageMap, recordsIn, writeRecords } from "./recover-fixtures.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const BIN = join(ROOT, "bin", "tenax.js");
@@ -52,8 +52,10 @@ describe("tenax sessions recover / restore", () => {
     expect(tenax(home, ["profile", "create", "work"]).status).toBe(0);
     const paths = profilePaths(home, "work");
     const { store, written } = await buildStore(paths, { sessions: 3, messagesPerSession: 120, seed: 21 });
+    await writeRecords(store, written.sessions, { seed: 21, notes: 12, runEvents: 6 });
     await releaseStore(store);
     checkpoint(paths.state);
+    const records = recordsIn(paths.state).size;
     const leaf = [...pageMap(paths.state, "messages").leaves.keys()][2] ?? 0;
     overwritePages(paths.state, [leaf], "garbage", 21);
     const before = digests(paths.state);
@@ -69,6 +71,9 @@ describe("tenax sessions recover / restore", () => {
     ]);
     expect(inspect.status).toBe(1);
     expect(inspect.stdout).toMatch(/LOST: \d+ messages could not be salvaged/);
+    // The records table is counted like the others: every memory note, todo list and run event found.
+    expect(records).toBe(12 + 2 * 3 + 1 + 6 + 2);
+    expect(inspect.stdout).toMatch(new RegExp(`^records\\s+${records}\\s+${records}\\s+0$`, "m"));
     const toOutput = lastLine(inspect.stdout);
     expect(toOutput).toMatch(
       /^tenax --profile work sessions recover --source '.*my home.*state\.db' --output '.*'$/,
@@ -86,6 +91,7 @@ describe("tenax sessions recover / restore", () => {
     expect(restore.status).toBe(0);
     const list = shell(home, lastLine(restore.stdout));
     expect(list.status).toBe(0);
+    expect(recordsIn(paths.state).size).toBe(records);
     const json = tenax(home, ["--profile", "work", "sessions", "list", "--json"]);
     const sessions = (JSON.parse(json.stdout) as { sessions: { id: string; message_count: number }[] })
       .sessions;
@@ -118,8 +124,21 @@ describe("tenax sessions recover / restore", () => {
     expect(healthy.stdout).toContain("nothing lost");
     const json = tenax(home, ["sessions", "recover", "--source", paths.state, "--inspect-only", "--json"]);
     expect(json.status).toBe(0);
-    const doc = JSON.parse(json.stdout) as { report: { complete: boolean }; next_command: string };
+    const doc = JSON.parse(json.stdout) as {
+      report: { complete: boolean; tables: Record<string, unknown> };
+      next_command: string;
+    };
     expect(doc.report.complete).toBe(true);
+    expect(doc.report.tables.records).toEqual({
+      found: 0,
+      salvaged: 0,
+      lost: 0,
+      lost_is_lower_bound: false,
+      from_sql: 0,
+      from_pages: 0,
+      lost_rowids: [],
+      lost_keys: [],
+    });
     expect(doc.next_command).toMatch(/^tenax sessions recover --source \S+ --output \S+$/);
     const restore = tenax(home, ["sessions", "restore"]);
     expect(restore.status).toBe(2);

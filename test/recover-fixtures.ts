@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { ProfilePaths } from "../src/config/paths.js";
 import { type Random, seededRandom } from "../src/core/deps.js";
+import type { RecordPutOp } from "../src/store/ops.js";
 import { openStore } from "../src/store/registry.js";
 import type { NewMessage, Store } from "../src/store/store.js";
 import { fileDigest } from "./helpers/corrupt.js";
@@ -165,4 +166,160 @@ export function messagesIn(
 
 export function readJson(path: string): unknown {
   return existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : null;
+}
+
+export interface StoredRecord {
+  kind: string;
+  key: string;
+  session_id: string | null;
+  value: string | null;
+  updated_at: number;
+}
+
+/** The identity of a record in these tests' maps (the same string recovery uses). */
+export const recordKeyOf = (kind: string, key: string) => JSON.stringify([kind, key]);
+
+/** Every record of a store file, by recordKeyOf, read with plain SQLite. */
+export function recordsIn(path: string): Map<string, StoredRecord> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db.prepare("SELECT * FROM records ORDER BY kind, key").all() as StoredRecord[];
+    return new Map(rows.map((r) => [recordKeyOf(r.kind, r.key), r]));
+  } finally {
+    db.close();
+  }
+}
+
+export interface RecordSpec {
+  seed: number;
+  /** Global memory notes. */
+  notes: number;
+  /** Events of the one run (in the second session). */
+  runEvents: number;
+}
+
+const put = (
+  kind: string,
+  key: string,
+  sessionId: string | null,
+  value: unknown,
+  at: number,
+): RecordPutOp => ({
+  op: "record.put",
+  kind,
+  key,
+  session_id: sessionId,
+  value: value === null ? null : JSON.stringify(value),
+  updated_at: at,
+});
+
+/**
+ * Records of every kind Tenax keeps, with the kinds and keys the agent and gateway use: memory
+ * notes (global), a todo list and usage per session, a compaction summary large enough to spill onto
+ * overflow pages, and a run with its events and Idempotency-Key. Read them back with recordsIn.
+ */
+export async function writeRecords(
+  store: Store,
+  sessions: readonly string[],
+  spec: RecordSpec,
+): Promise<void> {
+  const random = seededRandom(spec.seed);
+  let at = 1_700_000_000_000;
+  for (let i = 0; i < spec.notes; i++) {
+    const note = { text: content(random, false), created_at: ++at };
+    await store.write([put("memory", `n_${String(i).padStart(4, "0")}`, null, note, at)]);
+  }
+  for (const [s, id] of sessions.entries()) {
+    const items = Array.from({ length: 5 + s * 20 }, (_, i) => ({
+      text: `step ${i} of ${id}`,
+      status: "pending",
+    }));
+    await store.write([
+      put("todo", id, id, items, ++at),
+      put("usage", id, id, { input_tokens: 1000 * (s + 1), output_tokens: 77 * (s + 1) }, ++at),
+    ]);
+  }
+  const first = sessions[0] ?? "";
+  await store.write([put("compaction", first, first, { summary: content(random, true) }, ++at)]);
+  const session = sessions[1] ?? first;
+  const run = "run_0001";
+  const ops: RecordPutOp[] = [];
+  for (let i = 1; i <= spec.runEvents; i++) {
+    const data = { type: "delta", text: content(random, false).slice(0, 80) };
+    ops.push(
+      put(
+        "run_event",
+        `${run}/${String(i).padStart(10, "0")}`,
+        session,
+        { id: i, type: "delta", data },
+        ++at,
+      ),
+    );
+  }
+  const state = { run_id: run, session_id: session, status: "completed", last_event_id: spec.runEvents };
+  ops.push(put("run", run, session, state, ++at), put("run_idem", "key-1", session, { run_id: run }, ++at));
+  await store.write(ops);
+}
+
+export interface RecordPageMap {
+  /** Leaf page -> the records on it (by recordKeyOf), in order. */
+  leaves: Map<number, string[]>;
+  /** Interior page -> the records on it. */
+  interior: Map<number, string[]>;
+  /** Overflow page -> the record whose value it holds. */
+  overflow: Map<number, string>;
+}
+
+/**
+ * Which records sit on which page of the records b-tree, from dbstat's walk of it (not from our
+ * page parser). It is an index b-tree: every entry is on exactly one page, interior pages included,
+ * in the order child 0, entry 0, child 1, entry 1, ..., the right-most child.
+ */
+export function recordPages(path: string): RecordPageMap {
+  const db = new Database(path, { readonly: true });
+  try {
+    const keys = (db.prepare("SELECT kind, key FROM records ORDER BY kind, key").all() as StoredRecord[]).map(
+      (r) => recordKeyOf(r.kind, r.key),
+    );
+    const pages = db
+      .prepare("SELECT path, pageno, pagetype, ncell FROM dbstat WHERE name = 'records'")
+      .all() as { path: string; pageno: number; pagetype: string; ncell: number }[];
+    const byPath = new Map(pages.map((p) => [p.path, p]));
+    const out: RecordPageMap = { leaves: new Map(), interior: new Map(), overflow: new Map() };
+    const onPath = new Map<string, string[]>(); // the records of each page, in cell order
+    let next = 0;
+    const take = (into: Map<number, string[]>, path: string, pageno: number, n: number) => {
+      const taken = keys.slice(next, next + n);
+      next += n;
+      into.set(pageno, [...(into.get(pageno) ?? []), ...taken]);
+      onPath.set(path, [...(onPath.get(path) ?? []), ...taken]);
+    };
+    const visit = (path: string): void => {
+      const page = byPath.get(path);
+      if (page === undefined) throw new Error(`dbstat has no page at ${path}`);
+      if (page.pagetype === "leaf") {
+        take(out.leaves, path, page.pageno, page.ncell);
+        return;
+      }
+      const child = (i: number) => `${path}${i.toString(16).padStart(3, "0")}/`;
+      for (let i = 0; i < page.ncell; i++) {
+        visit(child(i));
+        take(out.interior, path, page.pageno, 1);
+      }
+      visit(child(page.ncell));
+    };
+    visit("/");
+    if (next !== keys.length)
+      throw new Error(`dbstat places ${next} records, the table holds ${keys.length}`);
+    for (const p of pages) {
+      if (p.pagetype !== "overflow") continue;
+      const m = /^(.*\/)([0-9a-f]+)\+[0-9a-f]+$/.exec(p.path);
+      const owner = m ? onPath.get(m[1] ?? "")?.[Number.parseInt(m[2] ?? "", 16)] : undefined;
+      if (owner === undefined) throw new Error(`cannot place overflow page ${p.path}`);
+      out.overflow.set(p.pageno, owner);
+    }
+    return out;
+  } finally {
+    db.close();
+  }
 }

@@ -1,6 +1,6 @@
 // Randomized damage over several seeds: random stores (big messages on overflow pages, deleted
-// sessions on the freelist), random garbage or zeroed pages in the tables and their indexes. Each
-// run prints its seed; rerun one with TENAX_SEED=N (and TENAX_SEEDS=count for more).
+// sessions on the freelist, records of every kind), random garbage or zeroed pages in the tables and
+// their indexes. Each run prints its seed; rerun one with TENAX_SEED=N (and TENAX_SEEDS=count for more).
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -9,7 +9,15 @@ import { recoverStore } from "../src/store/recover/recover.js";
 import { releaseStore } from "../src/store/registry.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
 import { tempDir, tempProfile } from "./helpers/tmp.js";
-import { buildStore, digests, messagesIn, pageMap } from "./recover-fixtures.js";
+import {
+  buildStore,
+  digests,
+  messagesIn,
+  pageMap,
+  recordPages,
+  recordsIn,
+  writeRecords,
+} from "./recover-fixtures.js";
 
 const FIRST = Number(process.env.TENAX_SEED ?? 1000);
 const COUNT = Number(process.env.TENAX_SEEDS ?? 6);
@@ -19,6 +27,8 @@ const TARGETS = [
   "turns",
   "sqlite_autoindex_messages_1",
   "sqlite_autoindex_messages_2",
+  "records",
+  "records_session",
 ];
 
 function sessionIds(path: string): Set<string> {
@@ -41,6 +51,7 @@ async function runSeed(seed: number): Promise<void> {
     seed,
     bigEvery: random() < 0.5 ? 0 : 5 + pick(30),
   });
+  await writeRecords(store, written.sessions, { seed, notes: pick(100), runEvents: pick(300) });
   const deleted = new Set<string>();
   if (random() < 0.6) {
     const victim = written.sessions[pick(written.sessions.length)] ?? "";
@@ -49,6 +60,8 @@ async function runSeed(seed: number): Promise<void> {
   }
   await releaseStore(store);
   checkpoint(paths.state);
+  const recordsBefore = recordsIn(paths.state);
+  const recordMap = recordPages(paths.state);
 
   const map = pageMap(paths.state, "messages");
   const sessionMap = pageMap(paths.state, "sessions");
@@ -71,6 +84,23 @@ async function runSeed(seed: number): Promise<void> {
   const report = await recoverStore({ source: paths.state, output });
   expect(digests(paths.state)).toEqual(before);
   expect(report.output?.integrity.status).toBe("ok");
+
+  // Records: exactly those on undamaged pages come back, each as it was; a deleted session's never.
+  const lostRecords = new Set<string>();
+  for (const p of pages) {
+    for (const k of [...(recordMap.leaves.get(p) ?? []), ...(recordMap.interior.get(p) ?? [])])
+      lostRecords.add(k);
+    const owner = recordMap.overflow.get(p);
+    if (owner !== undefined) lostRecords.add(owner);
+  }
+  const recordsAfter = recordsIn(output);
+  expect(new Set(recordsAfter.keys())).toEqual(
+    new Set([...recordsBefore.keys()].filter((k) => !lostRecords.has(k))),
+  );
+  for (const [k, r] of recordsAfter) expect(r).toEqual(recordsBefore.get(k));
+  const rt = report.tables.records;
+  expect(rt).toMatchObject({ salvaged: recordsBefore.size - lostRecords.size, found: rt.salvaged + rt.lost });
+  if (!rt.lost_is_lower_bound) expect(rt.lost).toBe(lostRecords.size);
 
   const rows = messagesIn(output);
   expect(new Set(rows.keys())).toEqual(new Set(expected.map((m) => m.uid)));
@@ -97,7 +127,9 @@ async function runSeed(seed: number): Promise<void> {
       !t.lost_is_lower_bound &&
       report.tables.turns.lost === 0 &&
       !report.tables.sessions.lost_is_lower_bound &&
-      !report.tables.turns.lost_is_lower_bound,
+      !report.tables.turns.lost_is_lower_bound &&
+      rt.lost === 0 &&
+      !rt.lost_is_lower_bound,
   );
 
   // Sessions on undamaged pages survive; every message has a session row (a placeholder if need be).

@@ -1,5 +1,5 @@
 // Reading one b-tree page of a SQLite file by hand (layout from sqlite.org/fileformat2.html): its
-// header, its cell pointers and the cells of table pages. The bytes may be garbage, so every offset
+// header, its cell pointers and the cells of table and index pages. The bytes may be garbage, so every offset
 // and count is checked against the page before it is used; a bad page is reported, never thrown.
 
 export type BtreeKind = "table-leaf" | "table-interior" | "index-leaf" | "index-interior";
@@ -90,8 +90,8 @@ function freeblocksValid(view: Buffer, first: number, pointersEnd: number, usabl
   return true;
 }
 
-export interface TableLeafCell {
-  rowid: bigint;
+/** A cell's payload as the page holds it: the local part and where the rest continues. */
+export interface PayloadCell {
   payloadSize: number;
   /** The part of the payload stored on this page. */
   local: Uint8Array;
@@ -99,6 +99,10 @@ export interface TableLeafCell {
   overflow: number;
   /** Where the cell ends on the page (for overlap checks). */
   end: number;
+}
+
+export interface TableLeafCell extends PayloadCell {
+  rowid: bigint;
 }
 
 /** Largest payload SQLite writes (its default SQLITE_MAX_LENGTH); more is garbage. */
@@ -113,15 +117,23 @@ export function localPayloadSize(payload: number, usable: number): number {
   return k <= maxLocal ? k : minLocal;
 }
 
-/** Decode the table-leaf cell at `at`, or null when it does not fit the page. */
-export function readTableLeafCell(page: Uint8Array, at: number, usable: number): TableLeafCell | null {
-  const size = readSize(page, at, usable, MAX_PAYLOAD);
-  if (size === null) return null;
-  const rowid = readVarint(page, size.next, usable);
-  if (rowid === null) return null;
-  const payloadSize = Number(size.value);
-  const local = localPayloadSize(payloadSize, usable);
-  const start = rowid.next;
+/** How much of a payload of this size an index page (leaf or interior) keeps on the page itself. */
+export function indexLocalPayloadSize(payload: number, usable: number): number {
+  const maxLocal = Math.floor(((usable - 12) * 64) / 255) - 23;
+  if (payload <= maxLocal) return payload;
+  const minLocal = Math.floor(((usable - 12) * 32) / 255) - 23;
+  const k = minLocal + ((payload - minLocal) % (usable - 4));
+  return k <= maxLocal ? k : minLocal;
+}
+
+/** The payload that starts at `start`, `local` bytes of it here, then the first overflow page. */
+function payloadAt(
+  page: Uint8Array,
+  start: number,
+  payloadSize: number,
+  local: number,
+  usable: number,
+): PayloadCell | null {
   const spills = local < payloadSize;
   const end = start + local + (spills ? 4 : 0);
   if (end > usable) return null;
@@ -129,7 +141,36 @@ export function readTableLeafCell(page: Uint8Array, at: number, usable: number):
     ? Buffer.from(page.buffer, page.byteOffset, page.length).readUInt32BE(start + local)
     : 0;
   if (spills && overflow === 0) return null;
-  return { rowid: rowid.value, payloadSize, local: page.subarray(start, start + local), overflow, end };
+  return { payloadSize, local: page.subarray(start, start + local), overflow, end };
+}
+
+/** Decode the table-leaf cell at `at`, or null when it does not fit the page. */
+export function readTableLeafCell(page: Uint8Array, at: number, usable: number): TableLeafCell | null {
+  const size = readSize(page, at, usable, MAX_PAYLOAD);
+  if (size === null) return null;
+  const rowid = readVarint(page, size.next, usable);
+  if (rowid === null) return null;
+  const payloadSize = Number(size.value);
+  const cell = payloadAt(page, rowid.next, payloadSize, localPayloadSize(payloadSize, usable), usable);
+  return cell === null ? null : { ...cell, rowid: rowid.value };
+}
+
+/**
+ * Decode the cell at `at` of an index page, or null when it does not fit the page. An interior
+ * cell starts with its left child's page number; both kinds then hold a whole entry (in a WITHOUT
+ * ROWID table, a whole row), since an index b-tree keeps each entry exactly once.
+ */
+export function readIndexCell(
+  page: Uint8Array,
+  at: number,
+  usable: number,
+  interior: boolean,
+): PayloadCell | null {
+  const start = interior ? at + 4 : at;
+  const size = readSize(page, start, usable, MAX_PAYLOAD);
+  if (size === null) return null;
+  const payloadSize = Number(size.value);
+  return payloadAt(page, size.next, payloadSize, indexLocalPayloadSize(payloadSize, usable), usable);
 }
 
 /** An interior table cell: the left child page and its key. */
@@ -137,4 +178,25 @@ export function readTableInteriorChild(page: Uint8Array, at: number, usable: num
   if (at + 4 > usable) return null;
   const child = Buffer.from(page.buffer, page.byteOffset, page.length).readUInt32BE(at);
   return readVarint(page, at + 4, usable) === null ? null : child;
+}
+
+/** The cells that parse and do not overlap one another; the rest are damage. */
+export function goodCells<C extends PayloadCell>(
+  offsets: readonly number[],
+  read: (at: number) => C | null,
+): { cells: C[]; bad: number } {
+  const parsed = offsets.map((at) => ({ at, cell: read(at) }));
+  const byOffset = [...parsed].sort((a, b) => a.at - b.at);
+  const overlapping = new Set<number>();
+  for (let i = 1; i < byOffset.length; i++) {
+    const prev = byOffset[i - 1];
+    const cur = byOffset[i];
+    if (prev?.cell && cur && prev.cell.end > cur.at) {
+      overlapping.add(prev.at);
+      overlapping.add(cur.at);
+    }
+  }
+  const cells: C[] = [];
+  for (const { at, cell } of parsed) if (cell !== null && !overlapping.has(at)) cells.push(cell);
+  return { cells, bad: offsets.length - cells.length };
 }

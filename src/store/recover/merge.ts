@@ -4,7 +4,7 @@
 // Then the honest counts: found (known to have existed), salvaged, lost, and whether lost is only
 // a lower bound.
 import type { PageSalvage } from "./page-salvage.js";
-import { rowKey, type SalvagedRow, type TableName } from "./row-shapes.js";
+import { type RowidTable, rowKey, type SalvagedRow } from "./row-shapes.js";
 import type { TableSql } from "./sql-salvage.js";
 
 export interface TableOutcome {
@@ -32,7 +32,7 @@ export interface MergeContext {
 }
 
 export function mergeTable(
-  table: TableName,
+  table: RowidTable,
   sql: TableSql,
   pages: PageSalvage,
   ctx: MergeContext,

@@ -120,6 +120,14 @@ export class PageImage {
     return this.readAt(this.fd, offset, this.pageSize);
   }
 
+  /**
+   * Where in the WAL the image's copy of `pgno` comes from (later frames lie further on), or null
+   * when it is the main file's: the order in which two copies of a row were written.
+   */
+  walOffsetOf(pgno: number): number | null {
+    return this.walFd === null ? null : (this.walPages.get(pgno) ?? null);
+  }
+
   /** A page image as a WAL frame holds it (for frames that are not applied). */
   walFramePage(offset: number): Buffer | null {
     if (this.walFd === null) return null;

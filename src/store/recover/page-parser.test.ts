@@ -3,15 +3,23 @@
 // produce a row of the wrong shape.
 import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { tempDir, tempProfile } from "../../../test/helpers/tmp.js";
 import { seededRandom } from "../../core/deps.js";
 import { openStore, releaseStore } from "../registry.js";
-import { localPayloadSize, parseBtreePage, readTableLeafCell, readVarint } from "./btree-page.js";
+import {
+  indexLocalPayloadSize,
+  localPayloadSize,
+  parseBtreePage,
+  readIndexCell,
+  readTableLeafCell,
+  readVarint,
+} from "./btree-page.js";
 import { PageImage } from "./page-image.js";
 import { salvagePages } from "./page-salvage.js";
 import { readRecordHeader } from "./record.js";
-import { TABLE_COLUMNS, TABLES } from "./row-shapes.js";
+import { RECORD_COLUMNS, ROWID_TABLES, TABLE_COLUMNS } from "./row-shapes.js";
 import { scanWal } from "./wal-reader.js";
 
 const SEED = Number(process.env.TENAX_SEED ?? 424242);
@@ -26,6 +34,74 @@ describe("varints", () => {
     expect(v(0x81, 0x81)).toBeNull();
     expect(localPayloadSize(100, 4096)).toBe(100);
     expect(localPayloadSize(5000, 4096)).toBeLessThanOrEqual(4061);
+    // Index pages keep less on the page: all of it up to 1002 bytes of 4096, else 489 and then
+    // whatever makes the overflow pages come out full, if that still fits.
+    expect(indexLocalPayloadSize(1002, 4096)).toBe(1002);
+    expect(indexLocalPayloadSize(1003, 4096)).toBe(489);
+    expect(indexLocalPayloadSize(489 + 4092 + 100, 4096)).toBe(589);
+  });
+});
+
+describe("records, a WITHOUT ROWID table, read from its index pages", () => {
+  it("every record SQLite reads, on leaves, interior pages, overflow pages and in the WAL", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "records" });
+    for (let i = 0; i < 600; i++) {
+      const text = i % 50 === 0 ? "z".repeat(3000 + i) : `note ${i} ${"x".repeat(i % 200)}`;
+      await store.putRecord(
+        i % 3 === 0 ? "memory" : "run_event",
+        `k${String(i).padStart(5, "0")}`,
+        { text },
+        {
+          sessionId: i % 3 === 0 ? null : session,
+        },
+      );
+    }
+    await store.putRecord("memory", "k00003", null); // a tombstone: a row with a NULL value
+    const image = PageImage.open(paths.state, `${paths.state}-wal`);
+    const pages = salvagePages(image);
+    image.close();
+    const db = new Database(paths.state, { readonly: true });
+    const sql = db.prepare("SELECT * FROM records").all() as Record<string, unknown>[];
+    const interior = db
+      .prepare("SELECT count(*) FROM dbstat WHERE name = 'records' AND pagetype = 'internal'")
+      .pluck()
+      .get() as number;
+    db.close();
+    await releaseStore(store);
+    expect(pages.wal.applied).toBeGreaterThan(0);
+    expect(interior).toBeGreaterThan(0);
+    expect(pages.records.broken.size).toBe(0);
+    expect(pages.records.damagedCells).toBe(0);
+    expect(pages.records.copies.size).toBe(sql.length);
+    for (const row of sql) {
+      const copies = pages.records.copies.get(JSON.stringify([row.kind, row.key])) ?? [];
+      expect(copies.map((c) => c.record.values)).toEqual([RECORD_COLUMNS.map((c) => row[c])]);
+    }
+    expect(pages.unreadable).toEqual([]);
+  });
+
+  it("reads an index cell's payload and where it spills, on leaves and interior pages", () => {
+    const page = Buffer.alloc(4096);
+    // A leaf cell at 3000: payload of 2000 bytes, 489 of them here, then overflow page 7.
+    page.writeUInt16BE(0x8f50, 3000); // varint 2000
+    page.writeUInt32BE(7, 3002 + 489);
+    expect(readIndexCell(page, 3000, 4096, false)).toMatchObject({
+      payloadSize: 2000,
+      overflow: 7,
+      end: 3495,
+    });
+    // The same cell behind a left-child pointer, as an interior page holds it.
+    page.writeUInt32BE(12, 2996);
+    expect(readIndexCell(page, 2996, 4096, true)).toMatchObject({
+      payloadSize: 2000,
+      overflow: 7,
+      end: 3495,
+    });
+    // A cell whose payload would run past the page is refused: 900 bytes, all local, from 3802.
+    page.writeUInt16BE(0x8704, 3800);
+    expect(readIndexCell(page, 3800, 4096, false)).toBeNull();
   });
 });
 
@@ -65,6 +141,12 @@ describe("garbage never crashes the parser", () => {
         role: "user",
         content: `m${i} ${"y".repeat(i * 37)}`,
       });
+      await store.putRecord(
+        "todo",
+        `t${i}`,
+        { text: "z".repeat(i * 11) },
+        { sessionId: i % 2 ? session : null },
+      );
     }
     const dir = tempDir();
     const db = join(dir, "state.db");
@@ -87,10 +169,17 @@ describe("garbage never crashes the parser", () => {
       const image = PageImage.open(db, `${db}-wal`);
       try {
         const result = salvagePages(image);
-        for (const t of TABLES) {
+        for (const t of ROWID_TABLES) {
           for (const row of result.rows[t].values()) {
             expect(row.values).toHaveLength(TABLE_COLUMNS[t].length);
             expect(Number.isSafeInteger(row.rowid)).toBe(true);
+          }
+        }
+        for (const copies of result.records.copies.values()) {
+          for (const { record } of copies) {
+            expect(record.values).toHaveLength(RECORD_COLUMNS.length);
+            expect(record.id).toBe(JSON.stringify([record.kind, record.key]));
+            expect(Number.isSafeInteger(record.updatedAt)).toBe(true);
           }
         }
       } finally {

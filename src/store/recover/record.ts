@@ -77,6 +77,23 @@ export function readRecordValues(
   return values;
 }
 
+/**
+ * The first `count` values of a payload of which only `prefix` is at hand (the local part of a cell
+ * whose overflow chain is broken), or null when they do not all lie within it.
+ */
+export function readLeadingValues(
+  prefix: Uint8Array,
+  header: RecordHeader,
+  encoding: TextEncoding,
+  count: number,
+): SqlValue[] | null {
+  const types = header.types.slice(0, count);
+  let end = header.headerSize;
+  for (const type of types) end += serialSize(type);
+  if (types.length < count || end > prefix.length) return null;
+  return readRecordValues(prefix, { ...header, types }, encoding);
+}
+
 function readValue(view: Buffer, at: number, type: number, size: number, encoding: TextEncoding): SqlValue {
   switch (type) {
     case 0:

@@ -1,6 +1,7 @@
 // `tenax sessions recover`: salvage a damaged store without ever writing to it. Forensic copy
 // first; then SQL-level salvage on a working copy and page-level salvage on the copied bytes; both
-// merged (SQL wins), the spool folded in, and with an output path, a new store written from it all.
+// merged (SQL wins; for `records`, the newest version of a key), the spool folded in, and with an
+// output path, a new store written from it all.
 import { existsSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { UsageError } from "../../core/errors.js";
@@ -8,8 +9,9 @@ import { type ForensicCopy, takeForensicCopy, utcStamp } from "./forensic-copy.j
 import { mergeTable, type TableOutcome } from "./merge.js";
 import { PageImage } from "./page-image.js";
 import { type PageSalvage, salvagePages } from "./page-salvage.js";
+import { mergeRecords, type RecordsOutcome } from "./records-merge.js";
 import type { RecoveryReport, TableReport } from "./report.js";
-import { perTable, rowKey, TABLES } from "./row-shapes.js";
+import { type PerRowidTable, perRowidTable, type RecordKey, rowKey, TABLES } from "./row-shapes.js";
 import { foldSpool } from "./spool-fold.js";
 import { type SqlSalvage, salvageSql } from "./sql-salvage.js";
 import { writeRecoveredStore } from "./write-output.js";
@@ -74,12 +76,14 @@ export async function recoverStore(options: RecoverOptions): Promise<RecoveryRep
       image.close();
     }
     const salvaged = pages;
-    const pageMax = perTable((t) => {
+    const pageMax = perRowidTable((t) => {
       let max = 0;
       for (const rowid of salvaged.rows[t].keys()) if (rowid > max) max = rowid;
       return max;
     });
-    sql = salvageSql(copy.work.db, pageMax);
+    const recordKeys: RecordKey[] = [...salvaged.records.broken.values()];
+    for (const [first] of salvaged.records.copies.values()) if (first) recordKeys.push(first.record);
+    sql = salvageSql(copy.work.db, pageMax, recordKeys);
   } finally {
     rmSync(copy.work.dir, { recursive: true, force: true });
   }
@@ -88,7 +92,8 @@ export async function recoverStore(options: RecoverOptions): Promise<RecoveryRep
   // may hold rows nothing else knows of.
   const walBroken = pages.wal.stranded > 0 || (pages.wal.present && pages.wal.problem !== null);
   const ctx = { freelistReliable: pages.freelist.status === "ok", walBroken };
-  const outcomes = perTable((t) => mergeTable(t, sql.tables[t], pages, ctx));
+  const outcomes = perRowidTable((t) => mergeTable(t, sql.tables[t], pages, ctx));
+  const records = mergeRecords(sql.records, pages.records, ctx);
   const meta = (key: string) => sql.meta.get(key) ?? pages.meta.get(key) ?? null;
   const profileFromMeta = sql.meta.get("profile") ?? null;
   const profileFromPages = pages.meta.get("profile") ?? null;
@@ -120,7 +125,7 @@ export async function recoverStore(options: RecoverOptions): Promise<RecoveryRep
       files: copy.files.map((f) => ({ role: f.role, original: f.original, size: f.size, sha256: f.sha256 })),
       changed_while_copied: copy.unstable,
     },
-    tables: perTable((t) => tableReport(outcomes[t])),
+    tables: { ...perRowidTable((t) => tableReport(outcomes[t])), records: recordsReport(records) },
     pages: {
       page_size: pages.pageSize,
       page_size_from: pages.pageSizeFrom,
@@ -157,13 +162,14 @@ export async function recoverStore(options: RecoverOptions): Promise<RecoveryRep
       profile: profile.name,
       source,
       now: started,
-      rows: perTable((t) => outcomes[t].rows),
+      rows: perRowidTable((t) => outcomes[t].rows),
+      records: records.rows,
       spool,
       sourceStoreId: meta("store_id"),
       sourceDigest: { db: digest("db"), wal: digest("wal") },
     });
   }
-  report.notes = notes(report, pages, sql, outcomes, copy);
+  report.notes = notes(report, pages, sql, { ...outcomes, records }, copy);
   report.complete = isComplete(report);
   report.duration_ms = now() - started;
   return report;
@@ -185,6 +191,20 @@ function tableReport(outcome: TableOutcome): TableReport {
   };
 }
 
+/** `records` has no rowids: what was lost is named by (kind, key) instead. */
+function recordsReport(outcome: RecordsOutcome): TableReport {
+  return {
+    found: outcome.found,
+    salvaged: outcome.salvaged,
+    lost: outcome.lost,
+    lost_is_lower_bound: outcome.lostIsLowerBound,
+    from_sql: outcome.fromSql,
+    from_pages: outcome.fromPages,
+    lost_rowids: [],
+    lost_keys: outcome.lostKeys.slice(0, 100).map(({ kind, key }) => ({ kind, key })),
+  };
+}
+
 function isComplete(report: RecoveryReport): boolean {
   const tablesOk = TABLES.every((t) => report.tables[t].lost === 0 && !report.tables[t].lost_is_lower_bound);
   if (!tablesOk) return false;
@@ -197,7 +217,7 @@ function notes(
   report: RecoveryReport,
   pages: PageSalvage,
   sql: SqlSalvage,
-  outcomes: Record<string, TableOutcome>,
+  outcomes: PerRowidTable<TableOutcome> & { records: RecordsOutcome },
   copy: ForensicCopy,
 ): string[] {
   const out: string[] = [];
@@ -227,24 +247,41 @@ function notes(
   if (!sql.opened)
     out.push(`SQLite could not read the store (${sql.problem}); everything came from the pages`);
   for (const t of TABLES) {
-    const problem = sql.tables[t].problem;
+    const problem = t === "records" ? sql.records.problem : sql.tables[t].problem;
     if (sql.opened && problem) out.push(problem);
     if (report.tables[t].lost_is_lower_bound) {
       out.push(
         `${t}: the damaged part could not be bounded, so more rows than the ${report.tables[t].lost} counted may be lost`,
       );
     }
-    const overflow = outcomes[t]?.overflowDamaged ?? 0;
+    const overflow = outcomes[t].overflowDamaged;
     if (overflow > 0) {
       out.push(
         `${t}: ${overflow} rows have damaged overflow pages; SQLite reads them without an error but their text is not what was written, so they count as lost`,
       );
     }
-    const rejected = outcomes[t]?.pageRowsRejected ?? 0;
+    const rejected = outcomes[t].pageRowsRejected;
     if (rejected > 0)
       out.push(
         `${t}: ${rejected} rows seen on pages were not taken because SQL or an index showed they were gone`,
       );
+  }
+  if (outcomes.records.conflicts > 0) {
+    out.push(
+      `records: ${outcomes.records.conflicts} were found in two copies as new as each other but different, so neither was taken and they count as lost`,
+    );
+  }
+  if (sql.records.unrecognised > 0) {
+    out.push(
+      `records: ${sql.records.unrecognised} rows SQL returned are not shaped as Tenax writes them and were left out`,
+    );
+  }
+  const sessions = new Set(outcomes.sessions.rows.map((r) => rowKey("sessions", r.values)));
+  const orphans = outcomes.records.rows.filter((r) => r.sessionId !== null && !sessions.has(r.sessionId));
+  if (orphans.length > 0) {
+    out.push(
+      `records: ${orphans.length} belong to sessions whose own row was lost; like messages of a lost session, they are kept under a placeholder session`,
+    );
   }
   if (report.spool.foreign_records > 0) {
     out.push(
@@ -254,8 +291,10 @@ function notes(
   if (report.spool.skipped_lines > 0)
     out.push(`${report.spool.skipped_lines} spool lines were not readable records`);
   if (report.output) {
-    for (const r of report.output.rejected.slice(0, 5))
-      out.push(`${r.table} rowid ${r.rowid} was not written: ${r.reason}`);
+    for (const r of report.output.rejected.slice(0, 5)) {
+      const which = r.key === undefined ? `rowid ${r.rowid}` : `${r.key.kind} ${r.key.key}`;
+      out.push(`${r.table} ${which} was not written: ${r.reason}`);
+    }
     for (const f of report.output.spool.failed.slice(0, 5))
       out.push(`a spool record could not be replayed: ${f.reason}`);
     if (report.output.integrity.status !== "ok") {

@@ -5,7 +5,7 @@ import type { IntegrityResult } from "../integrity.js";
 import type { ForensicRole } from "./forensic-copy.js";
 import type { FreelistStatus } from "./freelist.js";
 import type { WalSummary } from "./page-salvage.js";
-import type { TableName } from "./row-shapes.js";
+import type { RecordKey, TableName } from "./row-shapes.js";
 
 export interface TableReport {
   /** Rows known to have existed: salvaged, plus rowids seen in indexes or damaged ranges. */
@@ -17,20 +17,31 @@ export interface TableReport {
   lost_is_lower_bound: boolean;
   from_sql: number;
   from_pages: number;
-  /** The first lost rowids (at most 100). */
+  /** The first lost rowids (at most 100); none for `records`, which has no rowids. */
   lost_rowids: number[];
+  /** `records` only: the first lost records (at most 100), by their key. */
+  lost_keys?: RecordKey[];
 }
 
 export interface RejectedRow {
   table: TableName;
-  rowid: number;
+  /** Null for a record, which is named by `key`. */
+  rowid: number | null;
+  key?: RecordKey;
   reason: string;
 }
 
 export interface OutputReport {
   path: string;
   store_id: string;
-  written: { sessions: number; placeholder_sessions: number; messages: number; turns: number };
+  written: {
+    sessions: number;
+    /** Sessions whose row was lost, made again for their messages or records. */
+    placeholder_sessions: number;
+    messages: number;
+    turns: number;
+    records: number;
+  };
   /** Salvaged rows the new store refused (a constraint they break); counted as lost. */
   rejected: RejectedRow[];
   spool: {

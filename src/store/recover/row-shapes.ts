@@ -1,23 +1,30 @@
 // The tables recovery salvages, their columns in schema order (see migrations.ts), and how a raw
 // record found on a page is told apart from the others by its shape alone: the column count and the
-// kinds of its key columns.
+// kinds of its key columns. `records` is a WITHOUT ROWID table: its rows live in an index b-tree,
+// keyed by (kind, key) instead of a rowid.
 
 /** A value as SQLite stores it; integers beyond 2^53 stay bigint so nothing is rounded. */
 export type SqlValue = null | number | bigint | string | Buffer;
 
 export type ValueKind = "null" | "int" | "float" | "text" | "blob";
 
-export type TableName = "sessions" | "messages" | "turns";
+/** The tables whose rows are found by rowid. */
+export type RowidTable = "sessions" | "messages" | "turns";
 
-export const TABLES: readonly TableName[] = ["sessions", "messages", "turns"];
+export const ROWID_TABLES: readonly RowidTable[] = ["sessions", "messages", "turns"];
 
-export type PerTable<T> = Record<TableName, T>;
+/** Every table recovery salvages, in the order reports list them. */
+export type TableName = RowidTable | "records";
 
-export function perTable<T>(make: (table: TableName) => T): PerTable<T> {
+export const TABLES: readonly TableName[] = [...ROWID_TABLES, "records"];
+
+export type PerRowidTable<T> = Record<RowidTable, T>;
+
+export function perRowidTable<T>(make: (table: RowidTable) => T): PerRowidTable<T> {
   return { sessions: make("sessions"), messages: make("messages"), turns: make("turns") };
 }
 
-export const TABLE_COLUMNS: Record<TableName, readonly string[]> = {
+export const TABLE_COLUMNS: Record<RowidTable, readonly string[]> = {
   sessions: ["id", "title", "source", "model", "parent_session_id", "created_at", "updated_at", "metadata"],
   messages: [
     "id",
@@ -53,8 +60,8 @@ export interface SalvagedRow {
   values: SqlValue[];
 }
 
-/** What a record with these column kinds is: one of our tables, a meta entry, or something else. */
-export function classifyShape(kinds: readonly ValueKind[]): TableName | "meta" | null {
+/** What a record on a table leaf with these column kinds is: one of our tables, a meta entry, or other. */
+export function classifyShape(kinds: readonly ValueKind[]): RowidTable | "meta" | null {
   switch (kinds.length) {
     case 12:
       // The INTEGER PRIMARY KEY is stored as NULL; its value is the cell's rowid.
@@ -79,7 +86,7 @@ export function kindOf(value: SqlValue): ValueKind {
 }
 
 /** The identity a row keeps across stores: a message's uid, a session's or turn's id. */
-export function rowKey(table: TableName, values: readonly SqlValue[]): string | null {
+export function rowKey(table: RowidTable, values: readonly SqlValue[]): string | null {
   const key = table === "messages" ? values[1] : values[0];
   return typeof key === "string" ? key : null;
 }
@@ -95,4 +102,53 @@ export function narrowInt(value: bigint): number | bigint {
 export function intValue(value: SqlValue | undefined): number | null {
   if (typeof value === "number" && Number.isSafeInteger(value)) return value;
   return null;
+}
+
+/** The columns of `records`, in the order its rows are stored (the primary key, kind and key, first). */
+export const RECORD_COLUMNS = ["kind", "key", "session_id", "value", "updated_at"] as const;
+
+/**
+ * Whether an entry of an index b-tree with these column kinds is a row of `records`. No index of
+ * the schema has five columns (the index on session_id has three: session_id, kind, key), and the
+ * schema's own rows, also five columns but with an integer fourth, sit on table leaves.
+ */
+export function isRecordShape(kinds: readonly ValueKind[]): boolean {
+  const textOrNull = (k: ValueKind | undefined) => k === "text" || k === "null";
+  return (
+    kinds.length === 5 &&
+    kinds[0] === "text" &&
+    kinds[1] === "text" &&
+    textOrNull(kinds[2]) &&
+    textOrNull(kinds[3]) &&
+    kinds[4] === "int"
+  );
+}
+
+/** The identity of a records row: its primary key. */
+export interface RecordKey {
+  kind: string;
+  key: string;
+}
+
+/** A row of `records`: its identity (kind, key) and its values in RECORD_COLUMNS order. */
+export interface SalvagedRecord extends RecordKey {
+  /** recordId(kind, key): one string per identity, for maps. */
+  id: string;
+  sessionId: string | null;
+  updatedAt: number;
+  values: SqlValue[];
+}
+
+export const recordId = (kind: string, key: string): string => JSON.stringify([kind, key]);
+
+/** A records row from its values, or null when they do not have the table's shape. */
+export function toRecord(values: readonly SqlValue[]): SalvagedRecord | null {
+  const [kind, key, sessionId, value, updatedAt] = values;
+  if (values.length !== RECORD_COLUMNS.length || typeof kind !== "string" || typeof key !== "string")
+    return null;
+  if (sessionId !== null && typeof sessionId !== "string") return null;
+  if (value !== null && typeof value !== "string") return null;
+  const at = intValue(updatedAt);
+  if (at === null || sessionId === undefined) return null;
+  return { id: recordId(kind, key), kind, key, sessionId, updatedAt: at, values: [...values] };
 }

@@ -2,16 +2,19 @@
 // is cut in half until the failing rowids stand alone. Indexes are scanned on their own (forwards
 // and backwards) because they often survive damage to the table: they tell which rows existed.
 // The table's bounds never rest on max(rowid) alone, which fails when the rightmost leaf is damaged.
+// `records`, which has no rowid, is read by key instead (records-sql.ts).
 import Database from "better-sqlite3";
+import { emptyRecordsSql, type RecordsSql, salvageRecordsSql } from "./records-sql.js";
 import {
   narrowInt,
-  type PerTable,
-  perTable,
+  type PerRowidTable,
+  perRowidTable,
+  type RecordKey,
+  ROWID_TABLES,
+  type RowidTable,
   type SalvagedRow,
   type SqlValue,
   TABLE_COLUMNS,
-  TABLES,
-  type TableName,
 } from "./row-shapes.js";
 import { RowidRanges, SortedRowids } from "./rowid-ranges.js";
 
@@ -34,7 +37,8 @@ export interface TableSql {
 export interface SqlSalvage {
   opened: boolean;
   problem: string | null;
-  tables: PerTable<TableSql>;
+  tables: PerRowidTable<TableSql>;
+  records: RecordsSql;
   meta: Map<string, string>;
   queries: number;
 }
@@ -61,12 +65,20 @@ function toNumber(value: unknown): number | null {
   return typeof n === "number" && Number.isSafeInteger(n) ? n : null;
 }
 
-/** Read what SQL can from the working copy at `path`. `pageMax` bounds tables SQL cannot bound. */
-export function salvageSql(path: string, pageMax: PerTable<number>): SqlSalvage {
+/**
+ * Read what SQL can from the working copy at `path`. `pageMax` bounds tables SQL cannot bound;
+ * `recordKeys` (records seen on the pages) are where reading `records` resumes past damage.
+ */
+export function salvageSql(
+  path: string,
+  pageMax: PerRowidTable<number>,
+  recordKeys: readonly RecordKey[],
+): SqlSalvage {
   const result: SqlSalvage = {
     opened: false,
     problem: null,
-    tables: perTable(() => emptyTable("the database could not be opened")),
+    tables: perRowidTable(() => emptyTable("the database could not be opened")),
+    records: emptyRecordsSql("the database could not be opened"),
     meta: new Map(),
     queries: 0,
   };
@@ -88,7 +100,8 @@ export function salvageSql(path: string, pageMax: PerTable<number>): SqlSalvage 
     return result;
   }
   try {
-    for (const table of TABLES) result.tables[table] = salvageTable(db, table, pageMax[table], result);
+    for (const table of ROWID_TABLES) result.tables[table] = salvageTable(db, table, pageMax[table], result);
+    result.records = salvageRecordsSql(db, recordKeys, result);
     readMeta(db, result);
   } finally {
     db.close();
@@ -107,7 +120,7 @@ function readMeta(db: Database.Database, result: SqlSalvage): void {
   }
 }
 
-function salvageTable(db: Database.Database, table: TableName, pageMax: number, run: SqlSalvage): TableSql {
+function salvageTable(db: Database.Database, table: RowidTable, pageMax: number, run: SqlSalvage): TableSql {
   let rowStmt: Database.Statement;
   let oneStmt: Database.Statement;
   let indexes: { name: string; columns: string[] }[];
