@@ -11,6 +11,7 @@ import { CredentialPool } from "../src/llm/credential-pool.js";
 import { keyFingerprint } from "../src/llm/key-fingerprint.js";
 import type { Provider, ProviderEvent, ToolSpec } from "../src/llm/provider.js";
 import { createOpenAIProvider } from "../src/llm/providers/openai.js";
+import { wireFromFetch } from "../src/llm/providers/openai-wire.js";
 import { ModelRouter } from "../src/llm/router.js";
 import { type CredentialStateStore, MemoryCredentialLedger } from "../src/store/credential-ledger.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
@@ -85,7 +86,7 @@ export async function runRouterMicroBench(
     const provider = createOpenAIProvider({
       name: "main",
       baseURL: "http://canned.invalid/v1",
-      fetch: canned,
+      request: wireFromFetch(canned),
     });
     const calls: Record<MicroVariant, () => Promise<unknown>> = {
       provider_direct: () => drain(instant.stream({ ...REQUEST, model: MODEL }, { apiKey: KEY })),

@@ -11,6 +11,7 @@ import { defaultDeps, seededRandom } from "../src/core/deps.js";
 import { ConcurrencyLimiter } from "../src/llm/concurrency.js";
 import { CredentialPool } from "../src/llm/credential-pool.js";
 import { createOpenAIProvider } from "../src/llm/providers/openai.js";
+import { wireFromFetch } from "../src/llm/providers/openai-wire.js";
 import { ModelRouter } from "../src/llm/router.js";
 import type { ModelRuntime } from "../src/llm/runtime.js";
 import { startSimulator } from "../src/llm/simulator/server.js";
@@ -111,7 +112,7 @@ export async function runStreamBench(
     const provider = createOpenAIProvider({
       name: "main",
       baseURL: "http://canned.invalid/v1",
-      fetch: canned,
+      request: wireFromFetch(canned),
     });
 
     const runs: Record<StreamVariant, (kb: number) => Promise<{ text: string; retried: boolean }>> = {
@@ -294,7 +295,11 @@ function cannedRuntime(fetch: ReturnType<typeof cannedFetch>): ModelRuntime {
         "main",
         {
           name: "main",
-          provider: createOpenAIProvider({ name: "main", baseURL: "http://canned.invalid/v1", fetch }),
+          provider: createOpenAIProvider({
+            name: "main",
+            baseURL: "http://canned.invalid/v1",
+            request: wireFromFetch(fetch),
+          }),
           pool: new CredentialPool("main", [KEY], { ledger: new MemoryCredentialLedger() }),
           limiter: new ConcurrencyLimiter(8),
           models: { [MODEL]: { context_window: 10_000_000, max_output_tokens: 4096 } },

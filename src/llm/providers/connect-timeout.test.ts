@@ -9,6 +9,7 @@ import type { ChatRequest, Provider } from "../provider.js";
 import type { Timeouts } from "../timeouts.js";
 import { createAnthropicProvider } from "./anthropic.js";
 import { createOpenAIProvider } from "./openai.js";
+import { wireFromFetch } from "./openai-wire.js";
 import type { Fetch } from "./sdk-call.js";
 
 // Listens with a backlog of one, says its port, and blocks in the same callback: the event loop never
@@ -85,7 +86,12 @@ const PROVIDERS: [string, Make][] = [
   [
     "openai",
     (url, timeouts, fetch) =>
-      createOpenAIProvider({ name: "hole", baseURL: `${url}/v1`, timeouts, ...(fetch ? { fetch } : {}) }),
+      createOpenAIProvider({
+        name: "hole",
+        baseURL: `${url}/v1`,
+        timeouts,
+        ...(fetch ? { request: wireFromFetch(fetch) } : {}),
+      }),
   ],
   [
     "anthropic",
@@ -121,6 +127,23 @@ describe.each(PROVIDERS)("%s provider against a connect that never completes", (
     const events = await collectStream(provider, hello, { apiKey: "k", signal: AbortSignal.timeout(150) });
     expect(errorOf(events)).toMatchObject({ reason: "aborted", retryable: false });
     expect(performance.now() - started).toBeLessThan(1_000);
+  });
+});
+
+describe("the OpenAI wire with undici's own connect timeout", () => {
+  it("classifies the ConnectTimeoutError that undici's request throws as a connect timeout", async () => {
+    const cause = new errors.ConnectTimeoutError(
+      "Connect Timeout Error (attempted address: a:443, timeout: 50ms)",
+    );
+    const provider = createOpenAIProvider({
+      name: "hole",
+      baseURL: "http://127.0.0.1:9/v1",
+      timeouts: { connect_ms: 50 },
+      request: () => Promise.reject(cause),
+    });
+    const events = await collectStream(provider, hello, { apiKey: "k" });
+    expect(errorOf(events)).toMatchObject({ reason: "timeout", retryable: true });
+    expect(errorOf(events).message).toContain("could not connect within the connect limit of 50 ms");
   });
 });
 

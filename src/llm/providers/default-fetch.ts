@@ -28,6 +28,11 @@ async function agentFor(connectMs: number): Promise<{ agent: Agent; fetch: Undic
   return { agent, fetch: undici.fetch };
 }
 
+/** The shared pool whose connections are opened under `connectMs` (for undici's request API). */
+export async function dispatcherFor(connectMs: number): Promise<Agent> {
+  return (await agentFor(connectMs)).agent;
+}
+
 /**
  * A fetch whose connections are opened under `connectMs`, on a pool shared by every call. undici
  * times the handshake on a coarse clock, so the limit fires up to about a second late.

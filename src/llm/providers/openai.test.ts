@@ -196,6 +196,30 @@ describe("openai provider against the simulator", () => {
     expect(errorOf(await collect(s)).reason).toBe("stream_drop");
   });
 
+  it("keeps connections for later calls after a finished stream, and closes one when the consumer stops early", async () => {
+    const s = await start();
+    const slow = { type: "reply" as const, text: "abcdefghijklmnop", chunk_size: 1, chunk_delay_ms: 30 };
+    const texts = ["one", "two", "three", "four", "five", "six"];
+    s.script([...texts.map((text) => ({ type: "reply" as const, text })), slow]);
+    const p = provider(s);
+    for (const text of texts) {
+      const events: ProviderEvent[] = [];
+      for await (const event of p.stream(hello, { apiKey: "k" })) events.push(event);
+      expect(finalOf(events)).toMatchObject({ type: "done", text });
+    }
+    for await (const event of p.stream(hello, { apiKey: "k" })) if (event.type === "text") break;
+    await s.idle();
+    expect(s.requests().map((r) => r.ended)).toEqual([...texts.map(() => "completed"), "client_closed"]);
+    // Finished calls read their bodies to the end, so their connections serve the next ones.
+    const ports = new Set(
+      s
+        .requests()
+        .slice(0, texts.length)
+        .map((r) => r.remote_port),
+    );
+    expect(ports.size).toBeLessThanOrEqual(2);
+  });
+
   it("classifies a malformed chunk as format_error", async () => {
     const s = await start();
     s.script([{ type: "malformed", after_chunks: 1 }]);

@@ -1,7 +1,6 @@
-// The client for any OpenAI-compatible Chat Completions API (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp)
-// through the official SDK with its retries off: streams text, assembles tool calls, reports usage, and
-// turns every failure into one classified `error` event.
-import type OpenAI from "openai";
+// The client for any OpenAI-compatible Chat Completions API (OpenAI, OpenRouter, Ollama, vLLM,
+// llama.cpp) on the wire (openai-wire.ts), with the SDK's types: streams text, assembles tool
+// calls, reports usage, and turns every failure into one classified `error` event.
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -17,44 +16,37 @@ import type {
   ToolSpec,
   Usage,
 } from "../provider.js";
-import { type SdkErrors, type SdkProviderOptions, sdkClientOptions, sdkStreamer } from "./sdk-call.js";
+import { checkTimeouts, DEFAULT_TIMEOUTS } from "../timeouts.js";
+import { defaultWireRequest, OPENAI_WIRE_ERRORS, openChatStream, type WireRequest } from "./openai-wire.js";
+import { type SdkProviderOptions, sdkStreamer } from "./sdk-call.js";
 
-export interface OpenAIProviderOptions extends SdkProviderOptions {
+export interface OpenAIProviderOptions extends Omit<SdkProviderOptions, "fetch"> {
   /** Which field carries `max_output_tokens`: OpenAI's newer models want `max_completion_tokens`,
    * most compatible servers only know `max_tokens`. */
   max_tokens_field?: "max_tokens" | "max_completion_tokens";
+  /** How a request is sent; undici's request on the shared pool unless injected. */
+  request?: WireRequest;
 }
 
-// The SDK is loaded on the first call, not at start: a gateway or CLI that never calls this kind
-// of provider never pays for it. Errors are only classified after a call, so it is loaded then.
-let sdk: typeof import("openai") | null = null;
-const loadSdk = async () => {
-  sdk ??= await import("openai");
-  return sdk;
-};
-
-const OPENAI_ERRORS: SdkErrors = {
-  apiError: (error) => (sdk !== null && error instanceof sdk.APIError ? error : null),
-  isConnectionError: (error) => sdk !== null && error instanceof sdk.default.APIConnectionError,
-  isTimeoutError: (error) => sdk !== null && error instanceof sdk.default.APIConnectionTimeoutError,
-  // The SDK keeps only the inner `error` object; the classifier reads the wire shape around it.
-  errorBody: (parsed) => ({ error: parsed }),
-};
-
 export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
-  const { run, totalMs } = sdkStreamer(options, OPENAI_ERRORS);
+  const { run } = sdkStreamer(options, OPENAI_WIRE_ERRORS);
   const maxTokensField = options.max_tokens_field ?? "max_tokens";
+  const connectMs = checkTimeouts({ ...DEFAULT_TIMEOUTS, ...options.timeouts }).connect_ms;
+  const request = options.request ?? defaultWireRequest(connectMs);
   return {
     name: options.name,
-    stream: (request, call) =>
-      run(call, async (fetch, signal) => {
-        const { default: OpenAIClient } = await loadSdk();
-        const client: OpenAI = new OpenAIClient(
-          sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch),
-        );
+    stream: (chat, call) =>
+      run(call, async (_fetch, signal, state) => {
         const assembly = new Assembly();
         return {
-          chunks: await client.chat.completions.create(toParams(request, maxTokensField), { signal }),
+          chunks: await openChatStream(
+            request,
+            options.baseURL,
+            call.apiKey,
+            toParams(chat, maxTokensField),
+            signal,
+            state,
+          ),
           add: (chunk: ChatCompletionChunk) => assembly.add(chunk),
           finish: () => assembly.finish(),
           cutShort: "the stream ended without a finish reason",

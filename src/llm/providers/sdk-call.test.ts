@@ -10,6 +10,7 @@ import { type Simulator, startSimulator } from "../simulator/server.js";
 import { DEFAULT_TIMEOUTS, startRequestTimers } from "../timeouts.js";
 import { createAnthropicProvider } from "./anthropic.js";
 import { createOpenAIProvider } from "./openai.js";
+import { wireFromFetch } from "./openai-wire.js";
 import {
   type CallState,
   type Fetch,
@@ -234,7 +235,8 @@ describe("both SDK providers over HTTP", () => {
         const url = sim.url;
         return {
           server: sim,
-          provider: (fetch) => createOpenAIProvider({ name: "sim", baseURL: url, fetch }),
+          provider: (fetch) =>
+            createOpenAIProvider({ name: "sim", baseURL: url, request: wireFromFetch(fetch) }),
         };
       },
     ],
@@ -347,7 +349,7 @@ describe("the watched body", () => {
     const p = createOpenAIProvider({
       name: "sim",
       baseURL: "http://unused/v1",
-      fetch,
+      request: wireFromFetch(fetch),
       timeouts: { idle_ms: 150 },
     });
     const events = await drain(p.stream(hello, { apiKey: "k" }));

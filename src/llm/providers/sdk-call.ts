@@ -65,8 +65,15 @@ export interface SdkStream<Chunk> {
   cutShort: string;
 }
 
-/** Opens one call: the SDK client with our watching fetch, the request, under the given signal. */
-export type OpenSdkStream<Chunk> = (fetch: Fetch, signal: AbortSignal) => Promise<SdkStream<Chunk>>;
+/**
+ * Opens one call under the given signal: the SDK client with our watching fetch, or a client of
+ * our own (the OpenAI wire) that reports to the call's state itself.
+ */
+export type OpenSdkStream<Chunk> = (
+  fetch: Fetch,
+  signal: AbortSignal,
+  state: CallState,
+) => Promise<SdkStream<Chunk>>;
 
 /**
  * The lifecycle every SDK provider shares: our timers joined with the caller's signal, the
@@ -101,7 +108,7 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
     try {
       if (call.signal?.aborted) throw call.signal.reason;
       if (signal.aborted) throw signal.reason;
-      const stream = await open(watchedFetch(baseFetch, state), signal);
+      const stream = await open(watchedFetch(baseFetch, state), signal, state);
       for await (const chunk of stream.chunks) {
         for (const event of stream.add(chunk)) yield event;
       }

@@ -85,6 +85,7 @@ export async function startAnthropicPeer(host = "127.0.0.1"): Promise<AnthropicP
       status: null,
       ended: "open",
       ended_at: null,
+      remote_port: req.socket.remotePort ?? null,
     };
     records.push(record);
     open.add(res);

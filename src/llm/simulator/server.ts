@@ -96,6 +96,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       status: null,
       ended: "open",
       ended_at: null,
+      remote_port: req.socket.remotePort ?? null,
     };
     records.push(record);
     const controller = new AbortController();

@@ -38,6 +38,8 @@ export interface SimRequestRecord {
   ended: SimRequestEnd;
   /** When the exchange closed (its socket or response), null while open. */
   ended_at: number | null;
+  /** The client's port: two requests with the same one came over the same kept-alive connection. */
+  remote_port: number | null;
 }
 
 export interface Simulator {
