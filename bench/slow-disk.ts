@@ -202,7 +202,17 @@ export async function runSlowDiskBench(
       rounds,
     };
   } finally {
-    for (const child of children) child.kill("SIGTERM");
+    // Wait for the gateways to exit before their homes are removed.
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once("close", () => resolve());
+            child.kill("SIGTERM");
+          }),
+      ),
+    );
     await sim.close();
   }
 }
