@@ -36,7 +36,10 @@ export function registerRecoverCommands(sessions: Command, cli: Cli): void {
     .description("salvage a damaged store into a new one; the damaged files are never modified")
     .option("--source <db>", "the damaged state.db")
     .option("--inspect-only", "report what can be salvaged, writing nothing but a forensic copy")
-    .option("--output <new.db>", "write every salvageable session and message into this new file")
+    .option(
+      "--output <new.db>",
+      "write every salvageable session, message, turn and record into this new file",
+    )
     .option("--spool <dir>", "spool folder to fold in (default: spool/ beside the source)")
     .option("--forensics <dir>", "where the forensic copy goes (default: forensics/ beside the source)")
     .option("--json", "print one JSON document")
@@ -211,7 +214,7 @@ function printReport(out: Output, report: RecoveryReport, next: Next): void {
   const o = report.output;
   if (o !== null) {
     out.line(
-      `wrote ${o.path}: ${o.written.sessions} sessions (+${o.written.placeholder_sessions} placeholders for lost ones), ${o.written.messages} messages, ${o.written.turns} turns; spool replayed: ${o.spool.records} records, ${o.spool.messages} new messages; integrity ${o.integrity.status}`,
+      `wrote ${o.path}: ${o.written.sessions} sessions (+${o.written.placeholder_sessions} placeholders for lost ones), ${o.written.messages} messages, ${o.written.turns} turns, ${o.written.records} records; spool replayed: ${o.spool.records} records, ${o.spool.messages} new messages; integrity ${o.integrity.status}`,
     );
   }
   out.line();
