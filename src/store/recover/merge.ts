@@ -7,9 +7,8 @@ import type { PageSalvage } from "./page-salvage.js";
 import { type RowidTable, rowKey, type SalvagedRow } from "./row-shapes.js";
 import type { TableSql } from "./sql-salvage.js";
 
-export interface TableOutcome {
-  /** Salvaged rows, by rowid. */
-  rows: SalvagedRow[];
+/** The honest counts of one table's salvage (rows with rowids, or records by key). */
+export interface SalvageCounts {
   found: number;
   salvaged: number;
   lost: number;
@@ -21,6 +20,11 @@ export interface TableOutcome {
   pageRowsRejected: number;
   /** Rows SQL returned whose overflow pages are damaged: their content is not trustworthy. */
   overflowDamaged: number;
+}
+
+export interface TableOutcome extends SalvageCounts {
+  /** Salvaged rows, by rowid. */
+  rows: SalvagedRow[];
   lostRowids: number[];
 }
 

@@ -4,25 +4,15 @@
 // read over the key's place without finding it, or where the index on session_id says it was gone;
 // nor, when SQL's own copy lies on a damaged overflow chain, is an older copy taken in its place.
 import { compareKeys } from "./key-ranges.js";
-import type { MergeContext } from "./merge.js";
+import type { MergeContext, SalvageCounts } from "./merge.js";
 import type { RecordsPages } from "./records-pages.js";
 import type { RecordsSql } from "./records-sql.js";
 import type { RecordKey, SalvagedRecord } from "./row-shapes.js";
 
-export interface RecordsOutcome {
+/** Records may be lost without a trace (only session-bound ones are listed by an index). */
+export interface RecordsOutcome extends SalvageCounts {
   /** Salvaged records, in key order. */
   rows: SalvagedRecord[];
-  found: number;
-  salvaged: number;
-  lost: number;
-  /** Records may have been lost without a trace (only session-bound ones are listed by an index). */
-  lostIsLowerBound: boolean;
-  fromSql: number;
-  fromPages: number;
-  /** Records seen on pages but not taken: SQL or the index showed they were no longer there. */
-  pageRowsRejected: number;
-  /** Records SQL returned whose overflow pages are damaged: their value is not trustworthy. */
-  overflowDamaged: number;
   /** Records seen in two copies equally new with different values: neither is trusted. */
   conflicts: number;
   lostKeys: RecordKey[];

@@ -6,7 +6,7 @@ import { existsSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { UsageError } from "../../core/errors.js";
 import { type ForensicCopy, takeForensicCopy, utcStamp } from "./forensic-copy.js";
-import { mergeTable, type TableOutcome } from "./merge.js";
+import { mergeTable, type SalvageCounts, type TableOutcome } from "./merge.js";
 import { PageImage } from "./page-image.js";
 import { type PageSalvage, salvagePages } from "./page-salvage.js";
 import { mergeRecords, type RecordsOutcome } from "./records-merge.js";
@@ -125,7 +125,10 @@ export async function recoverStore(options: RecoverOptions): Promise<RecoveryRep
       files: copy.files.map((f) => ({ role: f.role, original: f.original, size: f.size, sha256: f.sha256 })),
       changed_while_copied: copy.unstable,
     },
-    tables: { ...perRowidTable((t) => tableReport(outcomes[t])), records: recordsReport(records) },
+    tables: {
+      ...perRowidTable((t) => tableReport(outcomes[t], { rowids: outcomes[t].lostRowids })),
+      records: tableReport(records, { keys: records.lostKeys }),
+    },
     pages: {
       page_size: pages.pageSize,
       page_size_from: pages.pageSizeFrom,
@@ -179,7 +182,11 @@ function walCopy(copy: ForensicCopy): string | null {
   return copy.files.find((f) => f.role === "wal")?.copy ?? null;
 }
 
-function tableReport(outcome: TableOutcome): TableReport {
+/** A table's report; `records` has no rowids, so what it lost is named by (kind, key) instead. */
+function tableReport(
+  outcome: SalvageCounts,
+  lost: { rowids: number[] } | { keys: RecordKey[] },
+): TableReport {
   return {
     found: outcome.found,
     salvaged: outcome.salvaged,
@@ -187,21 +194,8 @@ function tableReport(outcome: TableOutcome): TableReport {
     lost_is_lower_bound: outcome.lostIsLowerBound,
     from_sql: outcome.fromSql,
     from_pages: outcome.fromPages,
-    lost_rowids: outcome.lostRowids.slice(0, 100),
-  };
-}
-
-/** `records` has no rowids: what was lost is named by (kind, key) instead. */
-function recordsReport(outcome: RecordsOutcome): TableReport {
-  return {
-    found: outcome.found,
-    salvaged: outcome.salvaged,
-    lost: outcome.lost,
-    lost_is_lower_bound: outcome.lostIsLowerBound,
-    from_sql: outcome.fromSql,
-    from_pages: outcome.fromPages,
-    lost_rowids: [],
-    lost_keys: outcome.lostKeys.slice(0, 100).map(({ kind, key }) => ({ kind, key })),
+    lost_rowids: "rowids" in lost ? lost.rowids.slice(0, 100) : [],
+    ...("keys" in lost ? { lost_keys: lost.keys.slice(0, 100).map(({ kind, key }) => ({ kind, key })) } : {}),
   };
 }
 
