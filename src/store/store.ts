@@ -2,13 +2,14 @@
 // the registry), short IMMEDIATE transactions with bounded, jittered retries when another process
 // holds the write lock, and a sticky failure mode for corruption: once a write meets a damaged
 // file, every later write goes to the spool, and the handle is closed without a WAL checkpoint.
-import { dirname } from "node:path";
+// Writes are group-committed (group-commit.ts) and, with synchronous: full, acknowledged once the
+// WAL is synced off the event loop (wal-sync.ts); what a refused write is told is store-failures.ts.
 import Database from "better-sqlite3";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
 import { retryWhileBusy } from "./busy-retry.js";
 import type { CredentialStateStore } from "./credential-ledger.js";
-import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreError } from "./errors.js";
+import { classifySqliteError, StoreError } from "./errors.js";
 import { applyGroup, GroupCommit, type QueuedWrite, type WriteOutcome } from "./group-commit.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
@@ -24,6 +25,7 @@ import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
 import { Spool, type SpoolRecord } from "./spool.js";
 import { StoreCredentials } from "./store-credentials.js";
+import { StoreFailures } from "./store-failures.js";
 import { StoreReadView } from "./store-reader.js";
 import type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 import { WalSync } from "./wal-sync.js";
@@ -36,13 +38,13 @@ export class Store extends StoreReadView {
   private readonly applier: OpApplier;
   private readonly dropCache: Database.Statement;
   private readonly spool: Spool;
+  private readonly failures: StoreFailures;
   private readonly deps: Deps;
   private readonly listeners = new Set<(event: StoreEvent) => void>();
   private corrupt: StoreHealth["corrupt"] = null;
   private diskFailure: StoreHealth["disk_failure"] = null;
   /** Syncs the WAL before a group is acknowledged (synchronous: full); null when not durable. */
   private readonly walSync: WalSync | null;
-  private spooledRecords = 0;
   private integrity: IntegrityResult | null = null;
   private ledger: StoreCredentials | null = null;
   readonly index: SearchQueue;
@@ -59,6 +61,9 @@ export class Store extends StoreReadView {
     this.walSync = durable ? new WalSync(`${options.path}-wal`) : null;
     this.dropCache = db.prepare("PRAGMA shrink_memory");
     this.spool = new Spool(options.spoolDir, options.profile, options.path);
+    this.failures = new StoreFailures(this.location, this.spool, options.spoolDir, this.deps.clock, (e) =>
+      this.emit(e),
+    );
     this.index = new SearchQueue(db, new SearchIndex(options.searchPath, storeId(db), false), (e) =>
       this.emit(e),
     );
@@ -166,8 +171,9 @@ export class Store extends StoreReadView {
    * disk, an I/O error) fails every write of the group, each with the error a lone write gets.
    */
   write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
-    if (this.corrupt !== null) return Promise.reject(this.spoolAndFail(ops, this.corrupt.detail));
-    if (this.diskFailure !== null) return Promise.reject(this.spoolAfterDiskFailure(ops));
+    if (this.corrupt !== null) return Promise.reject(this.failures.corrupt(ops, this.corrupt.detail));
+    if (this.diskFailure !== null)
+      return Promise.reject(this.failures.afterDiskFailure(ops, this.diskFailure));
     return this.group.add(ops, options);
   }
 
@@ -176,7 +182,10 @@ export class Store extends StoreReadView {
       // Damage found by an earlier group: these go to the spool, each with its own error.
       const corrupt = this.corrupt;
       if (corrupt !== null)
-        return group.map((w) => ({ ok: false as const, error: this.spoolAndFail(w.ops, corrupt.detail) }));
+        return group.map((w) => ({
+          ok: false as const,
+          error: this.failures.corrupt(w.ops, corrupt.detail),
+        }));
       return retryWhileBusy(
         () => this.commitGroup(group),
         this.retryOptions(`write to ${this.location.path}`),
@@ -196,40 +205,16 @@ export class Store extends StoreReadView {
   });
 
   /**
-   * The WAL could not be synced: the group's writes are committed but may not be on disk, so they
-   * are refused as "may or may not be stored". Final for this process (see WalSync): later writes
-   * go to the spool, and health says the store is down until Tenax restarts.
+   * The WAL could not be synced: final for this process (see WalSync). Later writes go to the
+   * spool, and health says the store is down until Tenax restarts.
    */
   private syncFailed(error: unknown): StoreError {
-    const code = (error as { code?: string }).code ?? "EIO";
-    const detail = `syncing ${this.location.path}-wal failed (${code}: ${(error as Error).message})`;
+    const failure = this.failures.syncFailed(error);
     if (this.diskFailure === null) {
-      this.diskFailure = { detail, since: this.deps.clock.now() };
-      this.emit({ type: "store.disk_failed", path: this.location.path, detail });
+      this.diskFailure = { detail: failure.detail, since: this.deps.clock.now() };
+      this.emit({ type: "store.disk_failed", path: this.location.path, detail: failure.detail });
     }
-    return new StoreError(
-      "store_io",
-      `the disk failed while syncing ${this.location.path} (${code}): the write was not acknowledged and may or may not be stored; this process takes no more writes (they are kept in the spool)`,
-      {
-        hint: `check the disk holding ${dirname(this.location.path)} (dmesg, df -h), then restart Tenax; retrying is safe, messages are kept once by their uid`,
-        data: { path: this.location.path, code },
-        cause: error,
-      },
-    );
-  }
-
-  /** After a failed sync: keep the write in the spool and say so. */
-  private spoolAfterDiskFailure(ops: WriteOp[]): StoreError {
-    const failure = this.diskFailure as NonNullable<StoreHealth["disk_failure"]>;
-    const kept = this.keepInSpool(ops, "disk_failed");
-    return new StoreError(
-      "store_io",
-      `the session store ${this.location.path} takes no more writes in this process since the disk failed a sync (${failure.detail}).${kept}`,
-      {
-        hint: `check the disk holding ${dirname(this.location.path)} (dmesg, df -h), then restart Tenax; spooled writes are folded back by ${recoverCommand(this.location.path, this.location.profile)}`,
-        data: { path: this.location.path },
-      },
-    );
+    return failure.error;
   }
 
   /** One IMMEDIATE transaction for the group. */
@@ -263,28 +248,11 @@ export class Store extends StoreReadView {
     const kind = classifySqliteError(error);
     if (kind === "corrupt") this.markCorrupt((error as Error).message);
     for (const w of group) {
-      if (kind === "corrupt") w.reject(this.spoolAndFail(w.ops, (error as Error).message));
-      else if (kind === "full") w.reject(this.diskFull());
-      else if (kind === "io") w.reject(this.diskFailed(error));
+      if (kind === "corrupt") w.reject(this.failures.corrupt(w.ops, (error as Error).message));
+      else if (kind === "full") w.reject(this.failures.diskFull());
+      else if (kind === "io") w.reject(this.failures.diskFailed(error));
       else w.reject(error);
     }
-  }
-
-  /**
-   * The disk failed a write or sync (EIO): not the file's fault, so not sticky. The commit may or
-   * may not have reached the file (a failed fsync after the WAL write), so say exactly that.
-   */
-  private diskFailed(error: unknown): StoreError {
-    const code = (error as { code?: string }).code ?? "SQLITE_IOERR";
-    return new StoreError(
-      "store_io",
-      `the disk failed while writing to ${this.location.path} (${code}: ${(error as Error).message}): the write was not acknowledged and may or may not be stored`,
-      {
-        hint: `check the disk holding ${dirname(this.location.path)} (dmesg, df -h); retrying is safe, messages are kept once by their uid`,
-        data: { path: this.location.path, sqlite_code: code },
-        cause: error,
-      },
-    );
   }
 
   private retryOptions(what: string) {
@@ -301,51 +269,6 @@ export class Store extends StoreReadView {
           next_in_ms: nextIn,
         }),
     };
-  }
-
-  /** Store the write in the spool (fsynced) and build the error the caller gets. */
-  private spoolAndFail(ops: WriteOp[], detail: string): StoreCorruptError {
-    const spooled = { to: null as string | null };
-    const kept = this.keepInSpool(ops, "corrupt", spooled);
-    const recover = recoverCommand(this.location.path, this.location.profile);
-    return new StoreCorruptError(
-      `the session store ${this.location.path} is damaged (${detail}).${kept}`,
-      this.location.path,
-      spooled.to,
-      {
-        hint: `stop Tenax for this profile, then see what can be salvaged: ${recover}`,
-      },
-    );
-  }
-
-  /** Append a refused write to the spool (fsynced); the sentence saying where it went, or that it did not. */
-  private keepInSpool(ops: WriteOp[], reason: string, spooled: { to: string | null } = { to: null }): string {
-    try {
-      spooled.to = this.spool.append(ops, reason, this.deps.clock.now());
-      this.spooledRecords++;
-      this.emit({
-        type: "store.spooled",
-        path: this.location.path,
-        file: spooled.to,
-        reason,
-        ops: ops.length,
-      });
-      return ` The write was kept in ${spooled.to}.`;
-    } catch (error) {
-      return ` Writing it to the spool in ${this.options.spoolDir} failed too (${(error as Error).message}): it was NOT stored.`;
-    }
-  }
-
-  /** A full disk is not the file's fault: refuse the write plainly, and take the next one. */
-  private diskFull(): StoreDiskFullError {
-    return new StoreDiskFullError(
-      "store_disk_full",
-      `the disk holding ${this.location.path} is full: the write was NOT stored (nothing earlier is affected)`,
-      {
-        hint: `free some space on that disk (df -h ${dirname(this.location.path)}), then retry`,
-        data: { path: this.location.path },
-      },
-    );
   }
 
   /** Sticky: never write through this handle again, and close it without a WAL checkpoint. */
@@ -545,7 +468,7 @@ export class Store extends StoreReadView {
       corrupt: this.corrupt,
       disk_failure: this.diskFailure,
       integrity: this.integrity,
-      spooled_records: this.spooledRecords,
+      spooled_records: this.failures.spooledRecords,
       search: this.index.health(),
       credentials_local: this.ledger?.local ?? false,
     };
