@@ -187,6 +187,8 @@ describe("the gateway's health, metrics and events", () => {
     expect(body.error.code).toBe("store_unavailable");
     expect(body.error.message).toContain("store_corrupt");
     expect(body.error.message).toContain(`tenax sessions recover --source ${paths.state}`);
+    // The new session's first write was refused: there is no session to name.
+    expect(refused.headers.get("x-session-id")).toBeNull();
     await until(
       () => existsSync(join(paths.dir, "spool")) && readdirSync(join(paths.dir, "spool")).length > 0,
     );

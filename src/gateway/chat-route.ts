@@ -75,6 +75,8 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
     try {
       result = await turn.result;
     } catch (error) {
+      // A new session that never got its first write does not exist: do not name it.
+      if (requested === undefined && !turn.started()) delete echo["x-session-id"];
       const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
       if (stream) return (stream as CompletionStream).fail(message);
       throw storeUnavailable(error) ?? new GatewayError(500, "server_error", "turn_failed", message);

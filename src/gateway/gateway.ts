@@ -65,6 +65,8 @@ export interface LaunchedTurn {
   controller: AbortController;
   /** Settles when the turn has ended and is persisted; rejects only when the turn itself threw. */
   result: Promise<TurnResult>;
+  /** Whether the turn's first write committed (so a new session exists). */
+  started(): boolean;
 }
 
 interface ActiveTurn {
@@ -322,7 +324,9 @@ export class Gateway {
     });
     const active: ActiveTurn = { controller, done, watchers: watcher ? [watcher] : [] };
     this.active.set(sessionId, active);
+    let started = false;
     const onEvent = (event: AgentEvent) => {
+      if (event.type === "turn_started") started = true;
       for (const w of active.watchers) {
         try {
           w.onEvent(event);
@@ -347,7 +351,7 @@ export class Gateway {
     })();
     // The caller handles a rejection; this keeps an unobserved one from killing the process.
     result.catch(() => {});
-    return { sessionId, controller, result };
+    return { sessionId, controller, result, started: () => started };
   }
 
   /**

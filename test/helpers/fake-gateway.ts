@@ -27,7 +27,7 @@ export class FakeGateway {
     });
     this.turns.set(sessionId, { turnId, watcher: request.watcher, text: "", settle });
     request.watcher?.onEvent({ type: "turn_started", session_id: sessionId, turn_id: turnId });
-    return { sessionId, controller: new AbortController(), result };
+    return { sessionId, controller: new AbortController(), result, started: () => true };
   }
 
   say(sessionId: string, ...deltas: string[]): void {
