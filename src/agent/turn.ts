@@ -133,25 +133,38 @@ class TurnHalted extends Error {}
 
 export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnResult> {
   const { store, deps, limits } = agent;
-  const emit = safe(input.onEvent);
   const leaseMs = limits.lease_seconds * 1000;
   const resumed = input.resume
     ? await restartTurn(store, input.sessionId, input.resume.turnId, leaseMs, deps.clock.now())
     : null;
-  // Persist before publish: the question is durable, with its turn, before any provider sees it.
-  const turnId =
-    resumed?.turnId ??
-    (await store.startTurn(
+  // Persist before publish: the question is committed with its turn before the model is asked
+  // (the transcript holds it), and durable before anyone is told of the turn or any tool runs. Its
+  // sync runs while the model answers; the turn's events wait for it.
+  let turnId: string;
+  let durable: Promise<unknown> = Promise.resolve();
+  if (resumed) turnId = resumed.turnId;
+  else {
+    const begun = store.beginTurn(
       input.sessionId,
       leaseMs,
       undefined,
       { role: "user", content: input.text },
       input.before,
-    ));
+    );
+    await begun.applied;
+    turnId = begun.id;
+    durable = begun.durable;
+  }
+  const emit = heldUntil(durable, safe(input.onEvent), {
+    type: "turn_started",
+    session_id: input.sessionId,
+    turn_id: turnId,
+  });
   const taskId = input.taskId ?? turnId;
-  emit({ type: "turn_started", session_id: input.sessionId, turn_id: turnId });
 
   const controller = new AbortController();
+  // A start that cannot be made durable stops the turn; runTurn then throws its error.
+  durable.catch((error: unknown) => controller.abort(error));
   const onAbort = () => controller.abort(input.signal?.reason);
   if (input.signal?.aborted) controller.abort(input.signal.reason);
   else input.signal?.addEventListener("abort", onAbort, { once: true });
@@ -230,6 +243,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
     const compaction = store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId);
     const sizes = { transcript, compaction, system: agent.system, window: window(), lastInputTokens };
     if (reason === "threshold" && !agent.compressor.needed(sizes)) return false;
+    // Compression tells of itself: not before the turn is durable and told.
+    await durable;
     const made = await agent.compressor.compress(
       { ...sizes, sessionId: input.sessionId, turnId, reason, signal },
       compression,
@@ -306,6 +321,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
         }
         break;
       }
+      // Nothing with side effects before the turn's start is durable.
+      await durable;
       for (const call of calls) {
         if (signal.aborted) throw signal.reason;
         const halt = await runToolCall(agent, byName, guard, call, context, emit);
@@ -335,6 +352,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
     await agent.cleanupTask(taskId).catch(() => {});
   }
 
+  // A turn whose start never became durable was never stored: its error is the turn's.
+  await durable;
   if (status !== "completed") {
     await store
       .appendMessage({
@@ -411,6 +430,33 @@ function describeFailure(error: unknown): string {
     return `${layer}: ${error.message}`;
   }
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The turn's events wait until its start is durable; then `first` goes out, then them, in order. */
+function heldUntil(
+  durable: Promise<unknown>,
+  emit: (event: AgentEvent) => void,
+  first: AgentEvent,
+): (event: AgentEvent) => void {
+  let held: AgentEvent[] | null = [];
+  let told = true;
+  durable.then(
+    () => {
+      const queued = held ?? [];
+      held = null;
+      emit(first);
+      for (const event of queued) emit(event);
+    },
+    () => {
+      // Nothing is told of a turn that was never stored.
+      held = null;
+      told = false;
+    },
+  );
+  return (event) => {
+    if (held !== null) held.push(event);
+    else if (told) emit(event);
+  };
 }
 
 function safe(listener: ((event: AgentEvent) => void) | undefined): (event: AgentEvent) => void {

@@ -11,6 +11,8 @@ export interface QueuedWrite {
   options: ApplyOptions;
   resolve(results: OpResult[]): void;
   reject(error: unknown): void;
+  /** Told when the write is committed (visible to reads), before it is durable. */
+  applied?: (results: OpResult[]) => void;
 }
 
 export type WriteOutcome = { ok: true; results: OpResult[] } | { ok: false; error: unknown };
@@ -36,10 +38,10 @@ export class GroupCommit {
 
   constructor(private readonly committer: GroupCommitter) {}
 
-  /** Resolves once the write's group has committed (the acknowledgement). */
-  add(ops: WriteOp[], options: ApplyOptions): Promise<OpResult[]> {
+  /** Resolves once the write's group has committed and is durable (the acknowledgement). */
+  add(ops: WriteOp[], options: ApplyOptions, applied?: (results: OpResult[]) => void): Promise<OpResult[]> {
     return new Promise((resolve, reject) => {
-      this.queued.push({ ops, options, resolve, reject });
+      this.queued.push({ ops, options, resolve, reject, ...(applied ? { applied } : {}) });
       if (this.scheduled) return;
       this.scheduled = true;
       setImmediate(() => {
@@ -49,12 +51,32 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * The same, also saying when the write is committed and visible to reads, which is before it is
+   * durable: `applied` rejects as `durable` does when the write is refused.
+   */
+  addStaged(
+    ops: WriteOp[],
+    options: ApplyOptions,
+  ): { applied: Promise<OpResult[]>; durable: Promise<OpResult[]> } {
+    let markApplied!: (results: OpResult[]) => void;
+    const applied = new Promise<OpResult[]>((resolve) => {
+      markApplied = resolve;
+    });
+    const durable = this.add(ops, options, markApplied);
+    const either = Promise.race([applied, durable]);
+    // A caller that waits on only one of the two must not leave the other's refusal unhandled.
+    either.catch(() => {});
+    return { applied: either, durable };
+  }
+
   /** Commit what waits now (a caller that did not wait for its write when the store closes). */
   drainNow(): void {
     const group = this.queued.splice(0);
     if (group.length === 0) return;
     try {
       const outcomes = this.committer.commitNow(group);
+      tellApplied(group, outcomes);
       this.committer.durableNow();
       settle(group, outcomes);
     } catch (error) {
@@ -72,6 +94,7 @@ export class GroupCommit {
       this.committer.fail(group, error);
       return;
     }
+    tellApplied(group, outcomes);
     // Acknowledged once on disk; the next group does not wait for this one's sync to commit.
     this.committer.durable().then(
       () => settle(group, outcomes),
@@ -95,6 +118,13 @@ export function applyGroup(
       if (["corrupt", "full", "io"].includes(classifySqliteError(error))) throw error;
       return { ok: false, error };
     }
+  });
+}
+
+function tellApplied(group: readonly QueuedWrite[], outcomes: readonly WriteOutcome[]): void {
+  group.forEach((w, i) => {
+    const outcome = outcomes[i];
+    if (outcome?.ok) w.applied?.(outcome.results);
   });
 }
 

@@ -177,6 +177,18 @@ export class Store extends StoreReadView {
     return this.group.add(ops, options);
   }
 
+  /** The same, also saying when the write is committed and visible to reads, before it is durable. */
+  writeStaged(
+    ops: WriteOp[],
+    options: ApplyOptions = {},
+  ): { applied: Promise<OpResult[]>; durable: Promise<OpResult[]> } {
+    if (this.corrupt !== null || this.diskFailure !== null) {
+      const refused = this.write(ops, options);
+      return { applied: refused, durable: refused };
+    }
+    return this.group.addStaged(ops, options);
+  }
+
   private readonly group = new GroupCommit({
     commit: async (group) => {
       // Damage found by an earlier group: these go to the spool, each with its own error.
@@ -376,9 +388,25 @@ export class Store extends StoreReadView {
     question?: Omit<NewMessage, "session_id" | "turn_id">,
     before: readonly WriteOp[] = [],
   ): Promise<string> {
+    const begun = this.beginTurn(sessionId, leaseMs, owner, question, before);
+    await begun.durable;
+    return begun.id;
+  }
+
+  /**
+   * `startTurn`, telling apart the moment the turn is committed (the transcript holds its
+   * question: the model can be asked) from the moment it is durable (anyone can be told of it).
+   */
+  beginTurn(
+    sessionId: string,
+    leaseMs: number,
+    owner = `pid:${process.pid}`,
+    question?: Omit<NewMessage, "session_id" | "turn_id">,
+    before: readonly WriteOp[] = [],
+  ): { id: string; applied: Promise<unknown>; durable: Promise<unknown> } {
     const id = newId("t_", this.deps.clock.now());
     const now = this.deps.clock.now();
-    await this.write([
+    const { applied, durable } = this.writeStaged([
       ...before,
       {
         op: "turn.start",
@@ -390,7 +418,7 @@ export class Store extends StoreReadView {
       },
       ...(question ? [this.messageOp({ ...question, session_id: sessionId, turn_id: id })] : []),
     ]);
-    return id;
+    return { id, applied, durable };
   }
 
   async updateTurn(op: Omit<Extract<WriteOp, { op: "turn.update" }>, "op">): Promise<void> {
