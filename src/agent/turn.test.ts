@@ -1,13 +1,17 @@
 // The turn loop against the simulator over real HTTP, with the real store, real tools and real
 // child processes: the tool loop, persistence before publish, guardrails, interrupts,
 // continuations, failures and subagents.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { setupAgent } from "../../test/helpers/agent.js";
+import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
+import { configSchema } from "../config/schema.js";
+import { startSimulator } from "../llm/simulator/server.js";
 import type { SimStep } from "../llm/simulator/steps.js";
+import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
-import type { AgentEvent } from "./agent.js";
+import { Agent, type AgentEvent } from "./agent.js";
 import { pidAlive } from "./process-group.js";
 
 const call = (name: string, args: Record<string, unknown>, id?: string) => ({
@@ -63,6 +67,40 @@ describe("the turn loop", () => {
       true,
       true,
     ]);
+  });
+
+  it("tells nothing of a turn whose start cannot be made durable, runs no tool, and throws the store's error", async () => {
+    const paths = tempProfile();
+    const sim = await startSimulator();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const config = configSchema.parse({
+      model: { provider: "sim", name: "echo" },
+      providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
+      retry: { max_attempts: 1 },
+    });
+    const agent = await Agent.create({ paths, config, store });
+    try {
+      sim.script([
+        { type: "tool_calls", calls: [call("write_file", { path: "never.txt", content: "no\n" })] },
+      ]);
+      // The WAL vanishes before the store's first sync: the turn's first write (a new session, as
+      // the gateway makes it) commits, and its sync cannot even open the file.
+      unlinkSync(`${paths.state}-wal`);
+      const project = tempDir("tenax-project-");
+      const { id, op } = agent.newSessionOp({ source: "gateway" });
+      const events: AgentEvent[] = [];
+      const failed = await agent
+        .turn({ sessionId: id, text: "write it", cwd: project, before: [op], onEvent: (e) => events.push(e) })
+        .catch((e: unknown) => e);
+      expect(failed).toMatchObject({ code: "store_io" });
+      expect(events).toEqual([]);
+      expect(existsSync(join(project, "never.txt"))).toBe(false);
+      expect(store.health().disk_failure).not.toBeNull();
+    } finally {
+      await agent.close();
+      await releaseStore(store);
+      await sim.close();
+    }
   });
 
   it("a tool that throws becomes a JSON error result, and the turn goes on", async () => {

@@ -37,6 +37,29 @@ describe("WalSync", () => {
 });
 
 describe("the store with its WAL synced off the event loop", () => {
+  it("a staged write is readable once applied, before it is durable; a refused one rejects both", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "staged" });
+    const staged = store.writeStaged([store.messageOp({ session_id: session, role: "user", content: "x" })]);
+    let durable = false;
+    void staged.durable.then(() => {
+      durable = true;
+    });
+    await staged.applied;
+    // Committed and visible; its sync (a thread-pool call) cannot have answered within this turn.
+    expect(store.getMessages(session).map((m) => m.content)).toEqual(["x"]);
+    expect(durable).toBe(false);
+    await staged.durable;
+    expect(durable).toBe(true);
+    const refused = store.writeStaged([
+      store.messageOp({ session_id: "s_missing", role: "user", content: "y" }),
+    ]);
+    await expect(refused.applied).rejects.toThrow();
+    await expect(refused.durable).rejects.toThrow();
+    await releaseStore(store);
+  });
+
   it("acknowledges a write once it is on disk, with SQLite's own commits left unsynced", async () => {
     const paths = tempProfile();
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
