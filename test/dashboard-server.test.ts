@@ -2,15 +2,17 @@
 // transcripts from a read-only store (missing, healthy, damaged), and the gateway probe's verdicts
 // (refused, 404 health, served health and capabilities) with a fake fetch and clock.
 import { writeFileSync } from "node:fs";
-import { createServer, request } from "node:http";
+import { request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config/load.js";
 import type { ProfilePaths } from "../src/config/paths.js";
+import { createJsonServer } from "../src/core/http.js";
 import { GatewayProbe } from "../src/dashboard/gateway-probe.js";
 import { Dashboard } from "../src/dashboard/server.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { fileDigest } from "./helpers/corrupt.js";
+import { rawRequest } from "./helpers/raw-http.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 const stops: Array<() => Promise<void>> = [];
@@ -22,7 +24,7 @@ async function serve(paths: ProfilePaths): Promise<{ url: string; dashboard: Das
   const { config } = loadConfig(paths);
   // Nothing listens on the gateway's port here; the probe is tested on its own below.
   const dashboard = new Dashboard({ paths, config, version: "test" });
-  const server = createServer(dashboard.handle);
+  const server = createJsonServer(dashboard.handle); // as `tenax dashboard` serves it
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   stops.push(async () => {
     server.closeAllConnections();
@@ -56,6 +58,15 @@ type Layers = {
 };
 
 describe("dashboard server", () => {
+  it("answers a request Node cannot parse with JSON that says so, not a bare 400", async () => {
+    const { paths } = await seeded();
+    const { url } = await serve(paths);
+    const answer = await rawRequest(url, "FOO", "/api/sessions");
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "invalid_http" } });
+    expect(JSON.parse(answer.body).error.message).toMatch(/not valid HTTP \(HPE_INVALID_METHOD\)/);
+  });
+
   it("serves layers, sessions, search and a transcript from the store, and never writes it", async () => {
     const { paths, id } = await seeded();
     const before = fileDigest(paths.state);

@@ -1,6 +1,15 @@
-// Small pieces every HTTP server of Tenax (gateway, dashboard) answers with: a JSON body with its
-// length, and one header's value read the same way everywhere.
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+// Small pieces every HTTP server of Tenax (gateway, dashboard, simulator) answers with: a JSON
+// body with its length, one header's value read the same way everywhere, and a JSON answer to a
+// request Node's parser refuses.
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
+import type { Duplex } from "node:stream";
 
 /** Send `body` as JSON; after headers already went out, only end the response. */
 export function sendJson(
@@ -26,4 +35,36 @@ export function sendJson(
 export function headerValue(value: IncomingHttpHeaders[string]): string | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   return v === undefined || v.trim() === "" ? undefined : v.trim();
+}
+
+/**
+ * Node's HTTP parser refuses a malformed request (an unknown method, a bad header, a body without
+ * its framing) before any route sees it, and by default answers a bare 400 with no body. Answer it
+ * in the same OpenAI shape instead (the server's `clientError` listener), then close the socket.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // A response already under way on this socket cannot be followed by another (Node's own check).
+  const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (error.code === "ECONNRESET" || !socket.writable || busy) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+  const body = JSON.stringify({
+    error: {
+      message: `the request is not valid HTTP (${error.code ?? error.message}); send a well-formed HTTP/1.1 request`,
+      type: "invalid_request_error",
+      code: "invalid_http",
+    },
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** An HTTP server whose every answer, even to a request Node cannot parse, is JSON. */
+export function createJsonServer(listener: RequestListener): Server {
+  return createServer(listener).on("clientError", answerClientError);
 }

@@ -1,7 +1,6 @@
 // Every gateway error leaves as one OpenAI-shaped body, {"error":{"message","type","code"}}, with
 // the status that says what went wrong; handlers throw a GatewayError and the server answers it.
-import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
-import type { Duplex } from "node:stream";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { TenaxError } from "../core/errors.js";
 import { sendJson } from "../core/http.js";
 
@@ -93,31 +92,4 @@ export function decodePathPart(part: string, what: string): string {
   } catch {
     throw badRequest("invalid_url", `the ${what} ${JSON.stringify(part)} is not valid percent-encoding`);
   }
-}
-
-/**
- * Node's HTTP parser refuses a malformed request (an unknown method, a bad header, a body without
- * its framing) before any route sees it, and by default answers a bare 400 with no body. Answer it
- * in the same OpenAI shape instead (the server's `clientError` listener), then close the socket.
- */
-export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  // A response already under way on this socket cannot be followed by another (Node's own check).
-  const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
-  if (error.code === "ECONNRESET" || !socket.writable || busy) {
-    socket.destroy();
-    return;
-  }
-  const status =
-    error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-  const body = JSON.stringify({
-    error: {
-      message: `the request is not valid HTTP (${error.code ?? error.message}); send a well-formed HTTP/1.1 request`,
-      type: "invalid_request_error",
-      code: "invalid_http",
-    },
-  });
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
 }

@@ -3,7 +3,7 @@
 // gateway.drain_timeout, interrupt the rest, close agent and store, and mark a clean stop only
 // when the drain completed.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
@@ -11,9 +11,9 @@ import { startWatchdog } from "../agent/watchdog.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
+import { createJsonServer } from "../core/http.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
-import { answerClientError } from "./http-error.js";
 import { gatewayLog, startObservability } from "./observability.js";
 import { acquirePidFile } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
@@ -131,8 +131,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     const settledRuns = await runs.recover();
     if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
     runs.maintainOn(opened.agent.scheduler);
-    const server = createServer(gateway.handle);
-    server.on("clientError", answerClientError);
+    const server = createJsonServer(gateway.handle);
     // Listen for the stop signals before anyone can learn the address, so no signal finds the
     // process without its handler (and dies without draining or removing its pid file).
     const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
@@ -209,7 +208,7 @@ function reportResume(report: ResumeReport, autoResume: boolean, warn: (line: st
     );
 }
 
-function listen(server: ReturnType<typeof createServer>, host: string, port: number): Promise<void> {
+function listen(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       server.off("listening", onListening);

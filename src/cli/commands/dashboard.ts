@@ -1,11 +1,12 @@
 // `tenax dashboard [--host H] [--port P]`: the profile's web page in the foreground, serving until
 // SIGTERM or SIGINT. It reads the store read-only and probes the gateway; it runs whether or not
 // the gateway does, which is the point: it shows when the gateway is down.
-import { createServer } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
+import { createJsonServer } from "../../core/http.js";
 import { Dashboard } from "../../dashboard/server.js";
 import { type Cli, VERSION } from "../main.js";
 import type { Output } from "../output.js";
@@ -40,7 +41,7 @@ export async function serveDashboard(cli: Cli, out: Output, flags: DashboardFlag
       { hint: "serve it on 127.0.0.1 and reach it through an SSH tunnel (ssh -L)", exitCode: 2 },
     );
   const dashboard = new Dashboard({ paths, config, version: VERSION });
-  const server = createServer(dashboard.handle);
+  const server = createJsonServer(dashboard.handle);
   const stopSignal = new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
@@ -78,7 +79,7 @@ function isLoopback(host: string): boolean {
   return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
 
-function listen(server: ReturnType<typeof createServer>, host: string, port: number): Promise<void> {
+function listen(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once("error", (error: NodeJS.ErrnoException) =>
       reject(

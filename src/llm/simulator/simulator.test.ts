@@ -1,5 +1,6 @@
 import OpenAI, { APIError, APIUserAbortError } from "openai";
 import { afterEach, describe, expect, it } from "vitest";
+import { rawRequest } from "../../../test/helpers/raw-http.js";
 import { type Simulator, startSimulator } from "./server.js";
 
 let sim: Simulator | undefined;
@@ -26,6 +27,15 @@ async function waitFor(check: () => boolean): Promise<void> {
 }
 
 describe("simulator over the official openai client", () => {
+  it("answers a request Node cannot parse in the OpenAI error shape, not a bare 400", async () => {
+    const s = await start();
+    const answer = await rawRequest(s.url, "FOO", "/v1/chat/completions");
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      error: { code: "invalid_http", type: "invalid_request_error" },
+    });
+  });
+
   it("answers a completion with the default echo reply and usage", async () => {
     const s = await start();
     const completion = await client(s).chat.completions.create({ model: "echo", messages: hello });
