@@ -35,6 +35,8 @@ export class SearchQueue {
     private readonly db: Database.Database,
     readonly index: SearchIndex,
     private readonly emit: (event: StoreEvent) => void,
+    /** Told after each commit to state.db (or an attempt): the store's WAL sync must cover it. */
+    private readonly afterWrite: () => void = () => {},
   ) {
     this.take = db.prepare(
       `SELECT q.message_id, q.op, m.content, m.content_kind, m.tool_calls
@@ -112,6 +114,8 @@ export class SearchQueue {
         // Busy (another writer) or worse: the entries stay queued and are indexed again later.
         this.schedule();
         return moved;
+      } finally {
+        this.afterWrite();
       }
       moved += rows.length;
       if (rows.length < BATCH) return moved;

@@ -20,6 +20,8 @@ export interface StoreCredentialsOptions {
   guard(): Database.Database | null;
   /** Tell the Store a ledger statement met damage (it stops writing at once). */
   onCorrupt(detail: string): void;
+  /** Told after each write to the Store's file (or an attempt): its WAL sync must cover it. */
+  afterWrite?(): void;
   deps: Deps;
   busyBudgetMs: number;
 }
@@ -36,7 +38,9 @@ export class StoreCredentials implements CredentialStateStore {
   }
 
   record(provider: string, fingerprint: string, update: CredentialUpdate): Promise<CredentialState> {
-    return this.use((l) => l.record(provider, fingerprint, update));
+    return this.use((l) => l.record(provider, fingerprint, update)).finally(() =>
+      this.options.afterWrite?.(),
+    );
   }
 
   get(provider: string): Promise<CredentialState[]> {

@@ -57,15 +57,17 @@ export class Store extends StoreReadView {
     this.db = db;
     this.deps = { ...defaultDeps, ...options.deps };
     this.applier = new OpApplier(db);
-    const durable = (options.synchronous ?? "full") === "full" && options.syncOffLoop !== false;
-    this.walSync = durable ? new WalSync(`${options.path}-wal`) : null;
+    this.walSync = syncsOffLoop(options) ? new WalSync(`${options.path}-wal`) : null;
     this.dropCache = db.prepare("PRAGMA shrink_memory");
     this.spool = new Spool(options.spoolDir, options.profile, options.path);
     this.failures = new StoreFailures(this.location, this.spool, options.spoolDir, this.deps.clock, (e) =>
       this.emit(e),
     );
-    this.index = new SearchQueue(db, new SearchIndex(options.searchPath, storeId(db), false), (e) =>
-      this.emit(e),
+    this.index = new SearchQueue(
+      db,
+      new SearchIndex(options.searchPath, storeId(db), false),
+      (e) => this.emit(e),
+      () => this.walSync?.touched(),
     );
   }
 
@@ -77,7 +79,8 @@ export class Store extends StoreReadView {
         openDatabase(options.path, {
           readonly: false,
           profile: options.profile,
-          synchronous: options.synchronous ?? "full",
+          // With the WAL synced off the loop (WalSync), SQLite itself does not sync commits.
+          synchronous: syncsOffLoop(options) ? "normal" : (options.synchronous ?? "full"),
           busyTimeoutMs: options.busyTimeoutMs ?? 100,
         }),
       {
@@ -153,6 +156,7 @@ export class Store extends StoreReadView {
       db: () => this.db,
       guard: () => this.guard,
       onCorrupt: (detail) => this.markCorrupt(detail),
+      afterWrite: () => this.walSync?.touched(),
       deps: this.deps,
       busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
     });
@@ -237,20 +241,10 @@ export class Store extends StoreReadView {
     // damage under a running process is caught by the next write that touches it, instead of
     // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
     if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
-    // With synchronous: full, a group commits without SQLite's sync and is acknowledged once
-    // WalSync has synced the WAL, off the event loop. Every other commit on this connection (the
-    // search queue, the key ledger) stays synchronous=FULL and so also syncs what came before it.
-    // (A pragma takes effect when compiled, so it is run through exec, never a kept statement.)
-    if (this.walSync !== null) db.exec("PRAGMA synchronous = NORMAL");
-    let outcomes: WriteOutcome[];
-    try {
-      outcomes = db
-        .transaction(() => applyGroup(db, group, (w) => this.applier.applyAll(w.ops, w.options)))
-        .immediate();
-    } finally {
-      // A handle that fails here is failing anyway: the write's own error is the one to report.
-      if (this.walSync !== null) attempt(() => db.exec("PRAGMA synchronous = FULL"));
-    }
+    // With synchronous: full, the group is acknowledged once WalSync has synced the WAL.
+    const outcomes = db
+      .transaction(() => applyGroup(db, group, (w) => this.applier.applyAll(w.ops, w.options)))
+      .immediate();
     this.index.schedule();
     return outcomes;
   }
@@ -521,12 +515,9 @@ export class Store extends StoreReadView {
 
 const DONE = Promise.resolve();
 
-function attempt(work: () => unknown): void {
-  try {
-    work();
-  } catch {
-    // see the caller
-  }
+/** Whether commits are synced by WalSync (synchronous: full, unless a diagnostic says inline). */
+function syncsOffLoop(options: StoreOptions): boolean {
+  return (options.synchronous ?? "full") === "full" && options.syncOffLoop !== false;
 }
 
 function storeId(db: Database.Database): string {

@@ -27,6 +27,33 @@ describe("WalSync", () => {
     await expect(sync.sync()).rejects.toThrow(/closed/);
   });
 
+  it("a commit outside the groups during a sync holds that sync's waiters for another one", async () => {
+    const pending: Array<(error: NodeJS.ErrnoException | null) => void> = [];
+    const sync = new WalSync("unused-wal", {
+      openSync: () => 42,
+      fdatasync: (_fd, done) => pending.push(done),
+      fdatasyncSync: () => {},
+      closeSync: () => {},
+    });
+    let answered = false;
+    const waiter = sync.sync().then(() => {
+      answered = true;
+    });
+    sync.touched(); // the search queue committed while the first sync ran
+    pending.shift()?.(null);
+    await new Promise((r) => setImmediate(r));
+    expect(answered).toBe(false);
+    expect(pending).toHaveLength(1); // a second sync, started after the touch
+    pending.shift()?.(null);
+    await waiter;
+    expect(answered).toBe(true);
+    // Without a touch, one sync answers.
+    const quiet = sync.sync();
+    pending.shift()?.(null);
+    await quiet;
+    expect(pending).toHaveLength(0);
+  });
+
   it("a failed sync is final: every later sync fails with its error", async () => {
     const sync = new WalSync(join(tempDir(), "missing-wal"));
     const error = await sync.sync().catch((e: unknown) => e);

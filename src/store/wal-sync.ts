@@ -5,10 +5,25 @@
 // then on disk exactly as with synchronous=FULL, but the sync no longer stops every other request:
 // later groups commit while an earlier one's sync runs, and waiting writes share the next sync.
 //
+// The store's other commits on the connection (the search queue, the key ledger) are not synced
+// by themselves; each says it wrote (`touched`), and a sync that was running meanwhile is followed
+// by another before its waiters are answered: at every acknowledgement nothing written to the WAL
+// before it is unsynced, a committed write or not (a commit that failed half-way leaves frames).
+//
 // A failed sync is final for this process: after a write-back error the kernel may have dropped
 // the pages it could not write, and a later successful sync would not bring them back, so no
 // later write can be acknowledged as durable either (the store spools them; see Store).
 import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
+
+/** The file calls WalSync makes (the real ones unless a test gives its own). */
+export interface WalFiles {
+  openSync(path: string, flags: "r"): number;
+  fdatasync(fd: number, done: (error: NodeJS.ErrnoException | null) => void): void;
+  fdatasyncSync(fd: number): void;
+  closeSync(fd: number): void;
+}
+
+const REAL_FILES: WalFiles = { openSync, fdatasync, fdatasyncSync, closeSync };
 
 export class WalSync {
   private fd: number | null = null;
@@ -19,8 +34,18 @@ export class WalSync {
   private closed = false;
   /** Waiters for a next sync were served by the final sync at close. */
   private finalSynced = false;
+  /** Commits outside the groups so far (see `touched`). */
+  private touches = 0;
 
-  constructor(private readonly walPath: string) {}
+  constructor(
+    private readonly walPath: string,
+    private readonly files: WalFiles = REAL_FILES,
+  ) {}
+
+  /** A commit outside the groups wrote to the WAL (or tried to): the next answers cover it. */
+  touched(): void {
+    this.touches++;
+  }
 
   /** Resolves once every frame written to the WAL before this call is on disk. */
   sync(): Promise<void> {
@@ -38,7 +63,7 @@ export class WalSync {
   syncNow(): void {
     if (this.failure !== null) throw this.failure;
     try {
-      fdatasyncSync(this.open());
+      this.files.fdatasyncSync(this.open());
     } catch (error) {
       throw this.failed(error);
     }
@@ -74,6 +99,7 @@ export class WalSync {
   }
 
   private start(): Promise<void> {
+    const seen = this.touches;
     const run = new Promise<void>((resolve, reject) => {
       let fd: number;
       try {
@@ -82,7 +108,7 @@ export class WalSync {
         reject(this.failed(error));
         return;
       }
-      fdatasync(fd, (error) => (error ? reject(this.failed(error)) : resolve()));
+      this.files.fdatasync(fd, (error) => (error ? reject(this.failed(error)) : resolve()));
     });
     this.running = run;
     const settled = () => {
@@ -90,13 +116,14 @@ export class WalSync {
       if (this.closed && this.running === null) this.closeFd();
     };
     run.then(settled, settled);
-    return run;
+    // A commit outside the groups that wrote while this ran is not covered by it: sync again.
+    return run.then(() => (this.touches === seen ? undefined : this.sync()));
   }
 
   private open(): number {
     if (this.closed) throw this.closedError();
     // Read-only is enough: a sync applies to the file, whichever descriptor asks for it.
-    this.fd ??= openSync(this.walPath, "r");
+    this.fd ??= this.files.openSync(this.walPath, "r");
     return this.fd;
   }
 
@@ -108,7 +135,7 @@ export class WalSync {
   private closeFd(): void {
     if (this.fd === null) return;
     try {
-      closeSync(this.fd);
+      this.files.closeSync(this.fd);
     } catch {
       // Nothing left to keep: the store is closing.
     }
