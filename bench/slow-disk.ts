@@ -4,12 +4,13 @@
 // a commit's sync runs: off the event loop (WalSync, the default) or on it (TENAX_STORE_SYNC=inline,
 // as SQLite's synchronous=FULL does). Measured at once, in the same rounds: turns a second from
 // concurrent clients, their latency, and GET /health's latency meanwhile (what a watchdog sees).
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
 import { startSimulator } from "../src/llm/simulator/server.js";
+import { buildFaultfs } from "../test/fixtures/faultfs/build.js";
 import { type Aim, table } from "./report.js";
 import { type Latency, latency, median } from "./stats.js";
 
@@ -39,21 +40,6 @@ export interface SlowDiskResult {
   /** Per mode: the median over rounds of each figure. */
   modes: Record<Mode, SlowDiskRow>;
   rounds: Record<Mode, SlowDiskRow[]>;
-}
-
-function buildLibrary(dir: string): string | null {
-  const library = join(dir, "faultfs.so");
-  for (const cc of ["cc", "gcc", "clang"]) {
-    try {
-      execFileSync(cc, ["-std=gnu2x", "-shared", "-fPIC", "-O1", "-o", library, FAULTFS, "-ldl"], {
-        stdio: "pipe",
-      });
-      return library;
-    } catch {
-      // not installed, or this one cannot build it: try the next
-    }
-  }
-  return null;
 }
 
 async function startGateway(
@@ -153,7 +139,7 @@ export async function runSlowDiskBench(
   settings: SlowDiskSettings,
   log: (line: string) => void,
 ): Promise<SlowDiskResult | null> {
-  const library = buildLibrary(workDir);
+  const library = buildFaultfs(FAULTFS, workDir);
   if (library === null) {
     log("  skipped: no C compiler (cc, gcc, clang) to build the slow-disk library");
     return null;

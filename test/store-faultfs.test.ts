@@ -4,7 +4,6 @@
 // mid-write; then the store, opened normally, must hold every acknowledged transaction in full
 // and no transaction in part, pass integrity_check, and never have acknowledged unsynced data.
 // Seeded: TENAX_SEED=N replays a run (it prints `seed=N`).
-import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -15,6 +14,7 @@ import { seededRandom } from "../src/core/deps.js";
 import { recoverStore } from "../src/store/recover/recover.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { readSpool } from "../src/store/spool.js";
+import { buildFaultfs } from "./fixtures/faultfs/build.js";
 import { ROOT, requireBuild, runAsync } from "./helpers/cli.js";
 
 const SEED = process.env.TENAX_SEED ? Number(process.env.TENAX_SEED) : Math.floor(Math.random() * 2 ** 31);
@@ -31,23 +31,7 @@ afterAll(() => {
   if (!process.env.TENAX_KEEP_TMP) rmSync(work, { recursive: true, force: true });
 });
 
-/** Build the preload library with whichever compiler the machine has; null when it has none. */
-function buildLibrary(): string | null {
-  const library = join(work, "faultfs.so");
-  for (const cc of ["cc", "gcc", "clang"]) {
-    try {
-      execFileSync(cc, ["-std=gnu2x", "-shared", "-fPIC", "-O1", "-o", library, SOURCE, "-ldl"], {
-        stdio: "pipe",
-      });
-      return library;
-    } catch {
-      // not installed, or this one cannot build it: try the next
-    }
-  }
-  return null;
-}
-
-const library = process.platform === "linux" ? buildLibrary() : null;
+const library = process.platform === "linux" ? buildFaultfs(SOURCE, work) : null;
 if (library === null)
   console.log("store-faultfs: SKIPPED, no C compiler (cc, gcc, clang) found or not Linux");
 
