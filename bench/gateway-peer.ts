@@ -1,9 +1,10 @@
 // The gateway side by side with a peer: what Tenax's gateway (the built CLI, storing every turn
 // durably) and Portkey's open-source gateway (@portkey-ai/gateway, a proxy) add to a turn without
 // tools over calling the simulator directly: latency at a fixed rate, maximum throughput, and the
-// time to the first streamed token. Simulator, load generator and each gateway run as separate
-// processes, so none of them measures another's event loop; the targets take turns in shuffled
-// rounds, so the machine's noise falls on all of them alike.
+// time to the first streamed token. A bare pass-through proxy (gateway-floor-child.ts) runs beside
+// them as the floor: what the extra hop alone costs here. Simulator, load generator and each gateway
+// run as separate processes, so none of them measures another's event loop; the targets take turns
+// in shuffled rounds, so the machine's noise falls on all of them alike.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -18,10 +19,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const TENAX_BIN = fileURLToPath(new URL("../../bin/tenax.js", import.meta.url));
 const PROMPT = "say something short about resilient agents";
 
-export const GATEWAY_TARGETS = ["direct", "tenax", "portkey"] as const;
+export const GATEWAY_TARGETS = ["direct", "floor", "tenax", "portkey"] as const;
 export type GatewayTarget = (typeof GATEWAY_TARGETS)[number];
 type Gateway = Exclude<GatewayTarget, "direct">;
-export const SERIAL_TARGETS = ["direct", "tenax", "tenax_normal", "portkey"] as const;
+export const SERIAL_TARGETS = ["direct", "floor", "tenax", "tenax_normal", "portkey"] as const;
 type SerialTarget = (typeof SERIAL_TARGETS)[number];
 
 export interface GatewaySettings {
@@ -190,6 +191,12 @@ export async function runGatewayPeerBench(
       return line ? (JSON.parse(line) as { url: string }).url : null;
     });
     log(`  simulator: ${simUrl} (pid ${sim.child.pid})`);
+    const floor = launch([join(HERE, "gateway-floor-child.js"), simUrl]);
+    children.push(floor);
+    const floorUrl = await waitFor("the floor proxy", floor, (out) => {
+      const line = out.split("\n").find((l) => l.startsWith("{"));
+      return line ? (JSON.parse(line) as { url: string }).url : null;
+    });
 
     const turns = Math.max(1024, settings.closedClients * 4);
     const tenax = await startTenax(workDir, simUrl, turns, "full", process.env.BENCH_GATEWAY_PROFILE);
@@ -224,6 +231,7 @@ export async function runGatewayPeerBench(
         path: `${sim0.pathname}/chat/completions`,
         headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
       },
+      { name: "floor", origin: floorUrl, path: "/", headers: JSON_HEADERS },
       {
         name: "tenax",
         origin: new URL(tenax.url).origin,
@@ -355,16 +363,21 @@ function summarize(settings: GatewaySettings, raw: LoadResult, peerVersion: stri
         "bench/gateway-peer-fetch.ts (fetch responses get mutable headers; without it its streaming fails on Node)",
     },
     isolation:
-      "simulator, Tenax gateway, Portkey gateway and load generator each in its own Node process (no shared event loop); targets take turns in shuffled rounds",
+      "simulator, floor proxy, Tenax gateway, Portkey gateway and load generator each in its own Node process (no shared event loop); targets take turns in shuffled rounds",
     open,
     added: {
+      floor: { p50_ms: addedOver("floor", "p50_ms"), p99_ms: addedOver("floor", "p99_ms") },
       tenax: { p50_ms: addedOver("tenax", "p50_ms"), p99_ms: addedOver("tenax", "p99_ms") },
       portkey: { p50_ms: addedOver("portkey", "p50_ms"), p99_ms: addedOver("portkey", "p99_ms") },
     },
     closed,
     serial,
     stream,
-    stream_added: { tenax: streamAdded("tenax"), portkey: streamAdded("portkey") },
+    stream_added: {
+      floor: streamAdded("floor"),
+      tenax: streamAdded("tenax"),
+      portkey: streamAdded("portkey"),
+    },
     error_samples: raw.error_samples,
     raw,
   };
@@ -373,12 +386,13 @@ function summarize(settings: GatewaySettings, raw: LoadResult, peerVersion: stri
 export function judgeGatewayAims(r: GatewayPeerResult): Aim[] {
   const t = r.added.tenax;
   const p = r.added.portkey;
+  const floor = r.added.floor;
   const errors = r.open.tenax.errors;
   return [
     {
       aim: `gateway adds p50 < 1 ms, p99 < 5 ms at ${r.settings.rps}/s, turn stored durably`,
       met: t.p50_ms < 1 && t.p99_ms < 5 && errors === 0,
-      detail: `added p50 ${t.p50_ms.toFixed(2)} ms, p99 ${t.p99_ms.toFixed(2)} ms (median of ${r.settings.rounds} rounds), ${errors} errors, ${r.open.tenax.achieved_rps.toFixed(0)}/s achieved`,
+      detail: `added p50 ${t.p50_ms.toFixed(2)} ms, p99 ${t.p99_ms.toFixed(2)} ms (median of ${r.settings.rounds} rounds), ${errors} errors, ${r.open.tenax.achieved_rps.toFixed(0)}/s achieved; a bare pass-through proxy adds +${floor.p50_ms.toFixed(2)} / +${floor.p99_ms.toFixed(2)} ms`,
     },
     {
       aim: "gateway adds less than the peer (Portkey)",
@@ -390,6 +404,7 @@ export function judgeGatewayAims(r: GatewayPeerResult): Aim[] {
 
 const LABELS: Record<GatewayTarget, string> = {
   direct: "simulator directly (baseline)",
+  floor: "bare pass-through proxy (the floor: the hop alone)",
   tenax: "Tenax gateway (turn stored, synchronous=FULL)",
   portkey: "Portkey gateway (proxy, nothing stored)",
 };
