@@ -145,6 +145,47 @@ describe("a turn with compression", () => {
   });
 });
 
+describe("a turn past the compression threshold", () => {
+  it("sends the model the compacted history, not the transcript read before compressing", async () => {
+    // Six exchanges of about 4,800 tokens against a window of 8,000 at threshold 0.5: Tenax
+    // compresses before the first model call of the turn.
+    const { sim, agent, store, project } = await setup();
+    const session = await sessionWithHistory(store);
+    for (let i = 3; i < 6; i++) {
+      await store.appendMessage({
+        session_id: session,
+        role: "user",
+        content: `question ${i}: ${"q".repeat(1_600)}`,
+      });
+      await store.appendMessage({
+        session_id: session,
+        role: "assistant",
+        content: `answer ${i}: ${"a".repeat(1_600)}`,
+      });
+    }
+    sim.script([
+      { type: "reply", text: "Summary: questions about q, answered with a." },
+      { type: "reply", text: "final answer" },
+    ]);
+    const events: AgentEvent[] = [];
+    const result = await agent.turn({
+      sessionId: session,
+      text: "and now?",
+      cwd: project,
+      onEvent: (e) => events.push(e),
+    });
+    expect(result).toMatchObject({ status: "completed", reply: "final answer" });
+    expect(events.find((e) => e.type === "compression_started")).toMatchObject({ reason: "threshold" });
+    const requests = sim.requests().map((r) => r.body as { model?: string; messages?: unknown });
+    expect(requests.map((b) => b.model)).toEqual(["summarizer", "main"]);
+    const sent = JSON.stringify(requests[1]?.messages);
+    expect(sent).toContain("Summary: questions about q");
+    // The middle the summary replaced is not sent again; the newest exchange still is.
+    expect(sent).not.toContain("question 2:");
+    expect(sent).toContain("question 5:");
+  });
+});
+
 describe("a turn whose request the provider says is too long", () => {
   it("compresses once through the cooldown, then the same turn completes", async () => {
     // At threshold 1 Tenax itself never compresses first; the simulator, counting the tools too,

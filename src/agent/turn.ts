@@ -238,11 +238,15 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
 
   const window = () => agent.router.limits(route.target)?.context_window ?? agent.defaultWindow ?? 128_000;
 
-  const compressIfNeeded = async (reason: "threshold" | "overflow") => {
+  /** What the next model call is built from: the transcript as stored now, with its compaction. */
+  const readView = (): TranscriptView => ({
+    transcript: store.getMessages(input.sessionId),
+    compaction: store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
+  });
+  /** Compress when needed; true when it did, and `view` (read before) is then out of date. */
+  const compressIfNeeded = async (reason: "threshold" | "overflow", view: TranscriptView) => {
     if (!agent.compressor) return false;
-    const transcript = store.getMessages(input.sessionId);
-    const compaction = store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId);
-    const sizes = { transcript, compaction, system: agent.system, window: window(), lastInputTokens };
+    const sizes = { ...view, system: agent.system, window: window(), lastInputTokens };
     if (reason === "threshold" && !agent.compressor.needed(sizes)) return false;
     // Compression tells of itself: not before the turn is durable and told.
     await durable;
@@ -269,14 +273,15 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
         );
       }
       iterations++;
-      await compressIfNeeded("threshold");
+      let view = readView();
+      if (await compressIfNeeded("threshold", view)) view = readView();
       let completion: Completion;
       try {
-        completion = await callModel(agent, route, input.sessionId, specs, signal, emit);
+        completion = await callModel(agent, route, view, specs, signal, emit);
       } catch (e) {
         // The provider itself said the context is too long: one bounded compression, then again.
-        if (isOverflow(e) && !signal.aborted && (await compressIfNeeded("overflow"))) {
-          completion = await callModel(agent, route, input.sessionId, specs, signal, emit);
+        if (isOverflow(e) && !signal.aborted && (await compressIfNeeded("overflow", readView()))) {
+          completion = await callModel(agent, route, readView(), specs, signal, emit);
         } else {
           throw e;
         }
@@ -407,17 +412,20 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   };
 }
 
+interface TranscriptView {
+  transcript: ReturnType<Store["getMessages"]>;
+  compaction: Compaction | null;
+}
+
 async function callModel(
   agent: TurnDeps,
   route: TurnRoute,
-  sessionId: string,
+  view: TranscriptView,
   tools: ToolSpec[],
   signal: AbortSignal,
   emit: (e: AgentEvent) => void,
 ): Promise<Completion> {
-  const transcript = agent.store.getMessages(sessionId);
-  const compaction = agent.store.getRecord<Compaction>(COMPACTION_KIND, sessionId);
-  const messages = buildHistory(transcript, { system: agent.system, compaction });
+  const messages = buildHistory(view.transcript, { system: agent.system, compaction: view.compaction });
   return route.complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, { signal, onEvent: emit });
 }
 
