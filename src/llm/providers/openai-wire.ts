@@ -100,10 +100,7 @@ export async function openChatStream(
     state.errorText = await response.body.text();
     throw new WireApiError(response.statusCode, toHeaders(response.headers), errorField(state.errorText));
   }
-  return chunks(
-    events(response.body, () => state.timers.activity()),
-    response.headers,
-  );
+  return chunks(response.body, () => state.timers.activity(), response.headers);
 }
 
 /**
@@ -139,17 +136,20 @@ function discard(response: WireResponse): void {
   (response.body as { destroy?: () => void }).destroy?.();
 }
 
+/** The stream's chunks, each as soon as its event is whole; an error event or garbled data throws. */
 async function* chunks(
-  stream: AsyncIterable<{ event: string | null; data: string }>,
+  body: AsyncIterable<Buffer>,
+  onPiece: () => void,
   headers: WireResponse["headers"],
 ): AsyncGenerator<ChatCompletionChunk> {
+  const parser = new SseParser();
   let done = false;
-  for await (const { event, data } of stream) {
+  const chunkOf = ({ event, data }: SseEvent): ChatCompletionChunk | null => {
     // After [DONE] the body is still read to its end, so the connection serves the next call.
-    if (done) continue;
+    if (done) return null;
     if (data === "[DONE]") {
       done = true;
-      continue;
+      return null;
     }
     let parsed: unknown;
     try {
@@ -161,47 +161,71 @@ async function* chunks(
     const error = (parsed as { error?: unknown } | null)?.error;
     if (event === "error" || (error !== undefined && error !== null))
       throw new WireApiError(undefined, toHeaders(headers), error ?? parsed);
-    yield parsed as ChatCompletionChunk;
+    return parsed as ChatCompletionChunk;
+  };
+  for await (const piece of body) {
+    onPiece();
+    for (const event of parser.push(piece)) {
+      const chunk = chunkOf(event);
+      if (chunk !== null) yield chunk;
+    }
+  }
+  for (const event of parser.end()) {
+    const chunk = chunkOf(event);
+    if (chunk !== null) yield chunk;
   }
 }
 
+export interface SseEvent {
+  event: string | null;
+  data: string;
+}
+
 /** Server-sent events: `data:` lines joined until a blank line; comments and other fields skipped. */
-export async function* events(
-  body: AsyncIterable<Buffer>,
-  onPiece: () => void,
-): AsyncGenerator<{ event: string | null; data: string }> {
-  const decoder = new StringDecoder("utf8");
-  let buffer = "";
-  let data: string[] = [];
-  let event: string | null = null;
-  const line = function* (text: string): Generator<{ event: string | null; data: string }> {
+export class SseParser {
+  private readonly decoder = new StringDecoder("utf8");
+  private buffer = "";
+  private data: string[] = [];
+  private event: string | null = null;
+
+  /** The events this piece of the body completes. */
+  push(piece: Buffer): SseEvent[] {
+    const out: SseEvent[] = [];
+    const buffer = this.buffer + this.decoder.write(piece);
+    let start = 0;
+    for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n", start)) {
+      const end = nl > start && buffer.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+      this.line(buffer.slice(start, end), out);
+      start = nl + 1;
+    }
+    this.buffer = buffer.slice(start);
+    return out;
+  }
+
+  /** The body ended: the event its last lines held, even without the blank line after them. */
+  end(): SseEvent[] {
+    const out: SseEvent[] = [];
+    const rest = this.buffer + this.decoder.end();
+    this.buffer = "";
+    if (rest !== "") this.line(rest, out);
+    this.line("", out);
+    return out;
+  }
+
+  private line(text: string, out: SseEvent[]): void {
     if (text === "") {
-      if (data.length > 0) yield { event, data: data.join("\n") };
-      data = [];
-      event = null;
+      if (this.data.length > 0) out.push({ event: this.event, data: this.data.join("\n") });
+      this.data = [];
+      this.event = null;
       return;
     }
     if (text.startsWith(":")) return;
     const colon = text.indexOf(":");
     const field = colon < 0 ? text : text.slice(0, colon);
     const value = colon < 0 ? "" : text.slice(text.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1);
-    if (field === "data") data.push(value);
-    else if (field === "event") event = value;
-  };
-  for await (const piece of body) {
-    onPiece();
-    buffer += decoder.write(piece);
-    let start = 0;
-    for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n", start)) {
-      const end = nl > start && buffer.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-      yield* line(buffer.slice(start, end));
-      start = nl + 1;
-    }
-    buffer = buffer.slice(start);
+    if (field === "data") this.data.push(value);
+    else if (field === "event") this.event = value;
   }
-  buffer += decoder.end();
-  if (buffer !== "") yield* line(buffer);
-  yield* line("");
 }
 
 function toHeaders(raw: WireResponse["headers"]): Headers {
