@@ -22,7 +22,14 @@ const PROMPT = "say something short about resilient agents";
 export const GATEWAY_TARGETS = ["direct", "floor", "tenax", "portkey"] as const;
 export type GatewayTarget = (typeof GATEWAY_TARGETS)[number];
 type Gateway = Exclude<GatewayTarget, "direct">;
-export const SERIAL_TARGETS = ["direct", "floor", "tenax", "tenax_normal", "portkey"] as const;
+export const SERIAL_TARGETS = [
+  "direct",
+  "floor",
+  "tenax",
+  "tenax_normal",
+  "tenax_no_reread",
+  "portkey",
+] as const;
 type SerialTarget = (typeof SERIAL_TARGETS)[number];
 
 export interface GatewaySettings {
@@ -145,6 +152,7 @@ async function startTenax(
   turns: number,
   synchronous: "full" | "normal",
   profileDir: string | undefined,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ process: Child; url: string }> {
   const home = mkdtempSync(join(workDir, `gateway-peer-${synchronous}-`));
   writeFileSync(
@@ -162,6 +170,7 @@ async function startTenax(
   const profileArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
   const child = launch([...profileArgs, TENAX_BIN, "gateway", "run", "--port", "0"], {
     ...process.env,
+    ...env,
     TENAX_HOME: home,
     TENAX_PROFILE: "",
   });
@@ -206,6 +215,12 @@ export async function runGatewayPeerBench(
     // time only: what the durable commits cost, for the breakdown. Never a default.
     const normal = await startTenax(workDir, simUrl, turns, "normal", undefined);
     children.push(normal.process);
+    // And durable, but keeping its page cache across writes (TENAX_STORE_REREAD=off): what the
+    // store's re-read of every page a write touches (damage is caught by the next write) costs.
+    const noReread = await startTenax(workDir, simUrl, turns, "full", undefined, {
+      TENAX_STORE_REREAD: "off",
+    });
+    children.push(noReread.process);
 
     const peer = peerInfo();
     const peerPort = await freePort();
@@ -221,7 +236,7 @@ export async function runGatewayPeerBench(
     };
     await answers(`${portkeyOrigin}/v1/chat/completions`, portkeyHeaders);
     log(`  Portkey gateway ${peer.version}: ${portkeyOrigin} (pid ${portkey.child.pid})`);
-    for (const t of [tenax, normal]) await answers(`${t.url}/v1/chat/completions`, JSON_HEADERS);
+    for (const t of [tenax, normal, noReread]) await answers(`${t.url}/v1/chat/completions`, JSON_HEADERS);
 
     const sim0 = new URL(simUrl);
     const targets: LoadTarget[] = [
@@ -246,6 +261,12 @@ export async function runGatewayPeerBench(
         {
           name: "tenax_normal",
           origin: new URL(normal.url).origin,
+          path: "/v1/chat/completions",
+          headers: JSON_HEADERS,
+        },
+        {
+          name: "tenax_no_reread",
+          origin: new URL(noReread.url).origin,
           path: "/v1/chat/completions",
           headers: JSON_HEADERS,
         },
@@ -409,6 +430,11 @@ const LABELS: Record<GatewayTarget, string> = {
   portkey: "Portkey gateway (proxy, nothing stored)",
 };
 
+const DIAGNOSES = {
+  tenax_normal: "Tenax gateway, synchronous=NORMAL (diagnosis only)",
+  tenax_no_reread: "Tenax gateway, pages kept across writes (diagnosis only)",
+};
+
 export function gatewayLines(r: GatewayPeerResult): string[] {
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "-");
   const plus = (n: number) => (Number.isFinite(n) ? `${n >= 0 ? "+" : ""}${n.toFixed(2)}` : "-");
@@ -444,7 +470,7 @@ export function gatewayLines(r: GatewayPeerResult): string[] {
     table(
       ["target", "p50 ms", "p99 ms", "added p50", "added p99", "errors"],
       SERIAL_TARGETS.map((t) => [
-        t === "tenax_normal" ? "Tenax gateway, synchronous=NORMAL (diagnosis only)" : LABELS[t],
+        DIAGNOSES[t as keyof typeof DIAGNOSES] ?? LABELS[t as GatewayTarget],
         f(r.serial[t].p50_ms),
         f(r.serial[t].p99_ms),
         t === "direct" ? "" : plus(r.serial[t].p50_ms - r.serial.direct.p50_ms),

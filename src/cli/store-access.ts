@@ -17,6 +17,10 @@ export function storeSettings(config: TenaxConfig): StoreSettings {
     // A diagnostic, not a setting: TENAX_STORE_SYNC=inline syncs each commit on the event loop as
     // SQLite's synchronous=FULL does (the slow-disk benchmark compares the two).
     syncOffLoop: process.env.TENAX_STORE_SYNC !== "inline",
+    // Also a diagnostic: TENAX_STORE_REREAD=off keeps cached pages across writes, so damage to the
+    // file under a running process is no longer caught by the next write (the gateway benchmark
+    // shows what the re-read costs a turn).
+    rereadPagesOnWrite: process.env.TENAX_STORE_REREAD !== "off",
   };
 }
 

@@ -18,7 +18,7 @@ export interface StoreOptions extends StoreLocation {
    * or let SQLite sync each commit on it (false; for comparison only).
    */
   syncOffLoop?: boolean;
-  /** Re-read touched pages from the file on every write (default true); off only for benchmarks. */
+  /** Re-read touched pages from the file on every write (default true); off only for diagnosis. */
   rereadPagesOnWrite?: boolean;
   deps?: Partial<Deps>;
 }
