@@ -10,7 +10,7 @@ import { RESUME_NOTE } from "../src/agent/turn-resume.js";
 import type { ProfilePaths } from "../src/config/paths.js";
 import type { Simulator } from "../src/llm/simulator/server.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
-import { requireBuild } from "./helpers/cli.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
 import { deadPid } from "./helpers/resume.js";
 import { tempDir } from "./helpers/tmp.js";
@@ -172,6 +172,92 @@ describe("tenax gateway run: resume after a crash", () => {
       expect(store.getTurns(session?.id ?? "")).toMatchObject([
         { status: "interrupted", interrupt_count: 1 },
       ]);
+    });
+  });
+
+  it("resumes a killed turn that a `tenax chat` opened before the restart had already reaped", async () => {
+    const { sim, paths, home } = await simProfile();
+    sim.script([
+      { type: "hang", phase: "before_headers" },
+      { type: "reply", text: "hello from chat" },
+      { type: "reply", text: "resumed after chat" },
+    ]);
+    const first = await startGateway(home);
+    send(first.url, "a long question");
+    await until(() => sim.requests().length === 1);
+    await kill9(first);
+    const [session, turn] = await withStore(paths, (store) => {
+      const id = store.listSessions()[0]?.id ?? "";
+      return [id, store.getTurns(id)[0]?.id ?? ""];
+    });
+
+    // The operator chats before the gateway is back: the chat reaps the gateway's dead turn.
+    const chat = await tenaxAsync(home, ["chat", "-q", "hi"]);
+    expect(chat.status).toBe(0);
+    expect(chat.stderr).toContain(
+      `turn ${turn} of session ${session} was left running by a process that stopped`,
+    );
+    await withStore(paths, (store) => {
+      expect(store.getTurns(session)).toMatchObject([
+        { id: turn, status: "interrupted", interrupt_count: 1 },
+      ]);
+    });
+
+    const second = await startGateway(home);
+    await untilAsync(
+      async () => resumedRequests(sim).length === 1 && !(await sessionRunning(second.url, session)),
+    );
+    const output = `${second.stdout()}${second.stderr()}`;
+    expect(output).toContain(`turn ${turn} of session ${session} was running in the gateway that stopped`);
+    expect(output).toMatch(new RegExp(`turn ${turn} of session ${session} was interrupted .* is resumed`));
+    await kill9(second);
+    expect(sim.requests()).toHaveLength(3);
+    await withStore(paths, (store) => {
+      expect(store.getTurns(session)).toMatchObject([{ id: turn, status: "completed", interrupt_count: 1 }]);
+      expect(store.getMessages(session).at(-1)).toMatchObject({
+        role: "assistant",
+        content: "resumed after chat",
+      });
+    });
+
+    // Started once more, the gateway finds nothing of the earlier crash to resume.
+    const third = await startGateway(home);
+    await new Promise((r) => setTimeout(r, 300));
+    await kill9(third);
+    expect(sim.requests()).toHaveLength(3);
+  });
+
+  it("leaves a killed turn interrupted when its session went on in `tenax chat` before the restart", async () => {
+    const { sim, paths, home } = await simProfile();
+    sim.script([
+      { type: "hang", phase: "before_headers" },
+      { type: "reply", text: "went on in chat" },
+    ]);
+    const first = await startGateway(home);
+    send(first.url, "a long question");
+    await until(() => sim.requests().length === 1);
+    await kill9(first);
+    const [session, turn] = await withStore(paths, (store) => {
+      const id = store.listSessions()[0]?.id ?? "";
+      return [id, store.getTurns(id)[0]?.id ?? ""];
+    });
+    const chat = await tenaxAsync(home, ["chat", "--session", session, "-q", "never mind, something else"]);
+    expect(chat.status).toBe(0);
+
+    const second = await startGateway(home);
+    await until(() => /session went on with a later turn/.test(`${second.stdout()}${second.stderr()}`));
+    await new Promise((r) => setTimeout(r, 300));
+    await kill9(second);
+    expect(sim.requests()).toHaveLength(2);
+    await withStore(paths, (store) => {
+      expect(store.getTurns(session).map((t) => [t.id === turn, t.status])).toEqual([
+        [true, "interrupted"],
+        [false, "completed"],
+      ]);
+      expect(store.getMessages(session).at(-1)).toMatchObject({
+        role: "assistant",
+        content: "went on in chat",
+      });
     });
   });
 

@@ -1,7 +1,9 @@
 // Turns left "running" by a process that died: their lease has expired (nobody renews it), so
 // they are marked interrupted, counted, and noted in the transcript, for people and for resume.
 // When the caller can tell whether the owner process lives, a dead owner's turn is reaped at once:
-// a restart right after a kill -9 need not wait out the lease.
+// a restart right after a kill -9 need not wait out the lease. A reaped turn keeps its owner (with
+// no lease), so a gateway that starts after a crash can tell the turns it ran from the others,
+// whoever reaped them.
 
 import type { TurnView } from "../store/rows.js";
 import type { Store } from "../store/store.js";
@@ -60,7 +62,6 @@ export async function reapDeadTurns(
         id: turn.id,
         status: "interrupted",
         ended_at: now,
-        lease_owner: null,
         lease_expires_at: null,
         interrupt_count: count,
         error: "the process running this turn stopped (its lease expired)",
@@ -69,4 +70,20 @@ export async function reapDeadTurns(
     reaped.push({ turn_id: turn.id, session_id: turn.session_id, interrupt_count: count });
   }
   return reaped;
+}
+
+/**
+ * The turns a crashed gateway was running that another process (a `tenax chat` opened first) has
+ * already marked interrupted: the next gateway resumes them as if it had reaped them itself.
+ */
+export function reapedByOthers(
+  store: Store,
+  crashed: { pid: number; started_at: number },
+  reapedHere: readonly ReapedTurn[],
+): ReapedTurn[] {
+  const here = new Set(reapedHere.map((t) => t.turn_id));
+  return store
+    .interruptedTurnsOf(`pid:${crashed.pid}`, crashed.started_at)
+    .filter((t) => !here.has(t.id))
+    .map((t) => ({ turn_id: t.id, session_id: t.session_id, interrupt_count: t.interrupt_count }));
 }

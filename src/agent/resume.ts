@@ -73,9 +73,16 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
   };
   for (const turn of options.reaped) {
     const skip = (reason: string) => report.skipped.push({ ...turn, reason });
-    const row = store.getTurns(turn.session_id).find((t) => t.id === turn.turn_id);
+    const turns = store.getTurns(turn.session_id);
+    const at = turns.findIndex((t) => t.id === turn.turn_id);
+    const row = turns[at];
     if (row?.status !== "interrupted") {
       skip(`it is ${row ? row.status : "gone"} now, not interrupted`);
+      continue;
+    }
+    if (at < turns.length - 1) {
+      // Someone went on in the session meanwhile (in `tenax chat`): resuming would answer out of turn.
+      skip("its session went on with a later turn; it stays interrupted");
       continue;
     }
     if (turn.interrupt_count >= MAX_INTERRUPTIONS) {

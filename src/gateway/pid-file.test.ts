@@ -28,8 +28,20 @@ describe("acquirePidFile", () => {
     writeFileSync(file, `${JSON.stringify({ pid: dead })}\n`);
     const lock = acquirePidFile(file, { pid: process.pid, started_at: 1 }, "default");
     expect(lock.reclaimed).toBe(dead);
+    // Without its start time, the dead holder's turns cannot be told from a later process's.
+    expect(lock.crashed).toBeNull();
     expect(JSON.parse(readFileSync(file, "utf8")).pid).toBe(process.pid);
     lock.release();
     expect(existsSync(file)).toBe(false);
+  });
+
+  it("says which gateway crashed, and since when it ran, when its file said so", () => {
+    const file = join(tempDir("tenax-pid-"), "gateway.pid");
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid;
+    writeFileSync(file, `${JSON.stringify({ pid: dead, started_at: 1234, port: 1 })}\n`);
+    const lock = acquirePidFile(file, { pid: process.pid, started_at: 5678 }, "default");
+    expect(lock.crashed).toEqual({ pid: dead, started_at: 1234 });
+    lock.release();
+    expect(acquirePidFile(file, { pid: process.pid, started_at: 1 }, "default").crashed).toBeNull();
   });
 });

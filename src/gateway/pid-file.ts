@@ -19,10 +19,13 @@ export interface PidLock {
   release(): void;
   /** The pid of a dead holder whose file was reclaimed, or null. */
   reclaimed: number | null;
+  /** That dead holder's pid and start time, when its file said both (a gateway that crashed). */
+  crashed: { pid: number; started_at: number } | null;
 }
 
 export function acquirePidFile(file: string, info: PidInfo, profile: string): PidLock {
   let reclaimed: number | null = null;
+  let crashed: PidLock["crashed"] = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fd = openSync(file, "wx", 0o600);
@@ -31,7 +34,7 @@ export function acquirePidFile(file: string, info: PidInfo, profile: string): Pi
       } finally {
         closeSync(fd);
       }
-      return lock(file, info.pid, reclaimed);
+      return lock(file, info.pid, reclaimed, crashed);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
@@ -48,6 +51,7 @@ export function acquirePidFile(file: string, info: PidInfo, profile: string): Pi
     }
     // Dead holder, our own pid, or an unreadable file: it holds nothing, so take it over.
     reclaimed = holder.pid;
+    crashed = holder.pid === null ? null : startedOf(file, holder.pid);
     rmSync(file, { force: true });
   }
   throw new TenaxError(
@@ -56,7 +60,19 @@ export function acquirePidFile(file: string, info: PidInfo, profile: string): Pi
   );
 }
 
-function lock(file: string, pid: number, reclaimed: number | null): PidLock {
+/** The dead holder's start time, from a pid file Tenax wrote (JSON with pid and started_at). */
+function startedOf(file: string, pid: number): PidLock["crashed"] {
+  try {
+    const info = JSON.parse(readFileSync(file, "utf8")) as Partial<PidInfo>;
+    return info.pid === pid && Number.isSafeInteger(info.started_at)
+      ? { pid, started_at: Number(info.started_at) }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+function lock(file: string, pid: number, reclaimed: number | null, crashed: PidLock["crashed"]): PidLock {
   const ours = () => {
     try {
       return readGatewayPid(file).pid === pid && readFileSync(file, "utf8") !== "";
@@ -66,6 +82,7 @@ function lock(file: string, pid: number, reclaimed: number | null): PidLock {
   };
   return {
     reclaimed,
+    crashed,
     update: (info) => writeFileAtomic(file, `${JSON.stringify(info)}\n`, 0o600),
     release: () => {
       if (ours()) rmSync(file, { force: true });

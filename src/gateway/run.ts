@@ -5,6 +5,7 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
@@ -73,6 +74,14 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     );
     // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
     const opened = await openAgent(paths, config, { storeSettings: options.storeSettings });
+    // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
+    // crashed gateway's turns first; they are still this gateway's to resume.
+    const reapedElsewhere =
+      lock.crashed === null ? [] : reapedByOthers(opened.store, lock.crashed, opened.reaped);
+    for (const turn of reapedElsewhere)
+      info(
+        `turn ${turn.turn_id} of session ${turn.session_id} was running in the gateway that stopped (pid ${lock.crashed?.pid}) and was marked interrupted by another process since`,
+      );
     if (opened.agent.runtime.builtIn)
       warn(
         "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
@@ -115,7 +124,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
     const lifecycle: ResumeOptions<TurnWatcher> = {
       agent: opened.agent,
-      reaped: opened.reaped,
+      reaped: [...opened.reaped, ...reapedElsewhere],
       host: gateway,
       autoResume: config.gateway.auto_resume,
       cwd: options.cwd,

@@ -98,6 +98,16 @@ export function runningTurns(db: Database.Database): TurnView[] {
   return rows.map(toTurnView);
 }
 
+/** Turns marked interrupted that `owner` was running, started at or after `since`. */
+export function interruptedTurnsOf(db: Database.Database, owner: string, since: number): TurnView[] {
+  const rows = db
+    .prepare(
+      "SELECT * FROM turns WHERE status = 'interrupted' AND lease_owner = ? AND started_at >= ? ORDER BY started_at, rowid",
+    )
+    .all(owner, since) as Record<string, unknown>[];
+  return rows.map(toTurnView);
+}
+
 export interface StoreStats {
   path: string;
   profile: string | null;

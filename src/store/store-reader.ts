@@ -64,6 +64,11 @@ export abstract class StoreReadView {
     return this.read((db) => q.runningTurns(db));
   }
 
+  /** Turns marked interrupted that `owner` (a lease owner, "pid:N") ran, started since `since`. */
+  interruptedTurnsOf(owner: string, since: number): TurnView[] {
+    return this.read((db) => q.interruptedTurnsOf(db, owner, since));
+  }
+
   /** One durable record's value (parsed JSON), or null when there is none (or it was deleted). */
   getRecord<T = unknown>(kind: string, key: string): T | null {
     return this.read((db) => q.getRecord<T>(db, kind, key));
