@@ -40,6 +40,18 @@ async function withStore<T>(paths: ProfilePaths, read: (store: Awaited<ReturnTyp
   }
 }
 
+/** A gateway killed with SIGKILL while the model hangs on its first turn: that session and turn. */
+async function killedMidTurn(sim: Simulator, paths: ProfilePaths, home: string) {
+  const first = await startGateway(home);
+  send(first.url, "a long question");
+  await until(() => sim.requests().length === 1);
+  await kill9(first);
+  return withStore(paths, (store) => {
+    const session = store.listSessions()[0]?.id ?? "";
+    return { session, turn: store.getTurns(session)[0]?.id ?? "" };
+  });
+}
+
 /** Requests the model got that carry the resume note. */
 const resumedRequests = (sim: Simulator) =>
   sim.requests().filter((r) => JSON.stringify(r.body).includes(RESUME_NOTE.slice(0, 60)));
@@ -182,14 +194,7 @@ describe("tenax gateway run: resume after a crash", () => {
       { type: "reply", text: "hello from chat" },
       { type: "reply", text: "resumed after chat" },
     ]);
-    const first = await startGateway(home);
-    send(first.url, "a long question");
-    await until(() => sim.requests().length === 1);
-    await kill9(first);
-    const [session, turn] = await withStore(paths, (store) => {
-      const id = store.listSessions()[0]?.id ?? "";
-      return [id, store.getTurns(id)[0]?.id ?? ""];
-    });
+    const { session, turn } = await killedMidTurn(sim, paths, home);
 
     // The operator chats before the gateway is back: the chat reaps the gateway's dead turn.
     const chat = await tenaxAsync(home, ["chat", "-q", "hi"]);
@@ -233,14 +238,7 @@ describe("tenax gateway run: resume after a crash", () => {
       { type: "hang", phase: "before_headers" },
       { type: "reply", text: "went on in chat" },
     ]);
-    const first = await startGateway(home);
-    send(first.url, "a long question");
-    await until(() => sim.requests().length === 1);
-    await kill9(first);
-    const [session, turn] = await withStore(paths, (store) => {
-      const id = store.listSessions()[0]?.id ?? "";
-      return [id, store.getTurns(id)[0]?.id ?? ""];
-    });
+    const { session, turn } = await killedMidTurn(sim, paths, home);
     const chat = await tenaxAsync(home, ["chat", "--session", session, "-q", "never mind, something else"]);
     expect(chat.status).toBe(0);
 

@@ -52,19 +52,19 @@ async function setup(options: { checkpoints?: boolean; threshold?: number } = {}
   return { sim, paths, opened, agent: opened.agent, store: opened.store, project };
 }
 
-/** A session with some history: three exchanges of about 2,400 tokens in all, under the threshold. */
-async function sessionWithHistory(store: Store): Promise<string> {
+/** A session with some history: by default three exchanges of about 2,400 tokens in all, under the threshold. */
+async function sessionWithHistory(store: Store, exchanges = 3, chars = 1_600): Promise<string> {
   const session = await store.createSession({ title: "long" });
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < exchanges; i++) {
     await store.appendMessage({
       session_id: session,
       role: "user",
-      content: `question ${i}: ${"q".repeat(1_600)}`,
+      content: `question ${i}: ${"q".repeat(chars)}`,
     });
     await store.appendMessage({
       session_id: session,
       role: "assistant",
-      content: `answer ${i}: ${"a".repeat(1_600)}`,
+      content: `answer ${i}: ${"a".repeat(chars)}`,
     });
   }
   return session;
@@ -150,19 +150,7 @@ describe("a turn past the compression threshold", () => {
     // Six exchanges of about 4,800 tokens against a window of 8,000 at threshold 0.5: Tenax
     // compresses before the first model call of the turn.
     const { sim, agent, store, project } = await setup();
-    const session = await sessionWithHistory(store);
-    for (let i = 3; i < 6; i++) {
-      await store.appendMessage({
-        session_id: session,
-        role: "user",
-        content: `question ${i}: ${"q".repeat(1_600)}`,
-      });
-      await store.appendMessage({
-        session_id: session,
-        role: "assistant",
-        content: `answer ${i}: ${"a".repeat(1_600)}`,
-      });
-    }
+    const session = await sessionWithHistory(store, 6);
     sim.script([
       { type: "reply", text: "Summary: questions about q, answered with a." },
       { type: "reply", text: "final answer" },
@@ -191,19 +179,7 @@ describe("a turn whose request the provider says is too long", () => {
     // At threshold 1 Tenax itself never compresses first; the simulator, counting the tools too,
     // refuses the request as too long for its 8,000-token window.
     const { sim, agent, store, project } = await setup({ threshold: 1 });
-    const session = await store.createSession({ title: "overflowing" });
-    for (let i = 0; i < 4; i++) {
-      await store.appendMessage({
-        session_id: session,
-        role: "user",
-        content: `question ${i}: ${"q".repeat(3_700)}`,
-      });
-      await store.appendMessage({
-        session_id: session,
-        role: "assistant",
-        content: `answer ${i}: ${"a".repeat(3_700)}`,
-      });
-    }
+    const session = await sessionWithHistory(store, 4, 3_700);
     const now = Date.now();
     await store.putRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY, {
       failures: 1,
