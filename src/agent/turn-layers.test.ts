@@ -11,7 +11,7 @@ import { CheckpointStore } from "../checkpoints/store.js";
 import { configSchema } from "../config/schema.js";
 import { type Simulator, startSimulator } from "../llm/simulator/server.js";
 import type { Store } from "../store/store.js";
-import type { AgentEvent } from "./agent.js";
+import type { Agent, AgentEvent } from "./agent.js";
 import { COMPONENT_KIND, COMPRESSION_COMPONENT_KEY } from "./compression-state.js";
 import { pidAlive } from "./process-group.js";
 import { openAgent } from "./setup.js";
@@ -70,6 +70,13 @@ async function sessionWithHistory(store: Store, exchanges = 3, chars = 1_600): P
   return session;
 }
 
+/** One turn of the agent, with every event it emitted. */
+async function turnWithEvents(agent: Agent, sessionId: string, text: string, cwd: string) {
+  const events: AgentEvent[] = [];
+  const result = await agent.turn({ sessionId, text, cwd, onEvent: (e) => events.push(e) });
+  return { result, events };
+}
+
 describe("a turn with compression", () => {
   it("an interrupt during a hung compression call leaves no request open and no process alive", async () => {
     const { sim, agent, store, project } = await setup();
@@ -124,13 +131,7 @@ describe("a turn with compression", () => {
       { type: "error", status: 500, body: { error: { message: "summarizer broke", type: "server_error" } } },
       { type: "reply", text: "big.txt is all b." },
     ]);
-    const events: AgentEvent[] = [];
-    const result = await agent.turn({
-      sessionId: session,
-      text: "look at big.txt",
-      cwd: project,
-      onEvent: (e) => events.push(e),
-    });
+    const { result, events } = await turnWithEvents(agent, session, "look at big.txt", project);
     expect(result).toMatchObject({ status: "completed", reply: "big.txt is all b." });
     const cooldown = store.getRecord<{ failures: number; cooldown_until: number }>(
       COMPONENT_KIND,
@@ -155,13 +156,7 @@ describe("a turn past the compression threshold", () => {
       { type: "reply", text: "Summary: questions about q, answered with a." },
       { type: "reply", text: "final answer" },
     ]);
-    const events: AgentEvent[] = [];
-    const result = await agent.turn({
-      sessionId: session,
-      text: "and now?",
-      cwd: project,
-      onEvent: (e) => events.push(e),
-    });
+    const { result, events } = await turnWithEvents(agent, session, "and now?", project);
     expect(result).toMatchObject({ status: "completed", reply: "final answer" });
     expect(events.find((e) => e.type === "compression_started")).toMatchObject({ reason: "threshold" });
     const requests = sim.requests().map((r) => r.body as { model?: string; messages?: unknown });
@@ -191,13 +186,7 @@ describe("a turn whose request the provider says is too long", () => {
       { type: "reply", text: "Summary: four questions about q and their answers." },
       { type: "reply", text: "final answer" },
     ]);
-    const events: AgentEvent[] = [];
-    const result = await agent.turn({
-      sessionId: session,
-      text: "and now?",
-      cwd: project,
-      onEvent: (e) => events.push(e),
-    });
+    const { result, events } = await turnWithEvents(agent, session, "and now?", project);
     expect(result).toMatchObject({ status: "completed", reply: "final answer" });
     const requests = sim.requests();
     expect(requests.map((r) => [(r.body as { model?: string } | null)?.model, r.status])).toEqual([
@@ -254,13 +243,7 @@ describe("a turn with checkpoints", () => {
       },
       { type: "reply", text: "updated" },
     ]);
-    const events: AgentEvent[] = [];
-    const result = await agent.turn({
-      sessionId: session,
-      text: "update app.txt",
-      cwd: project,
-      onEvent: (e) => events.push(e),
-    });
+    const { result, events } = await turnWithEvents(agent, session, "update app.txt", project);
     expect(result.status).toBe("completed");
     expect(readFileSync(join(project, "app.txt"), "utf8")).toBe("version 2\n");
     // One snapshot for the turn, taken before the first write.
