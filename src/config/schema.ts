@@ -185,6 +185,12 @@ const gateway = z.strictObject({
     .number({ error: "expected a number of hours (more than 0)" })
     .positive({ error: "expected a number of hours (more than 0)" })
     .default(24),
+  /** What one streaming client may hold unsent before it is dropped (it resumes with Last-Event-ID). */
+  stream_buffer_kb: z
+    .number({ error: "expected a whole number of KiB (64 or more)" })
+    .int({ error: "expected a whole number of KiB (64 or more)" })
+    .min(64, { error: "expected a whole number of KiB (64 or more)" })
+    .default(1024),
 });
 
 const dashboard = z.strictObject({

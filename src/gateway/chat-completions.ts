@@ -3,6 +3,7 @@
 // finish reason and `tenax: {partial, status}`, so a client can tell a cut reply from a whole one.
 import type { ServerResponse } from "node:http";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
+import { SseStream } from "../core/sse.js";
 
 export interface CompletionMeta {
   id: string;
@@ -66,21 +67,31 @@ export class CompletionStream {
   private shown = "";
   /** After a provider stream restarted: the new attempt's text so far, until it passes `shown`. */
   private replay: string | null = null;
+  private readonly sse: SseStream;
 
   constructor(
-    private readonly res: ServerResponse,
+    res: ServerResponse,
     private readonly meta: CompletionMeta,
     private readonly includeUsage: boolean,
-  ) {}
+    maxBufferedBytes?: number,
+  ) {
+    this.sse = new SseStream(res, {
+      kind: "chat",
+      ...(maxBufferedBytes === undefined ? {} : { maxBufferedBytes }),
+    });
+  }
 
   open(): void {
-    this.res.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-      "x-session-id": this.meta.sessionId,
-    });
+    this.sse.open({ "x-session-id": this.meta.sessionId });
     this.chunk({ role: "assistant", content: "" }, null);
+  }
+
+  /**
+   * Whether the client was dropped for not reading its stream (past the buffer bound). Its turn
+   * goes on and is saved: the reply can be read from the session the X-Session-Id header named.
+   */
+  get dropped(): boolean {
+    return this.sse.dropped;
   }
 
   onEvent(event: AgentEvent): void {
@@ -179,8 +190,7 @@ export class CompletionStream {
 
   private end(): void {
     this.ended = true;
-    this.write("data: [DONE]\n\n");
-    this.res.end();
+    this.sse.end("data: [DONE]\n\n");
   }
 
   private base(result: TurnResult | null = null) {
@@ -199,7 +209,6 @@ export class CompletionStream {
   }
 
   private write(text: string): void {
-    if (this.res.writableEnded || this.res.destroyed) return;
-    this.res.write(text);
+    this.sse.write(text);
   }
 }

@@ -27,6 +27,8 @@ export interface ChatHost {
   /** The primary model as `provider/name`, the `model` of every answer. */
   model(): string;
   bodyLimit: number;
+  /** What one streaming client may hold unsent before it is dropped. */
+  streamBufferBytes?: number;
 }
 
 export async function serveChat(req: IncomingMessage, res: ServerResponse, gateway: ChatHost): Promise<void> {
@@ -49,7 +51,12 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
       ? {
           onEvent: (event) => {
             if (event.type === "turn_started" && stream === null) {
-              stream = new CompletionStream(res, meta(event.session_id), request.includeUsage);
+              stream = new CompletionStream(
+                res,
+                meta(event.session_id),
+                request.includeUsage,
+                gateway.streamBufferBytes,
+              );
               stream.open();
               if (gateway.stopping()) stream.shutdown(SHUTDOWN_MESSAGE);
             }
@@ -66,9 +73,11 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
       ...(watcher ? { watcher } : {}),
     });
     echo["x-session-id"] = turn.sessionId;
-    // A client that hangs up stops its turn; the turn still ends persisted, as interrupted.
+    // A client that hangs up stops its turn; the turn still ends persisted, as interrupted. One
+    // dropped for not reading did not ask for that: its turn goes on and is saved.
     const onClose = () => {
-      if (!res.writableFinished) turn.controller.abort(new Error("the client closed the connection"));
+      if (res.writableFinished || (stream as CompletionStream | null)?.dropped) return;
+      turn.controller.abort(new Error("the client closed the connection"));
     };
     res.on("close", onClose);
     let result: TurnResult;

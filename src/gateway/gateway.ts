@@ -176,6 +176,7 @@ export class Gateway {
         model: () =>
           `${this.options.agent.runtime.router.primary.provider}/${this.options.agent.runtime.router.primary.model}`,
         bodyLimit: this.options.bodyLimit ?? MAX_BODY_BYTES,
+        streamBufferBytes: this.options.config.gateway.stream_buffer_kb * 1024,
       });
     }
     if (path === "/api/sessions") return this.only(req, ["GET"], () => this.sessions(url, res));

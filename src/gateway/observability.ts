@@ -38,7 +38,7 @@ export function startObservability(input: {
   layers?: LayerProbe;
 }): Observability {
   const { paths, config, store, scheduler, log } = input;
-  const hub = new EventHub();
+  const hub = new EventHub(undefined, undefined, config.gateway.stream_buffer_kb * 1024);
   const probe = input.layers ? null : workerProbe(paths, config);
   const monitor = new HealthMonitor({
     paths,

@@ -120,7 +120,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       retentionMs: config.gateway.run_retention_hours * 3_600_000,
       onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
     });
-    const routes = runRoutes(runs);
+    const routes = runRoutes(runs, { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 });
     // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
     const lifecycle: ResumeOptions<TurnWatcher> = {
       agent: opened.agent,

@@ -3,6 +3,7 @@
 // followed live until the run's terminal event) and POST /v1/runs/ID/stop. The registry
 // (runs.ts) does the work; this file only speaks HTTP.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { SseStream } from "../core/sse.js";
 import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
 import { parseChatRequest } from "./chat-request.js";
 import {
@@ -20,6 +21,8 @@ export interface RunRoutesOptions {
   bodyLimit?: number;
   /** How often an idle event stream sends a `: keepalive` comment. */
   keepaliveMs?: number;
+  /** What one follower may hold unsent before it is dropped (SseStream's bound by default). */
+  maxBufferedBytes?: number;
 }
 
 export type Routes = (req: IncomingMessage, res: ServerResponse, path: string, url: URL) => Promise<boolean>;
@@ -88,7 +91,11 @@ async function submit(
   });
 }
 
-/** SSE: the stored events after `after`, then the live ones, until the terminal event. */
+/**
+ * SSE: the stored events after `after`, at the client's pace, then the live ones, until the
+ * terminal event. A follower that stops reading is dropped past the bound; it resumes with
+ * Last-Event-ID.
+ */
 function follow(
   registry: RunRegistry,
   state: RunState,
@@ -96,40 +103,55 @@ function follow(
   res: ServerResponse,
   options: RunRoutesOptions,
 ): void {
-  res.writeHead(200, {
-    "content-type": "text/event-stream; charset=utf-8",
-    "cache-control": "no-cache",
-    connection: "keep-alive",
-    "x-accel-buffering": "no",
-    ...headersOf(state),
+  const stream = new SseStream(res, {
+    kind: "run_events",
+    ...(options.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: options.maxBufferedBytes }),
   });
+  stream.open(headersOf(state));
   let sent = after;
   let done = false;
+  let live = false;
   const write = (event: RunEvent) => {
     if (done || event.id <= sent) return;
     sent = event.id;
-    res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
+    stream.event(JSON.stringify(event.data), { id: event.id, event: event.type });
     if (event.type === FINISHED) end();
   };
   const log = registry.following(state.run_id);
-  // Subscribing and reading the store happen in one synchronous step, and ids above `sent` are
-  // the only ones written: an event committed meanwhile is sent once, whichever path brings it.
-  const unsubscribe = log?.subscribe(write);
+  // Events are committed before followers hear of them, so the store always holds at least what
+  // a live follower is sent: read it until nothing is left, then go live in the same step.
+  const unsubscribe = log?.subscribe((event) => {
+    if (live) write(event);
+  });
   const keepalive = setInterval(() => {
-    if (!done) res.write(": keepalive\n\n");
+    if (!done) stream.comment("keepalive");
   }, options.keepaliveMs ?? 15_000);
   const end = () => {
     if (done) return;
     done = true;
     clearInterval(keepalive);
     unsubscribe?.();
-    res.end();
+    stream.end();
   };
   // A client that hangs up only stops its own stream; the run goes on.
   res.on("close", end);
-  for (const event of registry.events(state, after)) write(event);
-  // Not running here (ended, or never resumed): what is stored is all there will be.
-  if (!log) end();
+  void (async () => {
+    for (;;) {
+      const pending = registry.events(state, sent);
+      if (pending.length === 0) {
+        // Not running here (ended, or never resumed): what is stored is all there will be.
+        if (log && !log.done) live = true;
+        else end();
+        return;
+      }
+      for (const event of pending) {
+        write(event);
+        if (done) return;
+        if (!(await stream.drained())) return end();
+      }
+    }
+    // A store that cannot be read any more ends the stream; the client resumes with Last-Event-ID.
+  })().catch(end);
 }
 
 function lastEventId(req: IncomingMessage, url: URL): number {

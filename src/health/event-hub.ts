@@ -2,6 +2,7 @@
 // resume, store faults): numbered in order, the last few hundred kept in memory, so a client of
 // GET /api/events that reconnects with Last-Event-ID gets what it missed while the ring holds it.
 import type { ServerResponse } from "node:http";
+import { SseStream } from "../core/sse.js";
 
 export interface FeedEvent {
   /** 1, 2, 3… in the order published, for this gateway process. */
@@ -35,6 +36,8 @@ export class EventHub {
   constructor(
     private readonly capacity = 500,
     private readonly now: () => number = Date.now,
+    /** What one client may hold unsent before it is dropped (SseStream's bound by default). */
+    private readonly maxBufferedBytes?: number,
   ) {}
 
   publish(input: PublishInput): FeedEvent {
@@ -99,29 +102,25 @@ export class EventHub {
    * or `closing` fires.
    */
   serve(res: ServerResponse, lastId: number | null, closing: AbortSignal, keepAliveMs = 15_000): void {
-    res.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
+    // A client that stops reading is dropped past the bound, not buffered for: it resumes with
+    // Last-Event-ID, and the ring gives it what it missed (or says what it no longer holds).
+    const stream = new SseStream(res, {
+      kind: "events",
+      ...(this.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: this.maxBufferedBytes }),
     });
-    // Send the headers now: with nothing held yet, a client would otherwise wait for the first
-    // keep-alive (15 s) to learn that the stream is open.
-    res.flushHeaders();
+    stream.open();
+    let sent = lastId ?? 0;
+    let live = false;
     const write = (event: FeedEvent) => {
-      if (res.writableEnded || res.destroyed) return;
-      res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      if (event.id <= sent) return;
+      sent = event.id;
+      stream.event(JSON.stringify(event), { id: event.id, event: event.type });
     };
-    const oldest = this.oldestId;
-    if (lastId !== null && oldest !== null && lastId + 1 < oldest)
-      res.write(
-        `: events ${lastId + 1} to ${oldest - 1} are no longer held (only the last ${this.capacity} are)\n\n`,
-      );
-    for (const event of this.since(lastId)) write(event);
-    const unsubscribe = this.subscribe(write);
+    const unsubscribe = this.subscribe((event) => {
+      if (live) write(event);
+    });
     this.streams++;
-    const keepAlive = setInterval(() => {
-      if (!res.writableEnded && !res.destroyed) res.write(": keep-alive\n\n");
-    }, keepAliveMs);
+    const keepAlive = setInterval(() => stream.comment("keep-alive"), keepAliveMs);
     keepAlive.unref();
     let ended = false;
     const end = () => {
@@ -131,11 +130,52 @@ export class EventHub {
       unsubscribe();
       clearInterval(keepAlive);
       closing.removeEventListener("abort", end);
-      if (!res.writableEnded) res.end();
+      stream.end();
     };
     res.on("close", end);
-    if (closing.aborted) end();
-    else closing.addEventListener("abort", end, { once: true });
+    if (closing.aborted) {
+      end();
+      return;
+    }
+    closing.addEventListener("abort", end, { once: true });
+    const goLive = () => {
+      live = true;
+    };
+    void this.replay(stream, () => sent, write, goLive).then((caughtUp) => {
+      if (!caughtUp) end();
+    });
+  }
+
+  /**
+   * What the ring holds after what was sent, at the client's pace (a replay never passes the
+   * bound by itself), until nothing is left; false when the stream closed meanwhile. The look
+   * that finds nothing left and `goLive` run in one step, so no event published meanwhile is
+   * missed or sent twice.
+   */
+  private async replay(
+    stream: SseStream,
+    sent: () => number,
+    write: (e: FeedEvent) => void,
+    goLive: () => void,
+  ): Promise<boolean> {
+    for (;;) {
+      const from = sent();
+      const oldest = this.oldestId;
+      if (from > 0 && oldest !== null && from + 1 < oldest)
+        stream.comment(
+          `events ${from + 1} to ${oldest - 1} are no longer held (only the last ${this.capacity} are)`,
+        );
+      const pending = this.since(from);
+      if (pending.length === 0) {
+        if (stream.closed) return false;
+        goLive();
+        return true;
+      }
+      for (const event of pending) {
+        write(event);
+        if (!(await stream.drained())) return false;
+      }
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // GET /metrics: the gateway's state in the Prometheus text format (version 0.0.4). Gauges for each
 // layer's status and the figures behind it, counters for requests, turns and status events.
+import { droppedSseClients } from "../core/sse.js";
 import type { HealthReport } from "./monitor.js";
 import type { Level } from "./status.js";
 
@@ -82,6 +83,12 @@ export function renderMetrics(
     events.map((e) => [{ layer: e.layer, type: e.type }, e.count]),
   );
   metric("tenax_event_clients", "gauge", "Clients following /api/events.", [[{}, gauges.event_clients]]);
+  metric(
+    "tenax_sse_clients_dropped_total",
+    "counter",
+    "Streaming clients dropped for not reading (past the per-client buffer bound), by stream.",
+    droppedSseClients().map((d) => [{ stream: d.stream }, d.count]),
+  );
   const c = report.components;
   const num = (name: string, key: string) => {
     const v = c[name]?.[key];
