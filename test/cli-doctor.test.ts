@@ -103,6 +103,7 @@ describe("tenax doctor", () => {
       "ports",
       "permissions",
       "store integrity",
+      "search index",
       "spool",
       "pid file",
       "lock files",
@@ -118,6 +119,25 @@ describe("tenax doctor", () => {
     expect(text.status).toBe(0);
     expect(text.stdout).toMatch(/^Tenax doctor, profile 'default': (ok|warn)$/m);
     expect(text.stdout).toMatch(/^ {2}ok {4}ports {12}gateway 127\.0\.0\.1:\d+ free/m);
+  });
+
+  it("names an unreadable search index on its own, with the command that rebuilds it, and never blames state.db", async () => {
+    const paths = await profile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await store.createSession({ title: "one" });
+    await releaseStore(store);
+    // What a full disk used to leave behind: an empty search.db.
+    writeFileSync(paths.search, "");
+    const run = await tenaxAsync(paths.home, ["doctor", "--json"]);
+    expect(run.status).toBe(0);
+    expect(checkOf(run, "store integrity")).toMatchObject({ status: "ok" });
+    const index = checkOf(run, "search index");
+    expect(index.status).toBe("warn");
+    expect(index.detail).toContain(`the index ${paths.search} cannot be opened`);
+    expect(index.next).toBe("tenax sessions reindex");
+    // The readers work too.
+    expect((await tenaxAsync(paths.home, ["sessions", "list"])).status).toBe(0);
+    expect((await tenaxAsync(paths.home, ["status"])).stdout).not.toContain("no such table");
   });
 
   it("reports a stale gateway pid file, and --fix removes it", async () => {

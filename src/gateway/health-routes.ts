@@ -111,6 +111,8 @@ function describeStoreEvent(event: StoreEvent): string {
       return `integrity check: ${event.result.status}`;
     case "search.degraded":
       return `search degraded: ${event.detail}`;
+    case "search.resumed":
+      return `search resumed: ${event.indexed} waiting messages indexed`;
     case "search.rebuilt":
       return `search index rebuilt: ${event.messages} messages in ${event.duration_ms} ms`;
     default:

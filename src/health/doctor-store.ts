@@ -52,6 +52,26 @@ export async function storeIntegrityCheck(paths: ProfilePaths, config: TenaxConf
   };
 }
 
+/**
+ * The full-text index is derived from state.db and never its problem: one that cannot be opened
+ * is a warning of its own, with the command that rebuilds it, never blamed on the store.
+ */
+export function searchIndexCheck(paths: ProfilePaths, storeReadable: boolean): Check {
+  const name = "search index";
+  if (!existsSync(paths.state)) return { name, status: "ok", detail: "no store yet" };
+  if (!storeReadable) return { name, status: "warn", detail: "not checked: the store cannot be read" };
+  let problem: string | null;
+  try {
+    const reader = openReader(paths);
+    problem = reader.searchUnavailable();
+    reader.close();
+  } catch (error) {
+    return { name, status: "warn", detail: `not checked: ${messageOf(error)}` };
+  }
+  if (problem === null) return { name, status: "ok", detail: `${paths.search} opens` };
+  return { name, status: "warn", detail: problem, next: tenaxCommand(paths.name, ["sessions", "reindex"]) };
+}
+
 export function spoolCheck(paths: ProfilePaths): Check {
   let records: number;
   try {

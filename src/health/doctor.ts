@@ -14,7 +14,7 @@ import {
 } from "./doctor-checks.js";
 import { staleLocksCheck } from "./doctor-locks.js";
 import { portsCheck } from "./doctor-ports.js";
-import { spoolCheck, staleSessionsCheck, storeIntegrityCheck } from "./doctor-store.js";
+import { searchIndexCheck, spoolCheck, staleSessionsCheck, storeIntegrityCheck } from "./doctor-store.js";
 
 export type { Check, CheckStatus, DoctorDeps } from "./doctor-check.js";
 
@@ -41,6 +41,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   checks.push(permissionsCheck(paths));
   const integrity = await storeIntegrityCheck(paths, config.config);
   checks.push(integrity);
+  checks.push(searchIndexCheck(paths, integrity.status !== "fail"));
   checks.push(spoolCheck(paths));
   checks.push(stalePidCheck(paths, fix, deps.now()));
   checks.push(await staleLocksCheck(paths, fix, deps.now()));

@@ -167,6 +167,9 @@ describe("HealthMonitor", () => {
     expect(store?.integrity).toBe("corrupt");
     expect(store?.detail).toContain("SQLite's page check found damage");
     expect(store?.next).toBe(`tenax sessions recover --source ${s.paths.state} --inspect-only`);
+    // The writer heard it too: it stops writing at once, whatever the damaged pages are.
+    expect(s.store.health().corrupt?.detail).toMatch(/integrity check failed|is damaged/);
+    await expect(s.store.createSession({ title: "after" })).rejects.toMatchObject({ code: "store_corrupt" });
   });
 
   it("the scheduler component shows the lag of a blocked event loop", async () => {

@@ -5,7 +5,7 @@
 import type { Scheduler } from "../agent/scheduler.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { checkIntegrity, type IntegrityResult } from "../store/integrity.js";
+import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { Store } from "../store/store.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
@@ -123,15 +123,11 @@ export class HealthMonitor {
     this.now = options.now ?? Date.now;
     this.intervalMs = options.intervalMs ?? 5000;
     const timeout = options.timeoutMs ?? 10_000;
-    this.layers = new BackgroundProbe(options.layers, timeout, this.now);
+    this.layers = new BackgroundProbe(this.heeded(options.layers), timeout, this.now);
     this.disk = new BackgroundProbe(() => readDisk(options.paths), timeout, this.now);
+    // Through the writer, so damage found stops its writes at once (and a damaged index is rebuilt).
     this.integrity = new BackgroundProbe(
-      () =>
-        checkIntegrity(options.paths.state, {
-          mode: "quick",
-          timeoutMs: INTEGRITY_TIMEOUT_MS,
-          now: this.now,
-        }),
+      () => options.store.checkIntegrity("quick", INTEGRITY_TIMEOUT_MS),
       INTEGRITY_TIMEOUT_MS + 1000,
       this.now,
     );
@@ -144,7 +140,7 @@ export class HealthMonitor {
   /** First checks now, then every interval; a one-second tick keeps the scheduler's lag measured. */
   start(): void {
     const { scheduler } = this.options;
-    void this.layers.once(this.options.firstLayers);
+    void this.layers.once(this.options.firstLayers && this.heeded(this.options.firstLayers));
     void this.disk.once();
     this.jobs.push(
       scheduler.every("health: layers", this.intervalMs, () => this.layers.once()),
@@ -154,6 +150,20 @@ export class HealthMonitor {
     const every = this.options.integrityIntervalMs ?? 0;
     if (every > 0)
       this.jobs.push(scheduler.every("health: store integrity", every, () => this.integrity.once()));
+  }
+
+  /**
+   * The layer probe reads the store through a read-only connection of its own: damage it meets
+   * is damage in the file, so the writer stops at once rather than acknowledge more writes while
+   * /health says the store is down.
+   */
+  private heeded(probe: LayerProbe): LayerProbe {
+    return async (signal) => {
+      const report = await probe(signal);
+      const store = report.components.store;
+      if (store.status === "down" && store.damaged) this.options.store.reportDamage(store.detail);
+      return report;
+    };
   }
 
   close(): void {

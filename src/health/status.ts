@@ -43,7 +43,13 @@ export interface StatusReport {
   profile: string;
   status: Level;
   components: {
-    store: Component & { sessions: number | null; messages: number | null; spooled_writes: number };
+    store: Component & {
+      sessions: number | null;
+      messages: number | null;
+      spooled_writes: number;
+      /** A read met damage in state.db (not a lock or a missing file): the writer must stop too. */
+      damaged?: boolean;
+    };
     providers: Component & { primary: string; fallback: string[]; built_in_simulator: boolean };
     credentials: Component & { providers: ProviderKeys[] };
     compression: Component & { enabled: boolean; failures: number; cooldown_until: number | null };
@@ -128,6 +134,7 @@ function storeComponent(
   } catch (error) {
     return {
       status: "down",
+      damaged: TenaxError.isInstance(error) && error.code === "store_corrupt",
       detail: `${paths.state} cannot be read: ${messageOf(error)}`,
       next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
       sessions: null,

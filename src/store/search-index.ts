@@ -25,16 +25,28 @@ export class SearchIndex {
   private db: Database.Database | null = null;
   /** The file's inode when it was opened: another process's rebuild replaces the file. */
   private inode: number | null = null;
+  /** Why the last open() returned false, for people ("does not exist", ...). */
+  problem: string | null = null;
 
   constructor(
     readonly path: string,
     private readonly storeId: string,
     private readonly readonly: boolean,
+    /** A rebuild's new file is written with a rollback journal, so it is whole in one file. */
+    private readonly journal: "wal" | "delete" = "wal",
   ) {}
 
-  /** Open (creating it if needed). Returns false when the file is missing, damaged or of another store. */
+  /**
+   * Open (creating it if needed). Returns false when the file is missing, damaged or of another
+   * store; read-only, also when it cannot be read at all (an empty file, say), so a reader never
+   * fails for its index: search says it is unavailable, and why.
+   */
   open(): boolean {
-    if (this.readonly && !existsSync(this.path)) return false;
+    this.problem = null;
+    if (this.readonly && !existsSync(this.path)) {
+      this.problem = "does not exist";
+      return false;
+    }
     try {
       const db = new Database(this.path, {
         readonly: this.readonly,
@@ -44,7 +56,7 @@ export class SearchIndex {
       this.db = db;
       this.inode = statSync(this.path).ino;
       if (!this.readonly) {
-        db.pragma("journal_mode = WAL");
+        db.pragma(this.journal === "wal" ? "journal_mode = WAL" : "journal_mode = DELETE");
         db.pragma("synchronous = NORMAL");
         db.exec(`
           CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,12 +69,14 @@ export class SearchIndex {
       const owner = db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get();
       if (owner !== this.storeId) {
         this.close();
+        this.problem = "belongs to another store";
         return false;
       }
       return true;
     } catch (error) {
       this.close();
-      if (classifySqliteError(error) === "corrupt") return false;
+      this.problem = `cannot be opened (${(error as Error).message})`;
+      if (this.readonly || classifySqliteError(error) === "corrupt") return false;
       throw error;
     }
   }
@@ -135,15 +149,31 @@ export class SearchIndex {
     this.db = null;
   }
 
-  /** Move a damaged index aside (kept once, for inspection) and start an empty one. */
-  reset(): void {
-    this.close();
-    if (existsSync(this.path)) renameSync(this.path, `${this.path}.damaged`);
-    for (const suffix of ["-wal", "-shm"]) {
-      if (existsSync(this.path + suffix)) renameSync(this.path + suffix, `${this.path}.damaged${suffix}`);
+  /**
+   * Build a new index in a file of its own beside this one (`fill` writes it), and only once it is
+   * whole put it in place: the old file is moved aside (kept once, for inspection) and the new
+   * one renamed over it. A build that fails (a full disk, say) leaves the old index exactly as it
+   * was, so no failure can leave an empty or half-made search.db behind.
+   */
+  async replaceWith(fill: (fresh: SearchIndex) => Promise<void>): Promise<void> {
+    const building = `${this.path}.rebuild`;
+    removeDatabase(building);
+    const fresh = new SearchIndex(building, this.storeId, false, "delete");
+    try {
+      if (!fresh.open()) throw new Error(`could not create a new search index at ${building}`);
+      await fill(fresh);
+      fresh.close();
+    } catch (error) {
+      fresh.close();
+      removeDatabase(building);
+      throw error;
     }
-    rmSync(`${this.path}.damaged-journal`, { force: true });
-    if (!this.open()) throw new Error(`could not create a new search index at ${this.path}`);
+    this.close();
+    removeDatabase(`${this.path}.damaged`);
+    for (const suffix of ["", "-wal", "-shm"])
+      if (existsSync(this.path + suffix)) renameSync(this.path + suffix, `${this.path}.damaged${suffix}`);
+    renameSync(building, this.path);
+    if (!this.open()) throw new Error(`could not open the rebuilt search index at ${this.path}`);
   }
 
   private requireDb(): Database.Database {
@@ -198,6 +228,11 @@ function textOfParts(content: string): string {
   } catch {
     return content;
   }
+}
+
+/** A database file and the journals SQLite may keep beside it. */
+function removeDatabase(path: string): void {
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(path + suffix, { force: true });
 }
 
 function currentInode(path: string): number | null {

@@ -215,6 +215,16 @@ export class StoreReader extends StoreReadView {
     return this.index;
   }
 
+  /** Why search cannot be used through this reader, or null when its index is open. */
+  searchUnavailable(): string | null {
+    return this.index.isOpen ? null : this.searchProblem();
+  }
+
+  protected override searchProblem(): string {
+    const why = this.index.problem ?? "is missing or damaged";
+    return `full-text search is unavailable: the index ${this.location.searchPath} ${why}; transcripts are not affected, and a running gateway rebuilds the index by itself`;
+  }
+
   close(): void {
     this.index.close();
     this.db.close();

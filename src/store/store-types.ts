@@ -30,7 +30,8 @@ export type StoreEvent =
   | { type: "store.busy_retry"; path: string; attempt: number; waited_ms: number; next_in_ms: number }
   | { type: "store.integrity"; path: string; result: IntegrityResult }
   | { type: "search.degraded"; path: string; detail: string }
-  | { type: "search.rebuilt"; path: string; messages: number; duration_ms: number };
+  | { type: "search.rebuilt"; path: string; messages: number; duration_ms: number }
+  | { type: "search.resumed"; path: string; indexed: number };
 
 export interface StoreHealth {
   path: string;
@@ -40,7 +41,7 @@ export interface StoreHealth {
   disk_failure: { detail: string; since: number } | null;
   integrity: IntegrityResult | null;
   spooled_records: number;
-  search: { status: "ok" | "rebuilding" | "degraded"; detail: string | null; pending: number };
+  search: { status: "ok" | "rebuilding" | "degraded" | "paused"; detail: string | null; pending: number };
   /** The key ledger is this process's alone for now, because the store cannot be written. */
   credentials_local: boolean;
 }

@@ -277,6 +277,15 @@ export class Store extends StoreReadView {
     };
   }
 
+  /**
+   * Another look at the file (the health check's read-only probe) met damage: stop writing at
+   * once, exactly as if a write had met it. A store that health calls down never acknowledges
+   * another write: its two voices agree.
+   */
+  reportDamage(detail: string): void {
+    this.markCorrupt(detail);
+  }
+
   /** Sticky: never write through this handle again, and close it without a WAL checkpoint. */
   private markCorrupt(detail: string): void {
     if (this.corrupt !== null) return;

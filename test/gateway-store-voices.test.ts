@@ -1,0 +1,71 @@
+// The store's two voices agree, against a real `tenax gateway run`: when the gateway's own health
+// checks (SQLite's page check, the read-only look at the layers) find damage in state.db that no
+// write touches, /health says the store is down and from then on no turn is acknowledged: the
+// writer stops at once, as if a write had met the damage.
+import { beforeAll, describe, expect, it } from "vitest";
+import { openStore, releaseStore } from "../src/store/registry.js";
+import { requireBuild } from "./helpers/cli.js";
+import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { startGateway } from "./helpers/gateway.js";
+import { profileWith } from "./helpers/temp-home.js";
+
+beforeAll(() => requireBuild());
+
+const chat = (url: string, content: string) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content }] }),
+  });
+
+async function storeStatus(url: string): Promise<string | undefined> {
+  const health = (await (await fetch(`${url}/health`)).json()) as {
+    components: Record<string, { status: string }>;
+  };
+  return health.components.store?.status;
+}
+
+describe("the store's health and its writer", () => {
+  it("once /health finds damage no write touches, no further turn is acknowledged", async () => {
+    const paths = profileWith("health: { probe_interval: 0.5, integrity_interval: 1 }\n");
+    // Old sessions, whose pages later turns never touch (new rows go to the right of each b-tree).
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    for (let i = 0; i < 300; i++) {
+      const id = await store.createSession({ title: `old session ${i} ${"t".repeat(100)}` });
+      await store.appendMessage({ session_id: id, role: "user", content: `old message ${i}` });
+    }
+    await releaseStore(store);
+    checkpoint(paths.state);
+    const gw = await startGateway(paths.home);
+    expect((await chat(gw.url, "before the damage")).status).toBe(200);
+
+    const leaves = btreePages(paths.state, "sessions").filter((p) => p.pagetype === "leaf");
+    expect(leaves.length).toBeGreaterThan(3);
+    overwritePages(paths.state, [leaves[0]?.pageno as number], "garbage", 11);
+
+    // Turns go on while the checks run; count what is acknowledged after /health says down.
+    let downSeen = false;
+    let acknowledgedAfterDown = 0;
+    let refusedAfterDown = 0;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && refusedAfterDown < 10) {
+      const wasDown = downSeen || (await storeStatus(gw.url)) === "down";
+      const response = await chat(gw.url, "while the checks run");
+      await response.arrayBuffer();
+      if (!wasDown) continue;
+      downSeen = true;
+      if (response.status === 200) acknowledgedAfterDown++;
+      else {
+        expect(response.status).toBe(503);
+        refusedAfterDown++;
+      }
+    }
+    expect(downSeen).toBe(true);
+    expect(acknowledgedAfterDown).toBe(0);
+    expect(refusedAfterDown).toBe(10);
+    const refused = await chat(gw.url, "after");
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("store_unavailable");
+    expect(body.error.message).toContain(`tenax sessions recover --source ${paths.state}`);
+  }, 60_000);
+});
