@@ -2,6 +2,7 @@
 // resume, store faults): numbered in order, the last few hundred kept in memory, so a client of
 // GET /api/events that reconnects with Last-Event-ID gets what it missed while the ring holds it.
 import type { ServerResponse } from "node:http";
+import { Redactor } from "../core/redact.js";
 
 export interface FeedEvent {
   /** 1, 2, 3… in the order published, for this gateway process. */
@@ -35,6 +36,8 @@ export class EventHub {
   constructor(
     private readonly capacity = 500,
     private readonly now: () => number = Date.now,
+    /** The profile's secrets: no event leaves with one (the feed, the log, the dashboard). */
+    private readonly redactor: Redactor = Redactor.none,
   ) {}
 
   publish(input: PublishInput): FeedEvent {
@@ -44,8 +47,8 @@ export class EventHub {
       type: input.type,
       layer: input.layer ?? null,
       session_id: input.session_id ?? null,
-      message: input.message ?? input.type,
-      data: input.data ?? {},
+      message: this.redactor.redactMessage(input.message ?? input.type),
+      data: this.redactor.redactDeep(input.data ?? {}, (text) => this.redactor.redactMessage(text)),
     };
     this.ring.push(event);
     if (this.ring.length > this.capacity) this.ring.shift();
