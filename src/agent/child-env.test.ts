@@ -18,7 +18,7 @@ function secrets() {
   });
   return profileSecrets({
     config,
-    dotenv: { MAIN_KEY: PROVIDER_KEY, HOME: "/somewhere/else", DEPLOY_TOKEN: "short" },
+    dotenv: { MAIN_KEY: PROVIDER_KEY, HOME: "/home/me", DEPLOY_TOKEN: "short" },
     env: { TENAX_API_KEY: GATEWAY_KEY },
     variables: ["MAIN_KEY", "TENAX_API_KEY"],
   });
@@ -41,7 +41,7 @@ describe("childEnvironment", () => {
     const env = childEnvironment(secrets(), {}, base);
     expect(env).toEqual({
       PATH: "/usr/bin:/bin",
-      // Named in .env, but a command without its home would be worse than useless.
+      // Named in .env (with this very value), but a command without its home is no use.
       HOME: "/home/me",
       LANG: "C.UTF-8",
       LC_ALL: "C.UTF-8",

@@ -17,8 +17,8 @@ export const QUIET_ENV: Readonly<Record<string, string>> = {
 };
 
 /**
- * Kept whatever `.env` names: a profile that sets one of these there for its own reasons must not
- * leave commands without a PATH or a home.
+ * Kept whatever `.env` holds: a profile that sets one of these there (or a value equal to one) for
+ * its own reasons must not leave commands without a PATH or a home.
  */
 const ALWAYS_KEPT = new Set([
   "PATH",
@@ -45,8 +45,8 @@ export function childEnvironment(
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(base)) {
     if (value === undefined) continue;
-    if (secrets.redactor.isSecret(value)) continue;
-    if (secrets.names.has(name) && !ALWAYS_KEPT.has(name) && !name.startsWith("LC_")) continue;
+    const kept = ALWAYS_KEPT.has(name) || name.startsWith("LC_");
+    if (!kept && (secrets.names.has(name) || secrets.redactor.isSecret(value))) continue;
     env[name] = value;
   }
   return { ...env, ...QUIET_ENV, ...extra };
