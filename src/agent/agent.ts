@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { SnapshotResult } from "../checkpoints/store.js";
 import type { ProfilePaths } from "../config/paths.js";
+import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { ConcurrencyLimiter } from "../llm/concurrency.js";
@@ -49,10 +50,15 @@ export interface AgentOptions {
   /** Every status event of every turn (retries, rotation, fallback, ...), for health and logs. */
   onStatus?: (event: StatusEvent) => void;
   runtime?: ModelRuntime;
+  /**
+   * The profile's secrets: redacted from model output, tool output and status, and kept from the
+   * tools' child processes. Read from config, `.env` and the environment when left out.
+   */
+  secrets?: ProfileSecrets;
 }
 
 export class Agent {
-  readonly processes = new ProcessRegistry();
+  readonly processes: ProcessRegistry;
   readonly scheduler: Scheduler;
   private readonly subagents: ConcurrencyLimiter;
   private readonly turnDeps: TurnDeps;
@@ -63,7 +69,9 @@ export class Agent {
     readonly options: AgentOptions,
     readonly runtime: ModelRuntime,
     readonly deps: Deps,
+    readonly secrets: ProfileSecrets,
   ) {
+    this.processes = new ProcessRegistry({ secrets });
     this.scheduler = new Scheduler({ now: () => deps.clock.now() });
     const config = options.config;
     this.subagents = new ConcurrencyLimiter(config.agent.max_subagents);
@@ -82,19 +90,22 @@ export class Agent {
       cleanupTask: (taskId) => this.processes.cleanupTask(taskId),
       checkpoint: options.checkpoint ?? null,
       compressor: options.compressor ?? null,
+      redactor: secrets.redactor,
     };
   }
 
   static async create(options: AgentOptions): Promise<Agent> {
     const deps: Deps = { ...defaultDeps, ...options.deps };
+    const secrets = options.secrets ?? loadProfileSecrets(options.paths, { config: options.config });
     const runtime =
       options.runtime ??
       (await createModelRuntime(options.config, {
         ledger: options.store.credentials(),
         deps,
+        redactor: secrets.redactor,
         ...(options.onStatus ? { onStatus: options.onStatus } : {}),
       }));
-    return new Agent(options, runtime, deps);
+    return new Agent(options, runtime, deps, secrets);
   }
 
   get store(): Store {

@@ -2,8 +2,12 @@
 // owned by the task that started it, its output in bounded buffers. When a task ends, its groups are
 // killed and nobody else's. Exit is observed through the child's own events: no timer per process.
 import { type ChildProcess, spawn } from "node:child_process";
+import { GATEWAY_KEY_VARIABLE, type ProfileSecrets } from "../config/profile-secrets.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../core/deps.js";
+import { Redactor } from "../core/redact.js";
+import { childEnvironment } from "./child-env.js";
 import { OutputBuffer } from "./output-buffer.js";
+import { pipeOutput } from "./output-pipe.js";
 import { DEFAULT_GRACE_MS, groupAlive, killGroup } from "./process-group.js";
 
 export interface ProcessRegistryOptions {
@@ -18,6 +22,11 @@ export interface ProcessRegistryOptions {
   maxFinished?: number;
   clock?: Clock;
   sleep?: Sleep;
+  /**
+   * The profile's secrets: commands do not inherit them, and their output is kept with them
+   * redacted. By default only TENAX_API_KEY is kept from commands.
+   */
+  secrets?: ProfileSecrets;
 }
 
 export interface StartOptions {
@@ -112,9 +121,6 @@ function waitForExit(entry: Entry, signal: AbortSignal): Promise<boolean> {
   });
 }
 
-/** Commands never wait on a pager or a password prompt: nobody is there to answer. */
-const QUIET_ENV = { PAGER: "cat", GIT_PAGER: "cat", GIT_TERMINAL_PROMPT: "0" };
-
 export class ProcessRegistry {
   private readonly entries = new Map<string, Entry>();
   private nextId = 1;
@@ -125,6 +131,7 @@ export class ProcessRegistry {
   private readonly maxFinished: number;
   private readonly clock: Clock;
   private readonly sleep: Sleep;
+  private readonly secrets: ProfileSecrets;
 
   constructor(options: ProcessRegistryOptions = {}) {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
@@ -134,6 +141,7 @@ export class ProcessRegistry {
     this.maxFinished = options.maxFinished ?? 50;
     this.clock = options.clock ?? systemClock;
     this.sleep = options.sleep ?? realSleep;
+    this.secrets = options.secrets ?? { names: new Set([GATEWAY_KEY_VARIABLE]), redactor: Redactor.none };
   }
 
   /** Starts `sh -c command` as the leader of a new process group; rejects if it cannot start. */
@@ -145,7 +153,7 @@ export class ProcessRegistry {
   async launch(command: string, options: StartOptions): Promise<ProcessHandle> {
     const child = spawn("/bin/sh", ["-c", command], {
       cwd: options.cwd,
-      env: { ...process.env, ...QUIET_ENV, ...options.env },
+      env: childEnvironment(this.secrets, options.env),
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -158,8 +166,8 @@ export class ProcessRegistry {
     const pid = child.pid as number;
     const stdout = new OutputBuffer(this.headBytes, this.tailBytes);
     const stderr = new OutputBuffer(this.headBytes, this.tailBytes);
-    child.stdout?.on("data", (chunk: Buffer) => stdout.write(chunk));
-    child.stderr?.on("data", (chunk: Buffer) => stderr.write(chunk));
+    pipeOutput(child.stdout, stdout, this.secrets.redactor);
+    pipeOutput(child.stderr, stderr, this.secrets.redactor);
     const entry: Entry = {
       id: `proc_${this.nextId++}`,
       taskId: options.taskId,

@@ -4,6 +4,7 @@
 
 import { CheckpointStore } from "../checkpoints/store.js";
 import type { ProfilePaths } from "../config/paths.js";
+import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import type { StatusEvent } from "../llm/route-events.js";
@@ -22,6 +23,8 @@ export interface OpenAgentOptions {
   onStatus?: (event: StatusEvent) => void;
   /** Context compression; on by default (config `compression`), off with null. */
   compressor?: null;
+  /** The profile's secrets (loadProfileSecrets); read from config, `.env` and the environment when left out. */
+  secrets?: ProfileSecrets;
 }
 
 export interface OpenedAgent {
@@ -37,7 +40,10 @@ export async function openAgent(
   config: TenaxConfig,
   options: OpenAgentOptions = {},
 ): Promise<OpenedAgent> {
-  const store = await openStore(paths, options.storeSettings ?? {});
+  // One set of secrets for the whole agent: the store redacts what it is given to keep, the
+  // runtime what providers return, the tools what commands print.
+  const secrets = options.secrets ?? loadProfileSecrets(paths, { config });
+  const store = await openStore(paths, { ...options.storeSettings, redactor: secrets.redactor });
   try {
     const checkpoints =
       config.checkpoints.enabled || options.checkpoints
@@ -48,6 +54,7 @@ export async function openAgent(
       paths,
       config,
       store,
+      secrets,
       ...(options.deps ? { deps: options.deps } : {}),
       ...(options.onStatus ? { onStatus: options.onStatus } : {}),
       checkpoint: checkpoints ? (dir, reason) => checkpoints.snapshot(dir, reason) : null,

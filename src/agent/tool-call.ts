@@ -27,6 +27,9 @@ export async function runToolCall(
     arguments: call.arguments,
   });
   const tool = tools.get(call.name);
+  // The real leak path: a command's output (`env`, a config file) reaches neither the model nor
+  // the store with a secret in it. Redacted before it is cut, so no cut leaves part of one.
+  const redact = (text: string) => agent.redactor?.redact(text) ?? text;
   let result: string;
   let failed = false;
   const verdict = guard.before(call.name, call.arguments);
@@ -42,14 +45,15 @@ export async function runToolCall(
     try {
       const args = parseArguments(call.arguments);
       const value = await tool.run(args, context);
-      result = bounded(typeof value === "string" ? value : JSON.stringify(value ?? null));
+      result = bounded(redact(typeof value === "string" ? value : JSON.stringify(value ?? null)));
     } catch (e) {
       if (context.signal.aborted) throw context.signal.reason;
       failed = true;
-      result =
+      result = redact(
         e instanceof ToolError
           ? errorResult(e.message, e.details)
-          : errorResult(`${call.name} failed: ${e instanceof Error ? e.message : String(e)}`);
+          : errorResult(`${call.name} failed: ${e instanceof Error ? e.message : String(e)}`),
+      );
     }
   }
   await agent.store.appendMessage({

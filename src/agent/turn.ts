@@ -9,6 +9,7 @@ import { describeSnapshot } from "../checkpoints/describe.js";
 import type { SnapshotResult } from "../checkpoints/store.js";
 import type { Deps } from "../core/deps.js";
 import { newId } from "../core/ids.js";
+import type { Redactor } from "../core/redact.js";
 import { ProviderError } from "../llm/classified-error.js";
 import type { Completion } from "../llm/model-call.js";
 import type { ToolSpec } from "../llm/provider.js";
@@ -86,6 +87,8 @@ export interface TurnDeps {
   /** Snapshot a project before the turn's first change there (checkpoints); null when off. */
   checkpoint: ((dir: string, reason: string) => Promise<SnapshotResult>) | null;
   compressor: TurnCompressor | null;
+  /** The profile's secrets, redacted from every tool result before the model or the store sees it. */
+  redactor?: Redactor;
   /** Window used when config does not list the primary model's. */
   defaultWindow?: number;
 }

@@ -19,6 +19,8 @@ export interface LoadedConfig {
   source: "file" | "defaults";
   /** Things worth fixing that do not stop Tenax (for example a world-readable secret). */
   warnings: string[];
+  /** The variables `${VAR}` in a secret key reads (src/config/profile-secrets.ts keeps them from tools). */
+  secretVariables: string[];
 }
 
 /**
@@ -32,7 +34,7 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     text = readFileSync(file, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      return { config: defaultConfig(), source: "defaults", warnings: [] };
+      return { config: defaultConfig(), source: "defaults", warnings: [], secretVariables: [] };
     }
     throw fileReadError(error, file);
   }
@@ -67,7 +69,12 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     throw configProblemsError(file, problems, hints.join("\n"));
   }
   warnings.push(...permissionWarnings(paths, substitution.literalSecret));
-  return { config: result.data, source: "file", warnings };
+  return {
+    config: result.data,
+    source: "file",
+    warnings,
+    secretVariables: [...substitution.secretVariables],
+  };
 }
 
 /** The document as plain data; aliases are expanded, but a flood of them is refused. */
@@ -117,6 +124,8 @@ interface Substitution {
   missingProblems: number;
   /** A secret written in the file itself rather than taken from a variable. */
   literalSecret: boolean;
+  /** Every variable a secret key's value reads. */
+  secretVariables: Set<string>;
 }
 
 /**
@@ -135,10 +144,15 @@ function substituteVariables(
     missing: new Set(),
     missingProblems: 0,
     literalSecret: false,
+    secretVariables: new Set(),
   };
   forEachValueScalar(doc, (scalar, path) => {
     if (typeof scalar.value !== "string") return;
-    const result = interpolate(scalar.value, lookup);
+    const secret = isSecretPath(path);
+    const result = interpolate(scalar.value, (name) => {
+      if (secret) out.secretVariables.add(name);
+      return lookup(name);
+    });
     if (!result.ok) {
       for (const name of result.missing) out.missing.add(name);
       if (result.missing.length > 0) out.missingProblems++;
@@ -151,7 +165,7 @@ function substituteVariables(
       scalar.value = "";
       return;
     }
-    if (isSecretPath(path) && !result.substituted && result.value !== "") out.literalSecret = true;
+    if (secret && !result.substituted && result.value !== "") out.literalSecret = true;
     scalar.value = result.substituted ? retype(scalar, result.value) : result.value;
   });
   return out;

@@ -1,12 +1,17 @@
-// Which config keys hold secrets, so errors, `profile show` and logs print `***` instead of them.
+// Which config keys hold secrets: one list, read by errors and `profile show` (which print `***`
+// instead of them) and by the profile's Redactor (which replaces their values wherever text
+// leaves the process). A new secret key is one line here.
+import type { NamedSecret } from "../core/redact.js";
 import type { TenaxConfig } from "./schema.js";
+import { formatKeyPath, type KeyPath } from "./yaml-nodes.js";
 
 export const REDACTED = "***";
 
-/** Key paths whose values are secret; "*" matches any one key or list index. */
+/** Key paths whose values are secret; "*" matches any one key. A list there is a list of secrets. */
 export const SECRET_PATHS: readonly (readonly string[])[] = [
   ["providers", "*", "api_keys"],
   ["gateway", "api_key"],
+  ["platforms", "*", "token"],
 ];
 
 /** True for a secret key path or anything under one (a list of keys and each key in it). */
@@ -19,28 +24,47 @@ export function isSecretPath(path: readonly PropertyKey[]): boolean {
 
 /** A copy of the config with every secret replaced by `***` (lists keep their length). */
 export function redactConfig(config: TenaxConfig): TenaxConfig {
-  const providers = Object.fromEntries(
-    Object.entries(config.providers).map(([name, p]) => [
-      name,
-      p.api_keys === undefined ? p : { ...p, api_keys: p.api_keys.map(() => REDACTED) },
-    ]),
-  );
-  const gateway = { ...config.gateway };
-  if (gateway.api_key !== undefined) gateway.api_key = REDACTED;
-  return structuredClone({ ...config, providers, gateway });
+  const copy = structuredClone(config);
+  visitSecrets(copy, (_path, _value, replace) => replace(REDACTED));
+  return copy;
 }
 
-/** Every secret value in the config, for scrubbing free text such as provider error bodies. */
-export function secretValues(config: TenaxConfig): string[] {
-  const values = Object.values(config.providers).flatMap((p) => p.api_keys ?? []);
-  if (config.gateway.api_key !== undefined) values.push(config.gateway.api_key);
-  return values.filter((v) => v.length > 0);
-}
-
-/** Replace each occurrence of a secret in the text by `***`. */
-export function redactText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of [...secrets].sort((a, b) => b.length - a.length))
-    out = out.replaceAll(secret, REDACTED);
+/** Every secret value in the config, named by its key path (`providers.main.api_keys[0]`). */
+export function configSecrets(config: TenaxConfig): NamedSecret[] {
+  const out: NamedSecret[] = [];
+  visitSecrets(config, (path, value) => out.push({ name: formatKeyPath(path), value }));
   return out;
+}
+
+type Visit = (path: KeyPath, value: string, replace: (value: string) => void) => void;
+
+function visitSecrets(root: unknown, visit: Visit): void {
+  for (const pattern of SECRET_PATHS) walk(root, pattern, [], visit);
+}
+
+function walk(node: unknown, pattern: readonly string[], path: KeyPath, visit: Visit): void {
+  if (!isRecord(node)) return;
+  const [head, ...rest] = pattern;
+  if (head === undefined) return;
+  for (const key of head === "*" ? Object.keys(node) : [head]) {
+    if (!Object.hasOwn(node, key)) continue;
+    const value = node[key];
+    const at = [...path, key];
+    if (rest.length > 0) walk(value, rest, at, visit);
+    else if (typeof value === "string")
+      visit(at, value, (v) => {
+        node[key] = v;
+      });
+    else if (Array.isArray(value))
+      value.forEach((item, i) => {
+        if (typeof item === "string")
+          visit([...at, i], item, (v) => {
+            value[i] = v;
+          });
+      });
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

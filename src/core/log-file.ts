@@ -12,11 +12,14 @@ import {
   writeSync,
 } from "node:fs";
 import { dirname } from "node:path";
+import type { Redactor } from "./redact.js";
 
 export interface LogFileOptions {
   maxBytes: number;
   keep: number;
   now?: () => number;
+  /** The profile's secrets, redacted from every line (with anything shaped like a key). */
+  redactor?: Redactor;
 }
 
 export type LogLevel = "info" | "warn" | "error";
@@ -36,7 +39,13 @@ export class RotatingLog {
   }
 
   write(level: LogLevel, message: string, data?: Record<string, unknown>): void {
-    const line = `${JSON.stringify({ at: new Date(this.now()).toISOString(), level, message, ...(data ? { data } : {}) })}\n`;
+    const json = JSON.stringify({
+      at: new Date(this.now()).toISOString(),
+      level,
+      message,
+      ...(data ? { data } : {}),
+    });
+    const line = `${this.options.redactor?.redactMessage(json) ?? json}\n`;
     try {
       this.open();
       const bytes = Buffer.byteLength(line);

@@ -6,6 +6,7 @@ import type { Scheduler } from "../agent/scheduler.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { RotatingLog } from "../core/log-file.js";
+import type { Redactor } from "../core/redact.js";
 import { EventHub } from "../health/event-hub.js";
 import { type LayerProbe, probeLayers, workerProbe } from "../health/layer-probe.js";
 import { type GatewayView, HealthMonitor } from "../health/monitor.js";
@@ -20,10 +21,11 @@ export interface Observability {
   close(): Promise<void>;
 }
 
-export function gatewayLog(paths: ProfilePaths, config: TenaxConfig): RotatingLog {
+export function gatewayLog(paths: ProfilePaths, config: TenaxConfig, redactor?: Redactor): RotatingLog {
   return new RotatingLog(join(paths.logs, "gateway.log"), {
     maxBytes: Math.round(config.logs.max_mb * 1024 * 1024),
     keep: config.logs.keep,
+    ...(redactor ? { redactor } : {}),
   });
 }
 
@@ -36,9 +38,14 @@ export function startObservability(input: {
   gateway: () => GatewayView;
   /** The layer probe; by default it runs in a worker thread. */
   layers?: LayerProbe;
+  /** The profile's secrets, redacted from every feed event. */
+  redactor?: Redactor;
 }): Observability {
   const { paths, config, store, scheduler, log } = input;
-  const hub = new EventHub(undefined, undefined, config.gateway.stream_buffer_kb * 1024);
+  const hub = new EventHub({
+    maxBufferedBytes: config.gateway.stream_buffer_kb * 1024,
+    ...(input.redactor ? { redactor: input.redactor } : {}),
+  });
   const probe = input.layers ? null : workerProbe(paths, config);
   const monitor = new HealthMonitor({
     paths,

@@ -10,6 +10,7 @@ import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../age
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
 import type { ProfilePaths } from "../config/paths.js";
+import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import { createJsonServer } from "../core/http.js";
@@ -31,6 +32,8 @@ export interface RunGatewayOptions {
   /** Lines for the operator (stdout). */
   info(line: string): void;
   warn(line: string): void;
+  /** The profile's secrets (loadProfileSecrets); read from config, `.env` and the environment when left out. */
+  secrets?: ProfileSecrets;
 }
 
 export function isLoopback(host: string): boolean {
@@ -41,14 +44,17 @@ export function isLoopback(host: string): boolean {
 /** Serve until a signal stops the gateway; resolves with the exit code. */
 export async function runGateway(options: RunGatewayOptions): Promise<number> {
   const { paths, config, host } = options;
+  // No secret leaves the process: not in a reply, the store, the feed, the log or these lines.
+  const secrets = options.secrets ?? loadProfileSecrets(paths, { config });
+  const { redactor } = secrets;
   // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb.
-  const log = gatewayLog(paths, config);
+  const log = gatewayLog(paths, config, redactor);
   const info = (line: string) => {
-    options.info(line);
+    options.info(redactor.redactMessage(line));
     log.write("info", line);
   };
   const warn = (line: string) => {
-    options.warn(line);
+    options.warn(redactor.redactMessage(line));
     log.write("warn", line);
   };
   if (!isLoopback(host) && config.gateway.api_key === undefined) {
@@ -73,7 +79,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
         : "no clean-shutdown marker: the last gateway stop was not clean (or this is the first start)",
     );
     // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
-    const opened = await openAgent(paths, config, { storeSettings: options.storeSettings });
+    const opened = await openAgent(paths, config, { storeSettings: options.storeSettings, secrets });
     // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
     // crashed gateway's turns first; they are still this gateway's to resume.
     const reapedElsewhere =
@@ -94,6 +100,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       store: opened.store,
       scheduler: opened.agent.scheduler,
       log,
+      redactor,
       // `gateway` is made just below; the monitor reads it only when asked.
       gateway: () => ({
         stopping: gateway.isStopping,

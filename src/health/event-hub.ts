@@ -2,6 +2,7 @@
 // resume, store faults): numbered in order, the last few hundred kept in memory, so a client of
 // GET /api/events that reconnects with Last-Event-ID gets what it missed while the ring holds it.
 import type { ServerResponse } from "node:http";
+import { Redactor } from "../core/redact.js";
 import { SseStream } from "../core/sse.js";
 
 export interface FeedEvent {
@@ -33,12 +34,21 @@ export class EventHub {
   private nextId = 1;
   private streams = 0;
 
+  private readonly capacity: number;
+  private readonly now: () => number;
+  /** What one client may hold unsent before it is dropped (SseStream's bound by default). */
+  private readonly maxBufferedBytes: number | undefined;
+  /** The profile's secrets: no event leaves with one (the feed, the log, the dashboard). */
+  private readonly redactor: Redactor;
+
   constructor(
-    private readonly capacity = 500,
-    private readonly now: () => number = Date.now,
-    /** What one client may hold unsent before it is dropped (SseStream's bound by default). */
-    private readonly maxBufferedBytes?: number,
-  ) {}
+    options: { capacity?: number; now?: () => number; maxBufferedBytes?: number; redactor?: Redactor } = {},
+  ) {
+    this.capacity = options.capacity ?? 500;
+    this.now = options.now ?? Date.now;
+    this.maxBufferedBytes = options.maxBufferedBytes;
+    this.redactor = options.redactor ?? Redactor.none;
+  }
 
   publish(input: PublishInput): FeedEvent {
     const event: FeedEvent = {
@@ -47,8 +57,8 @@ export class EventHub {
       type: input.type,
       layer: input.layer ?? null,
       session_id: input.session_id ?? null,
-      message: input.message ?? input.type,
-      data: input.data ?? {},
+      message: this.redactor.redactMessage(input.message ?? input.type),
+      data: this.redactor.redactDeep(input.data ?? {}, (text) => this.redactor.redactMessage(text)),
     };
     this.ring.push(event);
     if (this.ring.length > this.capacity) this.ring.shift();

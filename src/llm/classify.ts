@@ -1,6 +1,8 @@
 // The classifier: one pure function from a failed provider call (status, headers, body, transport error,
 // request size) to a ClassifiedError. It reduces the failure to a few facts, then the first matching rule
 // of classify-rules.ts names the reason; the reason's flags say what happens next.
+
+import { redactKeyShapes } from "../core/redact.js";
 import type { ClassifiedError, ErrorReason, ProviderFailure } from "./classified-error.js";
 import { type Facts, REASON_FLAGS, RULES } from "./classify-rules.js";
 import { explicitRetryAfter, rateLimitReset, spokenRetryAfter } from "./retry-after.js";
@@ -175,20 +177,11 @@ function humanMessage(failure: ProviderFailure, body: BodyReading, reason: Error
   }
   if (text === "" && typeof failure.status === "number") text = `HTTP ${failure.status}`;
   if (text === "") text = reason === "aborted" ? "aborted by caller" : reason;
-  return shorten(redact(text));
+  return shorten(redactKeyShapes(text));
 }
 
-const SECRETS: readonly [RegExp, string][] = [
-  [/\bsk-[A-Za-z0-9_*.-]{6,}/g, "sk-[redacted]"],
-  [/\bBearer\s+[A-Za-z0-9._~+/=-]+/gi, "Bearer [redacted]"],
-  [/\bAIza[0-9A-Za-z_-]{20,}/g, "[redacted]"],
-  [/\b(api[_-]?key|x-api-key|access_token|token)(["']?\s*[:=]\s*["']?)[^\s"',&]+/gi, "$1$2[redacted]"],
-];
-
-/** Keys never reach a log: anything shaped like one is replaced. */
-export function redact(text: string): string {
-  return SECRETS.reduce((out, [pattern, replacement]) => out.replace(pattern, replacement), text);
-}
+/** Keys never reach a log: anything shaped like one is replaced (known values are redacted by name later, by the profile's Redactor). */
+export const redact = redactKeyShapes;
 
 function shorten(text: string): string {
   const oneLine = text.replace(/\s+/g, " ").trim();

@@ -8,6 +8,7 @@ import {
   usesBuiltInSimulator,
 } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
+import { Redactor } from "../core/redact.js";
 import { type CredentialStateStore, MemoryCredentialLedger } from "../store/credential-ledger.js";
 import { ConcurrencyLimiter } from "./concurrency.js";
 import { CredentialPool, type PoolTimings } from "./credential-pool.js";
@@ -15,6 +16,7 @@ import type { ModelLimits, ProviderRuntime } from "./model-call.js";
 import type { Provider } from "./provider.js";
 import { createAnthropicProvider } from "./providers/anthropic.js";
 import { createOpenAIProvider } from "./providers/openai.js";
+import { redactingProvider } from "./redacting-provider.js";
 import type { AuxiliaryTask, StatusEvent, Target } from "./route-events.js";
 import { type AuxiliaryRoute, ModelRouter } from "./router.js";
 import { DEFAULT_SIM_MODELS, type Simulator, startSimulator } from "./simulator/server.js";
@@ -37,6 +39,8 @@ export interface RuntimeOptions {
   deps?: Partial<Deps>;
   poolTimings?: Partial<PoolTimings>;
   onStatus?: (event: StatusEvent) => void;
+  /** The profile's secrets, redacted from everything a provider returns (text, tool calls, errors). */
+  redactor?: Redactor;
 }
 
 export interface ModelRuntime {
@@ -73,7 +77,7 @@ export async function createModelRuntime(
       const { provider, models } = await createClient(name, settings, simulators);
       runtimes.set(name, {
         name,
-        provider,
+        provider: redactingProvider(provider, options.redactor ?? Redactor.none),
         pool: new CredentialPool(name, settings.api_keys ?? [NO_KEY], {
           ledger,
           ...(options.poolTimings ? { timings: options.poolTimings } : {}),

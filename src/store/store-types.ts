@@ -1,6 +1,7 @@
 // The writing store's options, events, health and inputs: the vocabulary the layers above use to
 // talk to the store, kept apart from the class that implements it.
 import type { Deps } from "../core/deps.js";
+import type { Redactor } from "../core/redact.js";
 import type { IntegrityResult } from "./integrity.js";
 import type { Synchronous } from "./open-database.js";
 import type { StoreLocation } from "./store-reader.js";
@@ -20,6 +21,8 @@ export interface StoreOptions extends StoreLocation {
   syncOffLoop?: boolean;
   /** Re-read touched pages from the file on every write (default true); off only for diagnosis. */
   rereadPagesOnWrite?: boolean;
+  /** The profile's secrets, redacted from every write before it is stored or spooled. */
+  redactor?: Redactor;
   deps?: Partial<Deps>;
 }
 

@@ -174,7 +174,8 @@ export class Store extends StoreReadView {
    * say) is refused alone and the others commit. A failure of the commit itself (damage, a full
    * disk, an I/O error) fails every write of the group, each with the error a lone write gets.
    */
-  write(ops: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
+  write(written: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
+    const ops = this.redacted(written);
     if (this.corrupt !== null) return Promise.reject(this.failures.corrupt(ops, this.corrupt.detail));
     if (this.diskFailure !== null)
       return Promise.reject(this.failures.afterDiskFailure(ops, this.diskFailure));
@@ -183,14 +184,24 @@ export class Store extends StoreReadView {
 
   /** The same, also saying when the write is committed and visible to reads, before it is durable. */
   writeStaged(
-    ops: WriteOp[],
+    written: WriteOp[],
     options: ApplyOptions = {},
   ): { applied: Promise<OpResult[]>; durable: Promise<OpResult[]> } {
+    const ops = this.redacted(written);
     if (this.corrupt !== null || this.diskFailure !== null) {
       const refused = this.write(ops, options);
       return { applied: refused, durable: refused };
     }
     return this.group.addStaged(ops, options);
+  }
+
+  /**
+   * Every write passes here, so no secret is stored (state.db, its WAL, search.db, the spool):
+   * messages, tool calls, turn errors and records, with the profile's secrets redacted.
+   */
+  private redacted(ops: WriteOp[]): WriteOp[] {
+    const redactor = this.options.redactor;
+    return redactor === undefined || redactor.size === 0 ? ops : redactor.redactDeep(ops);
   }
 
   private readonly group = new GroupCommit({

@@ -5,6 +5,7 @@ import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
+import { loadProfileSecrets } from "../../config/profile-secrets.js";
 import { type ChatOutput, ChatSession } from "../chat/chat-session.js";
 import type { Cli } from "../main.js";
 import { storeSettings } from "../store-access.js";
@@ -27,10 +28,12 @@ export function registerChatCommand(program: Command, cli: Cli): void {
     .action((flags: ChatFlags) =>
       cli.run(flags.json, async (out) => {
         const paths = cli.profile();
-        const { config, warnings } = loadConfig(paths);
+        const loaded = loadConfig(paths);
+        const { config, warnings } = loaded;
         for (const w of warnings) out.warn(w);
         const opened = await openAgent(paths, config, {
           storeSettings: storeSettings(config),
+          secrets: loadProfileSecrets(paths, loaded),
           ...(flags.checkpoints ? { checkpoints: true } : {}),
         });
         try {

@@ -1,0 +1,79 @@
+// What redaction by value costs: 1 MB of text with 50 secrets of 16 to 64 characters (a few of
+// them in it), redacted whole, as the store and the tool layer do, and as a stream of 4-character
+// deltas, as a model's reply goes through the provider boundary. Run it with
+// `npx tsc -p bench/tsconfig.json && node dist-bench/bench/redact.js`.
+import { randomBytes } from "node:crypto";
+import { type NamedSecret, Redactor } from "../src/core/redact.js";
+import { median } from "./stats.js";
+
+export interface RedactFigures {
+  secrets: number;
+  text_bytes: number;
+  occurrences: number;
+  /** Wall time, and the CPU time of this process (less distorted on a busy machine). */
+  whole_ms: number;
+  whole_cpu_ms: number;
+  stream_ms: number;
+  stream_cpu_ms: number;
+  stream_deltas: number;
+  stream_cpu_ns_per_delta: number;
+}
+
+export function runRedactBench(runs = 15): RedactFigures {
+  const secrets: NamedSecret[] = Array.from({ length: 50 }, (_, i) => ({
+    name: `providers.p${i}.api_keys[0]`,
+    value: randomBytes(12 + (i % 5) * 9).toString("base64url"),
+  }));
+  const redactor = new Redactor(secrets);
+  const words = "the quick brown fox jumps over the lazy dog while 12345 tokens stream by; ".split(" ");
+  let text = "";
+  let occurrences = 0;
+  let n = 0;
+  while (text.length < 1_000_000) {
+    text += `${words[n++ % words.length]} `;
+    if (n % 2000 === 0) {
+      text += `${secrets[occurrences % secrets.length]?.value} `;
+      occurrences++;
+    }
+  }
+  const whole: number[] = [];
+  const wholeCpu: number[] = [];
+  const stream: number[] = [];
+  const streamCpu: number[] = [];
+  const cpuMs = (since: NodeJS.CpuUsage) => {
+    const used = process.cpuUsage(since);
+    return (used.user + used.system) / 1000;
+  };
+  for (let i = 0; i < runs; i++) {
+    let t = performance.now();
+    let cpu = process.cpuUsage();
+    const out = redactor.redact(text);
+    whole.push(performance.now() - t);
+    wholeCpu.push(cpuMs(cpu));
+    if (secrets.some((s) => out.includes(s.value))) throw new Error("a secret was left in the text");
+    t = performance.now();
+    cpu = process.cpuUsage();
+    const s = redactor.stream();
+    let streamed = "";
+    for (let at = 0; at < text.length; at += 4) streamed += s.push(text.slice(at, at + 4));
+    streamed += s.end();
+    stream.push(performance.now() - t);
+    streamCpu.push(cpuMs(cpu));
+    if (streamed !== out) throw new Error("the stream redacted differently from the whole text");
+  }
+  const deltas = Math.ceil(text.length / 4);
+  const streamCpuMs = median(streamCpu);
+  return {
+    secrets: secrets.length,
+    text_bytes: text.length,
+    occurrences,
+    whole_ms: Number(median(whole).toFixed(2)),
+    whole_cpu_ms: Number(median(wholeCpu).toFixed(2)),
+    stream_ms: Number(median(stream).toFixed(2)),
+    stream_cpu_ms: Number(streamCpuMs.toFixed(2)),
+    stream_deltas: deltas,
+    stream_cpu_ns_per_delta: Math.round((streamCpuMs * 1e6) / deltas),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(runRedactBench());
