@@ -155,6 +155,8 @@ export interface Explained {
   todo: string;
 }
 
+const GUARDRAILS_TODO =
+  "the agent was stopped going round in circles or past its budget: rephrase the request, or raise the agent.* limit the line names in config.yaml";
 const GENERIC_TODO = "tenax status shows which layer is failing, and tenax doctor checks the setup";
 
 /** The two lines a failed turn ends with. `baseUrl` is where the provider is reached, when known. */
@@ -167,7 +169,10 @@ export function explainFailure(failure: TurnFailure, baseUrl: string | null): Ex
       : "";
   const layer = `${failure.layer} layer`;
   if (failure.reason === null || failure.provider === null) {
-    return { headline: `turn failed (${layer}): ${failure.message}${tried}`, todo: GENERIC_TODO };
+    return {
+      headline: `turn failed (${layer}): ${failure.message}${tried}`,
+      todo: failure.layer === "guardrails" ? GUARDRAILS_TODO : GENERIC_TODO,
+    };
   }
   const model = failure.model ?? "";
   const where: Where = { key: `providers.${failure.provider}`, provider: failure.provider, model };
