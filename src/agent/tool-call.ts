@@ -3,6 +3,7 @@
 // how it went. A tool that throws becomes a JSON error result; only an interrupt ends the turn.
 import type { ToolCall } from "../llm/provider.js";
 import type { Guardrails } from "./guardrails.js";
+import { summarizeToolResult } from "./tool-summary.js";
 import { type Tool, type ToolContext, ToolError } from "./tools/types.js";
 import type { AgentEvent, TurnDeps } from "./turn.js";
 
@@ -71,6 +72,7 @@ export async function runToolCall(
     name: call.name,
     ok: !failed,
     ms: agent.deps.clock.now() - started,
+    summary: summarizeToolResult(call.name, result, failed),
   });
   const after = guard.after(call.name, call.arguments, result, { failed, poller: tool?.poller === true });
   return after.action === "halt" ? after.message : null;

@@ -22,6 +22,7 @@ import { Guardrails } from "./guardrails.js";
 import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import type { Scheduler } from "./scheduler.js";
 import { runToolCall } from "./tool-call.js";
+import type { ToolSummary } from "./tool-summary.js";
 import type { Tool, ToolContext, ToolEvent } from "./tools/types.js";
 import { restartTurn, settleOpenCalls } from "./turn-resume.js";
 import { usageOp } from "./usage.js";
@@ -33,7 +34,16 @@ export type AgentEvent =
   | ToolEvent
   | { type: "turn_started"; session_id: string; turn_id: string }
   | { type: "tool_started"; turn_id: string; id: string; name: string; arguments: string }
-  | { type: "tool_finished"; turn_id: string; id: string; name: string; ok: boolean; ms: number }
+  | {
+      type: "tool_finished";
+      turn_id: string;
+      id: string;
+      name: string;
+      ok: boolean;
+      ms: number;
+      /** The result in a few words ("12 lines", "exit 1: ..."), for people watching. */
+      summary: ToolSummary;
+    }
   | { type: "guardrail"; layer: "guardrails"; message: string }
   | { type: "continuation"; turn_id: string; count: number }
   | { type: "turn_finished"; turn_id: string; status: TurnStatus; partial: boolean; error: string | null }

@@ -119,9 +119,11 @@ export async function callTarget(
       if (classified.reason === "aborted") throw new ProviderError(classified, target.provider, target.model);
       const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now());
       if ((verdict === "cooled" || verdict === "disabled") && rotations < runtime.pool.size) {
-        const state = (await runtime.pool.state(deps.clock.now())).find(
-          (k) => k.fingerprint === key.fingerprint,
-        );
+        const keys = await runtime.pool.state(deps.clock.now());
+        const state = keys.find((k) => k.fingerprint === key.fingerprint);
+        // Said here, from the same read, so a listener knows at once whether this is a rotation
+        // or the start of "every key is cooling" (one line for the user, not two).
+        const next = keys.find((k) => k.status === "ok")?.fingerprint ?? null;
         emit({
           type: "credential_rotated",
           layer: "credentials",
@@ -129,11 +131,19 @@ export async function callTarget(
           model: target.model,
           from: key.fingerprint,
           reason: classified.reason,
+          status: classified.status,
           verdict,
           cooldown_until: state?.cooldown_until ?? null,
+          next_key: next,
           message: `${target.provider}: key ${key.fingerprint} ${
             verdict === "disabled" ? "disabled" : "cooling down"
-          } after ${classified.reason}`,
+          } after ${classified.reason}; ${
+            next === null
+              ? "no other key is usable"
+              : next === key.fingerprint
+                ? "its cooldown is over, so it is tried again"
+                : `next key ${next}`
+          }`,
         });
         continue;
       }

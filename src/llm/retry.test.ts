@@ -198,6 +198,7 @@ describe("withRetry", () => {
         next_attempt_at: START + first,
         context_tokens: 1234,
         retry_after_ms: null,
+        status: 529,
         message: "Overloaded",
       },
       {
@@ -212,6 +213,7 @@ describe("withRetry", () => {
         next_attempt_at: START + first + second,
         context_tokens: 1234,
         retry_after_ms: 3_000,
+        status: 429,
         message: "slow down",
       },
     ]);

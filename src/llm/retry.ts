@@ -29,6 +29,8 @@ interface RetryEventBase {
   elapsed_ms: number;
   context_tokens: number | null;
   retry_after_ms: number | null;
+  /** The HTTP status of the failure, null when there was no response (a transport failure). */
+  status: number | null;
   message: string;
 }
 
@@ -107,6 +109,7 @@ export async function withRetry<T>(
       elapsed_ms: now - started,
       context_tokens: context.context_tokens,
       retry_after_ms: classified.retry_after_ms,
+      status: classified.status,
       message: classified.message,
     };
 

@@ -25,9 +25,16 @@ export type StatusEvent =
       /** The key that failed, by fingerprint. */
       from: string;
       reason: ErrorReason;
+      /** The HTTP status of the failure, null when there was no response. */
+      status: number | null;
       /** cooled: skipped until cooldown_until; disabled: skipped until the key changes. */
       verdict: "cooled" | "disabled";
       cooldown_until: number | null;
+      /**
+       * The key the pool offers next, as it stood when the key was cooled (the same key when its
+       * cooldown has already ended); null when none is usable, so credentials_exhausted follows.
+       */
+      next_key: string | null;
       message: string;
     }
   | {

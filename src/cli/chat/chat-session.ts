@@ -22,11 +22,16 @@ import { estimateTokens } from "../../llm/tokens.js";
 /** User-role messages Tenax writes itself (continue and resume notes), never the user's. */
 const TENAX_NOTES = new Set([CONTINUE_NAME, RESUME_NAME]);
 
+/** Where the chat's output goes: the reply, the turn's events, and lines for the user. */
 export interface ChatOutput {
   /** A piece of the streamed reply. */
   text(delta: string): void;
-  /** A live status line (retry, rotation, fallback, compression, tools). */
-  status(line: string): void;
+  /** A turn is about to call `target`. */
+  beginTurn(target: Target): void;
+  /** An event of the running turn (status, tools). */
+  event(event: AgentEvent): void;
+  /** The turn ended: end the reply and say how it ended (null: it threw, and the caller says why). */
+  endTurn(result: TurnResult | null): void;
   /** A line of information for the user. */
   info(line: string): void;
   error(line: string): void;
@@ -96,41 +101,25 @@ export class ChatSession {
 
   async turn(text: string, signal: AbortSignal): Promise<TurnResult> {
     const sessionId = this.current ?? (await this.open());
-    const result = await this.agent.turn({
-      sessionId,
-      text,
-      cwd: this.cwd,
-      signal,
-      onEvent: (e) => this.onEvent(e),
-      ...(this.chosen ? { route: this.agent.runtime.router.turn(this.chosen) } : {}),
-    });
-    this.lastTurn = result;
-    if (result.reply !== "" || result.status === "completed") this.out.text("\n");
-    if (result.status === "interrupted") this.out.info("(interrupted)");
-    else if (result.status === "failed") this.out.error(`turn failed: ${result.error}`);
-    else if (result.partial)
-      this.out.info(`(the reply was cut by the output limit: finish reason ${result.finish_reason})`);
-    return result;
-  }
-
-  private onEvent(event: AgentEvent): void {
-    switch (event.type) {
-      case "text":
-        this.out.text(event.delta);
-        return;
-      case "stream_restart":
-        this.out.text("\n");
-        this.out.status(`[retry] ${event.message}`);
-        return;
-      case "tool_started":
-        this.out.status(`[tool] ${event.name}`);
-        return;
-      case "tool_progress":
-        this.out.status(`[tool] ${event.tool}: ${event.message}`);
-        return;
-      default:
-        if ("layer" in event) this.out.status(`[${event.layer}] ${event.message}`);
+    const router = this.agent.runtime.router;
+    this.out.beginTurn(this.chosen ?? router.primary);
+    let result: TurnResult;
+    try {
+      result = await this.agent.turn({
+        sessionId,
+        text,
+        cwd: this.cwd,
+        signal,
+        onEvent: (e) => (e.type === "text" ? this.out.text(e.delta) : this.out.event(e)),
+        ...(this.chosen ? { route: router.turn(this.chosen) } : {}),
+      });
+    } catch (error) {
+      this.out.endTurn(null);
+      throw error;
     }
+    this.lastTurn = result;
+    this.out.endTurn(result);
+    return result;
   }
 
   private async command(command: string, arg: string, signal: AbortSignal): Promise<LineOutcome> {

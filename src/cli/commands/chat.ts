@@ -6,7 +6,11 @@ import type { Command } from "commander";
 import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
-import { type ChatOutput, ChatSession } from "../chat/chat-session.js";
+import type { TenaxConfig } from "../../config/schema.js";
+import { DEFAULT_BASE_URLS, type ModelRuntime } from "../../llm/runtime.js";
+import { ChatSession } from "../chat/chat-session.js";
+import { ChatView } from "../chat/status-view.js";
+import { terminalCaps } from "../chat/terminal-style.js";
 import type { Cli } from "../main.js";
 import { storeSettings } from "../store-access.js";
 
@@ -47,19 +51,11 @@ export function registerChatCommand(program: Command, cli: Cli): void {
               `turn ${turn.turn_id} of session ${turn.session_id} was left running by a process that stopped; it is marked interrupted`,
             );
           }
-          const json = flags.json === true;
-          const output: ChatOutput = {
-            text: (d) => {
-              if (!json) process.stdout.write(d);
-            },
-            status: (l) => process.stderr.write(`${l}\n`),
-            info: (l) => process.stderr.write(`${l}\n`),
-            error: (l) => process.stderr.write(`error: ${l}\n`),
-          };
-          const chat = new ChatSession(opened.agent, paths, config, process.cwd(), output);
+          const view = chatView(opened.agent.runtime, config, flags.json === true);
+          const chat = new ChatSession(opened.agent, paths, config, process.cwd(), view);
           await chat.open(flags.session);
           if (flags.query !== undefined) return await oneShot(chat, flags.query, out);
-          return await interactive(chat);
+          return await interactive(chat, view);
         } finally {
           await opened.close();
         }
@@ -92,7 +88,32 @@ async function oneShot(chat: ChatSession, query: string, out: { json: boolean; d
   }
 }
 
-async function interactive(chat: ChatSession): Promise<number> {
+/** The status view on stderr, the reply on stdout (none with --json: the document is the reply). */
+function chatView(runtime: ModelRuntime, config: TenaxConfig, json: boolean): ChatView {
+  const caps = terminalCaps(process.stderr, process.env);
+  return new ChatView(
+    {
+      write: (t) => process.stderr.write(t),
+      reply: (t) => {
+        if (!json) process.stdout.write(t);
+      },
+      caps,
+      shared: !json && process.stdout.isTTY === true && process.stderr.isTTY === true,
+      columns: () => process.stderr.columns ?? 80,
+    },
+    {
+      window: (target) => runtime.router.limits(target)?.context_window ?? null,
+      baseUrl: (provider) => {
+        const settings = config.providers[provider];
+        if (settings === undefined) return null;
+        if (settings.base_url !== undefined) return settings.base_url;
+        return settings.type === "simulator" ? null : DEFAULT_BASE_URLS[settings.type];
+      },
+    },
+  );
+}
+
+async function interactive(chat: ChatSession, view: ChatView): Promise<number> {
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
   process.stderr.write(
     `session ${chat.sessionId} — /help lists the commands, Ctrl-C interrupts, /exit leaves\n`,
@@ -108,7 +129,7 @@ async function interactive(chat: ChatSession): Promise<number> {
     const now = Date.now();
     if (running && !running.signal.aborted) {
       running.abort(new Error("interrupted by Ctrl-C"));
-      process.stderr.write("\n(interrupting; Ctrl-C again to leave)\n");
+      view.info("(interrupting; Ctrl-C again to leave)");
     } else if (now - lastSigint < 2000) {
       leaving = true;
       running?.abort(new Error("leaving"));

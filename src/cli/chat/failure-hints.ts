@@ -1,0 +1,196 @@
+// What a failed turn says to the person at the terminal: which layer gave up, on what, and one
+// line of what to do about it, per classified reason. The wording lives here and nowhere else.
+import type { ErrorReason } from "../../llm/classified-error.js";
+
+/** The reasons a failure can have, `unreachable` included (nothing answered at the address). */
+export type FailureReason = ErrorReason | "unreachable";
+
+/** A failed turn, as far as the CLI knows it. */
+export interface TurnFailure {
+  /** The layer that gave up: provider, credentials, fallback, guardrails, agent, ... */
+  layer: string;
+  reason: FailureReason | null;
+  provider: string | null;
+  model: string | null;
+  /** The HTTP status, when there was a response. */
+  status: number | null;
+  /** The classified message (the provider's own words, shortened), or the turn's error. */
+  message: string;
+  /** How many attempts the retry layer made, and over how long, when it said. */
+  attempts: number | null;
+  elapsed_ms: number | null;
+}
+
+interface Where {
+  /** `providers.NAME` in config.yaml. */
+  key: string;
+  provider: string;
+  model: string;
+}
+
+/** Per reason: the failure in a few words, and what to do. */
+export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo: (w: Where) => string }>> = {
+  unreachable: {
+    says: "could not connect",
+    todo: (w) =>
+      `nothing answered at that address: start the provider's server, or fix ${w.key}.base_url in config.yaml (host, port, DNS name, TLS); tenax status shows every provider`,
+  },
+  auth: {
+    says: "the provider refused the API key",
+    todo: (w) =>
+      `put a valid key in ${w.key}.api_keys in config.yaml (or the variable it names in .env); tenax status shows which keys are disabled`,
+  },
+  auth_permanent: {
+    says: "the provider refused the API key for good",
+    todo: (w) => `replace the key in ${w.key}.api_keys in config.yaml; a replaced key is tried again at once`,
+  },
+  billing: {
+    says: "the account is out of credit or over its spending limit",
+    todo: (w) =>
+      `add credit or raise the limit with the provider, or add a key of another account to ${w.key}.api_keys, or a model of another provider under fallback in config.yaml`,
+  },
+  rate_limit: {
+    says: "rate limited",
+    todo: (w) =>
+      `wait a minute and try again (/retry); more keys in ${w.key}.api_keys or a fallback model in config.yaml carry the turn past a limit`,
+  },
+  overloaded: {
+    says: "the provider is overloaded",
+    todo: () =>
+      "try again in a minute (/retry), or list a model of another provider under fallback in config.yaml",
+  },
+  server_error: {
+    says: "the provider failed on its side",
+    todo: () =>
+      "try again (/retry); if it goes on, check the provider's status page, or list a fallback model in config.yaml",
+  },
+  timeout: {
+    says: "the provider did not answer in time",
+    todo: (w) =>
+      `check the network and the provider; slow models may need longer ${w.key}.timeouts (connect, first_byte) in config.yaml`,
+  },
+  stream_drop: {
+    says: "the reply stream was cut off",
+    todo: (w) =>
+      `try again (/retry); a proxy that closes long streams, or ${w.key}.timeouts.idle in config.yaml, may be the cause`,
+  },
+  context_overflow: {
+    says: "the conversation does not fit the model's context window",
+    todo: (w) =>
+      `/compress, or /new for a fresh session; or set ${w.key}.models.${w.model}.context_window to the model's real window so compression starts in time`,
+  },
+  payload_too_large: {
+    says: "the request is larger than the provider takes",
+    todo: () => "/compress, or /new for a fresh session; large tool results or files are the usual cause",
+  },
+  long_context_tier: {
+    says: "this account has no access to the provider's long-context tier",
+    todo: () => "enable long context with the provider, or /compress to shorten the conversation",
+  },
+  model_not_found: {
+    says: "the provider does not serve this model",
+    todo: (w) =>
+      `fix the model name (model.name, or the fallback entry for ${w.provider}) in config.yaml; the provider's model list has the valid names`,
+  },
+  content_policy_blocked: {
+    says: "the provider's content filter refused the request",
+    todo: () => "rephrase the request, or list a model of another provider under fallback in config.yaml",
+  },
+  invalid_request: {
+    says: "the provider rejected the request as invalid",
+    todo: (w) =>
+      `the provider may not support an option Tenax sent: check ${w.key}.type and base_url in config.yaml; tenax doctor checks the setup`,
+  },
+  format_error: {
+    says: "the provider's answer could not be read",
+    todo: (w) =>
+      `try again (/retry); if it goes on, check that ${w.key}.base_url points at an OpenAI-compatible API`,
+  },
+  thinking_signature: {
+    says: "the provider refused the reasoning replayed from earlier in the session",
+    todo: () => "/new for a fresh session, or /branch and go on there",
+  },
+  aborted: {
+    says: "stopped",
+    todo: () => "nothing to do: the turn was stopped on purpose",
+  },
+  unknown: {
+    says: "failed in a way Tenax could not classify",
+    todo: () =>
+      "try again (/retry); tenax status and tenax doctor show each layer; the message above is the provider's",
+  },
+};
+
+/** Transport codes that mean nothing answered at the address, in words. */
+const CONNECT_PROBLEMS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused",
+  ENOTFOUND: "the host name does not resolve (DNS)",
+  EAI_AGAIN: "the host name could not be resolved (DNS, temporary)",
+  EHOSTUNREACH: "the host is unreachable",
+  ENETUNREACH: "the network is unreachable",
+  CERT_HAS_EXPIRED: "its TLS certificate has expired",
+  DEPTH_ZERO_SELF_SIGNED_CERT: "its TLS certificate is self-signed",
+  SELF_SIGNED_CERT_IN_CHAIN: "its TLS certificate chain is self-signed",
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "its TLS certificate cannot be verified",
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "its TLS certificate's issuer is unknown",
+  ERR_TLS_CERT_ALTNAME_INVALID: "its TLS certificate is for another host name",
+  EPROTO: "the TLS handshake failed",
+};
+
+/**
+ * The connect-level problem a transport failure's message names: the classifier starts such a
+ * message with the transport code ("ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1").
+ */
+export function connectProblem(message: string): { code: string; words: string } | null {
+  const code = /^([A-Z][A-Z0-9_]+):/.exec(message)?.[1];
+  if (code === undefined) return null;
+  const words = CONNECT_PROBLEMS[code];
+  return words === undefined ? null : { code, words };
+}
+
+export interface Explained {
+  /** What failed, where, in one line (without a leading "error:"). */
+  headline: string;
+  /** One line of what to do. */
+  todo: string;
+}
+
+const GUARDRAILS_TODO =
+  "the agent was stopped going round in circles or past its budget: rephrase the request, or raise the agent.* limit the line names in config.yaml";
+const GENERIC_TODO = "tenax status shows which layer is failing, and tenax doctor checks the setup";
+
+/** The two lines a failed turn ends with. `baseUrl` is where the provider is reached, when known. */
+export function explainFailure(failure: TurnFailure, baseUrl: string | null): Explained {
+  const tried =
+    failure.attempts !== null && failure.attempts > 1
+      ? `; gave up after ${failure.attempts} attempts${
+          failure.elapsed_ms === null ? "" : ` in ${(failure.elapsed_ms / 1000).toFixed(1)} s`
+        }`
+      : "";
+  const layer = `${failure.layer} layer`;
+  if (failure.reason === null || failure.provider === null) {
+    return {
+      headline: `turn failed (${layer}): ${failure.message}${tried}`,
+      todo: failure.layer === "guardrails" ? GUARDRAILS_TODO : GENERIC_TODO,
+    };
+  }
+  const model = failure.model ?? "";
+  const where: Where = { key: `providers.${failure.provider}`, provider: failure.provider, model };
+  const hint = FAILURE_HINTS[failure.reason];
+  const target = `${failure.provider}/${model}`;
+  const status = failure.status === null ? "" : ` (HTTP ${failure.status})`;
+  if (failure.reason === "unreachable") {
+    const problem = connectProblem(failure.message);
+    const at = baseUrl === null ? target : `${target} at ${baseUrl}`;
+    return {
+      headline: `turn failed (${layer}, unreachable): could not connect to ${at}: ${
+        problem ? `${problem.words} (${problem.code})` : failure.message
+      }${tried}`,
+      todo: hint.todo(where),
+    };
+  }
+  return {
+    headline: `turn failed (${layer}, ${failure.reason}): ${target}: ${hint.says}${status}: ${failure.message}${tried}`,
+    todo: hint.todo(where),
+  };
+}
