@@ -33,7 +33,7 @@ export function registerGatewayCommands(program: Command, cli: Cli): Command {
  */
 export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Promise<number> {
   const port = flags.port === undefined ? undefined : parsePort(flags.port);
-  const paths = cli.profile();
+  const paths = cli.profile({ create: true });
   let loaded: ReturnType<typeof loadConfig>;
   try {
     loaded = loadConfig(paths);
