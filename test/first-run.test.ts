@@ -3,7 +3,7 @@
 // cron/); commands that only look answer cleanly and create nothing; a named profile that does
 // not exist stays an error that says how to create it. All through the built CLI.
 import { randomBytes } from "node:crypto";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BIN, requireBuild, runAsync } from "./helpers/cli.js";
@@ -133,5 +133,20 @@ describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, thro
       expect(run.output).not.toMatch(/a bug in Tenax/);
     }
     expect(existsSync(fresh.home)).toBe(false);
+  });
+});
+
+describe("a model listed with its context_window only", () => {
+  it("loads, and a turn runs on it", async () => {
+    const fresh = freshHome("TENAX_HOME");
+    mkdirSync(fresh.home, { recursive: true });
+    writeFileSync(
+      join(fresh.home, "config.yaml"),
+      "model: { provider: sim, name: echo }\nproviders:\n  sim:\n    type: simulator\n    models:\n      echo: { context_window: 32000 }\n",
+    );
+    const run = await tenax(fresh, ["chat", "-q", "hi", "--json"]);
+    expect(run.stderr).not.toMatch(/max_output_tokens/);
+    expect(run.status).toBe(0);
+    expect((JSON.parse(run.stdout) as { reply: string }).reply).toBe("echo: hi");
   });
 });
