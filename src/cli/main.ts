@@ -18,6 +18,7 @@ import { registerSimulatorCommand } from "./commands/simulator.js";
 import { registerStatusCommand } from "./commands/status.js";
 import { registerUpCommand } from "./commands/up.js";
 import { createOutput, type Output, reportError } from "./output.js";
+import { guardStandardStreams, writeStd } from "./std-streams.js";
 
 export interface Cli {
   /**
@@ -37,6 +38,7 @@ export interface Cli {
 export const VERSION = "0.1.0";
 
 export async function main(argv: string[]): Promise<number> {
+  guardStandardStreams();
   let exitCode = 0;
   const program = new Command("tenax")
     .description("Tenax: a self-hosted AI agent runtime that says which layer broke.")
@@ -44,7 +46,7 @@ export async function main(argv: string[]): Promise<number> {
     .option("--profile <name>", "profile to use (default: TENAX_PROFILE or the default profile)")
     .showHelpAfterError()
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    .configureOutput({ writeOut: (s) => writeStd("stdout", s), writeErr: (s) => writeStd("stderr", s) });
 
   const cli: Cli = {
     profile(options = {}) {

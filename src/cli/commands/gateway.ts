@@ -7,6 +7,7 @@ import { runGateway } from "../../gateway/run.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { type Cli, VERSION } from "../main.js";
 import { type Output, reportError } from "../output.js";
+import { onStandardStreamLost } from "../std-streams.js";
 import { storeSettings } from "../store-access.js";
 
 export interface RunFlags {
@@ -57,6 +58,10 @@ export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Prom
     cwd: process.cwd(),
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
+    onOutputLost: (report) =>
+      onStandardStreamLost((name, error) =>
+        report(`${name} was closed (${(error as NodeJS.ErrnoException).code ?? error.message})`),
+      ),
   });
 }
 
