@@ -1,10 +1,13 @@
 // Bad input at the edge is a documented 400, never a 500: a body nested thousands deep on every
-// JSON route of a real gateway, answered in the OpenAI error shape, and the gateway serving on.
+// JSON route of a real gateway, and a path that is not valid percent-encoding on the gateway and
+// on a real dashboard, each answered in its server's error shape, and each server serving on.
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { cliEnvironment, requireBuild } from "./helpers/cli.js";
+import { startDashboard } from "./helpers/dashboard.js";
 import { expectError, simProfile } from "./helpers/gateway.js";
 import { startListening } from "./helpers/listening.js";
+import { profileWith } from "./helpers/temp-home.js";
 
 beforeAll(() => requireBuild());
 
@@ -49,5 +52,25 @@ describe("a JSON body nested too deep", () => {
     expect(chat.status).toBe(200);
     expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
     expect(gw.stderr()).not.toMatch(/a bug in Tenax|RangeError|Maximum call stack/);
+  });
+});
+
+describe("a path part that is not valid percent-encoding", () => {
+  it("is a 400 invalid_url on the gateway's session and run routes", async () => {
+    const { gw, headers } = await keyedGateway();
+    for (const path of ["/api/sessions/%ZZ", "/v1/runs/%E0%A4%A"]) {
+      const error = await expectError(await fetch(`${gw.url}${path}`, { headers }), 400, "invalid_url");
+      expect(error.message).toMatch(/is not valid percent-encoding/);
+    }
+  });
+
+  it("is a 400 invalid_url on the dashboard too, in the dashboard's shape, and it serves on", async () => {
+    const dashboard = await startDashboard(profileWith("").home);
+    const response = await fetch(`${dashboard.url}/api/sessions/%ZZ`);
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("invalid_url");
+    expect(body.error.message).toBe('the session id "%ZZ" is not valid percent-encoding');
+    expect((await fetch(`${dashboard.url}/api/sessions`)).status).toBe(200);
   });
 });
