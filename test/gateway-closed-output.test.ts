@@ -29,7 +29,7 @@ async function listeningPort(pidFile: string, child: ChildProcess, output: () =>
   throw new Error(`the gateway did not listen within 15 s:\n${output()}`);
 }
 
-describe.each([["stdout"], ["stdout and stderr"]])("a gateway whose %s is closed", (closed) => {
+describe.each([["stdout"], ["stdout and stderr"]])("a gateway with its %s closed", (closed) => {
   it("keeps serving, logs why its output stopped, and stops cleanly on SIGTERM", async () => {
     const key = randomBytes(16).toString("hex");
     // biome-ignore lint/suspicious/noTemplateCurlyInString: config.yaml's own ${VAR} reference
