@@ -2,6 +2,7 @@
 // into messages and exit codes (0 ok, 1 failed, 2 usage).
 import { Command, CommanderError } from "commander";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../config/paths.js";
+import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
@@ -17,10 +18,16 @@ import { registerSimulatorCommand } from "./commands/simulator.js";
 import { registerStatusCommand } from "./commands/status.js";
 import { registerUpCommand } from "./commands/up.js";
 import { createOutput, type Output, reportError } from "./output.js";
+import { guardStandardStreams, writeStd } from "./std-streams.js";
 
 export interface Cli {
-  /** The selected profile's paths (from --profile, TENAX_PROFILE or the default). */
-  profile(): ProfilePaths;
+  /**
+   * The selected profile's paths (from --profile, TENAX_PROFILE or the default); a named profile
+   * that does not exist is a usage error. With `create`, for commands that write into the
+   * profile, its folder is made the first time (0700, with spool/, logs/, cron/); without it
+   * nothing is created, so a command that only looks never leaves a home behind.
+   */
+  profile(options?: { create?: boolean }): ProfilePaths;
   /** Run a command body with output and error handling; sets the exit code. */
   run(
     json: boolean | undefined,
@@ -31,6 +38,7 @@ export interface Cli {
 export const VERSION = "0.1.0";
 
 export async function main(argv: string[]): Promise<number> {
+  guardStandardStreams();
   let exitCode = 0;
   const program = new Command("tenax")
     .description("Tenax: a self-hosted AI agent runtime that says which layer broke.")
@@ -38,15 +46,16 @@ export async function main(argv: string[]): Promise<number> {
     .option("--profile <name>", "profile to use (default: TENAX_PROFILE or the default profile)")
     .showHelpAfterError()
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    .configureOutput({ writeOut: (s) => writeStd("stdout", s), writeErr: (s) => writeStd("stderr", s) });
 
   const cli: Cli = {
-    profile() {
+    profile(options = {}) {
       const flag = program.opts<{ profile?: string }>().profile;
       const home = resolveHome();
       const name = selectProfileName(flag);
       requireProfile(home, name);
-      return profilePaths(home, name);
+      const paths = profilePaths(home, name);
+      return options.create === true ? ensureProfileHome(paths) : paths;
     },
     async run(json, body) {
       const out = createOutput(json === true);

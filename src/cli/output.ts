@@ -1,5 +1,7 @@
 // How commands talk to the terminal: plain text for people, one JSON document on stdout with --json.
+// A stream that was closed is skipped (std-streams.ts), so no command dies of its own output.
 import { TenaxError } from "../core/errors.js";
+import { writeStd } from "./std-streams.js";
 
 export interface Output {
   json: boolean;
@@ -15,13 +17,13 @@ export function createOutput(json: boolean): Output {
   return {
     json,
     line(text = "") {
-      if (!json) process.stdout.write(`${text}\n`);
+      if (!json) writeStd("stdout", `${text}\n`);
     },
     warn(text) {
-      process.stderr.write(`warning: ${text}\n`);
+      writeStd("stderr", `warning: ${text}\n`);
     },
     document(value) {
-      process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+      writeStd("stdout", `${JSON.stringify(value, null, 2)}\n`);
     },
   };
 }
@@ -29,18 +31,19 @@ export function createOutput(json: boolean): Output {
 /** Print an error the way every command does: what went wrong, then what to do. */
 export function reportError(error: unknown, json: boolean): number {
   if (TenaxError.isInstance(error)) {
-    if (json) process.stdout.write(`${JSON.stringify({ error: error.toJSON() }, null, 2)}\n`);
+    if (json) writeStd("stdout", `${JSON.stringify({ error: error.toJSON() }, null, 2)}\n`);
     // Some messages already say what kind of error they are ("config error: file:line: ...").
-    process.stderr.write(
+    writeStd(
+      "stderr",
       /^[a-z ]*error: /.test(error.message) ? `${error.message}\n` : `error: ${error.message}\n`,
     );
-    if (error.hint) process.stderr.write(`${error.hint}\n`);
+    if (error.hint) writeStd("stderr", `${error.hint}\n`);
     return error.exitCode;
   }
   const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
   if (json)
-    process.stdout.write(`${JSON.stringify({ error: { code: "internal", message: String(error) } })}\n`);
-  process.stderr.write(`error: unexpected failure (a bug in Tenax): ${message}\n`);
+    writeStd("stdout", `${JSON.stringify({ error: { code: "internal", message: String(error) } })}\n`);
+  writeStd("stderr", `error: unexpected failure (a bug in Tenax): ${message}\n`);
   return 1;
 }
 

@@ -80,3 +80,10 @@ function writeProblem(folder: string): string | undefined {
     return errnoCode(error);
   }
 }
+
+/** The closest folder on the way up from `path` that exists: the one that refused a new entry. */
+export function nearestExisting(path: string): string {
+  let current = path;
+  while (!existsSync(current) && dirname(current) !== current) current = dirname(current);
+  return current;
+}

@@ -1,7 +1,7 @@
 // `tenax init`: write the commented config.yaml for a profile. It never overwrites without `force`,
 // and with it keeps the old file as config.yaml.bak and the profile's ports where it can.
 import { existsSync } from "node:fs";
-import { copyFile, mkdir } from "node:fs/promises";
+import { copyFile } from "node:fs/promises";
 import { join } from "node:path";
 import { TenaxError, UsageError } from "../core/errors.js";
 import { writeFileAtomic } from "./atomic-write.js";
@@ -16,6 +16,7 @@ import {
   type PortPair,
   type PortProbe,
 } from "./ports.js";
+import { ensureProfileHome } from "./profile-home.js";
 import { portsInUse } from "./profiles.js";
 import { renderConfigTemplate } from "./template.js";
 
@@ -56,10 +57,8 @@ export async function initConfig(paths: ProfilePaths, options: InitOptions = {})
     dashboardPort: ports.dashboard,
   });
   const backup = exists ? join(paths.dir, "config.yaml.bak") : null;
+  ensureProfileHome(paths);
   try {
-    await mkdir(paths.dir, { recursive: true, mode: 0o700 });
-    for (const dir of [paths.spool, paths.logs, paths.cron])
-      await mkdir(dir, { recursive: true, mode: 0o700 });
     if (backup) await copyFile(paths.config, backup);
     await writeFileAtomic(paths.config, text, 0o600);
   } catch (error) {

@@ -46,6 +46,35 @@ describe("loadConfig", () => {
     expect(config.store.synchronous).toBe("full");
   });
 
+  it("accepts a model listed with its context_window only, as README shows, with a default output budget", () => {
+    const paths = profileWith(
+      `model: { provider: main, name: big }
+providers:
+  main:
+    type: openai
+    base_url: https://example.invalid/v1
+    models:
+      big: { context_window: 128000 }
+      small: { context_window: 8000 }
+      own: { context_window: 8000, max_output_tokens: 6000 }
+`,
+    );
+    const models = loadConfig(paths, {}).config.providers.main?.models;
+    // 4096, or a quarter of the window when that is smaller, so the prompt keeps room; a value
+    // given is kept as it is.
+    expect(models).toEqual({
+      big: { context_window: 128_000, max_output_tokens: 4096 },
+      small: { context_window: 8000, max_output_tokens: 2000 },
+      own: { context_window: 8000, max_output_tokens: 6000 },
+    });
+    const zero = profileWith(
+      "providers:\n  main: { type: openai, models: { m: { context_window: 8000, max_output_tokens: 0 } } }\nmodel: { provider: main, name: m }\n",
+    );
+    expect(thrown(() => loadConfig(zero, {})).message).toContain(
+      "providers.main.models.m.max_output_tokens: expected a positive integer (tokens), got 0",
+    );
+  });
+
   it("names the file, line and key of a wrong type, and says how to fix it", () => {
     const paths = profileWith(CONTRACT_EXAMPLE.replace("max_concurrency: 8", "max_concurrency: eight"));
     const error = thrown(() => loadConfig(paths, KEYS));

@@ -4,6 +4,8 @@ import { join, resolve } from "node:path";
 import { UsageError } from "../core/errors.js";
 
 export const DEFAULT_PROFILE = "default";
+/** The folders every profile has from the start (the store's spool, the logs, scheduled jobs). */
+export const PROFILE_FOLDERS = ["spool", "logs", "cron"] as const;
 const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 
 export interface ProfilePaths {

@@ -4,14 +4,14 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rename, rm } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { TenaxError, UsageError } from "../core/errors.js";
 import { type WriteFile, writeFileAtomic } from "./atomic-write.js";
 import { tenaxCommand } from "./command-hint.js";
-import { fileWriteError } from "./fs-errors.js";
+import { fileWriteError, nearestExisting } from "./fs-errors.js";
 import { readGatewayPid } from "./gateway-pid.js";
 import { loadConfig } from "./load.js";
-import { DEFAULT_PROFILE, profilePaths, validateProfileName } from "./paths.js";
+import { DEFAULT_PROFILE, PROFILE_FOLDERS, profilePaths, validateProfileName } from "./paths.js";
 import {
   allocatePorts,
   configuredPorts,
@@ -125,7 +125,7 @@ export async function createProfile(
   try {
     staging = await mkdtemp(join(parent, `.${name}.creating-`));
     await chmod(staging, 0o700);
-    for (const sub of ["spool", "logs", "cron"]) await mkdir(join(staging, sub), { mode: 0o700 });
+    for (const sub of PROFILE_FOLDERS) await mkdir(join(staging, sub), { mode: 0o700 });
     await (deps.writeFile ?? writeFileAtomic)(join(staging, "config.yaml"), text, 0o600);
     await rename(staging, paths.dir);
   } catch (error) {
@@ -234,13 +234,6 @@ function profileExists(name: string, dir: string): TenaxError {
     hint: `see it with: ${tenaxCommand(DEFAULT_PROFILE, ["profile", "show", name])}`,
     data: { profile: name, dir },
   });
-}
-
-/** The closest folder on the way up from `path` that exists: the one that refused a new entry. */
-function nearestExisting(path: string): string {
-  let current = path;
-  while (!existsSync(current) && dirname(current) !== current) current = dirname(current);
-  return current;
 }
 
 function isValidName(name: string): boolean {

@@ -41,10 +41,24 @@ const target = z.strictObject({
 });
 export type ModelTarget = z.infer<typeof target>;
 
-const modelLimits = z.strictObject({
-  context_window: positiveInt("a positive integer (tokens)"),
-  max_output_tokens: positiveInt("a positive integer (tokens)"),
-});
+/** The output budget of a model listed without one: enough for a long reply, never most of a small window. */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
+
+export function defaultMaxOutputTokens(contextWindow: number): number {
+  return Math.max(1, Math.min(DEFAULT_MAX_OUTPUT_TOKENS, Math.floor(contextWindow / 4)));
+}
+
+// max_output_tokens may be left out (README lists a model with its context_window alone): it
+// defaults to 4096, or a quarter of the window when that is smaller, so a request still fits.
+const modelLimits = z
+  .strictObject({
+    context_window: positiveInt("a positive integer (tokens)"),
+    max_output_tokens: positiveInt("a positive integer (tokens)").optional(),
+  })
+  .transform((limits) => ({
+    context_window: limits.context_window,
+    max_output_tokens: limits.max_output_tokens ?? defaultMaxOutputTokens(limits.context_window),
+  }));
 
 const seconds = () =>
   z

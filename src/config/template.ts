@@ -42,8 +42,9 @@ export function renderConfigTemplate(options: TemplateOptions): string {
 # key in .env (OPENAI_API_KEY=...). For another OpenAI-compatible server, change base_url and the
 # model names; for Anthropic, use type: anthropic.
 ${commentOut(EXAMPLE_PROVIDER_YAML)}
-# Also per provider, optional: timeouts in seconds, { connect: 10, first_byte: 60, idle: 60,
-# total: 600 }. A server that needs no key (Ollama, llama.cpp) leaves api_keys out. A provider of
+# A model's max_output_tokens may be left out: it is then 4096, or a quarter of its
+# context_window when that is smaller. Also per provider, optional: timeouts in seconds,
+# { connect: 10, first_byte: 60, idle: 60, total: 600 }. A server that needs no key (Ollama, llama.cpp) leaves api_keys out. A provider of
 # type simulator runs in-process unless base_url points at \`tenax simulator --port P\`.
 
 # Primary-model fallback chain, tried in order, each at most once per turn:

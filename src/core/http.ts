@@ -1,6 +1,6 @@
 // Small pieces every HTTP server of Tenax (gateway, dashboard, simulator) answers with: a JSON
-// body with its length, one header's value read the same way everywhere, and a JSON answer to a
-// request Node's parser refuses.
+// body with its length, one header's value read the same way everywhere, a path part decoded the
+// same way everywhere, and a JSON answer to a request Node's parser refuses.
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -29,6 +29,34 @@ export function sendJson(
     ...headers,
   });
   res.end(text);
+}
+
+/**
+ * A request refused for what it is, before any route logic (a path that does not decode): every
+ * Tenax server answers it with its status and code in its own error shape, never as a 500.
+ */
+export class HttpRequestError extends Error {
+  override readonly name = "HttpRequestError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** One percent-encoded path part (a session or run id); a 400 `invalid_url` naming `what` when it is not valid. */
+export function decodePathPart(part: string, what: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new HttpRequestError(
+      400,
+      "invalid_url",
+      `the ${what} ${JSON.stringify(part)} is not valid percent-encoding`,
+    );
+  }
 }
 
 /** A request header's first value, trimmed; undefined when absent or blank. */

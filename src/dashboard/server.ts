@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage } from "../core/errors.js";
-import { sendJson } from "../core/http.js";
+import { decodePathPart, HttpRequestError, sendJson } from "../core/http.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
 import { GatewayProbe, type GatewayProbeOptions } from "./gateway-probe.js";
 import {
@@ -103,11 +103,13 @@ export class Dashboard {
       const problem =
         error instanceof DashboardError
           ? error
-          : new DashboardError(
-              500,
-              "internal",
-              `the dashboard failed (a bug in Tenax): ${errorMessage(error)}`,
-            );
+          : error instanceof HttpRequestError
+            ? new DashboardError(error.status, error.code, error.message)
+            : new DashboardError(
+                500,
+                "internal",
+                `the dashboard failed (a bug in Tenax): ${errorMessage(error)}`,
+              );
       send(res, problem.status, problem.toJSON());
     });
   };
@@ -145,7 +147,8 @@ export class Dashboard {
       return send(res, 200, { sessions: listSessions(this.options.paths, limit, offset) });
     }
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
-    if (session) return send(res, 200, transcript(this.options.paths, decodeURIComponent(session[1] ?? "")));
+    if (session)
+      return send(res, 200, transcript(this.options.paths, decodePathPart(session[1] ?? "", "session id")));
     if (path === "/api/search") {
       const query = url.searchParams.get("q")?.trim() ?? "";
       if (query === "")

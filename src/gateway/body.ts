@@ -1,7 +1,8 @@
-// Reading a request body: at most a fixed size (413 beyond it; the bytes past it are never kept)
-// and JSON that parses (400 otherwise).
+// Reading a request body: at most a fixed size (413 beyond it; the bytes past it are never kept),
+// nested at most MAX_JSON_DEPTH deep and JSON that parses (400 otherwise).
 import type { IncomingMessage } from "node:http";
 import { badRequest, GatewayError } from "./http-error.js";
+import { depthPastLimit, MAX_JSON_DEPTH } from "./json-depth.js";
 
 /** Largest request body the gateway reads. A conversation with pasted files fits; a dump does not. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -21,7 +22,14 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
     if (size <= limit) chunks.push(buffer);
   }
   if (size > limit) throw tooLarge(limit);
-  const text = Buffer.concat(chunks).toString("utf8");
+  const bytes = Buffer.concat(chunks);
+  const deep = depthPastLimit(bytes);
+  if (deep >= 0)
+    throw badRequest(
+      "json_too_deep",
+      `the request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep (at byte ${deep}); send a flatter body`,
+    );
+  const text = bytes.toString("utf8");
   if (text.trim() === "") throw badRequest("invalid_json", "the request body is empty; send a JSON object");
   try {
     return JSON.parse(text);

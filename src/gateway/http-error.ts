@@ -2,9 +2,9 @@
 // the status that says what went wrong; handlers throw a GatewayError and the server answers it.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { TenaxError } from "../core/errors.js";
-import { sendJson } from "../core/http.js";
+import { HttpRequestError, sendJson } from "../core/http.js";
 
-export { headerValue, sendJson } from "../core/http.js";
+export { decodePathPart, headerValue, sendJson } from "../core/http.js";
 
 export type ErrorType =
   | "invalid_request_error"
@@ -52,6 +52,8 @@ export function sendError(res: ServerResponse, error: GatewayError): void {
 /** Anything unexpected becomes a 500 in the same shape, never a crash or an HTML page. */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
+  if (error instanceof HttpRequestError)
+    return new GatewayError(error.status, "invalid_request_error", error.code, error.message);
   const store = storeUnavailable(error);
   if (store) return store;
   const message = error instanceof Error ? error.message : String(error);
@@ -83,13 +85,4 @@ export function onlyMethods(req: IncomingMessage, methods: readonly string[]): v
     `method ${req.method} is not allowed here; use ${methods.join(" or ")}`,
     { allow: methods.join(", ") },
   );
-}
-
-/** One percent-encoded path part (a session or run id); a 400 naming `what` when it is not valid. */
-export function decodePathPart(part: string, what: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw badRequest("invalid_url", `the ${what} ${JSON.stringify(part)} is not valid percent-encoding`);
-  }
 }

@@ -34,6 +34,11 @@ export interface RunGatewayOptions {
   warn(line: string): void;
   /** The profile's secrets (loadProfileSecrets); read from config, `.env` and the environment when left out. */
   secrets?: ProfileSecrets;
+  /**
+   * Tell `report` when the operator's output goes away (a closed stdout or stderr); returns the
+   * unsubscribe. The gateway serves on and says so in its log.
+   */
+  onOutputLost?: (report: (what: string) => void) => () => void;
 }
 
 export function isLoopback(host: string): boolean {
@@ -70,6 +75,9 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
   const lock = acquirePidFile(paths.pid, { pid: process.pid, started_at: Date.now() }, paths.name);
   if (lock.reclaimed !== null)
     warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
+  const unwatchOutput = options.onOutputLost?.((what) =>
+    warn(`${what}; the gateway keeps serving and its lines go on in ${log.file}`),
+  );
   try {
     const clean = existsSync(paths.cleanShutdown);
     rmSync(paths.cleanShutdown, { force: true });
@@ -207,6 +215,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");
     return 0;
   } finally {
+    unwatchOutput?.();
     lock.release();
     log.close();
   }

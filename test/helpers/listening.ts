@@ -22,10 +22,15 @@ afterEach(() => {
 
 /**
  * Run `tenax ARGS` for `home` and wait until stdout shows `WHAT listening on URL`; rejects with
- * its output if it exits first or takes over 15 s.
+ * its output if it exits first or takes over 15 s. `env` replaces the environment made for `home`.
  */
-export function startListening(home: string, args: string[], what: string): Promise<ListeningProcess> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(home) });
+export function startListening(
+  home: string,
+  args: string[],
+  what: string,
+  env: NodeJS.ProcessEnv = cliEnvironment(home),
+): Promise<ListeningProcess> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
   started.push(child);
   let stdout = "";
   let stderr = "";
@@ -66,8 +71,9 @@ export function startListening(home: string, args: string[], what: string): Prom
 export async function runToEnd(
   home: string,
   args: string[],
+  env: NodeJS.ProcessEnv = cliEnvironment(home),
 ): Promise<{ status: number | null; output: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(home) });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
   started.push(child);
   let output = "";
   child.stdout.setEncoding("utf8").on("data", (c: string) => {

@@ -31,7 +31,7 @@ export function registerChatCommand(program: Command, cli: Cli): void {
     .option("--checkpoints", "snapshot projects before the agent changes files, whatever config says")
     .action((flags: ChatFlags) =>
       cli.run(flags.json, async (out) => {
-        const paths = cli.profile();
+        const paths = cli.profile({ create: true });
         const loaded = loadConfig(paths);
         const { config, warnings } = loaded;
         for (const w of warnings) out.warn(w);

@@ -37,8 +37,10 @@ export function registerGatewayServiceCommands(
   const probe = deps.probe ?? probeLive;
   const systemctl = (): Systemctl => createSystemctl(env);
 
-  const context = () => {
-    const paths = cli.profile();
+  // `create`: install writes a unit whose WorkingDirectory is the profile's folder, which systemd
+  // refuses to start in (status 200/CHDIR) while it does not exist.
+  const context = (create = false) => {
+    const paths = cli.profile({ create });
     const { config, warnings } = loadConfig(paths, env);
     const target: ProbeTarget = {
       host: config.gateway.host,
@@ -55,7 +57,7 @@ export function registerGatewayServiceCommands(
     .option("--json", "print one JSON document")
     .action((flags: { force?: boolean; json?: boolean }) =>
       cli.run(flags.json, async (out) => {
-        const { paths, config, warnings, unit } = context();
+        const { paths, config, warnings, unit } = context(true);
         for (const warning of warnings) out.warn(warning);
         const text = renderUnit({ paths, drainTimeoutS: config.gateway.drain_timeout });
         const result = await installUnit(

@@ -8,6 +8,7 @@ import { runGateway } from "../../gateway/run.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { type Cli, VERSION } from "../main.js";
 import { type Output, reportError } from "../output.js";
+import { onStandardStreamLost } from "../std-streams.js";
 import { storeSettings } from "../store-access.js";
 
 export interface RunFlags {
@@ -34,7 +35,7 @@ export function registerGatewayCommands(program: Command, cli: Cli): Command {
  */
 export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Promise<number> {
   const port = flags.port === undefined ? undefined : parsePort(flags.port);
-  const paths = cli.profile();
+  const paths = cli.profile({ create: true });
   let loaded: ReturnType<typeof loadConfig>;
   try {
     loaded = loadConfig(paths);
@@ -59,6 +60,10 @@ export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Prom
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
     secrets: loadProfileSecrets(paths, loaded),
+    onOutputLost: (report) =>
+      onStandardStreamLost((name, error) =>
+        report(`${name} was closed (${(error as NodeJS.ErrnoException).code ?? error.message})`),
+      ),
   });
 }
 

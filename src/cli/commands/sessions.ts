@@ -148,7 +148,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((id: string, opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
-        withWriter(cli.profile(), async (store) => {
+        withWriter(cli.profile({ create: true }), async (store) => {
           const full = store.resolveSessionId(id);
           const messages = store.getMessages(full).length;
           await store.deleteSession(full);
@@ -172,7 +172,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt & { olderThan: number; dryRun?: boolean }) =>
       cli.run(opts.json, (out) =>
-        withWriter(cli.profile(), async (store) => {
+        withWriter(cli.profile({ create: true }), async (store) => {
           const cutoff = Date.now() - opts.olderThan * 86_400_000;
           const ids = await store.pruneSessions(cutoff, opts.dryRun === true);
           if (out.json) {
@@ -237,7 +237,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
-        withWriter(cli.profile(), async (store) => {
+        withWriter(cli.profile({ create: true }), async (store) => {
           const result = await store.index.rebuild("requested by tenax sessions reindex");
           if (out.json) {
             out.document({ rebuilt: true, ...result, path: store.index.index.path });
@@ -259,7 +259,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .action((opts: JsonOpt & { full?: boolean }) =>
       cli.run(opts.json, (out) =>
         withWriter(
-          cli.profile(),
+          cli.profile({ create: true }),
           async (store) => {
             const result = await store.checkIntegrity(opts.full ? "full" : "quick");
             const health = store.health();

@@ -1,0 +1,152 @@
+// The first run, from nothing: a machine with no ~/.tenax (through HOME) and a TENAX_HOME that
+// does not exist yet. Commands that need the profile create its folder (0700, with spool/, logs/,
+// cron/); commands that only look answer cleanly and create nothing; a named profile that does
+// not exist stays an error that says how to create it. All through the built CLI.
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { BIN, requireBuild, runAsync } from "./helpers/cli.js";
+import { until } from "./helpers/gateway.js";
+import { runToEnd, startListening } from "./helpers/listening.js";
+import { tempDir } from "./helpers/tmp.js";
+
+beforeAll(() => requireBuild());
+
+interface FreshHome {
+  /** Where the default profile will live: $HOME/.tenax, or TENAX_HOME. */
+  home: string;
+  env: NodeJS.ProcessEnv;
+  key: string;
+}
+
+/** A home that does not exist, reached the way a new user reaches it. */
+function freshHome(via: "HOME" | "TENAX_HOME"): FreshHome {
+  // The gateway may require a key by default; with one in the environment it is the key to send.
+  const key = randomBytes(16).toString("hex");
+  const env: NodeJS.ProcessEnv = { ...process.env, TENAX_API_KEY: key };
+  delete env.TENAX_PROFILE;
+  delete env.TENAX_HOME;
+  const user = tempDir("tenax-user-");
+  env.HOME = user;
+  if (via === "HOME") return { home: join(user, ".tenax"), env, key };
+  const home = join(tempDir("tenax-fresh-"), "not", "yet");
+  env.TENAX_HOME = home;
+  return { home, env, key };
+}
+
+const tenax = (fresh: FreshHome, args: string[]) =>
+  runAsync(process.execPath, [BIN, ...args], { env: fresh.env });
+
+function expectPrivateHome(home: string): void {
+  for (const dir of [home, join(home, "spool"), join(home, "logs"), join(home, "cron")]) {
+    expect(statSync(dir).isDirectory(), dir).toBe(true);
+    expect(statSync(dir).mode & 0o777, dir).toBe(0o700);
+  }
+}
+
+async function chatCompletion(url: string, key: string, text: string) {
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: text }] }),
+  });
+  expect(response.status).toBe(200);
+  const body = (await response.json()) as { choices: Array<{ message: { content: string } }> };
+  return body.choices[0]?.message.content;
+}
+
+describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, through %s", (via) => {
+  it("`gateway run` creates the home (0700), serves /health/live and a turn, and stops cleanly", async () => {
+    const fresh = freshHome(via);
+    expect(existsSync(fresh.home)).toBe(false);
+    const gw = await startListening(fresh.home, ["gateway", "run", "--port", "0"], "gateway", fresh.env);
+    expectPrivateHome(fresh.home);
+    expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
+    expect(await chatCompletion(gw.url, fresh.key, "hello from nothing")).toBe("echo: hello from nothing");
+    expect(gw.stderr()).not.toMatch(/a bug in Tenax/);
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    expect(existsSync(join(fresh.home, "gateway.pid"))).toBe(false);
+    expect(existsSync(join(fresh.home, ".clean_shutdown"))).toBe(true);
+  });
+
+  it("`up` (what npm start runs) starts the gateway and the dashboard", async () => {
+    const fresh = freshHome(via);
+    const args = ["up", "--gateway-port", "0", "--dashboard-port", "0"];
+    const up = await startListening(fresh.home, args, "gateway", fresh.env);
+    await until(() => /dashboard listening on http:\/\/\S+/.test(up.stdout()));
+    const dashboard = /dashboard listening on (http:\/\/\S+)/.exec(up.stdout())?.[1] ?? "";
+    expectPrivateHome(fresh.home);
+    expect((await fetch(`${up.url}/health/live`)).status).toBe(200);
+    const page = await fetch(`${dashboard}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/<title>Tenax dashboard<\/title>/);
+    up.child.kill("SIGTERM");
+    expect(await up.exited).toBe(0);
+    expect(up.stderr()).not.toMatch(/a bug in Tenax/);
+  });
+
+  it("`chat -q hi` answers, and the home it made is private", async () => {
+    const fresh = freshHome(via);
+    const run = await tenax(fresh, ["chat", "-q", "hi", "--json"]);
+    expect(run.stderr).not.toMatch(/a bug in Tenax|does not exist/);
+    expect(run.status).toBe(0);
+    expect((JSON.parse(run.stdout) as { reply: string }).reply).toBe("echo: hi");
+    expectPrivateHome(fresh.home);
+    expect(existsSync(join(fresh.home, "state.db"))).toBe(true);
+  });
+
+  it("`status`, `sessions list` and `doctor` answer truthfully and create nothing", async () => {
+    const fresh = freshHome(via);
+    const status = await tenax(fresh, ["status", "--json"]);
+    // Down, truthfully: no gateway runs; the store is simply not made yet, and the next step is said.
+    expect(status.status).toBe(2);
+    const report = JSON.parse(status.stdout) as {
+      components: Record<string, { status: string; detail: string; next: string | null }>;
+    };
+    expect(report.components.store).toMatchObject({
+      status: "ok",
+      detail: expect.stringMatching(/^no store yet/),
+    });
+    expect(report.components.gateway).toMatchObject({
+      status: "down",
+      next: expect.stringMatching(/^tenax up/),
+    });
+    const list = await tenax(fresh, ["sessions", "list"]);
+    expect(list).toMatchObject({ status: 0, stdout: "no sessions yet\n" });
+    const doctor = await tenax(fresh, ["doctor", "--json"]);
+    const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; detail: string }> }).checks;
+    expect(checks.find((c) => c.name === "permissions")?.detail).toMatch(/does not exist yet/);
+    for (const run of [status, list, doctor]) expect(run.stderr).not.toMatch(/a bug in Tenax/);
+    // Looking is not using: a home appears only when a command needs it.
+    expect(existsSync(fresh.home)).toBe(false);
+  });
+
+  it("a named profile that does not exist is a usage error that says how to create it", async () => {
+    const fresh = freshHome(via);
+    for (const args of [["gateway", "run", "--port", "0"], ["chat", "-q", "hi"], ["up"]]) {
+      const run = await runToEnd(fresh.home, ["--profile", "ghost", ...args], fresh.env);
+      expect(run.status, args.join(" ")).toBe(2);
+      expect(run.output).toMatch(/no profile named "ghost"/);
+      expect(run.output).toContain("tenax profile create ghost");
+      expect(run.output).not.toMatch(/a bug in Tenax/);
+    }
+    expect(existsSync(fresh.home)).toBe(false);
+  });
+});
+
+describe("a model listed with its context_window only", () => {
+  it("loads, and a turn runs on it", async () => {
+    const fresh = freshHome("TENAX_HOME");
+    mkdirSync(fresh.home, { recursive: true });
+    writeFileSync(
+      join(fresh.home, "config.yaml"),
+      "model: { provider: sim, name: echo }\nproviders:\n  sim:\n    type: simulator\n    models:\n      echo: { context_window: 32000 }\n",
+    );
+    const run = await tenax(fresh, ["chat", "-q", "hi", "--json"]);
+    expect(run.stderr).not.toMatch(/max_output_tokens/);
+    expect(run.status).toBe(0);
+    expect((JSON.parse(run.stdout) as { reply: string }).reply).toBe("echo: hi");
+  });
+});
