@@ -5,6 +5,7 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { describeProcessReap } from "../agent/process-reaper.js";
 import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
@@ -74,6 +75,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     );
     // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
     const opened = await openAgent(paths, config, { storeSettings: options.storeSettings });
+    for (const line of describeProcessReap(opened.reapedProcesses)) warn(line);
     // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
     // crashed gateway's turns first; they are still this gateway's to resume.
     const reapedElsewhere =
