@@ -134,7 +134,9 @@ export async function reapOrphanProcesses(options: ReapProcessesOptions): Promis
 /** One line for the operator per process ended (or not) and per problem. */
 export function describeProcessReap(report: ProcessReapReport): string[] {
   const what = (p: ReapedProcess) =>
-    `process ${p.pid} (${p.command === null ? "started by a command" : JSON.stringify(p.command)}, task ${p.task_id})`;
+    p.command === null
+      ? `process ${p.pid} (started by a command of task ${p.task_id}, found by its mark)`
+      : `process ${p.pid} (${JSON.stringify(p.command)}, task ${p.task_id})`;
   return [
     ...report.reaped.map(
       (p) => `reaped ${what(p)}: Tenax process ${p.owner}, which ran it, is gone; it was ended`,
