@@ -146,16 +146,22 @@ describe("ProcessRegistry", () => {
     await mine.settle(200);
     await theirs.settle(200);
     // setsid runs sleep in place of the backgrounded shell: $! is the sleeper.
-    const [a, b] = [mine, theirs].map((h) => identify(Number(h.output(100).stdout.trim())));
+    const sleeper = (h: typeof mine) => {
+      const id = identify(Number(h.output(100).stdout.trim()));
+      if (id === null) throw new Error(`no sleeper: ${h.output(100).stdout}`);
+      return id;
+    };
+    const a = sleeper(mine);
+    const b = sleeper(theirs);
     // Outside the groups: the shells are gone, the groups with them, the sleepers run on.
     expect([mine.alive(), theirs.alive()]).toEqual([false, false]);
-    expect(a !== null && isRunning(a)).toBe(true);
+    expect(isRunning(a)).toBe(true);
     try {
       await reg.cleanupTask("a");
-      expect(a !== null && isRunning(a)).toBe(false);
-      expect(b !== null && isRunning(b)).toBe(true);
+      expect(isRunning(a)).toBe(false);
+      expect(isRunning(b)).toBe(true);
     } finally {
-      if (b !== null && isRunning(b)) process.kill(b.pid, "SIGKILL");
+      if (isRunning(b)) process.kill(b.pid, "SIGKILL");
     }
   });
 
