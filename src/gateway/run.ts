@@ -138,7 +138,13 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       },
     };
     reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
-    startWatchdog({ ...lifecycle, onResume: (r) => reportResume(r, config.gateway.auto_resume, warn) });
+    startWatchdog({
+      ...lifecycle,
+      onResume: (r) => reportResume(r, config.gateway.auto_resume, warn),
+      onProcesses: (r) => {
+        for (const line of describeProcessReap(r)) warn(line);
+      },
+    });
     const settledRuns = await runs.recover();
     if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
     runs.maintainOn(opened.agent.scheduler);
