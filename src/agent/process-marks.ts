@@ -83,8 +83,8 @@ const SLICE = 64;
  * Every live process of this user whose environment carries a mark matching `filter`, read from
  * /proc once (this process left out). Another user's processes and unreadable ones are skipped;
  * off Linux there is no /proc and the answer is empty. Reading another process's environment
- * costs the kernel a look into its memory (about 10 µs each, 3 ms for 300 processes): the scan
- * yields to the event loop every SLICE processes so the turns of the gateway go on meanwhile.
+ * costs the kernel a look into its memory (about 5 ms of CPU for 300 processes, bench/proc-scan.ts):
+ * the scan yields to the event loop every SLICE processes so the gateway's turns go on meanwhile.
  */
 export async function scanMarked(filter: ScanFilter): Promise<MarkedProcess[]> {
   // The cheapest test first: one exact variable, looked for in the raw block.
