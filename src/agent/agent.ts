@@ -2,6 +2,8 @@
 // registry, the one scheduler, checkpoints and compression, over the profile's store. `turn()`
 // runs one turn; `close()` stops everything it started (processes, timers, simulators).
 
+import { realpathSync } from "node:fs";
+import { resolve } from "node:path";
 import { z } from "zod";
 import type { SnapshotResult } from "../checkpoints/store.js";
 import type { ProfilePaths } from "../config/paths.js";
@@ -14,7 +16,10 @@ import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
-import { pidAlive } from "./process-group.js";
+import { DEFAULT_GRACE_MS, pidAlive } from "./process-group.js";
+import { bootId, selfIdentity } from "./process-identity.js";
+import { ProcessLedger } from "./process-ledger.js";
+import { type ProcessReapReport, reapOrphanProcesses } from "./process-reaper.js";
 import { ProcessRegistry } from "./processes.js";
 import { type ReapedTurn, type ReapOptions, reapDeadTurns } from "./reap.js";
 import { Scheduler } from "./scheduler.js";
@@ -57,8 +62,19 @@ export interface AgentOptions {
   secrets?: ProfileSecrets;
 }
 
+/** The profile as its commands' marks name it: its folder's real path, however it was reached. */
+function profileMark(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return resolve(dir);
+  }
+}
+
 export class Agent {
   readonly processes: ProcessRegistry;
+  /** The profile in the marks of this agent's commands (process-marks.ts). */
+  private readonly profileMark: string;
   readonly scheduler: Scheduler;
   private readonly subagents: ConcurrencyLimiter;
   private readonly turnDeps: TurnDeps;
@@ -71,8 +87,24 @@ export class Agent {
     readonly deps: Deps,
     readonly secrets: ProfileSecrets,
   ) {
-    this.processes = new ProcessRegistry({ secrets });
     this.scheduler = new Scheduler({ now: () => deps.clock.now() });
+    this.profileMark = profileMark(options.paths.dir);
+    const owner = selfIdentity();
+    this.processes = new ProcessRegistry({
+      secrets,
+      profile: this.profileMark,
+      ...(owner === null
+        ? {}
+        : {
+            ledger: new ProcessLedger({
+              store: options.store,
+              owner,
+              bootId: bootId(),
+              profile: this.profileMark,
+              now: () => deps.clock.now(),
+            }),
+          }),
+    });
     const config = options.config;
     this.subagents = new ConcurrencyLimiter(config.agent.max_subagents);
     const base = [
@@ -122,6 +154,21 @@ export class Agent {
    */
   reap(options: Omit<ReapOptions, "pidAlive"> = {}): Promise<ReapedTurn[]> {
     return reapDeadTurns(this.store, this.deps.clock.now(), { ...options, pidAlive });
+  }
+
+  /**
+   * End what a dead Tenax process of this profile left running (run this when a process starts):
+   * the commands its records name and every process carrying its mark, never a live process's.
+   */
+  reapProcesses(): Promise<ProcessReapReport> {
+    return reapOrphanProcesses({
+      store: this.store,
+      profile: this.profileMark,
+      self: selfIdentity(),
+      bootId: bootId(),
+      graceMs: DEFAULT_GRACE_MS,
+      now: () => this.deps.clock.now(),
+    });
   }
 
   async newSession(options: { title?: string; source?: string; parent?: string } = {}): Promise<string> {

@@ -1,29 +1,30 @@
 // Process groups: every command a tool starts leads its own group, so one signal reaches all it
 // started (a shell's grandchildren included). Liveness ignores zombies: where nothing reaps orphans
 // (a container whose init does not), a dead grandchild stays a zombie that kill(pid, 0) still finds.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { realSleep, type Sleep } from "../core/deps.js";
+import { readProcFile } from "./proc-file.js";
 
 const LINUX = process.platform === "linux";
 
-interface StatLine {
+export interface StatLine {
   state: string;
   pgrp: number;
+  /** Field 22: when the process started, in clock ticks since boot; with the pid, who it is. */
+  start: number;
 }
 
 /** Fields of /proc/PID/stat after the command name, which may itself hold spaces and parentheses. */
-function readStat(pid: number | string): StatLine | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return null;
-  }
+export function readStat(pid: number | string): StatLine | null {
+  const bytes = readProcFile(`/proc/${pid}/stat`);
+  if (bytes === null) return null;
+  const text = bytes.toString("latin1");
   const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  return { state: fields[0] ?? "", pgrp: Number(fields[2]) };
+  // fields[0] is field 3 of the line (the state), so field 22 is fields[19].
+  return { state: fields[0] ?? "", pgrp: Number(fields[2]), start: Number(fields[19]) };
 }
 
-const dead = (state: string) => state === "Z" || state === "X" || state === "x";
+export const dead = (state: string) => state === "Z" || state === "X" || state === "x";
 
 /** Sends `signal` (0 only probes); false when no such process or group exists. */
 function send(target: number, signal: NodeJS.Signals | 0): boolean {

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../../test/helpers/tmp.js";
 import { waitUntil } from "../../test/helpers/tool-context.js";
 import { groupAlive, pidAlive } from "./process-group.js";
+import { identify, isRunning } from "./process-identity.js";
 import { ProcessRegistry } from "./processes.js";
 
 const registries: ProcessRegistry[] = [];
@@ -133,6 +134,35 @@ describe("ProcessRegistry", () => {
     expect(await reg.cleanupTask("task-b")).toEqual([b1.id]);
     expect(groupAlive(b1.pid)).toBe(false);
     expect(reg.list()).toEqual([]);
+  });
+
+  it("cleanupTask ends what left the task's groups (setsid) by its mark, and not a sibling task's", async () => {
+    const reg = registry({ profile: "/test-profile" });
+    const cwd = tempDir();
+    const mine = await reg.launch("setsid sleep 311 & echo $!", { cwd, taskId: "a", foreground: true });
+    const theirs = await reg.launch("setsid sleep 311 & echo $!", { cwd, taskId: "b", foreground: true });
+    await mine.waitForExit(new AbortController().signal);
+    await theirs.waitForExit(new AbortController().signal);
+    await mine.settle(200);
+    await theirs.settle(200);
+    // setsid runs sleep in place of the backgrounded shell: $! is the sleeper.
+    const sleeper = (h: typeof mine) => {
+      const id = identify(Number(h.output(100).stdout.trim()));
+      if (id === null) throw new Error(`no sleeper: ${h.output(100).stdout}`);
+      return id;
+    };
+    const a = sleeper(mine);
+    const b = sleeper(theirs);
+    // Outside the groups: the shells are gone, the groups with them, the sleepers run on.
+    expect([mine.alive(), theirs.alive()]).toEqual([false, false]);
+    expect(isRunning(a)).toBe(true);
+    try {
+      await reg.cleanupTask("a");
+      expect(isRunning(a)).toBe(false);
+      expect(isRunning(b)).toBe(true);
+    } finally {
+      if (isRunning(b)) process.kill(b.pid, "SIGKILL");
+    }
   });
 
   it("cleanupAll ends every task's processes", async () => {

@@ -1,6 +1,9 @@
 // The commands every task of this Tenax process runs: each a shell leading its own process group,
-// owned by the task that started it, its output in bounded buffers. When a task ends, its groups are
-// killed and nobody else's. Exit is observed through the child's own events: no timer per process.
+// owned by the task that started it, its output in bounded buffers. Each is marked in its
+// environment with its task and this process (process-marks.ts) and recorded in the ledger while it
+// runs (process-ledger.ts). When a task ends, its groups are killed, and so is every process carrying
+// its mark (one that left the group with `setsid`), and nobody else's. Exit is observed through the
+// child's own events: no timer per process.
 import { type ChildProcess, spawn } from "node:child_process";
 import { GATEWAY_KEY_VARIABLE, type ProfileSecrets } from "../config/profile-secrets.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../core/deps.js";
@@ -8,7 +11,10 @@ import { Redactor } from "../core/redact.js";
 import { childEnvironment } from "./child-env.js";
 import { OutputBuffer } from "./output-buffer.js";
 import { pipeOutput } from "./output-pipe.js";
-import { DEFAULT_GRACE_MS, groupAlive, killGroup } from "./process-group.js";
+import { DEFAULT_GRACE_MS, groupAlive, killGroup, readStat } from "./process-group.js";
+import { killProcesses, type ProcessIdentity, selfIdentity } from "./process-identity.js";
+import type { ProcessLedger } from "./process-ledger.js";
+import { markEnv, type ScanFilter, scanMarked } from "./process-marks.js";
 
 export interface ProcessRegistryOptions {
   /** Time a group has after SIGTERM before SIGKILL. */
@@ -27,6 +33,10 @@ export interface ProcessRegistryOptions {
    * redacted. By default only TENAX_API_KEY is kept from commands.
    */
   secrets?: ProfileSecrets;
+  /** The profile's folder, written in every command's mark. */
+  profile?: string;
+  /** Where the commands that run are recorded durably (the agent's store). */
+  ledger?: ProcessLedger;
 }
 
 export interface StartOptions {
@@ -132,6 +142,12 @@ export class ProcessRegistry {
   private readonly clock: Clock;
   private readonly sleep: Sleep;
   private readonly secrets: ProfileSecrets;
+  private readonly profile: string;
+  private readonly ledger: ProcessLedger | null;
+  /** This process as the owner in every mark; null where /proc is missing (nothing is marked). */
+  private readonly owner: ProcessIdentity | null = selfIdentity();
+  /** Tasks that started a command since their last cleanup: only their end needs a /proc scan. */
+  private readonly launched = new Set<string>();
 
   constructor(options: ProcessRegistryOptions = {}) {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
@@ -142,6 +158,13 @@ export class ProcessRegistry {
     this.clock = options.clock ?? systemClock;
     this.sleep = options.sleep ?? realSleep;
     this.secrets = options.secrets ?? { names: new Set([GATEWAY_KEY_VARIABLE]), redactor: Redactor.none };
+    this.profile = options.profile ?? "";
+    this.ledger = options.ledger ?? null;
+  }
+
+  /** The mark of a command of `taskId` (none without an owner identity). */
+  private mark(taskId: string): Record<string, string> {
+    return this.owner === null ? {} : markEnv(this.profile, this.owner, taskId);
   }
 
   /** Starts `sh -c command` as the leader of a new process group; rejects if it cannot start. */
@@ -150,13 +173,16 @@ export class ProcessRegistry {
   }
 
   /** Like start, with a handle that stays valid even after a cleanup forgot the process. */
-  async launch(command: string, options: StartOptions): Promise<ProcessHandle> {
+  async launch(command: string, requested: StartOptions): Promise<ProcessHandle> {
+    const options = { ...requested, env: { ...requested.env, ...this.mark(requested.taskId) } };
     const child = spawn("/bin/sh", ["-c", command], {
       cwd: options.cwd,
       env: childEnvironment(this.secrets, options.env),
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    // Read before the event loop runs, so the child cannot have been reaped yet.
+    const start = child.pid === undefined ? undefined : readStat(child.pid)?.start;
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", reject);
@@ -194,6 +220,17 @@ export class ProcessRegistry {
       closed: new Promise((resolve) => child.once("close", () => resolve())),
     };
     this.entries.set(entry.id, entry);
+    this.launched.add(entry.taskId);
+    if (start !== undefined && Number.isFinite(start)) {
+      void this.ledger?.add(entry.id, {
+        pid,
+        start,
+        task_id: entry.taskId,
+        command,
+        cwd: entry.cwd,
+        started_at: entry.startedAt,
+      });
+    }
     this.prune();
     return this.handle(entry);
   }
@@ -249,18 +286,44 @@ export class ProcessRegistry {
 
   /** Kills and forgets every process the task owns, leaving other tasks' alone; returns their ids. */
   async cleanupTask(taskId: string): Promise<string[]> {
-    return this.cleanup([...this.entries.values()].filter((entry) => entry.taskId === taskId));
+    const escaped =
+      this.launched.delete(taskId) && this.owner !== null ? { owner: this.owner, taskId } : null;
+    return this.cleanup(
+      [...this.entries.values()].filter((entry) => entry.taskId === taskId),
+      escaped,
+    );
   }
 
   /** Kills and forgets every process: for shutdown. */
   async cleanupAll(): Promise<string[]> {
-    return this.cleanup([...this.entries.values()]);
+    const escaped = this.launched.size > 0 && this.owner !== null ? { owner: this.owner } : null;
+    this.launched.clear();
+    return this.cleanup([...this.entries.values()], escaped);
   }
 
-  private async cleanup(entries: Entry[]): Promise<string[]> {
-    await Promise.all(entries.map((entry) => this.stop(entry)));
+  /** Ends the entries' groups and, with `escaped`, every process carrying a matching mark. */
+  private async cleanup(entries: Entry[], escaped: ScanFilter | null): Promise<string[]> {
+    await Promise.all([...entries.map((entry) => this.stop(entry)), escaped && this.stopMarked(escaped)]);
     for (const entry of entries) this.entries.delete(entry.id);
-    return entries.map((entry) => entry.id);
+    const ids = entries.map((entry) => entry.id);
+    await this.ledger?.remove(ids);
+    return ids;
+  }
+
+  /**
+   * Kills what carries the mark wherever it went (its own session after `setsid`, reparented to
+   * init after a double fork). Looked for again after each round, since what it killed may have
+   * started more meanwhile; three rounds bound a command that forks without end.
+   */
+  private async stopMarked(filter: ScanFilter): Promise<void> {
+    for (let round = 0; round < 3; round++) {
+      const found = await scanMarked(filter);
+      if (found.length === 0) return;
+      await killProcesses(
+        found.map((p) => ({ ...p, group: true })),
+        { graceMs: this.graceMs, sleep: this.sleep },
+      );
+    }
   }
 
   private async stop(entry: Entry): Promise<boolean> {
@@ -295,7 +358,9 @@ export class ProcessRegistry {
         return this.info(entry);
       },
       forget: () => {
-        if (this.entries.get(entry.id) === entry && !this.entryAlive(entry)) this.entries.delete(entry.id);
+        if (this.entries.get(entry.id) !== entry || this.entryAlive(entry)) return;
+        this.entries.delete(entry.id);
+        void this.ledger?.remove([entry.id]);
       },
     };
   }
@@ -333,12 +398,15 @@ export class ProcessRegistry {
     if (finished.length <= this.maxFinished) return;
     finished.sort((a, b) => (a.endedAt ?? 0) - (b.endedAt ?? 0));
     let excess = finished.length - this.maxFinished;
+    const forgotten: string[] = [];
     for (const entry of finished) {
       if (excess === 0) break;
       if (groupAlive(entry.pid)) continue;
       this.entries.delete(entry.id);
+      forgotten.push(entry.id);
       excess--;
     }
+    void this.ledger?.remove(forgotten);
   }
 
   private info(entry: Entry): ProcessInfo {

@@ -1,6 +1,7 @@
 // Opening a profile's agent for a process (chat, gateway): the store as the process's one writer,
 // checkpoints when config or a flag asks, compression, the model runtime with the shared key
-// ledger; turns a dead process left running are reaped first. `close()` undoes all of it.
+// ledger; turns a dead process left running are reaped first, and the commands it left running are
+// ended. `close()` undoes all of it.
 
 import { CheckpointStore } from "../checkpoints/store.js";
 import type { ProfilePaths } from "../config/paths.js";
@@ -12,6 +13,7 @@ import { openStore, releaseStore, type StoreSettings } from "../store/registry.j
 import type { Store } from "../store/store.js";
 import { Agent } from "./agent.js";
 import { Compressor } from "./compression.js";
+import type { ProcessReapReport } from "./process-reaper.js";
 import type { ReapedTurn } from "./reap.js";
 import type { TurnCompressor } from "./turn.js";
 
@@ -32,6 +34,8 @@ export interface OpenedAgent {
   store: Store;
   checkpoints: CheckpointStore | null;
   reaped: ReapedTurn[];
+  /** What dead processes of the profile left running, ended before anything else ran. */
+  reapedProcesses: ProcessReapReport;
   close(): Promise<void>;
 }
 
@@ -74,11 +78,13 @@ export async function openAgent(
       });
     }
     const reaped = await agent.reap();
+    const reapedProcesses = await agent.reapProcesses();
     return {
       agent,
       store,
       checkpoints,
       reaped,
+      reapedProcesses,
       close: async () => {
         await agent.close();
         await releaseStore(store);

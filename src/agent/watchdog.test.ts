@@ -2,8 +2,12 @@
 // interrupted and reported once, a dead process's turn is reaped and resumed at once, and a live
 // process's expired turn is only reported.
 import { spawn } from "node:child_process";
+import { realpathSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { cleanups, deadPid, host, setupAgent } from "../../test/helpers/resume.js";
+import { identify, isRunning, type ProcessIdentity } from "./process-identity.js";
+import { markEnv } from "./process-marks.js";
+import type { ProcessReapReport } from "./process-reaper.js";
 import type { LifecycleEvent } from "./resume.js";
 import { sweep } from "./watchdog.js";
 
@@ -53,6 +57,39 @@ describe("the turn watchdog", () => {
     expect(h.tracked.sort()).toEqual([session, other].sort());
     expect(store.getTurns(session)[0]).toMatchObject({ id: dead, status: "completed", interrupt_count: 1 });
     expect(store.getTurns(other)[0]).toMatchObject({ id: orphan, status: "completed", interrupt_count: 1 });
+  });
+
+  it("ends the commands a dead owner left running when it reaps that owner's turn", async () => {
+    const { agent, store, session, sim, project, paths } = await setupAgent();
+    const gone = await deadPid();
+    const dead = await store.startTurn(session, 60_000, `pid:${gone}`);
+    await store.appendMessage({ session_id: session, role: "user", content: "first", turn_id: dead });
+    // What the dead chat's command left: it carries the chat's mark (owner pid and start time).
+    const left = spawn("sleep", ["312"], {
+      stdio: "ignore",
+      env: { ...process.env, ...markEnv(realpathSync(paths.dir), { pid: gone, start: 1 }, dead) },
+    });
+    cleanups.push(async () => {
+      left.kill("SIGKILL");
+    });
+    await new Promise((resolve) => left.once("spawn", resolve));
+    const id = identify(left.pid as number) as ProcessIdentity;
+    sim.script([{ type: "reply", text: "done" }]);
+    const reports: ProcessReapReport[] = [];
+    const resumed: Promise<unknown>[] = [];
+    await sweep({
+      agent,
+      host: host(),
+      autoResume: true,
+      cwd: project,
+      onProcesses: (r) => reports.push(r),
+      onResume: (r) => resumed.push(...r.resumed.map((t) => t.result)),
+    });
+    await Promise.all(resumed);
+    expect(reports).toMatchObject([
+      { reaped: [{ pid: id.pid, task_id: dead, found: "mark" }], survived: [] },
+    ]);
+    expect(isRunning(id)).toBe(false);
   });
 
   it("leaves everything alone while the gateway stops", async () => {

@@ -1,9 +1,11 @@
 // While the gateway runs: running turns whose lease ran out. One of this process that still runs
 // here is hung (its heartbeat stopped): it is interrupted. One whose owner process is gone (or a
 // row of ours nothing runs) is reaped and resumed like at start. One of another live process is
-// only reported: that process may still finish it.
+// only reported: that process may still finish it. When an owner is found gone, the commands it
+// left running are ended too (what a crashed `tenax chat` left, without waiting for the next start).
 import type { Agent } from "./agent.js";
 import { pidAlive } from "./process-group.js";
+import type { ProcessReapReport } from "./process-reaper.js";
 import { ownerPid } from "./reap.js";
 import { type LifecycleEvent, type ResumeReport, resumeInterrupted, type TurnHost } from "./resume.js";
 import type { Job } from "./scheduler.js";
@@ -17,6 +19,8 @@ export interface WatchdogOptions<W> {
   onEvent?: (event: LifecycleEvent) => void;
   /** Told what each sweep reaped and resumed. */
   onResume?: (report: ResumeReport) => void;
+  /** Told which processes a dead owner left running were ended. */
+  onProcesses?: (report: ProcessReapReport) => void;
 }
 
 /** Look every half lease; returns the scheduler job (cancelled with the agent's scheduler). */
@@ -35,6 +39,7 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
   if (host.isStopping === true) return;
   const now = agent.deps.clock.now();
   const orphans = new Set<string>();
+  let deadOwner = false;
   for (const turn of agent.store.runningTurns()) {
     const expired = turn.lease_expires_at !== null && turn.lease_expires_at <= now;
     const pid = ownerPid(turn.lease_owner);
@@ -64,6 +69,7 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
     const ownerGone = pid !== null && !pidAlive(pid);
     if (ownerGone || (pid === null && expired)) {
       orphans.add(turn.id);
+      deadOwner ||= ownerGone;
     } else if (expired) {
       stale(
         `turn ${turn.id} of session ${turn.session_id} has an expired lease but its process (${turn.lease_owner}) still runs; it is left to that process`,
@@ -71,6 +77,7 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
     }
   }
   if (orphans.size === 0) return;
+  if (deadOwner) options.onProcesses?.(await agent.reapProcesses());
   const reaped = await agent.reap({ only: orphans });
   const report = await resumeInterrupted({ ...options, reaped });
   options.onResume?.(report);

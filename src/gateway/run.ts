@@ -5,6 +5,7 @@
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { describeProcessReap } from "../agent/process-reaper.js";
 import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
@@ -88,6 +89,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     );
     // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
     const opened = await openAgent(paths, config, { storeSettings: options.storeSettings, secrets });
+    for (const line of describeProcessReap(opened.reapedProcesses)) warn(line);
     // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
     // crashed gateway's turns first; they are still this gateway's to resume.
     const reapedElsewhere =
@@ -151,7 +153,13 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       },
     };
     reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
-    startWatchdog({ ...lifecycle, onResume: (r) => reportResume(r, config.gateway.auto_resume, warn) });
+    startWatchdog({
+      ...lifecycle,
+      onResume: (r) => reportResume(r, config.gateway.auto_resume, warn),
+      onProcesses: (r) => {
+        for (const line of describeProcessReap(r)) warn(line);
+      },
+    });
     const settledRuns = await runs.recover();
     if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
     runs.maintainOn(opened.agent.scheduler);

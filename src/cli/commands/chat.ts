@@ -3,6 +3,7 @@
 // `tenax chat -q PROMPT [--session ID] [--json]` for one turn.
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
+import { describeProcessReap } from "../../agent/process-reaper.js";
 import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
@@ -46,6 +47,7 @@ export function registerChatCommand(program: Command, cli: Cli): void {
               "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
             );
           }
+          for (const line of describeProcessReap(opened.reapedProcesses)) out.warn(line);
           for (const turn of opened.reaped) {
             out.warn(
               `turn ${turn.turn_id} of session ${turn.session_id} was left running by a process that stopped; it is marked interrupted`,

@@ -1,0 +1,97 @@
+// The task's processes never outlive it, even those that left its process groups: a command that
+// runs `setsid sleep &` (its own session) or forks twice from a new session, in a turn or in a
+// subagent's task, is ended when that task ends; what runs is recorded in the store meanwhile.
+import { describe, expect, it } from "vitest";
+import { PROCESS_KIND } from "../src/agent/process-ledger.js";
+import { setupAgent } from "./helpers/agent.js";
+import { markOf, processesOf, running, theProcess, watch } from "./helpers/procs.js";
+import { waitUntil } from "./helpers/tool-context.js";
+
+describe("processes that leave their group", () => {
+  it("are gone when the turn that started them ends", async () => {
+    const { sim, agent, session, project, paths } = await setupAgent();
+    const profile = markOf(paths.dir);
+    watch(["sleep", "302"], profile);
+    watch(["sleep", "306"], profile);
+    sim.script([
+      {
+        type: "tool_calls",
+        calls: [
+          {
+            name: "terminal",
+            arguments: { command: "setsid sleep 302 & setsid sh -c 'sleep 306 &'; echo started" },
+          },
+          // The turn goes on after the command returned: both must be alive then.
+          { name: "terminal", arguments: { command: "echo next" } },
+        ],
+      },
+      { type: "reply", text: "done" },
+    ]);
+    let seen: boolean[] = [];
+    const result = await agent.turn({
+      sessionId: session,
+      text: "start them",
+      cwd: project,
+      onEvent: (event) => {
+        if (event.type === "tool_finished" && seen.length === 0) {
+          seen = [
+            processesOf(["sleep", "302"], profile).length,
+            processesOf(["sleep", "306"], profile).length,
+          ].map((n) => n === 1);
+        }
+      },
+    });
+    expect(result.status).toBe("completed");
+    expect(seen).toEqual([true, true]);
+    expect(processesOf(["sleep", "302"], profile)).toEqual([]);
+    expect(processesOf(["sleep", "306"], profile)).toEqual([]);
+  });
+
+  it("are gone when the subagent's task that started them ends, while the parent turn goes on", async () => {
+    const { sim, agent, session, project, paths } = await setupAgent();
+    const profile = markOf(paths.dir);
+    watch(["sleep", "305"], profile);
+    sim.script([
+      { type: "tool_calls", calls: [{ name: "delegate_task", arguments: { task: "start the sleeper" } }] },
+      { type: "tool_calls", calls: [{ name: "terminal", arguments: { command: "setsid sleep 305 &" } }] },
+      { type: "reply", text: "started it" },
+      { type: "hang", phase: "before_headers" },
+    ]);
+    const stop = new AbortController();
+    const turn = agent.turn({ sessionId: session, text: "delegate", cwd: project, signal: stop.signal });
+    await waitUntil(() => sim.requests().length === 3, 20_000, "the subagent's reply");
+    // While the subagent runs, its escaped process lives (it is found by its mark).
+    const sleeper = theProcess(["sleep", "305"], profile);
+    await waitUntil(() => sim.requests().length === 4, 20_000, "the parent's next model call");
+    expect(running(sleeper)).toBe(false);
+    stop.abort();
+    expect((await turn).status).toBe("interrupted");
+  });
+
+  it("records what runs in the store, with pid and start time, and removes it once reaped", async () => {
+    const { sim, agent, session, project, store, paths } = await setupAgent();
+    const profile = markOf(paths.dir);
+    watch(["sleep", "310"], profile);
+    sim.script([
+      {
+        type: "tool_calls",
+        calls: [{ name: "terminal", arguments: { command: "exec sleep 310", background: true } }],
+      },
+      { type: "hang", phase: "before_headers" },
+    ]);
+    const stop = new AbortController();
+    const turn = agent.turn({ sessionId: session, text: "go", cwd: project, signal: stop.signal });
+    await waitUntil(() => sim.requests().length === 2, 20_000, "the model call after the command");
+    const sleeper = theProcess(["sleep", "310"], profile);
+    const records = store.listRecords<{ owner: { pid: number }; processes: unknown[] }>(PROCESS_KIND);
+    expect(records).toHaveLength(1);
+    expect(records[0]?.value.owner.pid).toBe(process.pid);
+    expect(records[0]?.value.processes).toEqual([
+      expect.objectContaining({ pid: sleeper.pid, start: sleeper.start, command: "exec sleep 310" }),
+    ]);
+    stop.abort();
+    await turn;
+    expect(running(sleeper)).toBe(false);
+    expect(store.listRecords(PROCESS_KIND)).toEqual([]);
+  });
+});
