@@ -15,7 +15,7 @@ import type { ModelLimits, ProviderRuntime } from "./model-call.js";
 import type { Provider } from "./provider.js";
 import { createAnthropicProvider } from "./providers/anthropic.js";
 import { createOpenAIProvider } from "./providers/openai.js";
-import type { AuxiliaryTask, StatusEvent, Target } from "./route-events.js";
+import type { AuxiliaryTask, CallOutcome, StatusEvent, Target } from "./route-events.js";
 import { type AuxiliaryRoute, ModelRouter } from "./router.js";
 import { DEFAULT_SIM_MODELS, type Simulator, startSimulator } from "./simulator/server.js";
 import type { Timeouts } from "./timeouts.js";
@@ -37,6 +37,8 @@ export interface RuntimeOptions {
   deps?: Partial<Deps>;
   poolTimings?: Partial<PoolTimings>;
   onStatus?: (event: StatusEvent) => void;
+  /** How every model call ended (provider health). */
+  onOutcome?: (outcome: CallOutcome) => void;
 }
 
 export interface ModelRuntime {
@@ -95,6 +97,7 @@ export async function createModelRuntime(
     deps,
     maxAttempts: config.retry.max_attempts,
     ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+    ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
   });
   return {
     router,
