@@ -8,6 +8,7 @@ import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { ConcurrencyLimiter } from "../llm/concurrency.js";
+import { ProviderHealthRecorder } from "../llm/provider-health.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { WriteOp } from "../store/ops.js";
@@ -63,8 +64,12 @@ export class Agent {
     readonly options: AgentOptions,
     readonly runtime: ModelRuntime,
     readonly deps: Deps,
+    /** How this process saw each provider answer or fail; written to the store when it changes. */
+    readonly providerHealth: ProviderHealthRecorder,
   ) {
     this.scheduler = new Scheduler({ now: () => deps.clock.now() });
+    // A change held back by the write throttle is written within a second or so.
+    this.scheduler.every("provider health: write", 1000, () => providerHealth.flushDue());
     const config = options.config;
     this.subagents = new ConcurrencyLimiter(config.agent.max_subagents);
     const base = [
@@ -87,14 +92,19 @@ export class Agent {
 
   static async create(options: AgentOptions): Promise<Agent> {
     const deps: Deps = { ...defaultDeps, ...options.deps };
+    const providerHealth = new ProviderHealthRecorder({
+      store: options.store,
+      now: () => deps.clock.now(),
+    });
     const runtime =
       options.runtime ??
       (await createModelRuntime(options.config, {
         ledger: options.store.credentials(),
         deps,
         ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+        onOutcome: (outcome) => providerHealth.observeCall(outcome),
       }));
-    return new Agent(options, runtime, deps);
+    return new Agent(options, runtime, deps, providerHealth);
   }
 
   get store(): Store {
@@ -188,6 +198,8 @@ export class Agent {
     this.closed = true;
     this.scheduler.stop();
     await this.processes.cleanupAll();
+    // What the write throttle held back reaches the store before it closes.
+    await this.providerHealth.flush();
     await this.runtime.close();
   }
 
