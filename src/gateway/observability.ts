@@ -8,7 +8,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import { RotatingLog } from "../core/log-file.js";
 import { EventHub } from "../health/event-hub.js";
 import { type LayerProbe, probeLayers, workerProbe } from "../health/layer-probe.js";
-import { type GatewayView, HealthMonitor } from "../health/monitor.js";
+import { type GatewayView, HealthMonitor, type MonitorOptions } from "../health/monitor.js";
 import type { Store } from "../store/store.js";
 import { HealthRoutes } from "./health-routes.js";
 
@@ -36,6 +36,8 @@ export function startObservability(input: {
   gateway: () => GatewayView;
   /** The layer probe; by default it runs in a worker thread. */
   layers?: LayerProbe;
+  /** The agent's live view of its providers, and the keys a `models` probe may send. */
+  providers?: MonitorOptions["providers"];
 }): Observability {
   const { paths, config, store, scheduler, log } = input;
   const hub = new EventHub();
@@ -52,6 +54,7 @@ export function startObservability(input: {
     intervalMs: config.health.probe_interval * 1000,
     timeoutMs: config.health.probe_timeout * 1000,
     integrityIntervalMs: config.health.integrity_interval * 1000,
+    ...(input.providers ? { providers: input.providers } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {
     const g = input.gateway();
