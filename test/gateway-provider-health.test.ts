@@ -172,6 +172,22 @@ describe("provider health through a real gateway", () => {
     expect(status.stdout).toMatch(/providers\s+degraded\s+main failing, the rest of the chain still answers/);
   });
 
+  it("what a failed tenax chat saw is what tenax status says, with no gateway running", async () => {
+    const port = await freePort();
+    const { home } = profile(`  main: { type: openai, base_url: "http://127.0.0.1:${port}/v1" }`);
+    await tenaxAsync(home, ["chat", "-q", "is anyone there?"]);
+    const status = await tenaxAsync(home, ["status", "--json"]);
+    expect(status.status).toBe(2);
+    const report = JSON.parse(status.stdout);
+    expect(report.components.gateway.status).toBe("down");
+    expect(report.components.providers.status).toBe("down");
+    expect(report.components.providers.providers[0]).toMatchObject({
+      provider: "main",
+      status: "down",
+      last_error: { reason: REFUSED, source: "call", model: "echo" },
+    });
+  });
+
   it("a provider never called: unknown with the probe off; with the probe on, down while nothing listens and ok once it answers, without a call", async () => {
     const sim = await simulatorOn();
     const off = profile(

@@ -80,7 +80,9 @@ describe("HealthMonitor: providers", () => {
   it("a provider never called is unknown until the probe sees it answer, then ok; the whole is not degraded meanwhile", async () => {
     // A server that takes its time to answer GET /models: the probe is under way meanwhile.
     let answer: () => void = () => {};
+    const seen: string[] = [];
     const slow = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization ?? "(no key)"}`);
       answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"data":[]}');
     });
     const port = await listen(slow);
@@ -107,6 +109,7 @@ describe("HealthMonitor: providers", () => {
     expect(s.providers().providers[0]?.detail).toMatch(/reached by the probe \d+ s ago, not called yet/);
     // A server that needs no key (api_keys left out) is not sent one.
     expect(s.keys).toEqual([]);
+    expect(seen).toEqual(["GET /v1/models (no key)"]);
   });
 
   it("a provider nothing listens for is down with the reason and the next command; it is ok once it answers", async () => {
