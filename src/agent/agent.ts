@@ -11,6 +11,7 @@ import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secre
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { ConcurrencyLimiter } from "../llm/concurrency.js";
+import { ProviderHealthRecorder } from "../llm/provider-health.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { WriteOp } from "../store/ops.js";
@@ -86,8 +87,12 @@ export class Agent {
     readonly runtime: ModelRuntime,
     readonly deps: Deps,
     readonly secrets: ProfileSecrets,
+    /** How this process saw each provider answer or fail; written to the store when it changes. */
+    readonly providerHealth: ProviderHealthRecorder,
   ) {
     this.scheduler = new Scheduler({ now: () => deps.clock.now() });
+    // A change held back by the write throttle is written within a second or so.
+    this.scheduler.every("provider health: write", 1000, () => providerHealth.flushDue());
     this.profileMark = profileMark(options.paths.dir);
     const owner = selfIdentity();
     this.processes = new ProcessRegistry({
@@ -129,6 +134,10 @@ export class Agent {
   static async create(options: AgentOptions): Promise<Agent> {
     const deps: Deps = { ...defaultDeps, ...options.deps };
     const secrets = options.secrets ?? loadProfileSecrets(options.paths, { config: options.config });
+    const providerHealth = new ProviderHealthRecorder({
+      store: options.store,
+      now: () => deps.clock.now(),
+    });
     const runtime =
       options.runtime ??
       (await createModelRuntime(options.config, {
@@ -136,8 +145,9 @@ export class Agent {
         deps,
         redactor: secrets.redactor,
         ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+        onOutcome: (outcome) => providerHealth.observeCall(outcome),
       }));
-    return new Agent(options, runtime, deps, secrets);
+    return new Agent(options, runtime, deps, secrets, providerHealth);
   }
 
   get store(): Store {
@@ -246,6 +256,8 @@ export class Agent {
     this.closed = true;
     this.scheduler.stop();
     await this.processes.cleanupAll();
+    // What the write throttle held back reaches the store before it closes.
+    await this.providerHealth.flush();
     await this.runtime.close();
   }
 

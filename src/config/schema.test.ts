@@ -43,7 +43,14 @@ describe("configSchema", () => {
       },
       dashboard: { host: "127.0.0.1", port: 8080 },
       logs: { max_mb: 10, keep: 3 },
-      health: { probe_interval: 5, probe_timeout: 10, integrity_interval: 1800 },
+      health: {
+        probe_interval: 5,
+        probe_timeout: 10,
+        integrity_interval: 1800,
+        provider_probe: "connect",
+        provider_probe_interval: 60,
+        provider_probe_timeout: 5,
+      },
       checkpoints: { enabled: false, max_snapshots: 50 },
       store: {
         synchronous: "full",

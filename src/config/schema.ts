@@ -236,6 +236,21 @@ const health = z.strictObject({
     .number({ error: "expected a number of seconds (0 turns the check off)" })
     .min(0, { error: "expected a number of seconds (0 turns the check off)" })
     .default(1800),
+  /**
+   * How the gateway looks at providers nobody called lately: a TCP connect, `GET /models` with the
+   * configured key, or not at all (a provider never called then stays unknown). None costs a token.
+   */
+  provider_probe: z
+    .enum(["models", "connect", "off"], { error: "expected models, connect or off" })
+    .default("connect"),
+  provider_probe_interval: z
+    .number({ error: "expected a number of seconds (more than 0)" })
+    .positive({ error: "expected a number of seconds (more than 0)" })
+    .default(60),
+  provider_probe_timeout: z
+    .number({ error: "expected a number of seconds (more than 0)" })
+    .positive({ error: "expected a number of seconds (more than 0)" })
+    .default(5),
 });
 
 const checkpoints = z.strictObject({

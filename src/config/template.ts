@@ -96,6 +96,10 @@ health:                 # the gateway's background checks behind /health
   probe_interval: 5     # seconds between checks of the store, keys and disk
   probe_timeout: 10     # a check that takes longer is stopped and reported
   integrity_interval: 1800  # seconds between SQLite page checks of the store (0: never)
+  provider_probe: connect   # how providers nobody called lately are looked at: connect (TCP),
+                            # models (GET /models with the key) or off; none costs a token
+  provider_probe_interval: 60  # seconds between those looks
+  provider_probe_timeout: 5    # a look that takes longer counts as a timeout
 
 # --- Checkpoints and storage ---------------------------------------------------------------------
 checkpoints:

@@ -29,10 +29,13 @@ export class HealthRoutes {
     }
     if (path === "/metrics") {
       const g = this.gauges();
-      const body = renderMetrics(this.monitor.report(), this.counters, this.hub.totals(), {
-        ...g,
-        event_clients: this.hub.clients,
-      });
+      const body = renderMetrics(
+        this.monitor.report(),
+        this.counters,
+        this.hub.totals(),
+        { ...g, event_clients: this.hub.clients },
+        this.monitor.providerCounters(),
+      );
       res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
       res.end(body);
       return true;

@@ -9,7 +9,7 @@ import { RotatingLog } from "../core/log-file.js";
 import type { Redactor } from "../core/redact.js";
 import { EventHub } from "../health/event-hub.js";
 import { type LayerProbe, probeLayers, workerProbe } from "../health/layer-probe.js";
-import { type GatewayView, HealthMonitor } from "../health/monitor.js";
+import { type GatewayView, HealthMonitor, type MonitorOptions } from "../health/monitor.js";
 import type { Store } from "../store/store.js";
 import { HealthRoutes } from "./health-routes.js";
 
@@ -40,6 +40,8 @@ export function startObservability(input: {
   layers?: LayerProbe;
   /** The profile's secrets, redacted from every feed event. */
   redactor?: Redactor;
+  /** The agent's live view of its providers, and the keys a `models` probe may send. */
+  providers?: MonitorOptions["providers"];
 }): Observability {
   const { paths, config, store, scheduler, log } = input;
   const hub = new EventHub({
@@ -59,6 +61,7 @@ export function startObservability(input: {
     intervalMs: config.health.probe_interval * 1000,
     timeoutMs: config.health.probe_timeout * 1000,
     integrityIntervalMs: config.health.integrity_interval * 1000,
+    ...(input.providers ? { providers: input.providers } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {
     const g = input.gateway();

@@ -111,6 +111,11 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       scheduler: opened.agent.scheduler,
       log,
       redactor,
+      providers: {
+        recorder: opened.agent.providerHealth,
+        keyOf: async (provider) =>
+          (await opened.agent.runtime.router.runtime(provider).pool.next(Date.now()))?.key ?? null,
+      },
       // `gateway` is made just below; the monitor reads it only when asked.
       gateway: () => ({
         stopping: gateway.isStopping,
@@ -170,6 +175,9 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       process.once("SIGTERM", () => resolve("SIGTERM"));
       process.once("SIGINT", () => resolve("SIGINT"));
     });
+    // The first look at the providers ends (each under its deadline) before /health is served, so a
+    // provider is never `unknown` merely because the gateway has just started.
+    await observed.monitor.providersReady;
     try {
       await listen(server, host, options.port);
     } catch (error) {

@@ -7,6 +7,7 @@ import { readGatewayPid } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage } from "../core/errors.js";
+import { type ProviderRecord, parseProviderRecord } from "../llm/provider-state.js";
 import type { Component } from "./status.js";
 
 export interface GatewayComponent extends Component {
@@ -17,6 +18,8 @@ export interface GatewayComponent extends Component {
 export interface OutsideView {
   gateway: GatewayComponent;
   scheduler: Component & { lag_ms: number | null; max_lag_ms: number | null };
+  /** The gateway's live view of each provider (fresher than the store by up to a few seconds). */
+  providers?: Map<string, ProviderRecord>;
 }
 
 /**
@@ -130,7 +133,10 @@ export async function probeGatewayFromOutside(
   try {
     const response = await fetch(`${url}/health`, { headers, signal: AbortSignal.timeout(timeoutMs) });
     const body = (await response.json()) as {
-      components?: Record<string, { status?: string; detail?: string; lag_ms?: number; max_lag_ms?: number }>;
+      components?: Record<
+        string,
+        { status?: string; detail?: string; lag_ms?: number; max_lag_ms?: number; providers?: unknown }
+      >;
     };
     const s = body.components?.scheduler;
     if (!s || (s.status !== "ok" && s.status !== "degraded" && s.status !== "down"))
@@ -144,6 +150,7 @@ export async function probeGatewayFromOutside(
         lag_ms: s.lag_ms ?? null,
         max_lag_ms: s.max_lag_ms ?? null,
       },
+      providers: liveProviders(body.components?.providers?.providers),
     };
   } catch (error) {
     return {
@@ -162,4 +169,16 @@ export async function probeGatewayFromOutside(
       },
     };
   }
+}
+
+/** Each provider's record as the gateway's /health lists it; anything not shaped like one is left out. */
+function liveProviders(list: unknown): Map<string, ProviderRecord> {
+  const out = new Map<string, ProviderRecord>();
+  if (!Array.isArray(list)) return out;
+  for (const entry of list as unknown[]) {
+    const name = (entry as { provider?: unknown } | null)?.provider;
+    const record = parseProviderRecord(entry);
+    if (typeof name === "string" && record !== null) out.set(name, record);
+  }
+  return out;
 }

@@ -1,8 +1,9 @@
 // GET /metrics: the gateway's state in the Prometheus text format (version 0.0.4). Gauges for each
 // layer's status and the figures behind it, counters for requests, turns and status events.
 import { droppedSseClients } from "../core/sse.js";
+import type { ProviderCounters } from "../llm/provider-health.js";
 import type { HealthReport } from "./monitor.js";
-import type { Level } from "./status.js";
+import type { ComponentLevel } from "./status.js";
 
 export interface Counters {
   /** HTTP responses by route group and status code. */
@@ -19,13 +20,15 @@ export function count(map: Map<string, number>, key: string): void {
   map.set(key, (map.get(key) ?? 0) + 1);
 }
 
-const LEVEL_VALUE: Record<Level, number> = { ok: 0, degraded: 1, down: 2 };
+// -1 for a layer nobody has seen work or fail yet (a provider never called nor probed).
+const LEVEL_VALUE: Record<ComponentLevel, number> = { unknown: -1, ok: 0, degraded: 1, down: 2 };
 
 export function renderMetrics(
   report: HealthReport,
   counters: Counters,
   events: { layer: string; type: string; count: number }[],
   gauges: { turns_in_flight: number; event_clients: number; started_at: number },
+  providers: ProviderCounters | null = null,
 ): string {
   const out: string[] = [];
   const metric = (
@@ -49,7 +52,7 @@ export function renderMetrics(
   metric(
     "tenax_component_status",
     "gauge",
-    "Each layer's health: 0 ok, 1 degraded, 2 down.",
+    "Each layer's health: 0 ok, 1 degraded, 2 down, -1 unknown.",
     components.map(([name, c]) => [{ component: name }, LEVEL_VALUE[c.status]]),
   );
   metric(
@@ -129,7 +132,57 @@ export function renderMetrics(
     }
     metric("tenax_credential_keys", "gauge", "Provider keys by state (ok, cooling, disabled).", rows);
   }
+  providerMetrics(metric, c.providers?.providers, providers);
   return `${out.join("\n")}\n`;
+}
+
+type Emit = (
+  name: string,
+  type: "gauge" | "counter",
+  help: string,
+  rows: [Record<string, string>, number][],
+) => void;
+
+/** Each provider's state as /health judges it, and this process's calls and probes of it. */
+function providerMetrics(metric: Emit, list: unknown, counters: ProviderCounters | null): void {
+  if (Array.isArray(list)) {
+    const providers = list as {
+      provider: string;
+      status: ComponentLevel;
+      last_error: { at: number } | null;
+    }[];
+    metric(
+      "tenax_provider_status",
+      "gauge",
+      "Each provider's health: 0 ok, 1 degraded (a fallback answers), 2 down (no model of the chain answers), -1 unknown (never seen answering).",
+      providers.map((p) => [{ provider: p.provider }, LEVEL_VALUE[p.status] ?? -1]),
+    );
+    metric(
+      "tenax_provider_last_failure_timestamp_seconds",
+      "gauge",
+      "When the failure each failing provider is judged by happened (Unix time).",
+      providers.flatMap((p) => (p.last_error ? [[{ provider: p.provider }, p.last_error.at / 1000]] : [])),
+    );
+  }
+  if (counters === null) return;
+  metric(
+    "tenax_provider_calls_total",
+    "counter",
+    "Model calls this gateway made, by provider and outcome (after keys and retries).",
+    [...counters.calls.values()].map((r) => [{ provider: r.provider, outcome: r.outcome }, r.count]),
+  );
+  metric(
+    "tenax_provider_call_failures_total",
+    "counter",
+    "Failed model calls, by provider and classified reason.",
+    [...counters.failures.values()].map((r) => [{ provider: r.provider, reason: r.reason }, r.count]),
+  );
+  metric(
+    "tenax_provider_probes_total",
+    "counter",
+    "Background looks at providers (health.provider_probe), by provider and outcome.",
+    [...counters.probes.values()].map((r) => [{ provider: r.provider, outcome: r.outcome }, r.count]),
+  );
 }
 
 function scale(ms: number | null): number | null {

@@ -126,24 +126,6 @@ describe("HealthMonitor", () => {
     expect(report.status).toBe("down");
   });
 
-  it("a provider's exhausted chain turns providers degraded, naming the event", async () => {
-    const s = await setup();
-    s.monitor.start();
-    await wait(200);
-    s.hub.publish({
-      type: "fallback_exhausted",
-      layer: "fallback",
-      message: "every model of the chain failed",
-      data: { provider: "main" },
-    });
-    const providers = s.monitor.report().components.providers;
-    expect(providers?.status).toBe("degraded");
-    // Durations round up, so a millisecond on a busy machine reads "1 s".
-    expect(providers?.detail).toMatch(
-      /main: last fallback_exhausted [01] s ago \(every model of the chain failed\)/,
-    );
-  });
-
   it("SQLite's page check, run while the gateway runs, makes a store damaged under it down", async () => {
     const s = await setup();
     for (let i = 0; i < 30; i++) {

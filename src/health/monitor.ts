@@ -1,17 +1,22 @@
 // Health as one model, served by the gateway: each layer's state with the time it was last
-// checked. Slow checks (the store read-only, the key ledger, the disk) run in the background on
-// the scheduler, each under a deadline; /health only reads their last results, so it answers at
-// once even while the store or a provider hangs, and says how old each result is.
+// checked. Slow checks (the store read-only, the key ledger, the disk, a look at providers nobody
+// called lately) run in the background on the scheduler, each under a deadline; /health only reads
+// their last results and the agent's live view of every call's outcome, so it answers at once even
+// while the store or a provider hangs, and says how old each result is.
 import type { Scheduler } from "../agent/scheduler.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
+import type { ProviderHealthRecorder } from "../llm/provider-health.js";
+import { mergeRecords, type ProviderRecord } from "../llm/provider-state.js";
 import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { Store } from "../store/store.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
 import type { EventHub, FeedEvent } from "./event-hub.js";
 import type { LayerProbe } from "./layer-probe.js";
-import { type Component, formatDuration, type Level, type StatusReport } from "./status.js";
+import { configuredProviders, providersComponent } from "./provider-component.js";
+import { ProviderProber, probeSubjects } from "./provider-probe.js";
+import { type Component, formatDuration, type Level, type StatusReport, worst } from "./status.js";
 
 export interface HealthComponent extends Component {
   /** When the result was taken (ms since the epoch), null before the first check. */
@@ -52,6 +57,14 @@ export interface MonitorOptions {
   timeoutMs?: number;
   /** How often SQLite's page check runs on the store (0: never); it may take minutes on a big one. */
   integrityIntervalMs?: number;
+  /**
+   * The agent's live view of its providers (every call's outcome) and the key a `models` probe
+   * sends; without it the providers component is the store's record alone, and nothing is probed.
+   */
+  providers?: {
+    recorder: ProviderHealthRecorder;
+    keyOf: (provider: string) => Promise<string | null>;
+  };
   now?: () => number;
 }
 
@@ -106,13 +119,15 @@ export class BackgroundProbe<T> {
 /** A quick check of a very big store can take minutes; it runs in its own thread all the while. */
 const INTEGRITY_TIMEOUT_MS = 10 * 60_000;
 
-const PROVIDER_FAILURES = new Set(["credentials_exhausted", "fallback_exhausted", "auxiliary_exhausted"]);
-
 export class HealthMonitor {
   readonly layers: BackgroundProbe<StatusReport>;
   readonly disk: BackgroundProbe<DiskReading>;
   /** A store can go bad while every read still works: the page check finds it. */
   readonly integrity: BackgroundProbe<IntegrityResult>;
+  /** Providers nobody called lately, looked at without a model call (health.provider_probe). */
+  readonly providerProbe: ProviderProber | null;
+  /** Settles when the first look at the providers has ended (each under its deadline). */
+  providersReady: Promise<void> = Promise.resolve();
   private readonly now: () => number;
   private readonly intervalMs: number;
   private readonly jobs: { cancel(): void }[] = [];
@@ -131,6 +146,18 @@ export class HealthMonitor {
       INTEGRITY_TIMEOUT_MS + 1000,
       this.now,
     );
+    const health = options.config.health;
+    this.providerProbe =
+      options.providers && health.provider_probe !== "off"
+        ? new ProviderProber({
+            subjects: probeSubjects(options.config, options.providers.keyOf),
+            recorder: options.providers.recorder,
+            mode: health.provider_probe,
+            timeoutMs: health.provider_probe_timeout * 1000,
+            intervalMs: health.provider_probe_interval * 1000,
+            now: this.now,
+          })
+        : null;
     this.unsubscribe = options.hub.subscribe((event) => {
       const provider = event.data.provider;
       if (typeof provider === "string" && event.layer !== null) this.lastProviderEvent.set(provider, event);
@@ -142,6 +169,15 @@ export class HealthMonitor {
     const { scheduler } = this.options;
     void this.layers.once(this.options.firstLayers && this.heeded(this.options.firstLayers));
     void this.disk.once();
+    const probe = this.providerProbe;
+    if (probe !== null) {
+      this.providersReady = probe.once();
+      this.jobs.push(
+        scheduler.every("health: providers", this.options.config.health.provider_probe_interval * 1000, () =>
+          probe.once(),
+        ),
+      );
+    }
     this.jobs.push(
       scheduler.every("health: layers", this.intervalMs, () => this.layers.once()),
       scheduler.every("health: disk", Math.max(this.intervalMs, 10_000), () => this.disk.once()),
@@ -168,6 +204,7 @@ export class HealthMonitor {
 
   close(): void {
     for (const job of this.jobs.splice(0)) job.cancel();
+    this.providerProbe?.close();
     this.unsubscribe();
   }
 
@@ -214,28 +251,43 @@ export class HealthMonitor {
       this.integrity.state,
       this.options.paths,
     );
-    out.providers = this.withProviderEvents(out.providers as HealthComponent, now);
+    out.providers = this.providersNow(now);
     return out;
   }
 
-  private withProviderEvents(component: HealthComponent, now: number): HealthComponent {
+  /**
+   * Providers as this process sees them this instant (every call's outcome, every probe), merged
+   * with the store's records as the layer check last read them (calls other processes made).
+   */
+  private providersNow(now: number): HealthComponent {
+    const { paths, config } = this.options;
+    const stored = this.layers.state.value?.components.providers.providers ?? [];
+    const live = this.options.providers?.recorder.view() ?? new Map<string, ProviderRecord>();
+    const records = new Map<string, ProviderRecord | null>();
+    for (const { provider } of configuredProviders(config)) {
+      const fromStore = stored.find((p) => p.provider === provider) ?? null;
+      records.set(provider, mergeRecords(fromStore, live.get(provider) ?? null));
+    }
+    const component = providersComponent(paths, config, records, now);
     const recent = [...this.lastProviderEvent.entries()];
-    if (recent.length === 0) return component;
-    const notes = recent.map(
-      ([provider, e]) => `${provider}: last ${e.type} ${formatDuration(now - e.at)} ago (${e.message})`,
-    );
-    const failing = recent.some(([, e]) => PROVIDER_FAILURES.has(e.type) && now - e.at < 60_000);
     return {
       ...component,
-      status: failing ? worst([component.status, "degraded"]) : component.status,
-      detail: `${component.detail}; ${notes.join("; ")}`,
-      last_events: Object.fromEntries(
-        recent.map(([p, e]) => [p, { type: e.type, at: e.at, message: e.message }]),
-      ),
-      next:
-        component.next ??
-        (failing ? "GET /api/events (or the dashboard) shows each retry, rotation and fallback" : null),
+      // Every retry, rotation and fallback is on /api/events; the last of each provider is kept here.
+      ...(recent.length > 0
+        ? {
+            last_events: Object.fromEntries(
+              recent.map(([p, e]) => [p, { type: e.type, at: e.at, message: e.message }]),
+            ),
+          }
+        : {}),
+      checked_at: now,
+      age_ms: 0,
     };
+  }
+
+  /** Calls and probes of each provider in this process, for /metrics. */
+  providerCounters(): ProviderHealthRecorder["counters"] | null {
+    return this.options.providers?.recorder.counters ?? null;
   }
 
   private schedulerComponent(now: number): HealthComponent {
@@ -353,7 +405,4 @@ function withIntegrity(
   };
 }
 
-export function worst(levels: Level[]): Level {
-  if (levels.includes("down")) return "down";
-  return levels.includes("degraded") ? "degraded" : "ok";
-}
+export { worst };

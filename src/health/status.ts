@@ -6,10 +6,10 @@ import { readCooldown } from "../agent/compression-state.js";
 import { tenaxCommand } from "../config/command-hint.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { usesBuiltInSimulator } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
-import { BUILT_IN_TARGET, DEFAULT_BASE_URLS, NO_KEY } from "../llm/runtime.js";
+import { mergeRecords, type ProviderRecord, readProviderRecord } from "../llm/provider-state.js";
+import { DEFAULT_BASE_URLS, NO_KEY } from "../llm/runtime.js";
 import {
   type CredentialState,
   type CredentialStateStore,
@@ -19,12 +19,22 @@ import {
 import { recoverCommand } from "../store/open-database.js";
 import { readSpool } from "../store/spool.js";
 import type { StoreReader } from "../store/store-reader.js";
+import { formatDuration } from "./duration.js";
 import type { OutsideView } from "./gateway-status.js";
+import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
 
+export { formatDuration };
+
+/** A whole profile's health, and what `tenax status` exits with. */
 export type Level = "ok" | "degraded" | "down";
+/**
+ * A component's: `unknown` is a layer nobody has seen work or fail yet (a provider never called nor
+ * probed). It is shown as such and does not make the whole worse: it is no fault seen.
+ */
+export type ComponentLevel = Level | "unknown";
 
 export interface Component {
-  status: Level;
+  status: ComponentLevel;
   detail: string;
   /** What to run next, when something is wrong. */
   next: string | null;
@@ -50,7 +60,7 @@ export interface StatusReport {
       /** A read met damage in state.db (not a lock or a missing file): the writer must stop too. */
       damaged?: boolean;
     };
-    providers: Component & { primary: string; fallback: string[]; built_in_simulator: boolean };
+    providers: ProvidersComponent;
     credentials: Component & { providers: ProviderKeys[] };
     compression: Component & { enabled: boolean; failures: number; cooldown_until: number | null };
     /** From outside the gateway (pid file, port): present when the caller probed it. */
@@ -73,14 +83,15 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const { paths, config, reader, now } = input;
   const store = storeComponent(paths, reader);
   const ledger = readLedger(reader);
-  const providers = providersComponent(config);
+  // The gateway's live view first: its throttled writes to the store may lag it by a few seconds.
+  const outside = input.gateway ? await input.gateway() : null;
+  const providers = providersComponent(paths, config, providerRecords(config, reader, outside), now);
   const credentials = await credentialsComponent(paths, config, ledger.states, now);
   if (ledger.problem) {
     credentials.status = worst([credentials.status, "degraded"]);
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
   const compression = compressionComponent(config, reader, now);
-  const outside = input.gateway ? await input.gateway() : null;
   const components: StatusReport["components"] = outside
     ? { gateway: outside.gateway, store, providers, credentials, compression, scheduler: outside.scheduler }
     : { store, providers, credentials, compression };
@@ -92,9 +103,29 @@ export function exitCodeFor(status: Level): number {
   return status === "ok" ? 0 : status === "degraded" ? 1 : 2;
 }
 
-function worst(levels: Level[]): Level {
+/** The worst level among components; `unknown` counts as no fault. */
+export function worst(levels: readonly ComponentLevel[]): Level {
   if (levels.includes("down")) return "down";
   return levels.includes("degraded") ? "degraded" : "ok";
+}
+
+/** Each provider's record: the store's, merged with the running gateway's when it said. */
+function providerRecords(
+  config: TenaxConfig,
+  reader: StoreReader | null,
+  outside: OutsideView | null,
+): Map<string, ProviderRecord | null> {
+  const records = new Map<string, ProviderRecord | null>();
+  for (const { provider } of configuredProviders(config)) {
+    let stored: ProviderRecord | null = null;
+    try {
+      stored = reader ? readProviderRecord(reader, provider) : null;
+    } catch {
+      // A store that cannot be read is the store component's news.
+    }
+    records.set(provider, mergeRecords(stored, outside?.providers?.get(provider) ?? null));
+  }
+  return records;
 }
 
 function storeComponent(
@@ -192,28 +223,6 @@ function readLedger(reader: StoreReader | null): { states: CredentialState[]; pr
   }
 }
 
-function providersComponent(config: TenaxConfig): StatusReport["components"]["providers"] {
-  const builtIn = usesBuiltInSimulator(config);
-  const primary = config.model
-    ? `${config.model.provider}/${config.model.name}`
-    : `${BUILT_IN_TARGET.provider}/${BUILT_IN_TARGET.model}`;
-  const fallback = config.fallback.map((t) => `${t.provider}/${t.name}`);
-  const described = Object.entries(config.providers).map(
-    ([name, p]) =>
-      `${name} (${p.type}${p.base_url ? `, ${p.base_url}` : p.type === "simulator" ? ", in-process" : ""})`,
-  );
-  return {
-    status: "ok",
-    detail: builtIn
-      ? "none configured: the built-in local simulator answers (set model and providers in config.yaml for a real one)"
-      : `primary ${primary}${fallback.length > 0 ? `, fallback ${fallback.join(" then ")}` : ", no fallback"}; ${described.join(", ")}`,
-    next: null,
-    primary,
-    fallback,
-    built_in_simulator: builtIn,
-  };
-}
-
 /** A ledger that only reads what the store held when status looked. */
 class SnapshotLedger implements CredentialStateStore {
   constructor(private readonly states: readonly CredentialState[]) {}
@@ -284,14 +293,6 @@ function describeKey(key: PoolKeyState, now: number): string {
   if (key.status === "disabled") return `disabled after ${key.reason ?? "a failure"} until the key changes`;
   const left = key.cooldown_until === null ? null : Math.max(0, key.cooldown_until - now);
   return `cooling down after ${key.reason ?? "a failure"}${left === null ? "" : ` for ${formatDuration(left)} more`}`;
-}
-
-export function formatDuration(ms: number): string {
-  const s = Math.ceil(ms / 1000);
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${s % 60} s`;
-  return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
 function messageOf(error: unknown): string {

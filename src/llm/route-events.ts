@@ -1,7 +1,7 @@
 // The status events of the resilience layers: every retry, key rotation, fallback and auxiliary
 // decision says what happened, which layer did it and why, while it happens. Nothing degrades
 // without one of these.
-import type { ErrorReason } from "./classified-error.js";
+import type { ClassifiedError, ErrorReason } from "./classified-error.js";
 import type { ProviderEvent } from "./provider.js";
 import type { RetryEvent } from "./retry.js";
 
@@ -107,6 +107,14 @@ export type StatusEvent =
       tried: Array<Target & { why: "context_window" | "failed" }>;
       message: string;
     };
+
+/**
+ * How one call to one target ended (after its keys and retries): what provider health is made of.
+ * Not a status event: it is reported for every call, the ones that went well included.
+ */
+export type CallOutcome =
+  | { provider: string; model: string; at: number; ok: true }
+  | { provider: string; model: string; at: number; ok: false; error: ClassifiedError };
 
 /** What a model call reports as it goes: the reply as it streams, and every status event. */
 export type RouteEvent = Exclude<ProviderEvent, { type: "done" } | { type: "error" }> | StatusEvent;

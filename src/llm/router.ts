@@ -15,6 +15,7 @@ import type { ChatRequest } from "./provider.js";
 import { giveUpReason } from "./retry.js";
 import {
   type AuxiliaryTask,
+  type CallOutcome,
   type RouteListener,
   type StatusEvent,
   safeListener,
@@ -41,6 +42,8 @@ export interface RouterOptions {
   maxRetryAfterMs?: number;
   /** Sees every status event of every call, besides each call's own listener (for health and logs). */
   onStatus?: (event: StatusEvent) => void;
+  /** Told how every call to a target ended, success or classified failure (for provider health). */
+  onOutcome?: (outcome: CallOutcome) => void;
 }
 
 export interface RouteOptions {
@@ -108,11 +111,33 @@ export class ModelRouter {
       request.max_output_tokens === undefined && output !== undefined
         ? { ...request, max_output_tokens: output }
         : request;
-    return callTarget(this.runtime(target), target, sent, this.settings, {
+    const called = callTarget(this.runtime(target), target, sent, this.settings, {
       ...(options.signal ? { signal: options.signal } : {}),
       onEvent: this.listener(options.onEvent),
       contextTokens: options.contextTokens,
     });
+    const report = this.options.onOutcome;
+    if (!report) return called;
+    const told = (outcome: CallOutcome) => {
+      try {
+        report(outcome);
+      } catch {
+        // Health bookkeeping must never break the call it watches.
+      }
+    };
+    const { provider, model } = target;
+    return called.then(
+      (completion) => {
+        told({ provider, model, at: this.options.deps.clock.now(), ok: true });
+        return completion;
+      },
+      (error: unknown) => {
+        // The caller's own abort says nothing of the provider; anything not a ProviderError is ours.
+        if (error instanceof ProviderError && !options.signal?.aborted)
+          told({ provider, model, at: this.options.deps.clock.now(), ok: false, error: error.classified });
+        throw error;
+      },
+    );
   }
 
   get fallbackChain(): readonly Target[] {

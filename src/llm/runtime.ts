@@ -17,7 +17,7 @@ import type { Provider } from "./provider.js";
 import { createAnthropicProvider } from "./providers/anthropic.js";
 import { createOpenAIProvider } from "./providers/openai.js";
 import { redactingProvider } from "./redacting-provider.js";
-import type { AuxiliaryTask, StatusEvent, Target } from "./route-events.js";
+import type { AuxiliaryTask, CallOutcome, StatusEvent, Target } from "./route-events.js";
 import { type AuxiliaryRoute, ModelRouter } from "./router.js";
 import { DEFAULT_SIM_MODELS, type Simulator, startSimulator } from "./simulator/server.js";
 import type { Timeouts } from "./timeouts.js";
@@ -41,6 +41,8 @@ export interface RuntimeOptions {
   onStatus?: (event: StatusEvent) => void;
   /** The profile's secrets, redacted from everything a provider returns (text, tool calls, errors). */
   redactor?: Redactor;
+  /** How every model call ended (provider health). */
+  onOutcome?: (outcome: CallOutcome) => void;
 }
 
 export interface ModelRuntime {
@@ -99,6 +101,7 @@ export async function createModelRuntime(
     deps,
     maxAttempts: config.retry.max_attempts,
     ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+    ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
   });
   return {
     router,

@@ -114,6 +114,31 @@ function gatewayLayerTiles(gw, known) {
   return tiles;
 }
 
+/**
+ * The providers layer: the whole (down when no model of the chain answers, degraded when one fails,
+ * unknown while the primary was never seen answering) and a line per provider with its last error.
+ */
+function providersTile(c) {
+  const lines = (c.providers ?? []).map((p) =>
+    el(
+      "div",
+      { class: `provider ${p.status}`, "data-provider": p.provider, "data-status": p.status },
+      el("span", { class: "state" }, p.status),
+      el("span", { class: "who" }, p.provider),
+      ` ${p.detail}`,
+      p.last_error
+        ? el(
+            "div",
+            { class: "last-error" },
+            `last error: ${p.last_error.reason} at ${when(p.last_error.at)} (${p.last_error.source === "probe" ? "the probe" : "a call"})`,
+          )
+        : null,
+      p.next && p.next !== c.next ? el("div", { class: "next" }, `next: ${p.next}`) : null,
+    ),
+  );
+  return tile("providers", c.status, c.summary ?? c.detail, c.next, lines);
+}
+
 function renderBanner(gw) {
   const banner = $("banner");
   if (gw.reachable !== false) {
@@ -145,7 +170,7 @@ function renderLayers(layers, gw) {
   } else {
     for (const [name, c] of Object.entries(layers.report.components)) {
       if (name === "gateway") continue;
-      tiles.push(tile(name, c.status, c.detail, c.next));
+      tiles.push(name === "providers" ? providersTile(c) : tile(name, c.status, c.detail, c.next));
       worse(c.status);
     }
     renderCredentials(layers.report.components.credentials);

@@ -1,0 +1,236 @@
+// The gateway monitor's providers component, in-process over a real store, real sockets and the
+// real probe: unknown until the probe sees a provider answer, down with the reason and the next
+// command when it cannot be reached, ok again when it answers, unknown for good with the probe off,
+// and the `models` probe sends the key and costs no call.
+import { createServer, type Server } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { freePort } from "../../test/helpers/dashboard.js";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { Scheduler } from "../agent/scheduler.js";
+import { configSchema } from "../config/schema.js";
+import { classify } from "../llm/classify.js";
+import { ProviderHealthRecorder } from "../llm/provider-health.js";
+import { startSimulator } from "../llm/simulator/server.js";
+import { openStore, releaseStore } from "../store/registry.js";
+import { EventHub } from "./event-hub.js";
+import { probeLayers } from "./layer-probe.js";
+import { renderMetrics } from "./metrics.js";
+import { HealthMonitor } from "./monitor.js";
+import type { ProvidersComponent } from "./provider-component.js";
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function setup(yaml: Record<string, unknown>) {
+  const paths = tempProfile();
+  const config = configSchema.parse(yaml);
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  const scheduler = new Scheduler();
+  const recorder = new ProviderHealthRecorder({ store, now: Date.now });
+  const keys: string[] = [];
+  const monitor = new HealthMonitor({
+    paths,
+    config,
+    store,
+    scheduler,
+    hub: new EventHub(),
+    layers: () => probeLayers(paths, config, Date.now()),
+    intervalMs: 100,
+    timeoutMs: 2000,
+    gateway: () => ({ stopping: false, turnsInFlight: 0, maxTurns: 4, startedAt: Date.now(), address: null }),
+    providers: {
+      recorder,
+      keyOf: async (provider) => {
+        keys.push(provider);
+        return "sk-probe-key-123456";
+      },
+    },
+  });
+  cleanup.push(
+    () => releaseStore(store),
+    () => scheduler.stop(),
+    () => monitor.close(),
+  );
+  const providers = () => monitor.report().components.providers as unknown as ProvidersComponent;
+  return { paths, config, store, recorder, monitor, providers, keys };
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await wait(20);
+  }
+}
+
+function listen(server: Server, port = 0): Promise<number> {
+  return new Promise((resolve) =>
+    server.listen(port, "127.0.0.1", () => {
+      const address = server.address();
+      resolve(typeof address === "object" && address !== null ? address.port : 0);
+    }),
+  );
+}
+
+describe("HealthMonitor: providers", () => {
+  it("a provider never called is unknown until the probe sees it answer, then ok; the whole is not degraded meanwhile", async () => {
+    // A server that takes its time to answer GET /models: the probe is under way meanwhile.
+    let answer: () => void = () => {};
+    const seen: string[] = [];
+    const slow = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization ?? "(no key)"}`);
+      answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"data":[]}');
+    });
+    const port = await listen(slow);
+    cleanup.push(() => new Promise<void>((r) => slow.close(() => r())));
+    const s = await setup({
+      model: { provider: "main", name: "m" },
+      providers: { main: { type: "openai", base_url: `http://127.0.0.1:${port}/v1` } },
+      health: { provider_probe: "models", provider_probe_interval: 60 },
+    });
+    s.monitor.start();
+    await until(() => s.monitor.report().components.store?.status === "ok");
+    expect(s.providers().status).toBe("unknown");
+    expect(s.providers().providers[0]).toMatchObject({
+      provider: "main",
+      status: "unknown",
+      last_error: null,
+    });
+    expect(s.providers().detail).toContain("the background probe has not reached it yet");
+    // Unknown is no fault seen: the whole stays ok.
+    expect(s.monitor.report().status).toBe("ok");
+    answer();
+    await s.monitor.providersReady;
+    expect(s.providers().status).toBe("ok");
+    expect(s.providers().providers[0]?.detail).toMatch(/reached by the probe \d+ s ago, not called yet/);
+    // A server that needs no key (api_keys left out) is not sent one.
+    expect(s.keys).toEqual([]);
+    expect(seen).toEqual(["GET /v1/models (no key)"]);
+  });
+
+  it("a provider nothing listens for is down with the reason and the next command; it is ok once it answers", async () => {
+    const port = await freePort();
+    const s = await setup({
+      model: { provider: "main", name: "echo" },
+      providers: { main: { type: "simulator", base_url: `http://127.0.0.1:${port}/v1` } },
+      health: { provider_probe: "connect", provider_probe_interval: 0.2 },
+    });
+    s.monitor.start();
+    await s.monitor.providersReady;
+    const down = s.providers();
+    expect(down.status).toBe("down");
+    expect(down.detail).toMatch(/^no model of the primary-and-fallback chain answers/);
+    const main = down.providers[0];
+    expect(main?.status).toBe("down");
+    expect(main?.last_error).toMatchObject({
+      source: "probe",
+      message: expect.stringContaining("ECONNREFUSED"),
+    });
+    // The classifier's reason, whatever it names a refused connection.
+    expect(main?.last_error?.reason).toBe(
+      classify({ status: null, headers: {}, body: null, transport: { code: "ECONNREFUSED", message: "x" } })
+        .reason,
+    );
+    expect(down.next).toContain(`curl -sS http://127.0.0.1:${port}/v1/models`);
+    expect(down.next).toContain("tenax status");
+    expect(s.monitor.report().status).toBe("down");
+    const metrics = renderMetrics(
+      s.monitor.report(),
+      { http: new Map(), turns: new Map() },
+      [],
+      { turns_in_flight: 0, event_clients: 0, started_at: 0 },
+      s.monitor.providerCounters(),
+    );
+    expect(metrics).toContain('tenax_provider_status{provider="main"} 2');
+    expect(metrics).toMatch(/tenax_provider_probes_total\{provider="main",outcome="failed"\} [1-9]/);
+
+    // The provider comes up: the next probe sees it, no call needed (and none made: no tokens).
+    const sim = await startSimulator({ port });
+    cleanup.push(() => sim.close());
+    await until(() => s.providers().status === "ok");
+    expect(s.providers().providers[0]).toMatchObject({ status: "ok", last_error: null });
+    expect(sim.requests()).toEqual([]);
+  });
+
+  it("with the probe off, a provider never called stays unknown, and the status says why", async () => {
+    const sim = await startSimulator();
+    cleanup.push(() => sim.close());
+    const s = await setup({
+      model: { provider: "main", name: "echo" },
+      providers: { main: { type: "simulator", base_url: sim.url } },
+      health: { provider_probe: "off" },
+    });
+    s.monitor.start();
+    await s.monitor.providersReady;
+    await wait(300);
+    expect(s.providers().status).toBe("unknown");
+    expect(s.providers().providers[0]?.detail).toContain("health.provider_probe: off");
+    expect(s.monitor.report().status).toBe("ok");
+    expect(sim.requests()).toEqual([]);
+    // A call's end is what makes it known.
+    s.recorder.observeCall({ provider: "main", model: "echo", at: Date.now(), ok: true });
+    expect(s.providers().status).toBe("ok");
+  });
+
+  it("calls decide: failing with a fallback answering is degraded, both failing is down, a success is ok", async () => {
+    const sim = await startSimulator();
+    cleanup.push(() => sim.close());
+    const s = await setup({
+      model: { provider: "main", name: "m" },
+      providers: {
+        main: {
+          type: "openai",
+          base_url: `http://127.0.0.1:${await freePort()}/v1`,
+          api_keys: ["sk-main-123456"],
+        },
+        backup: { type: "simulator", base_url: sim.url },
+      },
+      fallback: [{ provider: "backup", name: "echo" }],
+      health: { provider_probe: "off" },
+    });
+    s.monitor.start();
+    // Every other layer checked once: what changes below is the providers' doing.
+    await until(() => s.monitor.report().status === "ok");
+    const refused = classify({
+      status: null,
+      headers: {},
+      body: null,
+      transport: { code: "ECONNREFUSED", message: "connect ECONNREFUSED" },
+    });
+    const at = Date.now();
+    s.recorder.observeCall({ provider: "main", model: "m", at, ok: false, error: refused });
+    s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 1, ok: true });
+    expect(s.providers().status).toBe("degraded");
+    expect(s.providers().providers.map((p) => p.status)).toEqual(["degraded", "ok"]);
+    expect(s.providers().next).toContain("main");
+    expect(s.monitor.report().status).toBe("degraded");
+    s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 2, ok: false, error: refused });
+    expect(s.providers().status).toBe("down");
+    s.recorder.observeCall({ provider: "main", model: "m", at: at + 3, ok: true });
+    expect(s.providers().providers.map((p) => p.status)).toEqual(["ok", "degraded"]);
+    s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 4, ok: true });
+    expect(s.providers().status).toBe("ok");
+    expect(s.monitor.report().status).toBe("ok");
+  });
+
+  it("the models probe sends the configured key, and no model call", async () => {
+    const sim = await startSimulator();
+    cleanup.push(() => sim.close());
+    const s = await setup({
+      model: { provider: "main", name: "echo" },
+      providers: { main: { type: "openai", base_url: sim.url, api_keys: ["sk-probe-key-123456"] } },
+      health: { provider_probe: "models" },
+    });
+    s.monitor.start();
+    await s.monitor.providersReady;
+    expect(s.providers().status).toBe("ok");
+    expect(s.keys).toEqual(["main"]);
+    expect(sim.requests().map((r) => [r.method, r.path, r.headers.authorization])).toEqual([
+      ["GET", "/v1/models", "Bearer sk-probe-key-123456"],
+    ]);
+  });
+});

@@ -1,0 +1,211 @@
+// The providers layer as one component, for `tenax status`, the dashboard and the gateway's /health
+// alike: each configured provider with its state (ok, unknown, degraded, down, by the rules of
+// llm/provider-state.ts), its last error (classified reason, message, when, call or probe) and the
+// command to run next, from whatever records the caller has (the store's, the gateway's live view).
+import { tenaxCommand } from "../config/command-hint.js";
+import type { ProfilePaths } from "../config/paths.js";
+import type { ProviderType, TenaxConfig } from "../config/schema.js";
+import { usesBuiltInSimulator } from "../config/schema.js";
+import {
+  judgeProviders,
+  type ProviderJudgement,
+  type ProviderLevel,
+  type ProviderRecord,
+} from "../llm/provider-state.js";
+import { BUILT_IN_TARGET, DEFAULT_BASE_URLS } from "../llm/runtime.js";
+import { formatDuration } from "./duration.js";
+import { modelsUrl, type ProviderProbeMode } from "./provider-probe.js";
+
+export interface ProviderLastError {
+  reason: string;
+  message: string | null;
+  at: number;
+  model: string | null;
+  /** Whether a call failed or the background probe could not reach it. */
+  source: "call" | "probe";
+}
+
+/** One provider as every view shows it; the record's own fields are kept so views can be merged. */
+export interface ProviderHealth extends ProviderRecord {
+  provider: string;
+  type: ProviderType;
+  base_url: string | null;
+  in_process: boolean;
+  in_chain: boolean;
+  status: ProviderLevel;
+  detail: string;
+  last_error: ProviderLastError | null;
+  next: string | null;
+}
+
+export interface ProvidersComponent {
+  status: ProviderLevel;
+  detail: string;
+  /** The detail without each provider's own line (which `providers` holds), for a tile's headline. */
+  summary: string;
+  next: string | null;
+  primary: string;
+  fallback: string[];
+  built_in_simulator: boolean;
+  probe: ProviderProbeMode;
+  providers: ProviderHealth[];
+}
+
+export interface ConfiguredProvider {
+  provider: string;
+  type: ProviderType;
+  base_url: string | null;
+  in_process: boolean;
+}
+
+/** The providers a profile calls: its configured ones, or the built-in simulator. */
+export function configuredProviders(config: TenaxConfig): ConfiguredProvider[] {
+  if (usesBuiltInSimulator(config))
+    return [{ provider: BUILT_IN_TARGET.provider, type: "simulator", base_url: null, in_process: true }];
+  return Object.entries(config.providers).map(([provider, p]) => ({
+    provider,
+    type: p.type,
+    base_url: p.base_url ?? (p.type === "simulator" ? null : DEFAULT_BASE_URLS[p.type]),
+    in_process: p.type === "simulator" && p.base_url === undefined,
+  }));
+}
+
+export function providersComponent(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  records: ReadonlyMap<string, ProviderRecord | null>,
+  now: number,
+): ProvidersComponent {
+  const builtIn = usesBuiltInSimulator(config);
+  const primaryTarget = config.model ?? { provider: BUILT_IN_TARGET.provider, name: BUILT_IN_TARGET.model };
+  const primary = `${primaryTarget.provider}/${primaryTarget.name}`;
+  const fallback = config.fallback.map((t) => `${t.provider}/${t.name}`);
+  const configured = configuredProviders(config);
+  const chain = [primaryTarget, ...config.fallback].map((t) => t.provider);
+  const judged = judgeProviders(
+    configured.map((c) => ({
+      provider: c.provider,
+      in_process: c.in_process,
+      record: records.get(c.provider) ?? null,
+    })),
+    chain,
+  );
+  const mode = config.health.provider_probe;
+  const providers = configured.map((c, i): ProviderHealth => {
+    const judgement = judged.providers[i] as ProviderJudgement;
+    const record = records.get(c.provider) ?? null;
+    return describeProvider(paths, config, c, judgement, record, now, mode, judged.status === "down");
+  });
+  const failing = providers.filter((p) => p.last_error !== null);
+  const states = providers.map(
+    (p) =>
+      `${p.provider} (${p.type}${p.base_url ? `, ${p.base_url}` : p.in_process ? ", in-process" : ""}): ${p.status}, ${p.detail}`,
+  );
+  const route = builtIn
+    ? "none configured: the built-in local simulator answers (set model and providers in config.yaml for a real one)"
+    : `primary ${primary}${fallback.length > 0 ? `, fallback ${fallback.join(" then ")}` : ", no fallback"}`;
+  const head =
+    judged.status === "down"
+      ? "no model of the primary-and-fallback chain answers: "
+      : judged.status === "degraded"
+        ? `${failing.map((p) => p.provider).join(", ")} failing, the rest of the chain still answers: `
+        : "";
+  // The built-in simulator's line stays as it was while it answers: nothing more to say of it.
+  const detail = builtIn && judged.status === "ok" ? route : `${head}${route}; ${states.join("; ")}`;
+  const summary = `${head}${route}`;
+  const first = failing.find((p) => p.in_chain) ?? failing[0];
+  return {
+    status: judged.status,
+    detail,
+    summary,
+    next: first?.next ?? null,
+    primary,
+    fallback,
+    built_in_simulator: builtIn,
+    probe: mode,
+    providers,
+  };
+}
+
+function describeProvider(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  c: ConfiguredProvider,
+  judgement: ProviderJudgement,
+  record: ProviderRecord | null,
+  now: number,
+  mode: ProviderProbeMode,
+  chainDown: boolean,
+): ProviderHealth {
+  const ago = (t: number) => `${formatDuration(Math.max(0, now - t))} ago`;
+  const facts: ProviderRecord = record ?? {
+    last_call: null,
+    last_probe: null,
+    last_success_at: null,
+    failing_since: null,
+  };
+  const failure = judgement.failure;
+  const base = {
+    ...facts,
+    provider: c.provider,
+    type: c.type,
+    base_url: c.base_url,
+    in_process: c.in_process,
+    in_chain: judgement.in_chain,
+    status: judgement.status,
+  };
+  if (failure !== null) {
+    const { observation: o, source } = failure;
+    const reason = o.reason ?? "unknown";
+    const what =
+      source === "call"
+        ? `a call${o.model ? ` to ${o.model}` : ""} failed ${ago(o.at)}: ${reason}${o.message ? ` (${o.message})` : ""}${
+            facts.failing_since !== null && facts.failing_since < o.at
+              ? `; calls fail since ${ago(facts.failing_since)}`
+              : ""
+          }`
+        : `the ${mode === "off" ? "" : `${mode} `}probe ${ago(o.at)} could not reach it: ${reason}${o.message ? ` (${o.message})` : ""}`;
+    const reached =
+      source === "call" && facts.last_probe?.ok === true && facts.last_probe.at > o.at
+        ? `; the probe reached it ${ago(facts.last_probe.at)}, the next call will tell`
+        : "";
+    return {
+      ...base,
+      detail: `${what}${reached}`,
+      last_error: { reason, message: o.message, at: o.at, model: o.model, source },
+      next: nextFor(paths, config, c, o.model, chainDown),
+    };
+  }
+  let detail: string;
+  if (facts.last_call?.ok && (facts.last_probe === null || facts.last_call.at >= facts.last_probe.at))
+    detail = `answered a call ${ago(facts.last_call.at)}`;
+  else if (facts.last_probe?.ok)
+    detail = `reached by the probe ${ago(facts.last_probe.at)}${facts.last_call?.ok ? `; answered a call ${ago(facts.last_call.at)}` : ", not called yet"}`;
+  else if (c.in_process) detail = "answers in-process";
+  else
+    detail =
+      mode === "off"
+        ? "not called yet, and the background probe is off (health.provider_probe: off): unknown until a call"
+        : "not called yet, and the background probe has not reached it yet";
+  return { ...base, detail, last_error: null, next: null };
+}
+
+/** What to check, and what clears it: a call that succeeds. */
+function nextFor(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  c: ConfiguredProvider,
+  model: string | null,
+  chainDown: boolean,
+): string {
+  const status = tenaxCommand(paths.name, ["status"]);
+  const check =
+    c.base_url === null
+      ? `the in-process simulator ${c.provider} fails as its script in ${paths.config} says`
+      : `check that ${c.provider} at ${c.base_url} is up${model ? ` and serves ${model}` : ""} (curl -sS ${modelsUrl(c.type, c.base_url)}) and providers.${c.provider} in ${paths.config}`;
+  const fallback =
+    chainDown && config.fallback.length === 0
+      ? "; a fallback model (fallback: in config.yaml) would answer while it is down"
+      : "";
+  return `${check}${fallback}; the next call that succeeds clears it (${status} shows it)`;
+}
