@@ -160,9 +160,9 @@ function providerFailure(error: ProviderError, overflow: OverflowState | null): 
     message = `the credentials layer gave up on ${name}: ${classified.message}`;
   } else if (giveUp === "attempts_spent") {
     layer = "retry";
-    message = `the retry layer gave up on ${name} after ${attempts ?? "its"} attempts${
-      elapsed === null ? "" : ` in ${seconds(elapsed)}`
-    }: ${what}`;
+    message = `the retry layer gave up on ${name} after ${
+      attempts === null ? "its attempts" : attempts === 1 ? "1 attempt" : `${attempts} attempts`
+    }${elapsed === null ? "" : ` in ${seconds(elapsed)}`}: ${what}`;
   } else if (giveUp === "retry_after_too_long") {
     layer = "retry";
     message = `the retry layer gave up on ${name}: the provider asked to wait ${

@@ -13,6 +13,7 @@ import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { Agent, type AgentEvent } from "./agent.js";
 import { pidAlive } from "./process-group.js";
+import { cutByOutputLimit } from "./turn.js";
 
 const call = (name: string, args: Record<string, unknown>, id?: string) => ({
   name,
@@ -190,6 +191,14 @@ describe("the turn loop", () => {
     expect(sim.requests()).toHaveLength(3);
     const nudges = store.getMessages(session).filter((m) => m.name === "tenax-continue");
     expect(nudges).toHaveLength(2);
+  });
+
+  it("counts Anthropic's max_tokens as a reply the output limit cut, like OpenAI's length", () => {
+    expect(
+      ["length", "max_tokens", "stop", "end_turn", "tool_calls", "content_filter", null].map(
+        cutByOutputLimit,
+      ),
+    ).toEqual([true, true, false, false, false, false, false]);
   });
 
   it("a provider failure fails the turn with the layer that gave up, and the transcript says so", async () => {
