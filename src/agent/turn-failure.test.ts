@@ -91,7 +91,7 @@ describe("which layer gave up, and why", () => {
       layer: "store",
       next: "free some space",
     });
-    expect(thrownFailure(new Error("boom"))).toMatchObject({ code: "internal_error", layer: "agent" });
+    expect(thrownFailure(new Error("boom"))).toMatchObject({ code: "turn_failed", layer: "agent" });
   });
 
   it("guardrails and the iteration budget halt with their own codes", () => {

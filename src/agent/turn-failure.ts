@@ -31,7 +31,7 @@ export type FailureCode =
   | GuardrailCode
   | InterruptCode
   | "store_unavailable"
-  | "internal_error";
+  | "turn_failed";
 
 export interface TurnFailure {
   code: FailureCode;
@@ -124,7 +124,7 @@ export function thrownFailure(error: unknown, overflow: OverflowState | null = n
       target: null,
     };
   return {
-    code: "internal_error",
+    code: "turn_failed",
     layer: "agent",
     message: `the turn failed unexpectedly: ${error instanceof Error ? error.message : String(error)}`,
     next: "this is a bug in Tenax: report it with logs/gateway.log",

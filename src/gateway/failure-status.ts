@@ -52,7 +52,7 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   stopped: { status: 409, type: "conflict_error" },
   client_closed: { status: 499, type: "invalid_request_error" },
   store_unavailable: { status: 503, type: "unavailable_error" },
-  internal_error: { status: 500, type: "server_error" },
+  turn_failed: { status: 500, type: "server_error" },
 };
 
 /** Retry-After in whole seconds (at least 1), on a 503 whose wait is known. */
