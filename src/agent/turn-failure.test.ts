@@ -107,12 +107,12 @@ describe("which layer gave up, and why", () => {
     const shutdown = interruptFailure(new TurnInterrupt("shutting_down", "the gateway is shutting down"));
     expect(shutdown).toMatchObject({ code: "shutting_down", layer: "interrupt", retry_after_ms: 5_000 });
     expect(shutdown.message).toBe(
-      "the turn was interrupted: the gateway is shutting down; nothing of it runs any more",
+      "turn interrupted: the gateway is shutting down; nothing of it runs any more",
     );
     expect(interruptFailure(new TurnInterrupt("client_closed", "gone")).retry_after_ms).toBeNull();
     const bare = interruptFailure(new DOMException("This operation was aborted", "AbortError"));
     expect(bare).toMatchObject({ code: "interrupted" });
-    expect(bare.message).toBe("the turn was interrupted: stopped by its caller; nothing of it runs any more");
+    expect(bare.message).toBe("turn interrupted: stopped by its caller; nothing of it runs any more");
     expect(interruptFailure(new Error("interrupted by Ctrl-C")).message).toMatch(/interrupted by Ctrl-C/);
   });
 });

@@ -26,12 +26,7 @@ export type GuardrailCode = "identical_call_limit" | "max_iterations";
  */
 export type InterruptCode = "client_closed" | "shutting_down" | "stopped" | "interrupted";
 
-export type FailureCode =
-  | ErrorReason
-  | GuardrailCode
-  | InterruptCode
-  | "store_unavailable"
-  | "turn_failed";
+export type FailureCode = ErrorReason | GuardrailCode | InterruptCode | "store_unavailable" | "turn_failed";
 
 export interface TurnFailure {
   code: FailureCode;
@@ -86,7 +81,8 @@ export function interruptFailure(reason: unknown): TurnFailure {
   return {
     code,
     layer: "interrupt",
-    message: `the turn was interrupted: ${why}; nothing of it runs any more`,
+    // The marker's wording too: history.ts knows an unanswered question by "turn interrupted".
+    message: `turn interrupted: ${why}; nothing of it runs any more`,
     next: next[code],
     retry_after_ms: code === "shutting_down" ? 5_000 : null,
     classified: null,

@@ -159,7 +159,7 @@ describe("the turn loop", () => {
     expect(sim.requests()).toHaveLength(1);
     expect(agent.processes.liveCount()).toBe(0);
     expect(store.getTurns(session)[0]?.status).toBe("interrupted");
-    expect(store.getMessages(session).at(-1)?.content).toMatch(/^the turn was interrupted/);
+    expect(store.getMessages(session).at(-1)?.content).toMatch(/^turn interrupted: /);
   });
 
   it("background processes of a task are cleaned up when it ends; a sibling task's survive", async () => {
