@@ -127,11 +127,13 @@ describe("tenax chat status, piped", () => {
     expect(run.stdout).toBe("");
     const shown = lines(run.stderr);
     expect(shown).toEqual([
-      expect.stringMatching(/^\[retry\] unreachable from sim\/echo: ECONNREFUSED: .*attempt 2 of 2 in/),
+      expect.stringMatching(
+        /^\[retry\] unreachable from sim\/echo: could not connect to .*attempt 2 of 2 in/,
+      ),
       expect.stringMatching(/^\[retry\] unreachable from sim\/echo: .*gave up after 2 of 2 attempts/),
       expect.stringMatching(
         new RegExp(
-          `^error: turn failed \\(provider layer, unreachable\\): could not connect to sim/echo at http://127\\.0\\.0\\.1:${port}/v1: connection refused \\(ECONNREFUSED\\); gave up after 2 attempts`,
+          `^error: turn failed \\(retry layer, unreachable\\): sim/echo: could not connect to http://127\\.0\\.0\\.1:${port}/v1 \\(connection refused\\): is the provider running\\?; gave up after 2 attempts`,
         ),
       ),
       expect.stringMatching(

@@ -16,7 +16,10 @@ interface Chunk {
   tenax?: { event?: string; partial?: boolean; status?: string };
 }
 
-/** Read a streamed turn with the openai client, sending SIGTERM once the model has been called. */
+/**
+ * Read a streamed turn with the openai client, sending SIGTERM once the model has been called;
+ * `error` is what the client raised (a turn the drain interrupted ends in an error event).
+ */
 async function streamThroughSigterm(url: string, sim: Simulator, kill: () => void) {
   const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
   const stream = await openai.chat.completions.create({
@@ -26,15 +29,20 @@ async function streamThroughSigterm(url: string, sim: Simulator, kill: () => voi
   });
   const chunks: Chunk[] = [];
   let killed = false;
-  for await (const chunk of stream) {
-    chunks.push(chunk as unknown as Chunk);
-    if (!killed) {
-      killed = true;
-      await until(() => sim.requests().length > 0);
-      kill();
+  let error: unknown = null;
+  try {
+    for await (const chunk of stream) {
+      chunks.push(chunk as unknown as Chunk);
+      if (!killed) {
+        killed = true;
+        await until(() => sim.requests().length > 0);
+        kill();
+      }
     }
+  } catch (e) {
+    error = e;
   }
-  return chunks;
+  return Object.assign(chunks, { error });
 }
 
 describe("tenax gateway run: lifecycle", () => {
@@ -57,6 +65,7 @@ describe("tenax gateway run: lifecycle", () => {
         });
       }, 100);
     });
+    expect(chunks.error).toBeNull();
     const shutdowns = chunks.filter((c) => c.tenax?.event === "shutdown");
     expect(shutdowns).toHaveLength(1);
     const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
@@ -76,16 +85,16 @@ describe("tenax gateway run: lifecycle", () => {
     expect(await next.exited).toBe(0);
   });
 
-  it("SIGTERM during a hung turn: the drain times out, the turn ends interrupted and saved, no clean marker", async () => {
+  it("SIGTERM during a hung turn: the drain times out, the turn ends interrupted and saved, the client gets shutting_down, no clean marker", async () => {
     const { home, sim, paths } = await simProfile("drain_timeout: 0.5");
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 2 }]);
     const gw = await startGateway(home);
     const chunks = await streamThroughSigterm(gw.url, sim, () => gw.child.kill("SIGTERM"));
     expect(chunks.filter((c) => c.tenax?.event === "shutdown")).toHaveLength(1);
-    expect(chunks.at(-1)).toMatchObject({
-      choices: [{ finish_reason: "length" }],
-      tenax: { partial: true, status: "interrupted" },
-    });
+    // The interrupted turn is an error the client raises, never a reply that looks whole or cut.
+    expect(chunks.error).toBeInstanceOf(OpenAI.APIError);
+    expect(chunks.error).toMatchObject({ code: "shutting_down", error: { layer: "interrupt" } });
+    expect(chunks.flatMap((c) => c.choices).filter((c) => c.finish_reason !== null)).toEqual([]);
     expect(await gw.exited).toBe(0);
     expect(gw.stderr()).toMatch(/the drain timed out: 1 turn\(s\) interrupted and saved/);
     expect(existsSync(paths.cleanShutdown)).toBe(false);

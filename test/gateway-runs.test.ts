@@ -22,7 +22,7 @@ interface RunView {
   status: string;
   reply: string;
   partial: boolean;
-  error: string | null;
+  error: { message: string; type: string; code: string; layer: string | null } | null;
   last_event_id: number;
 }
 

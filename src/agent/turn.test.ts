@@ -13,6 +13,7 @@ import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { Agent, type AgentEvent } from "./agent.js";
 import { pidAlive } from "./process-group.js";
+import { cutByOutputLimit } from "./turn.js";
 
 const call = (name: string, args: Record<string, unknown>, id?: string) => ({
   name,
@@ -129,7 +130,9 @@ describe("the turn loop", () => {
     expect(sim.requests()).toHaveLength(3);
     const last = store.getMessages(session).at(-1);
     expect(last).toMatchObject({ role: "marker" });
-    expect(last?.content).toMatch(/turn failed: stopped: search_files was called 3 times/);
+    expect(last?.content).toMatch(
+      /turn failed: the guardrails halted the turn: stopped: search_files was called 3 times/,
+    );
   });
 
   it("an interrupt during a tool stops the command, leaves no process, and sends nothing more", async () => {
@@ -156,7 +159,7 @@ describe("the turn loop", () => {
     expect(sim.requests()).toHaveLength(1);
     expect(agent.processes.liveCount()).toBe(0);
     expect(store.getTurns(session)[0]?.status).toBe("interrupted");
-    expect(store.getMessages(session).at(-1)?.content).toMatch(/turn interrupted/);
+    expect(store.getMessages(session).at(-1)?.content).toMatch(/^turn interrupted: /);
   });
 
   it("background processes of a task are cleaned up when it ends; a sibling task's survive", async () => {
@@ -190,6 +193,14 @@ describe("the turn loop", () => {
     expect(nudges).toHaveLength(2);
   });
 
+  it("counts Anthropic's max_tokens as a reply the output limit cut, like OpenAI's length", () => {
+    expect(
+      ["length", "max_tokens", "stop", "end_turn", "tool_calls", "content_filter", null].map(
+        cutByOutputLimit,
+      ),
+    ).toEqual([true, true, false, false, false, false, false]);
+  });
+
   it("a provider failure fails the turn with the layer that gave up, and the transcript says so", async () => {
     const { sim, store, agent, session, project } = await setupAgent();
     sim.script([
@@ -201,7 +212,13 @@ describe("the turn loop", () => {
     ]);
     const result = await agent.turn({ sessionId: session, text: "hi", cwd: project });
     expect(result.status).toBe("failed");
-    expect(result.error).toMatch(/^provider: .*invalid_request/);
+    expect(result.error).toMatch(/^the provider sim\/echo failed .*invalid_request/);
+    expect(result.failure).toMatchObject({
+      code: "invalid_request",
+      layer: "provider",
+      target: { provider: "sim", model: "echo" },
+      classified: { reason: "invalid_request", status: 400 },
+    });
     expect(roles(store, session)).toEqual(["user", "marker"]);
     expect(store.getTurns(session)[0]).toMatchObject({ status: "failed" });
   });

@@ -24,6 +24,14 @@ import type { Scheduler } from "./scheduler.js";
 import { runToolCall } from "./tool-call.js";
 import type { ToolSummary } from "./tool-summary.js";
 import type { Tool, ToolContext, ToolEvent } from "./tools/types.js";
+import {
+  type GuardrailCode,
+  guardrailFailure,
+  interruptFailure,
+  type OverflowState,
+  type TurnFailure,
+  thrownFailure,
+} from "./turn-failure.js";
 import { restartTurn, settleOpenCalls } from "./turn-resume.js";
 import { usageOp } from "./usage.js";
 
@@ -46,7 +54,14 @@ export type AgentEvent =
     }
   | { type: "guardrail"; layer: "guardrails"; message: string }
   | { type: "continuation"; turn_id: string; count: number }
-  | { type: "turn_finished"; turn_id: string; status: TurnStatus; partial: boolean; error: string | null }
+  | {
+      type: "turn_finished";
+      turn_id: string;
+      status: TurnStatus;
+      partial: boolean;
+      error: string | null;
+      failure: TurnFailure | null;
+    }
   | { type: "checkpoint"; layer: "checkpoints"; project: string; result: SnapshotResult; message: string }
   | { type: "checkpoint_failed"; layer: "checkpoints"; message: string }
   | CompressionEvent;
@@ -132,7 +147,10 @@ export interface TurnResult {
   partial: boolean;
   /** The provider's own finish reason of the last call, unchanged. */
   finish_reason: string | null;
+  /** The failure's message, for people; null when the turn completed. */
   error: string | null;
+  /** Why the turn did not complete, as a value (code, layer, next step); null when it completed. */
+  failure: TurnFailure | null;
   iterations: number;
   usage: { input_tokens: number; output_tokens: number };
   model: { provider: string; model: string } | null;
@@ -143,7 +161,19 @@ export const CONTINUE_PROMPT =
   "Continue exactly where your last message stopped, without repeating anything.";
 export const CONTINUE_NAME = "tenax-continue";
 
-class TurnHalted extends Error {}
+class TurnHalted extends Error {
+  constructor(
+    readonly code: GuardrailCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The provider's finish reasons for a reply the output limit cut (OpenAI's, Anthropic's). */
+export function cutByOutputLimit(finishReason: string | null): boolean {
+  return finishReason === "length" || finishReason === "max_tokens";
+}
 
 export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnResult> {
   const { store, deps, limits } = agent;
@@ -210,7 +240,9 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   let iterations = 0;
   let continuations = 0;
   let status: TurnStatus = "completed";
-  let error: string | null = null;
+  let failure: TurnFailure | null = null;
+  /** Set once the provider said the context is too long this turn. */
+  let overflow: OverflowState | null = null;
   let model: TurnResult["model"] = null;
   /** The final answer, committed with the turn's end (one durable commit fewer per turn). */
   let answer: WriteOp | null = null;
@@ -276,12 +308,13 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       const halt = await settleOpenCalls(store, input.sessionId, resumed, byName, (call) =>
         runToolCall(agent, byName, guard, call, context, emit),
       );
-      if (halt) throw new TurnHalted(halt);
+      if (halt) throw new TurnHalted("identical_call_limit", halt);
     }
     for (;;) {
       if (signal.aborted) throw signal.reason;
       if (iterations >= limits.max_iterations) {
         throw new TurnHalted(
+          "max_iterations",
           `stopped: the turn reached its budget of ${limits.max_iterations} model calls (agent.max_iterations)`,
         );
       }
@@ -293,11 +326,11 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
         completion = await callModel(agent, route, view, specs, signal, emit);
       } catch (e) {
         // The provider itself said the context is too long: one bounded compression, then again.
-        if (isOverflow(e) && !signal.aborted && (await compressIfNeeded("overflow", readView()))) {
-          completion = await callModel(agent, route, readView(), specs, signal, emit);
-        } else {
-          throw e;
-        }
+        if (!isOverflow(e) || signal.aborted) throw e;
+        overflow = { compressed: false };
+        if (!(await compressIfNeeded("overflow", readView()))) throw e;
+        overflow.compressed = true;
+        completion = await callModel(agent, route, readView(), specs, signal, emit);
       }
       model = { provider: completion.provider, model: completion.model };
       finishReason = completion.finish_reason;
@@ -312,10 +345,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
         tool_calls: calls.length > 0 ? calls : null,
         turn_id: turnId,
       });
-      const continues =
-        calls.length === 0 &&
-        completion.finish_reason === "length" &&
-        continuations < limits.max_continuations;
+      const cut = cutByOutputLimit(completion.finish_reason);
+      const continues = calls.length === 0 && cut && continuations < limits.max_continuations;
       // A reply that ends the turn is committed with the turn's end; anything else goes on from
       // this message (a tool call, a continuation), so it is committed now.
       if (calls.length === 0 && !continues) answer = said;
@@ -323,7 +354,7 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
 
       if (calls.length === 0) {
         replyParts.push(completion.text);
-        if (completion.finish_reason === "length") {
+        if (cut) {
           if (continues) {
             continuations++;
             emit({ type: "continuation", turn_id: turnId, count: continuations });
@@ -345,23 +376,21 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       for (const call of calls) {
         if (signal.aborted) throw signal.reason;
         const halt = await runToolCall(agent, byName, guard, call, context, emit);
-        if (halt) throw new TurnHalted(halt);
+        if (halt) throw new TurnHalted("identical_call_limit", halt);
       }
     }
   } catch (e) {
+    partial = true;
     if (signal.aborted) {
       status = "interrupted";
-      partial = true;
-      error = "interrupted";
+      failure = interruptFailure(signal.reason);
     } else if (e instanceof TurnHalted) {
       status = "failed";
-      partial = true;
-      error = e.message;
+      failure = guardrailFailure(e.code, e.message);
       emit({ type: "guardrail", layer: "guardrails", message: e.message });
     } else {
       status = "failed";
-      partial = true;
-      error = describeFailure(e);
+      failure = thrownFailure(e, overflow);
     }
   } finally {
     ended = true;
@@ -373,15 +402,13 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
 
   // A turn whose start never became durable was never stored: its error is the turn's.
   await durable;
-  if (status !== "completed") {
+  const error = failure?.message ?? null;
+  if (failure !== null) {
     await store
       .appendMessage({
         session_id: input.sessionId,
         role: MARKER_ROLE,
-        content:
-          status === "interrupted"
-            ? "turn interrupted: stopped by the user; nothing of it runs any more"
-            : `turn failed: ${error}`,
+        content: status === "interrupted" ? failure.message : `turn failed: ${failure.message}`,
         turn_id: turnId,
       })
       .catch(() => {});
@@ -410,7 +437,7 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   const saved = answer === null ? [] : [answer];
   if (usageWrite === null) await store.write([...saved, end]);
   else await store.write([...saved, usageWrite, end]).catch(() => store.write([...saved, end]));
-  emit({ type: "turn_finished", turn_id: turnId, status, partial, error });
+  emit({ type: "turn_finished", turn_id: turnId, status, partial, error, failure });
   return {
     session_id: input.sessionId,
     turn_id: turnId,
@@ -419,6 +446,7 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
     partial,
     finish_reason: finishReason,
     error,
+    failure,
     iterations,
     usage,
     model,
@@ -444,14 +472,6 @@ async function callModel(
 
 function isOverflow(error: unknown): boolean {
   return error instanceof ProviderError && error.classified.compress;
-}
-
-function describeFailure(error: unknown): string {
-  if (error instanceof ProviderError) {
-    const layer = typeof error.data.layer === "string" ? error.data.layer : "provider";
-    return `${layer}: ${error.message}`;
-  }
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The turn's events wait until its start is durable; then `first` goes out, then them, in order. */

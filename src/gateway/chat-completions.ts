@@ -1,9 +1,14 @@
 // POST /v1/chat/completions: one whole agent turn (tools included) per request, answered in the
-// OpenAI wire format, as one chat.completion or as SSE chunks. The final chunk carries the
-// finish reason and `tenax: {partial, status}`, so a client can tell a cut reply from a whole one.
+// OpenAI wire format, as one chat.completion or as SSE chunks. A turn that completed ends with its
+// finish reason (`length` only when the output limit cut the reply); one that failed or was
+// interrupted is an OpenAI-shaped error (failure-status.ts), streamed as a final `data: {"error"}`
+// event with no finish reason and no [DONE], so no client mistakes it for a whole reply.
 import type { ServerResponse } from "node:http";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
+import type { TurnFailure } from "../agent/turn-failure.js";
 import { SseStream } from "../core/sse.js";
+import { failureError } from "./failure-status.js";
+import type { GatewayError } from "./http-error.js";
 
 export interface CompletionMeta {
   id: string;
@@ -12,9 +17,33 @@ export interface CompletionMeta {
   sessionId: string;
 }
 
-/** OpenAI's finish reasons: a completed turn stopped; a cut one hit a limit or was stopped. */
+/** OpenAI's finish reasons for a completed turn: `length` when the output limit cut its reply. */
 export function finishReason(result: TurnResult): "stop" | "length" {
-  return result.status === "completed" && !result.partial ? "stop" : "length";
+  return result.partial ? "length" : "stop";
+}
+
+/** The error a turn that did not complete answers with, naming its session and turn. */
+export function turnError(
+  result: TurnResult & { failure: TurnFailure },
+  headers: Record<string, string> = {},
+): GatewayError {
+  return failureError(
+    result.failure,
+    {
+      session_id: result.session_id,
+      turn_id: result.turn_id,
+      status: result.status,
+      partial: true,
+      // What the turn said before it stopped; the transcript keeps it too.
+      reply: result.reply,
+    },
+    headers,
+  );
+}
+
+/** A completed turn, or the error of one that failed or was interrupted. */
+export function failed(result: TurnResult): result is TurnResult & { failure: TurnFailure } {
+  return result.failure !== null;
 }
 
 export function tenaxField(result: TurnResult) {
@@ -59,7 +88,11 @@ export function completionBody(meta: CompletionMeta, result: TurnResult) {
   };
 }
 
-/** An SSE answer to one turn: chunks as text arrives, then the final chunk and [DONE]. */
+/**
+ * An SSE answer to one turn: chunks as text arrives, then the final chunk and [DONE], or, for a
+ * turn that did not complete, one error event and the end of the stream. `write()` is the one
+ * place that writes to the response.
+ */
 export class CompletionStream {
   private ended = false;
   private shutdownSent = false;
@@ -164,6 +197,10 @@ export class CompletionStream {
 
   finish(result: TurnResult): void {
     if (this.ended) return;
+    if (failed(result)) {
+      this.fail(turnError(result));
+      return;
+    }
     // A restarted attempt that ended shorter than what was sent: the client drops the rest.
     if (this.replay !== null && this.replay !== this.shown) this.restartWith(this.replay);
     const last = {
@@ -179,13 +216,14 @@ export class CompletionStream {
     this.end();
   }
 
-  /** A failure after the stream opened: an error event in the OpenAI shape, then the end. */
-  fail(message: string): void {
+  /**
+   * A failure after the stream opened: one `data: {"error": ...}` event in the OpenAI shape (the
+   * official SDKs raise on it), then the stream ends without a finish reason or [DONE].
+   */
+  fail(error: GatewayError): void {
     if (this.ended) return;
-    this.write(
-      `data: ${JSON.stringify({ error: { message, type: "server_error", code: "turn_failed" } })}\n\n`,
-    );
-    this.end();
+    this.ended = true;
+    this.sse.end(`data: ${JSON.stringify(error.toJSON())}\n\n`);
   }
 
   private end(): void {

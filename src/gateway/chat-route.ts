@@ -3,8 +3,15 @@
 // itself are the gateway's (`launch`); this is the request, the answer and the client's hang-up.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TurnResult } from "../agent/turn.js";
+import { TurnInterrupt } from "../agent/turn-failure.js";
 import { readJsonBody } from "./body.js";
-import { type CompletionMeta, CompletionStream, completionBody } from "./chat-completions.js";
+import {
+  type CompletionMeta,
+  CompletionStream,
+  completionBody,
+  failed,
+  turnError,
+} from "./chat-completions.js";
 import { parseChatRequest } from "./chat-request.js";
 import type { LaunchedTurn, LaunchRequest, TurnWatcher } from "./gateway.js";
 import {
@@ -77,7 +84,7 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
     // dropped for not reading did not ask for that: its turn goes on and is saved.
     const onClose = () => {
       if (res.writableFinished || (stream as CompletionStream | null)?.dropped) return;
-      turn.controller.abort(new Error("the client closed the connection"));
+      turn.controller.abort(new TurnInterrupt("client_closed", "the client closed the connection"));
     };
     res.on("close", onClose);
     let result: TurnResult;
@@ -87,17 +94,22 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
       // A new session that never got its first write does not exist: do not name it.
       if (requested === undefined && !turn.started()) delete echo["x-session-id"];
       const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
-      if (stream) return (stream as CompletionStream).fail(message);
-      throw storeUnavailable(error) ?? new GatewayError(500, "server_error", "turn_failed", message);
+      const failure =
+        storeUnavailable(error) ?? new GatewayError(500, "server_error", "turn_failed", message);
+      if (stream) return (stream as CompletionStream).fail(failure);
+      throw failure;
     } finally {
       res.off("close", onClose);
     }
     if (stream) return (stream as CompletionStream).finish(result);
-    sendJson(res, 200, completionBody(meta(turn.sessionId), result), { "x-session-id": turn.sessionId });
+    // The turn and its marker are stored: the session is named either way.
+    const headers = { "x-session-id": turn.sessionId };
+    if (failed(result)) return sendError(res, turnError(result, headers));
+    sendJson(res, 200, completionBody(meta(turn.sessionId), result), headers);
   } catch (error) {
     const failure = toGatewayError(error);
     if (res.headersSent) {
-      (stream as CompletionStream | null)?.fail(failure.message);
+      (stream as CompletionStream | null)?.fail(failure);
       return;
     }
     sendError(

@@ -5,6 +5,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Agent } from "../agent/agent.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
+import { type InterruptCode, TurnInterrupt } from "../agent/turn-failure.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
@@ -140,7 +141,8 @@ export class Gateway {
   /** Interrupt what is left through each turn's signal, and wait for the turns to persist it. */
   async interruptAll(): Promise<number> {
     const left = [...this.active.values()];
-    for (const turn of left) turn.controller.abort(new Error("the gateway is shutting down"));
+    for (const turn of left)
+      turn.controller.abort(new TurnInterrupt("shutting_down", "the gateway is shutting down"));
     await Promise.all(left.map((t) => t.done));
     return left.length;
   }
@@ -309,10 +311,10 @@ export class Gateway {
   }
 
   /** Interrupt the session's running turn; false when it has none. */
-  interrupt(sessionId: string, reason: string): boolean {
+  interrupt(sessionId: string, reason: string, code: InterruptCode = "interrupted"): boolean {
     const turn = this.active.get(sessionId);
     if (!turn) return false;
-    turn.controller.abort(new Error(reason));
+    turn.controller.abort(new TurnInterrupt(code, reason));
     return true;
   }
 

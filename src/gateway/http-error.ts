@@ -13,7 +13,15 @@ export type ErrorType =
   | "conflict_error"
   | "rate_limit_error"
   | "unavailable_error"
+  | "provider_error"
+  | "guardrail_error"
   | "server_error";
+
+/** More of the body than message, type and code: the error's extra fields, and a `tenax` part. */
+export interface ErrorDetails {
+  error?: Record<string, unknown>;
+  tenax?: Record<string, unknown>;
+}
 
 export class GatewayError extends Error {
   override readonly name = "GatewayError";
@@ -23,12 +31,14 @@ export class GatewayError extends Error {
     readonly code: string,
     message: string,
     readonly headers: Record<string, string> = {},
+    readonly details: ErrorDetails = {},
   ) {
     super(message);
   }
 
-  toJSON(): { error: { message: string; type: string; code: string } } {
-    return { error: { message: this.message, type: this.type, code: this.code } };
+  toJSON(): { error: { message: string; type: string; code: string }; tenax?: Record<string, unknown> } {
+    const error = { ...this.details.error, message: this.message, type: this.type, code: this.code };
+    return this.details.tenax === undefined ? { error } : { error, tenax: this.details.tenax };
   }
 }
 

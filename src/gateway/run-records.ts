@@ -13,6 +13,35 @@ export const FINISHED = "run.finished";
 
 const status = z.enum(["running", "completed", "interrupted", "failed", "suspended"]);
 
+/**
+ * Why a run did not complete: the error a chat completion of the same turn would answer with
+ * (message, type, code), with the layer that gave up and the next step.
+ */
+const runError = z.object({
+  message: z.string(),
+  type: z.string(),
+  code: z.string(),
+  layer: z.string().nullable(),
+  next: z.string().nullable(),
+  retry_after_ms: z.number().nullable(),
+});
+
+/** A record written before errors were structured holds the message alone. */
+const storedError = z.preprocess(
+  (value) =>
+    typeof value === "string"
+      ? {
+          message: value,
+          type: "server_error",
+          code: "turn_failed",
+          layer: null,
+          next: null,
+          retry_after_ms: null,
+        }
+      : value,
+  runError.nullable(),
+);
+
 // Not strict: a record written by a newer Tenax with more fields still reads.
 const runState = z.object({
   run_id: z.string(),
@@ -24,7 +53,7 @@ const runState = z.object({
   /** The final reply once the run ended; what was said so far while it runs. */
   reply: z.string(),
   partial: z.boolean(),
-  error: z.string().nullable(),
+  error: storedError,
   /** The id of the newest event committed; a client resumes after it. */
   last_event_id: z.number().int().min(0),
   /** The Idempotency-Key the run was submitted with, so pruning the run frees the key. */
@@ -41,6 +70,7 @@ const runEvent = z.object({
 const idemRecord = z.object({ run_id: z.string(), fingerprint: z.string() });
 
 export type RunStatus = z.infer<typeof status>;
+export type RunError = z.infer<typeof runError>;
 /** What GET /v1/runs/ID answers (less the key); also the value of the run's record. */
 export type RunState = z.infer<typeof runState>;
 export type RunEvent = z.infer<typeof runEvent>;
@@ -51,7 +81,7 @@ export interface RunOutcome {
   status: Exclude<RunStatus, "running">;
   reply: string;
   partial: boolean;
-  error: string | null;
+  error: RunError | null;
 }
 
 /** Zero-padded, so the keys of one run sort in event order. */

@@ -138,7 +138,7 @@ describe("RunRegistry", () => {
       status: "interrupted",
       reply: "half",
       partial: true,
-      error: "the process stopped",
+      error: { code: "interrupted", message: "the process stopped" },
     });
     expect(next.events(lost.state, 0).at(-1)?.type).toBe("run.finished");
 
@@ -149,6 +149,7 @@ describe("RunRegistry", () => {
       status: "completed",
       partial: false,
       error: null,
+      failure: null,
     });
     await next.settled();
     const events = next.events(resumed.state, 0);
@@ -180,7 +181,7 @@ describe("RunRegistry", () => {
     await next.settled();
     expect(next.get(state.run_id)).toMatchObject({
       status: "failed",
-      error: "the resumed turn threw",
+      error: { code: "turn_failed", type: "server_error", message: "the resumed turn threw" },
       reply: "par",
       partial: true,
     });
@@ -208,6 +209,7 @@ describe("RunRegistry", () => {
       status: "completed",
       partial: false,
       error: null,
+      failure: null,
     });
     await next.settled();
     expect(next.get(state.run_id)).toMatchObject({ status: "completed", turn_id: turnId, reply: "done" });

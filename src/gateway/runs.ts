@@ -5,11 +5,13 @@
 import { createHash } from "node:crypto";
 import type { Scheduler } from "../agent/scheduler.js";
 import type { TurnResult } from "../agent/turn.js";
+import type { TurnFailure } from "../agent/turn-failure.js";
 import { newId } from "../core/ids.js";
 import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
+import { wireError } from "./failure-status.js";
 import type { Gateway, TurnWatcher } from "./gateway.js";
-import { GatewayError } from "./http-error.js";
+import { GatewayError, storeUnavailable } from "./http-error.js";
 import { RunLog, type RunLogDeps } from "./run-log.js";
 import {
   eventKey,
@@ -18,6 +20,7 @@ import {
   RUN_EVENT_KIND,
   RUN_IDEM_KIND,
   RUN_KIND,
+  type RunError,
   type RunEvent,
   type RunOutcome,
   type RunState,
@@ -122,7 +125,7 @@ export class RunRegistry {
   stop(runId: string, reason: string): boolean {
     const log = this.following(runId);
     if (!log || log.finished) return false;
-    if (!this.options.gateway.interrupt(log.state.session_id, reason)) return false;
+    if (!this.options.gateway.interrupt(log.state.session_id, reason, "stopped")) return false;
     log.append({ type: "run.stop_requested", reason });
     return true;
   }
@@ -184,7 +187,7 @@ export class RunRegistry {
             status: event.status,
             reply: log.state.reply,
             partial: event.partial,
-            error: event.error,
+            error: event.failure === null ? null : runError(event.failure),
           });
       },
       shutdown: (message) => log.append({ type: "run.shutdown", message }),
@@ -273,12 +276,7 @@ export class RunRegistry {
     void turn.result.then(
       (result) => log.finish(outcomeOf(result)),
       (error: unknown) =>
-        log.finish({
-          status: "failed",
-          reply: log.state.reply,
-          partial: true,
-          error: `the turn failed: ${error instanceof Error ? error.message : String(error)}`,
-        }),
+        log.finish({ status: "failed", reply: log.state.reply, partial: true, error: thrownError(error) }),
     );
     // The run and its key are committed before the client hears the run id.
     // Deleting the session deletes its runs, their events and keys, tombstones too.
@@ -340,7 +338,12 @@ export class RunRegistry {
         status: "failed",
         reply: run.reply,
         partial: true,
-        error: "the gateway stopped before the run's turn started; submit it again",
+        error: storedError(
+          "not_started",
+          "unavailable_error",
+          "the gateway stopped before the run's turn started",
+          "submit it again",
+        ),
       };
     if (turn.status === "completed") {
       const answer = this.store
@@ -350,13 +353,25 @@ export class RunRegistry {
       return { status: "completed", reply: answer?.content ?? run.reply, partial: false, error: null };
     }
     const status = turn.status === "failed" || turn.status === "suspended" ? turn.status : "interrupted";
+    // Only the turn's message is stored with it; its code says how it ended.
+    const message =
+      turn.error ??
+      `the gateway stopped while the run's turn was running (turn ${turn.id} is ${turn.status})`;
     return {
       status,
       reply: run.reply,
       partial: true,
       error:
-        turn.error ??
-        `the gateway stopped while the run's turn was running (turn ${turn.id} is ${turn.status})`,
+        status === "failed"
+          ? storedError(
+              "turn_failed",
+              "server_error",
+              message,
+              "submit it again; the message says what failed",
+            )
+          : status === "suspended"
+            ? storedError("suspended", "unavailable_error", message, "submit it again to start over")
+            : storedError("interrupted", "unavailable_error", message, "submit it again to start over"),
     };
   }
 }
@@ -366,8 +381,27 @@ function outcomeOf(result: TurnResult): RunOutcome {
     status: result.status,
     reply: result.reply,
     partial: result.partial || result.status !== "completed",
-    error: result.error,
+    error: result.failure === null ? null : runError(result.failure),
   };
+}
+
+/** A run's error: what a chat completion of its turn answers (failure-status.ts), without `param`. */
+function runError(failure: TurnFailure): RunError {
+  const { param: _param, ...error } = wireError(failure);
+  return error;
+}
+
+/** A turn that threw (its store refused, a bug): the error the chat route answers for it. */
+function thrownError(error: unknown): RunError {
+  const refused = storeUnavailable(error);
+  if (refused) return { ...storedError(refused.code, refused.type, refused.message, null), layer: "store" };
+  const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
+  return { ...storedError("turn_failed", "server_error", message, null), layer: "agent" };
+}
+
+/** An error known only by its code and message (a stored turn, a turn that threw). */
+function storedError(code: string, type: string, message: string, next: string | null): RunError {
+  return { message, type, code, layer: null, next, retry_after_ms: null };
 }
 
 /** Two submissions are the same when their session header and their body (as JSON) are. */

@@ -9,6 +9,7 @@ export const ERROR_REASONS = [
   "server_error",
   "timeout",
   "stream_drop",
+  "unreachable",
   "context_overflow",
   "payload_too_large",
   "long_context_tier",
@@ -73,6 +74,8 @@ export interface ProviderFailure {
   aborted?: boolean;
   /** Where in the exchange it failed: before the first byte, or in the middle of a stream. */
   phase?: "connect" | "headers" | "stream";
+  /** The endpoint called (the provider's base URL), so an unreachable one is named in the message. */
+  endpoint?: string | null;
   /** Size of the request, when known, to tell a context overflow from other 400s. */
   request_tokens?: number | null;
   context_window?: number | null;

@@ -26,6 +26,7 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   server_error: flags(true, false, true, false),
   timeout: flags(true, false, true, false),
   stream_drop: flags(true, false, true, false), // a provider that keeps dropping streams is worth leaving
+  unreachable: flags(true, false, true, false), // down or restarting: a later try or another provider may answer
   context_overflow: flags(false, false, false, true), // the same request fails again; a smaller one may not
   payload_too_large: flags(false, false, false, true),
   long_context_tier: flags(false, false, true, false), // this account lacks the tier; another model may not need it
@@ -192,8 +193,8 @@ export const RULES: readonly Rule[] = [
     test: (f) => f.transport !== null && isTimeout(f.transport),
   },
   {
-    reason: "server_error",
-    why: "refused, reset, DNS or TLS failure before headers: the endpoint is unreachable, like a 5xx",
+    reason: "unreachable",
+    why: "refused, reset, DNS or TLS failure before headers: no answer came from the endpoint at all",
     test: (f) => f.transport !== null,
   },
   {

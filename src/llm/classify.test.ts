@@ -21,6 +21,7 @@ const EXPECTED_FLAGS: Record<ErrorReason, Flags> = {
   server_error: F(true, false, true, false),
   timeout: F(true, false, true, false),
   stream_drop: F(true, false, true, false),
+  unreachable: F(true, false, true, false),
   context_overflow: F(false, false, false, true),
   payload_too_large: F(false, false, false, true),
   long_context_tier: F(false, false, true, false),
@@ -137,8 +138,29 @@ describe("classify: messages", () => {
   it("falls back to the status, then the transport", () => {
     expect(classify(failure({ status: 500 }), NOW).message).toBe("HTTP 500");
     expect(
-      classify(failure({ transport: { code: "ECONNRESET", message: "socket hang up" } }), NOW).message,
+      classify(
+        failure({
+          status: 200,
+          phase: "stream",
+          transport: { code: "ECONNRESET", message: "socket hang up" },
+        }),
+        NOW,
+      ).message,
     ).toBe("ECONNRESET: socket hang up");
+  });
+
+  it("words an endpoint that never answered: where, what happened, what to check", () => {
+    const refused = (code: string, message: string, endpoint?: string) =>
+      classify(failure({ phase: "connect", transport: { code, message }, endpoint: endpoint ?? null }), NOW);
+    expect(refused("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:4", "http://127.0.0.1:4/v1").message).toBe(
+      "could not connect to http://127.0.0.1:4/v1 (connection refused): is the provider running?",
+    );
+    expect(refused("EAI_AGAIN", "getaddrinfo EAI_AGAIN llm.invalid").message).toBe(
+      "could not connect to the provider (host name not found): is the host name in base_url right, and does DNS answer?",
+    );
+    expect(refused("EWHATEVER", "something odd", "http://h/v1").message).toBe(
+      "could not connect to http://h/v1 (EWHATEVER: something odd): is the provider running, and is base_url right?",
+    );
   });
 });
 
@@ -210,7 +232,7 @@ describe("classify: never throws on odd input", () => {
       { status: 503, headers: null as unknown as Record<string, string> },
       "server_error",
     ],
-    ["a transport without fields", { transport: {} as { message: string } }, "server_error"],
+    ["a transport without fields", { transport: {} as { message: string } }, "unreachable"],
   ];
 
   it.each(cases)("%s", (_label, partial, reason) => {

@@ -29,7 +29,14 @@ function delayOf(decision: RetryDecision): number {
 describe("nextDelay", () => {
   it(`grows exponentially within the equal-jitter bounds (seeds ${SEEDS[0]}..${SEEDS.at(-1)})`, () => {
     console.log(`retry-policy: checking seeds ${SEEDS[0]}..${SEEDS.at(-1)}`);
-    for (const reason of ["timeout", "stream_drop", "server_error", "overloaded", "rate_limit"] as const) {
+    for (const reason of [
+      "timeout",
+      "stream_drop",
+      "unreachable",
+      "server_error",
+      "overloaded",
+      "rate_limit",
+    ] as const) {
       const policy = RETRY_POLICY[reason];
       for (const seed of SEEDS) {
         const options = opts(seed);
@@ -73,6 +80,14 @@ describe("nextDelay", () => {
       expect(serverMin, `attempt ${attempt}`).toBeGreaterThanOrEqual(timeoutMax);
       expect(overloadMin).toBeGreaterThan(timeoutMax);
     }
+  });
+
+  it("waits for an unreachable endpoint as for a server error: a server coming back takes seconds", () => {
+    expect(RETRY_POLICY.unreachable).toEqual({ retry: true, base_ms: 1_000, max_ms: 15_000 });
+    expect([1, 2, 3, 4, 5].map((a) => backoffCeilingMs(RETRY_POLICY.unreachable, a))).toEqual([
+      1000, 2000, 4000, 8000, 15000,
+    ]);
+    expect(nextDelay(failure("unreachable"), 3, opts(1)).action).toBe("retry");
   });
 
   it("honours a provider's retry-after as a floor with a small jitter", () => {

@@ -40,6 +40,9 @@ export const RETRY_POLICY: Readonly<Record<ErrorReason, ReasonPolicy>> = {
   // Transport failures are usually one bad connection; a fresh one soon tends to work.
   timeout: { retry: true, base_ms: 250, max_ms: 5_000 },
   stream_drop: { retry: true, base_ms: 250, max_ms: 5_000 },
+  // Nothing answered (refused, DNS, TLS, reset before the headers): a server that is down or
+  // restarting takes seconds, not milliseconds, to come back, so it waits like a server error.
+  unreachable: { retry: true, base_ms: 1_000, max_ms: 15_000 },
   // Retried only when the classifier marked this particular failure retryable.
   unknown: { retry: true, base_ms: 1_000, max_ms: 15_000 },
   // The same request will fail the same way: the caller compresses, rotates or falls back instead.

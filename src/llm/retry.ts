@@ -164,6 +164,8 @@ function gaveUp(
   elapsedMs: number,
 ): ProviderError {
   const error = new ProviderError(classified, context.provider, context.model);
+  // The layer that failed under the retries (the key pool) stays named: what gave up is told by it.
+  if (isProviderError(cause) && typeof cause.data.layer === "string") error.data.layer = cause.data.layer;
   Object.assign(error.data, { give_up: why, attempts, elapsed_ms: elapsedMs });
   // ProviderError's constructor takes no cause; keep the original failure for whoever debugs it.
   error.cause = cause;

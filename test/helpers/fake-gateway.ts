@@ -1,6 +1,7 @@
 // A stand-in for the gateway's turns in the runs tests: it launches turns on a real store that
 // the test drives by hand (`say` streams text, `end` finishes the turn as the agent would).
 import type { AgentEvent, TurnResult, TurnStatus } from "../../src/agent/turn.js";
+import { interruptFailure, TurnInterrupt, thrownFailure } from "../../src/agent/turn-failure.js";
 import type { LaunchedTurn, LaunchRequest, TurnWatcher } from "../../src/gateway/gateway.js";
 import type { Store } from "../../src/store/store.js";
 
@@ -41,10 +42,16 @@ export class FakeGateway {
   async end(sessionId: string, status: TurnStatus = "completed"): Promise<void> {
     const turn = this.turn(sessionId);
     this.turns.delete(sessionId);
-    const error = status === "completed" ? null : status;
+    const failure =
+      status === "completed"
+        ? null
+        : status === "interrupted"
+          ? interruptFailure(new TurnInterrupt("stopped", "stopped by the test"))
+          : thrownFailure(new Error("the fake turn failed"));
+    const error = failure?.message ?? null;
     await this.store.updateTurn({ id: turn.turnId, status, ended_at: Date.now(), error });
     const partial = status !== "completed";
-    turn.watcher?.onEvent({ type: "turn_finished", turn_id: turn.turnId, status, partial, error });
+    turn.watcher?.onEvent({ type: "turn_finished", turn_id: turn.turnId, status, partial, error, failure });
     turn.settle({
       session_id: sessionId,
       turn_id: turn.turnId,
@@ -53,6 +60,7 @@ export class FakeGateway {
       partial,
       finish_reason: "stop",
       error,
+      failure,
       iterations: 1,
       usage: { input_tokens: 1, output_tokens: 1 },
       model: null,

@@ -3,7 +3,6 @@
 import type { ToolSummary } from "../../agent/tool-summary.js";
 import type { RetryEvent } from "../../llm/retry.js";
 import type { StatusEvent } from "../../llm/route-events.js";
-import { shownReason } from "./turn-failure.js";
 
 export type Rotated = Extract<StatusEvent, { type: "credential_rotated" }>;
 export type Exhausted = Extract<StatusEvent, { type: "credentials_exhausted" }>;
@@ -67,8 +66,7 @@ export function keyNotes(rotated: Rotated | null, exhausted: Exhausted | null): 
 
 /** "rate_limit (HTTP 429) from sim/echo" */
 export function failureOf(e: Retry | GaveUp): string {
-  const reason = shownReason(e.reason, e.status, e.message);
-  return `${reason}${e.status === null ? "" : ` (HTTP ${e.status})`} from ${e.provider}/${e.model}`;
+  return `${e.reason}${e.status === null ? "" : ` (HTTP ${e.status})`} from ${e.provider}/${e.model}`;
 }
 
 /** What went wrong in the words of the layer that saw it: the key notes, else the message. */

@@ -2,8 +2,7 @@
 // line of what to do about it, per classified reason. The wording lives here and nowhere else.
 import type { ErrorReason } from "../../llm/classified-error.js";
 
-/** The reasons a failure can have, `unreachable` included (nothing answered at the address). */
-export type FailureReason = ErrorReason | "unreachable";
+export type FailureReason = ErrorReason;
 
 /** A failed turn, as far as the CLI knows it. */
 export interface TurnFailure {
@@ -16,6 +15,8 @@ export interface TurnFailure {
   status: number | null;
   /** The classified message (the provider's own words, shortened), or the turn's error. */
   message: string;
+  /** What the turn itself says to do, for a failure that is no provider's. */
+  next: string | null;
   /** How many attempts the retry layer made, and over how long, when it said. */
   attempts: number | null;
   elapsed_ms: number | null;
@@ -121,33 +122,6 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
   },
 };
 
-/** Transport codes that mean nothing answered at the address, in words. */
-const CONNECT_PROBLEMS: Readonly<Record<string, string>> = {
-  ECONNREFUSED: "connection refused",
-  ENOTFOUND: "the host name does not resolve (DNS)",
-  EAI_AGAIN: "the host name could not be resolved (DNS, temporary)",
-  EHOSTUNREACH: "the host is unreachable",
-  ENETUNREACH: "the network is unreachable",
-  CERT_HAS_EXPIRED: "its TLS certificate has expired",
-  DEPTH_ZERO_SELF_SIGNED_CERT: "its TLS certificate is self-signed",
-  SELF_SIGNED_CERT_IN_CHAIN: "its TLS certificate chain is self-signed",
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "its TLS certificate cannot be verified",
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "its TLS certificate's issuer is unknown",
-  ERR_TLS_CERT_ALTNAME_INVALID: "its TLS certificate is for another host name",
-  EPROTO: "the TLS handshake failed",
-};
-
-/**
- * The connect-level problem a transport failure's message names: the classifier starts such a
- * message with the transport code ("ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1").
- */
-export function connectProblem(message: string): { code: string; words: string } | null {
-  const code = /^([A-Z][A-Z0-9_]+):/.exec(message)?.[1];
-  if (code === undefined) return null;
-  const words = CONNECT_PROBLEMS[code];
-  return words === undefined ? null : { code, words };
-}
-
 export interface Explained {
   /** What failed, where, in one line (without a leading "error:"). */
   headline: string;
@@ -155,12 +129,10 @@ export interface Explained {
   todo: string;
 }
 
-const GUARDRAILS_TODO =
-  "the agent was stopped going round in circles or past its budget: rephrase the request, or raise the agent.* limit the line names in config.yaml";
 const GENERIC_TODO = "tenax status shows which layer is failing, and tenax doctor checks the setup";
 
-/** The two lines a failed turn ends with. `baseUrl` is where the provider is reached, when known. */
-export function explainFailure(failure: TurnFailure, baseUrl: string | null): Explained {
+/** The two lines a failed turn ends with. */
+export function explainFailure(failure: TurnFailure): Explained {
   const tried =
     failure.attempts !== null && failure.attempts > 1
       ? `; gave up after ${failure.attempts} attempts${
@@ -171,7 +143,7 @@ export function explainFailure(failure: TurnFailure, baseUrl: string | null): Ex
   if (failure.reason === null || failure.provider === null) {
     return {
       headline: `turn failed (${layer}): ${failure.message}${tried}`,
-      todo: failure.layer === "guardrails" ? GUARDRAILS_TODO : GENERIC_TODO,
+      todo: failure.next ?? GENERIC_TODO,
     };
   }
   const model = failure.model ?? "";
@@ -179,16 +151,13 @@ export function explainFailure(failure: TurnFailure, baseUrl: string | null): Ex
   const hint = FAILURE_HINTS[failure.reason];
   const target = `${failure.provider}/${model}`;
   const status = failure.status === null ? "" : ` (HTTP ${failure.status})`;
-  if (failure.reason === "unreachable") {
-    const problem = connectProblem(failure.message);
-    const at = baseUrl === null ? target : `${target} at ${baseUrl}`;
+  // The classifier's words already name the address and the cause ("could not connect to URL
+  // (connection refused): is the provider running?").
+  if (failure.reason === "unreachable")
     return {
-      headline: `turn failed (${layer}, unreachable): could not connect to ${at}: ${
-        problem ? `${problem.words} (${problem.code})` : failure.message
-      }${tried}`,
+      headline: `turn failed (${layer}, unreachable): ${target}: ${failure.message}${tried}`,
       todo: hint.todo(where),
     };
-  }
   return {
     headline: `turn failed (${layer}, ${failure.reason}): ${target}: ${hint.says}${status}: ${failure.message}${tried}`,
     todo: hint.todo(where),

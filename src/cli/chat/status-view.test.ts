@@ -2,6 +2,9 @@
 // lines a sequence of events gives, on a log and on a terminal.
 import { describe, expect, it } from "vitest";
 import type { AgentEvent, TurnResult } from "../../agent/turn.js";
+import { thrownFailure } from "../../agent/turn-failure.js";
+import { ProviderError } from "../../llm/classified-error.js";
+import { classify } from "../../llm/classify.js";
 import { ChatView, type ViewDeps } from "./status-view.js";
 
 const T0 = 1_700_000_000_000;
@@ -32,7 +35,7 @@ function harness(live: boolean, options: { color?: boolean; shared?: boolean } =
       shared: options.shared ?? false,
       columns: () => 120,
     },
-    { window: () => 128_000, baseUrl: () => "http://127.0.0.1:9/v1" },
+    { window: () => 128_000 },
     deps,
   );
   return {
@@ -103,6 +106,7 @@ const result = (over: Partial<TurnResult> = {}): TurnResult => ({
   partial: false,
   finish_reason: "stop",
   error: null,
+  failure: null,
   iterations: 1,
   usage: { input_tokens: 1, output_tokens: 1 },
   model: target,
@@ -186,28 +190,30 @@ describe("ChatView on a log (no terminal)", () => {
   it("a failed turn names the layer and what to do", () => {
     const h = harness(false);
     h.view.beginTurn(target);
+    const classified = classify({
+      status: null,
+      headers: {},
+      body: null,
+      transport: { code: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:9" },
+      endpoint: "http://127.0.0.1:9/v1",
+    });
     h.view.event({
       ...(retry() as Extract<AgentEvent, { type: "retry" }>),
       type: "retry_exhausted",
-      reason: "server_error",
+      reason: classified.reason,
       attempt: 4,
       elapsed_ms: 5200,
-      message: "ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9",
+      message: classified.message,
       why: "attempts_spent",
     } as AgentEvent);
-    h.view.endTurn(
-      result({
-        status: "failed",
-        reply: "",
-        error: "provider: sim/echo: server_error: ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9",
-      }),
-    );
+    const failure = thrownFailure(new ProviderError(classified, "sim", "echo"));
+    h.view.endTurn(result({ status: "failed", reply: "", error: failure.message, failure }));
     const shown = lines(h.stderr());
     expect(shown[0]).toMatch(
       /^\[retry\] unreachable from sim\/echo: .*gave up after 4 of 4 attempts in 5\.2s/,
     );
     expect(shown[1]).toBe(
-      "error: turn failed (provider layer, unreachable): could not connect to sim/echo at http://127.0.0.1:9/v1: connection refused (ECONNREFUSED); gave up after 4 attempts in 5.2 s",
+      "error: turn failed (provider layer, unreachable): sim/echo: could not connect to http://127.0.0.1:9/v1 (connection refused): is the provider running?; gave up after 4 attempts in 5.2 s",
     );
     expect(shown[2]).toMatch(/^what to do: .*providers\.sim\.base_url in config\.yaml/);
   });

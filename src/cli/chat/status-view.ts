@@ -44,7 +44,6 @@ export interface ViewDeps {
 /** What the view looks up about the configured models. */
 export interface ModelInfo {
   window(target: Target): number | null;
-  baseUrl(provider: string): string | null;
 }
 
 type Live =
@@ -217,11 +216,7 @@ export class ChatView {
     this.midLine = false;
     if (result.status === "interrupted") this.info("(interrupted)");
     else if (result.status === "failed") {
-      const failure = turnFailure(result.error ?? "the turn failed", this.gaveUp);
-      const explained = explainFailure(
-        failure,
-        failure.provider === null ? null : this.models.baseUrl(failure.provider),
-      );
+      const explained = explainFailure(turnFailure(result.failure, result.error, this.gaveUp));
       this.error(explained.headline);
       this.line(`${this.p.bold("what to do:")} ${explained.todo}`);
     } else if (result.partial)

@@ -7,8 +7,7 @@ import { describeProcessReap } from "../../agent/process-reaper.js";
 import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
-import type { TenaxConfig } from "../../config/schema.js";
-import { DEFAULT_BASE_URLS, type ModelRuntime } from "../../llm/runtime.js";
+import type { ModelRuntime } from "../../llm/runtime.js";
 import { ChatSession } from "../chat/chat-session.js";
 import { ChatView } from "../chat/status-view.js";
 import { terminalCaps } from "../chat/terminal-style.js";
@@ -53,7 +52,7 @@ export function registerChatCommand(program: Command, cli: Cli): void {
               `turn ${turn.turn_id} of session ${turn.session_id} was left running by a process that stopped; it is marked interrupted`,
             );
           }
-          const view = chatView(opened.agent.runtime, config, flags.json === true);
+          const view = chatView(opened.agent.runtime, flags.json === true);
           const chat = new ChatSession(opened.agent, paths, config, process.cwd(), view);
           await chat.open(flags.session);
           if (flags.query !== undefined) return await oneShot(chat, flags.query, out);
@@ -91,7 +90,7 @@ async function oneShot(chat: ChatSession, query: string, out: { json: boolean; d
 }
 
 /** The status view on stderr, the reply on stdout (none with --json: the document is the reply). */
-function chatView(runtime: ModelRuntime, config: TenaxConfig, json: boolean): ChatView {
+function chatView(runtime: ModelRuntime, json: boolean): ChatView {
   const caps = terminalCaps(process.stderr, process.env);
   return new ChatView(
     {
@@ -105,12 +104,6 @@ function chatView(runtime: ModelRuntime, config: TenaxConfig, json: boolean): Ch
     },
     {
       window: (target) => runtime.router.limits(target)?.context_window ?? null,
-      baseUrl: (provider) => {
-        const settings = config.providers[provider];
-        if (settings === undefined) return null;
-        if (settings.base_url !== undefined) return settings.base_url;
-        return settings.type === "simulator" ? null : DEFAULT_BASE_URLS[settings.type];
-      },
     },
   );
 }

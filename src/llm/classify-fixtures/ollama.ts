@@ -52,8 +52,9 @@ export const ollamaRows: readonly FixtureRow[] = [
       status: null,
       phase: "connect",
       transport: { code: "ECONNREFUSED", name: "Error", message: "connect ECONNREFUSED 127.0.0.1:11434" },
+      endpoint: "http://127.0.0.1:11434/v1",
     },
-    reason: "server_error",
-    message: "ECONNREFUSED",
+    reason: "unreachable",
+    message: "could not connect to http://127.0.0.1:11434/v1 (connection refused): is the provider running?",
   },
 ];

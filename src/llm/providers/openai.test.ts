@@ -235,7 +235,10 @@ describe("openai provider against the simulator", () => {
     const p = createOpenAIProvider({ name: "gone", baseURL: url });
     for await (const event of p.stream(hello, { apiKey: "k" })) events.push(event);
     expect(events).toHaveLength(1);
-    expect(errorOf(events)).toMatchObject({ reason: "server_error", status: null });
+    expect(errorOf(events)).toMatchObject({ reason: "unreachable", status: null });
+    expect(errorOf(events).message).toBe(
+      `could not connect to ${url} (connection refused): is the provider running?`,
+    );
   });
 
   it("ends as aborted when the caller aborts mid-stream, and sends nothing after", async () => {

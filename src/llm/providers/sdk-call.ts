@@ -31,6 +31,8 @@ export interface CallState {
   fetchError: unknown;
   /** The connect limit, for the message of a connect timeout. */
   connectMs: number;
+  /** The provider's base URL, so a call that reached nothing says where it tried. */
+  endpoint?: string;
 }
 
 /** How one SDK's errors look: its API error, its connection errors, and its error-body shape. */
@@ -95,6 +97,7 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
       errorText: null,
       fetchError: undefined,
       connectMs: timeouts.connect_ms,
+      endpoint: options.baseURL,
     };
     // The caller's abort reaches the request through the timers' own signal, not AbortSignal.any:
     // Node 20 keeps a signal made by AbortSignal.any alive for good while an abort listener is on
@@ -270,6 +273,7 @@ export function classifyThrown(
       body: null,
       transport: timedOut ? { ...transport, name: "TimeoutError", code: "ETIMEDOUT" } : transport,
       phase: connect && !timedOut ? "connect" : phase,
+      endpoint: state.endpoint ?? null,
     },
     now,
   );
@@ -282,6 +286,7 @@ export function failed(state: CallState, transport: { name: string; message: str
     body: null,
     transport,
     phase: state.headersSeen ? "stream" : "headers",
+    endpoint: state.endpoint ?? null,
   });
 }
 

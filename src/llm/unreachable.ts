@@ -1,0 +1,60 @@
+// The words for an endpoint that never answered (refused, DNS, TLS, reset before the headers):
+// which address, what went wrong in plain terms, and the question to ask, instead of a bare errno.
+
+/** What a transport code means, and what to check; matched on the lower-cased code. */
+const CAUSES: readonly { codes: readonly string[]; what: string; check: string }[] = [
+  { codes: ["econnrefused"], what: "connection refused", check: "is the provider running?" },
+  {
+    codes: ["enotfound", "eai_again", "eai_noname", "eai_fail"],
+    what: "host name not found",
+    check: "is the host name in base_url right, and does DNS answer?",
+  },
+  {
+    codes: ["ehostunreach", "enetunreach", "enetdown", "ehostdown", "eaddrnotavail"],
+    what: "no route to the host",
+    check: "is the network up and the address in base_url right?",
+  },
+  {
+    codes: ["econnreset", "epipe", "econnaborted", "und_err_socket", "und_err_closed"],
+    what: "the connection was closed before any answer",
+    check: "is the provider running, and is base_url its HTTP(S) address?",
+  },
+];
+
+const TLS =
+  /^(?:err_tls_|err_ssl_|cert_|unable_to_(?:get|verify)|depth_zero_self_signed|self_signed_cert|hostname_mismatch|err_ossl)/;
+
+/**
+ * "could not connect to http://127.0.0.1:9 (connection refused): is the provider running?"
+ * `endpoint` is the provider's base URL when the caller knows it.
+ */
+export function unreachableMessage(
+  transport: { code?: string | undefined; name?: string | undefined; message: string },
+  endpoint: string | null | undefined,
+): string {
+  const shown = endpoint ? withoutUserInfo(endpoint) : null;
+  const where = shown ? `could not connect to ${shown}` : "could not connect to the provider";
+  // Read defensively: the classifier never throws, whatever shape a transport error came in.
+  const code = typeof transport.code === "string" ? transport.code.toLowerCase() : "";
+  const message = typeof transport.message === "string" ? transport.message : "";
+  const known = CAUSES.find((c) => c.codes.includes(code));
+  if (known) return `${where} (${known.what}): ${known.check}`;
+  if (TLS.test(code))
+    return `${where} (TLS failure: ${message}): does base_url use the right scheme, and does its certificate verify?`;
+  const label = code === "" ? (typeof transport.name === "string" ? transport.name : "") : transport.code;
+  const detail = label && !message.includes(label) ? `${label}: ${message}` : message;
+  return `${where} (${detail || "no answer"}): is the provider running, and is base_url right?`;
+}
+
+/** A base URL may carry a user and password; the message names the address only. */
+function withoutUserInfo(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    if (url.username === "" && url.password === "") return endpoint;
+    url.username = "";
+    url.password = "";
+    return url.toString();
+  } catch {
+    return endpoint.replace(/\/\/[^/@]*@/, "//");
+  }
+}
