@@ -6,6 +6,7 @@ import { commandLine, errorMessage } from "../core/errors.js";
 import { tenaxCommand } from "./command-hint.js";
 import { loadEnvFile, lookupVariable } from "./env-file.js";
 import { fileReadError } from "./fs-errors.js";
+import { type GatewayKeySource, withDefaultGatewayKey } from "./gateway-key.js";
 import { interpolate } from "./interpolate.js";
 import type { ProfilePaths } from "./paths.js";
 import { type ConfigProblem, configProblemsError, schemaProblems } from "./problems.js";
@@ -19,11 +20,14 @@ export interface LoadedConfig {
   source: "file" | "defaults";
   /** Things worth fixing that do not stop Tenax (for example a world-readable secret). */
   warnings: string[];
+  /** Where gateway.api_key came from ("none": no key yet, or auth: none). */
+  gatewayKeySource: GatewayKeySource;
 }
 
 /**
- * Load the profile's config. `${VAR}` reads `env` first, then the profile's `.env`. Throws one
- * ConfigError listing every problem found.
+ * Load the profile's config. `${VAR}` reads `env` first, then the profile's `.env`; so does
+ * gateway.api_key's default, `${TENAX_API_KEY}`, when config.yaml sets no key (and when there is no
+ * config.yaml). Throws one ConfigError listing every problem found.
  */
 export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   const file = paths.config;
@@ -32,7 +36,8 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     text = readFileSync(file, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      return { config: defaultConfig(), source: "defaults", warnings: [] };
+      const keyed = withDefaultGatewayKey(defaultConfig(), paths, env, loadEnvFile(paths.env));
+      return { config: keyed.config, source: "defaults", warnings: [], gatewayKeySource: keyed.source };
     }
     throw fileReadError(error, file);
   }
@@ -67,7 +72,8 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     throw configProblemsError(file, problems, hints.join("\n"));
   }
   warnings.push(...permissionWarnings(paths, substitution.literalSecret));
-  return { config: result.data, source: "file", warnings };
+  const keyed = withDefaultGatewayKey(result.data, paths, env, dotenv);
+  return { config: keyed.config, source: "file", warnings, gatewayKeySource: keyed.source };
 }
 
 /** The document as plain data; aliases are expanded, but a flood of them is refused. */
