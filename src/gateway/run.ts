@@ -9,9 +9,11 @@ import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
+import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
+import { isLoopback } from "../core/host-header.js";
 import { createJsonServer } from "../core/http.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
@@ -28,19 +30,17 @@ export interface RunGatewayOptions {
   version: string;
   storeSettings: StoreSettings;
   cwd: string;
+  /** Where gateway.api_key came from, as the config loader found it (for the start's one line). */
+  keySource?: GatewayKeySource;
   /** Lines for the operator (stdout). */
   info(line: string): void;
   warn(line: string): void;
 }
 
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
-}
-
 /** Serve until a signal stops the gateway; resolves with the exit code. */
 export async function runGateway(options: RunGatewayOptions): Promise<number> {
-  const { paths, config, host } = options;
+  const { paths, host } = options;
+  let config = options.config;
   // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb.
   const log = gatewayLog(paths, config);
   const info = (line: string) => {
@@ -51,12 +51,12 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     options.warn(line);
     log.write("warn", line);
   };
-  if (!isLoopback(host) && config.gateway.api_key === undefined) {
+  if (!isLoopback(host) && config.gateway.auth === "none") {
     throw new TenaxError(
       "gateway_unprotected",
-      `refusing to serve on ${host} without an API key: anyone who can reach it could run the agent`,
+      `refusing to serve on ${host} with gateway.auth: none: anyone who can reach it could run the agent`,
       {
-        hint: "set gateway.api_key in config.yaml (for example from the TENAX_API_KEY variable), or serve on 127.0.0.1",
+        hint: `remove auth: none (the gateway then needs its API key, ${GATEWAY_KEY_VARIABLE}), or serve on 127.0.0.1`,
         exitCode: 2,
       },
     );
@@ -65,6 +65,11 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
   if (lock.reclaimed !== null)
     warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
   try {
+    // Under the pid lock, so two starts cannot each write a key of their own.
+    const keyed = ensureGatewayKey(paths, config, options.keySource ?? "config");
+    config = keyed.config;
+    if (keyed.tightened !== null) warn(keyed.tightened);
+    info(keyLine(paths, keyed.source));
     const clean = existsSync(paths.cleanShutdown);
     rmSync(paths.cleanShutdown, { force: true });
     info(
@@ -88,6 +93,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       );
     const startedAt = Date.now();
     let address: string | null = null;
+    let listeningAt: { host: string; port: number } | null = null;
     const observed = startObservability({
       paths,
       config,
@@ -104,6 +110,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       }),
     });
     const gateway = new Gateway({
+      listening: () => listeningAt,
       agent: opened.agent,
       store: opened.store,
       config,
@@ -155,6 +162,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       throw error;
     }
     const bound = (server.address() as AddressInfo).port;
+    listeningAt = { host, port: bound };
     await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound });
     const shown = host.includes(":") ? `[${host}]` : host;
     address = `http://${shown}:${bound}`;
@@ -202,6 +210,25 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
   } finally {
     lock.release();
     log.close();
+  }
+}
+
+/** Where the key is (never the key itself), or that there is none. */
+function keyLine(paths: ProfilePaths, source: GatewayKeySource | "written"): string {
+  const send = "clients send it as Authorization: Bearer KEY";
+  switch (source) {
+    case "written":
+      return `no API key was set (gateway.api_key, ${GATEWAY_KEY_VARIABLE}): wrote a new one to ${paths.env} as ${GATEWAY_KEY_VARIABLE}; ${send}`;
+    case "env_file":
+      return `API key: ${GATEWAY_KEY_VARIABLE} in ${paths.env}; ${send}`;
+    case "environment":
+      return `API key: ${GATEWAY_KEY_VARIABLE} from the environment; ${send}`;
+    case "config":
+      return `API key: gateway.api_key in ${paths.config}; ${send}`;
+    case "none":
+      return "gateway.auth is none: requests need no API key (loopback only; any program on this machine can run the agent)";
+    default:
+      return source satisfies never;
   }
 }
 

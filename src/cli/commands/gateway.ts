@@ -50,6 +50,7 @@ export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Prom
   return runGateway({
     paths,
     config,
+    keySource: loaded.gatewayKeySource,
     host: flags.host ?? config.gateway.host,
     port: port ?? config.gateway.port,
     version: VERSION,
