@@ -56,10 +56,7 @@ const killedMidTurn: Scenario = {
     const second = await scenarioGateway(context);
     const resumed = await feedEvent(second, "turn_resumed", context.signal);
     if (resumed.layer) context.caught(resumed.layer);
-    await until(
-      async () => !(await sessionRunning(second, before.session, context.signal)),
-      context.signal,
-    );
+    await until(async () => !(await sessionRunning(second, before.session, context.signal)), context.signal);
     // Give a second resume (which must not happen) the time to show.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await stopGateway(second);
