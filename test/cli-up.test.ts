@@ -58,7 +58,7 @@ describe("tenax up", () => {
     const up = await startGateway(home, UP_ARGS, ["up"], { TENAX_API_KEY: undefined });
     const dashboard = await dashboardOf(up);
     expect(up.stdout()).toContain(`wrote a new one to ${paths.env} as TENAX_API_KEY`);
-    // Its probe sends the key from .env: the gateway's /health answers it, not a 401.
+    // Its probe sends the key from .env (whichever of the two read it first): /health answers, no 401.
     expect(await gatewayAsSeen(dashboard)).toMatchObject({ url: up.url, reachable: true, error: null });
     const seen = (await (await fetch(`${dashboard}/api/gateway`)).json()) as { health: { served: boolean } };
     expect(seen.health.served).toBe(true);

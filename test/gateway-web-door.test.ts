@@ -9,7 +9,7 @@ import { networkInterfaces } from "node:os";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { expectError, refusedGateway, simProfile, startGateway } from "./helpers/gateway.js";
-import { keyedFetch } from "./helpers/listening.js";
+import { keyedFetch, startListening } from "./helpers/listening.js";
 import { rawRequest } from "./helpers/raw-http.js";
 
 beforeAll(() => requireBuild());
@@ -243,6 +243,20 @@ describe("the gateway's key", () => {
     expect(
       (await keyedFetch(`${second.url}/api/capabilities`, { authorization: `Bearer ${key}` })).status,
     ).toBe(200);
+  });
+
+  it("a dashboard started before the gateway's first start finds the key it wrote, on its next probe", async () => {
+    const { home, paths } = await simProfile();
+    const fresh = { TENAX_API_KEY: undefined };
+    const dashboard = await startListening(home, ["dashboard", "--port", "0"], "dashboard", fresh);
+    const gw = await startGateway(home, ["--port", "0"], ["gateway", "run"], fresh);
+    expect(gw.stdout()).toContain(`wrote a new one to ${paths.env}`);
+    let seen: { url?: string; reachable?: boolean | null; error?: string | null } = {};
+    for (let i = 0; i < 50 && !(seen.reachable === true && seen.error === null); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      seen = (await (await fetch(`${dashboard.url}/api/gateway`)).json()) as typeof seen;
+    }
+    expect(seen).toMatchObject({ url: gw.url, reachable: true, error: null });
   });
 
   it("keeps the other lines of an existing .env and tightens one others can read to 0600, saying so", async () => {
