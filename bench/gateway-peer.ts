@@ -144,6 +144,9 @@ function peerInfo(): { entry: string; version: string } {
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
+/** The Tenax gateways' key (given as TENAX_API_KEY), sent as their clients send it. */
+const TENAX_KEY = "tnx-bench-gateway-key";
+const TENAX_HEADERS = { ...JSON_HEADERS, authorization: `Bearer ${TENAX_KEY}` };
 
 /** `tenax gateway run` (the built CLI) on a scratch home whose only provider is the simulator. */
 async function startTenax(
@@ -173,6 +176,7 @@ async function startTenax(
     ...env,
     TENAX_HOME: home,
     TENAX_PROFILE: "",
+    TENAX_API_KEY: TENAX_KEY,
   });
   try {
     const url = await waitFor("the Tenax gateway", child, (out) => {
@@ -236,7 +240,7 @@ export async function runGatewayPeerBench(
     };
     await answers(`${portkeyOrigin}/v1/chat/completions`, portkeyHeaders);
     log(`  Portkey gateway ${peer.version}: ${portkeyOrigin} (pid ${portkey.child.pid})`);
-    for (const t of [tenax, normal, noReread]) await answers(`${t.url}/v1/chat/completions`, JSON_HEADERS);
+    for (const t of [tenax, normal, noReread]) await answers(`${t.url}/v1/chat/completions`, TENAX_HEADERS);
 
     const sim0 = new URL(simUrl);
     const targets: LoadTarget[] = [
@@ -251,7 +255,7 @@ export async function runGatewayPeerBench(
         name: "tenax",
         origin: new URL(tenax.url).origin,
         path: "/v1/chat/completions",
-        headers: JSON_HEADERS,
+        headers: TENAX_HEADERS,
       },
       { name: "portkey", origin: portkeyOrigin, path: "/v1/chat/completions", headers: portkeyHeaders },
     ];
@@ -262,13 +266,13 @@ export async function runGatewayPeerBench(
           name: "tenax_normal",
           origin: new URL(normal.url).origin,
           path: "/v1/chat/completions",
-          headers: JSON_HEADERS,
+          headers: TENAX_HEADERS,
         },
         {
           name: "tenax_no_reread",
           origin: new URL(noReread.url).origin,
           path: "/v1/chat/completions",
-          headers: JSON_HEADERS,
+          headers: TENAX_HEADERS,
         },
       ],
       rps: settings.rps,

@@ -32,6 +32,10 @@ export interface RestartResult {
   health_latency_ms: { p50: number; p99: number; max: number; requests: number };
 }
 
+/** The gateway's key (given as TENAX_API_KEY), sent as its clients send it. */
+const KEY = "tnx-bench-restart-key";
+const AUTH = { authorization: `Bearer ${KEY}` };
+
 interface Running {
   child: ChildProcess;
   url: string;
@@ -41,7 +45,7 @@ interface Running {
 function start(home: string): { started: number; ready: Promise<Running & { listening_at: number }> } {
   const started = performance.now();
   const child = spawn(process.execPath, [BIN, "gateway", "run", "--port", "0"], {
-    env: { ...process.env, TENAX_HOME: home, TENAX_PROFILE: "" },
+    env: { ...process.env, TENAX_HOME: home, TENAX_PROFILE: "", TENAX_API_KEY: KEY },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
@@ -64,7 +68,7 @@ async function healthyAt(url: string): Promise<number> {
   const deadline = performance.now() + 30_000;
   while (performance.now() < deadline) {
     try {
-      const body = (await (await fetch(`${url}/health`)).json()) as { status?: string };
+      const body = (await (await fetch(`${url}/health`, { headers: AUTH })).json()) as { status?: string };
       if (body.status === "ok") return performance.now();
     } catch {
       // Not answering yet.
@@ -124,14 +128,14 @@ export async function runRestartBench(
     sim.script([{ type: "hang", phase: "before_headers" }]);
     const hung = fetch(`${running.url}/v1/chat/completions`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...AUTH },
       body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "hang" }] }),
     }).catch(() => null);
     while (sim.requests().length === 0) await new Promise((r) => setTimeout(r, 5));
     const latencies: number[] = [];
     for (let i = 0; i < settings.healthRequests; i++) {
       const t = performance.now();
-      await (await fetch(`${running.url}/health`)).arrayBuffer();
+      await (await fetch(`${running.url}/health`, { headers: AUTH })).arrayBuffer();
       latencies.push(performance.now() - t);
     }
     latencies.sort((a, b) => a - b);

@@ -17,6 +17,8 @@ import { type Latency, latency, median } from "./stats.js";
 const BIN = fileURLToPath(new URL("../../bin/tenax.js", import.meta.url));
 const FAULTFS = fileURLToPath(new URL("../../test/fixtures/faultfs/faultfs.c", import.meta.url));
 const MODES = ["off_loop", "inline"] as const;
+/** The gateway's key (given as TENAX_API_KEY), sent as its clients send it. */
+const KEY = "tnx-bench-slow-disk-key";
 type Mode = (typeof MODES)[number];
 
 export interface SlowDiskSettings {
@@ -66,6 +68,7 @@ async function startGateway(
       ...process.env,
       TENAX_HOME: home,
       TENAX_PROFILE: "",
+      TENAX_API_KEY: KEY,
       LD_PRELOAD: library,
       FAULTFS_MATCH: `${home}/`,
       FAULTFS_N: "0",
@@ -107,7 +110,7 @@ async function round(url: string, settings: SlowDiskSettings): Promise<SlowDiskR
         const res = await pool.request({
           method: "POST",
           path: "/v1/chat/completions",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
           body: BODY,
         });
         await res.body.text();
@@ -121,7 +124,11 @@ async function round(url: string, settings: SlowDiskSettings): Promise<SlowDiskR
   const prober = async () => {
     while (performance.now() < until) {
       const started = performance.now();
-      const res = await pool.request({ method: "GET", path: "/health" });
+      const res = await pool.request({
+        method: "GET",
+        path: "/health",
+        headers: { authorization: `Bearer ${KEY}` },
+      });
       await res.body.text();
       health.push(performance.now() - started);
       await new Promise((r) => setTimeout(r, settings.healthEveryMs));

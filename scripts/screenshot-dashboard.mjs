@@ -12,7 +12,9 @@ import { startSimulator } from "../dist/llm/simulator/server.js";
 const ROOT = resolve(import.meta.dirname, "..");
 const OUT = resolve(process.argv[2] ?? join(ROOT, "docs", "dashboard.png"));
 const home = mkdtempSync(join(tmpdir(), "tenax-shot-"));
-const env = { ...process.env, TENAX_HOME: home, HOME: home };
+// The gateway and the dashboard find this key as TENAX_API_KEY, as the chat below sends it.
+const KEY = "tnx-screenshot-key";
+const env = { ...process.env, TENAX_HOME: home, HOME: home, TENAX_API_KEY: KEY };
 delete env.TENAX_PROFILE;
 const children = [];
 
@@ -38,7 +40,7 @@ function start(args, pattern) {
 async function chat(gateway, content) {
   const res = await fetch(`${gateway}/v1/chat/completions`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
     body: JSON.stringify({ model: "echo", messages: [{ role: "user", content }] }),
   });
   if (res.status !== 200) throw new Error(`chat answered ${res.status}: ${await res.text()}`);

@@ -15,6 +15,16 @@ async function dashboardOf(up: { stdout(): string }): Promise<string> {
   return /dashboard listening on (http:\/\/\S+)/.exec(up.stdout())?.[1] ?? "";
 }
 
+/** The dashboard's view of the gateway, once it has reached it (or after 10 s). */
+async function gatewayAsSeen(dashboard: string) {
+  let gateway: { url?: string; reachable?: boolean | null; error?: string | null } = {};
+  for (let i = 0; i < 50 && !(gateway.reachable === true && gateway.error === null); i++) {
+    gateway = (await (await fetch(`${dashboard}/api/gateway`)).json()) as typeof gateway;
+    if (gateway.reachable !== true || gateway.error !== null) await new Promise((r) => setTimeout(r, 200));
+  }
+  return gateway;
+}
+
 describe("tenax up", () => {
   it("serves the gateway and the dashboard, which sees that gateway, until SIGTERM stops both", async () => {
     const { paths, home } = await simProfile();
@@ -22,7 +32,7 @@ describe("tenax up", () => {
     const dashboard = await dashboardOf(up);
     const live = await fetch(`${up.url}/health/live`);
     expect(live.status).toBe(200);
-    const reply = await fetch(`${up.url}/v1/chat/completions`, {
+    const reply = await up.fetch("/v1/chat/completions", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "hello from up" }] }),
@@ -34,18 +44,26 @@ describe("tenax up", () => {
     const page = await fetch(`${dashboard}/`);
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/<title>Tenax dashboard<\/title>/);
-    // The dashboard found the gateway's port 0 pick through the pid file, and reaches it.
-    let gateway: { url?: string; reachable?: boolean | null } = {};
-    for (let i = 0; i < 50 && gateway.reachable !== true; i++) {
-      gateway = (await (await fetch(`${dashboard}/api/gateway`)).json()) as typeof gateway;
-      if (gateway.reachable !== true) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(gateway).toMatchObject({ url: up.url, reachable: true });
+    // The dashboard found the gateway's port 0 pick through the pid file, and reaches it with its key.
+    expect(await gatewayAsSeen(dashboard)).toMatchObject({ url: up.url, reachable: true, error: null });
 
     up.child.kill("SIGTERM");
     expect(await up.exited).toBe(0);
     expect(existsSync(paths.cleanShutdown)).toBe(true);
     await expect(fetch(`${dashboard}/api/overview`)).rejects.toThrow();
+  });
+
+  it("on a home without a key, the dashboard it starts finds the key the gateway's first start wrote", async () => {
+    const { paths, home } = await simProfile();
+    const up = await startGateway(home, UP_ARGS, ["up"], { TENAX_API_KEY: undefined });
+    const dashboard = await dashboardOf(up);
+    expect(up.stdout()).toContain(`wrote a new one to ${paths.env} as TENAX_API_KEY`);
+    // Its probe sends the key from .env (whichever of the two read it first): /health answers, no 401.
+    expect(await gatewayAsSeen(dashboard)).toMatchObject({ url: up.url, reachable: true, error: null });
+    const seen = (await (await fetch(`${dashboard}/api/gateway`)).json()) as { health: { served: boolean } };
+    expect(seen.health.served).toBe(true);
+    up.child.kill("SIGTERM");
+    expect(await up.exited).toBe(0);
   });
 
   it("keeps the gateway serving when the dashboard dies, and says how to start it again", async () => {

@@ -6,15 +6,15 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { freePort, startDashboard } from "./helpers/dashboard.js";
-import { simProfile, startGateway } from "./helpers/gateway.js";
+import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 
 beforeAll(() => {
   requireBuild();
   requireChromium();
 });
 
-async function chat(gateway: string, content: string): Promise<string> {
-  const res = await fetch(`${gateway}/v1/chat/completions`, {
+async function chat(gateway: GatewayProcess, content: string): Promise<string> {
+  const res = await gateway.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "echo", messages: [{ role: "user", content }] }),
@@ -29,8 +29,8 @@ describe("dashboard in Chromium", () => {
     const port = await freePort();
     const { home } = await simProfile(`port: ${port}`);
     let gateway = await startGateway(home, []);
-    const numbat = await chat(gateway.url, "tell me about the numbat");
-    const hostile = await chat(gateway.url, `<img src=x onerror="window.__xss = 1"> look`);
+    const numbat = await chat(gateway, "tell me about the numbat");
+    const hostile = await chat(gateway, `<img src=x onerror="window.__xss = 1"> look`);
     const dashboard = await startDashboard(home);
 
     const page = await openPage();

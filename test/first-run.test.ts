@@ -29,7 +29,8 @@ function freshHome(via: "HOME" | "TENAX_HOME"): FreshHome {
   delete env.TENAX_HOME;
   const user = tempDir("tenax-user-");
   env.HOME = user;
-  if (via === "HOME") return { home: join(user, ".tenax"), env, key };
+  // Listed even when absent: the test helpers take these as changes to their own environment.
+  if (via === "HOME") return { home: join(user, ".tenax"), env: { ...env, TENAX_HOME: undefined }, key };
   const home = join(tempDir("tenax-fresh-"), "not", "yet");
   env.TENAX_HOME = home;
   return { home, env, key };

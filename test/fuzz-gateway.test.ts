@@ -1,7 +1,7 @@
 // Property-based fuzzing (fast-check) of every gateway HTTP route, against one real `tenax gateway
-// run` process per variant (gateway.api_key set, and unset) and an in-process simulator: random
+// run` process per variant (gateway.api_key set, and auth: none) and an in-process simulator: random
 // methods, paths (known routes, percent-encoded junk), headers (auth right, wrong, missing; session,
-// idempotency and Last-Event-ID junk) and bodies (valid chat requests and mutations of them: wrong
+// idempotency and Last-Event-ID junk; content types; a foreign Origin now and then) and bodies (valid chat requests and mutations of them: wrong
 // types, huge strings, deep nesting, unknown fields, invalid UTF-8, non-JSON). Every answer has a
 // status documented for its route, every error is the OpenAI shape with a message, no 500 but
 // turn_failed, and the process stays up. Seeded: TENAX_SEED=N replays (`seed=N`).
@@ -44,11 +44,11 @@ const DOCUMENTED: Record<Route, number[]> = {
   events: [200, 400],
   capabilities: [200],
   models: [200],
-  // 404 unknown X-Session-Id, 409 session busy, 413 body too large, 429 turn limit, 503 draining,
-  // 500 only as turn_failed (checked by code below); a failed turn is 400, 422, 502 or 503
-  // (src/gateway/failure-status.ts).
-  chat: [200, 400, 404, 409, 413, 422, 429, 500, 502, 503],
-  runs: [200, 202, 400, 404, 409, 413, 429, 503],
+  // 404 unknown X-Session-Id, 409 session busy, 413 body too large, 415 not application/json,
+  // 429 turn limit, 503 draining, 500 only as turn_failed (checked by code below); a failed turn
+  // is 400, 422, 502 or 503 (src/gateway/failure-status.ts).
+  chat: [200, 400, 404, 409, 413, 415, 422, 429, 500, 502, 503],
+  runs: [200, 202, 400, 404, 409, 413, 415, 429, 503],
   run: [200, 400, 404],
   run_events: [200, 400, 404],
   run_stop: [200, 202, 400, 404, 409],
@@ -232,10 +232,17 @@ const headers = fc.record({
   ),
   contentType: fc.constantFrom(
     "application/json",
+    "application/json",
+    "application/json; charset=utf-8",
     "text/plain",
     "application/json; charset=latin1",
     "",
     "multipart/form-data; boundary=x",
+  ),
+  // Mostly none (an SDK), sometimes a page's: another origin is refused whatever else is sent.
+  origin: fc.oneof(
+    { weight: 9, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.constantFrom("http://127.0.0.2:8000", "null", "https://evil.example") },
   ),
 });
 
@@ -305,7 +312,8 @@ function headersFor(r: FuzzRequest): Record<string, string> {
   if (r.auth === "wrong") h.authorization = "Bearer not-the-key";
   if (r.auth === "lowercase-scheme") h.authorization = `bearer ${KEY}`;
   if (r.auth === "no-scheme") h.authorization = KEY;
-  const { sessionId, idempotencyKey, lastEventId, contentType } = r.headers;
+  const { sessionId, idempotencyKey, lastEventId, contentType, origin } = r.headers;
+  if (origin !== null) h.origin = origin;
   if (sessionId !== null)
     h["x-session-id"] = sessionId === "POOL" ? pick(pools.sessions, r.pickIndex) : sessionId;
   if (idempotencyKey !== null) h["idempotency-key"] = idempotencyKey;
@@ -322,6 +330,12 @@ function problems(r: FuzzRequest, t: Target, a: Answer, keySet: boolean): string
   if (keySet && t.route !== "live") allowed.add(401);
   // A request Node's HTTP parser refuses (an unknown method, say) is a 400 on any path.
   if (r.method === "FOO") allowed.add(400);
+  // A foreign Origin is refused before anything else, on every route.
+  if (r.headers.origin !== null) {
+    if (a.status !== 403 && r.method !== "FOO")
+      out.push(`${a.status} for Origin ${r.headers.origin}, not 403`);
+    return out;
+  }
   if (!allowed.has(a.status)) out.push(`status ${a.status} is not documented for ${t.route}`);
   if (a.status === 401 && authorized) out.push("401 with the right key (or with no key configured)");
   if (keySet && !authorized && t.route !== "live" && ![400, 401].includes(a.status))
@@ -408,22 +422,24 @@ async function expectAlive(gw: GatewayProcess): Promise<void> {
 describe("the gateway under fuzzing", () => {
   it.each([
     ["with gateway.api_key set", true],
-    ["without an api key", false],
+    ["with auth: none", false],
   ])(
     "answers every request with a documented status and error shape, %s, and stays up",
     async (_name, keySet) => {
       console.log(`gateway fuzz seed=${SEED}`);
-      const { home } = await simProfile(keySet ? `api_key: "${KEY}"` : "");
+      const { home } = await simProfile(keySet ? `api_key: "${KEY}"` : "auth: none");
       const gw = await startGateway(home);
       const { runs, statuses } = await fuzz(gw, keySet);
       console.log(
-        `gateway fuzz seed=${SEED} (${keySet ? "key" : "no key"}): ${runs} requests, statuses ${JSON.stringify(statuses)}`,
+        `gateway fuzz seed=${SEED} (${keySet ? "key" : "auth: none"}): ${runs} requests, statuses ${JSON.stringify(statuses)}`,
       );
       // Enough of it ran to mean something, and both sides were met: answers and refusals.
       expect(runs).toBeGreaterThanOrEqual(100);
       expect(statuses[200] ?? 0).toBeGreaterThan(0);
       expect(statuses[400] ?? 0).toBeGreaterThan(0);
       if (keySet) expect(statuses[401] ?? 0).toBeGreaterThan(0);
+      expect(statuses[403] ?? 0).toBeGreaterThan(0);
+      expect(statuses[415] ?? 0).toBeGreaterThan(0);
     },
     90_000,
   );
@@ -435,13 +451,13 @@ describe("the gateway: what fuzzing found", () => {
     const { home } = await simProfile();
     const gw = await startGateway(home);
     // Was a 500 "datatype mismatch": 1e20 is an integer to JavaScript, not to SQLite.
-    const huge = await send(gw.url, "GET", "/api/sessions?offset=99999999999999999999", {}, null);
+    const huge = await send(gw.url, "GET", "/api/sessions?offset=99999999999999999999", gw.auth, null);
     expect(huge.status).toBe(400);
     expect(JSON.parse(huge.body)).toMatchObject({
       error: { code: "invalid_query", type: "invalid_request_error" },
     });
     // Was Node's bare 400 with an empty body: an unknown method never reaches a route.
-    const foo = await send(gw.url, "FOO", "/v1/models", {}, null);
+    const foo = await send(gw.url, "FOO", "/v1/models", gw.auth, null);
     expect(foo.status).toBe(400);
     expect(JSON.parse(foo.body)).toMatchObject({
       error: { code: "invalid_http", type: "invalid_request_error" },
@@ -449,7 +465,7 @@ describe("the gateway: what fuzzing found", () => {
     expect(JSON.parse(foo.body).error.message).toMatch(/not valid HTTP \(HPE_INVALID_METHOD\)/);
     // Was a 15 s wait: the event feed held its headers back until its first keep-alive.
     const started = performance.now();
-    const events = await send(gw.url, "GET", "/api/events", {}, null);
+    const events = await send(gw.url, "GET", "/api/events", gw.auth, null);
     expect(events.status).toBe(200);
     expect(events.contentType).toMatch(/^text\/event-stream/);
     expect(performance.now() - started).toBeLessThan(3000);

@@ -4,19 +4,27 @@
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { expectError, refusedGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
+import {
+  expectError,
+  type GatewayProcess,
+  refusedGateway,
+  simProfile,
+  startGateway,
+  until,
+} from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
-const client = (url: string, apiKey = "unused", headers: Record<string, string> = {}) =>
-  new OpenAI({ baseURL: `${url}/v1`, apiKey, defaultHeaders: headers, maxRetries: 0 });
+/** The official client, with the gateway's key unless another is given. */
+const client = (gw: GatewayProcess, headers: Record<string, string> = {}, apiKey = gw.key ?? "unused") =>
+  new OpenAI({ baseURL: `${gw.url}/v1`, apiKey, defaultHeaders: headers, maxRetries: 0 });
 
 function sentTo(sim: { requests(): { body: unknown }[] }, index: number): string {
   return JSON.stringify((sim.requests()[index]?.body as { messages?: unknown })?.messages ?? null);
 }
 
-const post = (url: string, body: string, headers: Record<string, string> = {}) =>
-  fetch(`${url}/v1/chat/completions`, {
+const post = (gw: GatewayProcess, body: string, headers: Record<string, string> = {}) =>
+  gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body,
@@ -27,11 +35,11 @@ describe("tenax gateway run: the API", () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
     expect(await (await fetch(`${gw.url}/health/live`)).json()).toEqual({ status: "ok" });
-    const caps = (await (await fetch(`${gw.url}/api/capabilities`)).json()) as { capabilities: string[] };
+    const caps = (await (await gw.fetch("/api/capabilities")).json()) as { capabilities: string[] };
     expect(caps.capabilities).toEqual(
       expect.arrayContaining(["chat.completions", "chat.completions.stream"]),
     );
-    const openai = client(gw.url);
+    const openai = client(gw);
     const models = await openai.models.list();
     expect(models.data.map((m) => m.id)).toEqual(["sim/echo"]);
 
@@ -44,7 +52,7 @@ describe("tenax gateway run: the API", () => {
     const sessionId = response.headers.get("x-session-id");
     expect(sessionId).toMatch(/^s_/);
 
-    const again = client(gw.url, "unused", { "X-Session-Id": sessionId ?? "" });
+    const again = client(gw, { "X-Session-Id": sessionId ?? "" });
     const second = await again.chat.completions
       .create({
         model: "x",
@@ -59,21 +67,21 @@ describe("tenax gateway run: the API", () => {
     expect(sentTo(sim, 1)).toContain("pineapple");
     expect(sentTo(sim, 1)).not.toContain("ignored");
 
-    const shown = (await (await fetch(`${gw.url}/api/sessions/${sessionId}`)).json()) as {
+    const shown = (await (await gw.fetch(`/api/sessions/${sessionId}`)).json()) as {
       messages: { role: string; content: string }[];
     };
     expect(shown.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual([
       "the word is pineapple",
       "and now?",
     ]);
-    const listed = (await (await fetch(`${gw.url}/api/sessions`)).json()) as { data: { id: string }[] };
+    const listed = (await (await gw.fetch("/api/sessions")).json()) as { data: { id: string }[] };
     expect(listed.data.map((s) => s.id)).toContain(sessionId);
   });
 
   it("streams a turn to the openai client, ending with a final chunk that says the reply is whole", async () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
-    const { data: stream, response } = await client(gw.url)
+    const { data: stream, response } = await client(gw)
       .chat.completions.create({
         model: "x",
         stream: true,
@@ -107,7 +115,7 @@ describe("tenax gateway run: the API", () => {
     const gw = await startGateway(home);
     const stream = async (content: string) => {
       const response = await post(
-        gw.url,
+        gw,
         JSON.stringify({ stream: true, messages: [{ role: "user", content }] }),
       );
       const events = (await response.text())
@@ -146,37 +154,37 @@ describe("tenax gateway run: the API", () => {
     const { home } = await simProfile();
     const gw = await startGateway(home);
     const user = [{ role: "user", content: "hi" }];
-    await expectError(await post(gw.url, "{not json"), 400, "invalid_json");
+    await expectError(await post(gw, "{not json"), 400, "invalid_json");
     const unknown = await expectError(
-      await post(gw.url, JSON.stringify({ messages: user, colour: 1, size: 2 })),
+      await post(gw, JSON.stringify({ messages: user, colour: 1, size: 2 })),
       400,
       "unknown_field",
     );
     expect(unknown.message).toContain("colour, size");
     const tools = await expectError(
-      await post(gw.url, JSON.stringify({ messages: user, tools: [] })),
+      await post(gw, JSON.stringify({ messages: user, tools: [] })),
       400,
       "unsupported_field",
     );
     expect(tools.message).toContain("tools");
-    await expectError(await post(gw.url, JSON.stringify({ messages: [] })), 400, "invalid_field");
+    await expectError(await post(gw, JSON.stringify({ messages: [] })), 400, "invalid_field");
     await expectError(
-      await post(gw.url, JSON.stringify({ messages: [{ role: "tool", content: "x" }] })),
+      await post(gw, JSON.stringify({ messages: [{ role: "tool", content: "x" }] })),
       400,
       "invalid_field",
     );
-    await expectError(await post(gw.url, "x".repeat(5 * 1024 * 1024)), 413, "request_too_large");
-    const missing = await post(gw.url, JSON.stringify({ messages: user }), { "x-session-id": "s_nope" });
+    await expectError(await post(gw, "x".repeat(5 * 1024 * 1024)), 413, "request_too_large");
+    const missing = await post(gw, JSON.stringify({ messages: user }), { "x-session-id": "s_nope" });
     expect(missing.headers.get("x-session-id")).toBe("s_nope");
     await expectError(missing, 404, "session_not_found");
-    await expectError(await fetch(`${gw.url}/api/sessions/s_nope`), 404, "session_not_found");
-    const wrong = await fetch(`${gw.url}/v1/chat/completions`);
+    await expectError(await gw.fetch("/api/sessions/s_nope"), 404, "session_not_found");
+    const wrong = await gw.fetch("/v1/chat/completions");
     expect(wrong.headers.get("allow")).toBe("POST");
     await expectError(wrong, 405, "method_not_allowed");
-    await expectError(await fetch(`${gw.url}/v1/nothing`), 404, "unknown_route");
-    await expectError(await fetch(`${gw.url}/api/sessions/%E0%A4%A`), 400, "invalid_url");
+    await expectError(await gw.fetch("/v1/nothing"), 404, "unknown_route");
+    await expectError(await gw.fetch("/api/sessions/%E0%A4%A"), 400, "invalid_url");
     // The openai client sees the same errors as its typed exceptions.
-    const thrown = await client(gw.url, "k", { "X-Session-Id": "s_gone" })
+    const thrown = await client(gw, { "X-Session-Id": "s_gone" })
       .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
       .catch((e: unknown) => e);
     expect(thrown).toBeInstanceOf(OpenAI.NotFoundError);
@@ -196,22 +204,22 @@ describe("tenax gateway run: the API", () => {
     );
     const ok = await fetch(`${gw.url}/api/capabilities`, { headers: { authorization: "Bearer s3cret-key" } });
     expect(ok.status).toBe(200);
-    const wrong = await client(gw.url, "nope")
+    const wrong = await client(gw, {}, "nope")
       .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
       .catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(OpenAI.AuthenticationError);
-    const reply = await client(gw.url, "s3cret-key").chat.completions.create({
+    const reply = await client(gw, {}, "s3cret-key").chat.completions.create({
       model: "x",
       messages: [{ role: "user", content: "hi" }],
     });
     expect(reply.choices[0]?.message.content).toBe("echo: hi");
   });
 
-  it("refuses to serve on a non-loopback host without an API key", async () => {
-    const { home } = await simProfile();
+  it("refuses to serve on a non-loopback host without an API key (auth: none)", async () => {
+    const { home } = await simProfile("auth: none");
     const run = await refusedGateway(home, ["--host", "0.0.0.0", "--port", "0"]);
     expect(run.status).toBe(2);
-    expect(run.output).toMatch(/refusing to serve on 0\.0\.0\.0 without an API key/);
+    expect(run.output).toMatch(/refusing to serve on 0\.0\.0\.0 with gateway\.auth: none/);
     expect(run.output).not.toContain("listening");
   });
 
@@ -225,25 +233,33 @@ describe("tenax gateway run: the API", () => {
   it("a client that hangs up interrupts its turn, and the session takes the next one", async () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
-    const first = await client(gw.url)
+    const first = await client(gw)
       .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
       .withResponse();
     const sessionId = first.response.headers.get("x-session-id") ?? "";
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
     const controller = new AbortController();
-    const hung = fetch(`${gw.url}/v1/chat/completions`, {
-      method: "POST",
-      signal: controller.signal,
-      headers: { "x-session-id": sessionId },
-      body: JSON.stringify({ messages: [{ role: "user", content: "wait" }] }),
-    }).catch((e: unknown) => e);
+    const hung = gw
+      .fetch("/v1/chat/completions", {
+        method: "POST",
+        signal: controller.signal,
+        headers: { "content-type": "application/json", "x-session-id": sessionId },
+        body: JSON.stringify({ messages: [{ role: "user", content: "wait" }] }),
+      })
+      .catch((e: unknown) => e);
     await until(() => sim.requests().length === 2);
     expect(sim.requests()[1]?.ended).toBe("open");
     controller.abort();
     expect(await hung).toBeInstanceOf(Error);
-    // The gateway stops the model call of the abandoned turn and frees the session.
+    // The gateway stops the model call of the abandoned turn and frees the session (once the
+    // interrupted turn is saved, a moment after the model call ends).
     await until(() => sim.requests()[1]?.ended !== "open");
-    const next = await client(gw.url, "k", { "X-Session-Id": sessionId }).chat.completions.create({
+    for (let running = true; running; ) {
+      const shown = (await (await gw.fetch(`/api/sessions/${sessionId}`)).json()) as { running: boolean };
+      running = shown.running;
+      if (running) await new Promise((r) => setTimeout(r, 20));
+    }
+    const next = await client(gw, { "X-Session-Id": sessionId }).chat.completions.create({
       model: "x",
       messages: [{ role: "user", content: "after" }],
     });
@@ -255,28 +271,24 @@ describe("tenax gateway run: the API", () => {
   it("a busy session gets 409, and turns beyond gateway.max_turns get 429", async () => {
     const { home, sim } = await simProfile("max_turns: 1, drain_timeout: 0.2");
     const gw = await startGateway(home);
-    const first = await client(gw.url)
+    const first = await client(gw)
       .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
       .withResponse();
     const sessionId = first.response.headers.get("x-session-id") ?? "";
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
-    const hung = post(
-      gw.url,
-      JSON.stringify({ stream: true, messages: [{ role: "user", content: "wait" }] }),
-      {
-        "x-session-id": sessionId,
-      },
-    );
+    const hung = post(gw, JSON.stringify({ stream: true, messages: [{ role: "user", content: "wait" }] }), {
+      "x-session-id": sessionId,
+    });
     await until(() => sim.requests().length === 2);
     const busy = await expectError(
-      await post(gw.url, JSON.stringify({ messages: [{ role: "user", content: "again" }] }), {
+      await post(gw, JSON.stringify({ messages: [{ role: "user", content: "again" }] }), {
         "x-session-id": sessionId,
       }),
       409,
       "session_busy",
     );
     expect(busy.message).toContain("one turn at a time");
-    const full = await post(gw.url, JSON.stringify({ messages: [{ role: "user", content: "other" }] }));
+    const full = await post(gw, JSON.stringify({ messages: [{ role: "user", content: "other" }] }));
     expect(full.headers.get("retry-after")).toBe("1");
     await expectError(full, 429, "too_many_turns");
     gw.child.kill("SIGTERM");

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
-import { simProfile, startGateway, until } from "./helpers/gateway.js";
+import { type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
@@ -19,8 +19,8 @@ interface Health {
   >;
 }
 
-const chat = (url: string, content: string, headers: Record<string, string> = {}) =>
-  fetch(`${url}/v1/chat/completions`, {
+const chat = (gw: GatewayProcess, content: string, headers: Record<string, string> = {}) =>
+  gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ model: "x", messages: [{ role: "user", content }] }),
@@ -73,13 +73,13 @@ describe("the gateway's health, metrics and events", () => {
   it("/health names every layer with the age of its check, and answers while a provider hangs", async () => {
     const { home, sim } = await simProfile("drain_timeout: 1");
     const gw = await startGateway(home);
-    const caps = (await (await fetch(`${gw.url}/api/capabilities`)).json()) as { capabilities: string[] };
+    const caps = (await (await gw.fetch(`/api/capabilities`)).json()) as { capabilities: string[] };
     expect(caps.capabilities).toEqual(expect.arrayContaining(["health", "metrics", "events"]));
     let health: Health = { status: "", components: {} };
     // The first background check lands shortly after start.
     const deadline = Date.now() + 5000;
     while (Date.now() < deadline) {
-      health = (await (await fetch(`${gw.url}/health`)).json()) as Health;
+      health = (await (await gw.fetch(`/health`)).json()) as Health;
       if (health.status === "ok") break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -94,10 +94,10 @@ describe("the gateway's health, metrics and events", () => {
     }
 
     sim.script([{ type: "hang", phase: "before_headers" }]);
-    const hung = chat(gw.url, "this one hangs at the provider");
+    const hung = chat(gw, "this one hangs at the provider");
     await until(() => sim.requests().length === 1);
     const started = Date.now();
-    const during = await fetch(`${gw.url}/health`);
+    const during = await gw.fetch(`/health`);
     const took = Date.now() - started;
     expect(during.status).toBe(200);
     const body = (await during.json()) as Health & { components: { gateway: { detail: string } } };
@@ -113,9 +113,9 @@ describe("the gateway's health, metrics and events", () => {
   it("/metrics is Prometheus text that counts turns, responses and each layer's status", async () => {
     const { home } = await simProfile();
     const gw = await startGateway(home);
-    expect((await chat(gw.url, "one")).status).toBe(200);
-    expect((await chat(gw.url, "two")).status).toBe(200);
-    const response = await fetch(`${gw.url}/metrics`);
+    expect((await chat(gw, "one")).status).toBe(200);
+    expect((await chat(gw, "two")).status).toBe(200);
+    const response = await gw.fetch(`/metrics`);
     expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4");
     const text = await response.text();
     for (const line of text.trim().split("\n")) {
@@ -132,7 +132,7 @@ describe("the gateway's health, metrics and events", () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
     const first = new AbortController();
-    const live = follow(`${gw.url}/api/events`, {}, first.signal);
+    const live = follow(`${gw.url}/api/events`, gw.auth, first.signal);
     await until(() => live.events.length >= 1); // gateway_started, held in the ring
     sim.script([
       {
@@ -142,7 +142,7 @@ describe("the gateway's health, metrics and events", () => {
         body: { error: { message: "slow down" } },
       },
     ]);
-    expect((await chat(gw.url, "retried once")).status).toBe(200);
+    expect((await chat(gw, "retried once")).status).toBe(200);
     await until(() => live.events.some((e) => e.data.type === "turn_finished"));
     const types = live.events.map((e) => e.data.type);
     // The 429 is caught by the key pool: the key cools down and the call goes on.
@@ -159,7 +159,7 @@ describe("the gateway's health, metrics and events", () => {
     // A client that reconnects with the last id it saw gets exactly what came after it.
     const seen = live.events[1]?.id ?? "";
     const again = new AbortController();
-    const resumed = follow(`${gw.url}/api/events`, { "last-event-id": seen }, again.signal);
+    const resumed = follow(`${gw.url}/api/events`, { ...gw.auth, "last-event-id": seen }, again.signal);
     await until(() => resumed.events.length >= live.events.length - 2);
     expect(resumed.events.map((e) => e.id)).toEqual(live.events.slice(2).map((e) => e.id));
 
@@ -173,7 +173,7 @@ describe("the gateway's health, metrics and events", () => {
   it("a store damaged under the gateway: the write is refused with a 503 naming the store, and /health says store down", async () => {
     const { home, paths } = await simProfile();
     const gw = await startGateway(home);
-    for (let i = 0; i < 5; i++) expect((await chat(gw.url, `before the damage ${i}`)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await chat(gw, `before the damage ${i}`)).status).toBe(200);
     checkpoint(paths.state);
     overwritePages(
       paths.state,
@@ -181,7 +181,7 @@ describe("the gateway's health, metrics and events", () => {
       "garbage",
       3,
     );
-    const refused = await chat(gw.url, "during the damage");
+    const refused = await chat(gw, "during the damage");
     expect(refused.status).toBe(503);
     const body = (await refused.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("store_unavailable");
@@ -192,7 +192,7 @@ describe("the gateway's health, metrics and events", () => {
     await until(
       () => existsSync(join(paths.dir, "spool")) && readdirSync(join(paths.dir, "spool")).length > 0,
     );
-    const health = (await (await fetch(`${gw.url}/health`)).json()) as Health;
+    const health = (await (await gw.fetch(`/health`)).json()) as Health;
     expect(health.status).toBe("down");
     expect(health.components.store?.status).toBe("down");
   });
@@ -217,7 +217,7 @@ describe("the gateway's health, metrics and events", () => {
     const { home, paths } = await simProfile();
     appendFileSync(paths.config, "logs: { max_mb: 0.002, keep: 1 }\n");
     const gw = await startGateway(home);
-    for (let i = 0; i < 12; i++) expect((await chat(gw.url, `turn ${i}`)).status).toBe(200);
+    for (let i = 0; i < 12; i++) expect((await chat(gw, `turn ${i}`)).status).toBe(200);
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
     const logs = join(paths.dir, "logs");

@@ -7,7 +7,7 @@ import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Simulator } from "../src/llm/simulator/server.js";
 import { requireBuild } from "./helpers/cli.js";
-import { refusedGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
+import { type GatewayProcess, refusedGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
@@ -20,8 +20,8 @@ interface Chunk {
  * Read a streamed turn with the openai client, sending SIGTERM once the model has been called;
  * `error` is what the client raised (a turn the drain interrupted ends in an error event).
  */
-async function streamThroughSigterm(url: string, sim: Simulator, kill: () => void) {
-  const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
+async function streamThroughSigterm(gw: GatewayProcess, sim: Simulator, kill: () => void) {
+  const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key ?? "unused", maxRetries: 0 });
   const stream = await openai.chat.completions.create({
     model: "x",
     stream: true,
@@ -53,16 +53,19 @@ describe("tenax gateway run: lifecycle", () => {
     expect(gw.stdout()).toContain("the last gateway stop was not clean");
     expect(existsSync(paths.pid)).toBe(true);
     let refused: Response | null = null;
-    const chunks = await streamThroughSigterm(gw.url, sim, () => {
+    const chunks = await streamThroughSigterm(gw, sim, () => {
       gw.child.kill("SIGTERM");
       // A new turn while draining is refused with a 503 that says why.
       setTimeout(() => {
-        void fetch(`${gw.url}/v1/chat/completions`, {
-          method: "POST",
-          body: JSON.stringify({ messages: [{ role: "user", content: "late" }] }),
-        }).then((r) => {
-          refused = r;
-        });
+        void gw
+          .fetch("/v1/chat/completions", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ messages: [{ role: "user", content: "late" }] }),
+          })
+          .then((r) => {
+            refused = r;
+          });
       }, 100);
     });
     expect(chunks.error).toBeNull();
@@ -89,7 +92,7 @@ describe("tenax gateway run: lifecycle", () => {
     const { home, sim, paths } = await simProfile("drain_timeout: 0.5");
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 2 }]);
     const gw = await startGateway(home);
-    const chunks = await streamThroughSigterm(gw.url, sim, () => gw.child.kill("SIGTERM"));
+    const chunks = await streamThroughSigterm(gw, sim, () => gw.child.kill("SIGTERM"));
     expect(chunks.filter((c) => c.tenax?.event === "shutdown")).toHaveLength(1);
     // The interrupted turn is an error the client raises, never a reply that looks whole or cut.
     expect(chunks.error).toBeInstanceOf(OpenAI.APIError);
@@ -101,9 +104,9 @@ describe("tenax gateway run: lifecycle", () => {
     expect(existsSync(paths.pid)).toBe(false);
     const next = await startGateway(home);
     expect(next.stdout()).toContain("the last gateway stop was not clean");
-    const sessions = (await (await fetch(`${next.url}/api/sessions`)).json()) as { data: { id: string }[] };
+    const sessions = (await (await next.fetch(`/api/sessions`)).json()) as { data: { id: string }[] };
     const id = sessions.data[0]?.id ?? "";
-    const shown = (await (await fetch(`${next.url}/api/sessions/${id}`)).json()) as {
+    const shown = (await (await next.fetch(`/api/sessions/${id}`)).json()) as {
       messages: { content: string }[];
     };
     expect(shown.messages.map((m) => m.content)).toContain("tell me");

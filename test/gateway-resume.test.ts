@@ -18,8 +18,8 @@ import { tempDir } from "./helpers/tmp.js";
 beforeAll(() => requireBuild());
 
 /** Send a message without waiting for the reply (the gateway is killed before it comes). */
-function send(url: string, text: string): void {
-  fetch(`${url}/v1/chat/completions`, {
+function send(gw: GatewayProcess, text: string): void {
+  gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] }),
@@ -43,7 +43,7 @@ async function withStore<T>(paths: ProfilePaths, read: (store: Awaited<ReturnTyp
 /** A gateway killed with SIGKILL while the model hangs on its first turn: that session and turn. */
 async function killedMidTurn(sim: Simulator, paths: ProfilePaths, home: string) {
   const first = await startGateway(home);
-  send(first.url, "a long question");
+  send(first, "a long question");
   await until(() => sim.requests().length === 1);
   await kill9(first);
   return withStore(paths, (store) => {
@@ -69,7 +69,7 @@ describe("tenax gateway run: resume after a crash", () => {
       { type: "reply", text: "resumed and done" },
     ]);
     const first = await startGateway(home);
-    send(first.url, "append to the log");
+    send(first, "append to the log");
     await until(() => {
       try {
         return readFileSync(log, "utf8").includes("ran");
@@ -90,12 +90,12 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(before.turn?.status).toBe("running");
 
     const second = await startGateway(home);
-    await untilAsync(async () => (await sessionRunning(second.url, before.session)) === false);
+    await untilAsync(async () => (await sessionRunning(second, before.session)) === false);
     expect(`${second.stdout()}${second.stderr()}`).toMatch(
       new RegExp(`turn ${before.turn?.id} of session ${before.session} was interrupted .* is resumed`),
     );
     // The event feed tells its clients too.
-    expect(await feedEvent(second.url, "turn_resumed")).toMatchObject({
+    expect(await feedEvent(second, "turn_resumed")).toMatchObject({
       layer: "lifecycle",
       session_id: before.session,
       data: { turn_id: before.turn?.id, interrupt_count: 1 },
@@ -125,7 +125,7 @@ describe("tenax gateway run: resume after a crash", () => {
       { type: "hang", phase: "before_headers" },
     ]);
     const first = await startGateway(home);
-    send(first.url, "this one keeps crashing");
+    send(first, "this one keeps crashing");
     await until(() => sim.requests().length === 1);
     await kill9(first);
     for (const seen of [2, 3]) {
@@ -136,11 +136,11 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(resumedRequests(sim)).toHaveLength(2);
     const fourth = await startGateway(home);
     const session = await withStore(paths, (store) => store.listSessions()[0]?.id ?? "");
-    await untilAsync(async () => (await sessionRunning(fourth.url, session)) === false);
+    await untilAsync(async () => (await sessionRunning(fourth, session)) === false);
     expect(`${fourth.stdout()}${fourth.stderr()}`).toMatch(
       /interrupted 3 times .* is suspended, not resumed again/,
     );
-    expect(await feedEvent(fourth.url, "turn_suspended")).toMatchObject({
+    expect(await feedEvent(fourth, "turn_suspended")).toMatchObject({
       session_id: session,
       data: { interrupt_count: 3 },
     });
@@ -148,7 +148,7 @@ describe("tenax gateway run: resume after a crash", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(sim.requests()).toHaveLength(3);
     // The user can go on in that session with a new message.
-    const reply = await fetch(`${fourth.url}/v1/chat/completions`, {
+    const reply = await fourth.fetch(`/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-session-id": session },
       body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "still there?" }] }),
@@ -169,7 +169,7 @@ describe("tenax gateway run: resume after a crash", () => {
     const { sim, paths, home } = await simProfile("auto_resume: false");
     sim.script([{ type: "hang", phase: "before_headers" }]);
     const first = await startGateway(home);
-    send(first.url, "wait for me");
+    send(first, "wait for me");
     await until(() => sim.requests().length === 1);
     await kill9(first);
     const second = await startGateway(home);
@@ -210,7 +210,7 @@ describe("tenax gateway run: resume after a crash", () => {
 
     const second = await startGateway(home);
     await untilAsync(
-      async () => resumedRequests(sim).length === 1 && !(await sessionRunning(second.url, session)),
+      async () => resumedRequests(sim).length === 1 && !(await sessionRunning(second, session)),
     );
     const output = `${second.stdout()}${second.stderr()}`;
     expect(output).toContain(`turn ${turn} of session ${session} was running in the gateway that stopped`);
@@ -272,7 +272,7 @@ describe("tenax gateway run: resume after a crash", () => {
       return { session: id, turn: turnId };
     });
     await until(() => sim.requests().length === 1, 10_000);
-    await untilAsync(async () => (await sessionRunning(gateway.url, session)) === false);
+    await untilAsync(async () => (await sessionRunning(gateway, session)) === false);
     await kill9(gateway);
     await withStore(paths, (store) => {
       expect(store.getTurns(session)).toMatchObject([{ id: turn, status: "completed", interrupt_count: 1 }]);
@@ -281,8 +281,8 @@ describe("tenax gateway run: resume after a crash", () => {
   });
 });
 
-async function sessionRunning(url: string, session: string): Promise<boolean> {
-  const response = await fetch(`${url}/api/sessions/${session}`);
+async function sessionRunning(gw: GatewayProcess, session: string): Promise<boolean> {
+  const response = await gw.fetch(`/api/sessions/${session}`);
   const body = (await response.json()) as { running?: boolean };
   return body.running === true;
 }
@@ -296,11 +296,11 @@ async function untilAsync(what: () => Promise<boolean>, ms = 15_000): Promise<vo
 }
 
 /** The first event of this type on GET /api/events (held events are replayed to a new client). */
-async function feedEvent(url: string, type: string): Promise<unknown> {
+async function feedEvent(gw: GatewayProcess, type: string): Promise<unknown> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), 10_000);
   try {
-    const response = await fetch(`${url}/api/events`, { signal: controller.signal });
+    const response = await gw.fetch("/api/events", { signal: controller.signal });
     const decoder = new TextDecoder();
     let text = "";
     for await (const chunk of response.body as AsyncIterable<Uint8Array>) {

@@ -4,7 +4,7 @@
 // one run and one model call; stop; and every bad input in the OpenAI error shape.
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { expectError, simProfile, startGateway, until } from "./helpers/gateway.js";
+import { expectError, type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
@@ -28,8 +28,8 @@ interface RunView {
 
 const user = (content: string) => JSON.stringify({ messages: [{ role: "user", content }] });
 
-const submit = (url: string, body: string, headers: Record<string, string> = {}) =>
-  fetch(`${url}/v1/runs`, {
+const submit = (gw: GatewayProcess, body: string, headers: Record<string, string> = {}) =>
+  gw.fetch("/v1/runs", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body,
@@ -40,26 +40,26 @@ async function started(response: Response): Promise<RunView> {
   return (await response.json()) as RunView;
 }
 
-const state = async (url: string, id: string) =>
-  (await (await fetch(`${url}/v1/runs/${id}`)).json()) as RunView;
+const state = async (gw: GatewayProcess, id: string) =>
+  (await (await gw.fetch(`/v1/runs/${id}`)).json()) as RunView;
 
 /**
  * Read a run's SSE stream: until it ends, or (with `stopAfter`) abort the connection once that many
  * events came. Returns the events and whether the server ended the stream itself.
  */
 async function readEvents(
-  url: string,
+  gw: GatewayProcess,
   runId: string,
   options: { after?: number; stopAfter?: number; query?: boolean } = {},
 ): Promise<{ events: SseEvent[]; ended: boolean; keepalives: number }> {
   const controller = new AbortController();
   const headers: Record<string, string> = {};
-  let target = `${url}/v1/runs/${runId}/events`;
+  let target = `/v1/runs/${runId}/events`;
   if (options.after !== undefined) {
     if (options.query) target += `?last_event_id=${options.after}`;
     else headers["last-event-id"] = String(options.after);
   }
-  const response = await fetch(target, { headers, signal: controller.signal });
+  const response = await gw.fetch(target, { headers, signal: controller.signal });
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toContain("text/event-stream");
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
@@ -110,15 +110,15 @@ describe("tenax gateway run: the runs API", () => {
   it("runs a turn in the background: events to the end, then its state with the reply; X-Session-Id continues", async () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
-    const caps = (await (await fetch(`${gw.url}/api/capabilities`)).json()) as { capabilities: string[] };
+    const caps = (await (await gw.fetch(`/api/capabilities`)).json()) as { capabilities: string[] };
     expect(caps.capabilities).toContain("runs");
-    const response = await submit(gw.url, user("the word is pineapple"));
+    const response = await submit(gw, user("the word is pineapple"));
     expect(response.headers.get("x-session-id")).toMatch(/^s_/);
     const run = await started(response);
     expect(run).toMatchObject({ object: "run", status: "running", run_id: expect.stringMatching(/^run_/) });
     expect(response.headers.get("location")).toBe(`/v1/runs/${run.run_id}`);
 
-    const { events, ended } = await readEvents(gw.url, run.run_id);
+    const { events, ended } = await readEvents(gw, run.run_id);
     expect(ended).toBe(true);
     expectContiguous(events);
     expect(events[0]?.event).toBe("run.started");
@@ -132,7 +132,7 @@ describe("tenax gateway run: the runs API", () => {
       event: "run.finished",
       data: { status: "completed", reply: "echo: the word is pineapple", partial: false },
     });
-    const done = await state(gw.url, run.run_id);
+    const done = await state(gw, run.run_id);
     expect(done).toMatchObject({
       status: "completed",
       reply: "echo: the word is pineapple",
@@ -143,10 +143,10 @@ describe("tenax gateway run: the runs API", () => {
       last_event_id: events.length,
     });
 
-    const next = await started(await submit(gw.url, user("and now?"), { "x-session-id": run.session_id }));
+    const next = await started(await submit(gw, user("and now?"), { "x-session-id": run.session_id }));
     expect(next.session_id).toBe(run.session_id);
-    await readEvents(gw.url, next.run_id);
-    expect((await state(gw.url, next.run_id)).reply).toBe("echo: and now?");
+    await readEvents(gw, next.run_id);
+    expect((await state(gw, next.run_id)).reply).toBe("echo: and now?");
     expect(JSON.stringify(sim.requests()[1]?.body)).toContain("pineapple");
   });
 
@@ -154,23 +154,23 @@ describe("tenax gateway run: the runs API", () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
     sim.script([slowReply("one two three four five six seven eight nine ten")]);
-    const run = await started(await submit(gw.url, user("count")));
-    const first = await readEvents(gw.url, run.run_id, { stopAfter: 4 });
+    const run = await started(await submit(gw, user("count")));
+    const first = await readEvents(gw, run.run_id, { stopAfter: 4 });
     expect(first.ended).toBe(false);
     const lastSeen = first.events.at(-1)?.id ?? 0;
     // The turn is still streaming when the client comes back.
-    expect((await state(gw.url, run.run_id)).status).toBe("running");
-    const rest = await readEvents(gw.url, run.run_id, { after: lastSeen });
+    expect((await state(gw, run.run_id)).status).toBe("running");
+    const rest = await readEvents(gw, run.run_id, { after: lastSeen });
     expect(rest.ended).toBe(true);
     const joined = [...first.events, ...rest.events];
     expectContiguous(joined);
     expect(joined.filter((e) => e.event === "text").length).toBeGreaterThan(2);
     expect(joined.at(-1)?.data).toMatchObject({ type: "run.finished", status: "completed" });
     // The same union as one whole replay, event for event.
-    const whole = await readEvents(gw.url, run.run_id);
+    const whole = await readEvents(gw, run.run_id);
     expect(whole.events).toEqual(joined);
     // The query parameter works as the header does.
-    expect((await readEvents(gw.url, run.run_id, { after: 2, query: true })).events).toEqual(joined.slice(2));
+    expect((await readEvents(gw, run.run_id, { after: 2, query: true })).events).toEqual(joined.slice(2));
   });
 
   it("a repeated Idempotency-Key, sequential or concurrent, gives the same run and one model call", async () => {
@@ -178,22 +178,18 @@ describe("tenax gateway run: the runs API", () => {
     const gw = await startGateway(home);
     sim.script([slowReply("only once, please")]);
     const key = { "idempotency-key": "order-7f3a" };
-    const answers = await Promise.all([1, 2, 3].map(() => submit(gw.url, user("pay"), key)));
+    const answers = await Promise.all([1, 2, 3].map(() => submit(gw, user("pay"), key)));
     const bodies = (await Promise.all(answers.map((r) => r.json()))) as RunView[];
     expect(new Set(bodies.map((b) => b.run_id)).size).toBe(1);
     expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 202]);
     const runId = bodies[0]?.run_id ?? "";
-    await readEvents(gw.url, runId);
-    const again = await submit(gw.url, user("pay"), key);
+    await readEvents(gw, runId);
+    const again = await submit(gw, user("pay"), key);
     expect(again.status).toBe(200);
     expect(((await again.json()) as RunView).run_id).toBe(runId);
     expect(sim.requests()).toHaveLength(1);
 
-    const reused = await expectError(
-      await submit(gw.url, user("refund"), key),
-      409,
-      "idempotency_key_reused",
-    );
+    const reused = await expectError(await submit(gw, user("refund"), key), 409, "idempotency_key_reused");
     expect(reused.message).toContain("order-7f3a");
     expect(sim.requests()).toHaveLength(1);
   });
@@ -204,15 +200,15 @@ describe("tenax gateway run: the runs API", () => {
     sim.script([
       { ...slowReply("a long answer that will not finish before the drain ends"), chunk_delay_ms: 200 },
     ]);
-    const run = await started(await submit(gw.url, user("long"), { "idempotency-key": "k-restart" }));
-    const first = await readEvents(gw.url, run.run_id, { stopAfter: 3 });
+    const run = await started(await submit(gw, user("long"), { "idempotency-key": "k-restart" }));
+    const first = await readEvents(gw, run.run_id, { stopAfter: 3 });
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
 
     const again = await startGateway(home);
-    const ended = await state(again.url, run.run_id);
+    const ended = await state(again, run.run_id);
     expect(ended).toMatchObject({ run_id: run.run_id, status: "interrupted", partial: true });
-    const rest = await readEvents(again.url, run.run_id, { after: first.events.at(-1)?.id ?? 0 });
+    const rest = await readEvents(again, run.run_id, { after: first.events.at(-1)?.id ?? 0 });
     expect(rest.ended).toBe(true);
     const joined = [...first.events, ...rest.events];
     expectContiguous(joined);
@@ -220,7 +216,7 @@ describe("tenax gateway run: the runs API", () => {
     expect(joined.at(-1)?.data).toMatchObject({ type: "run.finished", status: "interrupted" });
     expect(ended.last_event_id).toBe(joined.length);
     // The key still names the run: a retry after the restart starts nothing new.
-    const retried = await submit(again.url, user("long"), { "idempotency-key": "k-restart" });
+    const retried = await submit(again, user("long"), { "idempotency-key": "k-restart" });
     expect(retried.status).toBe(200);
     expect(((await retried.json()) as RunView).run_id).toBe(run.run_id);
     expect(sim.requests()).toHaveLength(1);
@@ -230,13 +226,13 @@ describe("tenax gateway run: the runs API", () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
-    const run = await started(await submit(gw.url, user("hang")));
+    const run = await started(await submit(gw, user("hang")));
     await until(() => sim.requests().length === 1);
-    const before = await readEvents(gw.url, run.run_id, { stopAfter: 2 });
+    const before = await readEvents(gw, run.run_id, { stopAfter: 2 });
     gw.child.kill("SIGKILL");
     await gw.exited;
     const again = await startGateway(home);
-    const rest = await readEvents(again.url, run.run_id, { after: 2 });
+    const rest = await readEvents(again, run.run_id, { after: 2 });
     expect(rest.ended).toBe(true);
     const joined = [...before.events, ...rest.events];
     expectContiguous(joined);
@@ -253,7 +249,7 @@ describe("tenax gateway run: the runs API", () => {
       .map((e) => e.data.delta)
       .join("");
     expect(answered).toMatch(/^echo: hang/);
-    const done = await state(again.url, run.run_id);
+    const done = await state(again, run.run_id);
     expect(done).toMatchObject({ status: "completed", turn_id: turnId, reply: answered, partial: false });
     expect(sim.requests()).toHaveLength(2);
   });
@@ -262,17 +258,17 @@ describe("tenax gateway run: the runs API", () => {
     const { home, sim } = await simProfile("auto_resume: false");
     const gw = await startGateway(home);
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
-    const run = await started(await submit(gw.url, user("hang")));
+    const run = await started(await submit(gw, user("hang")));
     await until(() => sim.requests().length === 1);
     gw.child.kill("SIGKILL");
     await gw.exited;
     const again = await startGateway(home);
     expect(again.stdout()).toContain("1 run(s) left running by the last gateway were settled");
-    const { events, ended } = await readEvents(again.url, run.run_id);
+    const { events, ended } = await readEvents(again, run.run_id);
     expect(ended).toBe(true);
     expectContiguous(events);
     expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", status: "interrupted", partial: true });
-    expect((await state(again.url, run.run_id)).status).toBe("interrupted");
+    expect((await state(again, run.run_id)).status).toBe("interrupted");
     expect(sim.requests()).toHaveLength(1);
   });
 
@@ -280,10 +276,10 @@ describe("tenax gateway run: the runs API", () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
-    const run = await started(await submit(gw.url, user("wait")));
+    const run = await started(await submit(gw, user("wait")));
     await until(() => sim.requests().length === 1);
-    const following = readEvents(gw.url, run.run_id);
-    const stop = await fetch(`${gw.url}/v1/runs/${run.run_id}/stop`, { method: "POST" });
+    const following = readEvents(gw, run.run_id);
+    const stop = await gw.fetch(`/v1/runs/${run.run_id}/stop`, { method: "POST" });
     expect(stop.status).toBe(202);
     expect(await stop.json()).toMatchObject({ run_id: run.run_id, stop_requested: true });
     const { events, ended } = await following;
@@ -291,7 +287,7 @@ describe("tenax gateway run: the runs API", () => {
     expect(events.map((e) => e.event)).toContain("run.stop_requested");
     expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", status: "interrupted", partial: true });
     await until(() => sim.requests()[0]?.ended !== "open");
-    const twice = await fetch(`${gw.url}/v1/runs/${run.run_id}/stop`, { method: "POST" });
+    const twice = await gw.fetch(`/v1/runs/${run.run_id}/stop`, { method: "POST" });
     expect(twice.status).toBe(200);
     expect(await twice.json()).toMatchObject({ status: "interrupted", stop_requested: false });
   });
@@ -299,51 +295,39 @@ describe("tenax gateway run: the runs API", () => {
   it("answers every bad input in the OpenAI error shape with its status", async () => {
     const { home } = await simProfile();
     const gw = await startGateway(home);
-    await expectError(await fetch(`${gw.url}/v1/runs/run_nope`), 404, "run_not_found");
-    await expectError(await fetch(`${gw.url}/v1/runs/run_nope/events`), 404, "run_not_found");
-    await expectError(
-      await fetch(`${gw.url}/v1/runs/run_nope/stop`, { method: "POST" }),
-      404,
-      "run_not_found",
-    );
-    const list = await fetch(`${gw.url}/v1/runs`);
+    await expectError(await gw.fetch(`/v1/runs/run_nope`), 404, "run_not_found");
+    await expectError(await gw.fetch(`/v1/runs/run_nope/events`), 404, "run_not_found");
+    await expectError(await gw.fetch(`/v1/runs/run_nope/stop`, { method: "POST" }), 404, "run_not_found");
+    const list = await gw.fetch(`/v1/runs`);
     expect(list.headers.get("allow")).toBe("POST");
     await expectError(list, 405, "method_not_allowed");
+    await expectError(await gw.fetch(`/v1/runs/run_nope`, { method: "DELETE" }), 405, "method_not_allowed");
+    await expectError(await gw.fetch(`/v1/runs/run_nope/stop`), 405, "method_not_allowed");
+    await expectError(await submit(gw, "{not json"), 400, "invalid_json");
+    await expectError(await submit(gw, JSON.stringify({ messages: [] })), 400, "invalid_field");
     await expectError(
-      await fetch(`${gw.url}/v1/runs/run_nope`, { method: "DELETE" }),
-      405,
-      "method_not_allowed",
-    );
-    await expectError(await fetch(`${gw.url}/v1/runs/run_nope/stop`), 405, "method_not_allowed");
-    await expectError(await submit(gw.url, "{not json"), 400, "invalid_json");
-    await expectError(await submit(gw.url, JSON.stringify({ messages: [] })), 400, "invalid_field");
-    await expectError(
-      await submit(gw.url, JSON.stringify({ messages: [{ role: "user", content: "x" }], colour: 1 })),
+      await submit(gw, JSON.stringify({ messages: [{ role: "user", content: "x" }], colour: 1 })),
       400,
       "unknown_field",
     );
     const stream = await expectError(
-      await submit(gw.url, JSON.stringify({ stream: true, messages: [{ role: "user", content: "x" }] })),
+      await submit(gw, JSON.stringify({ stream: true, messages: [{ role: "user", content: "x" }] })),
       400,
       "invalid_field",
     );
     expect(stream.message).toContain("/v1/runs/ID/events");
+    await expectError(await submit(gw, user("x"), { "x-session-id": "s_nope" }), 404, "session_not_found");
     await expectError(
-      await submit(gw.url, user("x"), { "x-session-id": "s_nope" }),
-      404,
-      "session_not_found",
-    );
-    await expectError(
-      await submit(gw.url, user("x"), { "idempotency-key": "k".repeat(300) }),
+      await submit(gw, user("x"), { "idempotency-key": "k".repeat(300) }),
       400,
       "invalid_idempotency_key",
     );
-    const run = await started(await submit(gw.url, user("fine")));
+    const run = await started(await submit(gw, user("fine")));
     await expectError(
-      await fetch(`${gw.url}/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "-1" } }),
+      await gw.fetch(`/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "-1" } }),
       400,
       "invalid_last_event_id",
     );
-    expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
+    expect((await gw.fetch(`/health/live`)).status).toBe(200);
   });
 });

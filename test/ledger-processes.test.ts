@@ -159,6 +159,8 @@ describe("the shared key ledger", () => {
     expect(JSON.parse(down.stdout).components.credentials.status).toBe("down");
     expect(JSON.parse(down.stdout).components.gateway.status).toBe("ok");
     gateway.child.kill("SIGTERM");
+    // Stopped before the test's home is removed: a draining gateway still writes there.
+    await gateway.exited;
     // Nothing was sent with a disabled key after it was refused.
     expect(keysSeen(s).filter((k) => k === "sk-first-key-secret")).toHaveLength(1);
   });

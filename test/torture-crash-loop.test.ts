@@ -55,7 +55,7 @@ interface Client {
 }
 
 interface Phase {
-  url: string;
+  gateway: GatewayProcess;
   live: boolean;
 }
 
@@ -87,7 +87,7 @@ async function chatClient(phase: Phase, client: Client, acked: AckedTurn[]) {
     const text = `c${c} m${client.n++}`;
     let answer: Awaited<ReturnType<typeof chatTurn>>;
     try {
-      answer = await chatTurn(phase.url, text, client.session);
+      answer = await chatTurn(phase.gateway, text, client.session);
     } catch {
       return; // the gateway died: this turn was not acknowledged
     }
@@ -108,8 +108,11 @@ interface RunView {
 }
 
 /** POST /v1/runs with an Idempotency-Key, continuing a session when given one. */
-function submitRun(url: string, run: Pick<AckedRun, "key" | "sessionHeader" | "body">): Promise<Response> {
-  return fetch(`${url}/v1/runs`, {
+function submitRun(
+  gateway: GatewayProcess,
+  run: Pick<AckedRun, "key" | "sessionHeader" | "body">,
+): Promise<Response> {
+  return gateway.fetch("/v1/runs", {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -130,7 +133,7 @@ async function runClient(phase: Phase, client: Client, acked: AckedRun[]) {
     const sessionHeader = client.session;
     let run: RunView;
     try {
-      const response = await submitRun(phase.url, { key, sessionHeader, body });
+      const response = await submitRun(phase.gateway, { key, sessionHeader, body });
       run = (await response.json()) as RunView;
       if (response.status !== 202) {
         odd.push(`${text}: run ${response.status} ${JSON.stringify(run)}`);
@@ -146,7 +149,7 @@ async function runClient(phase: Phase, client: Client, acked: AckedRun[]) {
     while (phase.live && run.status === "running") {
       await new Promise((r) => setTimeout(r, 100));
       try {
-        run = (await (await fetch(`${phase.url}/v1/runs/${run.run_id}`)).json()) as RunView;
+        run = (await (await phase.gateway.fetch(`/v1/runs/${run.run_id}`)).json()) as RunView;
       } catch {
         return;
       }
@@ -155,7 +158,7 @@ async function runClient(phase: Phase, client: Client, acked: AckedRun[]) {
 }
 
 /** Resolves once no turn or run is running, as the store and the gateway both see it, twice in a row. */
-async function settled(paths: ProfilePaths, url: string, ms = 60_000): Promise<void> {
+async function settled(paths: ProfilePaths, gateway: GatewayProcess, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms;
   let quiet = 0;
   while (quiet < 2) {
@@ -176,7 +179,7 @@ async function settled(paths: ProfilePaths, url: string, ms = 60_000): Promise<v
       reader.runningTurns().length +
       reader.listRecords<{ status: string }>("run").filter((r) => r.value.status === "running").length;
     reader.close();
-    const listed = (await (await fetch(`${url}/api/sessions?limit=1000`)).json()) as {
+    const listed = (await (await gateway.fetch("/api/sessions?limit=1000")).json()) as {
       data: { running: boolean }[];
     };
     quiet = running === 0 && listed.data.every((s) => !s.running) ? quiet + 1 : 0;
@@ -298,7 +301,7 @@ describe("torture: crash loop", () => {
     while (cycles < MAX_CYCLES && (cycles < 8 || Date.now() - started < BUDGET_MS)) {
       cycles++;
       if (sim.queued() < 40) sim.script(steps(random, file, 60));
-      const phase: Phase = { url: gateway.url, live: true };
+      const phase: Phase = { gateway, live: true };
       const clients = [
         ...chatClients.map((c) => chatClient(phase, c, acked)),
         ...runClients.map((c) => runClient(phase, c, runs)),
@@ -311,7 +314,7 @@ describe("torture: crash loop", () => {
       await Promise.all(clients);
 
       gateway = await startGateway(home);
-      await settled(paths, gateway.url);
+      await settled(paths, gateway);
       const reader = openReader(paths);
       try {
         expectConsistent(reader);
@@ -323,7 +326,7 @@ describe("torture: crash loop", () => {
 
     // A retried submission finds its run, across every restart since it was acknowledged.
     for (const run of runs) {
-      const response = await submitRun(gateway.url, run);
+      const response = await submitRun(gateway, run);
       expect(response.status, `run ${run.runId} retried`).toBe(200);
       expect(((await response.json()) as { run_id: string }).run_id).toBe(run.runId);
     }

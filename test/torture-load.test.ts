@@ -46,7 +46,7 @@ describe("torture: load", () => {
           for (let n = 0; Date.now() < end; n++) {
             const text = `load ${seed} client ${c} turn ${n}`;
             try {
-              const answer = await chatTurn(gateway.url, text, sessionId);
+              const answer = await chatTurn(gateway, text, sessionId);
               if (answer.status !== 200 || answer.sessionId === null) {
                 errors.push(`client ${c} turn ${n}: ${answer.status} ${answer.reply}`);
                 return;

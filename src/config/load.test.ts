@@ -196,7 +196,7 @@ providers:
       'providers:\n  p:\n    type: openai\n    api_keys: [12345, ""]\ngateway: { api_key: "" }\nmodel: { provider: p, name: m }\n';
     const error = thrown(() => loadConfig(profileWith(text), {}));
     expect(error.message).toContain("providers.p.api_keys[0]: expected a non-empty API key, got ***");
-    expect(error.message).toContain("gateway.api_key: expected a non-empty API key, got ***");
+    expect(error.message).toContain("gateway.api_key: the API key is empty or only whitespace");
     expect(error.message).not.toContain("12345");
   });
 

@@ -6,6 +6,7 @@ import { commandLine, errorMessage } from "../core/errors.js";
 import { tenaxCommand } from "./command-hint.js";
 import { loadEnvFile, lookupVariable } from "./env-file.js";
 import { fileReadError } from "./fs-errors.js";
+import { type GatewayKeySource, withDefaultGatewayKey } from "./gateway-key.js";
 import { interpolate } from "./interpolate.js";
 import type { ProfilePaths } from "./paths.js";
 import { type ConfigProblem, configProblemsError, schemaProblems } from "./problems.js";
@@ -21,11 +22,14 @@ export interface LoadedConfig {
   warnings: string[];
   /** The variables `${VAR}` in a secret key reads (src/config/profile-secrets.ts keeps them from tools). */
   secretVariables: string[];
+  /** Where gateway.api_key came from ("none": no key yet, or auth: none). */
+  gatewayKeySource: GatewayKeySource;
 }
 
 /**
- * Load the profile's config. `${VAR}` reads `env` first, then the profile's `.env`. Throws one
- * ConfigError listing every problem found.
+ * Load the profile's config. `${VAR}` reads `env` first, then the profile's `.env`; so does
+ * gateway.api_key's default, `${TENAX_API_KEY}`, when config.yaml sets no key (and when there is no
+ * config.yaml). Throws one ConfigError listing every problem found.
  */
 export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   const file = paths.config;
@@ -34,7 +38,14 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     text = readFileSync(file, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      return { config: defaultConfig(), source: "defaults", warnings: [], secretVariables: [] };
+      const keyed = withDefaultGatewayKey(defaultConfig(), paths, env, loadEnvFile(paths.env));
+      return {
+        config: keyed.config,
+        source: "defaults",
+        warnings: [],
+        secretVariables: [],
+        gatewayKeySource: keyed.source,
+      };
     }
     throw fileReadError(error, file);
   }
@@ -69,11 +80,13 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     throw configProblemsError(file, problems, hints.join("\n"));
   }
   warnings.push(...permissionWarnings(paths, substitution.literalSecret));
+  const keyed = withDefaultGatewayKey(result.data, paths, env, dotenv);
   return {
-    config: result.data,
+    config: keyed.config,
     source: "file",
     warnings,
     secretVariables: [...substitution.secretVariables],
+    gatewayKeySource: keyed.source,
   };
 }
 

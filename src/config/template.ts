@@ -76,9 +76,14 @@ retry:
 
 # --- Servers -------------------------------------------------------------------------------------
 gateway:
-  host: 127.0.0.1       # a non-loopback host requires api_key
+  host: 127.0.0.1       # loopback; on another host the key is a must (auth: none is refused)
   port: ${options.gatewayPort}            # unique to this profile
-  # api_key: "\${TENAX_API_KEY}"   # clients must then send Authorization: Bearer KEY
+  # api_key: "\${TENAX_API_KEY}"   # the default; with neither set, the first start writes a new
+  #                                 # TENAX_API_KEY to this profile's .env. Clients send it as
+  #                                 # Authorization: Bearer KEY
+  # auth: none          # no key at all (loopback only): any program of this machine can run the agent
+  # cors_origins: ["https://app.example.com"]   # web pages allowed to call it; other origins get 403
+  # allowed_hosts: ["gateway.example.lan"]      # names it also answers to; other Host names get 421
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
   max_turns: 16         # agent turns run at once; more requests get 429
   auto_resume: true     # after a crash, resume the turns it interrupted (suspended at the 3rd)

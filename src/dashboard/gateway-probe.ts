@@ -1,6 +1,7 @@
 // The dashboard's view of the gateway: every second or so it asks GET /health and
 // GET /api/capabilities with a short timeout, and keeps what it learned, including since when the
 // gateway has been unreachable. It assumes nothing: a route that answers 404 is "not served".
+import { currentGatewayKey } from "../config/gateway-key.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Clock, systemClock } from "../core/deps.js";
@@ -77,9 +78,12 @@ export class GatewayProbe {
     return this.view;
   }
 
-  /** The Authorization header the gateway wants, when it has a key. */
+  /**
+   * The Authorization header the gateway wants, when it has a key. Looked up each time: a gateway
+   * started after the dashboard (as `tenax up` starts them) may have just written its key to .env.
+   */
   authHeaders(): Record<string, string> {
-    const key = this.options.config.gateway.api_key;
+    const key = currentGatewayKey(this.options.paths, this.options.config);
     return key === undefined ? {} : { authorization: `Bearer ${key}` };
   }
 
@@ -157,7 +161,7 @@ type Answer = { kind: "answer"; status: number; body: unknown } | { kind: "unrea
 
 function refusal(answer: Answer): string | null {
   if (answer.kind !== "answer" || answer.status !== 401) return null;
-  return "the gateway refused the dashboard's API key (401): check gateway.api_key in config.yaml";
+  return "the gateway refused the dashboard's API key (401): the dashboard sends gateway.api_key, else TENAX_API_KEY from its environment or the profile's .env; make it the key the gateway was started with";
 }
 
 function readHealth(answer: Answer): GatewayView["health"] {

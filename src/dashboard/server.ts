@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage } from "../core/errors.js";
+import { loopbackHostHeader } from "../core/host-header.js";
 import { decodePathPart, HttpRequestError, sendJson } from "../core/http.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
 import { GatewayProbe, type GatewayProbeOptions } from "./gateway-probe.js";
@@ -117,7 +118,7 @@ export class Dashboard {
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // A page elsewhere can point its own host name at 127.0.0.1 (DNS rebinding) and read the
     // transcripts through the browser; only a loopback Host gets an answer.
-    if (!loopbackHost(req.headers.host))
+    if (!loopbackHostHeader(req.headers.host))
       throw new DashboardError(
         403,
         "host_not_allowed",
@@ -201,11 +202,4 @@ function intParam(url: URL, name: string, fallback: number, min: number, max: nu
       `${name} must be a whole number from ${min} to ${max}, not "${raw}"`,
     );
   return value;
-}
-
-function loopbackHost(header: string | undefined): boolean {
-  if (header === undefined) return false;
-  const host = header.startsWith("[") ? header.slice(1, header.indexOf("]")) : (header.split(":")[0] ?? "");
-  const h = host.toLowerCase();
-  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
 }

@@ -3,6 +3,9 @@
 // listens, killed with SIGKILL or stopped with SIGTERM.
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { GATEWAY_KEY_VARIABLE } from "../config/gateway-key.js";
+import { loadConfig } from "../config/load.js";
+import { DEFAULT_PROFILE, profilePaths } from "../config/paths.js";
 import type { ScenarioContext } from "./runner.js";
 
 /** bin/tenax.js of this checkout (this file is src/drill or dist/drill, two levels below). */
@@ -13,15 +16,21 @@ const LISTEN_TIMEOUT_MS = 15_000;
 export interface GatewayChild {
   child: ChildProcess;
   url: string;
+  /** The key it wants, found as any client of the profile finds it (config, environment, .env). */
+  key: string | undefined;
   /** Everything it printed so far, stdout and stderr together. */
   output(): string;
   exited: Promise<number | null>;
 }
 
-/** The environment of a child: this one's, with TENAX_HOME (and HOME) on the scratch home only. */
+/**
+ * The environment of a child: this one's, with TENAX_HOME (and HOME) on the scratch home only,
+ * and without the user's own gateway key: the scratch gateway writes its own to the scratch .env.
+ */
 export function scratchEnvironment(home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, TENAX_HOME: home, HOME: home };
   delete env.TENAX_PROFILE;
+  delete env[GATEWAY_KEY_VARIABLE];
   return env;
 }
 
@@ -66,7 +75,9 @@ export async function startGateway(home: string): Promise<GatewayChild> {
       reject(new Error(`the gateway exited (${code}) before listening:\n${output()}`));
     });
   });
-  return { child, url, output, exited };
+  const env = scratchEnvironment(home);
+  const key = loadConfig(profilePaths(home, DEFAULT_PROFILE), env).config.gateway.api_key;
+  return { child, url, key, output, exited };
 }
 
 /** SIGKILL, as a crash would; resolves once it is gone. */

@@ -1,5 +1,15 @@
 // What the drill asks of a running gateway over HTTP: a chat turn, the live event feed, /health and
-// a session's state, each bounded by the scenario's signal.
+// a session's state, each bounded by the scenario's signal, each with the gateway's API key.
+
+/** A gateway to call: where it listens and the key it wants (none under gateway.auth: none). */
+export interface GatewayEndpoint {
+  url: string;
+  key: string | undefined;
+}
+
+function auth(gateway: GatewayEndpoint): Record<string, string> {
+  return gateway.key === undefined ? {} : { authorization: `Bearer ${gateway.key}` };
+}
 
 export interface ChatAnswer {
   status: number;
@@ -8,14 +18,18 @@ export interface ChatAnswer {
 }
 
 export async function chat(
-  url: string,
+  gateway: GatewayEndpoint,
   text: string,
   signal: AbortSignal,
   sessionId?: string,
 ): Promise<ChatAnswer> {
-  const response = await fetch(`${url}/v1/chat/completions`, {
+  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...(sessionId ? { "x-session-id": sessionId } : {}) },
+    headers: {
+      "content-type": "application/json",
+      ...auth(gateway),
+      ...(sessionId ? { "x-session-id": sessionId } : {}),
+    },
     body: JSON.stringify({ model: "drill", messages: [{ role: "user", content: text }] }),
     signal,
   });
@@ -35,11 +49,15 @@ export interface FeedEvent {
 }
 
 /** The first event of this type on GET /api/events (a new client is sent the events held). */
-export async function feedEvent(url: string, type: string, signal: AbortSignal): Promise<FeedEvent> {
+export async function feedEvent(
+  gateway: GatewayEndpoint,
+  type: string,
+  signal: AbortSignal,
+): Promise<FeedEvent> {
   const controller = new AbortController();
   const both = AbortSignal.any([signal, controller.signal]);
   try {
-    const response = await fetch(`${url}/api/events`, { signal: both });
+    const response = await fetch(`${gateway.url}/api/events`, { headers: auth(gateway), signal: both });
     const decoder = new TextDecoder();
     let text = "";
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
@@ -58,13 +76,20 @@ export interface HealthReport {
   components: Record<string, { status: string; detail?: string }>;
 }
 
-export async function health(url: string, signal: AbortSignal): Promise<HealthReport> {
-  const response = await fetch(`${url}/health`, { signal });
+export async function health(gateway: GatewayEndpoint, signal: AbortSignal): Promise<HealthReport> {
+  const response = await fetch(`${gateway.url}/health`, { headers: auth(gateway), signal });
   return (await response.json()) as HealthReport;
 }
 
-export async function sessionRunning(url: string, sessionId: string, signal: AbortSignal): Promise<boolean> {
-  const response = await fetch(`${url}/api/sessions/${sessionId}`, { signal });
+export async function sessionRunning(
+  gateway: GatewayEndpoint,
+  sessionId: string,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const response = await fetch(`${gateway.url}/api/sessions/${sessionId}`, {
+    headers: auth(gateway),
+    signal,
+  });
   const body = (await response.json()) as { running?: boolean };
   return body.running === true;
 }

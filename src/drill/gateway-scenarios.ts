@@ -36,7 +36,7 @@ const killedMidTurn: Scenario = {
       { type: "reply", text: "resumed and done" },
     ]);
     const first = await scenarioGateway(context);
-    chat(first.url, "tell me slowly", context.signal).catch(() => {
+    chat(first, "tell me slowly", context.signal).catch(() => {
       // The gateway is killed before it answers: no reply is expected.
     });
     await until(() => sim.requests().length === 1, context.signal);
@@ -54,12 +54,9 @@ const killedMidTurn: Scenario = {
     }
 
     const second = await scenarioGateway(context);
-    const resumed = await feedEvent(second.url, "turn_resumed", context.signal);
+    const resumed = await feedEvent(second, "turn_resumed", context.signal);
     if (resumed.layer) context.caught(resumed.layer);
-    await until(
-      async () => !(await sessionRunning(second.url, before.session, context.signal)),
-      context.signal,
-    );
+    await until(async () => !(await sessionRunning(second, before.session, context.signal)), context.signal);
     // Give a second resume (which must not happen) the time to show.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await stopGateway(second);

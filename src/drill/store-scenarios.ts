@@ -26,7 +26,7 @@ const corruptedStore: Scenario = {
     const acked: string[] = [];
     let session: string | null = null;
     for (const text of ["first message before the damage", "second message before the damage"]) {
-      const answer = await chat(gateway.url, text, context.signal, session ?? undefined);
+      const answer = await chat(gateway, text, context.signal, session ?? undefined);
       if (answer.status !== 200 || !answer.sessionId) {
         return { ok: false, detail: `a turn before the damage answered ${answer.status}` };
       }
@@ -43,11 +43,11 @@ const corruptedStore: Scenario = {
     const started = Date.now();
     // A new conversation: its first write is an append, which meets the damage (continuing the
     // old session would first read its history, which meets it too, before writing anything).
-    const failed = await chat(gateway.url, during, context.signal);
+    const failed = await chat(gateway, during, context.signal);
     const writeMs = Date.now() - started;
-    let report = await health(gateway.url, context.signal);
+    let report = await health(gateway, context.signal);
     await until(async () => {
-      report = await health(gateway.url, context.signal);
+      report = await health(gateway, context.signal);
       return report.components.store?.status === "down";
     }, context.signal);
     for (const [name, component] of Object.entries(report.components))
@@ -112,7 +112,7 @@ const damagedSearch: Scenario = {
   async run(context) {
     const { paths } = await scratchProfile(context);
     const gateway = await scenarioGateway(context);
-    const first = await chat(gateway.url, "zebra notes, the first", context.signal);
+    const first = await chat(gateway, "zebra notes, the first", context.signal);
     if (first.status !== 200 || !first.sessionId)
       return { ok: false, detail: `a turn answered ${first.status}` };
     // Let the index take those messages (it flushes shortly after a write burst).
@@ -122,10 +122,10 @@ const damagedSearch: Scenario = {
     garbageAfterHeader(paths.search, 7);
     context.injected();
     // The next write queues its messages for the index, whose flush meets the damage.
-    const second = await chat(gateway.url, "zebra notes, the second", context.signal, first.sessionId);
-    const degraded = await feedEvent(gateway.url, "search.degraded", context.signal);
+    const second = await chat(gateway, "zebra notes, the second", context.signal, first.sessionId);
+    const degraded = await feedEvent(gateway, "search.degraded", context.signal);
     if (degraded.layer) context.caught(degraded.layer);
-    const rebuilt = await feedEvent(gateway.url, "search.rebuilt", context.signal);
+    const rebuilt = await feedEvent(gateway, "search.rebuilt", context.signal);
     await stopGateway(gateway);
     const reader = openReader(paths);
     let hits: number;

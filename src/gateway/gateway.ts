@@ -1,5 +1,6 @@
-// The gateway's HTTP handler, callable in-process: routing, auth, the per-session and global turn
-// limits, and the shutdown states (taking turns, draining, stopped). The port is opened by the
+// The gateway's HTTP handler, callable in-process: the web checks (Host, Origin, CORS:
+// web-guard.ts), auth, routing, the per-session and global turn limits, and the shutdown states
+// (taking turns, draining, stopped). The port is opened by the
 // caller (src/gateway/run.ts), so this file never listens by itself.
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -7,6 +8,7 @@ import type { Agent } from "../agent/agent.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { type InterruptCode, TurnInterrupt } from "../agent/turn-failure.js";
 import type { TenaxConfig } from "../config/schema.js";
+import { boundNames } from "../core/host-header.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { MAX_BODY_BYTES } from "./body.js";
@@ -24,6 +26,7 @@ import {
   toGatewayError,
   unavailable,
 } from "./http-error.js";
+import { guardRequest, type WebGuardPolicy } from "./web-guard.js";
 
 export interface GatewayOptions {
   agent: Agent;
@@ -32,6 +35,8 @@ export interface GatewayOptions {
   version: string;
   /** The folder the agent's tools start in. */
   cwd: string;
+  /** Where the server is bound, once it is (a Host naming it must carry this port). */
+  listening?: () => { host: string; port: number } | null;
   now?: () => number;
   bodyLimit?: number;
   /** Every event of every turn this gateway runs, with its session (the gateway's event feed). */
@@ -148,6 +153,8 @@ export class Gateway {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Before anything else: a page elsewhere must not get any answer it could use.
+    if (guardRequest(req, res, this.webPolicy()) === "answered") return;
     let url: URL;
     try {
       url = new URL(req.url ?? "/", "http://gateway");
@@ -194,19 +201,33 @@ export class Gateway {
     then();
   }
 
+  private webPolicy(): WebGuardPolicy {
+    const at = this.options.listening?.() ?? null;
+    const gateway = this.options.config.gateway;
+    return {
+      hosts: {
+        bound: () => (at === null ? [] : boundNames(at.host)),
+        port: at?.port ?? null,
+        extra: gateway.allowed_hosts,
+      },
+      corsOrigins: gateway.cors_origins,
+    };
+  }
+
+  /** The bearer key, unless gateway.auth is none; with no key at all nothing gets in. */
   private authorize(req: IncomingMessage): void {
-    const key = this.options.config.gateway.api_key;
-    if (key === undefined) return;
+    const { auth, api_key: key } = this.options.config.gateway;
+    if (auth === "none") return;
     const header = req.headers.authorization ?? "";
     const match = /^Bearer (.+)$/i.exec(header);
-    if (match && sameSecret(match[1] ?? "", key)) return;
+    if (key !== undefined && match && sameSecret(match[1] ?? "", key)) return;
     throw new GatewayError(
       401,
       "authentication_error",
       "invalid_api_key",
       header === ""
-        ? "this gateway needs an API key: send Authorization: Bearer KEY (gateway.api_key in config.yaml)"
-        : "the API key is wrong: send Authorization: Bearer KEY with the key of gateway.api_key",
+        ? "this gateway needs an API key: send Authorization: Bearer KEY (the key is gateway.api_key, by default TENAX_API_KEY in the environment or the profile's .env, which the gateway's first start writes)"
+        : "the API key is wrong: send Authorization: Bearer KEY with the gateway's key (gateway.api_key, by default TENAX_API_KEY in the environment or the profile's .env)",
       { "www-authenticate": "Bearer" },
     );
   }

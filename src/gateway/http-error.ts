@@ -9,6 +9,7 @@ export { decodePathPart, headerValue, sendJson } from "../core/http.js";
 export type ErrorType =
   | "invalid_request_error"
   | "authentication_error"
+  | "permission_error"
   | "not_found_error"
   | "conflict_error"
   | "rate_limit_error"

@@ -10,10 +10,12 @@ import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
+import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
 import type { ProfilePaths } from "../config/paths.js";
-import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
+import { loadProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
+import { isLoopback } from "../core/host-header.js";
 import { createJsonServer } from "../core/http.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
@@ -30,11 +32,13 @@ export interface RunGatewayOptions {
   version: string;
   storeSettings: StoreSettings;
   cwd: string;
+  /** Where gateway.api_key came from, as the config loader found it (for the start's one line). */
+  keySource?: GatewayKeySource;
   /** Lines for the operator (stdout). */
   info(line: string): void;
   warn(line: string): void;
-  /** The profile's secrets (loadProfileSecrets); read from config, `.env` and the environment when left out. */
-  secrets?: ProfileSecrets;
+  /** The variables `${VAR}` in the config's secret keys read (LoadedConfig.secretVariables). */
+  secretVariables?: readonly string[];
   /**
    * Tell `report` when the operator's output goes away (a closed stdout or stderr); returns the
    * unsubscribe. The gateway serves on and says so in its log.
@@ -42,16 +46,35 @@ export interface RunGatewayOptions {
   onOutputLost?: (report: (what: string) => void) => () => void;
 }
 
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
-}
-
 /** Serve until a signal stops the gateway; resolves with the exit code. */
 export async function runGateway(options: RunGatewayOptions): Promise<number> {
-  const { paths, config, host } = options;
+  const { paths, host } = options;
+  if (!isLoopback(host) && options.config.gateway.auth === "none") {
+    throw new TenaxError(
+      "gateway_unprotected",
+      `refusing to serve on ${host} with gateway.auth: none: anyone who can reach it could run the agent`,
+      {
+        hint: `remove auth: none (the gateway then needs its API key, ${GATEWAY_KEY_VARIABLE}), or serve on 127.0.0.1`,
+        exitCode: 2,
+      },
+    );
+  }
+  const lock = acquirePidFile(paths.pid, { pid: process.pid, started_at: Date.now() }, paths.name);
+  let keyed: ReturnType<typeof ensureGatewayKey>;
+  try {
+    // Under the pid lock, so two starts cannot each write a key of their own.
+    keyed = ensureGatewayKey(paths, options.config, options.keySource ?? "config");
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  const config = keyed.config;
   // No secret leaves the process: not in a reply, the store, the feed, the log or these lines.
-  const secrets = options.secrets ?? loadProfileSecrets(paths, { config });
+  // Read after the key is made, so a key this start wrote is one of them.
+  const secrets = loadProfileSecrets(paths, {
+    config,
+    secretVariables: [...(options.secretVariables ?? [])],
+  });
   const { redactor } = secrets;
   // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb.
   const log = gatewayLog(paths, config, redactor);
@@ -63,23 +86,14 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     options.warn(redactor.redactMessage(line));
     log.write("warn", line);
   };
-  if (!isLoopback(host) && config.gateway.api_key === undefined) {
-    throw new TenaxError(
-      "gateway_unprotected",
-      `refusing to serve on ${host} without an API key: anyone who can reach it could run the agent`,
-      {
-        hint: "set gateway.api_key in config.yaml (for example from the TENAX_API_KEY variable), or serve on 127.0.0.1",
-        exitCode: 2,
-      },
-    );
-  }
-  const lock = acquirePidFile(paths.pid, { pid: process.pid, started_at: Date.now() }, paths.name);
   if (lock.reclaimed !== null)
     warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
   const unwatchOutput = options.onOutputLost?.((what) =>
     warn(`${what}; the gateway keeps serving and its lines go on in ${log.file}`),
   );
   try {
+    if (keyed.tightened !== null) warn(keyed.tightened);
+    info(keyLine(paths, keyed.source));
     const clean = existsSync(paths.cleanShutdown);
     rmSync(paths.cleanShutdown, { force: true });
     info(
@@ -104,6 +118,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       );
     const startedAt = Date.now();
     let address: string | null = null;
+    let listeningAt: { host: string; port: number } | null = null;
     const observed = startObservability({
       paths,
       config,
@@ -126,6 +141,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       }),
     });
     const gateway = new Gateway({
+      listening: () => listeningAt,
       agent: opened.agent,
       store: opened.store,
       config,
@@ -186,6 +202,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       throw error;
     }
     const bound = (server.address() as AddressInfo).port;
+    listeningAt = { host, port: bound };
     await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound });
     const shown = host.includes(":") ? `[${host}]` : host;
     address = `http://${shown}:${bound}`;
@@ -234,6 +251,25 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     unwatchOutput?.();
     lock.release();
     log.close();
+  }
+}
+
+/** Where the key is (never the key itself), or that there is none. */
+function keyLine(paths: ProfilePaths, source: GatewayKeySource | "written"): string {
+  const send = "clients send it as Authorization: Bearer KEY";
+  switch (source) {
+    case "written":
+      return `no API key was set (gateway.api_key, ${GATEWAY_KEY_VARIABLE}): wrote a new one to ${paths.env} as ${GATEWAY_KEY_VARIABLE}; ${send}`;
+    case "env_file":
+      return `API key: ${GATEWAY_KEY_VARIABLE} in ${paths.env}; ${send}`;
+    case "environment":
+      return `API key: ${GATEWAY_KEY_VARIABLE} from the environment; ${send}`;
+    case "config":
+      return `API key: gateway.api_key in ${paths.config}; ${send}`;
+    case "none":
+      return "gateway.auth is none: requests need no API key (loopback only; any program on this machine can run the agent)";
+    default:
+      return source satisfies never;
   }
 }
 

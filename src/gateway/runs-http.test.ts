@@ -43,6 +43,7 @@ describe("runs routes", () => {
     const { gateway, url } = await serve();
     const posted = await fetch(`${url}/v1/runs`, {
       method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }),
     });
     expect(posted.status).toBe(202);

@@ -3,6 +3,7 @@
 // /health gives the scheduler's lag (the scheduler runs inside the gateway).
 import { readFileSync } from "node:fs";
 import { tenaxCommand } from "../config/command-hint.js";
+import { currentGatewayKey } from "../config/gateway-key.js";
 import { readGatewayPid } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
@@ -63,9 +64,8 @@ export async function probeGatewayFromOutside(
   const { url } = gatewayTarget(paths, config);
   const holder = readGatewayPid(paths.pid);
   const start = tenaxCommand(paths.name, ["up"]);
-  const headers: Record<string, string> = config.gateway.api_key
-    ? { authorization: `Bearer ${config.gateway.api_key}` }
-    : {};
+  const key = currentGatewayKey(paths, config);
+  const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
   let live: string | null = null;
   try {
     const response = await fetch(`${url}/health/live`, { signal: AbortSignal.timeout(timeoutMs) });

@@ -20,8 +20,8 @@ export function requireChromium(): void {
     );
 }
 
-/** A new headless Chromium with one page. */
-export async function openPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
+/** A new headless Chromium with one page; `args` are extra command-line switches. */
+export async function openPage(viewport = { width: 1400, height: 900 }, args: string[] = []): Promise<Page> {
   const context = await chromium.launchPersistentContext(tempDir("tenax-chromium-"), {
     executablePath: CHROMIUM,
     headless: true,
@@ -34,6 +34,7 @@ export async function openPage(viewport = { width: 1400, height: 900 }): Promise
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...args,
     ],
   });
   open.push(context);

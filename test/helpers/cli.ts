@@ -1,6 +1,7 @@
 // The real `tenax` CLI as a child process (the built code in dist/: `npm run build` first), on a
 // throwaway TENAX_HOME, and the commands that its hints print, run exactly as printed by a shell.
 import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 
@@ -18,9 +19,39 @@ export function requireBuild(): void {
     throw new Error("dist/ is missing: run `npm run build` first");
 }
 
-export function cliEnvironment(home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, TENAX_HOME: home, HOME: home };
+const keys = new Map<string, string>();
+
+/**
+ * The gateway key every `tenax` child of this home gets as TENAX_API_KEY (gateway.api_key's
+ * default), so a gateway, `tenax status` and the dashboard of one home agree on it, as they do when
+ * they read it from the profile's .env. Random per home, never a real key.
+ */
+export function testGatewayKey(home: string): string {
+  let key = keys.get(home);
+  if (key === undefined) {
+    key = `tnx-test-${randomBytes(16).toString("hex")}`;
+    keys.set(home, key);
+  }
+  return key;
+}
+
+/**
+ * The environment of a `tenax` child on `home`: this one's, TENAX_HOME and HOME on the home, and
+ * the home's test gateway key. `overrides` adds variables; an undefined one is removed (give
+ * `{ TENAX_API_KEY: undefined }` for a gateway that must find or write a key of its own).
+ */
+export function cliEnvironment(home: string, overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TENAX_HOME: home,
+    HOME: home,
+    TENAX_API_KEY: testGatewayKey(home),
+  };
   delete env.TENAX_PROFILE;
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
   return env;
 }
 
@@ -61,9 +92,10 @@ export function runAsync(
 export function tenaxAsync(
   home: string,
   args: string[],
-  options: { input?: string; cwd?: string } = {},
+  options: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<Run> {
-  return runAsync(process.execPath, [BIN, ...args], { ...options, env: cliEnvironment(home) });
+  const { env, ...rest } = options;
+  return runAsync(process.execPath, [BIN, ...args], { ...rest, env: cliEnvironment(home, env) });
 }
 
 /** Every `tenax ...` command a text prints after a colon or at the start of a line. */

@@ -1,5 +1,7 @@
 // A real `tenax gateway run` as a child process (the built CLI), on a profile whose model is a
-// simulator running in the test process; it is stopped after each test that starts one.
+// simulator running in the test process; it is stopped after each test that starts one. The child
+// gets the home's test key as TENAX_API_KEY (test/helpers/cli.ts): send it with `gw.fetch` or
+// `gw.auth`, or as `apiKey: gw.key` in an OpenAI client.
 import { afterEach, expect } from "vitest";
 import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
 import { type ListeningProcess, runToEnd, startListening } from "./listening.js";
@@ -31,13 +33,14 @@ export function startGateway(
   home: string,
   args: string[] = ["--port", "0"],
   command: string[] = ["gateway", "run"],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<GatewayProcess> {
-  return startListening(home, [...command, ...args], "gateway");
+  return startListening(home, [...command, ...args], "gateway", env);
 }
 
 /** Start a gateway expected to refuse; resolves with its exit code and output. */
-export function refusedGateway(home: string, args: string[] = ["--port", "0"]) {
-  return runToEnd(home, ["gateway", "run", ...args]);
+export function refusedGateway(home: string, args: string[] = ["--port", "0"], env: NodeJS.ProcessEnv = {}) {
+  return runToEnd(home, ["gateway", "run", ...args], env);
 }
 
 /** An error answer in the OpenAI shape, with the status and code expected and a real message. */

@@ -7,6 +7,12 @@ import { BIN, cliEnvironment, ROOT } from "./cli.js";
 export interface ListeningProcess {
   child: ChildProcess;
   url: string;
+  /** The TENAX_API_KEY the child was given (undefined when it was started without one). */
+  key: string | undefined;
+  /** `Authorization: Bearer KEY` with that key, for clients that take headers. */
+  auth: Record<string, string>;
+  /** fetch(url + path) sending that key, unless `init` sets an Authorization of its own. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
   stdout(): string;
   stderr(): string;
   /** Resolves with the exit code once the process has ended. */
@@ -22,15 +28,19 @@ afterEach(() => {
 
 /**
  * Run `tenax ARGS` for `home` and wait until stdout shows `WHAT listening on URL`; rejects with
- * its output if it exits first or takes over 15 s. `env` replaces the environment made for `home`.
+ * its output if it exits first or takes over 15 s. `env` overrides the child's environment (see
+ * cliEnvironment).
  */
 export function startListening(
   home: string,
   args: string[],
   what: string,
-  env: NodeJS.ProcessEnv = cliEnvironment(home),
+  env: NodeJS.ProcessEnv = {},
 ): Promise<ListeningProcess> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
+  const environment = cliEnvironment(home, env);
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: environment });
+  const key = environment.TENAX_API_KEY;
+  const auth: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
   started.push(child);
   let stdout = "";
   let stderr = "";
@@ -57,7 +67,17 @@ export function startListening(
       if (!match) return;
       clearTimeout(timer);
       child.stdout.off("data", check);
-      resolve({ child, url: match[1] ?? "", stdout: () => stdout, stderr: () => stderr, exited });
+      const url = match[1] ?? "";
+      resolve({
+        child,
+        url,
+        key,
+        auth,
+        fetch: (path, init = {}) => keyedFetch(`${url}${path}`, auth, init),
+        stdout: () => stdout,
+        stderr: () => stderr,
+        exited,
+      });
     };
     child.stdout.on("data", check);
     void exited.then((code) => {
@@ -67,13 +87,24 @@ export function startListening(
   });
 }
 
+/** fetch with the key's header added, unless `init` has an Authorization of its own. */
+export function keyedFetch(
+  url: string,
+  auth: Record<string, string>,
+  init: RequestInit = {},
+): Promise<Response> {
+  const headers = new Headers(init.headers);
+  for (const [name, value] of Object.entries(auth)) if (!headers.has(name)) headers.set(name, value);
+  return fetch(url, { ...init, headers });
+}
+
 /** Run `tenax ARGS` expected to stop by itself; resolves with its exit code and all its output. */
 export async function runToEnd(
   home: string,
   args: string[],
-  env: NodeJS.ProcessEnv = cliEnvironment(home),
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ status: number | null; output: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(home, env) });
   started.push(child);
   let output = "";
   child.stdout.setEncoding("utf8").on("data", (c: string) => {

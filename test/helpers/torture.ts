@@ -4,6 +4,7 @@ import { expect } from "vitest";
 import { RESUME_NOTE } from "../../src/agent/turn-resume.js";
 import type { MessageView, TurnView } from "../../src/store/rows.js";
 import type { StoreReader } from "../../src/store/store-reader.js";
+import type { GatewayProcess } from "./gateway.js";
 
 /**
  * TENAX_SEED from the environment replays a run; otherwise a fresh seed. Printed first, as
@@ -31,9 +32,13 @@ export interface ChatAnswer {
  * One non-streamed turn through POST /v1/chat/completions, continuing `sessionId` when given.
  * Rejects when the connection fails (a gateway that died under it): the turn was not acknowledged.
  */
-export async function chatTurn(url: string, text: string, sessionId: string | null): Promise<ChatAnswer> {
+export async function chatTurn(
+  gateway: Pick<GatewayProcess, "fetch">,
+  text: string,
+  sessionId: string | null,
+): Promise<ChatAnswer> {
   const started = performance.now();
-  const response = await fetch(`${url}/v1/chat/completions`, {
+  const response = await gateway.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", ...(sessionId ? { "x-session-id": sessionId } : {}) },
     body: JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] }),

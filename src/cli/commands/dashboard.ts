@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
+import { isLoopback } from "../../core/host-header.js";
 import { createJsonServer } from "../../core/http.js";
 import { Dashboard } from "../../dashboard/server.js";
 import { type Cli, VERSION } from "../main.js";
@@ -72,11 +73,6 @@ export function parsePort(value: string, flag: string): number {
   if (!/^[0-9]+$/.test(value) || port > 65_535)
     throw new UsageError(`${flag} must be a whole number from 0 to 65535, not "${value}"`);
   return port;
-}
-
-function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {

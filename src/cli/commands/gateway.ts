@@ -2,7 +2,6 @@
 // foreground until SIGTERM/SIGINT; the service subcommands are added to the same group elsewhere.
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
-import { loadProfileSecrets } from "../../config/profile-secrets.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
 import { runGateway } from "../../gateway/run.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
@@ -52,6 +51,7 @@ export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Prom
   return runGateway({
     paths,
     config,
+    keySource: loaded.gatewayKeySource,
     host: flags.host ?? config.gateway.host,
     port: port ?? config.gateway.port,
     version: VERSION,
@@ -59,7 +59,7 @@ export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Prom
     cwd: process.cwd(),
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
-    secrets: loadProfileSecrets(paths, loaded),
+    secretVariables: loaded.secretVariables,
     onOutputLost: (report) =>
       onStandardStreamLost((name, error) =>
         report(`${name} was closed (${(error as NodeJS.ErrnoException).code ?? error.message})`),
