@@ -1,5 +1,6 @@
 // A gateway process from start to stop: the pid file, the clean-shutdown marker, the agent, the
-// port, and the signals. SIGTERM/SIGINT stop new turns, tell open streams, drain up to
+// port, and the signals. SIGTERM/SIGINT (or the end of `tenax up`, through `stopWhen`) stop new
+// turns, tell open streams, drain up to
 // gateway.drain_timeout, interrupt the rest, close agent and store, and mark a clean stop only
 // when the drain completed.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
@@ -9,6 +10,7 @@ import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
+import type { GatewayLaunch } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
@@ -28,6 +30,10 @@ export interface RunGatewayOptions {
   version: string;
   storeSettings: StoreSettings;
   cwd: string;
+  /** How it was started; recorded in the pid file for the advice shown when it is down. */
+  launch?: GatewayLaunch;
+  /** Resolves (with why) when the gateway should drain and stop as on SIGTERM: `tenax up` is gone. */
+  stopWhen?: Promise<string>;
   /** Lines for the operator (stdout). */
   info(line: string): void;
   warn(line: string): void;
@@ -61,7 +67,11 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       },
     );
   }
-  const lock = acquirePidFile(paths.pid, { pid: process.pid, started_at: Date.now() }, paths.name);
+  const lock = acquirePidFile(
+    paths.pid,
+    { pid: process.pid, started_at: Date.now(), ...options.launch },
+    paths.name,
+  );
   if (lock.reclaimed !== null)
     warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
   try {
@@ -143,9 +153,10 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     const server = createJsonServer(gateway.handle);
     // Listen for the stop signals before anyone can learn the address, so no signal finds the
     // process without its handler (and dies without draining or removing its pid file).
-    const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+    const stopSignal = new Promise<string>((resolve) => {
       process.once("SIGTERM", () => resolve("SIGTERM"));
       process.once("SIGINT", () => resolve("SIGINT"));
+      void options.stopWhen?.then(resolve);
     });
     try {
       await listen(server, host, options.port);
@@ -155,7 +166,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       throw error;
     }
     const bound = (server.address() as AddressInfo).port;
-    await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound });
+    await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
     const shown = host.includes(":") ? `[${host}]` : host;
     address = `http://${shown}:${bound}`;
     observed.hub.publish({
