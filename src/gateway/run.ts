@@ -13,8 +13,9 @@ import { startWatchdog } from "../agent/watchdog.js";
 import type { GatewayLaunch } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { TenaxError } from "../core/errors.js";
+import { errorMessage, TenaxError } from "../core/errors.js";
 import { createJsonServer } from "../core/http.js";
+import type { RotatingLog } from "../core/log-file.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
 import { gatewayLog, startObservability } from "./observability.js";
@@ -46,9 +47,21 @@ export function isLoopback(host: string): boolean {
 
 /** Serve until a signal stops the gateway; resolves with the exit code. */
 export async function runGateway(options: RunGatewayOptions): Promise<number> {
+  // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb; so does the
+  // error a gateway dies of, which is where `tenax up` sends people after a crash loop.
+  const log = gatewayLog(options.paths, options.config);
+  try {
+    return await serve(options, log);
+  } catch (error) {
+    log.write("error", `the gateway stopped on an error: ${errorMessage(error)}`);
+    throw error;
+  } finally {
+    log.close();
+  }
+}
+
+async function serve(options: RunGatewayOptions, log: RotatingLog): Promise<number> {
   const { paths, config, host } = options;
-  // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb.
-  const log = gatewayLog(paths, config);
   const info = (line: string) => {
     options.info(line);
     log.write("info", line);
@@ -212,7 +225,6 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     return 0;
   } finally {
     lock.release();
-    log.close();
   }
 }
 
