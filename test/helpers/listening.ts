@@ -1,6 +1,7 @@
 // A long-running `tenax` command (gateway, dashboard, up) as a child process of a test: started
 // from the built CLI, awaited until it prints where it listens, and killed after each test.
 import { type ChildProcess, spawn } from "node:child_process";
+import type { Readable } from "node:stream";
 import { afterEach } from "vitest";
 import { BIN, cliEnvironment, ROOT } from "./cli.js";
 
@@ -26,6 +27,21 @@ afterEach(() => {
  */
 export function startListening(home: string, args: string[], what: string): Promise<ListeningProcess> {
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnvironment(home) });
+  return listening(child, what);
+}
+
+/**
+ * A long-running command that a hint printed (`tenax gateway run --port 0`), run by a shell exactly
+ * as printed, from the home folder, with `tenax` meaning this CLI; waits for `WHAT listening on URL`.
+ */
+export function startPrinted(home: string, command: string, what: string): Promise<ListeningProcess> {
+  // exec: the shell becomes the CLI, so a signal to the child reaches the CLI itself.
+  const script = `tenax() { exec "${process.execPath}" "${BIN}" "$@"; }\n${command}`;
+  const child = spawn("sh", ["-c", script], { cwd: home, env: cliEnvironment(home) });
+  return listening(child, what);
+}
+
+function listening(child: ChildProcess & { stdout: Readable; stderr: Readable }, what: string) {
   started.push(child);
   let stdout = "";
   let stderr = "";
@@ -42,7 +58,7 @@ export function startListening(home: string, args: string[], what: string): Prom
     }),
   );
   const pattern = new RegExp(`${what} listening on (http://\\S+)`);
-  return new Promise((resolve, reject) => {
+  return new Promise<ListeningProcess>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`the ${what} did not start:\n${stdout}\n${stderr}`)),
       15_000,
