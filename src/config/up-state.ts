@@ -48,7 +48,8 @@ const upStateSchema = z.strictObject({
   }),
   dashboard: z.strictObject({
     pid: pid.nullable(),
-    state: z.enum(["running", "stopped"]),
+    /** Running once it listens (its dashboard.pid names it). */
+    state: z.enum(["starting", "running", "stopped"]),
     last_exit: exitSchema.nullable(),
   }),
 });
@@ -67,8 +68,24 @@ export function readUpState(paths: ProfilePaths): UpState | null {
     return null;
   }
   const parsed = upStateSchema.safeParse(raw);
-  if (!parsed.success || !isProcessAlive(parsed.data.pid)) return null;
+  if (!parsed.success || !isUp(parsed.data.pid)) return null;
   return parsed.data;
+}
+
+/**
+ * Whether `pid` is a live `tenax up`: alive, and, where /proc shows its arguments, running `up`,
+ * so that a file left by a killed up whose pid was since reused is not taken for a live one (a
+ * second `tenax up` sends that pid a signal).
+ */
+function isUp(pid: number): boolean {
+  if (!isProcessAlive(pid)) return false;
+  let argv: string[];
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  } catch {
+    return true;
+  }
+  return argv.includes("up");
 }
 
 export function writeUpState(paths: ProfilePaths, state: UpState): Promise<void> {

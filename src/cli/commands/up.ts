@@ -8,9 +8,10 @@
 import { rmSync } from "node:fs";
 import type { Command } from "commander";
 import { tenaxCommand } from "../../config/command-hint.js";
+import { readDashboardPid } from "../../config/dashboard-pid.js";
 import type { ProfilePaths } from "../../config/paths.js";
 import { readUpState, type UpState, upStateFile, writeUpState } from "../../config/up-state.js";
-import { systemClock } from "../../core/deps.js";
+import { realSleep, systemClock } from "../../core/deps.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { spawnTenax, type TenaxChild } from "../up/child.js";
@@ -77,11 +78,14 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
     spawn: (args) => spawnTenax(paths.name, args),
     clock,
     onChange: () => writer.write(snapshot()),
-    onGaveUp: () => idle(),
+    onGaveUp: () => {
+      if (dashboard.state === "running") out.line("tenax up: the dashboard keeps serving, and shows this");
+      idle();
+    },
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
   });
-  const dashboard: UpState["dashboard"] = { pid: null, state: "running", last_exit: null };
+  const dashboard: UpState["dashboard"] = { pid: null, state: "starting", last_exit: null };
   const startedAt = clock.now();
   const snapshot = (): UpState => ({
     pid: process.pid,
@@ -123,7 +127,8 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
     `tenax up (pid ${process.pid}): the gateway and the dashboard of profile '${paths.name}' run as separate processes; a crashed gateway is restarted (state in ${upStateFile(paths)})`,
   );
   gateway.start();
-  const dashboardChild = startDashboard(paths, out, flags, dashboard, () => {
+  const serving = () => gateway.state.state === "running" || gateway.state.state === "starting";
+  const dashboardChild = startDashboard(paths, out, flags, dashboard, serving, () => {
     writer.write(snapshot());
     idle();
   });
@@ -145,6 +150,7 @@ function startDashboard(
   out: Output,
   flags: UpFlags,
   state: UpState["dashboard"],
+  gatewayServing: () => boolean,
   changed: () => void,
 ): { child: TenaxChild; stopping: boolean } {
   const child = spawnTenax(paths.name, [
@@ -154,13 +160,24 @@ function startDashboard(
   ]);
   const handle = { child, stopping: false };
   state.pid = child.pid;
+  // It writes dashboard.pid once it listens.
+  void (async () => {
+    while (child.alive() && state.state === "starting") {
+      if (readDashboardPid(paths).pid === child.pid) {
+        state.state = "running";
+        changed();
+        return;
+      }
+      await realSleep(100);
+    }
+  })();
   void child.exited.then((exit) => {
     state.pid = null;
     state.state = "stopped";
     state.last_exit = { ...exit, at: Date.now(), clean: exit.code === 0 && exit.signal === null };
     if (!handle.stopping)
       out.warn(
-        `the dashboard stopped (${exit.signal ?? `exit ${exit.code}`}); the gateway keeps serving. Start it again with: ${tenaxCommand(paths.name, ["dashboard"])}`,
+        `the dashboard stopped (${exit.signal ?? `exit ${exit.code}`})${gatewayServing() ? "; the gateway keeps serving" : ""}. Start it again with: ${tenaxCommand(paths.name, ["dashboard"])}`,
       );
     changed();
   });

@@ -172,8 +172,8 @@ export class GatewaySupervisor {
       this.state.gave_up = { reason: decision.reason, at: now };
       this.options.warn(
         decision.reason === "config_error"
-          ? `the gateway cannot start on its configuration (exit ${GATEWAY_EXIT_CONFIG_ERROR}), so tenax up does not restart it; the dashboard keeps serving. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
-          : `${was}, its unclean exit ${decision.unclean} within ${formatWindow(this.state.window_ms)}: tenax up gave up restarting it (a crash loop); the dashboard keeps serving. Fix what ${join(paths.logs, "gateway.log")} shows, then run: ${up}`,
+          ? `the gateway cannot start on its configuration (exit ${GATEWAY_EXIT_CONFIG_ERROR}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
+          : `${was}, its unclean exit ${decision.unclean} within ${formatWindow(this.state.window_ms)}: tenax up gave up restarting it (a crash loop). Fix what ${join(paths.logs, "gateway.log")} shows, then run: ${up}`,
       );
       this.options.onChange();
       this.options.onGaveUp();
