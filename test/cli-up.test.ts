@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dashboardPidFile } from "../src/config/dashboard-pid.js";
 import type { ProfilePaths } from "../src/config/paths.js";
 import { readUpState, type UpState, upStateFile } from "../src/config/up-state.js";
@@ -14,7 +14,7 @@ import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, runPrintedAsync, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
 import { simProfile, startGateway, until } from "./helpers/gateway.js";
-import { type ListeningProcess, startListening } from "./helpers/listening.js";
+import { type ListeningProcess, runToEnd, startListening } from "./helpers/listening.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 beforeAll(() => {
@@ -101,10 +101,23 @@ async function killRunningGateway(paths: ProfilePaths, previous: number | null):
   return pid;
 }
 
+const ups: ListeningProcess[] = [];
+
 async function startUp(home: string, args = UP_ARGS): Promise<{ up: ListeningProcess; dashboard: string }> {
   const up = await startGateway(home, args, ["up"]);
+  ups.push(up);
   return { up, dashboard: await dashboardOf(up) };
 }
+
+// Before the temp home is removed: an up still running is stopped and waited for, so its
+// children are not still draining into the folder being deleted.
+afterEach(async () => {
+  for (const up of ups.splice(0)) {
+    if (up.child.exitCode !== null || up.child.signalCode !== null) continue;
+    up.child.kill("SIGTERM");
+    await up.exited;
+  }
+});
 
 describe("tenax up", () => {
   it("serves the gateway and the dashboard, which sees that gateway, until SIGTERM stops both cleanly", async () => {
@@ -261,6 +274,7 @@ describe("tenax up", () => {
         ["up", "--gateway-port", String(port), "--dashboard-port", "0"],
         "dashboard",
       );
+      ups.push(up);
       await until(() => /gave up restarting it/.test(up.stderr()), 30_000);
       expect(up.stderr().match(/port \d+ on 127\.0\.0\.1 is already in use/g)?.length).toBe(3);
       expect(up.stderr()).toMatch(
@@ -323,12 +337,34 @@ describe("tenax up", () => {
       `gateway 127.0.0.1:${gatewayPort} held by this profile's gateway (pid ${pidIn(paths.pid)}); dashboard 127.0.0.1:${dashboardPort} held by this profile's dashboard (pid ${pidIn(dashboardPidFile(paths))})`,
     );
 
-    await killRunningGateway(paths, null);
+    const killed = await killRunningGateway(paths, null);
     const back = await gatewayView(
       dashboard,
       (v) => v.reachable === true && v.supervisor?.gateway.restarts === 1,
     );
     expect(back.url).toBe(`http://127.0.0.1:${gatewayPort}`);
+
+    // A clean stop of the gateway alone (SIGTERM, a drain) is no crash: started again at once, not counted.
+    const running = await upState(paths, (s) => s.gateway.state === "running" && s.gateway.pid !== killed);
+    process.kill(running.gateway.pid as number, "SIGTERM");
+    const again = await upState(paths, (s) => s.gateway.state === "running" && s.gateway.restarts === 2);
+    expect(again.gateway).toMatchObject({
+      unclean_exits: 1,
+      last_exit: { code: 0, signal: null, clean: true },
+    });
+    expect(up.stdout()).toMatch(/stopped cleanly \(exit 0\) without tenax up asking; starting it again/);
+  });
+
+  it("never restarts a gateway that exits on a config error, and exits 78 when the dashboard fails on it too", async () => {
+    const paths = profileWith("gateway: { no_such_key: 1 }\n");
+    const run = await runToEnd(paths.home, ["up", ...UP_ARGS]);
+    expect(run.status).toBe(78);
+    expect(run.output.match(/no_such_key: unknown key/g)?.length).toBe(2);
+    expect(run.output).toMatch(
+      /the gateway cannot start on its configuration \(exit 78\), so tenax up does not restart it/,
+    );
+    expect(run.output).not.toMatch(/starting the gateway again/);
+    expect(existsSync(upStateFile(paths))).toBe(false);
   });
 
   it("keeps the gateway serving when the dashboard dies, and says how to start it again", async () => {
