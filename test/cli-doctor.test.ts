@@ -1,11 +1,12 @@
 // `tenax doctor [--fix] [--json]` through the real CLI: each problem it looks for is made for real
 // (a dead pid, an expired lease, a bad key, an open .env, a held port, damaged pages), reported
 // with the next command, and repaired by --fix where that is safe.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { dashboardPidFile } from "../src/config/dashboard-pid.js";
 import type { ProfilePaths } from "../src/config/paths.js";
 import { openReader, openStore, releaseStore } from "../src/store/registry.js";
 import {
@@ -297,6 +298,36 @@ describe("tenax doctor", () => {
       `gateway 127.0.0.1:${port} held by this profile's gateway (pid ${process.pid})`,
     );
     expect(checkOf(run, "pid file").status).toBe("ok");
+  });
+
+  it("still fails on a stranger holding the dashboard port while the dashboard pid file names another live process", async () => {
+    const paths = tempProfile();
+    mkdirSync(paths.dir, { recursive: true });
+    const { port } = await listen();
+    writeFileSync(paths.config, `gateway:\n  port: ${await freePort()}\ndashboard:\n  port: ${port}\n`, {
+      mode: 0o600,
+    });
+    // A live process that listens on nothing: the pid file's word does not make this port ours.
+    const sleeper = spawn("sleep", ["30"], { stdio: "ignore" });
+    try {
+      writeFileSync(dashboardPidFile(paths), JSON.stringify({ pid: sleeper.pid, host: "127.0.0.1", port }));
+      const run = await tenaxAsync(paths.home, ["doctor", "--json"]);
+      expect(run.status).toBe(1);
+      const check = checkOf(run, "ports");
+      expect(check.status).toBe("fail");
+      expect(check.detail).toContain(
+        `the dashboard port ${port} is held by another process (pid ${process.pid}: `,
+      );
+      // The same port held by the process the dashboard pid file names is the profile's own.
+      writeFileSync(dashboardPidFile(paths), JSON.stringify({ pid: process.pid, host: "127.0.0.1", port }));
+      const own = await tenaxAsync(paths.home, ["doctor", "--json"]);
+      expect(checkOf(own, "ports")).toMatchObject({ status: "ok" });
+      expect(checkOf(own, "ports").detail).toContain(
+        `dashboard 127.0.0.1:${port} held by this profile's dashboard (pid ${process.pid})`,
+      );
+    } finally {
+      sleeper.kill("SIGKILL");
+    }
   });
 
   it("fails on a damaged store, with a salvage command that works as printed", async () => {

@@ -42,3 +42,26 @@ export function isProcessAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
+
+/** How a gateway was started: by `tenax up`, by its systemd unit, or by hand (`tenax gateway run`). */
+export type GatewayLauncher = "up" | "systemd" | "run";
+
+export interface GatewayLaunch {
+  started_by: GatewayLauncher;
+  /** The `tenax` arguments (without --profile) that started it, e.g. gateway run --port 0. */
+  args: string[];
+}
+
+/** What the gateway's pid file says about how it was started; null for a file without it. */
+export function readGatewayLaunch(pidFile: string): GatewayLaunch | null {
+  try {
+    const info = JSON.parse(readFileSync(pidFile, "utf8")) as { started_by?: unknown; args?: unknown };
+    const by = info.started_by;
+    const args = info.args;
+    if (by !== "up" && by !== "systemd" && by !== "run") return null;
+    if (!Array.isArray(args) || !args.every((a): a is string => typeof a === "string")) return null;
+    return { started_by: by, args };
+  } catch {
+    return null;
+  }
+}

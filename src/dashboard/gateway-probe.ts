@@ -15,9 +15,9 @@ export interface HealthComponent {
 }
 
 export interface GatewayView {
-  /** Where the probe looked, and why there (the pid file of a running gateway, or config.yaml). */
+  /** Where the probe looked, and why there (a running gateway's pid file, tenax up's state, config.yaml). */
   url: string;
-  source: "pid_file" | "config";
+  source: "pid_file" | "up" | "config";
   /** null until the first probe has finished. */
   reachable: boolean | null;
   /** When the current unreachable spell began (ms), null while reachable. */
@@ -104,6 +104,15 @@ export class GatewayProbe {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.running;
+  }
+
+  /** A look now (or the one under way), for when something says the last one is out of date. */
+  async refresh(): Promise<GatewayView> {
+    this.running ??= this.probe().finally(() => {
+      this.running = null;
+    });
+    await this.running;
+    return this.view;
   }
 
   /** One look at the gateway; never throws. */

@@ -4,13 +4,16 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { fileURLToPath } from "node:url";
+import { readGatewayLaunch, readGatewayPid } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
+import { readUpState, type UpState } from "../config/up-state.js";
 import { errorMessage } from "../core/errors.js";
 import { loopbackHostHeader } from "../core/host-header.js";
 import { decodePathPart, HttpRequestError, sendJson } from "../core/http.js";
+import { type GatewayAdvice, gatewayAdvice } from "../health/gateway-advice.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
-import { GatewayProbe, type GatewayProbeOptions } from "./gateway-probe.js";
+import { GatewayProbe, type GatewayProbeOptions, type GatewayView } from "./gateway-probe.js";
 import {
   DashboardError,
   type LayersView,
@@ -140,7 +143,7 @@ export class Dashboard {
       return;
     }
     if (path === "/api/overview") return send(res, 200, this.overview());
-    if (path === "/api/gateway") return send(res, 200, this.probe.current);
+    if (path === "/api/gateway") return send(res, 200, await this.gatewayView());
     if (path === "/api/layers") return send(res, 200, await this.cachedLayers());
     if (path === "/api/sessions") {
       const limit = intParam(url, "limit", 50, 1, 500);
@@ -166,6 +169,33 @@ export class Dashboard {
       });
     }
     throw new DashboardError(404, "not_found", `no dashboard route ${path}`);
+  }
+
+  /**
+   * The probe's view, with what the profile's `tenax up` says (restarting, gave up) and the advice
+   * for the way the gateway was started. When up reported a change since the last probe (the
+   * gateway just died or came back), the gateway is probed again first, so the two agree.
+   */
+  private async gatewayView(): Promise<
+    GatewayView & { supervisor: UpState | null; advice: GatewayAdvice | null }
+  > {
+    const { paths } = this.options;
+    const up = readUpState(paths);
+    let view = this.probe.current;
+    if (up !== null && up.updated_at > (view.checked_at ?? 0)) view = await this.probe.refresh();
+    const down = view.reachable === false || (up !== null && up.gateway.state !== "running");
+    const advice = down
+      ? gatewayAdvice({
+          paths,
+          now: this.now(),
+          up,
+          holder: readGatewayPid(paths.pid),
+          launch: readGatewayLaunch(paths.pid),
+          // This dashboard runs; outside a tenax up, `tenax up` would find its port taken.
+          dashboardRunning: true,
+        })
+      : null;
+    return { ...view, supervisor: up, advice };
   }
 
   private overview() {

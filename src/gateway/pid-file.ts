@@ -2,7 +2,7 @@
 // cannot both win; a file naming a dead process (a crash) is reclaimed, a live one refuses.
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { writeFileAtomic } from "../config/atomic-write.js";
-import { readGatewayPid } from "../config/gateway-pid.js";
+import { type GatewayLauncher, readGatewayPid } from "../config/gateway-pid.js";
 import { TenaxError } from "../core/errors.js";
 
 export interface PidInfo {
@@ -10,6 +10,9 @@ export interface PidInfo {
   started_at: number;
   host?: string;
   port?: number;
+  /** How it was started, so advice for a dead gateway names the way to start it again. */
+  started_by?: GatewayLauncher;
+  args?: string[];
 }
 
 export interface PidLock {

@@ -1,5 +1,6 @@
 // A gateway process from start to stop: the pid file, the clean-shutdown marker, the agent, the
-// port, and the signals. SIGTERM/SIGINT stop new turns, tell open streams, drain up to
+// port, and the signals. SIGTERM/SIGINT (or the end of `tenax up`, through `stopWhen`) stop new
+// turns, tell open streams, drain up to
 // gateway.drain_timeout, interrupt the rest, close agent and store, and mark a clean stop only
 // when the drain completed.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
@@ -11,16 +12,18 @@ import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../age
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
 import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
+import type { GatewayLaunch } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
-import { loadProfileSecrets } from "../config/profile-secrets.js";
+import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { TenaxError } from "../core/errors.js";
+import { errorMessage, TenaxError } from "../core/errors.js";
 import { isLoopback } from "../core/host-header.js";
 import { createJsonServer } from "../core/http.js";
+import type { RotatingLog } from "../core/log-file.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
 import { gatewayLog, startObservability } from "./observability.js";
-import { acquirePidFile } from "./pid-file.js";
+import { acquirePidFile, type PidLock } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
 import { runRoutes } from "./runs-http.js";
 
@@ -34,6 +37,10 @@ export interface RunGatewayOptions {
   cwd: string;
   /** Where gateway.api_key came from, as the config loader found it (for the start's one line). */
   keySource?: GatewayKeySource;
+  /** How it was started; recorded in the pid file for the advice shown when it is down. */
+  launch?: GatewayLaunch;
+  /** Resolves (with why) when the gateway should drain and stop as on SIGTERM: `tenax up` is gone. */
+  stopWhen?: Promise<string>;
   /** Lines for the operator (stdout). */
   info(line: string): void;
   warn(line: string): void;
@@ -59,7 +66,11 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       },
     );
   }
-  const lock = acquirePidFile(paths.pid, { pid: process.pid, started_at: Date.now() }, paths.name);
+  const lock = acquirePidFile(
+    paths.pid,
+    { pid: process.pid, started_at: Date.now(), ...options.launch },
+    paths.name,
+  );
   let keyed: ReturnType<typeof ensureGatewayKey>;
   try {
     // Under the pid lock, so two starts cannot each write a key of their own.
@@ -68,190 +79,218 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
     lock.release();
     throw error;
   }
-  const config = keyed.config;
   // No secret leaves the process: not in a reply, the store, the feed, the log or these lines.
   // Read after the key is made, so a key this start wrote is one of them.
   const secrets = loadProfileSecrets(paths, {
-    config,
+    config: keyed.config,
     secretVariables: [...(options.secretVariables ?? [])],
   });
+  // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb; so does the
+  // error a gateway dies of, which is where `tenax up` sends people after a crash loop.
   const { redactor } = secrets;
-  // Every operator line also goes to logs/gateway.log, which rotates at logs.max_mb.
-  const log = gatewayLog(paths, config, redactor);
-  const info = (line: string) => {
-    options.info(redactor.redactMessage(line));
-    log.write("info", line);
+  const log = gatewayLog(paths, keyed.config, redactor);
+  const out: Lines = {
+    info: (line) => {
+      options.info(redactor.redactMessage(line));
+      log.write("info", line);
+    },
+    warn: (line) => {
+      options.warn(redactor.redactMessage(line));
+      log.write("warn", line);
+    },
   };
-  const warn = (line: string) => {
-    options.warn(redactor.redactMessage(line));
-    log.write("warn", line);
-  };
-  if (lock.reclaimed !== null)
-    warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
   const unwatchOutput = options.onOutputLost?.((what) =>
-    warn(`${what}; the gateway keeps serving and its lines go on in ${log.file}`),
+    out.warn(`${what}; the gateway keeps serving and its lines go on in ${log.file}`),
   );
   try {
-    if (keyed.tightened !== null) warn(keyed.tightened);
-    info(keyLine(paths, keyed.source));
-    const clean = existsSync(paths.cleanShutdown);
-    rmSync(paths.cleanShutdown, { force: true });
-    info(
-      clean
-        ? "the last gateway stop was clean"
-        : "no clean-shutdown marker: the last gateway stop was not clean (or this is the first start)",
-    );
-    // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
-    const opened = await openAgent(paths, config, { storeSettings: options.storeSettings, secrets });
-    for (const line of describeProcessReap(opened.reapedProcesses)) warn(line);
-    // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
-    // crashed gateway's turns first; they are still this gateway's to resume.
-    const reapedElsewhere =
-      lock.crashed === null ? [] : reapedByOthers(opened.store, lock.crashed, opened.reaped);
-    for (const turn of reapedElsewhere)
-      info(
-        `turn ${turn.turn_id} of session ${turn.session_id} was running in the gateway that stopped (pid ${lock.crashed?.pid}) and was marked interrupted by another process since`,
-      );
-    if (opened.agent.runtime.builtIn)
-      warn(
-        "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
-      );
-    const startedAt = Date.now();
-    let address: string | null = null;
-    let listeningAt: { host: string; port: number } | null = null;
-    const observed = startObservability({
-      paths,
-      config,
-      store: opened.store,
-      scheduler: opened.agent.scheduler,
-      log,
-      redactor,
-      providers: {
-        recorder: opened.agent.providerHealth,
-        keyOf: async (provider) =>
-          (await opened.agent.runtime.router.runtime(provider).pool.next(Date.now()))?.key ?? null,
-      },
-      // `gateway` is made just below; the monitor reads it only when asked.
-      gateway: () => ({
-        stopping: gateway.isStopping,
-        turnsInFlight: gateway.turnsInFlight,
-        maxTurns: config.gateway.max_turns,
-        startedAt,
-        address,
-      }),
-    });
-    const gateway = new Gateway({
-      listening: () => listeningAt,
-      agent: opened.agent,
-      store: opened.store,
-      config,
-      version: options.version,
-      cwd: options.cwd,
-      health: observed.routes,
-      onTurnEvent: (sessionId, event) => observed.routes.onTurnEvent(sessionId, event),
-      // The runs API; `runs` is made just below, before the port opens.
-      routes: (req, res, path, url) => routes(req, res, path, url),
-    });
-    const runs = new RunRegistry({
-      store: opened.store,
-      gateway,
-      retentionMs: config.gateway.run_retention_hours * 3_600_000,
-      onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
-    });
-    const routes = runRoutes(runs, { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 });
-    // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
-    const lifecycle: ResumeOptions<TurnWatcher> = {
-      agent: opened.agent,
-      reaped: [...opened.reaped, ...reapedElsewhere],
-      host: gateway,
-      autoResume: config.gateway.auto_resume,
-      cwd: options.cwd,
-      watcherFor: (turnId, sessionId) => runs.watcherFor(turnId, sessionId),
-      onEvent: (event) => {
-        (event.type === "turn_resumed" ? info : warn)(event.message);
-        const { type, layer, session_id, message, ...data } = event;
-        observed.hub.publish({ type, layer, session_id, message, data });
-      },
-    };
-    reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
-    startWatchdog({
-      ...lifecycle,
-      onResume: (r) => reportResume(r, config.gateway.auto_resume, warn),
-      onProcesses: (r) => {
-        for (const line of describeProcessReap(r)) warn(line);
-      },
-    });
-    const settledRuns = await runs.recover();
-    if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
-    runs.maintainOn(opened.agent.scheduler);
-    const server = createJsonServer(gateway.handle);
-    // Listen for the stop signals before anyone can learn the address, so no signal finds the
-    // process without its handler (and dies without draining or removing its pid file).
-    const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
-      process.once("SIGTERM", () => resolve("SIGTERM"));
-      process.once("SIGINT", () => resolve("SIGINT"));
-    });
-    // The first look at the providers ends (each under its deadline) before /health is served, so a
-    // provider is never `unknown` merely because the gateway has just started.
-    await observed.monitor.providersReady;
-    try {
-      await listen(server, host, options.port);
-    } catch (error) {
-      await observed.close();
-      await opened.close();
-      throw error;
-    }
-    const bound = (server.address() as AddressInfo).port;
-    listeningAt = { host, port: bound };
-    await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound });
-    const shown = host.includes(":") ? `[${host}]` : host;
-    address = `http://${shown}:${bound}`;
-    observed.hub.publish({
-      type: "gateway_started",
-      layer: "lifecycle",
-      message: `gateway listening on ${address}`,
-    });
-    info(`gateway listening on http://${shown}:${bound}`);
-
-    const signal = await stopSignal;
-    info(
-      `${signal}: stopping; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
-    );
-    observed.hub.publish({
-      type: "shutdown",
-      layer: "lifecycle",
-      message: `${signal}: the gateway is stopping`,
-    });
-    gateway.beginShutdown();
-    // A second signal means "stop now": the drain is cut short and what runs is interrupted.
-    const now = new AbortController();
-    const again = (second: NodeJS.Signals) => {
-      info(`${second} again: interrupting the running turns now`);
-      now.abort();
-    };
-    process.on("SIGTERM", again);
-    process.on("SIGINT", again);
-    const drained = await gateway.drain(config.gateway.drain_timeout * 1000, now.signal);
-    if (!drained) {
-      const left = await gateway.interruptAll();
-      warn(
-        `the drain timed out: ${left} turn(s) interrupted and saved; they can be continued with X-Session-Id`,
-      );
-    }
-    // Every run's terminal event is committed (and sent to its followers) before the store closes.
-    await runs.settled();
-    await observed.close();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await opened.close();
-    if (drained) writeFileSync(paths.cleanShutdown, `${new Date().toISOString()}\n`, { mode: 0o600 });
-    info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");
-    return 0;
+    if (lock.reclaimed !== null)
+      out.warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
+    return await serve({ ...options, config: keyed.config }, { keyed, secrets, lock, log, out });
+  } catch (error) {
+    log.write("error", `the gateway stopped on an error: ${errorMessage(error)}`);
+    throw error;
   } finally {
     unwatchOutput?.();
     lock.release();
     log.close();
   }
+}
+
+interface Lines {
+  info(line: string): void;
+  warn(line: string): void;
+}
+
+interface Started {
+  keyed: ReturnType<typeof ensureGatewayKey>;
+  secrets: ProfileSecrets;
+  lock: PidLock;
+  log: RotatingLog;
+  out: Lines;
+}
+
+/** The gateway from its pid lock and key on: open the agent, serve, drain, close. */
+async function serve(options: RunGatewayOptions, started: Started): Promise<number> {
+  const { paths, config, host } = options;
+  const { keyed, secrets, lock, log } = started;
+  const { redactor } = secrets;
+  const { info, warn } = started.out;
+  if (keyed.tightened !== null) warn(keyed.tightened);
+  info(keyLine(paths, keyed.source));
+  const clean = existsSync(paths.cleanShutdown);
+  rmSync(paths.cleanShutdown, { force: true });
+  info(
+    clean
+      ? "the last gateway stop was clean"
+      : "no clean-shutdown marker: the last gateway stop was not clean (or this is the first start)",
+  );
+  // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
+  const opened = await openAgent(paths, config, { storeSettings: options.storeSettings, secrets });
+  for (const line of describeProcessReap(opened.reapedProcesses)) warn(line);
+  // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
+  // crashed gateway's turns first; they are still this gateway's to resume.
+  const reapedElsewhere =
+    lock.crashed === null ? [] : reapedByOthers(opened.store, lock.crashed, opened.reaped);
+  for (const turn of reapedElsewhere)
+    info(
+      `turn ${turn.turn_id} of session ${turn.session_id} was running in the gateway that stopped (pid ${lock.crashed?.pid}) and was marked interrupted by another process since`,
+    );
+  if (opened.agent.runtime.builtIn)
+    warn(
+      "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
+    );
+  const startedAt = Date.now();
+  let address: string | null = null;
+  let listeningAt: { host: string; port: number } | null = null;
+  const observed = startObservability({
+    paths,
+    config,
+    store: opened.store,
+    scheduler: opened.agent.scheduler,
+    log,
+    redactor,
+    providers: {
+      recorder: opened.agent.providerHealth,
+      keyOf: async (provider) =>
+        (await opened.agent.runtime.router.runtime(provider).pool.next(Date.now()))?.key ?? null,
+    },
+    // `gateway` is made just below; the monitor reads it only when asked.
+    gateway: () => ({
+      stopping: gateway.isStopping,
+      turnsInFlight: gateway.turnsInFlight,
+      maxTurns: config.gateway.max_turns,
+      startedAt,
+      address,
+    }),
+  });
+  const gateway = new Gateway({
+    listening: () => listeningAt,
+    agent: opened.agent,
+    store: opened.store,
+    config,
+    version: options.version,
+    cwd: options.cwd,
+    health: observed.routes,
+    onTurnEvent: (sessionId, event) => observed.routes.onTurnEvent(sessionId, event),
+    // The runs API; `runs` is made just below, before the port opens.
+    routes: (req, res, path, url) => routes(req, res, path, url),
+  });
+  const runs = new RunRegistry({
+    store: opened.store,
+    gateway,
+    retentionMs: config.gateway.run_retention_hours * 3_600_000,
+    onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
+  });
+  const routes = runRoutes(runs, { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 });
+  // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
+  const lifecycle: ResumeOptions<TurnWatcher> = {
+    agent: opened.agent,
+    reaped: [...opened.reaped, ...reapedElsewhere],
+    host: gateway,
+    autoResume: config.gateway.auto_resume,
+    cwd: options.cwd,
+    watcherFor: (turnId, sessionId) => runs.watcherFor(turnId, sessionId),
+    onEvent: (event) => {
+      (event.type === "turn_resumed" ? info : warn)(event.message);
+      const { type, layer, session_id, message, ...data } = event;
+      observed.hub.publish({ type, layer, session_id, message, data });
+    },
+  };
+  reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
+  startWatchdog({
+    ...lifecycle,
+    onResume: (r) => reportResume(r, config.gateway.auto_resume, warn),
+    onProcesses: (r) => {
+      for (const line of describeProcessReap(r)) warn(line);
+    },
+  });
+  const settledRuns = await runs.recover();
+  if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
+  runs.maintainOn(opened.agent.scheduler);
+  const server = createJsonServer(gateway.handle);
+  // Listen for the stop signals before anyone can learn the address, so no signal finds the
+  // process without its handler (and dies without draining or removing its pid file).
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+    void options.stopWhen?.then(resolve);
+  });
+  // The first look at the providers ends (each under its deadline) before /health is served, so a
+  // provider is never `unknown` merely because the gateway has just started.
+  await observed.monitor.providersReady;
+  try {
+    await listen(server, host, options.port);
+  } catch (error) {
+    await observed.close();
+    await opened.close();
+    throw error;
+  }
+  const bound = (server.address() as AddressInfo).port;
+  listeningAt = { host, port: bound };
+  await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
+  const shown = host.includes(":") ? `[${host}]` : host;
+  address = `http://${shown}:${bound}`;
+  observed.hub.publish({
+    type: "gateway_started",
+    layer: "lifecycle",
+    message: `gateway listening on ${address}`,
+  });
+  info(`gateway listening on http://${shown}:${bound}`);
+
+  const signal = await stopSignal;
+  info(
+    `${signal}: stopping; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
+  );
+  observed.hub.publish({
+    type: "shutdown",
+    layer: "lifecycle",
+    message: `${signal}: the gateway is stopping`,
+  });
+  gateway.beginShutdown();
+  // A second signal means "stop now": the drain is cut short and what runs is interrupted.
+  const now = new AbortController();
+  const again = (second: NodeJS.Signals) => {
+    info(`${second} again: interrupting the running turns now`);
+    now.abort();
+  };
+  process.on("SIGTERM", again);
+  process.on("SIGINT", again);
+  const drained = await gateway.drain(config.gateway.drain_timeout * 1000, now.signal);
+  if (!drained) {
+    const left = await gateway.interruptAll();
+    warn(
+      `the drain timed out: ${left} turn(s) interrupted and saved; they can be continued with X-Session-Id`,
+    );
+  }
+  // Every run's terminal event is committed (and sent to its followers) before the store closes.
+  await runs.settled();
+  await observed.close();
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await opened.close();
+  if (drained) writeFileSync(paths.cleanShutdown, `${new Date().toISOString()}\n`, { mode: 0o600 });
+  info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");
+  return 0;
 }
 
 /** Where the key is (never the key itself), or that there is none. */

@@ -1,7 +1,9 @@
-// The gateway's and the dashboard's ports: free, or held by this profile's own gateway (the pid
-// in its pid file, confirmed through /proc where it can be read). Anything else holding one is a fail.
+// The gateway's and the dashboard's ports: free, or held by this profile's own gateway or dashboard
+// (the pid in gateway.pid or dashboard.pid, confirmed through /proc where it can be read; under
+// `tenax up` these are up's two children). Anything else holding one is a fail.
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createServer } from "node:net";
+import { readDashboardPid } from "../config/dashboard-pid.js";
 import { readGatewayPid } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import { configuredPorts } from "../config/ports.js";
@@ -35,6 +37,11 @@ export async function portsCheck(
     },
   ];
   const gateway = readGatewayPid(paths.pid);
+  // The profile's own processes that may hold one of its ports.
+  const owners = [
+    { name: "gateway", holder: gateway },
+    { name: "dashboard", holder: readDashboardPid(paths) },
+  ];
   const notes: string[] = [];
   const taken: { what: string; port: number }[] = [];
   for (const { what, host, port } of wanted) {
@@ -46,10 +53,10 @@ export async function portsCheck(
       notes.push(`${what} ${host}:${port} free`);
       continue;
     }
-    const own = gateway.running && gateway.pid !== null ? holdsPort(gateway.pid, port) : false;
-    if (own !== false) {
+    const own = ownerOf(owners, what, port);
+    if (own !== null) {
       notes.push(
-        `${what} ${host}:${port} held by this profile's gateway (pid ${gateway.pid}${own === null ? ", by its pid file" : ""})`,
+        `${what} ${host}:${port} held by this profile's ${own.name} (pid ${own.pid}${own.byFile ? ", by its pid file" : ""})`,
       );
       continue;
     }
@@ -65,6 +72,25 @@ export async function portsCheck(
     }`,
     next: `find the holder with ss -ltnp 'sport = :${first}', then stop it or change the port in ${paths.config}`,
   };
+}
+
+/**
+ * Which of the profile's own live processes listens on `port`: /proc decides where it can be read;
+ * where it cannot (another user's process, no /proc), the pid file is taken at its word, but only
+ * for the process whose own port it is, so that a dashboard is never taken for the gateway's holder.
+ */
+function ownerOf(
+  owners: { name: string; holder: { pid: number | null; running: boolean } }[],
+  what: string,
+  port: number,
+): { name: string; pid: number; byFile: boolean } | null {
+  for (const { name, holder } of owners) {
+    if (!holder.running || holder.pid === null) continue;
+    const holds = holdsPort(holder.pid, port);
+    if (holds === true) return { name, pid: holder.pid, byFile: false };
+    if (holds === null && name === what) return { name, pid: holder.pid, byFile: true };
+  }
+  return null;
 }
 
 /** " (pid N: its command line)" when /proc shows who listens on the port, else "". */

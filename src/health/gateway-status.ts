@@ -3,17 +3,44 @@
 // /health gives the scheduler's lag (the scheduler runs inside the gateway).
 import { readFileSync } from "node:fs";
 import { tenaxCommand } from "../config/command-hint.js";
+import { readDashboardPid } from "../config/dashboard-pid.js";
 import { currentGatewayKey } from "../config/gateway-key.js";
-import { readGatewayPid } from "../config/gateway-pid.js";
+import { readGatewayLaunch, readGatewayPid } from "../config/gateway-pid.js";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
+import { describeExit, readUpState, type UpState } from "../config/up-state.js";
 import { errorMessage } from "../core/errors.js";
 import { type ProviderRecord, parseProviderRecord } from "../llm/provider-state.js";
+import { gatewayAdvice } from "./gateway-advice.js";
 import type { Component } from "./status.js";
 
 export interface GatewayComponent extends Component {
   url: string;
   pid: number | null;
+  /** What the profile's live `tenax up` says of its gateway, when one runs. */
+  supervisor?: Supervisor;
+}
+
+export type Supervisor = Pick<
+  UpState["gateway"],
+  "state" | "restarts" | "last_exit" | "next_restart_at" | "gave_up"
+> & {
+  up_pid: number;
+};
+
+function supervisorOf(up: UpState): Supervisor {
+  const { state, restarts, last_exit, next_restart_at, gave_up } = up.gateway;
+  return { up_pid: up.pid, state, restarts, last_exit, next_restart_at, gave_up };
+}
+
+/** "run by tenax up (pid U), restarted 2 times (last: it was killed by SIGKILL)". */
+function underUp(up: UpState): string {
+  const { restarts, last_exit } = up.gateway;
+  const history =
+    restarts === 0
+      ? ""
+      : `, restarted ${restarts} time(s)${last_exit === null ? "" : ` (the last one ${describeExit(last_exit)})`}`;
+  return `run by tenax up (pid ${up.pid})${history}`;
 }
 
 export interface OutsideView {
@@ -25,12 +52,13 @@ export interface OutsideView {
 
 /**
  * Where the gateway serves: the address a live gateway wrote in its pid file (it records the port
- * it bound, which matters with --port 0), else config's.
+ * it bound, which matters with --port 0), else, while a live `tenax up` restarts it, the address up
+ * keeps for it, else config's.
  */
 export function gatewayTarget(
   paths: ProfilePaths,
   config: TenaxConfig,
-): { url: string; source: "pid_file" | "config" } {
+): { url: string; source: "pid_file" | "up" | "config" } {
   try {
     const info = JSON.parse(readFileSync(paths.pid, "utf8")) as {
       pid?: unknown;
@@ -45,8 +73,11 @@ export function gatewayTarget(
     )
       return { url: httpUrl(info.host, info.port), source: "pid_file" };
   } catch {
-    // No pid file (no gateway running) or a bare pid: config says where it would serve.
+    // No pid file (no gateway running) or a bare pid: up or config says where it would serve.
   }
+  const up = readUpState(paths)?.gateway;
+  if (up !== undefined && up.host !== null && up.port !== null)
+    return { url: httpUrl(up.host, up.port), source: "up" };
   return { url: httpUrl(config.gateway.host, config.gateway.port), source: "config" };
 }
 
@@ -63,6 +94,7 @@ export async function probeGatewayFromOutside(
 ): Promise<OutsideView> {
   const { url } = gatewayTarget(paths, config);
   const holder = readGatewayPid(paths.pid);
+  const up = readUpState(paths);
   const start = tenaxCommand(paths.name, ["up"]);
   const key = currentGatewayKey(paths, config);
   const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
@@ -76,24 +108,21 @@ export async function probeGatewayFromOutside(
     live = `${url} does not answer (${code ?? errorMessage(error)})`;
   }
   if (live !== null) {
+    const advice = gatewayAdvice({
+      paths,
+      now: Date.now(),
+      up,
+      holder,
+      launch: readGatewayLaunch(paths.pid),
+      dashboardRunning: up === null && readDashboardPid(paths).running,
+    });
     const gateway: GatewayComponent = {
       status: "down",
       url,
       pid: holder.pid,
-      ...(holder.running
-        ? {
-            detail: `process ${holder.pid} holds the gateway's pid file but ${live}: hung or still starting`,
-            next: `${tenaxCommand(paths.name, ["gateway", "restart"])} (or stop pid ${holder.pid} and run ${start})`,
-          }
-        : holder.pid !== null
-          ? {
-              detail: `not running: gateway pid ${holder.pid} is gone without a clean stop (a crash); ${live}`,
-              next: `${start} (or ${tenaxCommand(paths.name, ["gateway", "start"])} for the service); its turns are resumed on start`,
-            }
-          : {
-              detail: `not running: ${live}`,
-              next: `${start} (or ${tenaxCommand(paths.name, ["gateway", "start"])} for the service)`,
-            }),
+      detail: advice.situation === "not running" ? `not running: ${live}` : `${advice.situation}; ${live}`,
+      next: advice.next,
+      ...(up === null ? {} : { supervisor: supervisorOf(up) }),
     };
     return {
       gateway,
@@ -125,10 +154,11 @@ export async function probeGatewayFromOutside(
     };
   const gateway: GatewayComponent = {
     status: "ok",
-    detail: `serving on ${url} (pid ${holder.pid})`,
+    detail: `serving on ${url} (pid ${holder.pid})${up === null ? "" : `, ${underUp(up)}`}`,
     next: null,
     url,
     pid: holder.pid,
+    ...(up === null ? {} : { supervisor: supervisorOf(up) }),
   };
   try {
     const response = await fetch(`${url}/health`, { headers, signal: AbortSignal.timeout(timeoutMs) });

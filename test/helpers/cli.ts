@@ -109,3 +109,9 @@ export function runPrinted(home: string, command: string): Run {
   const result = spawnSync("sh", ["-c", script], { cwd: home, env: cliEnvironment(home), encoding: "utf8" });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
+
+/** Like runPrinted, without blocking this process (a simulator or a page may run in it). */
+export function runPrintedAsync(home: string, command: string): Promise<Run> {
+  const script = `tenax() { "${process.execPath}" "${BIN}" "$@"; }\n${command}`;
+  return runAsync("sh", ["-c", script], { cwd: home, env: cliEnvironment(home) });
+}

@@ -1,6 +1,7 @@
 // A long-running `tenax` command (gateway, dashboard, up) as a child process of a test: started
 // from the built CLI, awaited until it prints where it listens, and killed after each test.
 import { type ChildProcess, spawn } from "node:child_process";
+import type { Readable } from "node:stream";
 import { afterEach } from "vitest";
 import { BIN, cliEnvironment, ROOT } from "./cli.js";
 
@@ -39,6 +40,26 @@ export function startListening(
 ): Promise<ListeningProcess> {
   const environment = cliEnvironment(home, env);
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: environment });
+  return listening(child, what, environment);
+}
+
+/**
+ * A long-running command that a hint printed (`tenax gateway run --port 0`), run by a shell exactly
+ * as printed, from the home folder, with `tenax` meaning this CLI; waits for `WHAT listening on URL`.
+ */
+export function startPrinted(home: string, command: string, what: string): Promise<ListeningProcess> {
+  // exec: the shell becomes the CLI, so a signal to the child reaches the CLI itself.
+  const script = `tenax() { exec "${process.execPath}" "${BIN}" "$@"; }\n${command}`;
+  const environment = cliEnvironment(home);
+  const child = spawn("sh", ["-c", script], { cwd: home, env: environment });
+  return listening(child, what, environment);
+}
+
+function listening(
+  child: ChildProcess & { stdout: Readable; stderr: Readable },
+  what: string,
+  environment: NodeJS.ProcessEnv,
+) {
   const key = environment.TENAX_API_KEY;
   const auth: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
   started.push(child);
@@ -57,7 +78,7 @@ export function startListening(
     }),
   );
   const pattern = new RegExp(`${what} listening on (http://\\S+)`);
-  return new Promise((resolve, reject) => {
+  return new Promise<ListeningProcess>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`the ${what} did not start:\n${stdout}\n${stderr}`)),
       15_000,

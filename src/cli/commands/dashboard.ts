@@ -4,10 +4,12 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
+import { removeDashboardPid, writeDashboardPid } from "../../config/dashboard-pid.js";
 import { loadConfig } from "../../config/load.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
 import { isLoopback } from "../../core/host-header.js";
 import { createJsonServer } from "../../core/http.js";
+import { parentPipe } from "../../core/parent-pipe.js";
 import { Dashboard } from "../../dashboard/server.js";
 import { type Cli, VERSION } from "../main.js";
 import type { Output } from "../output.js";
@@ -16,9 +18,6 @@ export interface DashboardFlags {
   host?: string;
   port?: string;
 }
-
-/** Set by `tenax up` on the dashboard it starts: stop when up's pipe to our stdin closes. */
-export const PARENT_PIPE_ENV = "TENAX_DASHBOARD_PARENT_PIPE";
 
 export function registerDashboardCommand(program: Command, cli: Cli): void {
   program
@@ -30,6 +29,21 @@ export function registerDashboardCommand(program: Command, cli: Cli): void {
 }
 
 export async function serveDashboard(cli: Cli, out: Output, flags: DashboardFlags): Promise<number> {
+  // Started by `tenax up`: stop when up's pipe to our stdin closes (up is gone, even by kill -9).
+  const pipe = parentPipe();
+  try {
+    return await serve(cli, out, flags, pipe?.closed);
+  } finally {
+    pipe?.release();
+  }
+}
+
+async function serve(
+  cli: Cli,
+  out: Output,
+  flags: DashboardFlags,
+  upGone: Promise<void> | undefined,
+): Promise<number> {
   const port = flags.port === undefined ? undefined : parsePort(flags.port, "--port");
   const paths = cli.profile();
   const { config, warnings } = loadConfig(paths);
@@ -46,24 +60,27 @@ export async function serveDashboard(cli: Cli, out: Output, flags: DashboardFlag
   const stopSignal = new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
-    if (process.env[PARENT_PIPE_ENV] === "1") {
-      process.stdin.on("end", () => resolve("tenax up stopped"));
-      process.stdin.resume();
-    }
+    void upGone?.then(() => resolve("tenax up stopped"));
   });
   await listen(server, host, port ?? config.dashboard.port);
   dashboard.start();
   const bound = (server.address() as AddressInfo).port;
+  // `tenax doctor` tells this dashboard on its port from a stranger by this file.
+  await writeDashboardPid(paths, { pid: process.pid, started_at: Date.now(), host, port: bound }).catch(
+    (error: unknown) =>
+      out.warn(
+        `could not write the dashboard's pid file (${(error as Error).message}): tenax doctor will count its port as another program's`,
+      ),
+  );
   out.line(`dashboard listening on http://${host.includes(":") ? `[${host}]` : host}:${bound}`);
   out.line(
     `dashboard: probing the gateway at ${dashboard.probe.current.url}; reading ${paths.state} read-only`,
   );
   const why = await stopSignal;
+  removeDashboardPid(paths, process.pid);
   await dashboard.stop();
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  // A resumed stdin would keep this process alive after the command has finished.
-  process.stdin.destroy();
   out.line(`dashboard stopped (${why})`);
   return 0;
 }

@@ -1,8 +1,11 @@
 // `tenax gateway`: the command group of the profile's HTTP gateway. `run` serves in the
 // foreground until SIGTERM/SIGINT; the service subcommands are added to the same group elsewhere.
+import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import type { GatewayLaunch } from "../../config/gateway-pid.js";
 import { loadConfig } from "../../config/load.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
+import { parentPipe } from "../../core/parent-pipe.js";
 import { runGateway } from "../../gateway/run.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { type Cli, VERSION } from "../main.js";
@@ -29,10 +32,26 @@ export function registerGatewayCommands(program: Command, cli: Cli): Command {
 }
 
 /**
- * Serve the profile's gateway in the foreground until SIGTERM or SIGINT: `tenax gateway run` and
- * `tenax up`. A config error exits with the code the service unit does not restart on.
+ * Serve the profile's gateway in the foreground until SIGTERM or SIGINT (`tenax gateway run`, also
+ * as a child of `tenax up` or of its systemd unit). Started by up, the end of up's pipe on stdin
+ * drains and stops it as SIGTERM does. A config error exits with the code that neither the service
+ * unit nor up restarts on.
  */
 export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Promise<number> {
+  const pipe = parentPipe();
+  try {
+    return await serve(cli, out, flags, pipe === null ? undefined : pipe.closed);
+  } finally {
+    pipe?.release();
+  }
+}
+
+async function serve(
+  cli: Cli,
+  out: Output,
+  flags: RunFlags,
+  upGone: Promise<void> | undefined,
+): Promise<number> {
   const port = flags.port === undefined ? undefined : parsePort(flags.port);
   const paths = cli.profile({ create: true });
   let loaded: ReturnType<typeof loadConfig>;
@@ -57,6 +76,10 @@ export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Prom
     version: VERSION,
     storeSettings: storeSettings(config),
     cwd: process.cwd(),
+    launch: launchOf(flags, upGone !== undefined),
+    ...(upGone === undefined
+      ? {}
+      : { stopWhen: upGone.then(() => "the pipe from tenax up closed (tenax up is gone)") }),
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
     secretVariables: loaded.secretVariables,
@@ -65,6 +88,30 @@ export async function serveGateway(cli: Cli, out: Output, flags: RunFlags): Prom
         report(`${name} was closed (${(error as NodeJS.ErrnoException).code ?? error.message})`),
       ),
   });
+}
+
+/** How this gateway was started, for the advice a dead gateway's pid file leads to. */
+function launchOf(flags: RunFlags, byUp: boolean): GatewayLaunch {
+  const args = [
+    "gateway",
+    "run",
+    ...(flags.host === undefined ? [] : ["--host", flags.host]),
+    ...(flags.port === undefined ? [] : ["--port", flags.port]),
+  ];
+  return { started_by: byUp ? "up" : startedBySystemd() ? "systemd" : "run", args };
+}
+
+/**
+ * A systemd service: systemd sets INVOCATION_ID for it and is its parent. INVOCATION_ID alone is
+ * not enough, since a terminal that runs as a user service passes it on to its shells.
+ */
+function startedBySystemd(): boolean {
+  if (process.env.INVOCATION_ID === undefined) return false;
+  try {
+    return readFileSync(`/proc/${process.ppid}/comm`, "utf8").trim() === "systemd";
+  } catch {
+    return false;
+  }
 }
 
 function parsePort(value: string): number {

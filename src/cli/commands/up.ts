@@ -1,14 +1,24 @@
-// `tenax up`: the profile's long-running services. The gateway serves in the foreground (as
-// `tenax gateway run`); the dashboard runs as a child process (`tenax dashboard`), so either can
-// die while the other stays up, and the dashboard can show a dead gateway. SIGTERM or SIGINT
-// drains the gateway and then stops the dashboard.
-import { type ChildProcess, spawn } from "node:child_process";
+// `tenax up` (what `npm start` runs): the profile's gateway (`tenax gateway run`) and dashboard
+// (`tenax dashboard`) as two independent children that up supervises, so either can die while the
+// other stays up and the dashboard can show a dead gateway. The gateway is restarted with backoff
+// until a crash loop; up.json says what up is doing. SIGTERM or SIGINT drains the gateway, then
+// stops the dashboard, and up exits with the gateway's code; if up itself dies, both children see
+// its pipe close and stop by themselves (the gateway drains).
+
+import { rmSync } from "node:fs";
 import type { Command } from "commander";
 import { tenaxCommand } from "../../config/command-hint.js";
+import { readDashboardPid } from "../../config/dashboard-pid.js";
+import type { ProfilePaths } from "../../config/paths.js";
+import { readUpState, type UpState, upStateFile, writeUpState } from "../../config/up-state.js";
+import { realSleep, systemClock } from "../../core/deps.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
-import { PARENT_PIPE_ENV, parsePort } from "./dashboard.js";
-import { serveGateway } from "./gateway.js";
+import { spawnTenax, type TenaxChild } from "../up/child.js";
+import { GatewaySupervisor } from "../up/gateway-supervisor.js";
+import { RestartPolicy } from "../up/restart-policy.js";
+import { REVIVE_SIGNAL, reviveGateway } from "../up/revive.js";
+import { parsePort } from "./dashboard.js";
 
 interface UpFlags {
   gatewayHost?: string;
@@ -23,11 +33,13 @@ const DASHBOARD_STOP_MS = 5000;
 export function registerUpCommand(program: Command, cli: Cli): void {
   program
     .command("up")
-    .description("run this profile's gateway in the foreground and its dashboard beside it")
+    .description(
+      "run this profile's gateway and dashboard as supervised processes (the gateway is restarted if it crashes)",
+    )
     .option("--gateway-host <host>", "address the gateway listens on (default: gateway.host)")
     .option(
       "--gateway-port <port>",
-      "port the gateway listens on, 0 picks a free one (default: gateway.port)",
+      "port the gateway listens on, 0 picks a free one that restarts keep (default: gateway.port)",
     )
     .option("--dashboard-host <host>", "address the dashboard listens on (default: dashboard.host)")
     .option(
@@ -36,56 +48,171 @@ export function registerUpCommand(program: Command, cli: Cli): void {
     )
     .action((flags: UpFlags) =>
       cli.run(false, async (out) => {
+        if (flags.gatewayPort !== undefined) parsePort(flags.gatewayPort, "--gateway-port");
         if (flags.dashboardPort !== undefined) parsePort(flags.dashboardPort, "--dashboard-port");
-        const dashboard = startDashboard(cli, out, flags);
-        try {
-          return await serveGateway(cli, out, {
-            ...(flags.gatewayHost === undefined ? {} : { host: flags.gatewayHost }),
-            ...(flags.gatewayPort === undefined ? {} : { port: flags.gatewayPort }),
-          });
-        } finally {
-          await dashboard.stop();
+        const paths = cli.profile();
+        const running = readUpState(paths);
+        if (running !== null) {
+          if (Object.values(flags).some((v) => v !== undefined))
+            out.warn(`tenax up (pid ${running.pid}) already runs; its own flags stay, these are ignored`);
+          return reviveGateway(paths, running, out);
         }
+        return supervise(paths, out, flags);
       }),
     );
 }
 
+async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Promise<number> {
+  const clock = systemClock;
+  const writer = stateWriter(paths, out);
+  let wake: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  const policy = new RestartPolicy();
+  const gateway = new GatewaySupervisor({
+    paths,
+    ...(flags.gatewayHost === undefined ? {} : { host: flags.gatewayHost }),
+    ...(flags.gatewayPort === undefined ? {} : { port: flags.gatewayPort }),
+    policy,
+    spawn: (args) => spawnTenax(paths.name, args),
+    clock,
+    onChange: () => writer.write(snapshot()),
+    onGaveUp: () => {
+      if (dashboard.state === "running") out.line("tenax up: the dashboard keeps serving, and shows this");
+      idle();
+    },
+    info: (line) => out.line(line),
+    warn: (line) => out.warn(line),
+  });
+  const dashboard: UpState["dashboard"] = { pid: null, state: "starting", last_exit: null };
+  const startedAt = clock.now();
+  const snapshot = (): UpState => ({
+    pid: process.pid,
+    started_at: startedAt,
+    updated_at: clock.now(),
+    gateway: { ...gateway.state },
+    dashboard: { ...dashboard },
+  });
+  // Nothing left to run: the gateway will not restart and the dashboard is gone.
+  const idle = () => {
+    if (gateway.state.state !== "gave_up" || dashboard.state !== "stopped") return;
+    out.warn("tenax up: neither the gateway nor the dashboard runs any more; stopping");
+    wake();
+  };
+
+  let stopping = false;
+  const onStop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      out.line(`tenax up: ${signal} again: the gateway cuts its drain short`);
+      gateway.hurry();
+      return;
+    }
+    stopping = true;
+    out.line(`tenax up: ${signal}: stopping the gateway (it drains), then the dashboard`);
+    wake();
+  };
+  const onRevive = () => {
+    if (!gateway.revive())
+      out.line(`tenax up: ${REVIVE_SIGNAL} ignored: the gateway is ${gateway.state.state}`);
+  };
+  process.on("SIGTERM", onStop);
+  process.on("SIGINT", onStop);
+  process.on(REVIVE_SIGNAL, onRevive);
+
+  // Written before either child starts, so the first look of the dashboard already finds it.
+  writer.write(snapshot());
+  await writer.flushed();
+  out.line(
+    `tenax up (pid ${process.pid}): the gateway and the dashboard of profile '${paths.name}' run as separate processes; a crashed gateway is restarted (state in ${upStateFile(paths)})`,
+  );
+  gateway.start();
+  const serving = () => gateway.state.state === "running" || gateway.state.state === "starting";
+  const dashboardChild = startDashboard(paths, out, flags, dashboard, serving, () => {
+    writer.write(snapshot());
+    idle();
+  });
+  writer.write(snapshot());
+
+  await done;
+  const code = await gateway.stop();
+  await stopChild(dashboardChild);
+  process.off("SIGTERM", onStop);
+  process.off("SIGINT", onStop);
+  process.off(REVIVE_SIGNAL, onRevive);
+  await writer.close();
+  return code;
+}
+
 /** `tenax dashboard` for the same profile as a child; it prints its own "listening" line. */
-function startDashboard(cli: Cli, out: Output, flags: UpFlags): { stop(): Promise<void> } {
-  const profile = cli.profile().name;
-  const args = [
-    ...process.execArgv,
-    process.argv[1] ?? "tenax",
-    "--profile",
-    profile,
+function startDashboard(
+  paths: ProfilePaths,
+  out: Output,
+  flags: UpFlags,
+  state: UpState["dashboard"],
+  gatewayServing: () => boolean,
+  changed: () => void,
+): { child: TenaxChild; stopping: boolean } {
+  const child = spawnTenax(paths.name, [
     "dashboard",
     ...(flags.dashboardHost === undefined ? [] : ["--host", flags.dashboardHost]),
     ...(flags.dashboardPort === undefined ? [] : ["--port", flags.dashboardPort]),
-  ];
-  let stopping = false;
-  const child: ChildProcess = spawn(process.execPath, args, {
-    // Our end of its stdin closes when this process dies in any way, and the dashboard follows.
-    stdio: ["pipe", "inherit", "inherit"],
-    env: { ...process.env, [PARENT_PIPE_ENV]: "1" },
+  ]);
+  const handle = { child, stopping: false };
+  state.pid = child.pid;
+  // It writes dashboard.pid once it listens.
+  void (async () => {
+    while (child.alive() && state.state === "starting") {
+      if (readDashboardPid(paths).pid === child.pid) {
+        state.state = "running";
+        changed();
+        return;
+      }
+      await realSleep(100);
+    }
+  })();
+  void child.exited.then((exit) => {
+    state.pid = null;
+    state.state = "stopped";
+    state.last_exit = { ...exit, at: Date.now(), clean: exit.code === 0 && exit.signal === null };
+    if (!handle.stopping)
+      out.warn(
+        `the dashboard stopped (${exit.signal ?? `exit ${exit.code}`})${gatewayServing() ? "; the gateway keeps serving" : ""}. Start it again with: ${tenaxCommand(paths.name, ["dashboard"])}`,
+      );
+    changed();
   });
-  const exited = new Promise<void>((resolve) =>
-    child.once("exit", (code, signal) => {
-      if (!stopping)
-        out.warn(
-          `the dashboard stopped (${signal ?? `exit ${code}`}); the gateway keeps serving. Start it again with: ${tenaxCommand(profile, ["dashboard"])}`,
-        );
-      resolve();
-    }),
-  );
-  child.once("error", (error) => out.warn(`the dashboard could not start: ${error.message}`));
+  return handle;
+}
+
+async function stopChild(handle: { child: TenaxChild; stopping: boolean }): Promise<void> {
+  handle.stopping = true;
+  if (!handle.child.alive()) return;
+  handle.child.kill("SIGTERM");
+  const timer = setTimeout(() => handle.child.kill("SIGKILL"), DASHBOARD_STOP_MS);
+  await handle.child.exited;
+  clearTimeout(timer);
+}
+
+/** up.json, written in order (each write atomic), and removed when up ends. */
+function stateWriter(paths: ProfilePaths, out: Output) {
+  let chain: Promise<void> = Promise.resolve();
+  let warned = false;
   return {
-    async stop() {
-      stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), DASHBOARD_STOP_MS);
-      await exited;
-      clearTimeout(timer);
+    write(state: UpState) {
+      chain = chain
+        .then(() => writeUpState(paths, state))
+        .catch((error: unknown) => {
+          if (warned) return;
+          warned = true;
+          out.warn(
+            `could not write ${upStateFile(paths)} (${(error as Error).message}): the dashboard and tenax status cannot see what tenax up does`,
+          );
+        });
+    },
+    flushed: () => chain,
+    async close() {
+      await chain;
+      rmSync(upStateFile(paths), { force: true });
     },
   };
 }

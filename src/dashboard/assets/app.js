@@ -65,15 +65,18 @@ function gatewayTile(gw, reported) {
   if (capText) extra.push(el("div", { class: "next" }, capText));
   if (reported)
     extra.push(el("div", { class: "next" }, `tenax status: ${reported.status}, ${reported.detail}`));
+  if (gw.supervisor) extra.push(el("div", { class: "next" }, supervisorLine(gw.supervisor)));
   if (gw.reachable === null) return tile("gateway", "degraded", `probing ${gw.url}…`, null, extra);
   if (!gw.reachable)
     return tile(
       "gateway",
       "down",
-      `unreachable since ${clock(gw.unreachable_since)}: ${gw.error}`,
-      `${command(["gateway", "start"])} or ${command(["up"])}; diagnose with ${command(["status"])}`,
+      `unreachable since ${clock(gw.unreachable_since)}: ${gw.error}${gw.advice ? `; ${gw.advice.situation}` : ""}`,
+      gw.advice ? gw.advice.next : null,
       extra,
     );
+  if (gw.advice)
+    return tile("gateway", "down", `${gw.url} answers, but ${gw.advice.situation}`, gw.advice.next, extra);
   if (gw.error) return tile("gateway", "degraded", `${gw.url}: ${gw.error}`, null, extra);
   if (!gw.health?.served)
     return tile(
@@ -139,22 +142,48 @@ function providersTile(c) {
   return tile("providers", c.status, c.summary ?? c.detail, c.next, lines);
 }
 
+/** What tenax up says of the gateway: its state, restarts and last exit. */
+function supervisorLine(sup) {
+  const g = sup.gateway;
+  const last = g.last_exit
+    ? `; last exit: ${g.last_exit.signal ? `killed by ${g.last_exit.signal}` : `code ${g.last_exit.code}`} at ${clock(g.last_exit.at)}`
+    : "";
+  return `tenax up (pid ${sup.pid}): gateway ${g.state.replace("_", " ")}, ${g.restarts} restart(s)${last}`;
+}
+
+const capital = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+
+/** The advice as text with its command in <code>, exactly as it must be typed. */
+function adviceNodes(advice) {
+  // A command is never capitalized: it must read exactly as it is typed.
+  const next = advice.next.startsWith(advice.command) ? advice.next : capital(advice.next);
+  const at = next.indexOf(advice.command);
+  if (at < 0) return [`${next}.`];
+  return [
+    next.slice(0, at),
+    el("code", {}, advice.command),
+    `${next.slice(at + advice.command.length)}${next.endsWith(advice.command) ? "" : "."}`,
+  ];
+}
+
 function renderBanner(gw) {
   const banner = $("banner");
-  if (gw.reachable !== false) {
+  if (gw.reachable !== false && !gw.advice) {
     banner.hidden = true;
     banner.replaceChildren();
     return;
   }
-  banner.replaceChildren(
-    `gateway unreachable since ${clock(gw.unreachable_since)} — ${gw.error}. Start it with `,
-    el("code", {}, command(["gateway", "start"])),
-    " (service) or ",
-    el("code", {}, command(["up"])),
-    "; see every layer with ",
-    el("code", {}, command(["status"])),
-    ".",
-  );
+  const why =
+    gw.reachable === false
+      ? `gateway unreachable since ${clock(gw.unreachable_since)} — ${gw.error}. `
+      : "gateway down. ";
+  const advice = gw.advice ?? {
+    situation: "not running",
+    next: `start it with: ${command(["gateway", "run"])}`,
+    command: command(["gateway", "run"]),
+  };
+  banner.replaceChildren(why, `${capital(advice.situation)}. `, ...adviceNodes(advice));
+  banner.dataset.manager = advice.manager ?? "unknown";
   banner.hidden = false;
 }
 
@@ -334,7 +363,7 @@ async function tick() {
     const { body: gw } = await getJson("/api/gateway");
     selfBanner.hidden = true;
     $("gateway-url").textContent =
-      `gateway ${gw.url} (from ${gw.source === "pid_file" ? "its pid file" : "config.yaml"})`;
+      `gateway ${gw.url} (from ${gw.source === "pid_file" ? "its pid file" : gw.source === "up" ? "tenax up" : "config.yaml"})`;
     renderBanner(gw);
     const { body: layers } = await getJson("/api/layers");
     renderLayers(layers, gw);

@@ -1,0 +1,215 @@
+// `tenax up`'s hold on its gateway child: start `tenax gateway run`, learn from the pid file when it
+// listens and on which port, and when it exits, follow the restart policy (again at once after a
+// clean exit, after a backoff after a crash, never after a config error or a crash loop). Its state
+// is the `gateway` part of up.json; every change is reported through onChange.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tenaxCommand } from "../../config/command-hint.js";
+import type { ProfilePaths } from "../../config/paths.js";
+import { describeExit, formatWindow, type UpState } from "../../config/up-state.js";
+import { type Clock, realSleep, type Sleep } from "../../core/deps.js";
+import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
+import { exitCode, type TenaxChild } from "./child.js";
+import { type Exit, isCleanExit, type RestartPolicy } from "./restart-policy.js";
+
+export type GatewayState = UpState["gateway"];
+
+export interface GatewaySupervisorOptions {
+  paths: ProfilePaths;
+  /** The --gateway-host and --gateway-port given to up, passed on to `gateway run`. */
+  host?: string;
+  port?: string;
+  policy: RestartPolicy;
+  spawn(args: string[]): TenaxChild;
+  clock: Clock;
+  sleep?: Sleep;
+  /** Run `fn` after `ms`; returns a cancel. */
+  after?(ms: number, fn: () => void): () => void;
+  onChange(): void;
+  /** The gateway will not run again until revived: a crash loop or a config error. */
+  onGaveUp(): void;
+  info(line: string): void;
+  warn(line: string): void;
+}
+
+/** How long a stop waits for a gateway that is still starting to listen before signalling it. */
+const STARTUP_GRACE_MS = 15_000;
+const POLL_MS = 100;
+
+const defaultAfter = (ms: number, fn: () => void) => {
+  const timer = setTimeout(fn, ms);
+  return () => clearTimeout(timer);
+};
+
+export class GatewaySupervisor {
+  readonly state: GatewayState;
+  private child: TenaxChild | null = null;
+  /** Resolves when the current child listens, or has ended. */
+  private listening: Promise<void> = Promise.resolve();
+  private cancelRestart: (() => void) | null = null;
+  private stopping = false;
+  private readonly sleep: Sleep;
+  private readonly after: (ms: number, fn: () => void) => () => void;
+
+  constructor(private readonly options: GatewaySupervisorOptions) {
+    this.sleep = options.sleep ?? realSleep;
+    this.after = options.after ?? defaultAfter;
+    const policy = options.policy.options;
+    this.state = {
+      state: "starting",
+      pid: null,
+      host: null,
+      port: null,
+      restarts: 0,
+      next_restart_at: null,
+      last_exit: null,
+      unclean_exits: 0,
+      max_unclean_exits: policy.maxUnclean,
+      window_ms: policy.windowMs,
+      gave_up: null,
+    };
+  }
+
+  start(): void {
+    this.launch();
+  }
+
+  /** Start the gateway again after up gave up on it (a second `tenax up` asked); false if it had not. */
+  revive(): boolean {
+    if (this.state.state !== "gave_up" || this.stopping) return false;
+    this.options.policy.reset();
+    this.state.gave_up = null;
+    this.state.unclean_exits = 0;
+    this.state.restarts++;
+    this.options.info(`tenax up: asked to start the gateway again (restart ${this.state.restarts})`);
+    this.launch();
+    return true;
+  }
+
+  /**
+   * Stop for good: no more restarts, SIGTERM to the gateway (which drains), and its exit code (the
+   * last exit's when none runs). A gateway still starting gets to listen first, so that it stops
+   * through its own handler (pid file removed, turns saved) rather than die of the signal.
+   */
+  async stop(): Promise<number> {
+    this.stopping = true;
+    this.cancelRestart?.();
+    this.cancelRestart = null;
+    const child = this.child;
+    this.state.state = "stopping";
+    this.state.next_restart_at = null;
+    this.options.onChange();
+    if (child === null) return this.state.last_exit === null ? 0 : exitCode(this.state.last_exit);
+    const grace = new AbortController();
+    await Promise.race([this.listening, this.sleep(STARTUP_GRACE_MS, grace.signal).catch(() => undefined)]);
+    grace.abort();
+    child.kill("SIGTERM");
+    return exitCode(await child.exited);
+  }
+
+  /** A second stop signal: the gateway cuts its drain short. */
+  hurry(): void {
+    this.child?.kill("SIGTERM");
+  }
+
+  private launch(): void {
+    this.cancelRestart = null;
+    const child = this.options.spawn(this.args());
+    this.child = child;
+    Object.assign(this.state, { state: "starting", pid: child.pid, next_restart_at: null });
+    this.options.onChange();
+    this.listening = this.watchListening(child);
+    void child.exited.then((exit) => this.exited(child, exit));
+  }
+
+  /** `gateway run` with up's flags; with port 0, restarts keep the port the first one bound. */
+  private args(): string[] {
+    const { host, port } = this.options;
+    const keep = port === "0" && this.state.port !== null ? String(this.state.port) : port;
+    return [
+      "gateway",
+      "run",
+      ...(host === undefined ? [] : ["--host", host]),
+      ...(keep === undefined ? [] : ["--port", keep]),
+    ];
+  }
+
+  /** The gateway writes its port into its pid file once it listens. */
+  private async watchListening(child: TenaxChild): Promise<void> {
+    while (child.alive()) {
+      const bound = boundAddress(this.options.paths.pid, child.pid);
+      if (bound !== null) {
+        this.state.host = bound.host;
+        this.state.port = bound.port;
+        if (this.child === child && this.state.state === "starting") {
+          this.state.state = "running";
+          this.options.onChange();
+        }
+        return;
+      }
+      await this.sleep(POLL_MS);
+    }
+  }
+
+  private exited(child: TenaxChild, exit: Exit): void {
+    if (child !== this.child) return;
+    this.child = null;
+    const now = this.options.clock.now();
+    const pid = this.state.pid;
+    this.state.pid = null;
+    this.state.last_exit = { ...exit, at: now, clean: isCleanExit(exit) };
+    if (this.stopping) {
+      this.options.onChange();
+      return;
+    }
+    const decision = this.options.policy.decide(exit, now);
+    this.state.unclean_exits = decision.unclean;
+    const { paths } = this.options;
+    const up = tenaxCommand(paths.name, ["up"]);
+    const was = `the gateway (pid ${pid ?? "?"}) ${describeExit(exit)}`;
+    if (decision.action === "give_up") {
+      this.state.state = "gave_up";
+      this.state.gave_up = { reason: decision.reason, at: now };
+      this.options.warn(
+        decision.reason === "config_error"
+          ? `the gateway cannot start on its configuration (exit ${GATEWAY_EXIT_CONFIG_ERROR}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
+          : `${was}, its unclean exit ${decision.unclean} within ${formatWindow(this.state.window_ms)}: tenax up gave up restarting it (a crash loop). Fix what ${join(paths.logs, "gateway.log")} shows, then run: ${up}`,
+      );
+      this.options.onChange();
+      this.options.onGaveUp();
+      return;
+    }
+    this.state.state = "restarting";
+    this.state.next_restart_at = now + decision.delayMs;
+    if (decision.clean)
+      this.options.info(
+        `the gateway (pid ${pid ?? "?"}) stopped cleanly (exit 0) without tenax up asking; starting it again`,
+      );
+    else
+      this.options.warn(
+        `${was}; tenax up starts it again in ${Math.round(decision.delayMs / 1000)} s (${decision.unclean} unclean exit(s) within ${formatWindow(this.state.window_ms)}; it gives up at ${this.state.max_unclean_exits})`,
+      );
+    this.options.onChange();
+    this.cancelRestart = this.after(decision.delayMs, () => {
+      this.state.restarts++;
+      this.options.info(`tenax up: starting the gateway again (restart ${this.state.restarts})`);
+      this.launch();
+    });
+  }
+}
+
+/** The address the pid file records for `pid` once that gateway listens, else null. */
+function boundAddress(pidFile: string, pid: number | null): { host: string; port: number } | null {
+  try {
+    const info = JSON.parse(readFileSync(pidFile, "utf8")) as {
+      pid?: unknown;
+      host?: unknown;
+      port?: unknown;
+    };
+    return info.pid === pid && typeof info.host === "string" && typeof info.port === "number"
+      ? { host: info.host, port: info.port }
+      : null;
+  } catch {
+    return null;
+  }
+}
