@@ -16,10 +16,8 @@ import { profileWith } from "./helpers/temp-home.js";
 
 beforeAll(() => requireBuild());
 
-// The gateway child inherits it, and its config names it, so the test holds before and after the
-// gateway needs a key by default.
+// The gateway child gets it, and its config names it.
 const KEY = `tk-${randomBytes(12).toString("hex")}`;
-process.env.TENAX_API_KEY = KEY;
 const AUTH = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
 
 const sims: Simulator[] = [];
@@ -50,7 +48,7 @@ async function gatewayOn(setup: Setup = {}): Promise<{ gw: GatewayProcess; sim: 
       setup.extra ?? "",
     ].join("\n"),
   );
-  return { gw: await startGateway(paths.home), sim };
+  return { gw: await startGateway(paths.home, undefined, undefined, { TENAX_API_KEY: KEY }), sim };
 }
 
 const steps = (step: SimStep, count = 20): SimStep[] => Array.from({ length: count }, () => step);

@@ -3,11 +3,10 @@
 // the next gateway ends all three before it serves, saying so; a `tenax chat` running a command
 // beside the gateway keeps it (its owner lives), and once that chat is killed, the next chat ends it.
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BIN, cliEnvironment, ROOT, requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { BIN, cliEnvironment, ROOT, requireBuild, tenaxAsync, testGatewayKey } from "./helpers/cli.js";
 import { type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
 import { markOf, processesOf, running, theProcess, watch } from "./helpers/procs.js";
 
@@ -16,7 +15,8 @@ beforeAll(() => requireBuild());
 /** A profile on a simulator whose gateway needs a key, given both ways a gateway may read it. */
 async function keyedProfile() {
   const made = await simProfile(`api_key: "\${TENAX_API_KEY}"`);
-  const key = randomBytes(16).toString("hex");
+  // The key every tenax child of this home gets; in .env too, as a first start would write it.
+  const key = testGatewayKey(made.home);
   writeFileSync(made.paths.env, `TENAX_API_KEY=${key}\n`, { mode: 0o600 });
   return { ...made, key, profile: markOf(made.paths.dir) };
 }

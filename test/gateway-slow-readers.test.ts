@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { simProfile, startGateway } from "./helpers/gateway.js";
+import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
@@ -17,11 +17,11 @@ afterEach(() => {
 });
 
 /** A raw GET that is sent and then never read: the kernel's buffers fill, then the server's. */
-function stalled(url: string, path: string, headers: Record<string, string> = {}): Socket {
-  const { hostname, port } = new URL(url);
+function stalled(gw: GatewayProcess, path: string): Socket {
+  const { hostname, port } = new URL(gw.url);
   const socket = connect(Number(port), hostname);
   sockets.push(socket);
-  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+  const lines = Object.entries(gw.auth).map(([k, v]) => `${k}: ${v}\r\n`);
   socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n${lines.join("")}\r\n`);
   socket.pause();
   return socket;
@@ -32,28 +32,28 @@ function rssMb(pid: number): number {
   return Number(line?.[1] ?? 0) / 1024;
 }
 
-async function metric(url: string, name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+async function metric(gw: GatewayProcess, name: string, labels: string): Promise<number> {
+  const text = await (await gw.fetch("/metrics")).text();
   const prefix = labels === "" ? `${name} ` : `${name}{${labels}}`;
   const line = text.split("\n").find((l) => l.startsWith(prefix));
   return line === undefined ? 0 : Number(line.split(" ").pop());
 }
 
-const ask = (url: string, content: string, stream = false) =>
-  fetch(`${url}/v1/chat/completions`, {
+const ask = (gw: GatewayProcess, content: string, stream = false) =>
+  gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "tenax", stream, messages: [{ role: "user", content }] }),
   });
 
 /** `count` turns, `parallel` at a time; every one must succeed. */
-async function turns(url: string, count: number, parallel = 8): Promise<void> {
+async function turns(gw: GatewayProcess, count: number, parallel = 8): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: parallel }, async () => {
       while (next < count) {
         const n = next++;
-        const response = await ask(url, `turn ${n}`);
+        const response = await ask(gw, `turn ${n}`);
         expect(response.status).toBe(200);
         await response.arrayBuffer();
       }
@@ -67,14 +67,14 @@ describe("slow readers", () => {
     const gw = await startGateway(home);
     const pid = gw.child.pid as number;
     // Warm up first: a new process grows its heap and caches over its first thousands of turns.
-    await turns(gw.url, 3000, 16);
-    for (let i = 0; i < 50; i++) stalled(gw.url, "/api/events");
-    await expect.poll(() => metric(gw.url, "tenax_event_clients", ""), { timeout: 10_000 }).toBe(50);
+    await turns(gw, 3000, 16);
+    for (let i = 0; i < 50; i++) stalled(gw, "/api/events");
+    await expect.poll(() => metric(gw, "tenax_event_clients", ""), { timeout: 10_000 }).toBe(50);
     const before = rssMb(pid);
     const total = 10_000;
-    await turns(gw.url, total, 16);
+    await turns(gw, total, 16);
     const after = rssMb(pid);
-    const dropped = await metric(gw.url, "tenax_sse_clients_dropped_total", 'stream="events"');
+    const dropped = await metric(gw, "tenax_sse_clients_dropped_total", 'stream="events"');
     console.log(
       `50 stalled /api/events clients, ${total} turns: RSS ${before.toFixed(1)} -> ${after.toFixed(1)} MB, ${dropped} dropped`,
     );
@@ -84,7 +84,7 @@ describe("slow readers", () => {
     expect(after - before).toBeLessThan(50);
 
     // A dropped follower resumes with Last-Event-ID: the events after it, and a note for the gap.
-    const resumed = await fetch(`${gw.url}/api/events`, { headers: { "last-event-id": "1" } });
+    const resumed = await gw.fetch("/api/events", { headers: { "last-event-id": "1" } });
     const reader = (resumed.body as ReadableStream<Uint8Array>).getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     expect(first).toMatch(/^: events 2 to \d+ are no longer held/);
@@ -98,25 +98,25 @@ describe("slow readers", () => {
     // enough to span many of the run log's batches.
     const text = "abcdefghij".repeat(800_000);
     sim.script([{ type: "reply", text, chunk_size: 8000, chunk_delay_ms: 2 }]);
-    const submitted = await fetch(`${gw.url}/v1/runs`, {
+    const submitted = await gw.fetch("/v1/runs", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ messages: [{ role: "user", content: "a long one" }] }),
     });
     const run = (await submitted.json()) as { run_id: string };
-    stalled(gw.url, `/v1/runs/${run.run_id}/events`);
+    stalled(gw, `/v1/runs/${run.run_id}/events`);
     await expect
-      .poll(() => metric(gw.url, "tenax_sse_clients_dropped_total", 'stream="run_events"'), {
+      .poll(() => metric(gw, "tenax_sse_clients_dropped_total", 'stream="run_events"'), {
         timeout: 60_000,
       })
       .toBe(1);
     const state = async () =>
-      (await (await fetch(`${gw.url}/v1/runs/${run.run_id}`)).json()) as { status: string; reply: string };
+      (await (await gw.fetch(`/v1/runs/${run.run_id}`)).json()) as { status: string; reply: string };
     await expect.poll(async () => (await state()).status, { timeout: 60_000 }).toBe("completed");
 
     // Everything, from the start, once: the text events join to the whole reply.
     const all = await (
-      await fetch(`${gw.url}/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "0" } })
+      await gw.fetch(`/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "0" } })
     ).text();
     const frames = all.split("\n\n").filter((f) => f.includes("data: "));
     const ids = frames.map((f) => Number(/^id: (\d+)/m.exec(f)?.[1]));
@@ -142,7 +142,7 @@ describe("slow readers", () => {
       messages: [{ role: "user", content: "long" }],
     });
     socket.write(
-      `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nauthorization: Bearer ${gw.key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     // Read the status line and headers only, then stop reading.
     const head = await new Promise<string>((resolve) => {
@@ -160,10 +160,10 @@ describe("slow readers", () => {
     const session = /x-session-id: (\S+)/i.exec(head)?.[1] as string;
     expect(session).toMatch(/^s_/);
     await expect
-      .poll(() => metric(gw.url, "tenax_sse_clients_dropped_total", 'stream="chat"'), { timeout: 60_000 })
+      .poll(() => metric(gw, "tenax_sse_clients_dropped_total", 'stream="chat"'), { timeout: 60_000 })
       .toBe(1);
     const saved = async () =>
-      (await (await fetch(`${gw.url}/api/sessions/${session}`)).json()) as {
+      (await (await gw.fetch(`/api/sessions/${session}`)).json()) as {
         running: boolean;
         messages: { role: string; content: string }[];
       };

@@ -6,20 +6,20 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { requireBuild } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
-import { startGateway } from "./helpers/gateway.js";
+import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 beforeAll(() => requireBuild());
 
-const chat = (url: string, content: string) =>
-  fetch(`${url}/v1/chat/completions`, {
+const chat = (gw: GatewayProcess, content: string) =>
+  gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content }] }),
   });
 
-async function storeStatus(url: string): Promise<string | undefined> {
-  const health = (await (await fetch(`${url}/health`)).json()) as {
+async function storeStatus(gw: GatewayProcess): Promise<string | undefined> {
+  const health = (await (await gw.fetch("/health")).json()) as {
     components: Record<string, { status: string }>;
   };
   return health.components.store?.status;
@@ -37,7 +37,7 @@ describe("the store's health and its writer", () => {
     await releaseStore(store);
     checkpoint(paths.state);
     const gw = await startGateway(paths.home);
-    expect((await chat(gw.url, "before the damage")).status).toBe(200);
+    expect((await chat(gw, "before the damage")).status).toBe(200);
 
     const leaves = btreePages(paths.state, "sessions").filter((p) => p.pagetype === "leaf");
     expect(leaves.length).toBeGreaterThan(3);
@@ -49,8 +49,8 @@ describe("the store's health and its writer", () => {
     let refusedAfterDown = 0;
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline && refusedAfterDown < 10) {
-      const wasDown = downSeen || (await storeStatus(gw.url)) === "down";
-      const response = await chat(gw.url, "while the checks run");
+      const wasDown = downSeen || (await storeStatus(gw)) === "down";
+      const response = await chat(gw, "while the checks run");
       await response.arrayBuffer();
       if (!wasDown) continue;
       downSeen = true;
@@ -63,7 +63,7 @@ describe("the store's health and its writer", () => {
     expect(downSeen).toBe(true);
     expect(acknowledgedAfterDown).toBe(0);
     expect(refusedAfterDown).toBe(10);
-    const refused = await chat(gw.url, "after");
+    const refused = await chat(gw, "after");
     const body = (await refused.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("store_unavailable");
     expect(body.error.message).toContain(`tenax sessions recover --source ${paths.state}`);

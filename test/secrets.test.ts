@@ -50,9 +50,10 @@ async function secretProfile() {
     ].join("\n"),
     `MAIN_KEY=${PROVIDER_KEY}\n`,
   );
-  process.env.TENAX_API_KEY = GATEWAY_KEY;
-  process.env.COPY_OF_THE_KEY = PROVIDER_KEY;
-  const gw = await startGateway(paths.home);
+  const gw = await startGateway(paths.home, undefined, undefined, {
+    TENAX_API_KEY: GATEWAY_KEY,
+    COPY_OF_THE_KEY: PROVIDER_KEY,
+  });
   return { sim, paths, gw };
 }
 

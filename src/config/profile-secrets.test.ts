@@ -63,7 +63,9 @@ describe("the profile's secrets", () => {
     const paths = profileWith(undefined, "TENAX_API_KEY=generated-gateway-key\n");
     const loaded = loadConfig(paths, {});
     const fromFile = loadProfileSecrets(paths, loaded, {});
-    expect(fromFile.redactor.redact("generated-gateway-key")).toBe("[redacted:TENAX_API_KEY]");
+    // gateway.api_key defaults to ${TENAX_API_KEY}: the value is named after the key that uses it.
+    expect(loaded.config.gateway.api_key).toBe("generated-gateway-key");
+    expect(fromFile.redactor.redact("generated-gateway-key")).toBe("[redacted:gateway.api_key]");
     const fromEnv = loadProfileSecrets(profileWith(), loaded, { TENAX_API_KEY: "exported-gateway-key" });
     expect(fromEnv.redactor.redact("exported-gateway-key")).toBe("[redacted:TENAX_API_KEY]");
     expect(fromEnv.names.has("TENAX_API_KEY")).toBe(true);

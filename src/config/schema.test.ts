@@ -40,6 +40,7 @@ describe("configSchema", () => {
         max_turns: 16,
         auto_resume: true,
         run_retention_hours: 24,
+        stream_buffer_kb: 1024,
         auth: "key",
         cors_origins: [],
         allowed_hosts: [],

@@ -128,7 +128,9 @@ describe("HealthMonitor: providers", () => {
     expect(main?.status).toBe("down");
     expect(main?.last_error).toMatchObject({
       source: "probe",
-      message: expect.stringContaining("ECONNREFUSED"),
+      message: expect.stringMatching(
+        /could not connect to http:\/\/127\.0\.0\.1:\d+.* \(connection refused\)/,
+      ),
     });
     // The classifier's reason, whatever it names a refused connection.
     expect(main?.last_error?.reason).toBe(

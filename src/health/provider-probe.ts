@@ -74,7 +74,7 @@ async function probeModels(
   try {
     response = await fetch(url, { headers, signal, redirect: "manual" });
   } catch (error) {
-    return transportFailure(error, signal, now);
+    return transportFailure(error, signal, now, subject.base_url);
   }
   const took = now() - started;
   // A server without a model list (404, 405) still answered: it is up.
@@ -128,7 +128,7 @@ function probeConnect(
       socket.destroy();
       resolve(observation);
     };
-    const onAbort = () => done(transportFailure(signal.reason, signal, now));
+    const onAbort = () => done(transportFailure(signal.reason, signal, now, subject.base_url));
     if (signal.aborted) return onAbort();
     signal.addEventListener("abort", onAbort, { once: true });
     socket.once("connect", () =>
@@ -140,12 +140,17 @@ function probeConnect(
         message: `connected to ${host}:${port} in ${now() - started} ms`,
       }),
     );
-    socket.once("error", (error) => done(transportFailure(error, signal, now)));
+    socket.once("error", (error) => done(transportFailure(error, signal, now, subject.base_url)));
   });
 }
 
 /** A failure below HTTP, named by the same classifier a call's would be. */
-function transportFailure(error: unknown, signal: AbortSignal, now: () => number): ProviderObservation {
+function transportFailure(
+  error: unknown,
+  signal: AbortSignal,
+  now: () => number,
+  endpoint: string,
+): ProviderObservation {
   const cause = (error instanceof Error && error.cause instanceof Error ? error.cause : error) as
     | (Error & { code?: string })
     | undefined;
@@ -168,6 +173,7 @@ function transportFailure(error: unknown, signal: AbortSignal, now: () => number
         message: cause?.message ?? String(error),
       },
       phase: "connect",
+      endpoint,
     },
     now(),
   );
