@@ -54,7 +54,8 @@ describe("processes that leave their group", () => {
     sim.script([
       { type: "tool_calls", calls: [{ name: "delegate_task", arguments: { task: "start the sleeper" } }] },
       { type: "tool_calls", calls: [{ name: "terminal", arguments: { command: "setsid sleep 305 &" } }] },
-      { type: "reply", text: "started it" },
+      // Slow, so the subagent (and its escapee) is still there when the test looks.
+      { type: "reply", text: "started it", chunk_size: 1, chunk_delay_ms: 300 },
       { type: "hang", phase: "before_headers" },
     ]);
     const stop = new AbortController();

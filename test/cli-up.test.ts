@@ -129,7 +129,10 @@ describe("tenax up", () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/<title>Tenax dashboard<\/title>/);
     // The dashboard found the gateway's port 0 pick through the pid file, and reaches it.
-    const view = await gatewayView(dashboard, (v) => v.reachable === true);
+    const view = await gatewayView(
+      dashboard,
+      (v) => v.reachable === true && v.supervisor?.gateway.state === "running",
+    );
     expect(view).toMatchObject({ url: up.url, advice: null, supervisor: { gateway: { state: "running" } } });
     const gatewayPid = pidIn(paths.pid);
     const dashboardPid = pidIn(dashboardPidFile(paths));
@@ -155,7 +158,8 @@ describe("tenax up", () => {
     const { up, dashboard } = await startUp(home, UP_ARGS, { TENAX_API_KEY: undefined });
     expect(up.stdout()).toContain(`wrote a new one to ${paths.env} as TENAX_API_KEY`);
     // Its probe sends the key from .env (whichever of the two read it first): /health answers, no 401.
-    const view = await gatewayView(dashboard, (v) => v.reachable === true);
+    // (up.json may still say "starting" for a moment after the gateway first answers.)
+    const view = await gatewayView(dashboard, (v) => v.reachable === true && v.advice === null);
     expect(view).toMatchObject({ url: up.url, advice: null });
     const seen = (await (await fetch(`${dashboard}/api/gateway`)).json()) as { health: { served: boolean } };
     expect(seen.health.served).toBe(true);

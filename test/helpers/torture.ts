@@ -23,6 +23,8 @@ export interface ChatAnswer {
   sessionId: string | null;
   /** The reply of a 200, else the error message. */
   reply: string;
+  /** The error's code when the turn failed (the classified reason, a guardrail's code, ...). */
+  code: string | null;
   /** The turn of a 200 and how it ended, as the gateway's `tenax` field says. */
   turn: { id: string; status: string } | null;
   ms: number;
@@ -45,7 +47,7 @@ export async function chatTurn(
   });
   const body = (await response.json()) as {
     choices?: { message?: { content?: string | null } }[];
-    error?: { message?: string };
+    error?: { message?: string; code?: string };
     tenax?: { turn_id: string; status: string };
   };
   return {
@@ -53,6 +55,7 @@ export async function chatTurn(
     sessionId: response.headers.get("x-session-id"),
     reply:
       response.status === 200 ? (body.choices?.[0]?.message?.content ?? "") : (body.error?.message ?? ""),
+    code: body.error?.code ?? null,
     turn: body.tenax ? { id: body.tenax.turn_id, status: body.tenax.status } : null,
     ms: performance.now() - started,
   };
