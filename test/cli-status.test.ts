@@ -1,13 +1,18 @@
 // `tenax status` on a healthy profile, one whose gateway is not running or crashed, one whose store
 // is damaged, and one with spooled writes: the broken layer is named, the exit code follows the
 // contract, the printed command works.
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { SessionCreateOp } from "../src/store/ops.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { Spool } from "../src/store/spool.js";
-import { printedCommands, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
+import { printedCommands, requireBuild, runPrinted, tenax, tenaxAsync } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { freePort } from "./helpers/dashboard.js";
 import { startGateway } from "./helpers/gateway.js";
+import { deadPid } from "./helpers/resume.js";
 import { tempProfile } from "./helpers/tmp.js";
 
 beforeAll(() => requireBuild());
@@ -39,10 +44,15 @@ describe("tenax status", () => {
 
   it("is down, exit 2, naming the gateway when it is not running, and when it crashed", async () => {
     const paths = await seeded();
+    // A port of its own: a gateway the developer runs on 8642 must not change what this says.
+    const port = await freePort();
+    writeFileSync(paths.config, `gateway: { port: ${port} }\n`, { mode: 0o600 });
     const run = tenax(paths.home, ["status"]);
     expect(run.status).toBe(2);
     expect(run.stdout).toMatch(/^Tenax profile 'default': down \(gateway down, scheduler down\)/);
-    expect(run.stdout).toMatch(/gateway\s+down\s+not running: http:\/\/127\.0\.0\.1:8642 does not answer/);
+    expect(run.stdout).toMatch(
+      new RegExp(`gateway\\s+down\\s+not running: http://127\\.0\\.0\\.1:${port} does not answer`),
+    );
     expect(run.stdout).toContain("next (gateway): tenax up (or tenax gateway start for the service)");
     expect(run.stdout).toMatch(/store\s+ok/);
 
@@ -58,6 +68,35 @@ describe("tenax status", () => {
       new RegExp(`gateway pid ${gw.child.pid} is gone without a clean stop \\(a crash\\)`),
     );
     expect(report.components.scheduler.status).toBe("down");
+  });
+
+  it("never takes a stranger on the gateway's port for this profile's gateway, with or without a dead pid file", async () => {
+    const paths = await seeded();
+    // Another program (or another profile's gateway) answering everything with 200.
+    const stranger = createServer((_req, res) => res.end('{"status":"ok"}'));
+    await new Promise<void>((r) => stranger.listen(0, "127.0.0.1", r));
+    const port = (stranger.address() as AddressInfo).port;
+    try {
+      writeFileSync(paths.config, `gateway: { port: ${port} }\n`, { mode: 0o600 });
+      // (Async: the stranger answers from this process, which a spawnSync would block.)
+      const none = JSON.parse((await tenaxAsync(paths.home, ["status", "--json"])).stdout);
+      expect(none.components.gateway).toMatchObject({ status: "down", pid: null });
+      expect(none.components.gateway.detail).toMatch(/this profile has no gateway pid file/);
+      // Its own gateway crashed (the pid file names a process that is gone) and the stranger holds the port.
+      const gone = await deadPid();
+      writeFileSync(paths.pid, JSON.stringify({ pid: gone, host: "127.0.0.1", port }), { mode: 0o600 });
+      const crashed = await tenaxAsync(paths.home, ["status", "--json"]);
+      expect(crashed.status).toBe(2);
+      const report = JSON.parse(crashed.stdout);
+      expect(report.components.gateway.status).toBe("down");
+      expect(report.components.gateway.detail).toMatch(/is gone without a clean stop \(a crash\)/);
+      expect(report.components.gateway.detail).toContain(
+        `http://127.0.0.1:${port} answers, but not as this profile's gateway`,
+      );
+      expect(report.components.scheduler.status).toBe("down");
+    } finally {
+      await new Promise((r) => stranger.close(r));
+    }
   });
 
   it("names the store as down, exit 2, when it is damaged, with a salvage command that works as printed", async () => {

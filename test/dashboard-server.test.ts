@@ -172,9 +172,14 @@ describe("dashboard server", () => {
 });
 
 describe("gateway probe", () => {
-  function probeWith(answer: (url: string) => Response | Error) {
+  /** A probe on a profile whose gateway (this process, by its pid file) serves on port 1, unless `running` is false. */
+  function probeWith(answer: (url: string) => Response | Error, running = true) {
     let now = Date.UTC(2026, 0, 1, 12, 0, 0);
     const paths = profileWith("gateway: { port: 1, api_key: sekrit }\n");
+    if (running)
+      writeFileSync(paths.pid, JSON.stringify({ pid: process.pid, host: "127.0.0.1", port: 1 }), {
+        mode: 0o600,
+      });
     const { config } = loadConfig(paths);
     const seen: Array<{ url: string; auth: string | null }> = [];
     const probe = new GatewayProbe({
@@ -209,7 +214,7 @@ describe("gateway probe", () => {
           : Response.json({ version: "1", capabilities: ["chat.completions", "events"] }),
     );
     const first = await probe.probe();
-    expect(first).toMatchObject({ reachable: false, source: "config", url: "http://127.0.0.1:1" });
+    expect(first).toMatchObject({ reachable: false, source: "pid_file", url: "http://127.0.0.1:1" });
     expect(first.error).toMatch(/connection refused at http:\/\/127\.0\.0\.1:1\/health/);
     const since = first.unreachable_since;
     tick(3000);
@@ -223,6 +228,22 @@ describe("gateway probe", () => {
       health: { served: true, status: "ok", components: { store: { status: "ok", detail: "fine" } } },
       capabilities: { served: true, version: "1", list: ["chat.completions", "events"] },
     });
+  });
+
+  it("never takes what answers on the configured port for this profile's gateway when none of its runs", async () => {
+    const { probe, seen } = probeWith(
+      (url) =>
+        url.endsWith("/health")
+          ? Response.json({ status: "ok", components: { store: { status: "ok", detail: "another's" } } })
+          : Response.json({ version: "1", capabilities: ["chat.completions"] }),
+      false,
+    );
+    const view = await probe.probe();
+    expect(seen.map((s) => s.url)).toEqual(["http://127.0.0.1:1/health"]);
+    expect(view).toMatchObject({ reachable: false, source: "config", health: null });
+    expect(view.error).toBe(
+      "http://127.0.0.1:1 answers, but this profile's gateway is not running there (no live pid file): another profile's gateway or another program holds the port",
+    );
   });
 
   it("shows a gateway without /health as reachable with health not served, and sends the key", async () => {

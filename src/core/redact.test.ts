@@ -190,6 +190,10 @@ describe("StreamRedactor", () => {
 describe("redactKeyShapes", () => {
   it("replaces what looks like a key even when no one configured it", () => {
     expect(redactKeyShapes("Authorization: Bearer abc.def-123")).toBe("Authorization: Bearer [redacted]");
+    // The word that stands for a key in a how-to line is no key.
+    expect(redactKeyShapes("clients send it as Authorization: Bearer KEY")).toBe(
+      "clients send it as Authorization: Bearer KEY",
+    );
     expect(redactKeyShapes('{"api_key": "hunter22"}')).toBe('{"api_key": "[redacted]"}');
   });
 });

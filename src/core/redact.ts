@@ -17,7 +17,8 @@ export const MIN_SECRET_LENGTH = 8;
 /** Text shaped like a key, redacted from provider error messages even when its value is unknown. */
 const KEY_SHAPES: readonly [RegExp, string][] = [
   [/\bsk-[A-Za-z0-9_*.-]{6,}/g, "sk-[redacted]"],
-  [/\bBearer\s+[A-Za-z0-9._~+/=-]+/gi, "Bearer [redacted]"],
+  // A token of MIN_SECRET_LENGTH or more: "Bearer KEY" in a line that tells how to send one stays.
+  [/\bBearer\s+[A-Za-z0-9._~+/=-]{8,}/gi, "Bearer [redacted]"],
   [/\bAIza[0-9A-Za-z_-]{20,}/g, "[redacted]"],
   [/\b(api[_-]?key|x-api-key|access_token|token)(["']?\s*[:=]\s*["']?)[^\s"',&]+/gi, "$1$2[redacted]"],
 ];

@@ -4,7 +4,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { droppedSseClients, SseStream } from "./sse.js";
+import { bufferedSseBytes, droppedSseClients, SseStream } from "./sse.js";
 
 const servers: Server[] = [];
 const sockets: Socket[] = [];
@@ -47,10 +47,11 @@ const payload = "x".repeat(16 * 1024);
 const drops = () => droppedSseClients().find((d) => d.stream === "test")?.count ?? 0;
 
 /** Send events until the stream refuses one or `total` bytes went out, yielding to the loop as a server would. */
-async function pump(stream: SseStream, total: number): Promise<number> {
+async function pump(stream: SseStream, total: number, each: () => void = () => {}): Promise<number> {
   let sent = 0;
   while (sent < total && stream.event(payload)) {
     sent += payload.length;
+    each();
     if (sent % (256 * 1024) === 0) await new Promise((r) => setImmediate(r));
   }
   return sent;
@@ -64,8 +65,14 @@ describe("SseStream", () => {
     client(port, false);
     const [stream, res] = await opened;
     const before = drops();
-    // Far more than the kernel's socket buffers and the bound together.
-    const sent = await pump(stream, 64 * 1024 * 1024);
+    // Far more than the kernel's socket buffers and the bound together; what is held stays under
+    // the bound and one event until the client is dropped.
+    let held = 0;
+    const sent = await pump(stream, 64 * 1024 * 1024, () => {
+      held = Math.max(held, bufferedSseBytes());
+    });
+    expect(held).toBeGreaterThan(0);
+    expect(held).toBeLessThanOrEqual(bound + payload.length + 64);
     expect(sent).toBeLessThan(64 * 1024 * 1024);
     expect(stream.dropped).toBe(true);
     expect(stream.closed).toBe(true);
@@ -73,6 +80,7 @@ describe("SseStream", () => {
     expect(drops()).toBe(before + 1);
     // Nothing more is buffered for it.
     expect(stream.event("after")).toBe(false);
+    await expect.poll(() => bufferedSseBytes()).toBe(0);
   });
 
   it("never drops a client that reads, whatever the volume", async () => {

@@ -21,6 +21,16 @@ export function droppedSseClients(): { stream: string; count: number }[] {
   return [...dropped].map(([stream, count]) => ({ stream, count }));
 }
 
+/** The responses of every open stream, for what they hold unsent (for /metrics). */
+const open = new Set<ServerResponse>();
+
+/** Bytes this process holds unsent for all its SSE clients together, now. */
+export function bufferedSseBytes(): number {
+  let total = 0;
+  for (const res of open) total += res.writableLength;
+  return total;
+}
+
 export interface SseOptions {
   /** What the stream is (`events`, `run_events`, `chat`), for the drop counts. */
   kind: string;
@@ -42,6 +52,9 @@ export class SseStream {
   open(headers: Record<string, string> = {}): void {
     this.res.writeHead(200, { ...SSE_HEADERS, ...headers });
     this.res.flushHeaders();
+    const res = this.res;
+    open.add(res);
+    res.once("close", () => open.delete(res));
   }
 
   /** Whether the client was dropped for holding more than the bound unsent. */

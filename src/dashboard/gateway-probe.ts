@@ -120,7 +120,16 @@ export class GatewayProbe {
     // A restarted gateway may listen on another port: the pid file says where, each time.
     const target = gatewayTarget(this.options.paths, this.options.config);
     const now = () => this.deps.clock.now();
-    const health = await this.get(`${target.url}/health`);
+    const answered = await this.get(`${target.url}/health`);
+    // No live pid file or up state says this profile's gateway serves there: whatever answers on
+    // the configured port is another profile's gateway or another program, never a green tile.
+    const health: Answer =
+      answered.kind === "answer" && target.source === "config"
+        ? {
+            kind: "unreachable",
+            error: `${target.url} answers, but this profile's gateway is not running there (no live pid file): another profile's gateway or another program holds the port`,
+          }
+        : answered;
     if (health.kind === "unreachable") {
       this.view = {
         ...target,

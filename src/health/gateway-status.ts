@@ -107,6 +107,11 @@ export async function probeGatewayFromOutside(
     const code = (error as { cause?: { code?: string } }).cause?.code;
     live = `${url} does not answer (${code ?? errorMessage(error)})`;
   }
+  // This profile's gateway crashed (its pid file names a process that is gone), and something else
+  // answers where it served: another profile's gateway or another program took the port. It is not
+  // this profile's gateway, so it is neither "serving" nor asked for this profile's health.
+  if (live === null && holder.pid !== null && !holder.running)
+    live = `${url} answers, but not as this profile's gateway (another program or profile holds the port)`;
   if (live !== null) {
     const advice = gatewayAdvice({
       paths,

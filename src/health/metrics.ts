@@ -1,6 +1,6 @@
 // GET /metrics: the gateway's state in the Prometheus text format (version 0.0.4). Gauges for each
 // layer's status and the figures behind it, counters for requests, turns and status events.
-import { droppedSseClients } from "../core/sse.js";
+import { bufferedSseBytes, droppedSseClients } from "../core/sse.js";
 import type { ProviderCounters } from "../llm/provider-health.js";
 import type { HealthReport } from "./monitor.js";
 import type { ComponentLevel } from "./status.js";
@@ -91,6 +91,12 @@ export function renderMetrics(
     "counter",
     "Streaming clients dropped for not reading (past the per-client buffer bound), by stream.",
     droppedSseClients().map((d) => [{ stream: d.stream }, d.count]),
+  );
+  metric(
+    "tenax_sse_buffered_bytes",
+    "gauge",
+    "Bytes held unsent for every streaming client together (each is dropped past gateway.stream_buffer_kb).",
+    [[{}, bufferedSseBytes()]],
   );
   const c = report.components;
   const num = (name: string, key: string) => {

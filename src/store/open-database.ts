@@ -8,6 +8,7 @@ import { shellQuote } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreOpenError } from "./errors.js";
 import { APPLICATION_ID, migrate, READABLE_FROM_VERSION, SCHEMA_VERSION } from "./migrations.js";
+import { createPrivateFile } from "./private-file.js";
 
 export type Synchronous = "full" | "normal";
 
@@ -78,6 +79,7 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Databa
 
   let db: Database.Database;
   try {
+    if (!options.readonly && !exists) createPrivateFile(path);
     db = new Database(path, {
       readonly: options.readonly,
       fileMustExist: options.readonly,

@@ -125,7 +125,10 @@ describe("an index rebuilt by another process", () => {
     const session = await a.createSession();
     await a.index.rebuild("replace the file under b");
     await b.appendMessage({ session_id: session, role: "user", content: "numbat sighting" });
-    expect(b.index.flush()).toBe(1);
+    // Indexed now, or already by the flush its write scheduled (a loaded machine's sync can take
+    // longer than that delay): either way into the file a reads, and nothing is left queued.
+    b.index.flush();
+    expect(b.index.health().pending).toBe(0);
     expect(a.search("numbat").hits.map((h) => h.message.content)).toEqual(["numbat sighting"]);
     a.close();
     b.close();

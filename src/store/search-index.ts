@@ -4,6 +4,7 @@
 import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { classifySqliteError } from "./errors.js";
+import { createPrivateFile } from "./private-file.js";
 
 export interface IndexItem {
   id: number;
@@ -48,6 +49,7 @@ export class SearchIndex {
       return false;
     }
     try {
+      if (!this.readonly) createPrivateFile(this.path);
       const db = new Database(this.path, {
         readonly: this.readonly,
         fileMustExist: this.readonly,

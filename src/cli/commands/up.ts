@@ -50,7 +50,8 @@ export function registerUpCommand(program: Command, cli: Cli): void {
       cli.run(false, async (out) => {
         if (flags.gatewayPort !== undefined) parsePort(flags.gatewayPort, "--gateway-port");
         if (flags.dashboardPort !== undefined) parsePort(flags.dashboardPort, "--dashboard-port");
-        const paths = cli.profile();
+        // Its state file goes into the profile's folder before either child has made it.
+        const paths = cli.profile({ create: true });
         const running = readUpState(paths);
         if (running !== null) {
           if (Object.values(flags).some((v) => v !== undefined))
