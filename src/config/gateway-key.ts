@@ -15,9 +15,10 @@ import {
 import { ConfigError, commandLine } from "../core/errors.js";
 import { loadEnvFile, lookupVariable } from "./env-file.js";
 import { fileWriteError } from "./fs-errors.js";
+import { apiKeyProblem } from "./gateway-schema.js";
 import type { ProfilePaths } from "./paths.js";
 import { configProblemsError } from "./problems.js";
-import { apiKeyProblem, type TenaxConfig } from "./schema.js";
+import type { TenaxConfig } from "./schema.js";
 
 /** The variable gateway.api_key defaults to. */
 export const GATEWAY_KEY_VARIABLE = "TENAX_API_KEY";

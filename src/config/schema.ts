@@ -4,34 +4,14 @@
 import { z } from "zod";
 import { simStepSchema } from "../llm/simulator/steps.js";
 import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
+import { gatewaySchema } from "./gateway-schema.js";
+import { flag, host, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
 
 export const PROVIDER_TYPES = ["openai", "anthropic", "simulator"] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 
 /** The provider name that means "the built-in simulator" when no providers are configured. */
 export const BUILT_IN_SIMULATOR = "simulator";
-
-const text = (what = "a non-empty string") =>
-  z.string({ error: `expected ${what}` }).min(1, { error: `expected ${what}` });
-
-function positiveInt(what = "a positive integer") {
-  const error = `expected ${what}`;
-  return z.number({ error }).int({ error }).positive({ error });
-}
-
-function intBetween(min: number, max: number) {
-  const error = `expected an integer from ${min} to ${max}`;
-  return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
-}
-
-function nonNegativeInt() {
-  const error = "expected an integer of 0 or more";
-  return z.number({ error }).int({ error }).min(0, { error });
-}
-
-const flag = () => z.boolean({ error: "expected true or false" });
-const host = () => text("a host name or IP address");
-const port = () => intBetween(1, 65535);
 
 const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
 
@@ -178,94 +158,6 @@ export type AgentConfig = z.infer<typeof agent>;
 
 const retry = z.strictObject({ max_attempts: intBetween(1, 20).default(4) });
 
-/**
- * Why a key could not work, or null. Clients send it as `Authorization: Bearer KEY`, and an HTTP
- * header trims spaces around a value and takes only visible text, so a blank or padded key, or one
- * with control characters, could never be sent right.
- */
-export function apiKeyProblem(key: string): string | null {
-  if (key.trim() === "")
-    return "the API key is empty or only whitespace; set a real key, or leave it out to have the gateway's first start write one";
-  if (key !== key.trim() || !/^[\x20-\x7e]+$/.test(key))
-    return "the API key must be visible ASCII characters with no space at either end (it is sent in an HTTP header)";
-  return null;
-}
-
-const apiKey = () =>
-  z.string({ error: "expected an API key (a string)" }).superRefine((key, ctx) => {
-    const problem = apiKeyProblem(key);
-    if (problem !== null) ctx.addIssue({ code: "custom", message: problem });
-  });
-
-/** A web origin as browsers send it in `Origin`: scheme://host[:port], lowercase, no path. */
-const webOrigin = () =>
-  z.string({ error: "expected a web origin such as https://app.example.com" }).superRefine((value, ctx) => {
-    const problem = originProblem(value);
-    if (problem !== null) ctx.addIssue({ code: "custom", message: problem });
-  });
-
-export function originProblem(value: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return `${JSON.stringify(value)} is not a web origin: write scheme://host[:port], such as https://app.example.com`;
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:")
-    return `${JSON.stringify(value)} is not an http:// or https:// origin`;
-  if (url.origin !== value)
-    return `${JSON.stringify(value)} is not an origin as a browser sends it (scheme://host[:port], lowercase, no path, no default port): write ${JSON.stringify(url.origin)}`;
-  return null;
-}
-
-const hostName = () =>
-  z
-    .string({ error: "expected a host name" })
-    .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])$/, {
-      error: "expected a host name or address without a port or scheme (such as gateway.example.lan)",
-    });
-
-const gateway = z
-  .strictObject({
-    host: host().default("127.0.0.1"),
-    port: port().default(8642),
-    /** Left out, ${TENAX_API_KEY} (environment, then .env); with neither, the first start writes one. */
-    api_key: apiKey().optional(),
-    /** `none`: no key at all, allowed on a loopback host only. */
-    auth: z.enum(["key", "none"], { error: "expected key or none" }).default("key"),
-    /** Web origins whose pages may call the gateway (CORS); any other Origin is refused. */
-    cors_origins: z.array(webOrigin(), { error: "expected a list of web origins" }).default([]),
-    /** Host names the gateway also answers to, on any port (the name a reverse proxy passes on). */
-    allowed_hosts: z.array(hostName(), { error: "expected a list of host names" }).default([]),
-    drain_timeout: z
-      .number({ error: "expected a number of seconds (0 or more)" })
-      .min(0, { error: "expected a number of seconds (0 or more)" })
-      .default(30),
-    /** Agent turns the gateway runs at once, over all sessions; a request beyond it gets a 429. */
-    max_turns: z
-      .number({ error: "expected a whole number of turns (1 or more)" })
-      .int({ error: "expected a whole number of turns (1 or more)" })
-      .min(1, { error: "expected a whole number of turns (1 or more)" })
-      .default(16),
-    /** On start after a crash, resume the turns it interrupted (src/agent/resume.ts). */
-    auto_resume: flag().default(true),
-    /** How long the runs API keeps an ended run and its events (GET /v1/runs/ID, Last-Event-ID). */
-    run_retention_hours: z
-      .number({ error: "expected a number of hours (more than 0)" })
-      .positive({ error: "expected a number of hours (more than 0)" })
-      .default(24),
-    /** What one streaming client may hold unsent before it is dropped (it resumes with Last-Event-ID). */
-    stream_buffer_kb: z
-      .number({ error: "expected a whole number of KiB (64 or more)" })
-      .int({ error: "expected a whole number of KiB (64 or more)" })
-      .min(64, { error: "expected a whole number of KiB (64 or more)" })
-      .default(1024),
-  })
-  .refine((g) => g.auth !== "none" || g.api_key === undefined, {
-    error: "auth: none turns the API key off, so api_key would never be checked; remove one of the two",
-    path: ["api_key"],
-  });
-
 const dashboard = z.strictObject({
   host: host().default("127.0.0.1"),
   port: port().default(8080),
@@ -332,7 +224,7 @@ const configObject = z.strictObject({
   compression: compression.prefault({}),
   agent: agent.prefault({}),
   retry: retry.prefault({}),
-  gateway: gateway.prefault({}),
+  gateway: gatewaySchema.prefault({}),
   dashboard: dashboard.prefault({}),
   logs: logs.prefault({}),
   health: health.prefault({}),
