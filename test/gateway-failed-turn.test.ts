@@ -11,6 +11,7 @@ import { type SimModel, type Simulator, startSimulator } from "../src/llm/simula
 import type { SimStep } from "../src/llm/simulator/steps.js";
 import { requireBuild } from "./helpers/cli.js";
 import { askEvery, type Outcome } from "./helpers/clients.js";
+import { freePort } from "./helpers/dashboard.js";
 import { type GatewayProcess, startGateway, until } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -128,7 +129,7 @@ describe("a failed turn raises in every client, streamed and not", () => {
   });
 
   it("a provider port nothing listens on: 502 unreachable, saying where it could not connect", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}/v1`;
     const { gw } = await gatewayOn({ baseUrl });
     const outcomes = expectRaised(await askEvery(gw.url, KEY, "hello"), "unreachable", 502);
@@ -315,16 +316,3 @@ describe("a failed run of the runs API", () => {
     expect(stored.error).toEqual(finished.error);
   });
 });
-
-/** A loopback port nothing listens on: bound by us, then closed. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}

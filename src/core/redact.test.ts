@@ -1,19 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "./deps.js";
 import { MIN_SECRET_LENGTH, Redactor, redactKeyShapes } from "./redact.js";
 
 const KEY = "zq8Hk2pLm4Rt7Vw9";
-
-/** A small seeded generator (mulberry32), so a failing random case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Text given to a stream redactor in the pieces `cuts` says; what it sent, joined. */
 function streamed(redactor: Redactor, text: string, cuts: number[]): string {
@@ -157,7 +146,7 @@ describe("StreamRedactor", () => {
   it("matches what redacting the whole text gives, however the text is cut (seeded)", () => {
     const seed = Number(process.env.REDACT_SEED ?? Date.now() % 1_000_000);
     console.log(`StreamRedactor random cuts: seed ${seed} (REDACT_SEED=${seed} replays it)`);
-    const next = random(seed);
+    const next = seededRandom(seed);
     const pieces = [
       KEY,
       "KEY-0123456789",
