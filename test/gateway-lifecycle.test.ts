@@ -1,12 +1,13 @@
 // A gateway's stop and start as operators meet them: SIGTERM during a streamed turn tells the
 // client, drains or interrupts the turn, and leaves the clean-shutdown marker only after a full
 // drain; one gateway per profile, with a dead holder's pid file reclaimed.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Simulator } from "../src/llm/simulator/server.js";
-import { requireBuild } from "./helpers/cli.js";
+import { openStore, releaseStore } from "../src/store/registry.js";
+import { BIN, cliEnvironment, ROOT, requireBuild } from "./helpers/cli.js";
 import { type GatewayProcess, refusedGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
@@ -112,6 +113,35 @@ describe("tenax gateway run: lifecycle", () => {
     expect(shown.messages.map((m) => m.content)).toContain("tell me");
     next.child.kill("SIGTERM");
     expect(await next.exited).toBe(0);
+  });
+
+  it("SIGTERM while it starts (its pid file made, not yet listening): it comes up, drains and stops cleanly", async () => {
+    const { home, paths } = await simProfile();
+    // A store of some size, so opening it (and checking it) keeps the start busy for a while.
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    for (let i = 0; i < 200; i++) await store.createSession({ title: `s${i}` });
+    await releaseStore(store);
+    const child = spawn(process.execPath, [BIN, "gateway", "run", "--port", "0"], {
+      cwd: ROOT,
+      env: cliEnvironment(home),
+    });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      out += c;
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.on("close", (code, signal) => resolve({ code, signal })),
+    );
+    await until(() => existsSync(paths.pid), 15_000);
+    const early = !out.includes("listening on");
+    child.kill("SIGTERM");
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(out).toMatch(/SIGTERM: stopping/);
+    expect(out).toContain("gateway stopped cleanly");
+    expect(existsSync(paths.pid)).toBe(false);
+    expect(existsSync(paths.cleanShutdown)).toBe(true);
+    // The signal came before it listened (else this test proves nothing new).
+    expect(early).toBe(true);
   });
 
   it("one gateway per profile: a second refuses and names the holder; a dead holder's pid file is reclaimed", async () => {

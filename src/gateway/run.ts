@@ -135,6 +135,14 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const { keyed, secrets, lock, log } = started;
   const { redactor } = secrets;
   const { info, warn } = started.out;
+  // The stop signals are listened for from the moment the pid file exists (nothing awaited
+  // between), so one that comes while the store opens or turns resume is acted on once the
+  // gateway is up (a drain, the pid file removed), never a death without either.
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+    void options.stopWhen?.then(resolve);
+  });
   if (keyed.tightened !== null) warn(keyed.tightened);
   info(keyLine(paths, keyed.source));
   const clean = existsSync(paths.cleanShutdown);
@@ -228,13 +236,6 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
   runs.maintainOn(opened.agent.scheduler);
   const server = createJsonServer(gateway.handle);
-  // Listen for the stop signals before anyone can learn the address, so no signal finds the
-  // process without its handler (and dies without draining or removing its pid file).
-  const stopSignal = new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-    void options.stopWhen?.then(resolve);
-  });
   // The first look at the providers ends (each under its deadline) before /health is served, so a
   // provider is never `unknown` merely because the gateway has just started.
   await observed.monitor.providersReady;
