@@ -5,7 +5,6 @@
 // library exposes; a success still works with all three, and only a reply the output limit really
 // cut says finish_reason "length".
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type SimModel, type Simulator, startSimulator } from "../src/llm/simulator/server.js";
 import type { SimStep } from "../src/llm/simulator/steps.js";
