@@ -4,7 +4,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { bufferedSseBytes, droppedSseClients, SseStream } from "./sse.js";
+import { bufferedSseBytes, droppedSseClients, openSseStreams, SseStream } from "./sse.js";
 
 const servers: Server[] = [];
 const sockets: Socket[] = [];
@@ -30,6 +30,18 @@ async function serve(
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const port = (server.address() as { port: number }).port;
   return { port, next: () => new Promise((r) => waiting.push(r)) };
+}
+
+/** A server whose route hands the test a stream it has not opened yet. */
+async function serveUnopened(): Promise<{ port: number; next: () => Promise<[SseStream, ServerResponse]> }> {
+  const waiting: ((s: [SseStream, ServerResponse]) => void)[] = [];
+  const server = createServer((_req, res) => waiting.shift()?.([new SseStream(res, { kind: "test" }), res]));
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    port: (server.address() as { port: number }).port,
+    next: () => new Promise((r) => waiting.push(r)),
+  };
 }
 
 /** A raw client that sends the request and then reads (or never reads) the answer. */
@@ -111,6 +123,20 @@ describe("SseStream", () => {
     await expect.poll(() => reader.received(), { timeout: 10_000 }).toBeGreaterThan(big.length);
     expect(stream.event("next")).toBe(true);
     expect(stream.dropped).toBe(false);
+  });
+
+  it("never counts a stream opened after its client went (nothing is kept for it)", async () => {
+    const { port, next } = await serveUnopened();
+    const opened = next();
+    const c = client(port, true);
+    const [stream, res] = await opened;
+    const closed = new Promise((r) => res.once("close", r));
+    c.socket.destroy();
+    await closed;
+    const before = openSseStreams();
+    stream.open();
+    expect(openSseStreams()).toBe(before);
+    expect(stream.event("late")).toBe(false);
   });
 
   it("does not count a client that hangs up as dropped", async () => {

@@ -24,6 +24,11 @@ export function droppedSseClients(): { stream: string; count: number }[] {
 /** The responses of every open stream, for what they hold unsent (for /metrics). */
 const open = new Set<ServerResponse>();
 
+/** How many SSE streams are open now (every kind). */
+export function openSseStreams(): number {
+  return open.size;
+}
+
 /** Bytes this process holds unsent for all its SSE clients together, now. */
 export function bufferedSseBytes(): number {
   let total = 0;
@@ -50,9 +55,12 @@ export class SseStream {
 
   /** Send the status line and headers now, so the client knows at once that the stream is open. */
   open(headers: Record<string, string> = {}): void {
-    this.res.writeHead(200, { ...SSE_HEADERS, ...headers });
-    this.res.flushHeaders();
     const res = this.res;
+    // A client may have gone before its stream opens (a turn's start waits for its commit): its
+    // "close" has fired already, so it is never counted as open.
+    if (res.destroyed || res.writableEnded) return;
+    res.writeHead(200, { ...SSE_HEADERS, ...headers });
+    res.flushHeaders();
     open.add(res);
     res.once("close", () => open.delete(res));
   }
@@ -97,14 +105,15 @@ export class SseStream {
   }
 
   /**
-   * Resolves once what the client holds unsent is below half the bound (true), or the stream
-   * closed (false). A backlog (a replay after Last-Event-ID) is sent at the client's pace with
-   * this, so a client that reads is never dropped for catching up; only live events can pass
-   * the bound, and only for a client that stopped reading.
+   * Resolves once the client has taken what was written past Node's high-water mark (16 KiB):
+   * true, or false when the stream closed meanwhile. A backlog (a replay after Last-Event-ID) is
+   * sent at the client's pace with this, never holding more than that mark, so a client that
+   * reads is never dropped for catching up (the bound is at least 64 KiB); only live events can
+   * pass the bound, and only for a client that stopped reading.
    */
   drained(): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
-    if (this.res.writableLength <= this.max / 2) return Promise.resolve(true);
+    if (!this.res.writableNeedDrain) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = () => {
         this.res.off("drain", done);

@@ -15,10 +15,13 @@ afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-async function serve() {
+async function serve(maxBufferedBytes?: number) {
   const store = await openStore(tempProfile(), { integrityCheckTimeoutMs: 0 });
   const gateway = new FakeGateway(store);
-  const routes = runRoutes(new RunRegistry({ store, gateway }), { keepaliveMs: 20 });
+  const routes = runRoutes(new RunRegistry({ store, gateway }), {
+    keepaliveMs: 20,
+    ...(maxBufferedBytes === undefined ? {} : { maxBufferedBytes }),
+  });
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://test");
     routes(req, res, url.pathname, url)
@@ -35,7 +38,7 @@ async function serve() {
         server.close(() => resolve());
       }),
   );
-  return { gateway, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  return { gateway, store, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
 describe("runs routes", () => {
@@ -71,5 +74,48 @@ describe("runs routes", () => {
     expect(text.trimEnd().split("\n\n").at(-1)).toMatch(
       /^id: \d+\nevent: run.finished\ndata: .*"status":"completed"/,
     );
+  });
+
+  it("a follower catching up on the stored events also gets those published meanwhile that the store could not take", async () => {
+    const { gateway, store, url } = await serve(64 * 1024);
+    const posted = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }),
+    });
+    const run = (await posted.json()) as { run_id: string; session_id: string };
+    // A stored backlog of 150 events of 40 KB (6 MB, more than the kernel holds for a socket),
+    // one batch each.
+    for (let i = 0; i < 150; i++) {
+      gateway.say(run.session_id, `${i} ${"x".repeat(40_000)}`);
+      await new Promise((r) => setTimeout(r, 12));
+    }
+    const response = await fetch(`${url}/v1/runs/${run.run_id}/events`, {
+      headers: { "last-event-id": "0" },
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    // Read slowly, so the backlog is sent at this pace while more comes.
+    const first = await reader.read();
+    text += decoder.decode(first.value, { stream: true });
+    // The store refuses writes from now on; the run's next events are still published.
+    store.reportDamage("the test damaged the store");
+    for (let i = 0; i < 5; i++) {
+      gateway.say(run.session_id, `late ${i}`);
+      await new Promise((r) => setTimeout(r, 15));
+    }
+    const ids = () => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    const deadline = Date.now() + 20_000;
+    while (!text.includes('"delta":"late 4"')) {
+      if (Date.now() > deadline) throw new Error(`the late events never came; last ids ${ids().slice(-3)}`);
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended early:\n${text.slice(-500)}`);
+      text += decoder.decode(value, { stream: true });
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    await reader.cancel();
+    expect(ids()).toEqual(ids().map((_, i) => i + 1));
+    for (let i = 0; i < 5; i++) expect(text).toContain(`"delta":"late ${i}"`);
   });
 });

@@ -118,10 +118,13 @@ function follow(
     if (event.type === FINISHED) end();
   };
   const log = registry.following(state.run_id);
-  // Events are committed before followers hear of them, so the store always holds at least what
-  // a live follower is sent: read it until nothing is left, then go live in the same step.
+  // Events are committed before followers hear of them, so the store holds what a live follower
+  // is sent, except a batch whose write failed (it is still published). So what is published
+  // while the stored backlog is sent is kept here, and sent in order once the backlog is done.
+  const early: RunEvent[] = [];
   const unsubscribe = log?.subscribe((event) => {
     if (live) write(event);
+    else early.push(event);
   });
   const keepalive = setInterval(() => {
     if (!done) stream.comment("keepalive");
@@ -139,8 +142,9 @@ function follow(
     for (;;) {
       const pending = registry.events(state, sent);
       if (pending.length === 0) {
+        for (const event of early.splice(0)) write(event);
         // Not running here (ended, or never resumed): what is stored is all there will be.
-        if (log && !log.done) live = true;
+        if (log && !log.done && !done) live = true;
         else end();
         return;
       }

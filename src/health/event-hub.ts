@@ -119,7 +119,15 @@ export class EventHub {
       ...(this.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: this.maxBufferedBytes }),
     });
     stream.open();
-    let sent = lastId ?? 0;
+    // Ids start again from 1 in each gateway process: an id past the last one published came from
+    // an earlier process (the client followed the gateway before it restarted). Taken as it is,
+    // it would hide every event until this process passed it; the client gets all held instead.
+    const stale = lastId !== null && lastId > this.lastId;
+    if (stale)
+      stream.comment(
+        `event ${lastId} is from an earlier gateway process; this one numbers its events from 1 (all it holds follow)`,
+      );
+    let sent = stale ? 0 : (lastId ?? 0);
     let live = false;
     const write = (event: FeedEvent) => {
       if (event.id <= sent) return;

@@ -1,6 +1,6 @@
 // GET /metrics: the gateway's state in the Prometheus text format (version 0.0.4). Gauges for each
 // layer's status and the figures behind it, counters for requests, turns and status events.
-import { bufferedSseBytes, droppedSseClients } from "../core/sse.js";
+import { bufferedSseBytes, droppedSseClients, openSseStreams } from "../core/sse.js";
 import type { ProviderCounters } from "../llm/provider-health.js";
 import type { HealthReport } from "./monitor.js";
 import type { ComponentLevel } from "./status.js";
@@ -92,6 +92,9 @@ export function renderMetrics(
     "Streaming clients dropped for not reading (past the per-client buffer bound), by stream.",
     droppedSseClients().map((d) => [{ stream: d.stream }, d.count]),
   );
+  metric("tenax_sse_streams", "gauge", "Streaming (SSE) clients connected now, of every kind.", [
+    [{}, openSseStreams()],
+  ]);
   metric(
     "tenax_sse_buffered_bytes",
     "gauge",
