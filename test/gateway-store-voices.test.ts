@@ -68,4 +68,27 @@ describe("the store's health and its writer", () => {
     expect(body.error.code).toBe("store_unavailable");
     expect(body.error.message).toContain(`tenax sessions recover --source ${paths.state}`);
   }, 60_000);
+
+  it("damage that keeps the health check's reader from even opening the store stops the writer too", async () => {
+    // No page check: only the layer probe's read-only look, which opens the store each time.
+    const paths = profileWith("health: { probe_interval: 0.5, integrity_interval: 0 }\n");
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await store.createSession({ title: "one" });
+    await releaseStore(store);
+    checkpoint(paths.state);
+    const gw = await startGateway(paths.home);
+    expect((await chat(gw, "before the damage")).status).toBe(200);
+    // The meta table is read when a store is opened, and never written after.
+    overwritePages(
+      paths.state,
+      btreePages(paths.state, "meta").map((p) => p.pageno),
+      "garbage",
+      13,
+    );
+    await expect.poll(() => storeStatus(gw), { timeout: 20_000 }).toBe("down");
+    const refused = await chat(gw, "after the damage");
+    expect(refused.status).toBe(503);
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("store_unavailable");
+  }, 60_000);
 });

@@ -1,26 +1,20 @@
-// One look at a profile's layers as `tenax status` sees them (store read-only, key ledger,
-// compression cooldown), and the way the gateway runs that look in the background: in a worker
-// thread, with a deadline. A probe that does not answer in time has its thread ended and is
-// reported as hung; the next one starts a fresh thread.
-import { existsSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { openReader } from "../store/registry.js";
-import { collectStatus, type StatusReport } from "./status.js";
+import { collectStatus, openForStatus, type StatusReport } from "./status.js";
 
 export async function probeLayers(
   paths: ProfilePaths,
   config: TenaxConfig,
   now: number,
 ): Promise<StatusReport> {
-  if (!existsSync(paths.state)) return collectStatus({ paths, config, reader: null, now });
-  // A store that cannot be opened fails the probe, which /health reports with the last good result.
-  const reader = openReader(paths);
+  // A store that cannot even be opened is the store layer down (damaged, when it is damage), so the
+  // monitor can stop the writer, as for damage a read meets.
+  const opened = openForStatus(paths);
   try {
-    return await collectStatus({ paths, config, reader, now });
+    return await collectStatus({ paths, config, ...opened, now });
   } finally {
-    reader.close();
+    opened.reader?.close();
   }
 }
 

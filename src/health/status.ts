@@ -18,6 +18,7 @@ import {
 } from "../store/credential-ledger.js";
 import { recoverCommand } from "../store/open-database.js";
 import { readSpool } from "../store/spool.js";
+import { openReader } from "../store/registry.js";
 import type { StoreReader } from "../store/store-reader.js";
 import { formatDuration } from "./duration.js";
 import type { OutsideView } from "./gateway-status.js";
@@ -72,8 +73,10 @@ export interface StatusReport {
 export interface StatusInput {
   paths: ProfilePaths;
   config: TenaxConfig;
-  /** null when the profile has no store yet. */
+  /** null when the profile has no store yet, or when it could not be opened (`readerError`). */
   reader: StoreReader | null;
+  /** Why the store could not be opened read-only (damage, another owner, a newer schema...). */
+  readerError?: unknown;
   now: number;
   /** Probe the gateway and its scheduler from outside too (`tenax status` does; the gateway itself does not). */
   gateway?: () => Promise<OutsideView>;
@@ -81,7 +84,7 @@ export interface StatusInput {
 
 export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const { paths, config, reader, now } = input;
-  const store = storeComponent(paths, reader);
+  const store = storeComponent(paths, reader, input.readerError);
   const ledger = readLedger(reader);
   // The gateway's live view first: its throttled writes to the store may lag it by a few seconds.
   const outside = input.gateway ? await input.gateway() : null;
@@ -131,8 +134,10 @@ function providerRecords(
 function storeComponent(
   paths: ProfilePaths,
   reader: StoreReader | null,
+  openError: unknown,
 ): StatusReport["components"]["store"] {
   const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
+  if (openError !== undefined) return unreadableStore(paths, openError, "opened", spooled);
   const spoolNote =
     spooled > 0
       ? {
@@ -163,15 +168,39 @@ function storeComponent(
       spooled_writes: spooled,
     };
   } catch (error) {
-    return {
-      status: "down",
-      damaged: TenaxError.isInstance(error) && error.code === "store_corrupt",
-      detail: `${paths.state} cannot be read: ${messageOf(error)}`,
-      next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
-      sessions: null,
-      messages: null,
-      spooled_writes: spooled,
-    };
+    return unreadableStore(paths, error, "read", spooled);
+  }
+}
+
+/** A store that cannot be opened or read: down, and `damaged` when that is damage in the file. */
+function unreadableStore(
+  paths: ProfilePaths,
+  error: unknown,
+  what: "opened" | "read",
+  spooled: number,
+): StatusReport["components"]["store"] {
+  return {
+    status: "down",
+    damaged: TenaxError.isInstance(error) && error.code === "store_corrupt",
+    detail: `${paths.state} cannot be ${what}: ${messageOf(error)}`,
+    next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
+    sessions: null,
+    messages: null,
+    spooled_writes: spooled,
+  };
+}
+
+/**
+ * Open the store read-only for a status look, or say why it cannot be: a store that cannot even
+ * be opened (damage in its header, another owner, a newer schema) is the store layer's news, not
+ * a failed status.
+ */
+export function openForStatus(paths: ProfilePaths): { reader: StoreReader | null; readerError?: unknown } {
+  if (!existsSync(paths.state)) return { reader: null };
+  try {
+    return { reader: openReader(paths) };
+  } catch (error) {
+    return { reader: null, readerError: error };
   }
 }
 

@@ -3,9 +3,8 @@
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { probeGatewayFromOutside } from "../../health/gateway-status.js";
-import { collectStatus, exitCodeFor, type StatusReport } from "../../health/status.js";
+import { collectStatus, exitCodeFor, openForStatus, type StatusReport } from "../../health/status.js";
 import type { Cli } from "../main.js";
-import { withReader } from "../store-access.js";
 
 export function registerStatusCommand(program: Command, cli: Cli): void {
   program
@@ -19,15 +18,19 @@ export function registerStatusCommand(program: Command, cli: Cli): void {
         const paths = cli.profile();
         const { config, warnings } = loadConfig(paths);
         for (const warning of warnings) out.warn(warning);
-        const report = await withReader(paths, (reader) =>
-          collectStatus({
+        const opened = openForStatus(paths);
+        let report: StatusReport;
+        try {
+          report = await collectStatus({
             paths,
             config,
-            reader,
+            ...opened,
             now: Date.now(),
             gateway: () => probeGatewayFromOutside(paths, config),
-          }),
-        );
+          });
+        } finally {
+          opened.reader?.close();
+        }
         if (out.json) out.document(report);
         else for (const line of render(report)) out.line(line);
         return exitCodeFor(report.status);
