@@ -37,6 +37,21 @@ const base = {
 };
 
 describe("childEnvironment", () => {
+  it("drops a variable whose value holds a secret, not only one that is one", () => {
+    const env = childEnvironment(
+      secrets(),
+      {},
+      {
+        PATH: "/usr/bin:/bin",
+        HTTPS_PROXY: `http://me:${PROVIDER_KEY}@proxy.example:3128`,
+        AUTH_HEADER: `Bearer ${GATEWAY_KEY}`,
+        SOME_KEYS: `one,${PROVIDER_KEY},two`,
+        EDITOR: "vi",
+      },
+    );
+    expect(Object.keys(env).sort()).toEqual(["EDITOR", "GIT_PAGER", "GIT_TERMINAL_PROMPT", "PAGER", "PATH"]);
+  });
+
   it("drops Tenax's secrets by name and by value, and keeps the rest", () => {
     const env = childEnvironment(secrets(), {}, base);
     expect(env).toEqual({

@@ -1,12 +1,12 @@
 // The environment of every process a tool starts: this process's own, without Tenax's secrets (no
-// variable named like one, none whose value is one), plus the settings that keep commands from
+// variable named like one, none whose value is or holds one), plus the settings that keep commands from
 // waiting on a pager or a prompt. Every spawn of a tool builds its environment here, and only here.
 import type { Redactor } from "../core/redact.js";
 
 /** What a child must not inherit: ProfileSecrets fits it. */
 export interface EnvSecrets {
   names: ReadonlySet<string>;
-  redactor: Pick<Redactor, "isSecret">;
+  redactor: Pick<Redactor, "holdsSecret">;
 }
 
 /** Commands never wait on a pager or a password prompt: nobody is there to answer. */
@@ -46,7 +46,7 @@ export function childEnvironment(
   for (const [name, value] of Object.entries(base)) {
     if (value === undefined) continue;
     const kept = ALWAYS_KEPT.has(name) || name.startsWith("LC_");
-    if (!kept && (secrets.names.has(name) || secrets.redactor.isSecret(value))) continue;
+    if (!kept && (secrets.names.has(name) || secrets.redactor.holdsSecret(value))) continue;
     env[name] = value;
   }
   return { ...env, ...QUIET_ENV, ...extra };

@@ -5,7 +5,8 @@
 // its mark (one that left the group with `setsid`), and nobody else's. Exit is observed through the
 // child's own events: no timer per process.
 import { type ChildProcess, spawn } from "node:child_process";
-import { GATEWAY_KEY_VARIABLE, type ProfileSecrets } from "../config/profile-secrets.js";
+import { GATEWAY_KEY_VARIABLE } from "../config/gateway-key.js";
+import type { ProfileSecrets } from "../config/profile-secrets.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../core/deps.js";
 import { Redactor } from "../core/redact.js";
 import { childEnvironment } from "./child-env.js";

@@ -4,13 +4,11 @@
 // come the Redactor and the names a tool's child process never gets.
 import { type NamedSecret, Redactor } from "../core/redact.js";
 import { loadEnvFile } from "./env-file.js";
+import { GATEWAY_KEY_VARIABLE } from "./gateway-key.js";
 import type { LoadedConfig } from "./load.js";
 import type { ProfilePaths } from "./paths.js";
 import type { TenaxConfig } from "./schema.js";
 import { configSecrets } from "./secrets.js";
-
-/** The variable the gateway's key is read from by default. */
-export const GATEWAY_KEY_VARIABLE = "TENAX_API_KEY";
 
 export interface ProfileSecrets {
   redactor: Redactor;

@@ -17,6 +17,18 @@ function streamed(redactor: Redactor, text: string, cuts: number[]): string {
 }
 
 describe("Redactor", () => {
+  it("redactDeep gives back the very same object where nothing needed redacting, and a copy where something did", () => {
+    const r = new Redactor([{ name: "K", value: KEY }]);
+    const clean = { a: "plain", b: [1, "two", { c: "three" }] };
+    expect(r.redactDeep(clean)).toBe(clean);
+    const dirty = { a: "plain", b: [1, `has ${KEY}`, { c: "three" }] };
+    const out = r.redactDeep(dirty);
+    expect(out).not.toBe(dirty);
+    expect(out).toEqual({ a: "plain", b: [1, "has [redacted:K]", { c: "three" }] });
+    expect(out.b[2]).toBe(dirty.b[2]);
+    expect(dirty.b[1]).toBe(`has ${KEY}`);
+  });
+
   it("replaces each secret by a marker that names it, wherever it is", () => {
     const r = new Redactor([
       { name: "providers.main.api_keys[0]", value: KEY },

@@ -83,9 +83,17 @@ export class Redactor {
     return this.values.size;
   }
 
-  /** Whether this exact text is one of the secrets (for scrubbing a child's environment). */
+  /** Whether this exact text is one of the secrets. */
   isSecret(value: string): boolean {
     return this.values.has(value);
+  }
+
+  /**
+   * Whether `text` is or holds a secret anywhere (a proxy URL with a password, `Bearer KEY`, a
+   * list of keys): for scrubbing a child's environment.
+   */
+  holdsSecret(text: string): boolean {
+    return this.values.has(text) || this.redact(text) !== text;
   }
 
   /** Every secret in `text` replaced by its marker. */
@@ -242,14 +250,25 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 }
 
+/** `value` with `map` applied to every string in it; the very same object where nothing changed. */
 function deepMap(value: unknown, map: (text: string) => string): unknown {
   if (typeof value === "string") return map(value);
-  if (Array.isArray(value)) return value.map((v) => deepMap(v, map));
+  if (Array.isArray(value)) {
+    let out: unknown[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const mapped = deepMap(value[i], map);
+      if (mapped !== value[i]) (out ??= value.slice())[i] = mapped;
+    }
+    return out ?? value;
+  }
   if (value === null || typeof value !== "object") return value;
   const proto = Object.getPrototypeOf(value);
   // Only plain data is walked: a Buffer, a Date or a class instance is kept as it is.
   if (proto !== Object.prototype && proto !== null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) out[key] = deepMap(v, map);
-  return out;
+  let out: Record<string, unknown> | null = null;
+  for (const [key, v] of Object.entries(value)) {
+    const mapped = deepMap(v, map);
+    if (mapped !== v) (out ??= { ...(value as Record<string, unknown>) })[key] = mapped;
+  }
+  return out ?? value;
 }

@@ -17,8 +17,8 @@ import {
   isUsable,
 } from "../store/credential-ledger.js";
 import { recoverCommand } from "../store/open-database.js";
-import { readSpool } from "../store/spool.js";
 import { openReader } from "../store/registry.js";
+import { readSpool } from "../store/spool.js";
 import type { StoreReader } from "../store/store-reader.js";
 import { formatDuration } from "./duration.js";
 import type { OutsideView } from "./gateway-status.js";

@@ -187,12 +187,11 @@ export class Store extends StoreReadView {
     written: WriteOp[],
     options: ApplyOptions = {},
   ): { applied: Promise<OpResult[]>; durable: Promise<OpResult[]> } {
-    const ops = this.redacted(written);
     if (this.corrupt !== null || this.diskFailure !== null) {
-      const refused = this.write(ops, options);
+      const refused = this.write(written, options);
       return { applied: refused, durable: refused };
     }
-    return this.group.addStaged(ops, options);
+    return this.group.addStaged(this.redacted(written), options);
   }
 
   /**
