@@ -16,10 +16,19 @@ export function isWildcard(host: string): boolean {
   return h === "0.0.0.0" || h === "::" || h === "0:0:0:0:0:0:0:0";
 }
 
+/** How long the machine's addresses are taken as read: interfaces change rarely, requests often. */
+const INTERFACES_TTL_MS = 5000;
+let interfaces: { at: number; addresses: string[] } | null = null;
+
 /** The names a server bound to `host` is reached by: that host, or every address of the machine. */
-export function boundNames(host: string): string[] {
+export function boundNames(host: string, now: number = Date.now()): string[] {
   if (!isWildcard(host)) return [host];
-  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
+  if (interfaces === null || now - interfaces.at > INTERFACES_TTL_MS)
+    interfaces = {
+      at: now,
+      addresses: Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address)),
+    };
+  return interfaces.addresses;
 }
 
 export interface HostHeader {
