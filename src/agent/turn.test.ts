@@ -29,6 +29,35 @@ function roles(store: Store, session: string): string[] {
 const alive = pidAlive;
 
 describe("the turn loop", () => {
+  it("a turn that fails unexpectedly says so without the profile's secrets in its words", async () => {
+    const secret = "zq8Hk2pLm4Rt7Vw9-unexpected";
+    const { store, session, project, paths, sim } = await setupAgent();
+    const config = configSchema.parse({
+      model: { provider: "sim", name: "echo" },
+      providers: { sim: { type: "simulator", base_url: sim.url, api_keys: [secret] } },
+    });
+    const agent = await Agent.create({ paths, config, store });
+    try {
+      // A route that throws what no layer classified, quoting the key (a bug's message would).
+      const route = {
+        complete: () => Promise.reject(new Error(`request to ${sim.url} with key ${secret} blew up`)),
+      } as unknown as Parameters<Agent["turn"]>[0]["route"];
+      const result = await agent.turn({
+        sessionId: session,
+        text: "go",
+        cwd: project,
+        ...(route ? { route } : {}),
+      });
+      expect(result.status).toBe("failed");
+      expect(result.failure?.code).toBe("turn_failed");
+      expect(result.failure?.message).toContain("[redacted:providers.sim.api_keys[0]]");
+      expect(JSON.stringify(result)).not.toContain(secret);
+      expect(JSON.stringify(store.getMessages(session))).not.toContain(secret);
+    } finally {
+      await agent.close();
+    }
+  });
+
   it("runs a full tool loop, committing each message as it completes", async () => {
     const { sim, store, agent, session, project } = await setupAgent();
     sim.script([

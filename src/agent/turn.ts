@@ -390,7 +390,8 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       emit({ type: "guardrail", layer: "guardrails", message: e.message });
     } else {
       status = "failed";
-      failure = thrownFailure(e, overflow);
+      // An unexpected error's own words go to clients and the log: no secret in them either.
+      failure = redactedFailure(thrownFailure(e, overflow), agent.redactor);
     }
   } finally {
     ended = true;
@@ -468,6 +469,16 @@ async function callModel(
 ): Promise<Completion> {
   const messages = buildHistory(view.transcript, { system: agent.system, compaction: view.compaction });
   return route.complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, { signal, onEvent: emit });
+}
+
+/** A failure's words for people, with the profile's secrets redacted (the classified error is already). */
+function redactedFailure(failure: TurnFailure, redactor: Redactor | undefined): TurnFailure {
+  if (redactor === undefined) return failure;
+  return {
+    ...failure,
+    message: redactor.redactMessage(failure.message),
+    next: redactor.redactMessage(failure.next),
+  };
 }
 
 function isOverflow(error: unknown): boolean {
