@@ -3,6 +3,8 @@
 // the next command, /metrics shows it, `tenax status` exits 2 naming the provider; with a fallback
 // that answers it is degraded and exit 1; a provider that comes back is ok after a turn that
 // succeeds. A provider never called is unknown with the probe off, and ok once the probe reaches it.
+// A fallback that failed once while the primary was down is ok again once the probe reaches it,
+// though nobody calls it.
 import { writeFileSync } from "node:fs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { classify } from "../src/llm/classify.js";
@@ -230,5 +232,47 @@ describe("provider health through a real gateway", () => {
     // A connect costs the provider nothing: no request reached it.
     expect(later.requests()).toEqual([]);
     expect(sim.requests()).toEqual([]);
+  });
+
+  it("a fallback that failed once while the primary was down is ok again once the probe reaches it, with no call to it", async () => {
+    const mainPort = await freePort();
+    const backupPort = await freePort();
+    const { home, headers } = profile(
+      `  main: { type: openai, base_url: "http://127.0.0.1:${mainPort}/v1" }\n  backup: { type: simulator, base_url: "http://127.0.0.1:${backupPort}/v1" }`,
+      "fallback: [{ provider: backup, name: echo }]\nhealth: { provider_probe: connect, provider_probe_interval: 0.5 }",
+    );
+    const gw = await startGateway(home);
+    // Both down: the turn fails on the primary, then on the fallback.
+    expect((await turn(gw.url, headers, "nobody answers this one")).status).toBe(502);
+    let providers = providersOf(await health(gw.url, headers));
+    expect(providers.providers.map((p) => [p.provider, p.status, p.last_error?.source])).toEqual([
+      ["main", "down", "call"],
+      ["backup", "down", "call"],
+    ]);
+    // Both come back; the primary answers the next turn, and nobody calls the fallback again.
+    await simulatorOn(mainPort);
+    const backup = await simulatorOn(backupPort);
+    expect((await turn(gw.url, headers, "the primary is back")).status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    do {
+      providers = providersOf(await health(gw.url, headers));
+      if (providers.status === "ok") break;
+      await new Promise((r) => setTimeout(r, 100));
+    } while (Date.now() < deadline);
+    expect(providers.providers.map((p) => [p.provider, p.status])).toEqual([
+      ["main", "ok"],
+      ["backup", "ok"],
+    ]);
+    expect(providers.providers[1]?.detail).toMatch(
+      new RegExp(
+        `^the probe reached it \\d+ s ago, since the failed call to echo at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(\\d+ s ago: ${REFUSED}, could not connect to http://127\\.0\\.0\\.1:${backupPort}/v1`,
+      ),
+    );
+    expect(providers.status).toBe("ok");
+    const status = await tenaxAsync(home, ["status"]);
+    expect(status.stdout).toMatch(/^ {2}providers\s+ok\s+/m);
+    expect(status.status).toBe(0);
+    // A connect costs the fallback nothing: no request reached it.
+    expect(backup.requests()).toEqual([]);
   });
 });

@@ -86,6 +86,8 @@ async function probeModels(
       model: null,
       reason: null,
       message: `GET ${url} answered ${response.status} in ${took} ms`,
+      // No model list (404, 405) shows only that an HTTP server answers; a list, the API (and the key).
+      scope: !response.ok ? "reach" : key !== null ? "key" : "api",
     };
   }
   let body: unknown = null;
@@ -138,6 +140,7 @@ function probeConnect(
         model: null,
         reason: null,
         message: `connected to ${host}:${port} in ${now() - started} ms`,
+        scope: "reach",
       }),
     );
     socket.once("error", (error) => done(transportFailure(error, signal, now, subject.base_url)));
