@@ -4,11 +4,12 @@
 // that answers it is degraded and exit 1; a provider that comes back is ok after a turn that
 // succeeds. A provider never called is unknown with the probe off, and ok once the probe reaches it.
 // A fallback that failed once while the primary was down is ok again once the probe reaches it,
-// though nobody calls it.
+// though nobody calls it; and a provider that takes no connection never holds the start back.
 import { writeFileSync } from "node:fs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { classify } from "../src/llm/classify.js";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
+import { blackHole } from "./helpers/black-hole.js";
 import { requireBuild, tenaxAsync, testGatewayKey } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
 import { startGateway } from "./helpers/gateway.js";
@@ -274,5 +275,35 @@ describe("provider health through a real gateway", () => {
     expect(status.status).toBe(0);
     // A connect costs the fallback nothing: no request reached it.
     expect(backup.requests()).toEqual([]);
+  });
+
+  it("a provider that takes no connection holds the start back at most a second: unknown on the first /health, nothing degraded", async () => {
+    const hole = await blackHole();
+    const { home, headers } = profile(
+      `  main: { type: openai, base_url: "${hole.url}" }`,
+      // A look that would hold the port closed for 30 s if the start waited for it to end.
+      "health: { provider_probe: connect, provider_probe_timeout: 30 }",
+    );
+    const started = Date.now();
+    const gw = await startGateway(home);
+    const took = Date.now() - started;
+    console.log(`gateway listening ${took} ms after its start, its provider black-holed`);
+    expect(took).toBeLessThan(10_000);
+    const first = providersOf(await health(gw.url, headers));
+    expect(first.providers[0]).toMatchObject({ provider: "main", status: "unknown", last_error: null });
+    expect(first.providers[0]?.detail).toBe(
+      "not called yet, and the background probe has not reached it yet",
+    );
+    expect(first.status).toBe("unknown");
+    // Not seen yet is no fault: the whole is ok once the store's first check is in.
+    let h = await health(gw.url, headers);
+    const deadline = Date.now() + 5000;
+    while (h.status !== "ok" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      h = await health(gw.url, headers);
+    }
+    expect(h.status).toBe("ok");
+    expect(providersOf(h).status).toBe("unknown");
+    expect(gw.stdout()).toContain("gateway listening on");
   });
 });

@@ -1,12 +1,15 @@
 // The background probe's word against a call's, in-process over a real store, real sockets and the
 // real probe: a probe that gets through clears a failed call of a kind it can see (and says so),
-// not one it cannot.
+// not one it cannot; a key that cannot be looked up makes the look a connect, never a rejection;
+// and the wait on the first look is bounded, however long a black-holed provider keeps it.
 import { describe, expect, it } from "vitest";
+import { blackHole } from "../../test/helpers/black-hole.js";
 import { afterThisTest, providerMonitor, until } from "../../test/helpers/provider-monitor.js";
 import type { ClassifiedError } from "../llm/classified-error.js";
 import { classify } from "../llm/classify.js";
 import { providerCondition, readProviderRecord } from "../llm/provider-state.js";
 import { startSimulator } from "../llm/simulator/server.js";
+import { FIRST_PROVIDER_LOOK_MS } from "./monitor.js";
 
 const refused = classify({
   status: null,
@@ -113,5 +116,75 @@ describe("a probe that gets through, after a failed call", () => {
     // A call that succeeds is what clears it.
     s.recorder.observeCall({ provider: "backup", model: "echo", at: Date.now(), ok: true });
     expect(s.backupOf()?.status).toBe("ok");
+  });
+});
+
+describe("the probe never throws, and the start waits for it at most a second", () => {
+  it("a key that cannot be looked up makes the look a connect with the reason, and the first look still settles", async () => {
+    const sim = await startSimulator();
+    afterThisTest(() => sim.close());
+    const s = await providerMonitor(
+      {
+        model: { provider: "main", name: "echo" },
+        providers: { main: { type: "openai", base_url: sim.url, api_keys: ["sk-main-key-123456"] } },
+        health: { provider_probe: "models" },
+      },
+      {
+        keyOf: async () => {
+          throw new Error("the key ledger could not be read: database is locked");
+        },
+      },
+    );
+    s.monitor.start();
+    await expect(s.monitor.providersReady).resolves.toBeUndefined();
+    await expect(s.monitor.firstProviderLook()).resolves.toBeUndefined();
+    // The host answers: the store's failure is the store component's to tell, not the provider's.
+    expect(s.providers().providers[0]?.status).toBe("ok");
+    expect(s.recorder.view().get("main")?.last_probe).toMatchObject({
+      ok: true,
+      scope: "reach",
+      message: expect.stringMatching(
+        /^its key could not be looked up \(the key ledger could not be read: database is locked\), so a connect instead: connected to 127\.0\.0\.1:\d+/,
+      ),
+    });
+    // No request without the key: a connect only.
+    expect(sim.requests()).toEqual([]);
+  });
+
+  it("a provider that takes no connection: the first look is waited on for a second, unknown meanwhile, then down when its deadline ends", async () => {
+    const hole = await blackHole();
+    const s = await providerMonitor({
+      model: { provider: "main", name: "echo" },
+      providers: { main: { type: "openai", base_url: hole.url } },
+      health: { provider_probe: "connect", provider_probe_timeout: 3 },
+    });
+    let settled = false;
+    const started = Date.now();
+    s.monitor.start();
+    void s.monitor.providersReady.then(() => {
+      settled = true;
+    });
+    await s.monitor.firstProviderLook();
+    const waited = Date.now() - started;
+    console.log(`first provider look waited ${waited} ms (limit ${FIRST_PROVIDER_LOOK_MS} ms)`);
+    expect(FIRST_PROVIDER_LOOK_MS).toBe(1000);
+    expect(waited).toBeGreaterThanOrEqual(FIRST_PROVIDER_LOOK_MS - 5);
+    // Far below the probe's 3 s deadline: the look is still under way, and not waited on.
+    expect(waited).toBeLessThan(2500);
+    expect(settled).toBe(false);
+    const main = s.providers().providers.find((p) => p.provider === "main");
+    expect(main).toMatchObject({ status: "unknown", last_error: null });
+    expect(main?.detail).toBe("not called yet, and the background probe has not reached it yet");
+    // Not seen yet is no fault seen: the whole is not degraded by it.
+    expect(s.providers().status).toBe("unknown");
+    await until(() => s.monitor.report().components.store?.status === "ok");
+    expect(s.monitor.report().status).toBe("ok");
+
+    await s.monitor.providersReady;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+    expect(s.providers().providers.find((p) => p.provider === "main")).toMatchObject({
+      status: "down",
+      last_error: { source: "probe", reason: "timeout", message: "no answer within 3 s" },
+    });
   });
 });
