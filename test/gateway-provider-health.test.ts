@@ -3,10 +3,13 @@
 // the next command, /metrics shows it, `tenax status` exits 2 naming the provider; with a fallback
 // that answers it is degraded and exit 1; a provider that comes back is ok after a turn that
 // succeeds. A provider never called is unknown with the probe off, and ok once the probe reaches it.
+// A fallback that failed once while the primary was down is ok again once the probe reaches it,
+// though nobody calls it; and a provider that takes no connection never holds the start back.
 import { writeFileSync } from "node:fs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { classify } from "../src/llm/classify.js";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
+import { blackHole } from "./helpers/black-hole.js";
 import { requireBuild, tenaxAsync, testGatewayKey } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
 import { startGateway } from "./helpers/gateway.js";
@@ -230,5 +233,77 @@ describe("provider health through a real gateway", () => {
     // A connect costs the provider nothing: no request reached it.
     expect(later.requests()).toEqual([]);
     expect(sim.requests()).toEqual([]);
+  });
+
+  it("a fallback that failed once while the primary was down is ok again once the probe reaches it, with no call to it", async () => {
+    const mainPort = await freePort();
+    const backupPort = await freePort();
+    const { home, headers } = profile(
+      `  main: { type: openai, base_url: "http://127.0.0.1:${mainPort}/v1" }\n  backup: { type: simulator, base_url: "http://127.0.0.1:${backupPort}/v1" }`,
+      "fallback: [{ provider: backup, name: echo }]\nhealth: { provider_probe: connect, provider_probe_interval: 0.5 }",
+    );
+    const gw = await startGateway(home);
+    // Both down: the turn fails on the primary, then on the fallback.
+    expect((await turn(gw.url, headers, "nobody answers this one")).status).toBe(502);
+    let providers = providersOf(await health(gw.url, headers));
+    expect(providers.providers.map((p) => [p.provider, p.status, p.last_error?.source])).toEqual([
+      ["main", "down", "call"],
+      ["backup", "down", "call"],
+    ]);
+    // Both come back; the primary answers the next turn, and nobody calls the fallback again.
+    await simulatorOn(mainPort);
+    const backup = await simulatorOn(backupPort);
+    expect((await turn(gw.url, headers, "the primary is back")).status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    do {
+      providers = providersOf(await health(gw.url, headers));
+      if (providers.status === "ok") break;
+      await new Promise((r) => setTimeout(r, 100));
+    } while (Date.now() < deadline);
+    expect(providers.providers.map((p) => [p.provider, p.status])).toEqual([
+      ["main", "ok"],
+      ["backup", "ok"],
+    ]);
+    expect(providers.providers[1]?.detail).toMatch(
+      new RegExp(
+        `^the probe reached it \\d+ s ago, since the failed call to echo at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(\\d+ s ago: ${REFUSED}, could not connect to http://127\\.0\\.0\\.1:${backupPort}/v1`,
+      ),
+    );
+    expect(providers.status).toBe("ok");
+    const status = await tenaxAsync(home, ["status"]);
+    expect(status.stdout).toMatch(/^ {2}providers\s+ok\s+/m);
+    expect(status.status).toBe(0);
+    // A connect costs the fallback nothing: no request reached it.
+    expect(backup.requests()).toEqual([]);
+  });
+
+  it("a provider that takes no connection holds the start back at most a second: unknown on the first /health, nothing degraded", async () => {
+    const hole = await blackHole();
+    const { home, headers } = profile(
+      `  main: { type: openai, base_url: "${hole.url}" }`,
+      // A look that would hold the port closed for 30 s if the start waited for it to end.
+      "health: { provider_probe: connect, provider_probe_timeout: 30 }",
+    );
+    const started = Date.now();
+    const gw = await startGateway(home);
+    const took = Date.now() - started;
+    console.log(`gateway listening ${took} ms after its start, its provider black-holed`);
+    expect(took).toBeLessThan(10_000);
+    const first = providersOf(await health(gw.url, headers));
+    expect(first.providers[0]).toMatchObject({ provider: "main", status: "unknown", last_error: null });
+    expect(first.providers[0]?.detail).toBe(
+      "not called yet, and the background probe has not reached it yet",
+    );
+    expect(first.status).toBe("unknown");
+    // Not seen yet is no fault: the whole is ok once the store's first check is in.
+    let h = await health(gw.url, headers);
+    const deadline = Date.now() + 5000;
+    while (h.status !== "ok" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      h = await health(gw.url, headers);
+    }
+    expect(h.status).toBe("ok");
+    expect(providersOf(h).status).toBe("unknown");
+    expect(gw.stdout()).toContain("gateway listening on");
   });
 });

@@ -4,11 +4,14 @@
 // spells the key over several deltas. The key is looked for in every answer, stream, event, log
 // line, stored byte and CLI output.
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
-import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { requireBuild, tenaxAsync, testGatewayKey } from "./helpers/cli.js";
+import { startDashboard } from "./helpers/dashboard.js";
 import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -25,9 +28,14 @@ const GATEWAY_KEY = `gw${alnum(30)}`;
 const MARKER = "[redacted:providers.main.api_keys[0]]";
 
 const sims: Simulator[] = [];
+const servers: ReturnType<typeof createServer>[] = [];
 const saved = { ...process.env };
 afterEach(async () => {
   for (const sim of sims.splice(0)) await sim.close();
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
   for (const name of ["TENAX_API_KEY", "COPY_OF_THE_KEY"]) delete process.env[name];
   Object.assign(process.env, saved);
 });
@@ -219,6 +227,80 @@ describe("secrets never leave the gateway", () => {
       leaks({
         "the streamed deltas": streamedText(streamed.text),
         "the answer": plain.text,
+        ...storedFiles(paths.dir),
+      }),
+    ).toEqual([]);
+  });
+
+  it("a models probe whose 401 quotes the key: redacted in /health, tenax status --json, the dashboard and the store", async () => {
+    // The simulator's GET /models cannot be told to fail: a stand-in provider over real HTTP
+    // refuses every request and quotes the key it was sent, as some providers do.
+    const seen: string[] = [];
+    const provider = createServer((req, res) => {
+      const sent = (req.headers.authorization ?? "").replace(/^Bearer /, "");
+      seen.push(`${req.method} ${req.url} ${sent}`);
+      res.writeHead(401, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          error: {
+            message: `Incorrect API key provided: ${sent}. Find your key in your account settings.`,
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+          },
+        }),
+      );
+    });
+    servers.push(provider);
+    await new Promise<void>((r) => provider.listen(0, "127.0.0.1", r));
+    const port = (provider.address() as AddressInfo).port;
+    const paths = profileWith(
+      [
+        "model: { provider: main, name: echo }",
+        "providers:",
+        `  main: { type: openai, base_url: "http://127.0.0.1:${port}/v1", api_keys: ["\${MAIN_KEY}"] }`,
+        'gateway: { api_key: "${TENAX_API_KEY}" }',
+        "health: { provider_probe: models }",
+        "",
+      ].join("\n"),
+    );
+    // The gateway key every tenax child of this home gets (so status and the dashboard agree).
+    const gatewayKey = testGatewayKey(paths.home);
+    writeFileSync(paths.env, `MAIN_KEY=${PROVIDER_KEY}\nTENAX_API_KEY=${gatewayKey}\n`, { mode: 0o600 });
+    const gw = await startGateway(paths.home);
+    const health = await (await gw.fetch("/health")).text();
+    // The probe sent the key and the provider quoted it back: this is what must not be shown.
+    expect(seen).toEqual([`GET /v1/models ${PROVIDER_KEY}`]);
+    const main = (
+      JSON.parse(health) as {
+        components: { providers: { providers: { provider: string; status: string; last_error: unknown }[] } };
+      }
+    ).components.providers.providers[0];
+    expect(main).toMatchObject({
+      provider: "main",
+      status: "down",
+      last_error: {
+        source: "probe",
+        reason: "auth",
+        message: expect.stringContaining(`Incorrect API key provided: ${MARKER}.`),
+      },
+    });
+    const status = await tenaxAsync(paths.home, ["status", "--json"]);
+    expect(JSON.parse(status.stdout).components.providers.providers[0].last_error.message).toContain(MARKER);
+    const dashboard = await startDashboard(paths.home);
+    let view = "";
+    const deadline = Date.now() + 10_000;
+    while (!view.includes(MARKER) && Date.now() < deadline) {
+      view = await (await fetch(`${dashboard.url}/api/gateway`)).text();
+      if (!view.includes(MARKER)) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(view).toContain(MARKER);
+    gw.child.kill("SIGTERM");
+    await gw.exited;
+    expect(
+      leaks({
+        "/health": health,
+        "tenax status --json": status.stdout + status.stderr,
+        "the dashboard's /api/gateway": view,
+        "the gateway's output": gw.stdout() + gw.stderr(),
         ...storedFiles(paths.dir),
       }),
     ).toEqual([]);

@@ -137,6 +137,7 @@ export class Agent {
     const providerHealth = new ProviderHealthRecorder({
       store: options.store,
       now: () => deps.clock.now(),
+      redactor: secrets.redactor,
     });
     const runtime =
       options.runtime ??

@@ -236,9 +236,10 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
   runs.maintainOn(opened.agent.scheduler);
   const server = createJsonServer(gateway.handle);
-  // The first look at the providers ends (each under its deadline) before /health is served, so a
-  // provider is never `unknown` merely because the gateway has just started.
-  await observed.monitor.providersReady;
+  // The first look at the providers, for at most a second: a provider that answers at once is
+  // never `unknown` merely because the gateway has just started, and one that takes no connection
+  // is `unknown` until its look ends, without holding the port closed for provider_probe_timeout.
+  await observed.monitor.firstProviderLook();
   try {
     await listen(server, host, options.port);
   } catch (error) {

@@ -2,79 +2,19 @@
 // real probe: unknown until the probe sees a provider answer, down with the reason and the next
 // command when it cannot be reached, ok again when it answers, unknown for good with the probe off,
 // and the `models` probe sends the key and costs no call.
-import { createServer, type Server } from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
+import { createServer } from "node:http";
+import { describe, expect, it } from "vitest";
 import { freePort } from "../../test/helpers/dashboard.js";
-import { tempProfile } from "../../test/helpers/tmp.js";
-import { Scheduler } from "../agent/scheduler.js";
-import { configSchema } from "../config/schema.js";
+import {
+  afterThisTest,
+  listenOn,
+  providerMonitor as setup,
+  until,
+  wait,
+} from "../../test/helpers/provider-monitor.js";
 import { classify } from "../llm/classify.js";
-import { ProviderHealthRecorder } from "../llm/provider-health.js";
 import { startSimulator } from "../llm/simulator/server.js";
-import { openStore, releaseStore } from "../store/registry.js";
-import { EventHub } from "./event-hub.js";
-import { probeLayers } from "./layer-probe.js";
 import { renderMetrics } from "./metrics.js";
-import { HealthMonitor } from "./monitor.js";
-import type { ProvidersComponent } from "./provider-component.js";
-
-const cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-async function setup(yaml: Record<string, unknown>) {
-  const paths = tempProfile();
-  const config = configSchema.parse(yaml);
-  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-  const scheduler = new Scheduler();
-  const recorder = new ProviderHealthRecorder({ store, now: Date.now });
-  const keys: string[] = [];
-  const monitor = new HealthMonitor({
-    paths,
-    config,
-    store,
-    scheduler,
-    hub: new EventHub(),
-    layers: () => probeLayers(paths, config, Date.now()),
-    intervalMs: 100,
-    timeoutMs: 2000,
-    gateway: () => ({ stopping: false, turnsInFlight: 0, maxTurns: 4, startedAt: Date.now(), address: null }),
-    providers: {
-      recorder,
-      keyOf: async (provider) => {
-        keys.push(provider);
-        return "sk-probe-key-123456";
-      },
-    },
-  });
-  cleanup.push(
-    () => releaseStore(store),
-    () => scheduler.stop(),
-    () => monitor.close(),
-  );
-  const providers = () => monitor.report().components.providers as unknown as ProvidersComponent;
-  return { paths, config, store, recorder, monitor, providers, keys };
-}
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!what()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await wait(20);
-  }
-}
-
-function listen(server: Server, port = 0): Promise<number> {
-  return new Promise((resolve) =>
-    server.listen(port, "127.0.0.1", () => {
-      const address = server.address();
-      resolve(typeof address === "object" && address !== null ? address.port : 0);
-    }),
-  );
-}
 
 describe("HealthMonitor: providers", () => {
   it("a provider never called is unknown until the probe sees it answer, then ok; the whole is not degraded meanwhile", async () => {
@@ -85,8 +25,7 @@ describe("HealthMonitor: providers", () => {
       seen.push(`${req.method} ${req.url} ${req.headers.authorization ?? "(no key)"}`);
       answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"data":[]}');
     });
-    const port = await listen(slow);
-    cleanup.push(() => new Promise<void>((r) => slow.close(() => r())));
+    const port = await listenOn(slow);
     const s = await setup({
       model: { provider: "main", name: "m" },
       providers: { main: { type: "openai", base_url: `http://127.0.0.1:${port}/v1` } },
@@ -103,6 +42,8 @@ describe("HealthMonitor: providers", () => {
     expect(s.providers().detail).toContain("the background probe has not reached it yet");
     // Unknown is no fault seen: the whole stays ok.
     expect(s.monitor.report().status).toBe("ok");
+    // The request has arrived (on a loaded machine it may come after the store's first check).
+    await until(() => seen.length > 0);
     answer();
     await s.monitor.providersReady;
     expect(s.providers().status).toBe("ok");
@@ -152,7 +93,7 @@ describe("HealthMonitor: providers", () => {
 
     // The provider comes up: the next probe sees it, no call needed (and none made: no tokens).
     const sim = await startSimulator({ port });
-    cleanup.push(() => sim.close());
+    afterThisTest(() => sim.close());
     await until(() => s.providers().status === "ok");
     expect(s.providers().providers[0]).toMatchObject({ status: "ok", last_error: null });
     expect(sim.requests()).toEqual([]);
@@ -160,7 +101,7 @@ describe("HealthMonitor: providers", () => {
 
   it("with the probe off, a provider never called stays unknown, and the status says why", async () => {
     const sim = await startSimulator();
-    cleanup.push(() => sim.close());
+    afterThisTest(() => sim.close());
     const s = await setup({
       model: { provider: "main", name: "echo" },
       providers: { main: { type: "simulator", base_url: sim.url } },
@@ -180,7 +121,7 @@ describe("HealthMonitor: providers", () => {
 
   it("calls decide: failing with a fallback answering is degraded, both failing is down, a success is ok", async () => {
     const sim = await startSimulator();
-    cleanup.push(() => sim.close());
+    afterThisTest(() => sim.close());
     const s = await setup({
       model: { provider: "main", name: "m" },
       providers: {
@@ -221,7 +162,7 @@ describe("HealthMonitor: providers", () => {
 
   it("the models probe sends the configured key, and no model call", async () => {
     const sim = await startSimulator();
-    cleanup.push(() => sim.close());
+    afterThisTest(() => sim.close());
     const s = await setup({
       model: { provider: "main", name: "echo" },
       providers: { main: { type: "openai", base_url: sim.url, api_keys: ["sk-probe-key-123456"] } },

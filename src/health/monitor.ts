@@ -116,6 +116,9 @@ export class BackgroundProbe<T> {
   }
 }
 
+/** The longest a start waits on the first look at the providers (HealthMonitor.firstProviderLook). */
+export const FIRST_PROVIDER_LOOK_MS = 1000;
+
 /** A quick check of a very big store can take minutes; it runs in its own thread all the while. */
 const INTEGRITY_TIMEOUT_MS = 10 * 60_000;
 
@@ -126,8 +129,10 @@ export class HealthMonitor {
   readonly integrity: BackgroundProbe<IntegrityResult>;
   /** Providers nobody called lately, looked at without a model call (health.provider_probe). */
   readonly providerProbe: ProviderProber | null;
-  /** Settles when the first look at the providers has ended (each under its deadline). */
+  /** Settles when the first look at the providers has ended (each under its deadline); never rejects. */
   providersReady: Promise<void> = Promise.resolve();
+  /** When the first look at the providers began; null before start() or with no probe. */
+  private providersSince: number | null = null;
   private readonly now: () => number;
   private readonly intervalMs: number;
   private readonly jobs: { cancel(): void }[] = [];
@@ -171,7 +176,9 @@ export class HealthMonitor {
     void this.disk.once();
     const probe = this.providerProbe;
     if (probe !== null) {
-      this.providersReady = probe.once();
+      // A look never throws (probeProvider); were one to, it is no reason to stop a start.
+      this.providersSince = this.now();
+      this.providersReady = probe.once().catch(() => undefined);
       this.jobs.push(
         scheduler.every("health: providers", this.options.config.health.provider_probe_interval * 1000, () =>
           probe.once(),
@@ -186,6 +193,24 @@ export class HealthMonitor {
     const every = this.options.integrityIntervalMs ?? 0;
     if (every > 0)
       this.jobs.push(scheduler.every("health: store integrity", every, () => this.integrity.once()));
+  }
+
+  /**
+   * Settles when the first look at the providers has ended or `limitMs` has passed since it began
+   * (at start(), so what the gateway does meanwhile counts), whichever is first; never rejects. The
+   * gateway waits on it before it listens, so a provider that answers at once is never `unknown` on
+   * the first /health, while one that takes no connection (a host dropping packets, up to
+   * provider_probe_timeout) delays no start by more than the limit: it is `unknown` until the look
+   * ends, which degrades nothing.
+   */
+  firstProviderLook(limitMs = FIRST_PROVIDER_LOOK_MS): Promise<void> {
+    const left = this.providersSince === null ? 0 : limitMs - (this.now() - this.providersSince);
+    if (left <= 0) return Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, left);
+    });
+    return Promise.race([this.providersReady, limit]).finally(() => clearTimeout(timer));
   }
 
   /**

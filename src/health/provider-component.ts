@@ -11,6 +11,8 @@ import {
   type ProviderJudgement,
   type ProviderLevel,
   type ProviderRecord,
+  probeScope,
+  probeSees,
 } from "../llm/provider-state.js";
 import { BUILT_IN_TARGET, DEFAULT_BASE_URLS } from "../llm/runtime.js";
 import { formatDuration } from "./duration.js";
@@ -165,15 +167,29 @@ function describeProvider(
               : ""
           }`
         : `the ${mode === "off" ? "" : `${mode} `}probe ${ago(o.at)} could not reach it: ${reason}${o.message ? ` (${o.message})` : ""}`;
+    // A newer probe got through, but cannot see this kind of failure (probeSees): it stands.
     const reached =
       source === "call" && facts.last_probe?.ok === true && facts.last_probe.at > o.at
-        ? `; the probe reached it ${ago(facts.last_probe.at)}, the next call will tell`
+        ? `; the probe reached it ${ago(facts.last_probe.at)}, which does not show a failure of this kind (${reason}) to be over, so it stands`
         : "";
     return {
       ...base,
       detail: `${what}${reached}`,
       last_error: { reason, message: o.message, at: o.at, model: o.model, source },
-      next: nextFor(paths, config, c, o.model, chainDown),
+      next: nextFor(paths, config, c, o.model, chainDown, clearedBy(mode, source, o.reason)),
+    };
+  }
+  if (judgement.cleared !== null) {
+    const { call, probe } = judgement.cleared;
+    const got =
+      probeScope(probe) === "reach"
+        ? "reached it"
+        : `had its model list answer${probeScope(probe) === "key" ? " the key" : ""}`;
+    return {
+      ...base,
+      detail: `the probe ${got} ${ago(probe.at)}, since the failed call${call.model ? ` to ${call.model}` : ""} at ${new Date(call.at).toISOString()} (${ago(call.at)}: ${call.reason ?? "unknown"}${call.message ? `, ${call.message}` : ""}); a probe sees that kind of failure, so the call counts no more (the next call will tell)`,
+      last_error: null,
+      next: null,
     };
   }
   let detail: string;
@@ -190,13 +206,25 @@ function describeProvider(
   return { ...base, detail, last_error: null, next: null };
 }
 
-/** What to check, and what clears it: a call that succeeds. */
+/** What clears a failure: a call that succeeds, and a probe that gets through where it can see the kind. */
+function clearedBy(mode: ProviderProbeMode, source: "call" | "probe", reason: string | null): string {
+  if (source === "probe") return "the next call or probe that gets through clears it";
+  if (mode === "off") return "the next call that succeeds clears it";
+  // A `models` probe with no usable key is a connect, which sees less.
+  const seen = probeSees({ scope: mode === "models" ? "key" : "reach" }, reason);
+  return seen
+    ? "the next call that succeeds, or probe that gets through, clears it"
+    : `the next call that succeeds clears it, since the ${mode} probe (health.provider_probe) cannot see a failure of this kind (${reason ?? "unknown"})`;
+}
+
+/** What to check, and what clears it: a call that succeeds, or for some failures the probe. */
 function nextFor(
   paths: ProfilePaths,
   config: TenaxConfig,
   c: ConfiguredProvider,
   model: string | null,
   chainDown: boolean,
+  clears: string,
 ): string {
   const status = tenaxCommand(paths.name, ["status"]);
   const check =
@@ -207,5 +235,5 @@ function nextFor(
     chainDown && config.fallback.length === 0
       ? "; a fallback model (fallback: in config.yaml) would answer while it is down"
       : "";
-  return `${check}${fallback}; the next call that succeeds clears it (${status} shows it)`;
+  return `${check}${fallback}; ${clears}; ${status} shows it`;
 }

@@ -41,7 +41,10 @@ export function modelsUrl(type: ProviderType, baseUrl: string): string {
   return type === "anthropic" ? `${base}/v1/models` : `${base}/models`;
 }
 
-/** One look at one provider; never throws. */
+/**
+ * One look at one provider; never throws. A key that cannot be looked up (the ledger unreadable)
+ * is the store's failure, not the provider's: the look is a connect, and its message says why.
+ */
 export async function probeProvider(
   subject: ProbeSubject,
   mode: "models" | "connect",
@@ -49,12 +52,32 @@ export async function probeProvider(
   now: () => number,
 ): Promise<ProviderObservation> {
   const started = now();
-  if (mode === "models") {
-    const key = subject.keyed ? await subject.key() : null;
-    // Every key cooling or disabled: the credentials layer says so; a connect still shows the host.
-    if (!subject.keyed || key !== null) return probeModels(subject, key, signal, now, started);
+  try {
+    let note: string | null = null;
+    if (mode === "models") {
+      let key: string | null = null;
+      if (subject.keyed)
+        try {
+          key = await subject.key();
+        } catch (error) {
+          note = `its key could not be looked up (${error instanceof Error ? error.message : String(error)}), so a connect instead`;
+        }
+      // Every key cooling or disabled: the credentials layer says so; a connect still shows the host.
+      if (note === null && (!subject.keyed || key !== null))
+        return await probeModels(subject, key, signal, now, started);
+    }
+    const seen = await probeConnect(subject, signal, now, started);
+    return note === null ? seen : { ...seen, message: `${note}: ${seen.message ?? ""}` };
+  } catch (error) {
+    // Nothing above is known to throw; should anything, the look failed, and says what threw.
+    return {
+      ok: false,
+      at: now(),
+      model: null,
+      reason: "unknown",
+      message: `the probe could not look at ${subject.base_url}: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
-  return probeConnect(subject, signal, now, started);
 }
 
 async function probeModels(
@@ -86,6 +109,8 @@ async function probeModels(
       model: null,
       reason: null,
       message: `GET ${url} answered ${response.status} in ${took} ms`,
+      // No model list (404, 405) shows only that an HTTP server answers; a list, the API (and the key).
+      scope: !response.ok ? "reach" : key !== null ? "key" : "api",
     };
   }
   let body: unknown = null;
@@ -138,6 +163,7 @@ function probeConnect(
         model: null,
         reason: null,
         message: `connected to ${host}:${port} in ${now() - started} ms`,
+        scope: "reach",
       }),
     );
     socket.once("error", (error) => done(transportFailure(error, signal, now, subject.base_url)));

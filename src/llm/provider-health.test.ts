@@ -2,6 +2,7 @@
 // a change of state and at a bounded rate, and what the throttle held back is written soon after.
 import { afterEach, describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
+import { Redactor } from "../core/redact.js";
 import type { WriteOp } from "../store/ops.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
@@ -159,5 +160,51 @@ describe("ProviderHealthRecorder", () => {
     s.recorder.observeCall(s.call(true));
     await s.recorder.flush();
     expect(readProviderRecord(s.store, "main")?.last_call?.ok).toBe(true);
+  });
+
+  it("redacts the profile's secrets by value from every message it keeps, a probe's, a call's or the store's", async () => {
+    // Not shaped like a key: only redaction by value finds it.
+    const secret = "tenaxmain-9f8e7d6c5b4a";
+    const marker = "[redacted:providers.main.api_keys[0]]";
+    const paths = tempProfile();
+    // A store with no redactor of its own, as one that predates a secret: the recorder's must do.
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    stores.push(store);
+    await store.putRecord("component", "provider/old", {
+      last_call: { ok: false, at: 1, model: "m", reason: "auth", message: `key ${secret} refused` },
+      last_probe: null,
+      last_success_at: null,
+      failing_since: 1,
+    });
+    const recorder = new ProviderHealthRecorder({
+      store,
+      now: Date.now,
+      redactor: new Redactor([{ name: "providers.main.api_keys[0]", value: secret }]),
+    });
+    recorder.observeProbe("main", {
+      ok: false,
+      at: Date.now(),
+      model: null,
+      reason: "auth",
+      message: `GET http://127.0.0.1:9/v1/models: Incorrect API key provided: ${secret}.`,
+    });
+    recorder.observeCall({
+      provider: "other",
+      model: "m",
+      at: Date.now(),
+      ok: false,
+      error: { ...refused, message: `a proxy quoted ${secret} back` },
+    });
+    recorder.observeCall({ provider: "old", model: "m", at: Date.now(), ok: true });
+    await recorder.flush();
+    const view = JSON.stringify([...recorder.view()]);
+    expect(view).not.toContain(secret);
+    expect(recorder.view().get("main")?.last_probe?.message).toBe(
+      `GET http://127.0.0.1:9/v1/models: Incorrect API key provided: ${marker}.`,
+    );
+    expect(recorder.view().get("other")?.last_call?.message).toBe(`a proxy quoted ${marker} back`);
+    expect(JSON.stringify(readProviderRecord(store, "main"))).toContain(marker);
+    for (const provider of ["main", "other", "old"])
+      expect(JSON.stringify(readProviderRecord(store, provider))).not.toContain(secret);
   });
 });

@@ -2,7 +2,10 @@
 // call's end and every probe's answer is an observation; the view changes at once (the gateway's
 // /health reads it), while the store is written only when it matters: a change of state at once
 // (at most one write a second per provider), repeated failures at most every 5 s, and a success
-// after a success once a minute. A write per call would cost every turn a transaction.
+// after a success once a minute. A write per call would cost every turn a transaction. Every
+// message it keeps is redacted by the profile's secrets first, whatever said it: a provider's error
+// quoting a key, or a probe's (which no provider boundary redacts), reaches no view.
+import type { Redactor } from "../core/redact.js";
 import type { RecordPutOp } from "../store/ops.js";
 import {
   countsAgainstProvider,
@@ -37,6 +40,8 @@ export interface RecorderOptions {
   store: RecordWriter;
   now: () => number;
   throttle?: Partial<WriteThrottle>;
+  /** The profile's secrets (ProfileSecrets.redactor), redacted by value from every message kept. */
+  redactor?: Pick<Redactor, "redactMessage">;
   /** A write that failed (the store's own health says why); the view is kept and written with the next change. */
   onError?: (provider: string, error: unknown) => void;
 }
@@ -122,11 +127,28 @@ export class ProviderHealthRecorder {
 
   private observe(provider: string, source: "call" | "probe", observation: ProviderObservation): void {
     const entry = this.entry(provider);
-    const next = withObservation(entry.record, source, observation);
+    const next = withObservation(entry.record, source, this.redacted(observation));
     if (next === entry.record) return;
     entry.record = next;
     entry.dirty = true;
     if (this.due(entry, this.options.now())) void this.write(provider, entry);
+  }
+
+  private redacted(observation: ProviderObservation): ProviderObservation {
+    const { redactor } = this.options;
+    if (redactor === undefined || observation.message === null) return observation;
+    return { ...observation, message: redactor.redactMessage(observation.message) };
+  }
+
+  /** The store's record, its messages redacted too (one written before a secret was added). */
+  private read(provider: string): ProviderRecord | null {
+    const stored = readProviderRecord(this.options.store, provider);
+    if (stored === null || this.options.redactor === undefined) return stored;
+    return {
+      ...stored,
+      last_call: stored.last_call && this.redacted(stored.last_call),
+      last_probe: stored.last_probe && this.redacted(stored.last_probe),
+    };
   }
 
   private entry(provider: string): Entry {
@@ -135,7 +157,7 @@ export class ProviderHealthRecorder {
       // Another process may have written it: transitions are counted from what the store holds.
       let stored: ProviderRecord | null = null;
       try {
-        stored = readProviderRecord(this.options.store, provider);
+        stored = this.read(provider);
       } catch {
         // An unreadable store is the store component's news; this view starts empty.
       }
@@ -165,7 +187,7 @@ export class ProviderHealthRecorder {
     // Fold in what other processes wrote since, so the newest of each fact survives.
     let stored: ProviderRecord | null = null;
     try {
-      stored = readProviderRecord(this.options.store, provider);
+      stored = this.read(provider);
     } catch {
       // Written as this process sees it; the store's own health says why it could not be read.
     }

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { ERROR_REASONS } from "./classified-error.js";
 import {
+  clearedByProbe,
   countsAgainstProvider,
+  currentFailure,
   judgeProviders,
   mergeRecords,
   type ProviderObservation,
@@ -16,6 +19,15 @@ const bad = (at: number, reason = "server_error"): ProviderObservation => ({
   model: "m",
   reason,
   message: "connect ECONNREFUSED 127.0.0.1:9",
+});
+/** A probe that got through, showing `scope` (reach: a connect; api: the model list; key: with the key). */
+const reached = (at: number, scope?: string): ProviderObservation => ({
+  ok: true,
+  at,
+  model: null,
+  reason: null,
+  message: "connected",
+  ...(scope === undefined ? {} : { scope }),
 });
 const rec = (r: Partial<ProviderRecord>): ProviderRecord => ({
   last_call: null,
@@ -42,17 +54,128 @@ describe("providerCondition: one provider's latest word", () => {
       "failing",
     ],
     ["a call answered after the probe failed", rec({ last_call: ok(10), last_probe: bad(5) }), false, "ok"],
-    // A probe only shows the host answers: a failed call stands until a call answers.
+    // A connect only shows the host takes connections: a server error stands until a call answers.
     [
-      "the probe reached it after a call failed",
-      rec({ last_call: bad(5), last_probe: ok(10) }),
+      "a connect got through after a call failed with a server error",
+      rec({ last_call: bad(5), last_probe: reached(10, "reach") }),
       false,
       "failing",
+    ],
+    [
+      "a connect got through after a call could not connect",
+      rec({ last_call: bad(5, "unreachable"), last_probe: reached(10, "reach") }),
+      false,
+      "ok",
     ],
     ["both failed", rec({ last_call: bad(5), last_probe: bad(10) }), false, "failing"],
   ];
   it.each(rows)("%s", (_what, record, inProcess, expected) => {
     expect(providerCondition(record, inProcess)).toBe(expected);
+  });
+});
+
+describe("a probe that got through, newer than a failed call, clears it when it can see that kind", () => {
+  // Each reason a call may fail with, against what each kind of probe shows. Everything not
+  // listed stands until a call succeeds, whatever probe got through since.
+  const SEES: Record<string, readonly string[]> = {
+    reach: ["unreachable", "timeout"],
+    api: ["unreachable", "timeout", "server_error", "overloaded"],
+    key: ["unreachable", "timeout", "server_error", "overloaded", "auth", "rate_limit"],
+  };
+  const rows = Object.entries(SEES).flatMap(([scope, seen]) =>
+    ERROR_REASONS.map((reason) => [scope, reason, seen.includes(reason)] as const),
+  );
+  it.each(rows)("a %s probe after a call that failed with %s: cleared %s", (scope, reason, cleared) => {
+    const record = rec({ last_call: bad(5, reason), last_probe: reached(10, scope), failing_since: 5 });
+    expect(providerCondition(record, false)).toBe(cleared ? "ok" : "failing");
+    expect(clearedByProbe(record)).toEqual(
+      cleared ? { call: bad(5, reason), probe: reached(10, scope) } : null,
+    );
+    expect(currentFailure(record)?.source ?? null).toBe(cleared ? null : "call");
+  });
+
+  it("never seen as clearing: billing, a permission, a missing model, a cut or garbled reply", () => {
+    for (const reason of ["billing", "auth_permanent", "model_not_found", "stream_drop", "format_error"])
+      expect(
+        providerCondition(rec({ last_call: bad(5, reason), last_probe: reached(10, "key") }), false),
+      ).toBe("failing");
+  });
+
+  const timing: [string, ProviderRecord, ReturnType<typeof providerCondition>][] = [
+    [
+      "the probe is older than the failed call",
+      rec({ last_call: bad(10, "unreachable"), last_probe: reached(5, "key") }),
+      "failing",
+    ],
+    [
+      "the probe and the failed call at one instant",
+      rec({ last_call: bad(10, "unreachable"), last_probe: reached(10, "key") }),
+      "failing",
+    ],
+    // Written before probes said what they showed: read as the least, a connect.
+    [
+      "a probe with no scope (an older record) clears what a connect sees",
+      rec({ last_call: bad(5, "timeout"), last_probe: reached(10) }),
+      "ok",
+    ],
+    [
+      "a probe with no scope (an older record) sees no server error",
+      rec({ last_call: bad(5), last_probe: reached(10) }),
+      "failing",
+    ],
+    [
+      "a scope this Tenax does not know is read as a connect",
+      rec({ last_call: bad(5, "auth"), last_probe: reached(10, "everything") }),
+      "failing",
+    ],
+    [
+      "a failed probe is no probe that got through",
+      rec({ last_call: bad(5, "unreachable"), last_probe: bad(10, "unreachable") }),
+      "failing",
+    ],
+  ];
+  it.each(timing)("%s", (_what, record, expected) => {
+    expect(providerCondition(record, false)).toBe(expected);
+  });
+
+  it("a failed probe after the one that cleared the call makes it failing again", () => {
+    let r = withObservation(null, "call", bad(5, "unreachable"));
+    r = withObservation(r, "probe", reached(10, "reach"));
+    expect(currentFailure(r)).toBeNull();
+    expect(providerCondition(r, false)).toBe("ok");
+    r = withObservation(r, "probe", bad(15, "unreachable"));
+    expect(providerCondition(r, false)).toBe("failing");
+    // The failed call stands again (the newest probe shows nothing over), and a call still clears it.
+    expect(currentFailure(r)).toMatchObject({ source: "call", observation: { at: 5 } });
+    // The calls' streak is the calls' own: a probe neither ends nor starts it.
+    expect(r.failing_since).toBe(5);
+    r = withObservation(r, "call", ok(20));
+    expect(currentFailure(r)).toBeNull();
+  });
+
+  it("the fallback that failed once while the primary was down is ok again once the probe reaches it", () => {
+    const judged = judgeProviders(
+      [
+        { provider: "main", in_process: false, record: rec({ last_call: ok(100) }) },
+        {
+          provider: "backup",
+          in_process: false,
+          record: rec({
+            last_call: bad(50, "unreachable"),
+            last_probe: reached(110, "reach"),
+            failing_since: 50,
+          }),
+        },
+      ],
+      ["main", "backup"],
+    );
+    expect(judged.status).toBe("ok");
+    expect(
+      judged.providers.map((p) => [p.provider, p.status, p.failure, p.cleared?.call.at ?? null]),
+    ).toEqual([
+      ["main", "ok", null, null],
+      ["backup", "ok", null, 50],
+    ]);
   });
 });
 
@@ -160,14 +283,14 @@ describe("judgeProviders: the chain decides degraded or down", () => {
         {
           provider: "main",
           in_process: false,
-          record: rec({ last_call: bad(5, "unreachable"), last_probe: ok(9) }),
+          record: rec({ last_call: bad(5, "model_not_found"), last_probe: reached(9, "key") }),
         },
         { provider: "backup", in_process: false, record: rec({ last_probe: bad(7, "timeout") }) },
       ],
       ["main", "backup"],
     );
     expect(judged.providers.map((p) => [p.failure?.source, p.failure?.observation.reason])).toEqual([
-      ["call", "unreachable"],
+      ["call", "model_not_found"],
       ["probe", "timeout"],
     ]);
   });

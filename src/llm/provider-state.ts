@@ -21,6 +21,11 @@ const observationSchema = z.object({
   /** The classified reason of a failure (whatever the classifier names it); null when it answered. */
   reason: z.string().nullable(),
   message: z.string().nullable(),
+  /**
+   * What a probe that got through showed (PROBE_SCOPES); absent for a call, a failed probe, and a
+   * record written before probes said it. Any other value is read as the least, `reach`.
+   */
+  scope: z.string().nullish(),
 });
 /** One look at a provider: a call's end or a probe's answer. */
 export type ProviderObservation = z.infer<typeof observationSchema>;
@@ -142,15 +147,61 @@ function latest(a: number | null, b: number | null): number | null {
   return Math.max(a, b);
 }
 
+/**
+ * What a probe that got through shows, from the least to the most: `reach`, the host took a TCP
+ * connection (a `connect` probe, or a `models` probe whose server has no model list, 404 or 405);
+ * `api`, its model list answered and no key was sent (a server that needs none); `key`, its model
+ * list answered with the key the pool offers a call next.
+ */
+export const PROBE_SCOPES = ["reach", "api", "key"] as const;
+export type ProbeScope = (typeof PROBE_SCOPES)[number];
+
+/**
+ * Which failures of a call a probe that got through sees are over, by what it showed. A reason
+ * not listed is one no probe can see (a missing model, a permission for one model or region,
+ * billing: listing models costs nothing and answers with no credit left, a stream cut or garbled
+ * mid-reply, a content block, a failure nobody could name): it stands until a call succeeds.
+ * A `timeout` is most often a host that took no connection in time; one that waited on a hung
+ * server's first byte and is cleared by a connect shows again at the next call.
+ */
+const SEEN_BY_PROBE: Readonly<Record<ProbeScope, ReadonlySet<string>>> = {
+  reach: new Set(["unreachable", "timeout"]),
+  api: new Set(["unreachable", "timeout", "server_error", "overloaded"]),
+  // The pool offers no key it saw refused or limited until it may be used again: a key it offers
+  // and the provider takes is the key the next call sends.
+  key: new Set(["unreachable", "timeout", "server_error", "overloaded", "auth", "rate_limit"]),
+};
+
+export function probeScope(observation: Pick<ProviderObservation, "scope">): ProbeScope {
+  const scope = observation.scope;
+  return scope === "api" || scope === "key" ? scope : "reach";
+}
+
+/** Whether a probe that got through shows a failure of this reason to be over. */
+export function probeSees(probe: Pick<ProviderObservation, "scope">, reason: string | null): boolean {
+  return reason !== null && SEEN_BY_PROBE[probeScope(probe)].has(reason);
+}
+
+/** A failed call, and the newer probe that got through and sees its kind: the call no longer counts. */
+export function clearedByProbe(
+  record: ProviderRecord | null,
+): { call: ProviderObservation; probe: ProviderObservation } | null {
+  const call = record?.last_call ?? null;
+  const probe = record?.last_probe ?? null;
+  if (call === null || call.ok || probe === null || !probe.ok || probe.at <= call.at) return null;
+  return probeSees(probe, call.reason) ? { call, probe } : null;
+}
+
 /** The failure a provider is judged by now, and whether a call or the probe saw it; null when none. */
 export function currentFailure(
   record: ProviderRecord | null,
 ): { observation: ProviderObservation; source: "call" | "probe" } | null {
   if (record === null) return null;
   const { last_call, last_probe } = record;
-  // A failed call stands until a call succeeds: a probe only shows the host answers, not that a call
-  // would (a missing model, a bad request path, a refused key behind a public model list).
-  if (last_call !== null && !last_call.ok) return { observation: last_call, source: "call" };
+  // A failed call stands until a call succeeds, or a newer probe gets through that can see its
+  // kind of failure (clearedByProbe): reaching the host says nothing of a missing model.
+  if (last_call !== null && !last_call.ok && clearedByProbe(record) === null)
+    return { observation: last_call, source: "call" };
   if (last_probe !== null && !last_probe.ok && (last_call === null || last_probe.at >= last_call.at))
     return { observation: last_probe, source: "probe" };
   return null;
@@ -180,10 +231,14 @@ export interface ProviderJudgement {
   condition: ProviderCondition;
   in_chain: boolean;
   failure: { observation: ProviderObservation; source: "call" | "probe" } | null;
+  /** A failed call a newer probe showed to be over (clearedByProbe); null when none. */
+  cleared: { call: ProviderObservation; probe: ProviderObservation } | null;
 }
 
 /**
- * The rules, in one place. Each provider's condition comes from its latest word (providerCondition).
+ * The rules, in one place. Each provider's condition comes from its latest word (providerCondition):
+ * a failed call, unless a newer probe got through that sees its kind (clearedByProbe), or a failed
+ * probe newer than the last call.
  * A failing provider is `down` when no provider of the primary-and-fallback chain is left that may
  * answer (every one of them is failing), else `degraded`; one that may answer is `ok` or `unknown`.
  * The whole: `down` when every chain provider fails, `degraded` when any provider fails, `unknown`
@@ -206,6 +261,7 @@ export function judgeProviders(
       condition,
       in_chain: inChain.includes(f.provider),
       failure: currentFailure(f.record),
+      cleared: clearedByProbe(f.record),
     };
   });
   const primary = inChain[0];
