@@ -430,4 +430,3 @@ function withIntegrity(
   };
 }
 
-export { worst };
