@@ -429,4 +429,3 @@ function withIntegrity(
     next: recoverCommand(paths.state, paths.name),
   };
 }
-
