@@ -257,7 +257,9 @@ function deepMap(value: unknown, map: (text: string) => string): unknown {
     let out: unknown[] | null = null;
     for (let i = 0; i < value.length; i++) {
       const mapped = deepMap(value[i], map);
-      if (mapped !== value[i]) (out ??= value.slice())[i] = mapped;
+      if (mapped === value[i]) continue;
+      out ??= value.slice();
+      out[i] = mapped;
     }
     return out ?? value;
   }
@@ -268,7 +270,9 @@ function deepMap(value: unknown, map: (text: string) => string): unknown {
   let out: Record<string, unknown> | null = null;
   for (const [key, v] of Object.entries(value)) {
     const mapped = deepMap(v, map);
-    if (mapped !== v) (out ??= { ...(value as Record<string, unknown>) })[key] = mapped;
+    if (mapped === v) continue;
+    out ??= { ...(value as Record<string, unknown>) };
+    out[key] = mapped;
   }
   return out ?? value;
 }
