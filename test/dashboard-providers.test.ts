@@ -58,11 +58,16 @@ describe("the dashboard's providers tile", () => {
     expect(await tile.locator(".next").first().textContent()).toContain(
       `curl -sS http://127.0.0.1:${port}/v1/models`,
     );
-    const colour = await tile.evaluate((node) => {
-      const view = globalThis as unknown as { getComputedStyle(n: unknown): { borderLeftColor: string } };
-      return view.getComputedStyle(node).borderLeftColor;
-    });
-    expect(colour).toBe("rgb(207, 34, 46)");
+    // Polled: the page redraws its tiles on every event, and a node read while it is replaced has
+    // no computed style yet.
+    await expect
+      .poll(() =>
+        tile.evaluate((node) => {
+          const view = globalThis as unknown as { getComputedStyle(n: unknown): { borderLeftColor: string } };
+          return view.getComputedStyle(node).borderLeftColor;
+        }),
+      )
+      .toBe("rgb(207, 34, 46)");
     await expect.poll(() => page.locator("#overall").textContent()).toBe("down");
 
     // The provider comes back; the next turn's success makes the tile ok.

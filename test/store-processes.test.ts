@@ -28,13 +28,19 @@ function runWriter(
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [WRITER, home, "default", worker, String(count), shared.join(",")]);
     const run: Run = { acks: [], stdout: "", stderr: "", code: null, signal: null };
+    // The kill's clock starts at the writer's first ack, not at its spawn: on a loaded machine the
+    // start-up alone may take longer than the delay, and a writer killed before it wrote tests nothing.
+    let armed = false;
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       run.stdout += chunk;
+      if (killAfterMs !== undefined && !armed && run.stdout.includes("ack ")) {
+        armed = true;
+        setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+      }
     });
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
       run.stderr += chunk;
     });
-    if (killAfterMs !== undefined) setTimeout(() => child.kill("SIGKILL"), killAfterMs);
     child.on("close", (code, signal) => {
       // Only complete lines count: a line cut by the kill was never fully acknowledged.
       const lines = run.stdout.split("\n").slice(0, -1);

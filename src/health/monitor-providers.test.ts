@@ -15,6 +15,7 @@ import {
 import { classify } from "../llm/classify.js";
 import { startSimulator } from "../llm/simulator/server.js";
 import { renderMetrics } from "./metrics.js";
+import { worst } from "./status.js";
 
 describe("HealthMonitor: providers", () => {
   it("a provider never called is unknown until the probe sees it answer, then ok; the whole is not degraded meanwhile", async () => {
@@ -40,8 +41,11 @@ describe("HealthMonitor: providers", () => {
       last_error: null,
     });
     expect(s.providers().detail).toContain("the background probe has not reached it yet");
-    // Unknown is no fault seen: the whole stays ok.
-    expect(s.monitor.report().status).toBe("ok");
+    // Unknown is no fault seen: the providers do not lower the whole. (A loaded machine may lower
+    // it through the scheduler's lag, which is not what this checks.)
+    const report = s.monitor.report();
+    const others = Object.entries(report.components).filter(([name]) => name !== "providers");
+    expect(report.status).toBe(worst(others.map(([, c]) => c.status)));
     // The request has arrived (on a loaded machine it may come after the store's first check).
     await until(() => seen.length > 0);
     answer();

@@ -65,7 +65,8 @@ describe("auxiliary routing", () => {
   });
 
   it("a candidate that hangs past the task's timeout is skipped for the next", async () => {
-    const { s, rt } = await auxRuntime([{ name: "big" }, { name: "big" }], 0.3);
+    // Long enough for the healthy second candidate to answer on a loaded machine.
+    const { s, rt } = await auxRuntime([{ name: "big" }, { name: "big" }], 1.5);
     s.script([{ type: "hang", phase: "before_headers" }]);
     const rec = recorder();
     const done = await rt.router.auxiliary("compression", history, { onEvent: rec.onEvent });
