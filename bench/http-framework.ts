@@ -43,6 +43,15 @@ interface Figures {
   p99_ms: number;
 }
 
+/** Wall and CPU µs per call (CPU: this process's user + system time, less hit by other processes). */
+interface InProcessFigures {
+  fastify_inject_us: number;
+  hono_request_us: number;
+  fastify_over_hono_us: number;
+  fastify_inject_cpu_us: number;
+  hono_request_cpu_us: number;
+}
+
 export interface FrameworkResult {
   settings: FrameworkSettings;
   versions: Record<Framework, string>;
@@ -61,8 +70,8 @@ export interface FrameworkResult {
   >;
   /** µs per in-process call, median of rounds; `over_hono` the median of per-round differences. */
   in_process: {
-    json: { fastify_inject_us: number; hono_request_us: number; fastify_over_hono_us: number };
-    stream: { fastify_inject_us: number; hono_request_us: number; fastify_over_hono_us: number };
+    json: InProcessFigures;
+    stream: InProcessFigures;
   };
   error_samples: Record<string, string[]>;
   raw: LoadResult;
@@ -170,18 +179,24 @@ async function measureInProcess(rounds: number, batch: number): Promise<Framewor
   const measure = async (stream: boolean) => {
     const call = callers(stream);
     const us: Record<"fastify" | "hono", number[]> = { fastify: [], hono: [] };
+    const cpu: Record<"fastify" | "hono", number[]> = { fastify: [], hono: [] };
     for (let round = -1; round < rounds; round++) {
       for (const kind of shuffle<"fastify" | "hono">(["fastify", "hono"], random)) {
         const started = performance.now();
+        const cpuStarted = process.cpuUsage();
         for (let i = 0; i < batch; i++) await call[kind]();
-        const perCall = ((performance.now() - started) * 1000) / batch;
-        if (round >= 0) us[kind].push(perCall); // round -1 is the warm-up
+        const used = process.cpuUsage(cpuStarted);
+        if (round < 0) continue; // round -1 is the warm-up
+        us[kind].push(((performance.now() - started) * 1000) / batch);
+        cpu[kind].push((used.user + used.system) / batch);
       }
     }
     return {
       fastify_inject_us: median(us.fastify),
       hono_request_us: median(us.hono),
       fastify_over_hono_us: median(us.fastify.map((f, i) => f - (us.hono[i] ?? Number.NaN))),
+      fastify_inject_cpu_us: median(cpu.fastify),
+      hono_request_cpu_us: median(cpu.hono),
     };
   };
   try {
@@ -340,12 +355,21 @@ export function frameworkLines(r: FrameworkResult): string[] {
     ),
     `\nin-process call, no socket (median of ${s.inProcessRounds} rounds of ${s.inProcessBatch} calls, alternating)`,
     table(
-      ["route", "fastify.inject() µs", "hono app.request() µs", "Fastify - Hono µs"],
+      [
+        "route",
+        "fastify.inject() µs",
+        "hono app.request() µs",
+        "Fastify - Hono µs",
+        "CPU µs Fastify",
+        "CPU µs Hono",
+      ],
       (["json", "stream"] as const).map((k) => [
         k,
         r.in_process[k].fastify_inject_us.toFixed(1),
         r.in_process[k].hono_request_us.toFixed(1),
         plus(r.in_process[k].fastify_over_hono_us, 1),
+        r.in_process[k].fastify_inject_cpu_us.toFixed(1),
+        r.in_process[k].hono_request_cpu_us.toFixed(1),
       ]),
     ),
   ];
