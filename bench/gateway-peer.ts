@@ -72,13 +72,13 @@ export interface GatewayPeerResult {
   raw: LoadResult;
 }
 
-interface Child {
+export interface Child {
   child: ChildProcess;
   exited: Promise<void>;
   output: () => string;
 }
 
-function launch(args: string[], env: NodeJS.ProcessEnv = process.env): Child {
+export function launch(args: string[], env: NodeJS.ProcessEnv = process.env): Child {
   const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout?.setEncoding("utf8").on("data", (c: string) => {
@@ -91,7 +91,12 @@ function launch(args: string[], env: NodeJS.ProcessEnv = process.env): Child {
   return { child, exited, output: () => out };
 }
 
-async function waitFor<T>(what: string, c: Child, find: (out: string) => T | null, ms = 30_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  c: Child,
+  find: (out: string) => T | null,
+  ms = 30_000,
+): Promise<T> {
   const deadline = performance.now() + ms;
   let gone = false;
   void c.exited.then(() => {

@@ -2,7 +2,8 @@
 // figures, and the cost per model call of the resilience layer, printed as tables and written as
 // JSON to bench/out; streamed text against its length, and the memory 1,000 finished subagents
 // leave behind; the gateway's added latency, throughput and first-token time beside Portkey's
-// gateway (bench/gateway-peer.ts). Every knob is an environment variable (see BENCH_* below);
+// gateway (bench/gateway-peer.ts); and what Fastify and Hono add to one route over node:http
+// (bench/http-framework.ts). Every knob is an environment variable (see BENCH_* below);
 // BENCH_MESSAGES sets the size of the search store (default 1M).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -17,6 +18,12 @@ import {
   judgeGatewayAims,
   runGatewayPeerBench,
 } from "./gateway-peer.js";
+import {
+  type FrameworkResult,
+  frameworkLines,
+  judgeFrameworkAims,
+  runFrameworkBench,
+} from "./http-framework.js";
 import { describeMachine } from "./machine.js";
 import { type ColdResult, type OpenResult, runColdOpenBench, runOpenBench } from "./open-integrity.js";
 import { type ReaderResult, runReaderBench } from "./reader-open.js";
@@ -58,6 +65,7 @@ const SUITES = [
   "resume",
   "restart",
   "gateway",
+  "framework",
   "slowdisk",
 ] as const;
 
@@ -100,6 +108,11 @@ const Env = z.object({
   BENCH_GATEWAY_CLOSED_SECONDS: z.coerce.number().positive().default(3),
   BENCH_GATEWAY_CLOSED_ROUNDS: count(3),
   BENCH_GATEWAY_STREAMS: count(300),
+  /** The framework suite: open-loop seconds per variant (split over rounds), rounds, in-process calls. */
+  BENCH_FRAMEWORK_SECONDS: z.coerce.number().positive().default(15),
+  BENCH_FRAMEWORK_ROUNDS: count(3),
+  BENCH_FRAMEWORK_INPROC_ROUNDS: count(10),
+  BENCH_FRAMEWORK_INPROC_BATCH: count(200),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -298,6 +311,25 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let framework: FrameworkResult | null = null;
+  if (only.has("framework")) {
+    log(`HTTP framework: node:http, Fastify and Hono on one route, open loop at ${env.BENCH_GATEWAY_RPS}/s`);
+    framework = await runFrameworkBench(
+      {
+        rps: env.BENCH_GATEWAY_RPS,
+        seconds: env.BENCH_FRAMEWORK_SECONDS,
+        rounds: env.BENCH_FRAMEWORK_ROUNDS,
+        warmupSeconds: env.BENCH_GATEWAY_WARMUP_SECONDS,
+        closedClients: env.BENCH_GATEWAY_CLIENTS,
+        closedSeconds: env.BENCH_GATEWAY_CLOSED_SECONDS,
+        streams: env.BENCH_GATEWAY_STREAMS,
+        inProcessRounds: env.BENCH_FRAMEWORK_INPROC_ROUNDS,
+        inProcessBatch: env.BENCH_FRAMEWORK_INPROC_BATCH,
+      },
+      log,
+    );
+  }
+
   let slowDisk: SlowDiskResult | null = null;
   if (only.has("slowdisk")) {
     log(`slow disk: each sync ${env.BENCH_SLOWDISK_DELAY_MS} ms longer, the sync off and on the event loop`);
@@ -322,6 +354,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     ...(resume ? [judgeResumeAim(resume)] : []),
     ...(restart ? judgeRestartAims(restart) : []),
     ...(gateway ? judgeGatewayAims(gateway) : []),
+    ...(framework ? judgeFrameworkAims(framework) : []),
     ...(slowDisk ? [judgeSlowDiskAim(slowDisk)] : []),
   ];
   const result = {
@@ -347,6 +380,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     resume,
     restart,
     gateway,
+    framework,
     slow_disk: slowDisk,
     aims,
   };
@@ -374,6 +408,7 @@ function print(r: {
   resume: ResumeBenchResult | null;
   restart: RestartResult | null;
   gateway: GatewayPeerResult | null;
+  framework: FrameworkResult | null;
   slow_disk: SlowDiskResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
@@ -503,6 +538,7 @@ function print(r: {
   if (r.resume) lines.push(...resumeLines(r.resume));
   if (r.restart) lines.push(...restartLines(r.restart));
   if (r.gateway) lines.push(...gatewayLines(r.gateway));
+  if (r.framework) lines.push(...frameworkLines(r.framework));
   if (r.slow_disk) lines.push("", ...slowDiskLines(r.slow_disk));
   lines.push(
     "\naims",
