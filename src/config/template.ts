@@ -86,6 +86,7 @@ gateway:
   # allowed_hosts: ["gateway.example.lan"]      # names it also answers to; other Host names get 421
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
   max_turns: 16         # agent turns run at once; more requests get 429
+  session_queue: 8      # messages that wait, in order, for a session's running turn; more get 429
   auto_resume: true     # after a crash, resume the turns it interrupted (suspended at the 3rd)
   run_retention_hours: 24   # background runs (/v1/runs) and their events are kept this long
 
