@@ -15,6 +15,7 @@ import { sessionQueueFull, tooManyTurns, unknownSession } from "./admission-erro
 import { MAX_BODY_BYTES } from "./body.js";
 import type { ChatMessage } from "./chat-request.js";
 import { serveChat } from "./chat-route.js";
+import { Conversations, conversationHash, historyOf } from "./conversations.js";
 import type { HealthRoutes } from "./health-routes.js";
 import {
   badRequest,
@@ -105,12 +106,19 @@ export class Gateway {
   private inFlight = 0;
   /** Turns waiting for their busy session; they count for nothing else until they start. */
   private readonly queue: SessionQueue<LaunchedTurn>;
+  private readonly conversations: Conversations;
   private stopping = false;
   private readonly now: () => number;
 
   constructor(private readonly options: GatewayOptions) {
     this.now = options.now ?? Date.now;
     this.queue = new SessionQueue(options.config.gateway.session_queue);
+    this.conversations = new Conversations({
+      store: options.store,
+      router: options.agent.runtime.router,
+      titleModel: options.config.auxiliary.title !== undefined,
+      now: this.now,
+    });
   }
 
   get isStopping(): boolean {
@@ -139,6 +147,8 @@ export class Gateway {
     if (this.stopping) return;
     this.stopping = true;
     this.queue.rejectAll(() => unavailable());
+    // Titles being made fall back to their plain ones now.
+    void this.conversations.close();
     for (const turn of this.active.values()) for (const w of turn.watchers) w.shutdown(SHUTDOWN_MESSAGE);
   }
 
@@ -294,10 +304,24 @@ export class Gateway {
     if (this.stopping) throw unavailable();
     const requested = request.sessionId;
     if (requested === undefined) {
+      const earlier = request.earlier ?? [];
+      // The earlier messages are a stored session's conversation: it goes on there (and waits
+      // for that session like any message for it).
+      const known = this.conversations.find(earlier);
+      if (known) return this.launch({ ...request, sessionId: known.sessionId });
       this.reserve();
       // A new session is created by the turn's first write, with its history and the question.
-      const created = this.newSession(request.earlier ?? []);
-      return this.start(created.id, this.agentWork(created.id, request.text, created.ops), request.watcher);
+      const created = this.newSession(earlier);
+      const history = historyOf(earlier);
+      const fresh = {
+        base: conversationHash(null, history),
+        firstMessage: history.find((m) => m.role === "user")?.content ?? request.text,
+      };
+      return this.start(
+        created.id,
+        this.agentWork(created.id, request.text, created.ops, fresh),
+        request.watcher,
+      );
     }
     const store = this.options.store;
     if (!store.getSession(requested)) throw unknownSession(requested);
@@ -327,9 +351,34 @@ export class Gateway {
     this.inFlight++;
   }
 
-  private agentWork(sessionId: string, text: string, before: WriteOp[]): TurnWork {
-    return (signal, onEvent) =>
-      this.options.agent.turn({ sessionId, text, cwd: this.options.cwd, signal, onEvent, before });
+  /**
+   * The agent's turn, then the session's conversation fingerprint (committed before the reply is
+   * sent, so the client's next request finds it); a new conversation (`fresh`) also gets its title
+   * made in the background.
+   */
+  private agentWork(
+    sessionId: string,
+    text: string,
+    before: WriteOp[],
+    fresh?: { base: string; firstMessage: string },
+  ): TurnWork {
+    return async (signal, onEvent) => {
+      const result = await this.options.agent.turn({
+        sessionId,
+        text,
+        cwd: this.options.cwd,
+        signal,
+        onEvent,
+        before,
+      });
+      try {
+        await this.conversations.recordTurn(sessionId, text, result, fresh?.base);
+      } catch {
+        // The turn is answered all the same; only a stateless follow-up would start a new session.
+      }
+      if (fresh) this.conversations.title(sessionId, fresh.firstMessage);
+      return result;
+    };
   }
 
   /**
@@ -411,7 +460,7 @@ export class Gateway {
     const store = this.options.store;
     const { id, op } = this.options.agent.newSessionOp({ source: "gateway" });
     // The agent speaks with its own system prompt; a client's system messages are not history.
-    const history = earlier.filter((m) => m.role === "user" || m.role === "assistant");
+    const history = historyOf(earlier);
     return {
       id,
       ops: [op, ...history.map((m) => store.messageOp({ session_id: id, role: m.role, content: m.content }))],
