@@ -54,7 +54,7 @@ ${commentOut(EXAMPLE_PROVIDER_YAML)}
 # Side tasks (compression, title, vision) each resolve their own model chain; timeout in seconds:
 # auxiliary:
 #   compression: { provider: main, name: small-model, timeout: 120, fallback: [] }
-#   title: { provider: main, name: small-model }
+#   title: { provider: main, name: small-model }   # names new gateway sessions; unset: their first message
 
 # --- Behaviour ----------------------------------------------------------------------------------
 compression:
