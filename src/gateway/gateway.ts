@@ -1,7 +1,8 @@
 // The gateway's HTTP handler, callable in-process: the web checks (Host, Origin, CORS:
 // web-guard.ts), auth, routing, turn admission (one turn per session with a bounded queue behind
-// it, session-queue.ts; the global limit), and the shutdown states (taking turns, draining, stopped). The port is opened by the
-// caller (src/gateway/run.ts), so this file never listens by itself.
+// it, session-queue.ts; the global limit; stateless conversations, conversations.ts), and the
+// shutdown states (taking turns, draining, stopped). The port is opened by the caller
+// (src/gateway/run.ts), so this file never listens by itself.
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Agent } from "../agent/agent.js";
