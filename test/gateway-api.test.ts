@@ -1,6 +1,7 @@
 // The gateway's HTTP API as clients meet it: the official `openai` client, unchanged, against a
 // real `tenax gateway run` process and a simulator; continuity by X-Session-Id; every bad input
-// answered in the OpenAI error shape with its status; auth; the busy-session and global limits.
+// answered in the OpenAI error shape with its status; auth; the global turn limit and the busy
+// session's queue (more in test/gateway-session-queue.test.ts).
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
@@ -248,27 +249,34 @@ describe("tenax gateway run: the API", () => {
       })
       .catch((e: unknown) => e);
     await until(() => sim.requests().length === 2);
-    expect(sim.requests()[1]?.ended).toBe("open");
-    controller.abort();
-    expect(await hung).toBeInstanceOf(Error);
-    // The gateway stops the model call of the abandoned turn and frees the session (once the
-    // interrupted turn is saved, a moment after the model call ends).
-    await until(() => sim.requests()[1]?.ended !== "open");
-    for (let running = true; running; ) {
-      const shown = (await (await gw.fetch(`/api/sessions/${sessionId}`)).json()) as { running: boolean };
-      running = shown.running;
-      if (running) await new Promise((r) => setTimeout(r, 20));
-    }
-    const next = await client(gw, { "X-Session-Id": sessionId }).chat.completions.create({
+    // The next message is sent while the turn still runs: it waits for the session (no race with
+    // the hang-up, whichever way the two land).
+    const next = client(gw, { "X-Session-Id": sessionId }).chat.completions.create({
       model: "x",
       messages: [{ role: "user", content: "after" }],
     });
+    await expect
+      .poll(
+        async () =>
+          ((await (await gw.fetch(`/api/sessions/${sessionId}`)).json()) as { queued: number }).queued,
+      )
+      .toBe(1);
+    controller.abort();
+    expect(await hung).toBeInstanceOf(Error);
+    // The gateway stops the model call of the abandoned turn and frees the session for the next
+    // (once the interrupted turn is saved, a moment after the model call ends).
+    await until(() => sim.requests()[1]?.ended !== "open");
+    expect(sim.requests()[1]?.ended).toBe("client_closed");
     // The interrupted turn's message was kept: the model sees it before the new one.
     // The unanswered question is noted as such, so the model sees "after" as a question of its own.
-    expect(next.choices[0]?.message.content).toBe("echo: after");
+    expect((await next).choices[0]?.message.content).toBe("echo: after");
+    expect(sentTo(sim, 2)).toContain("wait");
+    const turns = ((await (await gw.fetch(`/api/sessions/${sessionId}`)).json()) as { running: boolean })
+      .running;
+    expect(turns).toBe(false);
   });
 
-  it("a busy session gets 409, and turns beyond gateway.max_turns get 429", async () => {
+  it("a message for a busy session waits for it, and turns beyond gateway.max_turns get 429", async () => {
     const { home, sim } = await simProfile("max_turns: 1, drain_timeout: 0.2");
     const gw = await startGateway(home);
     const first = await client(gw)
@@ -280,17 +288,22 @@ describe("tenax gateway run: the API", () => {
       "x-session-id": sessionId,
     });
     await until(() => sim.requests().length === 2);
-    const busy = await expectError(
-      await post(gw, JSON.stringify({ messages: [{ role: "user", content: "again" }] }), {
-        "x-session-id": sessionId,
-      }),
-      409,
-      "session_busy",
-    );
-    expect(busy.message).toContain("one turn at a time");
+    const waiting = post(gw, JSON.stringify({ messages: [{ role: "user", content: "again" }] }), {
+      "x-session-id": sessionId,
+    });
+    await expect
+      .poll(
+        async () =>
+          ((await (await gw.fetch(`/api/sessions/${sessionId}`)).json()) as { queued: number }).queued,
+      )
+      .toBe(1);
     const full = await post(gw, JSON.stringify({ messages: [{ role: "user", content: "other" }] }));
     expect(full.headers.get("retry-after")).toBe("1");
     await expectError(full, 429, "too_many_turns");
+    gw.child.kill("SIGTERM");
+    // The waiting message never started: shutdown answers it 503.
+    await expectError(await waiting, 503, "shutting_down");
+    expect(sim.requests()).toHaveLength(2);
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
     expect(await (await hung).text()).toContain('"status":"interrupted"');

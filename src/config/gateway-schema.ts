@@ -73,6 +73,15 @@ export const gatewaySchema = z
       .int({ error: "expected a whole number of turns (1 or more)" })
       .min(1, { error: "expected a whole number of turns (1 or more)" })
       .default(16),
+    /**
+     * Turns that may wait for a session whose turn is running (each starts when the one before it
+     * ends, in order); past it a request gets a 429. 0: nothing waits.
+     */
+    session_queue: z
+      .number({ error: "expected a whole number of waiting turns (0 or more)" })
+      .int({ error: "expected a whole number of waiting turns (0 or more)" })
+      .min(0, { error: "expected a whole number of waiting turns (0 or more)" })
+      .default(8),
     /** On start after a crash, resume the turns it interrupted (src/agent/resume.ts). */
     auto_resume: flag().default(true),
     /** How long the runs API keeps an ended run and its events (GET /v1/runs/ID, Last-Event-ID). */

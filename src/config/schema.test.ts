@@ -38,6 +38,7 @@ describe("configSchema", () => {
         port: 8642,
         drain_timeout: 30,
         max_turns: 16,
+        session_queue: 8,
         auto_resume: true,
         run_retention_hours: 24,
         stream_buffer_kb: 1024,

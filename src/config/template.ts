@@ -54,7 +54,7 @@ ${commentOut(EXAMPLE_PROVIDER_YAML)}
 # Side tasks (compression, title, vision) each resolve their own model chain; timeout in seconds:
 # auxiliary:
 #   compression: { provider: main, name: small-model, timeout: 120, fallback: [] }
-#   title: { provider: main, name: small-model }
+#   title: { provider: main, name: small-model }   # names new gateway sessions; unset: their first message
 
 # --- Behaviour ----------------------------------------------------------------------------------
 compression:
@@ -86,6 +86,7 @@ gateway:
   # allowed_hosts: ["gateway.example.lan"]      # names it also answers to; other Host names get 421
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
   max_turns: 16         # agent turns run at once; more requests get 429
+  session_queue: 8      # messages that wait, in order, for a session's running turn; more get 429
   auto_resume: true     # after a crash, resume the turns it interrupted (suspended at the 3rd)
   run_retention_hours: 24   # background runs (/v1/runs) and their events are kept this long
 

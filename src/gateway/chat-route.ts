@@ -42,6 +42,18 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
   const requested = headerValue(req.headers["x-session-id"]);
   const echo: Record<string, string> = requested ? { "x-session-id": requested } : {};
   let stream: CompletionStream | null = null;
+  let turn: LaunchedTurn | null = null;
+  // A client that hangs up leaves the session's queue at once, or stops its turn once it runs (the
+  // turn still ends persisted, as interrupted). One dropped for not reading did not ask for that:
+  // its turn goes on and is saved.
+  const hangup = new AbortController();
+  const onClose = () => {
+    if (res.writableFinished || (stream as CompletionStream | null)?.dropped) return;
+    const why = new TurnInterrupt("client_closed", "the client closed the connection");
+    hangup.abort(why);
+    turn?.controller.abort(why);
+  };
+  res.on("close", onClose);
   try {
     if (gateway.stopping()) throw unavailable();
     const request = parseChatRequest(await readJsonBody(req, gateway.bodyLimit));
@@ -72,21 +84,17 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
           shutdown: (message) => stream?.shutdown(message),
         }
       : undefined;
-    const turn = await gateway.launch({
+    turn = await gateway.launch({
       ...(requested === undefined
         ? { earlier: request.messages.slice(0, lastUser) }
         : { sessionId: requested }),
       text: request.messages[lastUser]?.content ?? "",
       ...(watcher ? { watcher } : {}),
+      signal: hangup.signal,
     });
     echo["x-session-id"] = turn.sessionId;
-    // A client that hangs up stops its turn; the turn still ends persisted, as interrupted. One
-    // dropped for not reading did not ask for that: its turn goes on and is saved.
-    const onClose = () => {
-      if (res.writableFinished || (stream as CompletionStream | null)?.dropped) return;
-      turn.controller.abort(new TurnInterrupt("client_closed", "the client closed the connection"));
-    };
-    res.on("close", onClose);
+    // Gone between leaving the queue and here: the turn stops at once.
+    if (hangup.signal.aborted) turn.controller.abort(hangup.signal.reason);
     let result: TurnResult;
     try {
       result = await turn.result;
@@ -98,8 +106,6 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
         storeUnavailable(error) ?? new GatewayError(500, "server_error", "turn_failed", message);
       if (stream) return (stream as CompletionStream).fail(failure);
       throw failure;
-    } finally {
-      res.off("close", onClose);
     }
     if (stream) return (stream as CompletionStream).finish(result);
     // The turn and its marker are stored: the session is named either way.
@@ -119,5 +125,7 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
         ...failure.headers,
       }),
     );
+  } finally {
+    res.off("close", onClose);
   }
 }

@@ -1,7 +1,8 @@
 // The gateway's HTTP handler, callable in-process: the web checks (Host, Origin, CORS:
-// web-guard.ts), auth, routing, the per-session and global turn limits, and the shutdown states
-// (taking turns, draining, stopped). The port is opened by the
-// caller (src/gateway/run.ts), so this file never listens by itself.
+// web-guard.ts), auth, routing, turn admission (one turn per session with a bounded queue behind
+// it, session-queue.ts; the global limit; stateless conversations, conversations.ts), and the
+// shutdown states (taking turns, draining, stopped). The port is opened by the caller
+// (src/gateway/run.ts), so this file never listens by itself.
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Agent } from "../agent/agent.js";
@@ -11,9 +12,11 @@ import type { TenaxConfig } from "../config/schema.js";
 import { boundNames } from "../core/host-header.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
+import { sessionQueueFull, tooManyTurns, unknownSession } from "./admission-errors.js";
 import { MAX_BODY_BYTES } from "./body.js";
 import type { ChatMessage } from "./chat-request.js";
 import { serveChat } from "./chat-route.js";
+import { Conversations, conversationHash, historyOf } from "./conversations.js";
 import type { HealthRoutes } from "./health-routes.js";
 import {
   badRequest,
@@ -26,6 +29,7 @@ import {
   toGatewayError,
   unavailable,
 } from "./http-error.js";
+import { SessionQueue } from "./session-queue.js";
 import { guardRequest, type WebGuardPolicy } from "./web-guard.js";
 
 export interface GatewayOptions {
@@ -64,6 +68,10 @@ export interface LaunchRequest {
   earlier?: ChatMessage[];
   text: string;
   watcher?: TurnWatcher;
+  /** While the turn waits for its busy session: aborting it leaves the queue at once. */
+  signal?: AbortSignal;
+  /** Told (synchronously, within launch) when the turn waits behind the session's running one. */
+  onQueued?: (sessionId: string, position: number) => void;
 }
 
 export interface LaunchedTurn {
@@ -97,11 +105,21 @@ export class Gateway {
   private readonly active = new Map<string, ActiveTurn>();
   /** Turns reserved or running; counted before the session exists so the limit has no gaps. */
   private inFlight = 0;
+  /** Turns waiting for their busy session; they count for nothing else until they start. */
+  private readonly queue: SessionQueue<LaunchedTurn>;
+  private readonly conversations: Conversations;
   private stopping = false;
   private readonly now: () => number;
 
   constructor(private readonly options: GatewayOptions) {
     this.now = options.now ?? Date.now;
+    this.queue = new SessionQueue(options.config.gateway.session_queue);
+    this.conversations = new Conversations({
+      store: options.store,
+      router: options.agent.runtime.router,
+      titleModel: options.config.auxiliary.title !== undefined,
+      now: this.now,
+    });
   }
 
   get isStopping(): boolean {
@@ -110,6 +128,10 @@ export class Gateway {
 
   get turnsInFlight(): number {
     return this.inFlight;
+  }
+
+  get turnsQueued(): number {
+    return this.queue.size;
   }
 
   /** The Node request listener; it never throws and always answers. */
@@ -121,10 +143,13 @@ export class Gateway {
     });
   };
 
-  /** Stop taking turns and tell every open stream once. */
+  /** Stop taking turns, answer every waiting one 503 (it never starts), tell every open stream once. */
   beginShutdown(): void {
     if (this.stopping) return;
     this.stopping = true;
+    this.queue.rejectAll(() => unavailable());
+    // Titles being made fall back to their plain ones now.
+    void this.conversations.close();
     for (const turn of this.active.values()) for (const w of turn.watchers) w.shutdown(SHUTDOWN_MESSAGE);
   }
 
@@ -254,64 +279,113 @@ export class Gateway {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isSafeInteger(offset) || offset < 0)
       throw badRequest("invalid_query", "limit must be 1 to 1000 and offset 0 or more");
     const data = this.options.store.listSessions({ limit, offset });
-    sendJson(res, 200, { object: "list", data: data.map((s) => ({ ...s, running: this.active.has(s.id) })) });
+    sendJson(res, 200, { object: "list", data: data.map((s) => ({ ...s, ...this.busy(s.id) })) });
   }
 
   private session(id: string, res: ServerResponse): void {
     const session = this.options.store.getSession(id);
     if (!session) throw unknownSession(id);
     const messages = this.options.store.getMessages(id);
-    sendJson(res, 200, { ...session, running: this.active.has(id), messages }, { "x-session-id": id });
+    sendJson(res, 200, { ...session, ...this.busy(id), messages }, { "x-session-id": id });
+  }
+
+  private busy(id: string): { running: boolean; queued: number } {
+    return { running: this.active.has(id), queued: this.queue.waiting(id) };
   }
 
   /**
-   * Admit and start one turn: 503 while stopping, 404 for an unknown session, 409 when the session
-   * is busy, 429 past gateway.max_turns. Resolves once the turn is started; a new session is
-   * created by the turn's first write (queued now, so a write made after this comes after it).
+   * Admit one turn: 503 while stopping, 404 for an unknown session, 429 past gateway.max_turns
+   * (for a session with no turn running). A turn for a busy session waits behind it in order
+   * (429 past gateway.session_queue) and takes the ending turn's place in gateway.max_turns, so a
+   * queue never waits for a free slot and cannot be starved by other sessions. Resolves once the
+   * turn is started; a new session is created by the turn's first write (queued now, so a write
+   * made after this comes after it).
    */
   async launch(request: LaunchRequest): Promise<LaunchedTurn> {
-    const requested = request.sessionId;
     if (this.stopping) throw unavailable();
-    if (requested !== undefined && !this.options.store.getSession(requested)) throw unknownSession(requested);
-    if (requested !== undefined && this.active.has(requested))
-      throw new GatewayError(
-        409,
-        "conflict_error",
-        "session_busy",
-        `session ${requested} is already running a turn; wait for its reply and send the next message then (one turn at a time per session)`,
+    const requested = request.sessionId;
+    if (requested === undefined) {
+      const earlier = request.earlier ?? [];
+      // The earlier messages are a stored session's conversation: it goes on there (and waits
+      // for that session like any message for it).
+      const known = this.conversations.find(earlier);
+      if (known) return this.launch({ ...request, sessionId: known.sessionId });
+      this.reserve();
+      // A new session is created by the turn's first write, with its history and the question.
+      const created = this.newSession(earlier);
+      const history = historyOf(earlier);
+      const fresh = {
+        base: conversationHash(null, history),
+        firstMessage: history.find((m) => m.role === "user")?.content ?? request.text,
+      };
+      return this.start(
+        created.id,
+        this.agentWork(created.id, request.text, created.ops, fresh),
+        request.watcher,
       );
-    const max = this.options.config.gateway.max_turns;
-    if (this.inFlight >= max)
-      throw new GatewayError(
-        429,
-        "rate_limit_error",
-        "too_many_turns",
-        `the gateway is already running ${max} turns (gateway.max_turns); retry when one has finished`,
-        { "retry-after": "1" },
-      );
-    this.inFlight++;
-    // A new session is created by the turn's first write, with its history and the question.
-    const created = requested === undefined ? this.newSession(request.earlier ?? []) : null;
-    const sessionId = requested ?? (created?.id as string);
-    const before = created?.ops ?? [];
-    return this.start(
-      sessionId,
-      (signal, onEvent) =>
-        this.options.agent.turn({
-          sessionId,
-          text: request.text,
-          cwd: this.options.cwd,
-          signal,
-          onEvent,
-          before,
-        }),
-      request.watcher,
+    }
+    const store = this.options.store;
+    if (!store.getSession(requested)) throw unknownSession(requested);
+    const begin = () => this.start(requested, this.agentWork(requested, request.text, []), request.watcher);
+    if (!this.active.has(requested)) {
+      this.reserve();
+      return begin();
+    }
+    const waiting = this.queue.enqueue(
+      requested,
+      () => {
+        // The session may have been deleted while the turn waited.
+        if (!store.getSession(requested)) throw unknownSession(requested);
+        return begin();
+      },
+      request.signal,
     );
+    if (!waiting.queued) throw sessionQueueFull(requested, this.options.config.gateway.session_queue);
+    request.onQueued?.(requested, waiting.position);
+    return waiting.started;
+  }
+
+  /** Count a turn about to start against gateway.max_turns (429 when it is reached). */
+  private reserve(): void {
+    const max = this.options.config.gateway.max_turns;
+    if (this.inFlight >= max) throw tooManyTurns(max);
+    this.inFlight++;
+  }
+
+  /**
+   * The agent's turn, then the session's conversation fingerprint (committed before the reply is
+   * sent, so the client's next request finds it); a new conversation (`fresh`) also gets its title
+   * made in the background.
+   */
+  private agentWork(
+    sessionId: string,
+    text: string,
+    before: WriteOp[],
+    fresh?: { base: string; firstMessage: string },
+  ): TurnWork {
+    return async (signal, onEvent) => {
+      const result = await this.options.agent.turn({
+        sessionId,
+        text,
+        cwd: this.options.cwd,
+        signal,
+        onEvent,
+        before,
+      });
+      try {
+        await this.conversations.recordTurn(sessionId, text, result, fresh?.base);
+      } catch {
+        // The turn is answered all the same; only a stateless follow-up would start a new session.
+      }
+      if (fresh) this.conversations.title(sessionId, fresh.firstMessage);
+      return result;
+    };
   }
 
   /**
    * Run a turn the gateway did not admit through `launch` (a turn resumed after a crash) as the
-   * session's one turn: it counts for 409 and the turn limit, drains and is interrupted like any.
+   * session's one turn: it counts for the turn limit, messages for its session wait behind it, and
+   * it drains and is interrupted like any.
    */
   track(sessionId: string, work: TurnWork, watcher?: TurnWatcher): LaunchedTurn {
     this.inFlight++;
@@ -339,7 +413,7 @@ export class Gateway {
     return true;
   }
 
-  /** Start `work` for an admitted session (inFlight already counted). */
+  /** Start `work` for an admitted session (inFlight already counted, or handed over). */
   private start(sessionId: string, work: TurnWork, watcher?: TurnWatcher): LaunchedTurn {
     const controller = new AbortController();
     let finished!: () => void;
@@ -369,8 +443,9 @@ export class Gateway {
         return await work(controller.signal, onEvent);
       } finally {
         this.active.delete(sessionId);
-        this.inFlight--;
         finished();
+        // The session's next waiting turn starts now, in this turn's place in gateway.max_turns.
+        if (!this.queue.startNext(sessionId)) this.inFlight--;
       }
     })();
     // The caller handles a rejection; this keeps an unobserved one from killing the process.
@@ -386,21 +461,12 @@ export class Gateway {
     const store = this.options.store;
     const { id, op } = this.options.agent.newSessionOp({ source: "gateway" });
     // The agent speaks with its own system prompt; a client's system messages are not history.
-    const history = earlier.filter((m) => m.role === "user" || m.role === "assistant");
+    const history = historyOf(earlier);
     return {
       id,
       ops: [op, ...history.map((m) => store.messageOp({ session_id: id, role: m.role, content: m.content }))],
     };
   }
-}
-
-function unknownSession(id: string): GatewayError {
-  return new GatewayError(
-    404,
-    "not_found_error",
-    "session_not_found",
-    `no session ${id}; leave out X-Session-Id to start a new one (GET /api/sessions lists them)`,
-  );
 }
 
 /** Compare secrets in constant time, whatever their lengths. */

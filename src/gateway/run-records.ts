@@ -11,7 +11,8 @@ export const RUN_EVENT_KIND = "run_event";
 export const RUN_IDEM_KIND = "run_idem";
 export const FINISHED = "run.finished";
 
-const status = z.enum(["running", "completed", "interrupted", "failed", "suspended"]);
+/** `queued`: waiting behind its session's running turn (gateway.session_queue). */
+const status = z.enum(["queued", "running", "completed", "interrupted", "failed", "suspended"]);
 
 /**
  * Why a run did not complete: the error a chat completion of the same turn would answer with
@@ -49,6 +50,8 @@ const runState = z.object({
   turn_id: z.string().nullable(),
   status,
   created_at: z.number(),
+  /** When its turn started (a queued run starts later than it was created); older records lack it. */
+  started_at: z.number().nullable().default(null),
   ended_at: z.number().nullable(),
   /** The final reply once the run ended; what was said so far while it runs. */
   reply: z.string(),
@@ -78,7 +81,7 @@ export type IdemRecord = z.infer<typeof idemRecord>;
 
 /** How a run ended; `run.finished` carries it. */
 export interface RunOutcome {
-  status: Exclude<RunStatus, "running">;
+  status: Exclude<RunStatus, "running" | "queued">;
   reply: string;
   partial: boolean;
   error: RunError | null;

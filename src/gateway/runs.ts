@@ -2,17 +2,14 @@
 // numbered event log (run-log.ts) that clients replay and follow. It claims Idempotency-Keys so a
 // retried submission finds its run (also after a restart), stops runs, settles at startup the runs
 // whose turn no longer runs, attaches resumed turns to their run, and prunes old runs.
-import { createHash } from "node:crypto";
 import type { Scheduler } from "../agent/scheduler.js";
-import type { TurnResult } from "../agent/turn.js";
-import type { TurnFailure } from "../agent/turn-failure.js";
+import { TurnInterrupt } from "../agent/turn-failure.js";
 import { newId } from "../core/ids.js";
 import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
-import { wireError } from "./failure-status.js";
-import type { Gateway, TurnWatcher } from "./gateway.js";
-import { GatewayError, storeUnavailable } from "./http-error.js";
+import type { Gateway, LaunchedTurn, TurnWatcher } from "./gateway.js";
 import { RunLog, type RunLogDeps } from "./run-log.js";
+import { keyReused, notStarted, outcomeOf, runError, storedError, thrownError } from "./run-outcomes.js";
 import {
   eventKey,
   listRuns,
@@ -20,7 +17,6 @@ import {
   RUN_EVENT_KIND,
   RUN_IDEM_KIND,
   RUN_KIND,
-  type RunError,
   type RunEvent,
   type RunOutcome,
   type RunState,
@@ -29,6 +25,7 @@ import {
   readRun,
 } from "./run-records.js";
 
+export { fingerprint } from "./run-outcomes.js";
 export type { RunEvent, RunState, RunStatus } from "./run-records.js";
 
 export interface RunRegistryOptions {
@@ -68,6 +65,8 @@ export class RunRegistry {
   private readonly resumed = new Set<RunLog>();
   /** Keys whose run is being started: claimed synchronously, so concurrent retries share it. */
   private readonly claims = new Map<string, { fingerprint: string; run: Promise<RunState> }>();
+  /** Runs waiting behind their session's running turn, by run id: aborting one stops it. */
+  private readonly waiting = new Map<string, AbortController>();
   private readonly store: Store;
   private readonly now: () => number;
 
@@ -125,6 +124,12 @@ export class RunRegistry {
   stop(runId: string, reason: string): boolean {
     const log = this.following(runId);
     if (!log || log.finished) return false;
+    const waiting = this.waiting.get(runId);
+    if (waiting) {
+      log.append({ type: "run.stop_requested", reason });
+      waiting.abort(new TurnInterrupt("stopped", reason));
+      return true;
+    }
     if (!this.options.gateway.interrupt(log.state.session_id, reason, "stopped")) return false;
     log.append({ type: "run.stop_requested", reason });
     return true;
@@ -202,7 +207,7 @@ export class RunRegistry {
   async recover(): Promise<number> {
     let settled = 0;
     for (const run of listRuns(this.store)) {
-      if (run.status !== "running" || this.live.has(run.run_id)) continue;
+      if ((run.status !== "running" && run.status !== "queued") || this.live.has(run.run_id)) continue;
       if (this.options.gateway.isRunning(run.session_id)) continue;
       const log = new RunLog({ ...run }, this.logDeps());
       this.track(log);
@@ -230,7 +235,7 @@ export class RunRegistry {
   async prune(): Promise<string[]> {
     const cutoff = this.now() - (this.options.retentionMs ?? DAY_MS);
     const old = listRuns(this.store).filter(
-      (r) => r.status !== "running" && (r.ended_at ?? r.created_at) < cutoff,
+      (r) => r.status !== "running" && r.status !== "queued" && (r.ended_at ?? r.created_at) < cutoff,
     );
     for (const run of old) {
       const now = this.now();
@@ -253,6 +258,7 @@ export class RunRegistry {
       turn_id: null,
       status: "running",
       created_at: created,
+      started_at: created,
       ended_at: null,
       reply: "",
       partial: false,
@@ -265,19 +271,54 @@ export class RunRegistry {
       onEvent: (event) => log.onAgentEvent(event),
       shutdown: (message) => log.append({ type: "run.shutdown", message }),
     };
-    const turn = await this.options.gateway.launch({
+    const stopper = new AbortController();
+    let queued: { sessionId: string; position: number } | null = null;
+    const launched = this.options.gateway.launch({
       ...(submission.sessionId !== undefined
         ? { sessionId: submission.sessionId }
         : { earlier: submission.earlier ?? [] }),
       text: submission.text,
       watcher,
+      signal: stopper.signal,
+      onQueued: (sessionId, position) => {
+        queued = { sessionId, position };
+      },
     });
+    const follow = (turn: LaunchedTurn) =>
+      void turn.result.then(
+        (result) => log.finish(outcomeOf(result)),
+        (error: unknown) =>
+          log.finish({ status: "failed", reply: log.state.reply, partial: true, error: thrownError(error) }),
+      );
+    // launch calls onQueued before it returns, so this is known now.
+    const waiting = queued as { sessionId: string; position: number } | null;
+    let first: { type: string; [field: string]: unknown };
+    let sessionId: string;
+    if (waiting === null) {
+      const turn = await launched;
+      follow(turn);
+      sessionId = turn.sessionId;
+      first = { type: "run.started", run_id: runId, session_id: sessionId };
+    } else {
+      // Behind the session's running turn: the run is `queued` (and stoppable) until it starts.
+      sessionId = waiting.sessionId;
+      Object.assign(state, { status: "queued", started_at: null });
+      this.waiting.set(runId, stopper);
+      first = { type: "run.queued", run_id: runId, session_id: sessionId, position: waiting.position };
+      launched.then(
+        (turn) => {
+          this.waiting.delete(runId);
+          Object.assign(state, { status: "running", started_at: this.now() });
+          log.append({ type: "run.started", run_id: runId, session_id: sessionId });
+          follow(turn);
+        },
+        (error: unknown) => {
+          this.waiting.delete(runId);
+          void log.finish(notStarted(error));
+        },
+      );
+    }
     this.track(log);
-    void turn.result.then(
-      (result) => log.finish(outcomeOf(result)),
-      (error: unknown) =>
-        log.finish({ status: "failed", reply: log.state.reply, partial: true, error: thrownError(error) }),
-    );
     // The run and its key are committed before the client hears the run id.
     // Deleting the session deletes its runs, their events and keys, tombstones too.
     const idem =
@@ -287,26 +328,28 @@ export class RunRegistry {
             putOp(
               RUN_IDEM_KIND,
               key,
-              turn.sessionId,
+              sessionId,
               { run_id: runId, fingerprint: submission.fingerprint },
               created,
             ),
           ];
-    await log.begin(turn.sessionId, { type: "run.started", run_id: runId, session_id: turn.sessionId }, idem);
+    await log.begin(sessionId, first, idem);
     return log.committed ?? { ...log.state };
   }
 
   /**
    * The run's turn. When the process stopped after the run was committed but before its
    * `turn_started` event was, the record has no turn id: the run's turn is then the session's
-   * first turn started at or after the run was created (a run is admitted only while its session
-   * runs no turn, and the session's next turn is the one its launch starts).
+   * first turn started at or after the run's turn started (its launch started the session's next
+   * turn then); a run still queued never had a turn.
    */
   private turnIdOf(run: RunState): string | null {
     if (run.turn_id !== null) return run.turn_id;
+    if (run.status === "queued") return null;
+    const since = run.started_at ?? run.created_at;
     const after = this.store
       .getTurns(run.session_id)
-      .filter((t) => t.started_at !== null && t.started_at >= run.created_at)
+      .filter((t) => t.started_at !== null && t.started_at >= since)
       .sort((a, b) => (a.started_at ?? 0) - (b.started_at ?? 0));
     return after[0]?.id ?? null;
   }
@@ -374,58 +417,4 @@ export class RunRegistry {
             : storedError("interrupted", "unavailable_error", message, "submit it again to start over"),
     };
   }
-}
-
-function outcomeOf(result: TurnResult): RunOutcome {
-  return {
-    status: result.status,
-    reply: result.reply,
-    partial: result.partial || result.status !== "completed",
-    error: result.failure === null ? null : runError(result.failure),
-  };
-}
-
-/** A run's error: what a chat completion of its turn answers (failure-status.ts), without `param`. */
-function runError(failure: TurnFailure): RunError {
-  const { param: _param, ...error } = wireError(failure);
-  return error;
-}
-
-/** A turn that threw (its store refused, a bug): the error the chat route answers for it. */
-function thrownError(error: unknown): RunError {
-  const refused = storeUnavailable(error);
-  if (refused) return { ...storedError(refused.code, refused.type, refused.message, null), layer: "store" };
-  const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
-  return { ...storedError("turn_failed", "server_error", message, null), layer: "agent" };
-}
-
-/** An error known only by its code and message (a stored turn, a turn that threw). */
-function storedError(code: string, type: string, message: string, next: string | null): RunError {
-  return { message, type, code, layer: null, next, retry_after_ms: null };
-}
-
-/** Two submissions are the same when their session header and their body (as JSON) are. */
-export function fingerprint(sessionId: string | undefined, body: unknown): string {
-  return createHash("sha256")
-    .update(canonical({ session_id: sessionId ?? null, body }))
-    .digest("hex");
-}
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object")
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  return JSON.stringify(value) ?? "null";
-}
-
-function keyReused(key: string): GatewayError {
-  return new GatewayError(
-    409,
-    "conflict_error",
-    "idempotency_key_reused",
-    `the Idempotency-Key ${JSON.stringify(key)} was already used for a different request (other body or X-Session-Id); send the same request to get its run, or use a new key for a new run`,
-  );
 }

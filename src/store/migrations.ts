@@ -103,6 +103,17 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX records_session ON records(session_id) WHERE session_id IS NOT NULL;
     `,
   },
+  // Version 4 is taken by other work in progress; versions apply in order, whatever is between.
+  {
+    version: 5,
+    description: "a fingerprint of each gateway session's conversation, so a stateless client continues it",
+    sql: `
+      -- A hash chain over the session's user and assistant messages as its client sees them (the
+      -- question, then the turn's whole reply), set by the gateway after each completed turn.
+      ALTER TABLE sessions ADD COLUMN conversation_hash TEXT;
+      CREATE INDEX sessions_conversation ON sessions(conversation_hash) WHERE conversation_hash IS NOT NULL;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

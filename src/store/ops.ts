@@ -22,6 +22,8 @@ export interface SessionUpdateOp {
   id: string;
   title?: string | null;
   model?: string | null;
+  /** The gateway's fingerprint of the conversation (migration 5). */
+  conversation_hash?: string | null;
   updated_at: number;
 }
 
@@ -187,9 +189,11 @@ export class OpApplier {
         const sets = ["updated_at = max(updated_at, @updated_at)"];
         if (op.title !== undefined) sets.push("title = @title");
         if (op.model !== undefined) sets.push("model = @model");
+        if (op.conversation_hash !== undefined) sets.push("conversation_hash = @conversation_hash");
         const info = this.cached(`UPDATE sessions SET ${sets.join(", ")} WHERE id = @id`).run({
           title: null,
           model: null,
+          conversation_hash: null,
           ...op,
         });
         return { op: op.op, changes: info.changes };

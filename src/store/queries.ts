@@ -57,6 +57,24 @@ export function getSession(db: Database.Database, id: string): SessionView | nul
   return row ? toSessionView(row) : null;
 }
 
+/**
+ * The newest session whose conversation fingerprint is `hash` (schema 5; the writer's store only,
+ * which is always migrated). Indexed: one lookup, whatever the number of sessions.
+ */
+export function findConversation(db: Database.Database, hash: string): string | null {
+  const id = prepared(
+    db,
+    "SELECT id FROM sessions WHERE conversation_hash = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1",
+    true,
+  ).get(hash);
+  return typeof id === "string" ? id : null;
+}
+
+export function conversationHash(db: Database.Database, sessionId: string): string | null {
+  const hash = prepared(db, "SELECT conversation_hash FROM sessions WHERE id = ?", true).get(sessionId);
+  return typeof hash === "string" ? hash : null;
+}
+
 /** Sessions whose id starts with the given prefix (so users can type a short id). */
 export function findSessionIds(db: Database.Database, prefix: string, limit = 5): string[] {
   const escaped = prefix.replace(/[\\%_]/g, (c) => `\\${c}`);

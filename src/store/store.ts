@@ -21,6 +21,7 @@ import {
   type OpResult,
   type WriteOp,
 } from "./ops.js";
+import { conversationHash, findConversation } from "./queries.js";
 import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
 import { Spool, type SpoolRecord } from "./spool.js";
@@ -318,6 +319,16 @@ export class Store extends StoreReadView {
     }
     this.db = null;
     this.emit({ type: "store.corrupt", path: this.location.path, detail, recover });
+  }
+
+  /** The newest session whose conversation fingerprint is `hash`, or null (the gateway's lookup). */
+  findConversation(hash: string): string | null {
+    return this.read((db) => findConversation(db, hash));
+  }
+
+  /** A session's conversation fingerprint; null when it has none (or no such session). */
+  conversationHash(sessionId: string): string | null {
+    return this.read((db) => conversationHash(db, sessionId));
   }
 
   async createSession(input: NewSession = {}): Promise<string> {
