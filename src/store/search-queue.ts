@@ -3,7 +3,8 @@
 // drops them, so a crash in between only means indexing them again. When the index is damaged,
 // search reports itself degraded and the index is rebuilt from the transcript in the background.
 // A full disk is not damage: the index is kept as it is, the entries wait in state.db, and
-// indexing goes on by itself once there is space again.
+// indexing goes on by itself once there is space again. One retry timer serves every wait (a
+// pause, a failed rebuild); what it does when it fires follows from the state then.
 import type Database from "better-sqlite3";
 import { classifySqliteError } from "./errors.js";
 import { type IndexItem, indexText, type SearchIndex } from "./search-index.js";
@@ -20,6 +21,7 @@ interface QueueRow {
   tool_calls: string | null;
 }
 
+/** Entries per index transaction; a slice ends after the batch that crosses its budget. */
 const BATCH = 2000;
 /** How long after a write the index is brought up to date: long enough to take a burst at once. */
 const FLUSH_DELAY_MS = 25;
@@ -35,8 +37,12 @@ export class SearchQueue {
   private stopped = false;
   private scheduled: NodeJS.Timeout | null = null;
   private rebuilding: Promise<{ messages: number; duration_ms: number }> | null = null;
-  private retry: { timer: NodeJS.Timeout; delay: number } | null = null;
+  private rebuildReason = "requested";
+  /** The one retry timer: a new retry replaces a pending one. */
+  private retry: NodeJS.Timeout | null = null;
   private retryDelay = RETRY_FIRST_MS;
+  /** After a pause, what has been indexed since; `search.resumed` says it once the queue is empty. */
+  private resuming: number | null = null;
   private readonly take;
   private readonly drop;
 
@@ -92,6 +98,22 @@ export class SearchQueue {
    */
   flush(budgetMs = Number.POSITIVE_INFINITY): number {
     if (!this.ready || this.stopped) return 0;
+    const { moved, outcome } = this.move(budgetMs);
+    if (this.resuming !== null) this.resuming += moved;
+    if (outcome === "failed") return moved;
+    // It went through: nothing waits to be retried, and the next failure backs off from the start.
+    this.clearRetry();
+    this.retryDelay = RETRY_FIRST_MS;
+    if (outcome === "more") this.schedule();
+    else if (this.resuming !== null) {
+      const indexed = this.resuming;
+      this.resuming = null;
+      this.emit({ type: "search.resumed", path: this.index.path, indexed });
+    }
+    return moved;
+  }
+
+  private move(budgetMs: number): { moved: number; outcome: "done" | "more" | "failed" } {
     const started = Date.now();
     let moved = 0;
     for (;;) {
@@ -99,9 +121,11 @@ export class SearchQueue {
       try {
         rows = this.take.all(BATCH) as QueueRow[];
       } catch {
-        return moved; // state.db trouble is the store's to report, on its next write
+        // state.db trouble is the store's to report; indexing is tried again all the same.
+        this.later();
+        return { moved, outcome: "failed" };
       }
-      if (rows.length === 0) return moved;
+      if (rows.length === 0) return { moved, outcome: "done" };
       const items: IndexItem[] = rows.map((r) => ({
         id: r.message_id,
         text:
@@ -113,27 +137,24 @@ export class SearchQueue {
         this.index.apply(items);
       } catch (error) {
         this.degrade(error);
-        return moved;
+        return { moved, outcome: "failed" };
       }
       try {
         this.db.transaction(() => {
           for (const r of rows) this.drop.run(r.message_id, r.op);
         })();
       } catch (error) {
-        // Busy (another writer) or worse: the entries stay queued and are indexed again later;
-        // on a full disk, not before there may be space again.
-        if (isDiskFull(error)) this.later(() => this.schedule());
+        // The entries stay queued and are indexed again later: after a pause on a full disk (as
+        // for the index's own), soon when another writer held the lock.
+        if (isDiskFull(error)) this.pause(error, this.db.name);
         else this.schedule();
-        return moved;
+        return { moved, outcome: "failed" };
       } finally {
         this.afterWrite();
       }
       moved += rows.length;
-      if (rows.length < BATCH) return moved;
-      if (Date.now() - started >= budgetMs) {
-        this.schedule();
-        return moved;
-      }
+      if (rows.length < BATCH) return { moved, outcome: "done" };
+      if (Date.now() - started >= budgetMs) return { moved, outcome: "more" };
     }
   }
 
@@ -144,41 +165,70 @@ export class SearchQueue {
   degrade(error: unknown): void {
     if (this.status !== "ok") return;
     if (isDiskFull(error)) {
-      this.status = "paused";
-      this.detail = `the disk holding ${this.index.path} is full (${(error as Error).message}); the index is kept as it is, new messages wait in state.db and are indexed once there is space`;
-      this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
-      this.later(() => this.resume());
+      this.pause(error, this.index.path);
       return;
     }
     this.status = "degraded";
+    this.resuming = null;
     this.detail = `the full-text index ${this.index.path} failed: ${(error as Error).message}`;
     this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
     void this.rebuild(this.detail).catch(() => {});
   }
 
-  /** After a pause: index what waits; a disk still full pauses again. */
+  /** A full disk (the index's, or state.db's as indexed entries are dropped): wait for space. */
+  private pause(error: unknown, file: string): void {
+    if (this.status !== "ok") return;
+    this.status = "paused";
+    this.detail = `the disk holding ${file} is full (${(error as Error).message}); the index is kept as it is, new messages wait in state.db and are indexed once there is space`;
+    this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
+    this.later();
+  }
+
+  /** After a pause: index what waits, in slices; a disk still full pauses again. */
   private resume(): void {
     if (this.stopped || this.status !== "paused") return;
     this.status = "ok";
-    // A disk still full pauses again (flush hands the failure to degrade).
-    const moved = this.flush();
-    if (this.status !== "ok") return;
-    this.retryDelay = RETRY_FIRST_MS;
     this.detail = null;
-    this.emit({ type: "search.resumed", path: this.index.path, indexed: moved });
+    this.resuming ??= 0;
+    this.flush(SLICE_MS);
   }
 
-  /** Run `then` after the retry delay, which doubles each time up to its cap. */
-  private later(then: () => void): void {
-    if (this.stopped || this.retry !== null) return;
+  /** Arm the retry timer (replacing a pending one); its delay doubles each time up to its cap. */
+  private later(): void {
+    if (this.stopped) return;
+    this.clearRetry();
     const delay = this.retryDelay;
     this.retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
-    const timer = setTimeout(() => {
+    this.retry = setTimeout(() => {
       this.retry = null;
-      then();
+      this.retryNow();
     }, delay);
-    timer.unref();
-    this.retry = { timer, delay };
+    this.retry.unref();
+  }
+
+  private retryNow(): void {
+    switch (this.status) {
+      case "paused":
+        this.resume();
+        return;
+      case "degraded":
+        void this.rebuild(this.rebuildReason).catch(() => {});
+        return;
+      case "ok":
+        this.schedule();
+        return;
+      case "rebuilding":
+        return; // the rebuild under way sets what comes next
+      default: {
+        const never: never = this.status;
+        throw new Error(`unknown search status ${String(never)}`);
+      }
+    }
+  }
+
+  private clearRetry(): void {
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
   }
 
   /** Rebuild the index from every message in state.db, in chunks that let other work run between them. */
@@ -193,8 +243,11 @@ export class SearchQueue {
   private async doRebuild(reason: string): Promise<{ messages: number; duration_ms: number }> {
     const started = Date.now();
     this.status = "rebuilding";
+    this.resuming = null;
+    this.rebuildReason = reason;
     this.detail = `rebuilding the full-text index (${reason})`;
     let messages = 0;
+    const cleared = false;
     try {
       // The new index is built beside the old one and takes its place only when whole.
       await this.index.replaceWith(async (fresh) => {
@@ -221,16 +274,21 @@ export class SearchQueue {
       });
       this.status = "ok";
       this.detail = null;
+      this.clearRetry();
       this.retryDelay = RETRY_FIRST_MS;
-      this.flush();
+      // What was queued meanwhile follows, in slices.
+      this.flush(SLICE_MS);
       const result = { messages, duration_ms: Date.now() - started };
       this.emit({ type: "search.rebuilt", path: this.index.path, ...result });
       return result;
     } catch (error) {
       this.status = "degraded";
-      this.detail = `rebuilding the full-text index failed: ${(error as Error).message}${isDiskFull(error) ? " (the disk is full; the old index is kept, and the rebuild is tried again)" : ""}`;
-      // A failed rebuild (a full disk, a file it could not replace) is tried again by itself.
-      this.later(() => void this.rebuild(reason).catch(() => {}));
+      const full = isDiskFull(error);
+      const kept = cleared
+        ? "the index is partly rebuilt and says so to every search"
+        : "the index is kept as it was";
+      this.detail = `rebuilding the full-text index failed: ${(error as Error).message}${full ? ` (the disk is full; ${kept}, and the rebuild is tried again by itself once there is space)` : "; it is tried again by itself"}`;
+      this.later();
       throw error;
     }
   }
@@ -255,8 +313,7 @@ export class SearchQueue {
     this.stopped = true;
     if (this.scheduled !== null) clearTimeout(this.scheduled);
     this.scheduled = null;
-    if (this.retry !== null) clearTimeout(this.retry.timer);
-    this.retry = null;
+    this.clearRetry();
     this.index.close();
   }
 }
