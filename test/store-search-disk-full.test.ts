@@ -224,7 +224,7 @@ describe("the full-text index on a full disk", () => {
     expect(readerHits(paths, "charlie", searchPath)).toBe(waiting);
   });
 
-  it("a damaged index whose rebuild meets a full disk keeps its file, and is rebuilt by itself later", async () => {
+  it("a damaged index whose rebuild meets a full disk keeps its file, and is rebuilt in place by itself later", async () => {
     const mountPoint = disk();
     const home = join(mountPoint, "rebuild");
     mkdirSync(home);

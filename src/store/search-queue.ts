@@ -5,6 +5,7 @@
 // A full disk is not damage: the index is kept as it is, the entries wait in state.db, and
 // indexing goes on by itself once there is space again. One retry timer serves every wait (a
 // pause, a failed rebuild); what it does when it fires follows from the state then.
+import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 import { classifySqliteError } from "./errors.js";
 import { type IndexItem, indexText, type SearchIndex } from "./search-index.js";
@@ -38,6 +39,8 @@ export class SearchQueue {
   private scheduled: NodeJS.Timeout | null = null;
   private rebuilding: Promise<{ messages: number; duration_ms: number }> | null = null;
   private rebuildReason = "requested";
+  /** The index was found damaged: its rebuild keeps a copy of it first. */
+  private damaged = false;
   /** The one retry timer: a new retry replaces a pending one. */
   private retry: NodeJS.Timeout | null = null;
   private retryDelay = RETRY_FIRST_MS;
@@ -61,14 +64,20 @@ export class SearchQueue {
     this.drop = db.prepare("DELETE FROM search_queue WHERE message_id = ? AND op = ?");
   }
 
-  /** Open the index; a missing, foreign or damaged one is rebuilt in the background. */
+  /** Open the index; a missing, foreign, damaged or half-rebuilt one is rebuilt in the background. */
   start(): void {
     let reason = "the index was missing or damaged";
     try {
       if (this.index.open()) {
-        this.status = "ok";
-        this.schedule();
-        return;
+        // A rebuild that never finished (its process ended) left the index partly filled.
+        if (this.index.rebuildsUnderWay().length === 0) {
+          this.status = "ok";
+          this.schedule();
+          return;
+        }
+        reason = "an earlier rebuild did not finish";
+      } else {
+        this.damaged = true;
       }
     } catch (error) {
       // Any other failure to open the derived index (a disk I/O error, say) must not stop the
@@ -170,6 +179,7 @@ export class SearchQueue {
     }
     this.status = "degraded";
     this.resuming = null;
+    this.damaged = true;
     this.detail = `the full-text index ${this.index.path} failed: ${(error as Error).message}`;
     this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
     void this.rebuild(this.detail).catch(() => {});
@@ -247,31 +257,41 @@ export class SearchQueue {
     this.rebuildReason = reason;
     this.detail = `rebuilding the full-text index (${reason})`;
     let messages = 0;
-    const cleared = false;
+    let cleared = false;
     try {
-      // The new index is built beside the old one and takes its place only when whole.
-      await this.index.replaceWith(async (fresh) => {
-        const chunk = this.db.prepare(
-          "SELECT id, content, content_kind, tool_calls FROM messages WHERE id > ? ORDER BY id LIMIT 5000",
+      // In place, in the same file: every other handle on it keeps writing into the one index.
+      // It refills what state.db holds at its clear; what is committed later is queued, and
+      // whoever flushes it writes into this same index. So writes never keep it from ending.
+      const token = randomUUID();
+      const { covered, value: end } = this.index.beginRebuild(
+        token,
+        this.damaged,
+        () => this.db.prepare("SELECT coalesce(max(id), 0) FROM messages").pluck().get() as number,
+      );
+      cleared = true;
+      this.damaged = false;
+      const chunk = this.db.prepare(
+        "SELECT id, content, content_kind, tool_calls FROM messages WHERE id > ? AND id <= ? ORDER BY id LIMIT 5000",
+      );
+      let last = 0;
+      for (;;) {
+        if (this.stopped) throw new Error("the store was closed during the rebuild");
+        const items = this.index.fill(() =>
+          (
+            chunk.all(last, end) as {
+              id: number;
+              content: string | null;
+              content_kind: string;
+              tool_calls: string | null;
+            }[]
+          ).map((r) => ({ id: r.id, text: indexText(r.content, r.content_kind, r.tool_calls) })),
         );
-        let last = 0;
-        for (;;) {
-          if (this.stopped) throw new Error("the store was closed during the rebuild");
-          const rows = chunk.all(last) as {
-            id: number;
-            content: string | null;
-            content_kind: string;
-            tool_calls: string | null;
-          }[];
-          if (rows.length === 0) break;
-          fresh.apply(
-            rows.map((r) => ({ id: r.id, text: indexText(r.content, r.content_kind, r.tool_calls) })),
-          );
-          messages += rows.length;
-          last = rows[rows.length - 1]?.id ?? last;
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-      });
+        if (items.length === 0) break;
+        messages += items.length;
+        last = items[items.length - 1]?.id ?? last;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      this.index.endRebuild(token, covered);
       this.status = "ok";
       this.detail = null;
       this.clearRetry();
