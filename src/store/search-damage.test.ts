@@ -1,3 +1,4 @@
+import { existsSync, statSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { checkpoint, garbageAfterHeader } from "../../test/helpers/corrupt.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
@@ -134,3 +135,93 @@ describe("an index rebuilt by another process", () => {
     b.close();
   });
 });
+
+describe("a rebuild while another store on the same files writes", () => {
+  it("keeps one index for both: every message written meanwhile is found, none deleted meanwhile is left", async () => {
+    const paths = tempProfile();
+    // Two writers on one store, as two processes would have (the registry keeps one per process).
+    const options = { ...storeOptions(paths), integrityCheckTimeoutMs: 0, synchronous: "normal" as const };
+    const a = await Store.open(options);
+    const b = await Store.open(options);
+    // Enough messages that the rebuild takes several chunks, with b's writes between them.
+    const early: string[] = [];
+    for (let s = 0; s < 4; s++) {
+      const id = await a.createSession({ title: `early ${s}` });
+      early.push(id);
+      await a.appendMessages(
+        Array.from({ length: 5000 }, (_, i) => ({
+          session_id: id,
+          role: "user" as const,
+          content: `wombat ${s} ${i}`,
+        })),
+      );
+    }
+    a.index.flush();
+    const inode = statSync(paths.search).ino;
+
+    let done = false;
+    const rebuilt = a.index.rebuild("requested while b writes").then((r) => {
+      done = true;
+      return r;
+    });
+    // The rebuild read its first chunk at once: the first session's messages are behind it when b
+    // deletes them, and b's new messages come after it.
+    await b.deleteSession(early[0] ?? "");
+    const late = await b.createSession({ title: "late" });
+    let written = 0;
+    let during = 0;
+    const seenDuring: string[] = [];
+    // b keeps writing until the rebuild is done, which it must be while writes go on.
+    const stopWriting = Date.now() + 20_000;
+    while (!done && Date.now() < stopWriting) {
+      await b.appendMessage({ session_id: late, role: "user", content: `wombat late ${written}` });
+      written++;
+      b.index.flush();
+      if (done) break;
+      during++;
+      if (seenDuring.length === 0) {
+        // Neither b nor a reader crashes, or answers from a half-filled index: they say why.
+        for (const search of [() => b.search("wombat"), () => withReader(paths, (r) => r.search("wombat"))]) {
+          try {
+            search();
+            seenDuring.push("answered");
+          } catch (e) {
+            seenDuring.push((e as Error).message);
+          }
+        }
+      }
+    }
+    const endedWhileWriting = done;
+    await rebuilt;
+    a.index.flush();
+    b.index.flush();
+
+    const live = 15_000 + written;
+    expect(a.search("wombat", { limit: live + 100 }).hits).toHaveLength(live);
+    expect(b.search("wombat", { limit: live + 100 }).hits).toHaveLength(live);
+    expect(withReader(paths, (r) => r.search("wombat", { limit: live + 100 }).hits.length)).toBe(live);
+    // Nothing deleted is left behind in the index, and it is still the same file, nothing set aside.
+    expect(a.index.index.count()).toBe(live);
+    expect(statSync(paths.search).ino).toBe(inode);
+    expect(existsSync(`${paths.search}.damaged`)).toBe(false);
+    expect(during).toBeGreaterThan(0);
+    expect(seenDuring).toHaveLength(2);
+    expect(endedWhileWriting).toBe(true);
+    for (const seen of seenDuring)
+      expect(seen).toMatch(/search is being rebuilt.*transcripts are not affected/);
+    a.close();
+    b.close();
+  });
+});
+
+function withReader<T>(
+  paths: ReturnType<typeof tempProfile>,
+  use: (reader: ReturnType<typeof openReader>) => T,
+): T {
+  const reader = openReader(paths);
+  try {
+    return use(reader);
+  } finally {
+    reader.close();
+  }
+}

@@ -1,7 +1,9 @@
 // The full-text index lives in its own file (search.db), apart from the transcript: damage to it can
 // never touch a message, and it can be deleted and rebuilt from state.db at any time. It is a
-// contentless FTS5 table keyed by message id; the text itself stays in state.db only.
-import { existsSync, renameSync, rmSync, statSync } from "node:fs";
+// contentless FTS5 table keyed by message id; the text itself stays in state.db only. A rebuild
+// clears and refills it in place, in the same file, so every handle on it (another Store, a
+// reader) keeps seeing one index; only a file too damaged to clear is replaced.
+import { copyFileSync, existsSync, rmSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { classifySqliteError } from "./errors.js";
 import { createPrivateFile } from "./private-file.js";
@@ -22,9 +24,20 @@ export interface SearchHit {
   rank: number;
 }
 
+const CREATE_FTS = `CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+  text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+)`;
+/** A rebuild in progress marks the index in its meta table: `rebuilding:TOKEN` = when it began. */
+const REBUILDING = "rebuilding:";
+
+/** The index file is damaged past clearing in place (or is another store's). */
+class IndexUnusableError extends Error {
+  override readonly name = "IndexUnusableError";
+}
+
 export class SearchIndex {
   private db: Database.Database | null = null;
-  /** The file's inode when it was opened: another process's rebuild replaces the file. */
+  /** The file's inode when it was opened: a file too damaged to clear is replaced by a new one. */
   private inode: number | null = null;
   /** Why the last open() returned false, for people ("does not exist", ...). */
   problem: string | null = null;
@@ -33,8 +46,6 @@ export class SearchIndex {
     readonly path: string,
     private readonly storeId: string,
     private readonly readonly: boolean,
-    /** A rebuild's new file is written with a rollback journal, so it is whole in one file. */
-    private readonly journal: "wal" | "delete" = "wal",
   ) {}
 
   /**
@@ -58,14 +69,11 @@ export class SearchIndex {
       this.db = db;
       this.inode = statSync(this.path).ino;
       if (!this.readonly) {
-        db.pragma(this.journal === "wal" ? "journal_mode = WAL" : "journal_mode = DELETE");
+        db.pragma("journal_mode = WAL");
         db.pragma("synchronous = NORMAL");
-        db.exec(`
-          CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-          CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-            text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
-          );
-        `);
+        db.exec(
+          `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); ${CREATE_FTS};`,
+        );
         db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)").run(this.storeId);
       }
       const owner = db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get();
@@ -88,17 +96,147 @@ export class SearchIndex {
   }
 
   apply(items: readonly IndexItem[]): void {
-    const db = this.requireDb();
-    // Read touched pages from the file, not a stale cache, so damage is noticed by the next flush.
-    db.pragma("shrink_memory");
-    const del = db.prepare("DELETE FROM fts WHERE rowid = ?");
-    const ins = db.prepare("INSERT INTO fts (rowid, text) VALUES (?, ?)");
-    db.transaction(() => {
-      for (const item of items) {
-        del.run(item.id);
-        if (item.text !== null && item.text !== "") ins.run(item.id, item.text);
+    this.write((db) => applyItems(db, items));
+  }
+
+  /**
+   * One chunk of a rebuild: `read` takes it from state.db while this index's write lock is held,
+   * so a change another handle indexes lands either before the read (and the read sees it in
+   * state.db) or after the chunk (and overrides it). Returns what was read.
+   */
+  fill(read: () => IndexItem[]): IndexItem[] {
+    return this.write((db) => {
+      const items = read();
+      applyItems(db, items);
+      return items;
+    });
+  }
+
+  /**
+   * Begin a rebuild in place: under one write lock, mark it and clear the index. A file too
+   * damaged to clear (its pages unreadable) or another store's is replaced by a new one, which
+   * handles follow by its inode. With `keepDamaged`, the file as it was is first copied once to
+   * `.damaged`, for inspection (unless a rebuild is already under way: it is no longer as found).
+   * `atClear` runs under the same lock (the refill's end is read there: what is committed
+   * later reaches the index through the queue). Returns its value and the earlier rebuilds this
+   * one covers: they began before its clear, so once it is done the index is whole whether or
+   * not they ever finish.
+   */
+  beginRebuild<T>(token: string, keepDamaged: boolean, atClear: () => T): { covered: string[]; value: T } {
+    let kept = false;
+    try {
+      if (keepDamaged && this.rebuildsUnderWay().length === 0) {
+        this.keepDamagedCopy();
+        kept = true;
       }
-    })();
+      if (!this.isOpen && !this.open())
+        throw new IndexUnusableError(`the index ${this.problem ?? "cannot be used"}`);
+      return this.clear(token, atClear);
+    } catch (error) {
+      if (!(error instanceof IndexUnusableError) && classifySqliteError(error) !== "corrupt") throw error;
+      if (!kept) this.keepDamagedCopy();
+      this.replaceFile();
+      return this.clear(token, atClear);
+    }
+  }
+
+  /** The rebuild is whole: drop its mark and those of the rebuilds it covers. */
+  endRebuild(token: string, covered: readonly string[]): void {
+    this.write((db) => {
+      const drop = db.prepare("DELETE FROM meta WHERE key = ?");
+      for (const t of [token, ...covered]) drop.run(REBUILDING + t);
+    });
+  }
+
+  /** The rebuilds marked in the index (by any handle): while there is one, it is not whole. */
+  rebuildsUnderWay(): string[] {
+    try {
+      const keys = this.requireDb()
+        .prepare("SELECT key FROM meta WHERE key LIKE ?")
+        .pluck()
+        .all(`${REBUILDING}%`) as string[];
+      return keys.map((k) => k.slice(REBUILDING.length));
+    } catch {
+      return []; // unreadable: its searches say so themselves
+    }
+  }
+
+  private clear<T>(token: string, atClear: () => T): { covered: string[]; value: T } {
+    return this.write((db) => {
+      const covered = this.rebuildsUnderWay();
+      db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(
+        REBUILDING + token,
+        new Date().toISOString(),
+      );
+      db.exec(`DROP TABLE IF EXISTS fts; ${CREATE_FTS};`);
+      // Damage outside the index proper (the meta table, the free list) would survive the clear.
+      const problems = (db.pragma("quick_check", { simple: false }) as { quick_check: string }[])
+        .map((r) => r.quick_check)
+        .filter((r) => r !== "ok");
+      if (problems.length > 0) throw new IndexUnusableError(`the index is damaged: ${problems.join("; ")}`);
+      return { covered, value: atClear() };
+    });
+  }
+
+  private keepDamagedCopy(): void {
+    const damaged = `${this.path}.damaged`;
+    removeDatabase(damaged);
+    try {
+      for (const suffix of ["", "-wal"])
+        if (existsSync(this.path + suffix)) copyFileSync(this.path + suffix, damaged + suffix);
+    } catch (error) {
+      removeDatabase(damaged); // no half copy; on a full disk the rebuild waits for space
+      throw error;
+    }
+  }
+
+  /**
+   * Start a new file in place of one that cannot be cleared. The old file's write lock is held
+   * meanwhile, so another handle's write lands before (and the refill, which reads state.db
+   * afterwards, covers it) or finds the new file (writes check the inode under the lock).
+   */
+  private replaceFile(): void {
+    const old = this.db;
+    this.db = null;
+    this.inode = null;
+    let locked = false;
+    try {
+      old?.exec("BEGIN IMMEDIATE");
+      locked = true;
+    } catch {
+      // Too damaged to lock: then too damaged for anyone to write to, too.
+    }
+    try {
+      removeDatabase(this.path);
+      if (!this.open())
+        throw new Error(`could not create a new search index at ${this.path}: ${this.problem}`);
+    } finally {
+      try {
+        if (locked) old?.exec("ROLLBACK");
+        // SQLite sees the file has gone and neither checkpoints nor deletes the new file's WAL.
+        old?.close();
+      } catch {
+        // A damaged file may fail to close cleanly; it is gone anyway.
+      }
+    }
+  }
+
+  /**
+   * Run `fn` in a write transaction, once the lock is held and the file is still the one this
+   * handle has open (another handle may have replaced a file too damaged to clear).
+   */
+  private write<T>(fn: (db: Database.Database) => T): T {
+    for (let attempt = 0; ; attempt++) {
+      const db = this.requireDb();
+      // Read touched pages from the file, not a stale cache, so damage is noticed by the next write.
+      db.pragma("shrink_memory");
+      const result = db
+        .transaction(() =>
+          this.inode === currentInode(this.path) || attempt >= 2 ? { value: fn(db) } : null,
+        )
+        .immediate();
+      if (result !== null) return result.value;
+    }
   }
 
   /**
@@ -151,36 +289,9 @@ export class SearchIndex {
     this.db = null;
   }
 
-  /**
-   * Build a new index in a file of its own beside this one (`fill` writes it), and only once it is
-   * whole put it in place: the old file is moved aside (kept once, for inspection) and the new
-   * one renamed over it. A build that fails (a full disk, say) leaves the old index exactly as it
-   * was, so no failure can leave an empty or half-made search.db behind.
-   */
-  async replaceWith(fill: (fresh: SearchIndex) => Promise<void>): Promise<void> {
-    const building = `${this.path}.rebuild`;
-    removeDatabase(building);
-    const fresh = new SearchIndex(building, this.storeId, false, "delete");
-    try {
-      if (!fresh.open()) throw new Error(`could not create a new search index at ${building}`);
-      await fill(fresh);
-      fresh.close();
-    } catch (error) {
-      fresh.close();
-      removeDatabase(building);
-      throw error;
-    }
-    this.close();
-    removeDatabase(`${this.path}.damaged`);
-    for (const suffix of ["", "-wal", "-shm"])
-      if (existsSync(this.path + suffix)) renameSync(this.path + suffix, `${this.path}.damaged${suffix}`);
-    renameSync(building, this.path);
-    if (!this.open()) throw new Error(`could not open the rebuilt search index at ${this.path}`);
-  }
-
   private requireDb(): Database.Database {
     if (this.db !== null && this.inode !== currentInode(this.path)) {
-      // Another process rebuilt the index into a new file: follow it, or our writes would go to
+      // Another handle replaced a file too damaged to clear: follow it, or our writes would go to
       // the old one, which nobody reads any more.
       this.close();
       this.open();
@@ -229,6 +340,15 @@ function textOfParts(content: string): string {
       : content;
   } catch {
     return content;
+  }
+}
+
+function applyItems(db: Database.Database, items: readonly IndexItem[]): void {
+  const del = db.prepare("DELETE FROM fts WHERE rowid = ?");
+  const ins = db.prepare("INSERT INTO fts (rowid, text) VALUES (?, ?)");
+  for (const item of items) {
+    del.run(item.id);
+    if (item.text !== null && item.text !== "") ins.run(item.id, item.text);
   }
 }
 

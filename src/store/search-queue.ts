@@ -3,7 +3,9 @@
 // drops them, so a crash in between only means indexing them again. When the index is damaged,
 // search reports itself degraded and the index is rebuilt from the transcript in the background.
 // A full disk is not damage: the index is kept as it is, the entries wait in state.db, and
-// indexing goes on by itself once there is space again.
+// indexing goes on by itself once there is space again. One retry timer serves every wait (a
+// pause, a failed rebuild); what it does when it fires follows from the state then.
+import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 import { classifySqliteError } from "./errors.js";
 import { type IndexItem, indexText, type SearchIndex } from "./search-index.js";
@@ -20,6 +22,7 @@ interface QueueRow {
   tool_calls: string | null;
 }
 
+/** Entries per index transaction; a slice ends after the batch that crosses its budget. */
 const BATCH = 2000;
 /** How long after a write the index is brought up to date: long enough to take a burst at once. */
 const FLUSH_DELAY_MS = 25;
@@ -35,8 +38,14 @@ export class SearchQueue {
   private stopped = false;
   private scheduled: NodeJS.Timeout | null = null;
   private rebuilding: Promise<{ messages: number; duration_ms: number }> | null = null;
-  private retry: { timer: NodeJS.Timeout; delay: number } | null = null;
+  private rebuildReason = "requested";
+  /** The index was found damaged: its rebuild keeps a copy of it first. */
+  private damaged = false;
+  /** The one retry timer: a new retry replaces a pending one. */
+  private retry: NodeJS.Timeout | null = null;
   private retryDelay = RETRY_FIRST_MS;
+  /** After a pause, what has been indexed since; `search.resumed` says it once the queue is empty. */
+  private resuming: number | null = null;
   private readonly take;
   private readonly drop;
 
@@ -55,14 +64,20 @@ export class SearchQueue {
     this.drop = db.prepare("DELETE FROM search_queue WHERE message_id = ? AND op = ?");
   }
 
-  /** Open the index; a missing, foreign or damaged one is rebuilt in the background. */
+  /** Open the index; a missing, foreign, damaged or half-rebuilt one is rebuilt in the background. */
   start(): void {
     let reason = "the index was missing or damaged";
     try {
       if (this.index.open()) {
-        this.status = "ok";
-        this.schedule();
-        return;
+        // A rebuild that never finished (its process ended) left the index partly filled.
+        if (this.index.rebuildsUnderWay().length === 0) {
+          this.status = "ok";
+          this.schedule();
+          return;
+        }
+        reason = "an earlier rebuild did not finish";
+      } else {
+        this.damaged = true;
       }
     } catch (error) {
       // Any other failure to open the derived index (a disk I/O error, say) must not stop the
@@ -92,6 +107,22 @@ export class SearchQueue {
    */
   flush(budgetMs = Number.POSITIVE_INFINITY): number {
     if (!this.ready || this.stopped) return 0;
+    const { moved, outcome } = this.move(budgetMs);
+    if (this.resuming !== null) this.resuming += moved;
+    if (outcome === "failed") return moved;
+    // It went through: nothing waits to be retried, and the next failure backs off from the start.
+    this.clearRetry();
+    this.retryDelay = RETRY_FIRST_MS;
+    if (outcome === "more") this.schedule();
+    else if (this.resuming !== null) {
+      const indexed = this.resuming;
+      this.resuming = null;
+      this.emit({ type: "search.resumed", path: this.index.path, indexed });
+    }
+    return moved;
+  }
+
+  private move(budgetMs: number): { moved: number; outcome: "done" | "more" | "failed" } {
     const started = Date.now();
     let moved = 0;
     for (;;) {
@@ -99,9 +130,11 @@ export class SearchQueue {
       try {
         rows = this.take.all(BATCH) as QueueRow[];
       } catch {
-        return moved; // state.db trouble is the store's to report, on its next write
+        // state.db trouble is the store's to report; indexing is tried again all the same.
+        this.later();
+        return { moved, outcome: "failed" };
       }
-      if (rows.length === 0) return moved;
+      if (rows.length === 0) return { moved, outcome: "done" };
       const items: IndexItem[] = rows.map((r) => ({
         id: r.message_id,
         text:
@@ -113,27 +146,24 @@ export class SearchQueue {
         this.index.apply(items);
       } catch (error) {
         this.degrade(error);
-        return moved;
+        return { moved, outcome: "failed" };
       }
       try {
         this.db.transaction(() => {
           for (const r of rows) this.drop.run(r.message_id, r.op);
         })();
       } catch (error) {
-        // Busy (another writer) or worse: the entries stay queued and are indexed again later;
-        // on a full disk, not before there may be space again.
-        if (isDiskFull(error)) this.later(() => this.schedule());
+        // The entries stay queued and are indexed again later: after a pause on a full disk (as
+        // for the index's own), soon when another writer held the lock.
+        if (isDiskFull(error)) this.pause(error, this.db.name);
         else this.schedule();
-        return moved;
+        return { moved, outcome: "failed" };
       } finally {
         this.afterWrite();
       }
       moved += rows.length;
-      if (rows.length < BATCH) return moved;
-      if (Date.now() - started >= budgetMs) {
-        this.schedule();
-        return moved;
-      }
+      if (rows.length < BATCH) return { moved, outcome: "done" };
+      if (Date.now() - started >= budgetMs) return { moved, outcome: "more" };
     }
   }
 
@@ -144,41 +174,71 @@ export class SearchQueue {
   degrade(error: unknown): void {
     if (this.status !== "ok") return;
     if (isDiskFull(error)) {
-      this.status = "paused";
-      this.detail = `the disk holding ${this.index.path} is full (${(error as Error).message}); the index is kept as it is, new messages wait in state.db and are indexed once there is space`;
-      this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
-      this.later(() => this.resume());
+      this.pause(error, this.index.path);
       return;
     }
     this.status = "degraded";
+    this.resuming = null;
+    this.damaged = true;
     this.detail = `the full-text index ${this.index.path} failed: ${(error as Error).message}`;
     this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
     void this.rebuild(this.detail).catch(() => {});
   }
 
-  /** After a pause: index what waits; a disk still full pauses again. */
+  /** A full disk (the index's, or state.db's as indexed entries are dropped): wait for space. */
+  private pause(error: unknown, file: string): void {
+    if (this.status !== "ok") return;
+    this.status = "paused";
+    this.detail = `the disk holding ${file} is full (${(error as Error).message}); the index is kept as it is, new messages wait in state.db and are indexed once there is space`;
+    this.emit({ type: "search.degraded", path: this.index.path, detail: this.detail });
+    this.later();
+  }
+
+  /** After a pause: index what waits, in slices; a disk still full pauses again. */
   private resume(): void {
     if (this.stopped || this.status !== "paused") return;
     this.status = "ok";
-    // A disk still full pauses again (flush hands the failure to degrade).
-    const moved = this.flush();
-    if (this.status !== "ok") return;
-    this.retryDelay = RETRY_FIRST_MS;
     this.detail = null;
-    this.emit({ type: "search.resumed", path: this.index.path, indexed: moved });
+    this.resuming ??= 0;
+    this.flush(SLICE_MS);
   }
 
-  /** Run `then` after the retry delay, which doubles each time up to its cap. */
-  private later(then: () => void): void {
-    if (this.stopped || this.retry !== null) return;
+  /** Arm the retry timer (replacing a pending one); its delay doubles each time up to its cap. */
+  private later(): void {
+    if (this.stopped) return;
+    this.clearRetry();
     const delay = this.retryDelay;
     this.retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
-    const timer = setTimeout(() => {
+    this.retry = setTimeout(() => {
       this.retry = null;
-      then();
+      this.retryNow();
     }, delay);
-    timer.unref();
-    this.retry = { timer, delay };
+    this.retry.unref();
+  }
+
+  private retryNow(): void {
+    switch (this.status) {
+      case "paused":
+        this.resume();
+        return;
+      case "degraded":
+        void this.rebuild(this.rebuildReason).catch(() => {});
+        return;
+      case "ok":
+        this.schedule();
+        return;
+      case "rebuilding":
+        return; // the rebuild under way sets what comes next
+      default: {
+        const never: never = this.status;
+        throw new Error(`unknown search status ${String(never)}`);
+      }
+    }
+  }
+
+  private clearRetry(): void {
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
   }
 
   /** Rebuild the index from every message in state.db, in chunks that let other work run between them. */
@@ -193,44 +253,62 @@ export class SearchQueue {
   private async doRebuild(reason: string): Promise<{ messages: number; duration_ms: number }> {
     const started = Date.now();
     this.status = "rebuilding";
+    this.resuming = null;
+    this.rebuildReason = reason;
     this.detail = `rebuilding the full-text index (${reason})`;
     let messages = 0;
+    let cleared = false;
     try {
-      // The new index is built beside the old one and takes its place only when whole.
-      await this.index.replaceWith(async (fresh) => {
-        const chunk = this.db.prepare(
-          "SELECT id, content, content_kind, tool_calls FROM messages WHERE id > ? ORDER BY id LIMIT 5000",
+      // In place, in the same file: every other handle on it keeps writing into the one index.
+      // It refills what state.db holds at its clear; what is committed later is queued, and
+      // whoever flushes it writes into this same index. So writes never keep it from ending.
+      const token = randomUUID();
+      const { covered, value: end } = this.index.beginRebuild(
+        token,
+        this.damaged,
+        () => this.db.prepare("SELECT coalesce(max(id), 0) FROM messages").pluck().get() as number,
+      );
+      cleared = true;
+      this.damaged = false;
+      const chunk = this.db.prepare(
+        "SELECT id, content, content_kind, tool_calls FROM messages WHERE id > ? AND id <= ? ORDER BY id LIMIT 5000",
+      );
+      let last = 0;
+      for (;;) {
+        if (this.stopped) throw new Error("the store was closed during the rebuild");
+        const items = this.index.fill(() =>
+          (
+            chunk.all(last, end) as {
+              id: number;
+              content: string | null;
+              content_kind: string;
+              tool_calls: string | null;
+            }[]
+          ).map((r) => ({ id: r.id, text: indexText(r.content, r.content_kind, r.tool_calls) })),
         );
-        let last = 0;
-        for (;;) {
-          if (this.stopped) throw new Error("the store was closed during the rebuild");
-          const rows = chunk.all(last) as {
-            id: number;
-            content: string | null;
-            content_kind: string;
-            tool_calls: string | null;
-          }[];
-          if (rows.length === 0) break;
-          fresh.apply(
-            rows.map((r) => ({ id: r.id, text: indexText(r.content, r.content_kind, r.tool_calls) })),
-          );
-          messages += rows.length;
-          last = rows[rows.length - 1]?.id ?? last;
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-      });
+        if (items.length === 0) break;
+        messages += items.length;
+        last = items[items.length - 1]?.id ?? last;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      this.index.endRebuild(token, covered);
       this.status = "ok";
       this.detail = null;
+      this.clearRetry();
       this.retryDelay = RETRY_FIRST_MS;
-      this.flush();
+      // What was queued meanwhile follows, in slices.
+      this.flush(SLICE_MS);
       const result = { messages, duration_ms: Date.now() - started };
       this.emit({ type: "search.rebuilt", path: this.index.path, ...result });
       return result;
     } catch (error) {
       this.status = "degraded";
-      this.detail = `rebuilding the full-text index failed: ${(error as Error).message}${isDiskFull(error) ? " (the disk is full; the old index is kept, and the rebuild is tried again)" : ""}`;
-      // A failed rebuild (a full disk, a file it could not replace) is tried again by itself.
-      this.later(() => void this.rebuild(reason).catch(() => {}));
+      const full = isDiskFull(error);
+      const kept = cleared
+        ? "the index is partly rebuilt and says so to every search"
+        : "the index is kept as it was";
+      this.detail = `rebuilding the full-text index failed: ${(error as Error).message}${full ? ` (the disk is full; ${kept}, and the rebuild is tried again by itself once there is space)` : "; it is tried again by itself"}`;
+      this.later();
       throw error;
     }
   }
@@ -255,8 +333,7 @@ export class SearchQueue {
     this.stopped = true;
     if (this.scheduled !== null) clearTimeout(this.scheduled);
     this.scheduled = null;
-    if (this.retry !== null) clearTimeout(this.retry.timer);
-    this.retry = null;
+    this.clearRetry();
     this.index.close();
   }
 }

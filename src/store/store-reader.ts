@@ -132,6 +132,14 @@ export abstract class StoreReadView {
         hint: `rebuild it with: ${this.reindexCommand()}`,
       });
     }
+    if (index.rebuildsUnderWay().length > 0) {
+      // Another handle (a second store on this profile, another process) is refilling it in place.
+      throw new SearchUnavailableError(
+        "search_rebuilding",
+        `full-text search is being rebuilt: the index ${index.path} is being refilled from the transcripts and answers again once it is whole; transcripts are not affected`,
+        { hint: "search again in a moment" },
+      );
+    }
     let hits: { id: number; rank: number }[];
     let order: SearchOrder;
     try {
