@@ -5,10 +5,12 @@
 // everything cleanly; a killed up leaves no child behind; doctor takes both ports for the profile's own.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
+import Database from "better-sqlite3";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dashboardPidFile } from "../src/config/dashboard-pid.js";
 import type { ProfilePaths } from "../src/config/paths.js";
 import { readUpState, type UpState, upStateFile } from "../src/config/up-state.js";
+import { openStore, releaseStore } from "../src/store/registry.js";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, runPrintedAsync, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
@@ -151,6 +153,32 @@ describe("tenax up", () => {
     expect(existsSync(upStateFile(paths))).toBe(false);
     expect(alive(gatewayPid) || alive(dashboardPid)).toBe(false);
     await expect(fetch(`${dashboard}/api/overview`)).rejects.toThrow();
+  });
+
+  it("SIGTERM while its gateway still starts: up signals it at once, and the gateway ends its start there (it never listens)", async () => {
+    const { paths, home } = await simProfile(KEYED);
+    await releaseStore(await openStore(paths, { integrityCheckTimeoutMs: 0 }));
+    // The gateway's start waits on the store's write lock: it is starting, with its pid file, all along.
+    const lock = new Database(paths.state);
+    lock.exec("BEGIN IMMEDIATE");
+    let up: ListeningProcess;
+    try {
+      up = await startListening(home, ["up", ...UP_ARGS], "dashboard");
+      ups.push(up);
+      const starting = await upState(paths, (s) => s.gateway.state === "starting" && s.gateway.pid !== null);
+      await until(() => existsSync(paths.pid) && pidIn(paths.pid) === starting.gateway.pid, 15_000);
+      up.child.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      lock.exec("COMMIT");
+      lock.close();
+    }
+    expect(await up.exited).toBe(0);
+    expect(up.stdout()).toMatch(/SIGTERM: stopping before it served/);
+    expect(up.stdout()).not.toMatch(/gateway listening on/);
+    expect(up.stdout()).toMatch(/gateway stopped cleanly/);
+    expect(existsSync(paths.pid)).toBe(false);
+    expect(existsSync(upStateFile(paths))).toBe(false);
   });
 
   it("on a home without a key, the dashboard it starts finds the key the gateway's first start wrote", async () => {

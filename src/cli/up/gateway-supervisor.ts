@@ -32,8 +32,6 @@ export interface GatewaySupervisorOptions {
   warn(line: string): void;
 }
 
-/** How long a stop waits for a gateway that is still starting to listen before signalling it. */
-const STARTUP_GRACE_MS = 15_000;
 const POLL_MS = 100;
 
 const defaultAfter = (ms: number, fn: () => void) => {
@@ -44,8 +42,6 @@ const defaultAfter = (ms: number, fn: () => void) => {
 export class GatewaySupervisor {
   readonly state: GatewayState;
   private child: TenaxChild | null = null;
-  /** Resolves when the current child listens, or has ended. */
-  private listening: Promise<void> = Promise.resolve();
   private cancelRestart: (() => void) | null = null;
   private stopping = false;
   private readonly sleep: Sleep;
@@ -88,8 +84,9 @@ export class GatewaySupervisor {
 
   /**
    * Stop for good: no more restarts, SIGTERM to the gateway (which drains), and its exit code (the
-   * last exit's when none runs). A gateway still starting gets to listen first, so that it stops
-   * through its own handler (pid file removed, turns saved) rather than die of the signal.
+   * last exit's when none runs). At once, also to a gateway still starting: from the moment its pid
+   * file exists it stops through its own handler (the start ends there, the pid file is removed),
+   * and before that it has nothing to clean up.
    */
   async stop(): Promise<number> {
     this.stopping = true;
@@ -100,9 +97,6 @@ export class GatewaySupervisor {
     this.state.next_restart_at = null;
     this.options.onChange();
     if (child === null) return this.state.last_exit === null ? 0 : exitCode(this.state.last_exit);
-    const grace = new AbortController();
-    await Promise.race([this.listening, this.sleep(STARTUP_GRACE_MS, grace.signal).catch(() => undefined)]);
-    grace.abort();
     child.kill("SIGTERM");
     return exitCode(await child.exited);
   }
@@ -118,7 +112,7 @@ export class GatewaySupervisor {
     this.child = child;
     Object.assign(this.state, { state: "starting", pid: child.pid, next_restart_at: null });
     this.options.onChange();
-    this.listening = this.watchListening(child);
+    void this.watchListening(child);
     void child.exited.then((exit) => this.exited(child, exit));
   }
 
