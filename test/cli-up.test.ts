@@ -412,6 +412,31 @@ describe("tenax up", () => {
     expect(existsSync(upStateFile(paths))).toBe(false);
   });
 
+  it("never restarts a gateway that exits 2 (a refused setting), and tells it as a config error", async () => {
+    const { paths, home } = await simProfile("auth: none");
+    const up = await startListening(home, ["up", "--gateway-host", "0.0.0.0", ...UP_ARGS], "dashboard");
+    ups.push(up);
+    const state = await upState(paths, (s) => s.gateway.state === "gave_up");
+    expect(state.gateway).toMatchObject({
+      restarts: 0,
+      unclean_exits: 0,
+      gave_up: { reason: "config_error" },
+      last_exit: { code: 2, signal: null, clean: false },
+    });
+    expect(up.stderr()).toMatch(/refusing to serve on 0\.0\.0\.0 with gateway\.auth: none/);
+    expect(up.stderr()).toMatch(
+      /the gateway cannot start on its configuration \(exit 2\), so tenax up does not restart it/,
+    );
+    const view = await gatewayView(up.url, (v) => v.supervisor?.gateway.state === "gave_up");
+    expect(view.advice?.situation).toMatch(/cannot start on its configuration \(exit 2\)/);
+    // Give a restart (1 s after a crash) time to happen, had it been one.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(up.stdout()).not.toMatch(/starting the gateway again/);
+    expect(readUpState(paths)?.gateway.restarts).toBe(0);
+    up.child.kill("SIGTERM");
+    expect(await up.exited).toBe(2);
+  });
+
   it("keeps the gateway serving when the dashboard dies, and says how to start it again", async () => {
     const { home } = await simProfile(KEYED);
     const { up, dashboard } = await startUp(home);

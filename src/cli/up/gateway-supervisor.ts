@@ -8,7 +8,6 @@ import { tenaxCommand } from "../../config/command-hint.js";
 import type { ProfilePaths } from "../../config/paths.js";
 import { describeExit, formatWindow, type UpState } from "../../config/up-state.js";
 import { type Clock, realSleep, type Sleep } from "../../core/deps.js";
-import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { exitCode, type TenaxChild } from "./child.js";
 import { type Exit, isCleanExit, type RestartPolicy } from "./restart-policy.js";
 
@@ -166,7 +165,7 @@ export class GatewaySupervisor {
       this.state.gave_up = { reason: decision.reason, at: now };
       this.options.warn(
         decision.reason === "config_error"
-          ? `the gateway cannot start on its configuration (exit ${GATEWAY_EXIT_CONFIG_ERROR}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
+          ? `the gateway cannot start on its configuration (exit ${exit.code}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
           : `${was}, its unclean exit ${decision.unclean} within ${formatWindow(this.state.window_ms)}: tenax up gave up restarting it (a crash loop). Fix what ${join(paths.logs, "gateway.log")} shows, then run: ${up}`,
       );
       this.options.onChange();

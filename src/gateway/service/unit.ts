@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_PROFILE, type ProfilePaths } from "../../config/paths.js";
-import { GATEWAY_EXIT_CONFIG_ERROR } from "./exit-codes.js";
+import { GATEWAY_EXITS_NOT_RESTARTED } from "./exit-codes.js";
 
 /** Seconds systemd waits past the configured drain before it kills the gateway. */
 export const STOP_MARGIN_S = 15;
@@ -55,7 +55,7 @@ export function renderUnit(options: UnitOptions): string {
     `ExecStart=${exec}`,
     "Restart=on-failure",
     "RestartSec=2",
-    `RestartPreventExitStatus=${GATEWAY_EXIT_CONFIG_ERROR}`,
+    `RestartPreventExitStatus=${GATEWAY_EXITS_NOT_RESTARTED.join(" ")}`,
     "KillSignal=SIGTERM",
     `TimeoutStopSec=${stopS}`,
     "",
