@@ -3,6 +3,7 @@
 // back on the same port; a crash loop makes up give up and say so in its output, on the dashboard
 // (in Chromium) and in `tenax status`, and `tenax up` as printed starts it again; SIGTERM stops
 // everything cleanly; a killed up leaves no child behind; doctor takes both ports for the profile's own.
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import Database from "better-sqlite3";
@@ -435,6 +436,46 @@ describe("tenax up", () => {
     expect(readUpState(paths)?.gateway.restarts).toBe(0);
     up.child.kill("SIGTERM");
     expect(await up.exited).toBe(2);
+  });
+
+  it("ignores a stale up.json whose pid now belongs to another process (and never signals it)", async () => {
+    const { paths, home } = await simProfile(KEYED);
+    // A live process that is no Tenax, with `up` among its arguments, holds the dead up's pid.
+    const other = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", "up"], { stdio: "ignore" });
+    try {
+      const pid = other.pid ?? 0;
+      // As a killed up left it: given up on its gateway, so a second up would ask it (SIGUSR2) to revive.
+      writeFileSync(
+        upStateFile(paths),
+        `${JSON.stringify({
+          pid,
+          started_at: 1,
+          updated_at: 2,
+          gateway: {
+            state: "gave_up",
+            pid: null,
+            host: "127.0.0.1",
+            port: 8700,
+            restarts: 2,
+            next_restart_at: null,
+            last_exit: { code: 1, signal: null, at: 1, clean: false },
+            unclean_exits: 3,
+            max_unclean_exits: 3,
+            window_ms: 300_000,
+            gave_up: { reason: "crash_loop", at: 1 },
+          },
+          dashboard: { pid: null, state: "stopped", last_exit: null },
+        })}\n`,
+      );
+      const { up } = await startUp(home);
+      expect(up.stdout()).not.toMatch(/asked tenax up/);
+      expect(readUpState(paths)?.pid).toBe(up.child.pid);
+      expect(alive(pid)).toBe(true);
+      up.child.kill("SIGTERM");
+      expect(await up.exited).toBe(0);
+    } finally {
+      other.kill("SIGKILL");
+    }
   });
 
   it("keeps the gateway serving when the dashboard dies, and says how to start it again", async () => {

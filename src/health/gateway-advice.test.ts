@@ -10,11 +10,14 @@ const none = { pid: null, running: false };
 function upWith(gateway: Partial<UpState["gateway"]>): UpState {
   return {
     pid: 4242,
+    pid_start: 1000,
+    boot_id: null,
     started_at: NOW - 60_000,
     updated_at: NOW,
     gateway: {
       state: "running",
       pid: null,
+      pid_start: null,
       host: "127.0.0.1",
       port: 8700,
       restarts: 0,
@@ -26,7 +29,7 @@ function upWith(gateway: Partial<UpState["gateway"]>): UpState {
       gave_up: null,
       ...gateway,
     },
-    dashboard: { pid: 4243, state: "running", last_exit: null },
+    dashboard: { pid: 4243, pid_start: 1001, state: "running", last_exit: null },
   };
 }
 

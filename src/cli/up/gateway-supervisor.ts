@@ -53,6 +53,7 @@ export class GatewaySupervisor {
     this.state = {
       state: "starting",
       pid: null,
+      pid_start: null,
       host: null,
       port: null,
       restarts: 0,
@@ -109,7 +110,12 @@ export class GatewaySupervisor {
     this.cancelRestart = null;
     const child = this.options.spawn(this.args());
     this.child = child;
-    Object.assign(this.state, { state: "starting", pid: child.pid, next_restart_at: null });
+    Object.assign(this.state, {
+      state: "starting",
+      pid: child.pid,
+      pid_start: child.start,
+      next_restart_at: null,
+    });
     this.options.onChange();
     void this.watchListening(child);
     void child.exited.then((exit) => this.exited(child, exit));
@@ -150,6 +156,7 @@ export class GatewaySupervisor {
     const now = this.options.clock.now();
     const pid = this.state.pid;
     this.state.pid = null;
+    this.state.pid_start = null;
     this.state.last_exit = { ...exit, at: now, clean: isCleanExit(exit) };
     if (this.stopping) {
       this.options.onChange();
