@@ -3,12 +3,15 @@
 // back on the same port; a crash loop makes up give up and say so in its output, on the dashboard
 // (in Chromium) and in `tenax status`, and `tenax up` as printed starts it again; SIGTERM stops
 // everything cleanly; a killed up leaves no child behind; doctor takes both ports for the profile's own.
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
+import Database from "better-sqlite3";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dashboardPidFile } from "../src/config/dashboard-pid.js";
 import type { ProfilePaths } from "../src/config/paths.js";
 import { readUpState, type UpState, upStateFile } from "../src/config/up-state.js";
+import { openStore, releaseStore } from "../src/store/registry.js";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, runPrintedAsync, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
@@ -151,6 +154,32 @@ describe("tenax up", () => {
     expect(existsSync(upStateFile(paths))).toBe(false);
     expect(alive(gatewayPid) || alive(dashboardPid)).toBe(false);
     await expect(fetch(`${dashboard}/api/overview`)).rejects.toThrow();
+  });
+
+  it("SIGTERM while its gateway still starts: up signals it at once, and the gateway ends its start there (it never listens)", async () => {
+    const { paths, home } = await simProfile(KEYED);
+    await releaseStore(await openStore(paths, { integrityCheckTimeoutMs: 0 }));
+    // The gateway's start waits on the store's write lock: it is starting, with its pid file, all along.
+    const lock = new Database(paths.state);
+    lock.exec("BEGIN IMMEDIATE");
+    let up: ListeningProcess;
+    try {
+      up = await startListening(home, ["up", ...UP_ARGS], "dashboard");
+      ups.push(up);
+      const starting = await upState(paths, (s) => s.gateway.state === "starting" && s.gateway.pid !== null);
+      await until(() => existsSync(paths.pid) && pidIn(paths.pid) === starting.gateway.pid, 15_000);
+      up.child.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      lock.exec("COMMIT");
+      lock.close();
+    }
+    expect(await up.exited).toBe(0);
+    expect(up.stdout()).toMatch(/SIGTERM: stopping before it served/);
+    expect(up.stdout()).not.toMatch(/gateway listening on/);
+    expect(up.stdout()).toMatch(/gateway stopped cleanly/);
+    expect(existsSync(paths.pid)).toBe(false);
+    expect(existsSync(upStateFile(paths))).toBe(false);
   });
 
   it("on a home without a key, the dashboard it starts finds the key the gateway's first start wrote", async () => {
@@ -382,6 +411,71 @@ describe("tenax up", () => {
     );
     expect(run.output).not.toMatch(/starting the gateway again/);
     expect(existsSync(upStateFile(paths))).toBe(false);
+  });
+
+  it("never restarts a gateway that exits 2 (a refused setting), and tells it as a config error", async () => {
+    const { paths, home } = await simProfile("auth: none");
+    const up = await startListening(home, ["up", "--gateway-host", "0.0.0.0", ...UP_ARGS], "dashboard");
+    ups.push(up);
+    const state = await upState(paths, (s) => s.gateway.state === "gave_up");
+    expect(state.gateway).toMatchObject({
+      restarts: 0,
+      unclean_exits: 0,
+      gave_up: { reason: "config_error" },
+      last_exit: { code: 2, signal: null, clean: false },
+    });
+    expect(up.stderr()).toMatch(/refusing to serve on 0\.0\.0\.0 with gateway\.auth: none/);
+    expect(up.stderr()).toMatch(
+      /the gateway cannot start on its configuration \(exit 2\), so tenax up does not restart it/,
+    );
+    const view = await gatewayView(up.url, (v) => v.supervisor?.gateway.state === "gave_up");
+    expect(view.advice?.situation).toMatch(/cannot start on its configuration \(exit 2\)/);
+    // Give a restart (1 s after a crash) time to happen, had it been one.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(up.stdout()).not.toMatch(/starting the gateway again/);
+    expect(readUpState(paths)?.gateway.restarts).toBe(0);
+    up.child.kill("SIGTERM");
+    expect(await up.exited).toBe(2);
+  });
+
+  it("ignores a stale up.json whose pid now belongs to another process (and never signals it)", async () => {
+    const { paths, home } = await simProfile(KEYED);
+    // A live process that is no Tenax, with `up` among its arguments, holds the dead up's pid.
+    const other = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", "up"], { stdio: "ignore" });
+    try {
+      const pid = other.pid ?? 0;
+      // As a killed up left it: given up on its gateway, so a second up would ask it (SIGUSR2) to revive.
+      writeFileSync(
+        upStateFile(paths),
+        `${JSON.stringify({
+          pid,
+          started_at: 1,
+          updated_at: 2,
+          gateway: {
+            state: "gave_up",
+            pid: null,
+            host: "127.0.0.1",
+            port: 8700,
+            restarts: 2,
+            next_restart_at: null,
+            last_exit: { code: 1, signal: null, at: 1, clean: false },
+            unclean_exits: 3,
+            max_unclean_exits: 3,
+            window_ms: 300_000,
+            gave_up: { reason: "crash_loop", at: 1 },
+          },
+          dashboard: { pid: null, state: "stopped", last_exit: null },
+        })}\n`,
+      );
+      const { up } = await startUp(home);
+      expect(up.stdout()).not.toMatch(/asked tenax up/);
+      expect(readUpState(paths)?.pid).toBe(up.child.pid);
+      expect(alive(pid)).toBe(true);
+      up.child.kill("SIGTERM");
+      expect(await up.exited).toBe(0);
+    } finally {
+      other.kill("SIGKILL");
+    }
   });
 
   it("keeps the gateway serving when the dashboard dies, and says how to start it again", async () => {

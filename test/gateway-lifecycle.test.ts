@@ -3,8 +3,10 @@
 // drain; one gateway per profile, with a dead holder's pid file reclaimed.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import Database from "better-sqlite3";
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { ProfilePaths } from "../src/config/paths.js";
 import type { Simulator } from "../src/llm/simulator/server.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { BIN, cliEnvironment, ROOT, requireBuild } from "./helpers/cli.js";
@@ -44,6 +46,58 @@ async function streamThroughSigterm(gw: GatewayProcess, sim: Simulator, kill: ()
     error = e;
   }
   return Object.assign(chunks, { error });
+}
+
+/** A `tenax gateway run` child watched from its spawn on (before it listens, and whether it ever does). */
+function spawnGateway(home: string) {
+  const child = spawn(process.execPath, [BIN, "gateway", "run", "--port", "0"], {
+    cwd: ROOT,
+    env: cliEnvironment(home),
+  });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => {
+    out += c;
+  });
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    err += c;
+  });
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.on("close", (code, signal) => resolve({ code, signal })),
+  );
+  return { child, exited, startedAt: Date.now(), out: () => out, err: () => err };
+}
+
+/** The pid the pid file names, or null while there is none. */
+function pidIn(file: string): number | null {
+  try {
+    return (JSON.parse(readFileSync(file, "utf8")) as { pid: number }).pid;
+  } catch {
+    return null;
+  }
+}
+
+/** A gateway killed with SIGKILL while the model hangs on its first turn: that turn, to be resumed. */
+async function killedMidTurn(paths: ProfilePaths, sim: Simulator) {
+  sim.script([{ type: "hang", phase: "before_headers" }]);
+  const first = await startGateway(paths.home);
+  void first
+    .fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "a long question" }] }),
+    })
+    .catch(() => undefined);
+  await until(() => sim.requests().length === 1);
+  first.child.kill("SIGKILL");
+  await first.exited;
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  try {
+    const session = store.listSessions()[0]?.id ?? "";
+    return { session, turn: store.getTurns(session)[0]?.id ?? "" };
+  } finally {
+    await releaseStore(store);
+  }
 }
 
 describe("tenax gateway run: lifecycle", () => {
@@ -115,33 +169,86 @@ describe("tenax gateway run: lifecycle", () => {
     expect(await next.exited).toBe(0);
   });
 
-  it("SIGTERM while it starts (its pid file made, not yet listening): it comes up, drains and stops cleanly", async () => {
-    const { home, paths } = await simProfile();
-    // A store of some size, so opening it (and checking it) keeps the start busy for a while.
-    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-    for (let i = 0; i < 200; i++) await store.createSession({ title: `s${i}` });
-    await releaseStore(store);
-    const child = spawn(process.execPath, [BIN, "gateway", "run", "--port", "0"], {
-      cwd: ROOT,
-      env: cliEnvironment(home),
-    });
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      out += c;
-    });
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      child.on("close", (code, signal) => resolve({ code, signal })),
+  it("SIGTERM while it starts (its pid file made, the store still opening): the start ends there, nothing is resumed, it never listens, and it stops cleanly", async () => {
+    const { home, sim, paths } = await simProfile();
+    const { session, turn } = await killedMidTurn(paths, sim);
+    // The next start waits on the store's write lock while it reaps that turn: the signal comes then.
+    const lock = new Database(paths.state);
+    lock.exec("BEGIN IMMEDIATE");
+    const gw = spawnGateway(home);
+    try {
+      await until(() => pidIn(paths.pid) === gw.child.pid, 15_000);
+      gw.child.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      lock.exec("COMMIT");
+      lock.close();
+    }
+    const exit = await gw.exited;
+    console.log(`stopped while starting: exited ${Date.now() - gw.startedAt} ms after its spawn`);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(gw.out()).toMatch(/SIGTERM: stopping before it served \(the start ends here\)/);
+    expect(gw.out()).toContain("gateway stopped cleanly");
+    // No new work after the stop: the port never opened, and the crashed gateway's turn was left
+    // interrupted (to go on with a new message) instead of being resumed and drained.
+    expect(gw.out()).not.toContain("listening on");
+    expect(gw.err()).toContain(
+      `turn ${turn} of session ${session} was interrupted and is not resumed: the gateway is stopping`,
     );
-    await until(() => existsSync(paths.pid), 15_000);
-    const early = !out.includes("listening on");
-    child.kill("SIGTERM");
-    expect(await exited).toEqual({ code: 0, signal: null });
-    expect(out).toMatch(/SIGTERM: stopping/);
-    expect(out).toContain("gateway stopped cleanly");
+    expect(sim.requests()).toHaveLength(1);
     expect(existsSync(paths.pid)).toBe(false);
     expect(existsSync(paths.cleanShutdown)).toBe(true);
-    // The signal came before it listened (else this test proves nothing new).
-    expect(early).toBe(true);
+  });
+
+  it("a second SIGTERM while it starts neither kills it nor leaves its pid file", async () => {
+    const { home, paths } = await simProfile();
+    const lock = new Database(paths.state);
+    lock.exec("BEGIN IMMEDIATE");
+    const gw = spawnGateway(home);
+    try {
+      await until(() => pidIn(paths.pid) === gw.child.pid, 15_000);
+      gw.child.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 200));
+      gw.child.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      lock.exec("COMMIT");
+      lock.close();
+    }
+    expect(await gw.exited).toEqual({ code: 0, signal: null });
+    expect(gw.out()).toContain("SIGTERM again: interrupting the running turns now");
+    expect(gw.out()).toContain("gateway stopped cleanly");
+    expect(existsSync(paths.pid)).toBe(false);
+  });
+
+  it("a second signal during the drain cuts it short: the hung turn is interrupted and saved, and it exits", async () => {
+    const { home, sim, paths } = await simProfile("drain_timeout: 120");
+    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 2 }]);
+    const gw = await startGateway(home);
+    let secondAt = 0;
+    const chunks = await streamThroughSigterm(gw, sim, () => {
+      gw.child.kill("SIGTERM");
+      void until(() => gw.stdout().includes("SIGTERM: stopping")).then(() => {
+        secondAt = Date.now();
+        gw.child.kill("SIGINT");
+      });
+    });
+    expect(await gw.exited).toBe(0);
+    const took = Date.now() - secondAt;
+    console.log(`second signal: exited ${took} ms after it (drain_timeout 120 s)`);
+    expect(took).toBeLessThan(30_000);
+    expect(gw.stdout()).toContain("SIGINT again: interrupting the running turns now");
+    expect(gw.stderr()).toMatch(/the drain was cut short: 1 turn\(s\) interrupted and saved/);
+    expect(chunks.error).toMatchObject({ code: "shutting_down" });
+    expect(existsSync(paths.cleanShutdown)).toBe(false);
+    expect(existsSync(paths.pid)).toBe(false);
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    try {
+      const session = store.listSessions()[0]?.id ?? "";
+      expect(store.getTurns(session).map((t) => t.status)).toEqual(["interrupted"]);
+    } finally {
+      await releaseStore(store);
+    }
   });
 
   it("one gateway per profile: a second refuses and names the holder; a dead holder's pid file is reclaimed", async () => {

@@ -114,7 +114,7 @@ describe("tenax gateway install / uninstall", () => {
     expect(unit).toContain(`\nExecStart=${process.execPath} ${BIN} gateway run\n`);
     expect(unit).toContain("\nRestart=on-failure\n");
     expect(GATEWAY_EXIT_CONFIG_ERROR).toBe(78);
-    expect(unit).toContain("\nRestartPreventExitStatus=78\n");
+    expect(unit).toContain("\nRestartPreventExitStatus=2 78\n");
     expect(unit).toContain(`\nEnvironment=TENAX_HOME=${s.home}\n`);
     expect(unit).toContain(`\nWorkingDirectory=${s.home}\n`);
     expect(unit).toContain("\nTimeoutStopSec=45\n");

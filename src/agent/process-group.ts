@@ -3,28 +3,11 @@
 // (a container whose init does not), a dead grandchild stays a zombie that kill(pid, 0) still finds.
 import { readdirSync } from "node:fs";
 import { realSleep, type Sleep } from "../core/deps.js";
-import { readProcFile } from "./proc-file.js";
+import { dead, readStat } from "../core/process-identity.js";
+
+export { dead, readStat, type StatLine } from "../core/process-identity.js";
 
 const LINUX = process.platform === "linux";
-
-export interface StatLine {
-  state: string;
-  pgrp: number;
-  /** Field 22: when the process started, in clock ticks since boot; with the pid, who it is. */
-  start: number;
-}
-
-/** Fields of /proc/PID/stat after the command name, which may itself hold spaces and parentheses. */
-export function readStat(pid: number | string): StatLine | null {
-  const bytes = readProcFile(`/proc/${pid}/stat`);
-  if (bytes === null) return null;
-  const text = bytes.toString("latin1");
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  // fields[0] is field 3 of the line (the state), so field 22 is fields[19].
-  return { state: fields[0] ?? "", pgrp: Number(fields[2]), start: Number(fields[19]) };
-}
-
-export const dead = (state: string) => state === "Z" || state === "X" || state === "x";
 
 /** Sends `signal` (0 only probes); false when no such process or group exists. */
 function send(target: number, signal: NodeJS.Signals | 0): boolean {

@@ -1,47 +1,19 @@
-// Who a process is, beyond its pid: the pid with its start time (/proc/PID/stat field 22), so a pid
-// the kernel gave to another process since is never taken for ours, and the boot it belongs to, so
-// a record from before a reboot is never matched. Killing goes by that identity, checked before
-// every signal.
-import { readFileSync } from "node:fs";
+// Killing processes by identity (the pid with its start time, `core/process-identity.ts`), checked
+// before every signal, so a pid the kernel gave to another process since is never signalled.
 import { realSleep, type Sleep } from "../core/deps.js";
-import { dead, groupAlive, readStat } from "./process-group.js";
+import { isRunning, type ProcessIdentity, readStat } from "../core/process-identity.js";
+import { groupAlive } from "./process-group.js";
 
-export interface ProcessIdentity {
-  pid: number;
-  /** Clock ticks after boot at which it started. */
-  start: number;
-}
-
-/** A live (not zombie) process's identity, or null when there is none with this pid. */
-export function identify(pid: number): ProcessIdentity | null {
-  const stat = readStat(pid);
-  if (stat === null || dead(stat.state) || !Number.isFinite(stat.start)) return null;
-  return { pid, start: stat.start };
-}
-
-/** Whether this very process (same pid, same start) still runs and is not a zombie. */
-export function isRunning(id: ProcessIdentity): boolean {
-  return identify(id.pid)?.start === id.start;
-}
-
-let self: ProcessIdentity | null | undefined;
-
-/** This process: the owner written on every command it starts (null where /proc is missing). */
-export function selfIdentity(): ProcessIdentity | null {
-  if (self === undefined) self = identify(process.pid);
-  return self;
-}
-
-/** The kernel's id of the current boot, or null off Linux. */
-export function bootId(): string | null {
-  try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
-  } catch {
-    return null;
-  }
-}
-
-export const sameProcess = (a: ProcessIdentity, b: ProcessIdentity) => a.pid === b.pid && a.start === b.start;
+// Who a process is lives in core (config checks the pids of its state files too); the agent's
+// modules keep importing it from here.
+export {
+  bootId,
+  identify,
+  isRunning,
+  type ProcessIdentity,
+  sameProcess,
+  selfIdentity,
+} from "../core/process-identity.js";
 
 /** What to end: the process, and with `group` the process group it leads as well. */
 export interface KillTarget extends ProcessIdentity {

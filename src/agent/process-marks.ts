@@ -6,7 +6,7 @@
 // the shell it was started as still names it.
 import { readdirSync, statSync } from "node:fs";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import { readProcFile } from "./proc-file.js";
+import { readProcFile } from "../core/proc-file.js";
 import { dead, readStat } from "./process-group.js";
 import { type ProcessIdentity, sameProcess } from "./process-identity.js";
 

@@ -1,19 +1,22 @@
 // What `tenax up` is doing, in `up.json` of the profile: the gateway child's state (starting,
 // running, restarting in N s, gave up after a crash loop), its last exit and restart count, and
 // the dashboard child's pid. Written atomically by up on every change; read by the dashboard (its
-// banner), `tenax status` and `tenax doctor`, which trust it only while up's own pid is alive.
+// banner), `tenax status` and `tenax doctor`, which trust it only while up's own process (its pid
+// with the start time recorded beside it, running this Tenax's `up`) is alive.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "./atomic-write.js";
-import { isProcessAlive } from "./gateway-pid.js";
 import type { ProfilePaths } from "./paths.js";
+import { isTenaxProcess } from "./tenax-process.js";
 
 export const GATEWAY_SUPERVISION = ["starting", "running", "restarting", "gave_up", "stopping"] as const;
 export type GatewaySupervision = (typeof GATEWAY_SUPERVISION)[number];
 
 const pid = z.number().int().positive();
 const time = z.number().int().nonnegative();
+/** A pid's start time (/proc/PID/stat, clock ticks after boot), which tells a reused pid apart. */
+const start = z.number().int().nonnegative().nullable();
 
 const exitSchema = z.strictObject({
   code: z.number().int().nullable(),
@@ -27,12 +30,16 @@ export type ChildExit = z.infer<typeof exitSchema>;
 const upStateSchema = z.strictObject({
   /** The `tenax up` process. */
   pid,
+  pid_start: start,
+  /** The boot it runs in (/proc/sys/kernel/random/boot_id), null off Linux. */
+  boot_id: z.string().nullable(),
   started_at: time,
   updated_at: time,
   gateway: z.strictObject({
     state: z.enum(GATEWAY_SUPERVISION),
     /** The gateway child now running (or starting), null between two of them. */
     pid: pid.nullable(),
+    pid_start: start,
     /** Where it serves; every restart keeps the port (also when up was given port 0). */
     host: z.string().nullable(),
     port: z.number().int().min(1).max(65_535).nullable(),
@@ -48,6 +55,7 @@ const upStateSchema = z.strictObject({
   }),
   dashboard: z.strictObject({
     pid: pid.nullable(),
+    pid_start: start,
     /** Running once it listens (its dashboard.pid names it). */
     state: z.enum(["starting", "running", "stopped"]),
     last_exit: exitSchema.nullable(),
@@ -68,24 +76,18 @@ export function readUpState(paths: ProfilePaths): UpState | null {
     return null;
   }
   const parsed = upStateSchema.safeParse(raw);
-  if (!parsed.success || !isUp(parsed.data.pid)) return null;
+  if (!parsed.success || !isUp(parsed.data)) return null;
   return parsed.data;
 }
 
 /**
- * Whether `pid` is a live `tenax up`: alive, and, where /proc shows its arguments, running `up`,
- * so that a file left by a killed up whose pid was since reused is not taken for a live one (a
- * second `tenax up` sends that pid a signal).
+ * Whether the file's up still runs: the same process (pid and start time, in this boot), running
+ * this Tenax's `up`. A file left by a killed up whose pid was since given to another process is
+ * never taken for a live one: a second `tenax up` sends that pid a signal. (The children's pids
+ * need no such check: a live up reaps its children and writes their exit at once.)
  */
-function isUp(pid: number): boolean {
-  if (!isProcessAlive(pid)) return false;
-  let argv: string[];
-  try {
-    argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-  } catch {
-    return true;
-  }
-  return argv.includes("up");
+function isUp(state: UpState): boolean {
+  return isTenaxProcess({ pid: state.pid, start: state.pid_start, boot_id: state.boot_id }, "up");
 }
 
 export function writeUpState(paths: ProfilePaths, state: UpState): Promise<void> {

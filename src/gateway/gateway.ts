@@ -155,6 +155,8 @@ export class Gateway {
 
   /** Wait for running turns up to `timeoutMs` (or until `cut` aborts); true when none is left. */
   async drain(timeoutMs: number, cut?: AbortSignal): Promise<boolean> {
+    // Cut before the drain began (a second signal while the gateway was still starting).
+    if (cut?.aborted === true) return this.active.size === 0;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);

@@ -1,8 +1,9 @@
 // A gateway process from start to stop: the pid file, the clean-shutdown marker, the agent, the
 // port, and the signals. SIGTERM/SIGINT (or the end of `tenax up`, through `stopWhen`) stop new
-// turns, tell open streams, drain up to
-// gateway.drain_timeout, interrupt the rest, close agent and store, and mark a clean stop only
-// when the drain completed.
+// turns, tell open streams, drain up to gateway.drain_timeout, interrupt the rest, close agent and
+// store, and mark a clean stop only when the drain completed. A stop asked for while it starts
+// ends the start where it is (nothing resumed, no wait for the providers, the port never opened);
+// a second signal cuts the drain short.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -26,6 +27,7 @@ import { gatewayLog, startObservability } from "./observability.js";
 import { acquirePidFile, type PidLock } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
 import { runRoutes } from "./runs-http.js";
+import { StopRequest } from "./stop-request.js";
 
 export interface RunGatewayOptions {
   paths: ProfilePaths;
@@ -55,7 +57,7 @@ export interface RunGatewayOptions {
 
 /** Serve until a signal stops the gateway; resolves with the exit code. */
 export async function runGateway(options: RunGatewayOptions): Promise<number> {
-  const { paths, host } = options;
+  const { host } = options;
   if (!isLoopback(host) && options.config.gateway.auth === "none") {
     throw new TenaxError(
       "gateway_unprotected",
@@ -66,6 +68,19 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
       },
     );
   }
+  // Listened for before the pid file exists: from then on no stop signal can kill the process by
+  // the default action, which would leave the file behind.
+  const stop = new StopRequest();
+  const unlisten = stop.listen(options.stopWhen);
+  try {
+    return await runLocked(options, stop);
+  } finally {
+    unlisten();
+  }
+}
+
+async function runLocked(options: RunGatewayOptions, stop: StopRequest): Promise<number> {
+  const { paths } = options;
   const lock = acquirePidFile(
     paths.pid,
     { pid: process.pid, started_at: Date.now(), ...options.launch },
@@ -105,7 +120,7 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
   try {
     if (lock.reclaimed !== null)
       out.warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
-    return await serve({ ...options, config: keyed.config }, { keyed, secrets, lock, log, out });
+    return await serve({ ...options, config: keyed.config }, { keyed, secrets, lock, log, out, stop });
   } catch (error) {
     log.write("error", `the gateway stopped on an error: ${errorMessage(error)}`);
     throw error;
@@ -127,22 +142,17 @@ interface Started {
   lock: PidLock;
   log: RotatingLog;
   out: Lines;
+  stop: StopRequest;
 }
 
 /** The gateway from its pid lock and key on: open the agent, serve, drain, close. */
 async function serve(options: RunGatewayOptions, started: Started): Promise<number> {
   const { paths, config, host } = options;
-  const { keyed, secrets, lock, log } = started;
+  const { keyed, secrets, lock, log, stop } = started;
   const { redactor } = secrets;
   const { info, warn } = started.out;
-  // The stop signals are listened for from the moment the pid file exists (nothing awaited
-  // between), so one that comes while the store opens or turns resume is acted on once the
-  // gateway is up (a drain, the pid file removed), never a death without either.
-  const stopSignal = new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-    void options.stopWhen?.then(resolve);
-  });
+  // A second signal means "stop now": the drain is cut short and what runs is interrupted.
+  stop.whenHurried((again) => info(`${again} again: interrupting the running turns now`));
   if (keyed.tightened !== null) warn(keyed.tightened);
   info(keyLine(paths, keyed.source));
   const clean = existsSync(paths.cleanShutdown);
@@ -210,6 +220,11 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
   });
   const routes = runRoutes(runs, { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 });
+  // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
+  // leaves the turns interrupted.
+  const shutDown = () => gateway.beginShutdown();
+  if (stop.signal.aborted) shutDown();
+  else stop.signal.addEventListener("abort", shutDown, { once: true });
   // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
   const lifecycle: ResumeOptions<TurnWatcher> = {
     agent: opened.agent,
@@ -225,43 +240,48 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     },
   };
   reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
-  startWatchdog({
-    ...lifecycle,
-    onResume: (r) => reportResume(r, config.gateway.auto_resume, warn),
-    onProcesses: (r) => {
-      for (const line of describeProcessReap(r)) warn(line);
-    },
-  });
+  const starting = !stop.signal.aborted;
+  if (starting)
+    startWatchdog({
+      ...lifecycle,
+      onResume: (r) => reportResume(r, config.gateway.auto_resume, warn),
+      onProcesses: (r) => {
+        for (const line of describeProcessReap(r)) warn(line);
+      },
+    });
   const settledRuns = await runs.recover();
   if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
-  runs.maintainOn(opened.agent.scheduler);
+  if (starting) runs.maintainOn(opened.agent.scheduler);
   const server = createJsonServer(gateway.handle);
   // The first look at the providers, for at most a second: a provider that answers at once is
   // never `unknown` merely because the gateway has just started, and one that takes no connection
   // is `unknown` until its look ends, without holding the port closed for provider_probe_timeout.
-  await observed.monitor.firstProviderLook();
-  try {
-    await listen(server, host, options.port);
-  } catch (error) {
-    await observed.close();
-    await opened.close();
-    throw error;
+  // A stop ends the wait at once.
+  if (!stop.signal.aborted) await observed.monitor.firstProviderLook(undefined, stop.signal);
+  if (!stop.signal.aborted) {
+    try {
+      await listen(server, host, options.port);
+    } catch (error) {
+      await observed.close();
+      await opened.close();
+      throw error;
+    }
+    const bound = (server.address() as AddressInfo).port;
+    listeningAt = { host, port: bound };
+    await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
+    const shown = host.includes(":") ? `[${host}]` : host;
+    address = `http://${shown}:${bound}`;
+    observed.hub.publish({
+      type: "gateway_started",
+      layer: "lifecycle",
+      message: `gateway listening on ${address}`,
+    });
+    info(`gateway listening on http://${shown}:${bound}`);
   }
-  const bound = (server.address() as AddressInfo).port;
-  listeningAt = { host, port: bound };
-  await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
-  const shown = host.includes(":") ? `[${host}]` : host;
-  address = `http://${shown}:${bound}`;
-  observed.hub.publish({
-    type: "gateway_started",
-    layer: "lifecycle",
-    message: `gateway listening on ${address}`,
-  });
-  info(`gateway listening on http://${shown}:${bound}`);
 
-  const signal = await stopSignal;
+  const signal = await stop.requested;
   info(
-    `${signal}: stopping; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
+    `${signal}: stopping${listeningAt === null ? " before it served (the start ends here)" : ""}; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
   );
   observed.hub.publish({
     type: "shutdown",
@@ -269,26 +289,20 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     message: `${signal}: the gateway is stopping`,
   });
   gateway.beginShutdown();
-  // A second signal means "stop now": the drain is cut short and what runs is interrupted.
-  const now = new AbortController();
-  const again = (second: NodeJS.Signals) => {
-    info(`${second} again: interrupting the running turns now`);
-    now.abort();
-  };
-  process.on("SIGTERM", again);
-  process.on("SIGINT", again);
-  const drained = await gateway.drain(config.gateway.drain_timeout * 1000, now.signal);
+  const drained = await gateway.drain(config.gateway.drain_timeout * 1000, stop.hurried);
   if (!drained) {
     const left = await gateway.interruptAll();
     warn(
-      `the drain timed out: ${left} turn(s) interrupted and saved; they can be continued with X-Session-Id`,
+      `${stop.hurried.aborted ? "the drain was cut short" : "the drain timed out"}: ${left} turn(s) interrupted and saved; they can be continued with X-Session-Id`,
     );
   }
   // Every run's terminal event is committed (and sent to its followers) before the store closes.
   await runs.settled();
   await observed.close();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (listeningAt !== null) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
   await opened.close();
   if (drained) writeFileSync(paths.cleanShutdown, `${new Date().toISOString()}\n`, { mode: 0o600 });
   info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");

@@ -10,11 +10,14 @@ const none = { pid: null, running: false };
 function upWith(gateway: Partial<UpState["gateway"]>): UpState {
   return {
     pid: 4242,
+    pid_start: 1000,
+    boot_id: null,
     started_at: NOW - 60_000,
     updated_at: NOW,
     gateway: {
       state: "running",
       pid: null,
+      pid_start: null,
       host: "127.0.0.1",
       port: 8700,
       restarts: 0,
@@ -26,7 +29,7 @@ function upWith(gateway: Partial<UpState["gateway"]>): UpState {
       gave_up: null,
       ...gateway,
     },
-    dashboard: { pid: 4243, state: "running", last_exit: null },
+    dashboard: { pid: 4243, pid_start: 1001, state: "running", last_exit: null },
   };
 }
 
@@ -69,9 +72,22 @@ describe("gatewayAdvice", () => {
     expect(crashLoop.situation).toMatch(
       /gave up restarting the gateway after 3 unclean exits within 5 min \(a crash loop\); the gateway was killed by SIGSEGV 3 s ago$/,
     );
-    const config = advise({ up: upWith({ state: "gave_up", gave_up: { reason: "config_error", at: NOW } }) });
+    const exited = (code: number) => ({ code, signal: null, at: NOW - 1000, clean: false });
+    const configError = (code: number) =>
+      advise({
+        up: upWith({
+          state: "gave_up",
+          gave_up: { reason: "config_error", at: NOW },
+          last_exit: exited(code),
+        }),
+      });
+    const config = configError(78);
     expect(config.situation).toBe(
       "the gateway cannot start on its configuration (exit 78), so tenax up (pid 4242) does not restart it",
+    );
+    // A usage error (exit 2: a refused flag or setting) is told as what it was, the same way.
+    expect(configError(2).situation).toBe(
+      "the gateway cannot start on its configuration (exit 2), so tenax up (pid 4242) does not restart it",
     );
     expect(config.next).toBe(
       "fix /home/u/.tenax/profiles/work/config.yaml (tenax --profile work doctor names the problem), then run: tenax --profile work up",

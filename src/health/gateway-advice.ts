@@ -137,7 +137,7 @@ function underUp(input: AdviceInput, up: UpState): GatewayAdvice {
       if (g.gave_up?.reason === "config_error")
         return {
           manager: "up",
-          situation: `the gateway cannot start on its configuration (exit 78), so ${by} does not restart it`,
+          situation: `the gateway cannot start on its configuration (exit ${g.last_exit?.code ?? "?"}), so ${by} does not restart it`,
           next: `fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${again}`,
           command: again,
         };

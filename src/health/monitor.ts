@@ -201,16 +201,22 @@ export class HealthMonitor {
    * gateway waits on it before it listens, so a provider that answers at once is never `unknown` on
    * the first /health, while one that takes no connection (a host dropping packets, up to
    * provider_probe_timeout) delays no start by more than the limit: it is `unknown` until the look
-   * ends, which degrades nothing.
+   * ends, which degrades nothing. It also settles once `signal` aborts (a stop during the start).
    */
-  firstProviderLook(limitMs = FIRST_PROVIDER_LOOK_MS): Promise<void> {
+  firstProviderLook(limitMs = FIRST_PROVIDER_LOOK_MS, signal?: AbortSignal): Promise<void> {
     const left = this.providersSince === null ? 0 : limitMs - (this.now() - this.providersSince);
-    if (left <= 0) return Promise.resolve();
+    if (left <= 0 || signal?.aborted === true) return Promise.resolve();
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: () => void = () => undefined;
     const limit = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, left);
+      onAbort = resolve;
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
-    return Promise.race([this.providersReady, limit]).finally(() => clearTimeout(timer));
+    return Promise.race([this.providersReady, limit]).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    });
   }
 
   /**

@@ -6,7 +6,7 @@ import { tenaxCommand } from "../../config/command-hint.js";
 import { loadConfig } from "../../config/load.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../../core/deps.js";
 import { commandLine, TenaxError, UsageError } from "../../core/errors.js";
-import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
+import { isConfigErrorExit } from "../../gateway/service/exit-codes.js";
 import { type ProbeLive, type ProbeTarget, probeLive } from "../../gateway/service/health-probe.js";
 import { installUnit, uninstallUnit } from "../../gateway/service/manage.js";
 import { restartAndVerify } from "../../gateway/service/restart.js";
@@ -135,9 +135,9 @@ export function registerGatewayServiceCommands(
           );
         }
         out.line(`  health  ${live.detail}`);
-        if (state.exitStatus === GATEWAY_EXIT_CONFIG_ERROR && !running) {
+        if (isConfigErrorExit(state.exitStatus) && !running) {
           out.line(
-            `  the gateway last exited with ${GATEWAY_EXIT_CONFIG_ERROR}: a configuration error, so systemd did not restart it`,
+            `  the gateway last exited with ${state.exitStatus}: a configuration error, so systemd did not restart it`,
           );
           out.line(`next: ${tenaxCommand(paths.name, ["doctor"])}`);
         }

@@ -10,6 +10,7 @@ import type { Command } from "commander";
 import { tenaxCommand } from "../../config/command-hint.js";
 import { readDashboardPid } from "../../config/dashboard-pid.js";
 import type { ProfilePaths } from "../../config/paths.js";
+import { recordSelf } from "../../config/tenax-process.js";
 import { readUpState, type UpState, upStateFile, writeUpState } from "../../config/up-state.js";
 import { realSleep, systemClock } from "../../core/deps.js";
 import type { Cli } from "../main.js";
@@ -86,10 +87,14 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
   });
-  const dashboard: UpState["dashboard"] = { pid: null, state: "starting", last_exit: null };
+  const dashboard: UpState["dashboard"] = { pid: null, pid_start: null, state: "starting", last_exit: null };
   const startedAt = clock.now();
+  // Who up is, beyond its pid: readers and a second up trust the file only while this process runs.
+  const self = recordSelf();
   const snapshot = (): UpState => ({
-    pid: process.pid,
+    pid: self.pid,
+    pid_start: self.start,
+    boot_id: self.boot_id,
     started_at: startedAt,
     updated_at: clock.now(),
     gateway: { ...gateway.state },
@@ -161,6 +166,7 @@ function startDashboard(
   ]);
   const handle = { child, stopping: false };
   state.pid = child.pid;
+  state.pid_start = child.start;
   // It writes dashboard.pid once it listens.
   void (async () => {
     while (child.alive() && state.state === "starting") {
@@ -174,6 +180,7 @@ function startDashboard(
   })();
   void child.exited.then((exit) => {
     state.pid = null;
+    state.pid_start = null;
     state.state = "stopped";
     state.last_exit = { ...exit, at: Date.now(), clean: exit.code === 0 && exit.signal === null };
     if (!handle.stopping)

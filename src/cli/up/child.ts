@@ -6,10 +6,13 @@ import { spawn } from "node:child_process";
 import { constants } from "node:os";
 import { DEFAULT_PROFILE } from "../../config/paths.js";
 import { PARENT_PIPE_ENV } from "../../core/parent-pipe.js";
+import { identify } from "../../core/process-identity.js";
 import type { Exit } from "./restart-policy.js";
 
 export interface TenaxChild {
   pid: number | null;
+  /** Its start time (/proc/PID/stat), recorded beside the pid in up.json; null where unknown. */
+  start: number | null;
   /** Resolves once the process has ended. */
   exited: Promise<Exit>;
   alive(): boolean;
@@ -46,6 +49,8 @@ export function spawnTenax(profile: string, args: readonly string[]): TenaxChild
   child.stdin?.on("error", () => undefined);
   return {
     pid: child.pid ?? null,
+    // Read at once: the pid is still this child's (up has not reaped it), and fork set the time.
+    start: child.pid === undefined ? null : (identify(child.pid)?.start ?? null),
     exited,
     alive: () => !ended,
     kill: (signal) => {

@@ -8,7 +8,6 @@ import { tenaxCommand } from "../../config/command-hint.js";
 import type { ProfilePaths } from "../../config/paths.js";
 import { describeExit, formatWindow, type UpState } from "../../config/up-state.js";
 import { type Clock, realSleep, type Sleep } from "../../core/deps.js";
-import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { exitCode, type TenaxChild } from "./child.js";
 import { type Exit, isCleanExit, type RestartPolicy } from "./restart-policy.js";
 
@@ -32,8 +31,6 @@ export interface GatewaySupervisorOptions {
   warn(line: string): void;
 }
 
-/** How long a stop waits for a gateway that is still starting to listen before signalling it. */
-const STARTUP_GRACE_MS = 15_000;
 const POLL_MS = 100;
 
 const defaultAfter = (ms: number, fn: () => void) => {
@@ -44,8 +41,6 @@ const defaultAfter = (ms: number, fn: () => void) => {
 export class GatewaySupervisor {
   readonly state: GatewayState;
   private child: TenaxChild | null = null;
-  /** Resolves when the current child listens, or has ended. */
-  private listening: Promise<void> = Promise.resolve();
   private cancelRestart: (() => void) | null = null;
   private stopping = false;
   private readonly sleep: Sleep;
@@ -58,6 +53,7 @@ export class GatewaySupervisor {
     this.state = {
       state: "starting",
       pid: null,
+      pid_start: null,
       host: null,
       port: null,
       restarts: 0,
@@ -88,8 +84,9 @@ export class GatewaySupervisor {
 
   /**
    * Stop for good: no more restarts, SIGTERM to the gateway (which drains), and its exit code (the
-   * last exit's when none runs). A gateway still starting gets to listen first, so that it stops
-   * through its own handler (pid file removed, turns saved) rather than die of the signal.
+   * last exit's when none runs). At once, also to a gateway still starting: from the moment its pid
+   * file exists it stops through its own handler (the start ends there, the pid file is removed),
+   * and before that it has nothing to clean up.
    */
   async stop(): Promise<number> {
     this.stopping = true;
@@ -100,9 +97,6 @@ export class GatewaySupervisor {
     this.state.next_restart_at = null;
     this.options.onChange();
     if (child === null) return this.state.last_exit === null ? 0 : exitCode(this.state.last_exit);
-    const grace = new AbortController();
-    await Promise.race([this.listening, this.sleep(STARTUP_GRACE_MS, grace.signal).catch(() => undefined)]);
-    grace.abort();
     child.kill("SIGTERM");
     return exitCode(await child.exited);
   }
@@ -116,9 +110,14 @@ export class GatewaySupervisor {
     this.cancelRestart = null;
     const child = this.options.spawn(this.args());
     this.child = child;
-    Object.assign(this.state, { state: "starting", pid: child.pid, next_restart_at: null });
+    Object.assign(this.state, {
+      state: "starting",
+      pid: child.pid,
+      pid_start: child.start,
+      next_restart_at: null,
+    });
     this.options.onChange();
-    this.listening = this.watchListening(child);
+    void this.watchListening(child);
     void child.exited.then((exit) => this.exited(child, exit));
   }
 
@@ -157,6 +156,7 @@ export class GatewaySupervisor {
     const now = this.options.clock.now();
     const pid = this.state.pid;
     this.state.pid = null;
+    this.state.pid_start = null;
     this.state.last_exit = { ...exit, at: now, clean: isCleanExit(exit) };
     if (this.stopping) {
       this.options.onChange();
@@ -172,7 +172,7 @@ export class GatewaySupervisor {
       this.state.gave_up = { reason: decision.reason, at: now };
       this.options.warn(
         decision.reason === "config_error"
-          ? `the gateway cannot start on its configuration (exit ${GATEWAY_EXIT_CONFIG_ERROR}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
+          ? `the gateway cannot start on its configuration (exit ${exit.code}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
           : `${was}, its unclean exit ${decision.unclean} within ${formatWindow(this.state.window_ms)}: tenax up gave up restarting it (a crash loop). Fix what ${join(paths.logs, "gateway.log")} shows, then run: ${up}`,
       );
       this.options.onChange();

@@ -55,6 +55,12 @@ describe("RestartPolicy", () => {
       reason: "config_error",
       unclean: 2,
     });
+    // A usage error (exit 2) fails the same way every time: never restarted, and not counted.
+    expect(policy.decide({ code: 2, signal: null }, 3)).toEqual({
+      action: "give_up",
+      reason: "config_error",
+      unclean: 2,
+    });
     policy.reset();
     expect(policy.decide(killed, 4)).toMatchObject({ action: "restart", delayMs: 1000 });
   });

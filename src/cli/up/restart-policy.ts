@@ -1,8 +1,8 @@
 // When `tenax up` starts the gateway again after it exits, as data: a clean exit (0, after a drain)
-// is no crash and is followed at once; a config error (78) is never restarted, since it would fail
-// the same way; any other exit waits 1 s, 2 s, 4 s ... (capped), and the Nth unclean exit within
+// is no crash and is followed at once; a config or usage error (78, 2) is never restarted, since it
+// would fail the same way; any other exit waits 1 s, 2 s, 4 s ... (capped), and the Nth unclean exit within
 // the window (3 within 5 minutes by default) ends the restarts: a crash loop.
-import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
+import { isConfigErrorExit } from "../../gateway/service/exit-codes.js";
 
 export interface RestartPolicyOptions {
   /** This many unclean exits within `windowMs` make up give up. */
@@ -41,7 +41,7 @@ export class RestartPolicy {
   /** What follows an exit at `now` (ms); an unclean one is counted. */
   decide(exit: Exit, now: number): ExitDecision {
     if (isCleanExit(exit)) return { action: "restart", delayMs: 0, clean: true, unclean: this.count(now) };
-    if (exit.signal === null && exit.code === GATEWAY_EXIT_CONFIG_ERROR)
+    if (exit.signal === null && isConfigErrorExit(exit.code))
       return { action: "give_up", reason: "config_error", unclean: this.count(now) };
     this.unclean.push(now);
     const unclean = this.count(now);

@@ -36,6 +36,17 @@ export async function reviveGateway(
       },
     );
   const before = running.gateway.restarts;
+  // Checked again right before the signal (pid, start time, this Tenax's `up`): SIGUSR2 would end
+  // any other process that got the pid meanwhile.
+  const still = readUpState(paths);
+  if (still === null || still.pid !== up || still.pid_start !== running.pid_start)
+    throw new TenaxError(
+      "up_gone",
+      `tenax up (pid ${up}) stopped before it could be asked to start the gateway`,
+      {
+        hint: `start it again with ${tenaxCommand(paths.name, ["up"])}`,
+      },
+    );
   process.kill(up, REVIVE_SIGNAL);
   out.line(`asked tenax up (pid ${up}), which had given up on the gateway, to start it again`);
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);

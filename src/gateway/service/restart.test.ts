@@ -121,6 +121,16 @@ describe("restartAndVerify", () => {
     expect(stopped.attempts).toHaveLength(1);
     expect(stopped.attempts[0]?.configError).toBe(true);
     expect(config.calls.filter((c) => c.startsWith("restart"))).toHaveLength(1);
+
+    // Exit 2 (a usage error) is no better after a retry.
+    const usage = scripted([{ activeState: "failed", subState: "failed", exitStatus: 2 }]);
+    const refused = await restartAndVerify(options, { systemctl: usage.systemctl, probe: up, ...fakeTime() });
+    expect(refused.attempts).toHaveLength(1);
+    expect(refused.attempts[0]).toMatchObject({
+      configError: true,
+      detail: "the gateway exited with 2: its configuration is wrong",
+    });
+    expect(usage.calls.filter((c) => c.startsWith("restart"))).toHaveLength(1);
   });
 
   it("reads systemctl show output", () => {

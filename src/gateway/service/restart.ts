@@ -2,7 +2,7 @@
 // with one main process, /health/live answering, and for a settle period the same MainPID and no
 // automatic restarts. Polls until a deadline instead of sleeping a fixed time; retries once.
 import type { Clock, Sleep } from "../../core/deps.js";
-import { GATEWAY_EXIT_CONFIG_ERROR } from "./exit-codes.js";
+import { isConfigErrorExit } from "./exit-codes.js";
 import type { ProbeLive, ProbeTarget } from "./health-probe.js";
 import { isRunning, type Systemctl, type UnitState, unitState } from "./systemctl.js";
 
@@ -83,8 +83,8 @@ async function watchAttempt(
         state,
       );
     }
-    if (state.activeState === "failed" && state.exitStatus === GATEWAY_EXIT_CONFIG_ERROR) {
-      const detail = `the gateway exited with ${GATEWAY_EXIT_CONFIG_ERROR}: its configuration is wrong`;
+    if (state.activeState === "failed" && isConfigErrorExit(state.exitStatus)) {
+      const detail = `the gateway exited with ${state.exitStatus}: its configuration is wrong`;
       return { ok: false, detail, state, configError: true };
     }
     if (state.activeState === "failed")

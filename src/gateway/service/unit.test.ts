@@ -34,6 +34,7 @@ describe("the gateway unit", () => {
     expect(text).toContain('\nEnvironment="TENAX_HOME=/home/me/tenax home"\n');
     expect(text).toContain("\nWorkingDirectory=/home/me/tenax home/profiles/ops\n");
     expect(text).toContain("\nTimeoutStopSec=18\n");
-    expect(text).toContain("\nRestartPreventExitStatus=78\n");
+    // A config error (78) and a usage error (2) fail the same way on every start.
+    expect(text).toContain("\nRestartPreventExitStatus=2 78\n");
   });
 });

@@ -1,9 +1,9 @@
 // The systemd --user unit that runs one profile's gateway: its name, where it lives, and its text.
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { isAbsolute, join } from "node:path";
 import { DEFAULT_PROFILE, type ProfilePaths } from "../../config/paths.js";
-import { GATEWAY_EXIT_CONFIG_ERROR } from "./exit-codes.js";
+import { tenaxBin } from "../../config/tenax-process.js";
+import { GATEWAY_EXITS_NOT_RESTARTED } from "./exit-codes.js";
 
 /** Seconds systemd waits past the configured drain before it kills the gateway. */
 export const STOP_MARGIN_S = 15;
@@ -18,11 +18,6 @@ export function unitDirectory(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_CONFIG_HOME;
   const base = xdg !== undefined && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), ".config");
   return join(base, "systemd", "user");
-}
-
-/** This Tenax's CLI entry point, bin/tenax.js, from dist/gateway/service or src/gateway/service. */
-export function tenaxBin(): string {
-  return resolve(fileURLToPath(new URL("../../../bin/tenax.js", import.meta.url)));
 }
 
 export interface UnitOptions {
@@ -55,7 +50,7 @@ export function renderUnit(options: UnitOptions): string {
     `ExecStart=${exec}`,
     "Restart=on-failure",
     "RestartSec=2",
-    `RestartPreventExitStatus=${GATEWAY_EXIT_CONFIG_ERROR}`,
+    `RestartPreventExitStatus=${GATEWAY_EXITS_NOT_RESTARTED.join(" ")}`,
     "KillSignal=SIGTERM",
     `TimeoutStopSec=${stopS}`,
     "",
