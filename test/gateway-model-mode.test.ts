@@ -156,10 +156,17 @@ describe("the model-gateway mode over the openai client", () => {
       messages: [{ role: "user", content: "Who wrote the first program?" }],
       response_format: format,
       max_completion_tokens: 64,
+      logprobs: true,
+      top_logprobs: 2,
     });
     expect(JSON.parse(answer.choices[0]?.message.content ?? "")).toEqual({ name: "Ada", age: 36 });
     expect(answer.model).toBe("main/echo");
-    expect(gw.bodies(gw.main)[0]).toMatchObject({ response_format: format, max_tokens: 64 });
+    expect(gw.bodies(gw.main)[0]).toMatchObject({
+      response_format: format,
+      max_tokens: 64,
+      logprobs: true,
+      top_logprobs: 2,
+    });
   });
 
   it("sends image parts as they came and stores them with the session", async () => {
@@ -217,6 +224,22 @@ describe("the model-gateway mode over the openai client", () => {
     expect(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean)).toEqual(["tool_calls"]);
     expect(chunks.at(-1)?.usage?.completion_tokens).toBeGreaterThan(0);
     expect(gw.bodies(gw.main)[0]).toMatchObject({ stream: true, tools: [weatherTool] });
+  });
+
+  it("restarts a stream dropped mid-reply without sending the client what it already has", async () => {
+    const gw = await startModelGateway();
+    // The drop sends the start of the default reply ("echo: hello there"), then cuts the socket.
+    gw.main.script([{ type: "drop", after_chunks: 2 }]);
+    const chunks = await collect(
+      await gw.client.chat.completions.create({
+        model: "main/echo",
+        messages: [{ role: "user", content: "hello there" }],
+        stream: true,
+      }),
+    );
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe("echo: hello there");
+    expect(gw.bodies(gw.main)).toHaveLength(2);
+    expect(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean)).toEqual(["stop"]);
   });
 
   it("retries a 429 on the next key and a 500 after a backoff, then answers", async () => {

@@ -57,7 +57,7 @@ function callError(failure: TurnFailure, sessionId: string): GatewayError {
 export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
   const now = deps.now ?? Date.now;
   let seq = 0;
-  return async ({ target, body, sessionId: requested, req, res }) => {
+  return async ({ target, body, sessionId: requested, res }) => {
     const echo: Record<string, string> = requested === undefined ? {} : { "x-session-id": requested };
     let stream: ModelCallStream | null = null;
     try {
