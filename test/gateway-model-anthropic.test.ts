@@ -108,7 +108,7 @@ describe("the model-gateway mode to an Anthropic provider", () => {
     expect(answer.choices[0]?.message.content).toBe("It means tenacious.");
     expect(answer.choices[0]?.finish_reason).toBe("stop");
     expect(answer.model).toBe("claude/claude-test");
-    expect((gw.peer.requests()[0]?.body as { messages: unknown }).messages).toEqual([
+    expect((gw.peer.requests()[0]?.body as { messages?: unknown } | undefined)?.messages).toEqual([
       { role: "user", content: "Look up tenax" },
       {
         role: "assistant",
