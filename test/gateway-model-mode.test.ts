@@ -265,6 +265,24 @@ describe("the model-gateway mode over the openai client", () => {
     expect((answer as unknown as { tenax: { attempts: number } }).tenax.attempts).toBe(2);
   });
 
+  it("holds calls to the provider's max_concurrency: the second waits for the first", async () => {
+    const gw = await startModelGateway({ mainConcurrency: 1 });
+    gw.main.script([
+      { type: "reply", text: "first answer", chunk_size: 2, chunk_delay_ms: 20 },
+      { type: "reply", text: "second answer", chunk_size: 2, chunk_delay_ms: 20 },
+    ]);
+    const ask = (content: string) =>
+      gw.client.chat.completions.create({ model: "main/echo", messages: [{ role: "user", content }] });
+    const answers = await Promise.all([ask("one"), ask("two")]);
+    expect(answers.map((a) => a.choices[0]?.message.content).sort()).toEqual([
+      "first answer",
+      "second answer",
+    ]);
+    const [a, b] = gw.main.requests().filter((r) => r.path === "/v1/chat/completions");
+    // The second request reached the provider only once the first had ended.
+    expect(b?.received_at).toBeGreaterThanOrEqual(a?.ended_at ?? Number.POSITIVE_INFINITY);
+  });
+
   it("falls back once to the chain's next model when the primary gives up", async () => {
     const gw = await startModelGateway();
     gw.main.script([err(500), err(500), err(500)]);

@@ -36,7 +36,8 @@ export interface ModelGateway {
   bodies(sim: Simulator): Record<string, unknown>[];
 }
 
-export async function startModelGateway(): Promise<ModelGateway> {
+/** `mainConcurrency` is the primary provider's max_concurrency (config's default otherwise). */
+export async function startModelGateway(options: { mainConcurrency?: number } = {}): Promise<ModelGateway> {
   const main = await startSimulator();
   cleanups.push(() => main.close());
   const backup = await startSimulator();
@@ -48,7 +49,12 @@ export async function startModelGateway(): Promise<ModelGateway> {
   const config = configSchema.parse({
     model: { provider: "main", name: "echo" },
     providers: {
-      main: { type: "openai", base_url: main.url, api_keys: ["sk-main-1", "sk-main-2"] },
+      main: {
+        type: "openai",
+        base_url: main.url,
+        api_keys: ["sk-main-1", "sk-main-2"],
+        ...(options.mainConcurrency === undefined ? {} : { max_concurrency: options.mainConcurrency }),
+      },
       backup: { type: "openai", base_url: backup.url, api_keys: ["sk-backup"] },
       claude: { type: "anthropic", base_url: peer.url, api_keys: ["sk-ant"] },
     },
