@@ -169,6 +169,27 @@ describe("the model-gateway mode over the openai client", () => {
     });
   });
 
+  it("answers with the provider's log probabilities, whole and streamed", async () => {
+    const gw = await startModelGateway();
+    gw.main.script([
+      { type: "reply", text: "abcdefgh", chunk_size: 4 },
+      { type: "reply", text: "abcdefgh", chunk_size: 4 },
+    ]);
+    const request = {
+      model: "main/echo",
+      messages: [{ role: "user" as const, content: "letters" }],
+      logprobs: true,
+      top_logprobs: 1,
+    };
+    const whole = await gw.client.chat.completions.create(request);
+    // The provider is always streamed to: its pieces' log probabilities are put together.
+    expect(whole.choices[0]?.logprobs?.content?.map((t) => t.token)).toEqual(["abcd", "efgh"]);
+    const chunks = await collect(await gw.client.chat.completions.create({ ...request, stream: true }));
+    const tokens = chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? []).map((t) => t.token);
+    expect(tokens).toEqual(["abcd", "efgh"]);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe("abcdefgh");
+  });
+
   it("sends image parts as they came and stores them with the session", async () => {
     const gw = await startModelGateway();
     gw.main.script([{ type: "reply", text: "A single pixel." }]);
