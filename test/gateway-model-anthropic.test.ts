@@ -152,4 +152,27 @@ describe("the model-gateway mode to an Anthropic provider", () => {
     expect(deltas.map((d) => d.function?.arguments ?? "").join("")).toBe('{"word":"x"}');
     expect(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean)).toEqual(["tool_calls"]);
   });
+
+  it("falls back from an overloaded Anthropic model to an OpenAI-compatible one, with the same tools", async () => {
+    const gw = await startModelGateway();
+    const overloaded = {
+      type: "error" as const,
+      status: 529,
+      error_type: "overloaded_error",
+      message: "Overloaded",
+    };
+    gw.peer.script([overloaded, overloaded, overloaded]);
+    gw.backup.script([{ type: "reply", text: "backup here" }]);
+    const answer = await gw.client.chat.completions.create({
+      model: "claude/claude-test",
+      messages: [{ role: "user", content: "hello" }],
+      tools: [tool],
+      stop: ["###"],
+    });
+    expect(answer.choices[0]?.message.content).toBe("backup here");
+    expect(answer.model).toBe("backup/echo");
+    expect(gw.peer.requests()).toHaveLength(3);
+    // The fallback speaks its own wire: OpenAI's tools and stop, as the client sent them.
+    expect(gw.backup.requests()[0]?.body).toMatchObject({ tools: [tool], stop: ["###"] });
+  });
 });
