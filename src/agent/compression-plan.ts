@@ -1,7 +1,7 @@
 // Where a compression pass cuts a transcript, and what the summarizer is asked: pure functions over
 // the durable transcript. The head (first exchange) and a tail of recent turns stay word for word;
 // cuts fall only where no tool call would be separated from its result.
-import type { ChatMessage } from "../llm/provider.js";
+import { type ChatMessage, contentText } from "../llm/provider.js";
 import type { RouteRequest } from "../llm/router.js";
 import { estimateTokens } from "../llm/tokens.js";
 import type { MessageView } from "../store/rows.js";
@@ -167,7 +167,7 @@ function render(message: MessageView, names: ReadonlyMap<string, string>): strin
   if (!chat) return "";
   switch (chat.role) {
     case "user":
-      return `[user] ${clip(chat.content)}`;
+      return `[user] ${clip(contentText(chat.content))}`;
     case "system":
       return `[system] ${clip(chat.content)}`;
     case "assistant": {

@@ -468,7 +468,12 @@ async function callModel(
   emit: (e: AgentEvent) => void,
 ): Promise<Completion> {
   const messages = buildHistory(view.transcript, { system: agent.system, compaction: view.compaction });
-  return route.complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, { signal, onEvent: emit });
+  // A turn reports each tool call once whole (tool_started): its streamed pieces and the token
+  // log probabilities are for the model gateway's clients, not the turn's.
+  const onEvent = (e: RouteEvent) => {
+    if (e.type !== "tool_call_delta" && e.type !== "logprobs") emit(e);
+  };
+  return route.complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, { signal, onEvent });
 }
 
 /** A failure's words for people, with the profile's secrets redacted (the classified error is already). */

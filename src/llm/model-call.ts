@@ -37,6 +37,8 @@ export interface Completion {
   /** The provider's own finish reason, unchanged. */
   finish_reason: string;
   usage: Usage | null;
+  /** Every token's log probabilities, when the request asked and the provider gave them. */
+  logprobs?: unknown[];
   provider: string;
   model: string;
   /** Attempts at the retry layer (key rotations inside one attempt do not count). */
@@ -184,6 +186,7 @@ async function streamOnce(
             tool_calls: event.tool_calls,
             finish_reason: event.finish_reason,
             usage: event.usage,
+            ...(event.logprobs ? { logprobs: event.logprobs } : {}),
           },
         };
       case "error":

@@ -44,6 +44,10 @@ describe("the model-output boundary", () => {
     expect(JSON.parse(call?.type === "tool_call" ? call.arguments : "{}")).toEqual({
       command: `curl -H 'x-key: ${MARKER}'`,
     });
+    // The call's streamed pieces, put together, are the redacted arguments, nothing lost.
+    const pieces = events.flatMap((e) => (e.type === "tool_call_delta" ? [e.arguments] : [])).join("");
+    expect(pieces).toBe(call?.type === "tool_call" ? call.arguments : "");
+    expect(events.filter((e) => e.type === "tool_call_delta").length).toBeGreaterThan(3);
   });
 
   it("an error that quotes the key, even where the message is cut short in the middle of it", async () => {

@@ -23,6 +23,16 @@ async function* redactEvents(
     if (rest !== "") yield { type: "text", delta: rest };
   };
   const call = (c: ToolCall): ToolCall => ({ ...c, arguments: redactor.redact(c.arguments) });
+  // A tool call's streamed arguments, each call on its own (a secret split over pieces included);
+  // what a stream still holds goes out as one last piece before the whole call.
+  const args = new Map<number, ReturnType<Redactor["stream"]>>();
+  const flushArgs = function* (): Generator<ProviderEvent> {
+    for (const [index, held] of args) {
+      const rest = held.end();
+      if (rest !== "") yield { type: "tool_call_delta", index, arguments: rest };
+    }
+    args.clear();
+  };
   for await (const event of events) {
     switch (event.type) {
       case "text": {
@@ -30,15 +40,30 @@ async function* redactEvents(
         if (delta !== "") yield { type: "text", delta };
         break;
       }
+      case "tool_call_delta": {
+        yield* flush();
+        let held = args.get(event.index);
+        if (!held) {
+          held = redactor.stream();
+          args.set(event.index, held);
+        }
+        const piece = held.push(event.arguments);
+        if (piece !== "" || event.id !== undefined || event.name !== undefined)
+          yield { ...event, arguments: piece };
+        break;
+      }
       case "tool_call":
         yield* flush();
+        yield* flushArgs();
         yield { ...event, ...call(event) };
         break;
       case "usage":
+      case "logprobs":
         yield event;
         break;
       case "done":
         yield* flush();
+        yield* flushArgs();
         yield { ...event, text: redactor.redact(event.text), tool_calls: event.tool_calls.map(call) };
         return;
       case "error":
@@ -55,4 +80,5 @@ async function* redactEvents(
     }
   }
   yield* flush();
+  yield* flushArgs();
 }

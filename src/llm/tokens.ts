@@ -6,6 +6,8 @@ import type { ChatMessage, ToolSpec } from "./provider.js";
 
 const CHARS_PER_TOKEN = 4;
 const PER_MESSAGE = 4;
+/** About 85 tokens, what a low-detail image costs at OpenAI. */
+const IMAGE_CHARS = 340;
 
 // A turn sends the same tool objects on every call, and serialising twenty of them costs about
 // 30 µs each time; their size is kept per object. A tool changed in place keeps its old size,
@@ -24,7 +26,11 @@ function charsOf(tool: ToolSpec): number {
 export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolSpec[] = []): number {
   let chars = 0;
   for (const message of messages) {
-    chars += message.content?.length ?? 0;
+    const content = message.content;
+    if (typeof content === "string") chars += content.length;
+    else if (content !== null)
+      // An image is counted as a small one; its real cost is the provider's to say.
+      for (const part of content) chars += part.type === "text" ? part.text.length : IMAGE_CHARS;
     if (message.role === "assistant" && message.tool_calls) {
       for (const call of message.tool_calls) chars += call.name.length + call.arguments.length;
     }

@@ -32,7 +32,8 @@ export interface ToolContext extends ProcessOwner {
 }
 
 export interface Tool<Args = Record<string, unknown>> {
-  spec: ToolSpec;
+  /** Every agent tool describes itself to the model. */
+  spec: ToolSpec & { description: string };
   /** Safe to run again after a crash (it changes nothing): a resumed turn may repeat it. */
   readOnly: boolean;
   /** Polls something that changes by itself (process poll): exempt from the identical-call streak. */

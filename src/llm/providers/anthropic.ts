@@ -5,9 +5,12 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type {
   ChatMessage,
   ChatRequest,
+  ContentPart,
   Provider,
   ProviderEvent,
+  ResponseFormat,
   ToolCall,
+  ToolChoice,
   ToolSpec,
   Usage,
 } from "../provider.js";
@@ -72,16 +75,80 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
 
 // --- Translation: our OpenAI-style history to the Messages API. ---
 
+/**
+ * The Messages API has no seed, no log probabilities and no JSON mode that every model takes: seed
+ * and logprobs are not sent, `extra` (OpenAI-wire fields) is not either, and a response_format
+ * becomes an instruction in the system prompt (asked for, not enforced).
+ */
 function toParams(request: ChatRequest, defaultMaxTokens: number): StreamParams {
   const system = request.messages.flatMap((m) => (m.role === "system" ? [m.content] : []));
+  const format = request.response_format ? formatInstruction(request.response_format) : null;
+  if (format !== null) system.push(format);
+  const p = request.params ?? {};
+  const tools = request.tools && request.tools.length > 0 ? request.tools.map(toTool) : null;
+  const choice = tools ? toToolChoice(request.tool_choice, request.parallel_tool_calls) : null;
   return {
     model: request.model,
     max_tokens: request.max_output_tokens ?? defaultMaxTokens,
     messages: toMessages(request.messages),
     stream: true,
     ...(system.length > 0 ? { system: system.join("\n\n") } : {}),
-    ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toTool) } : {}),
+    ...(tools ? { tools } : {}),
+    ...(choice ? { tool_choice: choice } : {}),
+    ...(p.stop && p.stop.length > 0 ? { stop_sequences: p.stop } : {}),
+    ...(p.temperature === undefined ? {} : { temperature: p.temperature }),
+    ...(p.top_p === undefined ? {} : { top_p: p.top_p }),
+    ...(p.user === undefined ? {} : { metadata: { user_id: p.user } }),
   };
+}
+
+/** What the system prompt asks for in place of OpenAI's response_format. */
+export function formatInstruction(format: ResponseFormat): string | null {
+  switch (format.type) {
+    case "text":
+      return null;
+    case "json_object":
+      return "Answer with a single JSON object and nothing else: no prose, no code fences.";
+    case "json_schema":
+      return `Answer with a single JSON value and nothing else (no prose, no code fences) that matches this JSON Schema${
+        format.description ? ` (${format.description})` : ""
+      }: ${JSON.stringify(format.schema ?? {})}`;
+    default: {
+      const unreachable: never = format;
+      throw new Error(`unknown response format ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** OpenAI's tool_choice and parallel_tool_calls as one Messages tool_choice; null for the default. */
+function toToolChoice(
+  choice: ToolChoice | undefined,
+  parallel: boolean | undefined,
+): Anthropic.ToolChoice | null {
+  const serial = parallel === false ? { disable_parallel_tool_use: true } : {};
+  if (choice === undefined) return parallel === false ? { type: "auto", ...serial } : null;
+  if (choice === "none") return { type: "none" };
+  if (choice === "auto") return { type: "auto", ...serial };
+  if (choice === "required") return { type: "any", ...serial };
+  return { type: "tool", name: choice.name, ...serial };
+}
+
+function toContent(content: string | ContentPart[]): string | ContentBlockParam[] {
+  if (typeof content === "string") return content;
+  return content.map((part): ContentBlockParam => {
+    if (part.type === "text") return { type: "text", text: part.text };
+    const data = /^data:([^;,]+);base64,(.*)$/s.exec(part.url);
+    if (!data) return { type: "image", source: { type: "url", url: part.url } };
+    return {
+      type: "image",
+      source: {
+        type: "base64",
+        // The API names the types it takes (jpeg, png, gif, webp) and refuses the others itself.
+        media_type: data[1] as Anthropic.Base64ImageSource["media_type"],
+        data: data[2] ?? "",
+      },
+    };
+  });
 }
 
 /**
@@ -98,7 +165,7 @@ function toMessages(messages: ChatMessage[]): MessageParam[] {
       case "system":
         break;
       case "user":
-        out.push({ role: "user", content: message.content });
+        out.push({ role: "user", content: toContent(message.content) });
         break;
       case "assistant": {
         const blocks: ContentBlockParam[] = [];
@@ -149,7 +216,7 @@ function toolInput(text: string): Record<string, unknown> {
 function toTool(tool: ToolSpec): Anthropic.Tool {
   return {
     name: tool.name,
-    description: tool.description,
+    ...(tool.description === undefined ? {} : { description: tool.description }),
     // Our specs are JSON Schema for an object, which is what the API asks for.
     input_schema: { type: "object", ...tool.parameters },
   };
@@ -159,6 +226,8 @@ function toTool(tool: ToolSpec): Anthropic.Tool {
 
 interface OpenBlock {
   call: ToolCall;
+  /** Its place among this reply's tool calls (not among all its blocks). */
+  index: number;
   /** Whether any input_json_delta arrived; without one, the start's `input` is the whole input. */
   streamed: boolean;
 }
@@ -168,6 +237,7 @@ class Assembly {
   private text = "";
   private readonly open = new Map<number, OpenBlock>();
   private readonly calls: ToolCall[] = [];
+  private toolBlocks = 0;
   private inputTokens = 0;
   private usage: Usage | null = null;
   private stopReason: string | null = null;
@@ -182,10 +252,13 @@ class Assembly {
         const block = event.content_block;
         if (block.type !== "tool_use") return;
         const input = JSON.stringify(block.input ?? {});
+        const index = this.toolBlocks++;
         this.open.set(event.index, {
           call: { id: block.id, name: block.name, arguments: input },
+          index,
           streamed: false,
         });
+        yield { type: "tool_call_delta", index, id: block.id, name: block.name, arguments: "" };
         return;
       }
       case "content_block_delta": {
@@ -201,12 +274,17 @@ class Assembly {
         if (!block.streamed) block.call.arguments = "";
         block.streamed = true;
         block.call.arguments += delta.partial_json;
+        if (delta.partial_json !== "")
+          yield { type: "tool_call_delta", index: block.index, arguments: delta.partial_json };
         return;
       }
       case "content_block_stop": {
         const block = this.open.get(event.index);
         if (!block) return;
         this.open.delete(event.index);
+        // Input that came whole with the block's start still reaches a listener of pieces.
+        if (!block.streamed)
+          yield { type: "tool_call_delta", index: block.index, arguments: block.call.arguments };
         this.calls.push(block.call);
         yield { type: "tool_call", ...block.call };
         return;

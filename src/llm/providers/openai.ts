@@ -1,29 +1,17 @@
 // The client for any OpenAI-compatible Chat Completions API (OpenAI, OpenRouter, Ollama, vLLM,
-// llama.cpp) on the wire (openai-wire.ts), with the SDK's types: streams text, assembles tool
-// calls, reports usage, and turns every failure into one classified `error` event.
-import type {
-  ChatCompletionChunk,
-  ChatCompletionCreateParamsStreaming,
-  ChatCompletionMessageParam,
-  ChatCompletionTool,
-} from "openai/resources/chat/completions";
-import type {
-  ChatMessage,
-  ChatRequest,
-  Provider,
-  ProviderEvent,
-  ToolCall,
-  ToolSpec,
-  Usage,
-} from "../provider.js";
+// llama.cpp) on the wire (openai-wire.ts), with the SDK's types: streams text and tool-call
+// pieces, assembles tool calls, reports usage and log probabilities, and turns every failure into one classified `error` event.
+import type { ChatCompletionChunk } from "openai/resources/chat/completions";
+import type { Provider, ProviderEvent, ToolCall, Usage } from "../provider.js";
 import { checkTimeouts, DEFAULT_TIMEOUTS } from "../timeouts.js";
+import { type MaxTokensField, toParams } from "./openai-params.js";
 import { defaultWireRequest, OPENAI_WIRE_ERRORS, openChatStream, type WireRequest } from "./openai-wire.js";
 import { type SdkProviderOptions, sdkStreamer } from "./sdk-call.js";
 
 export interface OpenAIProviderOptions extends Omit<SdkProviderOptions, "fetch"> {
   /** Which field carries `max_output_tokens`: OpenAI's newer models want `max_completion_tokens`,
    * most compatible servers only know `max_tokens`. */
-  max_tokens_field?: "max_tokens" | "max_completion_tokens";
+  max_tokens_field?: MaxTokensField;
   /** How a request is sent; undici's request on the shared pool unless injected. */
   request?: WireRequest;
 }
@@ -55,62 +43,17 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
   };
 }
 
-function toParams(
-  request: ChatRequest,
-  maxTokensField: "max_tokens" | "max_completion_tokens",
-): ChatCompletionCreateParamsStreaming {
-  return {
-    model: request.model,
-    messages: request.messages.map(toMessage),
-    stream: true,
-    stream_options: { include_usage: true },
-    ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toTool) } : {}),
-    ...(request.max_output_tokens === undefined ? {} : { [maxTokensField]: request.max_output_tokens }),
-  };
-}
-
-function toMessage(message: ChatMessage): ChatCompletionMessageParam {
-  switch (message.role) {
-    case "system":
-    case "user":
-      return { role: message.role, content: message.content };
-    case "assistant":
-      return {
-        role: "assistant",
-        content: message.content,
-        ...(message.tool_calls && message.tool_calls.length > 0
-          ? {
-              tool_calls: message.tool_calls.map((c) => ({
-                id: c.id,
-                type: "function" as const,
-                function: { name: c.name, arguments: c.arguments },
-              })),
-            }
-          : {}),
-      };
-    case "tool":
-      return { role: "tool", content: message.content, tool_call_id: message.tool_call_id };
-    default: {
-      const unreachable: never = message;
-      throw new Error(`unknown message role ${JSON.stringify(unreachable)}`);
-    }
-  }
-}
-
-function toTool(tool: ToolSpec): ChatCompletionTool {
-  return {
-    type: "function",
-    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-  };
-}
-
-/** Turns chunks into events: text as it comes, each tool call once whole, then the final `done`. */
+/**
+ * Turns chunks into events: text and tool-call pieces as they come, each tool call once whole,
+ * then the final `done`.
+ */
 class Assembly {
   private text = "";
   private readonly calls = new Map<number, ToolCall>();
   private emitted = 0;
   private finishReason: string | null = null;
   private usage: Usage | null = null;
+  private logprobs: unknown[] | null = null;
 
   *add(chunk: ChatCompletionChunk): Generator<ProviderEvent> {
     if (chunk.usage) {
@@ -124,12 +67,24 @@ class Assembly {
       this.text += content;
       yield { type: "text", delta: content };
     }
+    const logprobs = choice.logprobs?.content;
+    if (logprobs && logprobs.length > 0) {
+      this.logprobs = [...(this.logprobs ?? []), ...logprobs];
+      yield { type: "logprobs", content: logprobs };
+    }
     for (const delta of choice.delta?.tool_calls ?? []) {
       const call = this.calls.get(delta.index) ?? { id: "", name: "", arguments: "" };
       if (delta.id) call.id = delta.id;
       if (delta.function?.name) call.name += delta.function.name;
       if (delta.function?.arguments) call.arguments += delta.function.arguments;
       this.calls.set(delta.index, call);
+      yield {
+        type: "tool_call_delta",
+        index: delta.index,
+        ...(delta.id ? { id: delta.id } : {}),
+        ...(delta.function?.name ? { name: delta.function.name } : {}),
+        arguments: delta.function?.arguments ?? "",
+      };
     }
     if (choice.finish_reason) {
       this.finishReason = choice.finish_reason;
@@ -146,6 +101,7 @@ class Assembly {
       text: this.text,
       tool_calls: this.ordered(),
       usage: this.usage,
+      ...(this.logprobs === null ? {} : { logprobs: this.logprobs }),
     };
   }
 

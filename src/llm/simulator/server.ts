@@ -24,6 +24,8 @@ import {
   defaultReplyText,
   errorBody,
   errorTypeForStatus,
+  logprobsFor,
+  pieces,
   promptTokens,
   streamChunks,
   toWireToolCalls,
@@ -237,13 +239,23 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         content: result.text.length > 0 || result.toolCalls.length === 0 ? result.text : null,
         ...(result.toolCalls.length > 0 ? { tool_calls: result.toolCalls } : {}),
       };
-      return sendJson(res, 200, completionObject(meta, message, result.finishReason, result.usage), {
-        "x-request-id": `req_sim_${exchange.record.seq}`,
-      });
+      const logprobs =
+        request.logprobs === true && result.text !== ""
+          ? logprobsFor(pieces(result.text, pacing.chunkSize ?? DEFAULT_CHUNK_SIZE))
+          : null;
+      return sendJson(
+        res,
+        200,
+        completionObject(meta, message, result.finishReason, result.usage, logprobs),
+        {
+          "x-request-id": `req_sim_${exchange.record.seq}`,
+        },
+      );
     }
     const chunks = streamChunks(meta, result, {
       chunkSize: pacing.chunkSize ?? DEFAULT_CHUNK_SIZE,
       includeUsage: request.stream_options?.include_usage === true,
+      logprobs: request.logprobs === true,
     });
     startSse(exchange);
     for (const [i, chunk] of chunks.entries()) {

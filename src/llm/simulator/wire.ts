@@ -12,6 +12,7 @@ export const chatRequestSchema = z.looseObject({
   max_tokens: z.number().int().nullish(),
   max_completion_tokens: z.number().int().nullish(),
   tools: z.array(z.unknown()).nullish(),
+  logprobs: z.boolean().nullish(),
 });
 
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
@@ -85,11 +86,28 @@ export interface CompletionMeta {
   model: string;
 }
 
+/**
+ * Made-up but well-formed log probabilities for a piece of text, one token per piece: enough for a
+ * client (and a test) to see them arrive where OpenAI puts them.
+ */
+export function logprobsFor(pieceTexts: string[]): { content: unknown[]; refusal: null } {
+  return {
+    content: pieceTexts.map((token) => ({
+      token,
+      logprob: -0.25,
+      bytes: [...Buffer.from(token, "utf8")],
+      top_logprobs: [],
+    })),
+    refusal: null,
+  };
+}
+
 export function completionObject(
   meta: CompletionMeta,
   message: { content: string | null; tool_calls?: WireToolCall[] },
   finishReason: string,
   usage: Usage,
+  logprobs: { content: unknown[]; refusal: null } | null = null,
 ): Record<string, unknown> {
   return {
     id: meta.id,
@@ -100,7 +118,7 @@ export function completionObject(
       {
         index: 0,
         message: { role: "assistant", refusal: null, ...message },
-        logprobs: null,
+        logprobs,
         finish_reason: finishReason,
       },
     ],
@@ -116,22 +134,24 @@ export function completionObject(
 export function streamChunks(
   meta: CompletionMeta,
   answer: { text: string; toolCalls: WireToolCall[]; finishReason: string; usage: Usage },
-  options: { chunkSize: number; includeUsage: boolean },
+  options: { chunkSize: number; includeUsage: boolean; logprobs?: boolean },
 ): Record<string, unknown>[] {
   const chunk = (
     delta: Record<string, unknown>,
     finishReason: string | null = null,
+    logprobs: unknown = null,
   ): Record<string, unknown> => ({
     id: meta.id,
     object: "chat.completion.chunk",
     created: meta.created,
     model: meta.model,
     system_fingerprint: "fp_tenax_sim",
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    choices: [{ index: 0, delta, logprobs, finish_reason: finishReason }],
     ...(options.includeUsage ? { usage: null } : {}),
   });
   const chunks: Record<string, unknown>[] = [chunk({ role: "assistant", content: "", refusal: null })];
-  for (const piece of pieces(answer.text, options.chunkSize)) chunks.push(chunk({ content: piece }));
+  for (const piece of pieces(answer.text, options.chunkSize))
+    chunks.push(chunk({ content: piece }, null, options.logprobs ? logprobsFor([piece]) : null));
   answer.toolCalls.forEach((call, index) => {
     chunks.push(
       chunk({
@@ -159,7 +179,7 @@ export function streamChunks(
   return chunks;
 }
 
-function pieces(text: string, size: number): string[] {
+export function pieces(text: string, size: number): string[] {
   const out: string[] = [];
   for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
   return out;

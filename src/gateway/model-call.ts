@@ -1,0 +1,132 @@
+// The model-gateway mode of POST /v1/chat/completions: `model: "PROVIDER/NAME"` is one model call
+// with the client's own tools and parameters through the whole resilience core (classify, retry,
+// key pool, shared ledger, concurrency limit, and the fallback chain at most once, as for turns),
+// answered as a chat.completion or as SSE chunks, and stored as a session. A call that fails is an
+// OpenAI-shaped error with the status its failure maps to (failure-status.ts), never an empty
+// success; streamed, it is the final `data: {"error"}` event.
+import { interruptFailure, type TurnFailure, TurnInterrupt, thrownFailure } from "../agent/turn-failure.js";
+import type { Completion } from "../llm/model-call.js";
+import type { RouteEvent } from "../llm/route-events.js";
+import type { ModelRouter } from "../llm/router.js";
+import type { Store } from "../store/store.js";
+import { failureError } from "./failure-status.js";
+import {
+  GatewayError,
+  type GatewayError as GatewayErrorType,
+  sendError,
+  sendJson,
+  toGatewayError,
+  unavailable,
+} from "./http-error.js";
+import { completionObject } from "./model-call-answer.js";
+import { parseModelCallBody } from "./model-call-body.js";
+import type { ModelCallHandler } from "./model-call-handler.js";
+import { answerOp, requestOps } from "./model-call-session.js";
+import { ModelCallStream } from "./model-call-stream.js";
+
+export interface ModelCallDeps {
+  router: ModelRouter;
+  store: Store;
+  now?: () => number;
+  /** What one streaming client may hold unsent before it is dropped. */
+  streamBufferBytes?: number;
+  /** True while the gateway drains: new calls get 503. */
+  stopping?: () => boolean;
+}
+
+/**
+ * The error of a call that failed, as for a turn, but for one case: a provider that refuses the
+ * request as invalid refuses what the client sent (its tools, its schema, its parameters), so the
+ * client gets the 400 and the provider's words, not a 502 for a request Tenax built.
+ */
+function callError(failure: TurnFailure, sessionId: string): GatewayError {
+  const tenax = { session_id: sessionId, target: failure.target };
+  const headers = { "x-session-id": sessionId };
+  if (failure.code !== "invalid_request") return failureError(failure, tenax, headers);
+  const message = `the provider refused the request as invalid: ${failure.classified?.message ?? failure.message}`;
+  return new GatewayError(400, "invalid_request_error", "invalid_request", message, headers, {
+    error: {
+      param: null,
+      layer: failure.layer,
+      next: "fix the request: the provider's message says what it refused",
+    },
+    tenax,
+  });
+}
+
+export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
+  const now = deps.now ?? Date.now;
+  let seq = 0;
+  return async ({ target, body, sessionId: requested, res }) => {
+    const echo: Record<string, string> = requested === undefined ? {} : { "x-session-id": requested };
+    let stream: ModelCallStream | null = null;
+    try {
+      if (deps.stopping?.()) throw unavailable();
+      const call = parseModelCallBody(body);
+      const { sessionId, ops } = requestOps(deps.store, target, call.request.messages, requested);
+      // Persist, then publish: the session and the question are stored before the provider is asked.
+      await deps.store.write(ops);
+      echo["x-session-id"] = sessionId;
+      const at = now();
+      const meta = {
+        id: `chatcmpl-${sessionId}-${at.toString(36)}-${(seq++).toString(36)}`,
+        created: Math.floor(at / 1000),
+        sessionId,
+      };
+      if (call.stream) {
+        stream = new ModelCallStream(
+          res,
+          meta,
+          `${target.provider}/${target.model}`,
+          call.includeUsage,
+          deps.streamBufferBytes,
+        );
+        stream.open();
+      }
+      // A client that hangs up (or is dropped for not reading) ends its call: no one would get it.
+      const controller = new AbortController();
+      const onClose = () => {
+        if (!res.writableFinished)
+          controller.abort(new TurnInterrupt("client_closed", "the client closed the connection"));
+      };
+      res.on("close", onClose);
+      const route = deps.router.turn(target);
+      const open = stream;
+      let completion: Completion;
+      try {
+        completion = await route.complete(call.request, {
+          signal: controller.signal,
+          ...(open ? { onEvent: (event: RouteEvent) => open.onEvent(event) } : {}),
+        });
+      } catch (error) {
+        const failure = controller.signal.aborted
+          ? interruptFailure(controller.signal.reason)
+          : thrownFailure(error);
+        throw callError(failure, sessionId);
+      } finally {
+        res.off("close", onClose);
+      }
+      await deps.store.write([answerOp(deps.store, sessionId, completion)]);
+      if (open) return open.finish(completion, route.fallenBack);
+      sendJson(res, 200, completionObject(meta, completion, route.fallenBack), { "x-session-id": sessionId });
+    } catch (error) {
+      const failure: GatewayErrorType = toGatewayError(error);
+      if (stream) return (stream as ModelCallStream).fail(failure);
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      sendError(
+        res,
+        new GatewayError(
+          failure.status,
+          failure.type,
+          failure.code,
+          failure.message,
+          { ...echo, ...failure.headers },
+          failure.details,
+        ),
+      );
+    }
+  };
+}
