@@ -130,7 +130,9 @@ export class ResponseStreamEncoder {
   private callDelta(delta: ToolCallDelta): void {
     let call = this.calls.get(delta.index);
     if (call === undefined) {
+      // Chat streams send parallel calls one after the other: a new index ends the one before.
       this.closeText();
+      this.closeCalls();
       const item: OutputFunctionCall = {
         type: "function_call",
         id: this.ids("fc_"),
@@ -149,6 +151,11 @@ export class ResponseStreamEncoder {
     const args = delta.function?.arguments;
     if (!args) return;
     call.item.arguments += args;
+    // A late piece of a call already closed still belongs to it, in the final response.
+    if (!call.open) {
+      this.output[call.index] = { ...call.item, status: "completed" };
+      return;
+    }
     this.send("response.function_call_arguments.delta", {
       item_id: call.item.id,
       output_index: call.index,
