@@ -265,6 +265,57 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
     controller.abort();
     await until(() => app.store.getTurns(sessionId)[0]?.status === "interrupted");
     await until(() => app.sim.requests()[0]?.ended === "client_closed");
+
+    // Not streamed: the hang-up comes before the chat route has answered anything.
+    app.sim.script([{ type: "reply", text: "slow ".repeat(200), chunk_size: 5, chunk_delay_ms: 20 }]);
+    const waiting = new AbortController();
+    const plain = raw(app, "/v1/responses", {
+      method: "POST",
+      body: JSON.stringify({ model: "tenax", input: "go slowly again" }),
+      signal: waiting.signal,
+    }).catch((e: unknown) => e);
+    await until(() => app.sim.requests().length === 2);
+    waiting.abort();
+    expect(await plain).toBeInstanceOf(Error);
+    await until(() => app.sim.requests()[1]?.ended === "client_closed");
+    const session = app.store.listSessions().find((s) => s.id !== sessionId)?.id ?? "";
+    await until(() => app.store.getTurns(session)[0]?.status === "interrupted");
+  });
+});
+
+describe("POST /v1/responses with a PROVIDER/NAME model", () => {
+  it("previous_response_id replays the stored chain as the messages, oldest first", async () => {
+    const app = await startResponsesApp();
+    const openai = client(app);
+    const first = await openai.responses.create({ model: "sim/echo", input: "the colour is teal" });
+    const second = await openai.responses.create({
+      model: "sim/echo",
+      input: "and the shape?",
+      previous_response_id: first.id,
+    });
+    const third = await openai.responses.create({
+      model: "sim/echo",
+      input: "what were they?",
+      previous_response_id: second.id,
+      // Instructions hold for one response only: the chain does not carry them.
+      instructions: "list them",
+    });
+    expect(third.output_text).toBe("echo: what were they?");
+    const replayed = sent(app, 2)
+      .filter((m) => m.role === "user" || m.role === "assistant")
+      .map((m) => `${m.role}: ${String(m.content)}`);
+    expect(replayed).toEqual([
+      "user: the colour is teal",
+      "assistant: echo: the colour is teal",
+      "user: and the shape?",
+      "assistant: echo: and the shape?",
+      "user: what were they?",
+    ]);
+    // A broken chain is named, not silently cut short.
+    await raw(app, `/v1/responses/${second.id}`, { method: "DELETE" });
+    await expect(
+      openai.responses.create({ model: "sim/echo", input: "more", previous_response_id: third.id }),
+    ).rejects.toMatchObject({ status: 404, message: expect.stringContaining(second.id) });
   });
 });
 

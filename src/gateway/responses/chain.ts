@@ -17,14 +17,18 @@ const MAX_CHAIN = 10_000;
 
 const itemsSchema = z.array(inputItemSchema);
 
-export function responseNotFound(id: string, detail = ""): GatewayError {
+export function responseNotFound(
+  id: string,
+  detail = "",
+  param: string | null = "previous_response_id",
+): GatewayError {
   return new GatewayError(
     404,
     "not_found_error",
     "response_not_found",
     `no stored response ${id}${detail}; a response made with store: false, deleted, or from another profile cannot be continued or read (send the whole conversation as input instead)`,
     {},
-    { error: { param: "previous_response_id" } },
+    { error: { param } },
   );
 }
 

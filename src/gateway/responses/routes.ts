@@ -43,7 +43,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ResponsesRou
 
     scope.get<{ Params: { id: string } }>("/v1/responses/:id", async (request, reply) => {
       const found = deps.store.getResponse(request.params.id);
-      if (found === null) throw responseNotFound(request.params.id);
+      if (found === null) throw responseNotFound(request.params.id, "", null);
       const output = found.output as OutputItem[];
       const text = output
         .flatMap((item) => (item.type === "message" ? item.content.map((p) => p.text) : []))
@@ -53,7 +53,8 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ResponsesRou
     });
 
     scope.delete<{ Params: { id: string } }>("/v1/responses/:id", async (request, reply) => {
-      if (!(await deps.store.deleteResponse(request.params.id))) throw responseNotFound(request.params.id);
+      if (!(await deps.store.deleteResponse(request.params.id)))
+        throw responseNotFound(request.params.id, "", null);
       reply.send({ id: request.params.id, object: "response", deleted: true });
     });
   });
