@@ -203,6 +203,20 @@ describe("what the request schema refuses, by name", () => {
     expect(bad.message).toMatch(/^temperature:/);
     expect(bad.toJSON().error).toMatchObject({ code: "invalid_field", param: "temperature" });
     expect(refused({ input: "x" }).message).toMatch(/^model:/);
+    // Which field of which item.
+    expect(refused({ model: "m", input: ["x", { type: "function_call", name: "f" }] }).message).toMatch(
+      /^input\.0: /,
+    );
+    expect(
+      refused({ model: "m", input: [{ type: "function_call", name: "f", arguments: "{}" }] }).message,
+    ).toMatch(/^input\.0\.call_id:/);
+    expect(refused({ model: "m", input: "x", tool_choice: "sometimes" }).message).toMatch(
+      /tool_choice: expected "auto"/,
+    );
+    expect(
+      refused({ model: "m", input: [{ role: "user", content: [{ type: "input_file", file_id: "f" }] }] })
+        .message,
+    ).toMatch(/input_file parts are not served/);
     expect(() =>
       body({ model: "m", input: [{ role: "user", content: [{ type: "input_image", file_id: "f1" }] }] }),
     ).toThrow(/file_id is not served/);

@@ -53,10 +53,10 @@ const functionTool = z.object({
   strict: z.boolean().nullish(),
 });
 
-const toolChoice = z.union([
-  z.enum(["auto", "none", "required"]),
-  z.object({ type: z.literal("function"), name: z.string().min(1) }),
-]);
+const toolChoice = z.union(
+  [z.enum(["auto", "none", "required"]), z.object({ type: z.literal("function"), name: z.string().min(1) })],
+  { error: 'expected "auto", "none", "required" or {"type": "function", "name": NAME}' },
+);
 
 const format = z.discriminatedUnion("type", [
   z.object({ type: z.literal("text") }),
@@ -72,7 +72,7 @@ const format = z.discriminatedUnion("type", [
 
 export const responsesRequestSchema = z.strictObject({
   model: z.string().min(1),
-  input: z.union([text, z.array(inputItemSchema)]),
+  input: z.union([text, z.array(inputItemSchema)], { error: "expected a string or an array of items" }),
   instructions: z.string().nullish(),
   previous_response_id: z.string().min(1).nullish(),
   store: z.boolean().nullish(),
@@ -127,15 +127,35 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
     throw unsupported(refused.map((k) => `${k} (${REFUSED[k]})`).join("; "), refused[0] ?? "");
   refuseBuiltInTools(fields.tools);
   refuseSpecialFields(fields);
+  checkItems(fields.input);
   const parsed = responsesRequestSchema.safeParse(body);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
+  throw invalid(parsed.error.issues[0]);
+}
+
+/** Each input item against the schema its type names, so an error says which field of which item. */
+function checkItems(input: unknown): void {
+  if (!Array.isArray(input)) return;
+  input.forEach((item, i) => {
+    const type = typeof item === "object" && item !== null ? (item as { type?: unknown }).type : undefined;
+    const schema =
+      type === "function_call"
+        ? functionCallItem
+        : type === "function_call_output"
+          ? functionCallOutputItem
+          : messageItem;
+    const issue = schema.safeParse(item).error?.issues[0];
+    if (issue) throw invalid({ ...issue, path: ["input", i, ...issue.path] });
+  });
+}
+
+function invalid(issue: z.core.$ZodIssue | undefined): GatewayError {
   const path = issue?.path.map(String).join(".") ?? "";
   const message =
     issue?.code === "unrecognized_keys"
       ? `unknown field${issue.keys.length > 1 ? "s" : ""} in the request body: ${issue.keys.join(", ")}`
       : `${path || "the body"}: ${issue?.message ?? "is invalid"}`;
-  throw new GatewayError(
+  return new GatewayError(
     400,
     "invalid_request_error",
     "invalid_field",
@@ -184,6 +204,15 @@ function refuseSpecialFields(fields: Record<string, unknown>): void {
   if (!Array.isArray(input)) return;
   input.forEach((item, i) => {
     const type = typeof item === "object" && item !== null ? (item as { type?: unknown }).type : undefined;
+    const content = (item as { content?: unknown } | null)?.content;
+    if (Array.isArray(content))
+      content.forEach((part, j) => {
+        if ((part as { type?: unknown } | null)?.type === "input_file")
+          throw unsupported(
+            `input[${i}].content[${j}]: input_file parts are not served (Tenax has no files API); send the text as input_text`,
+            `input.${i}.content.${j}.type`,
+          );
+      });
     if (
       type === undefined ||
       type === "message" ||
