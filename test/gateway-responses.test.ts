@@ -262,9 +262,16 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
     let got = "";
     while (!got.includes("response.output_text.delta"))
       got += new TextDecoder().decode((await reader?.read())?.value);
+    const id = /"id":"(resp_[^"]+)"/.exec(got)?.[1] ?? "";
     controller.abort();
     await until(() => app.store.getTurns(sessionId)[0]?.status === "interrupted");
     await until(() => app.sim.requests()[0]?.ended === "client_closed");
+    // Kept as failed, saying why.
+    await until(() => app.store.getResponse(id) !== null);
+    expect(app.store.getResponse(id)).toMatchObject({
+      status: "failed",
+      response: { error: { code: "client_closed" } },
+    });
 
     // Not streamed: the hang-up comes before the chat route has answered anything.
     app.sim.script([{ type: "reply", text: "slow ".repeat(200), chunk_size: 5, chunk_delay_ms: 20 }]);

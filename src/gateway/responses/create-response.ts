@@ -247,9 +247,14 @@ async function streamAnswer(
       failure = { code: e.code, message: e.message, type: e.type };
     }
   }
-  failure ??= sse.closed
-    ? { code: "client_closed", message: "the client closed the connection", type: "server_error" }
-    : { code: "stream_ended", message: "the chat stream ended before its last chunk", type: "server_error" };
+  // A caller that hung up cut the chat stream itself: that, not the cut, is why it ended.
+  if (sse.closed && !sse.dropped)
+    failure = { code: "client_closed", message: "the client closed the connection", type: "server_error" };
+  failure ??= {
+    code: "stream_ended",
+    message: "the chat stream ended before its last chunk",
+    type: "server_error",
+  };
   const failed = encoder.fail(failure);
   // Kept so that GET shows how it ended; a store that refuses this too has already said so.
   await save(failed).catch(() => {});
