@@ -36,7 +36,9 @@ describe("forward-only migrations", () => {
     const check = new Database(paths.state, { readonly: true });
     const tables = check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all();
     check.close();
-    expect(tables).toEqual(expect.arrayContaining(["sessions", "messages", "turns", "credential_state"]));
+    expect(tables).toEqual(
+      expect.arrayContaining(["sessions", "messages", "turns", "credential_state", "records", "responses"]),
+    );
   });
 
   it("a reader refuses a file whose schema was never created, with the command that creates it", async () => {

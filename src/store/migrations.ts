@@ -103,7 +103,26 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX records_session ON records(session_id) WHERE session_id IS NOT NULL;
     `,
   },
-  // Version 4 is taken by other work in progress; versions apply in order, whatever is between.
+  {
+    version: 4,
+    description: "stored Responses API answers (POST /v1/responses), chained by previous_response_id",
+    sql: `
+      -- One row per stored response. input and output are JSON arrays of Responses API items;
+      -- response is the rest of the Response object as it was answered. A chain is a session.
+      CREATE TABLE responses (
+        id                   TEXT PRIMARY KEY,
+        session_id           TEXT,
+        model                TEXT NOT NULL,
+        status               TEXT NOT NULL,
+        previous_response_id TEXT,
+        input                TEXT NOT NULL,
+        output               TEXT NOT NULL,
+        response             TEXT NOT NULL,
+        created_at           INTEGER NOT NULL
+      );
+      CREATE INDEX responses_session ON responses(session_id) WHERE session_id IS NOT NULL;
+    `,
+  },
   {
     version: 5,
     description: "a fingerprint of each gateway session's conversation, so a stateless client continues it",

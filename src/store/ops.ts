@@ -79,8 +79,33 @@ export interface RecordPutOp {
   updated_at: number;
 }
 
+/** Store (or replace) one Responses API answer, keyed by its id. */
+export interface ResponsePutOp {
+  op: "response.put";
+  id: string;
+  /** The session the response's turn or call ran in; deleting the session deletes it. */
+  session_id: string | null;
+  model: string;
+  status: string;
+  previous_response_id: string | null;
+  /** JSON: the request's input items. */
+  input: string;
+  /** JSON: the output items. */
+  output: string;
+  /** JSON: the rest of the Response object. */
+  response: string;
+  created_at: number;
+}
+
+export interface ResponseDeleteOp {
+  op: "response.delete";
+  id: string;
+}
+
 export type WriteOp =
   | RecordPutOp
+  | ResponsePutOp
+  | ResponseDeleteOp
   | SessionCreateOp
   | SessionUpdateOp
   | SessionDeleteOp
@@ -135,6 +160,12 @@ export class OpApplier {
          WHERE excluded.updated_at >= records.updated_at`,
       ),
       deleteRecords: db.prepare("DELETE FROM records WHERE session_id = ?"),
+      deleteSessionResponses: db.prepare("DELETE FROM responses WHERE session_id = ?"),
+      responsePut: db.prepare(
+        `INSERT OR REPLACE INTO responses (id, session_id, model, status, previous_response_id, input, output, response, created_at)
+         VALUES (@id, @session_id, @model, @status, @previous_response_id, @input, @output, @response, @created_at)`,
+      ),
+      responseDelete: db.prepare("DELETE FROM responses WHERE id = ?"),
       turnInsert: db.prepare(
         `INSERT OR IGNORE INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at)
          VALUES (@id, @session_id, 'running', @started_at, @lease_owner, @lease_expires_at, @started_at)`,
@@ -203,6 +234,7 @@ export class OpApplier {
         const changes = s.deleteMessages.run(op.id).changes;
         s.deleteTurns.run(op.id);
         s.deleteRecords.run(op.id);
+        s.deleteSessionResponses.run(op.id);
         return { op: op.op, changes: changes + s.deleteSession.run(op.id).changes };
       }
       case "message.append":
@@ -211,6 +243,10 @@ export class OpApplier {
         return { op: op.op, changes: s.turnInsert.run(op).changes };
       case "record.put":
         return { op: op.op, changes: s.recordPut.run(op).changes };
+      case "response.put":
+        return { op: op.op, changes: s.responsePut.run(op).changes };
+      case "response.delete":
+        return { op: op.op, changes: s.responseDelete.run(op.id).changes };
       case "turn.update": {
         const fields = [
           "status",

@@ -8,6 +8,7 @@ import { type CredentialState, readCredentialStates } from "./credential-ledger.
 import { classifySqliteError, SearchUnavailableError } from "./errors.js";
 import { corruptStoreError, openDatabase } from "./open-database.js";
 import * as q from "./queries.js";
+import { getResponse, latestResponseId, type ResponseView } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
 import { SearchIndex, type SearchOrder, toFtsQuery } from "./search-index.js";
 
@@ -77,6 +78,16 @@ export abstract class StoreReadView {
   /** Every live record of a kind, oldest update first; optionally only one session's. */
   listRecords<T = unknown>(kind: string, options: { sessionId?: string } = {}): q.RecordView<T>[] {
     return this.read((db) => q.listRecords<T>(db, kind, options.sessionId));
+  }
+
+  /** A stored Responses API answer (POST /v1/responses), or null when there is none. */
+  getResponse(id: string): ResponseView | null {
+    return this.read((db) => getResponse(db, id));
+  }
+
+  /** The newest response stored for a session: a chain continued from any other forks. */
+  latestResponseId(sessionId: string): string | null {
+    return this.read((db) => latestResponseId(db, sessionId));
   }
 
   /** The shared key ledger: which keys are cooling or disabled, by fingerprint. */

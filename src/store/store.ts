@@ -19,6 +19,7 @@ import {
   type ContentKind,
   OpApplier,
   type OpResult,
+  type ResponsePutOp,
   type WriteOp,
 } from "./ops.js";
 import { conversationHash, findConversation } from "./queries.js";
@@ -447,6 +448,17 @@ export class Store extends StoreReadView {
 
   async updateTurn(op: Omit<Extract<WriteOp, { op: "turn.update" }>, "op">): Promise<void> {
     await this.write([{ op: "turn.update", ...op }]);
+  }
+
+  /** Store (or replace) a Responses API answer; resolves once it is committed. */
+  async putResponse(row: Omit<ResponsePutOp, "op">): Promise<void> {
+    await this.write([{ op: "response.put", ...row }]);
+  }
+
+  /** Delete a stored response; resolves with whether there was one. */
+  async deleteResponse(id: string): Promise<boolean> {
+    const [result] = await this.write([{ op: "response.delete", id }]);
+    return (result?.changes ?? 0) > 0;
   }
 
   async deleteSession(id: string): Promise<number> {

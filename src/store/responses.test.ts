@@ -1,0 +1,72 @@
+// Stored Responses API answers: put and read back through the one writer, the newest of a session,
+// delete, a row that does not parse reported by id, and deleting a session deletes its responses.
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { fakeDeps } from "../../test/helpers/fake-time.js";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import { openReader, openStore, releaseStore } from "./registry.js";
+
+const row = (id: string, sessionId: string | null, createdAt: number, previous: string | null = null) => ({
+  id,
+  session_id: sessionId,
+  model: "tenax",
+  status: "completed",
+  previous_response_id: previous,
+  input: JSON.stringify([{ type: "message", role: "user", content: `question ${id}` }]),
+  output: JSON.stringify([
+    { type: "message", role: "assistant", content: [{ type: "output_text", text: id }] },
+  ]),
+  response: JSON.stringify({ object: "response", instructions: null }),
+  created_at: createdAt,
+});
+
+describe("stored responses", () => {
+  it("put, get, newest of a session, delete; a session's deletion takes its responses", async () => {
+    const paths = tempProfile();
+    const deps = fakeDeps();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps });
+    const session = await store.createSession({ title: "chain" });
+    await store.putResponse(row("resp_1", session, 1000));
+    await store.putResponse(row("resp_2", session, 2000, "resp_1"));
+    await store.putResponse(row("resp_x", null, 3000));
+
+    const got = store.getResponse("resp_2");
+    expect(got).toMatchObject({
+      id: "resp_2",
+      session_id: session,
+      previous_response_id: "resp_1",
+      input: [{ type: "message", role: "user", content: "question resp_2" }],
+      output: [{ type: "message", content: [{ text: "resp_2" }] }],
+      response: { object: "response" },
+      created_at: 2000,
+    });
+    expect(store.getResponse("resp_nope")).toBeNull();
+    expect(store.latestResponseId(session)).toBe("resp_2");
+
+    expect(await store.deleteResponse("resp_2")).toBe(true);
+    expect(await store.deleteResponse("resp_2")).toBe(false);
+    expect(store.getResponse("resp_2")).toBeNull();
+    expect(store.latestResponseId(session)).toBe("resp_1");
+
+    await store.deleteSession(session);
+    expect(store.getResponse("resp_1")).toBeNull();
+    expect(store.getResponse("resp_x")?.id).toBe("resp_x");
+    await releaseStore(store);
+
+    // A reader sees what the writer committed.
+    const reader = openReader(paths);
+    expect(reader.getResponse("resp_x")?.model).toBe("tenax");
+    reader.close();
+  });
+
+  it("a stored row that does not parse is an error naming the response, not a half-read answer", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    await store.putResponse(row("resp_bad", null, 1));
+    const db = new Database(paths.state);
+    db.prepare("UPDATE responses SET output = '{not json' WHERE id = 'resp_bad'").run();
+    db.close();
+    expect(() => store.getResponse("resp_bad")).toThrow(/stored response resp_bad cannot be read: output/);
+    await releaseStore(store);
+  });
+});
