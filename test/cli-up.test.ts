@@ -6,9 +6,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { dashboardPidFile } from "../src/config/dashboard-pid.js";
-import type { ProfilePaths } from "../src/config/paths.js";
-import { readUpState, type UpState, upStateFile } from "../src/config/up-state.js";
+import { dashboardPidFile } from "../src/profile/dashboard-pid.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
+import { readUpState, type UpState, upStateFile } from "../src/profile/up-state.js";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, runPrintedAsync, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";

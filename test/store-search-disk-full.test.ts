@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { profilePaths } from "../src/config/paths.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { openReader, openStore, releaseStore } from "../src/store/registry.js";
 import type { Store } from "../src/store/store.js";
 import type { StoreEvent } from "../src/store/store-types.js";

@@ -2,7 +2,7 @@
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_PROFILE, type ProfilePaths } from "../../config/paths.js";
+import { DEFAULT_PROFILE, type ProfilePaths } from "../../profile/paths.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "./exit-codes.js";
 
 /** Seconds systemd waits past the configured drain before it kills the gateway. */
