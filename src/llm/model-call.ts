@@ -188,8 +188,15 @@ async function streamOnce(
         };
       case "error":
         return { ok: false, error: event.error };
-      default:
+      case "text":
+      case "tool_call":
+      case "usage":
         forward(event);
+        break;
+      default: {
+        const unhandled: never = event;
+        return unhandled;
+      }
     }
   }
   // The Provider contract promises a final event; a provider that broke it is a bug, said plainly.
