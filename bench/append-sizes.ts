@@ -3,7 +3,7 @@
 // of 100 messages created as they are due, through the real Store API.
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { profilePaths } from "../src/config/paths.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import type { NewMessage } from "../src/store/store.js";
 import { median } from "./stats.js";

@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { statSync } from "node:fs";
 import Database from "better-sqlite3";
-import type { ProfilePaths } from "../src/config/paths.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
 import type { IntegrityResult } from "../src/store/integrity.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import type { Store } from "../src/store/store.js";

@@ -1,7 +1,7 @@
 // What the dashboard does first: open a read-only reader, list the recent sessions and load one
 // 200-message transcript. Each repeat opens a new reader, so its page cache starts empty (the
 // operating system's file cache is warm, as it is on a running server).
-import type { ProfilePaths } from "../src/config/paths.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
 import { openReader } from "../src/store/registry.js";
 import { median, quantile } from "./stats.js";
 

@@ -6,9 +6,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent } from "../src/agent/agent.js";
 import { type HostedWork, resumeInterrupted } from "../src/agent/resume.js";
-import { profilePaths } from "../src/config/paths.js";
 import { configSchema } from "../src/config/schema.js";
 import { startSimulator } from "../src/llm/simulator/server.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { type Aim, int, table } from "./report.js";
 

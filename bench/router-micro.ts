@@ -4,7 +4,6 @@
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { profilePaths } from "../src/config/paths.js";
 import { defaultDeps, seededRandom } from "../src/core/deps.js";
 import { ConcurrencyLimiter } from "../src/llm/concurrency.js";
 import { CredentialPool } from "../src/llm/credential-pool.js";
@@ -13,6 +12,7 @@ import type { Provider, ProviderEvent, ToolSpec } from "../src/llm/provider.js";
 import { createOpenAIProvider } from "../src/llm/providers/openai.js";
 import { wireFromFetch } from "../src/llm/providers/openai-wire.js";
 import { ModelRouter } from "../src/llm/router.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { type CredentialStateStore, MemoryCredentialLedger } from "../src/store/credential-ledger.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { KEY, MODEL, REQUEST, WIRE_BODY } from "./router-overhead.js";

@@ -5,13 +5,13 @@
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { profilePaths } from "../src/config/paths.js";
 import { configSchema } from "../src/config/schema.js";
 import { seededRandom } from "../src/core/deps.js";
 import { keyFingerprint } from "../src/llm/key-fingerprint.js";
 import type { RouteOptions, RouteRequest } from "../src/llm/router.js";
 import { createModelRuntime, type ModelRuntime } from "../src/llm/runtime.js";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
+import { profilePaths } from "../src/profile/paths.js";
 import type { CredentialStateStore } from "../src/store/credential-ledger.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { type CallFigures, callFigures, pairedDiff, shuffle } from "./stats.js";

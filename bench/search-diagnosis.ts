@@ -3,7 +3,7 @@
 // fare on the same index. The alternatives run as raw SQL on a read-only connection to search.db;
 // they are evidence for a change to src/store, not a measurement of the store as it is.
 import Database from "better-sqlite3";
-import type { ProfilePaths } from "../src/config/paths.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
 import { toFtsQuery } from "../src/store/search-index.js";
 import type { Store } from "../src/store/store.js";
 import { int, ms, table } from "./report.js";

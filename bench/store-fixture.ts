@@ -3,7 +3,7 @@
 // A store counts as built only once its meta.json is written; a half-built one is rebuilt.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ProfilePaths, profilePaths } from "../src/config/paths.js";
+import { type ProfilePaths, profilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import type { NewMessage } from "../src/store/store-types.js";
 import { COMMON_RANKS, Corpus, MEDIUM_RANKS, RARE_FROM } from "./corpus.js";

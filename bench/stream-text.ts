@@ -5,7 +5,6 @@
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { Agent } from "../src/agent/agent.js";
-import { profilePaths } from "../src/config/paths.js";
 import { configSchema } from "../src/config/schema.js";
 import { defaultDeps, seededRandom } from "../src/core/deps.js";
 import { ConcurrencyLimiter } from "../src/llm/concurrency.js";
@@ -15,6 +14,7 @@ import { wireFromFetch } from "../src/llm/providers/openai-wire.js";
 import { ModelRouter } from "../src/llm/router.js";
 import type { ModelRuntime } from "../src/llm/runtime.js";
 import { startSimulator } from "../src/llm/simulator/server.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { MemoryCredentialLedger } from "../src/store/credential-ledger.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import type { Store } from "../src/store/store.js";

@@ -5,9 +5,9 @@
 import { join } from "node:path";
 import { writeHeapSnapshot } from "node:v8";
 import { Agent } from "../src/agent/agent.js";
-import { profilePaths } from "../src/config/paths.js";
 import { configSchema } from "../src/config/schema.js";
 import type { SimStep } from "../src/llm/simulator/steps.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import type { Store } from "../src/store/store.js";
 

@@ -6,8 +6,8 @@ import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { dashboardPidFile } from "../src/config/dashboard-pid.js";
-import type { ProfilePaths } from "../src/config/paths.js";
+import { dashboardPidFile } from "../src/profile/dashboard-pid.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
 import { openReader, openStore, releaseStore } from "../src/store/registry.js";
 import {
   BIN,

@@ -6,7 +6,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } fr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { profilePaths } from "../src/config/paths.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { requireBuild, tenax } from "./helpers/cli.js";
 

@@ -4,7 +4,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
-import { profilePaths } from "../src/config/paths.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { printedCommands, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
 import { btreePages, checkpoint, garbageAfterHeader, overwritePages, PAGE } from "./helpers/corrupt.js";

@@ -10,8 +10,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { registerGatewayServiceCommands } from "../src/cli/commands/gateway-service.js";
 import type { Cli } from "../src/cli/main.js";
 import { createOutput, reportError } from "../src/cli/output.js";
-import { profilePaths, selectProfileName } from "../src/config/paths.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../src/gateway/service/exit-codes.js";
+import { profilePaths, selectProfileName } from "../src/profile/paths.js";
 import { BIN, type Run } from "./helpers/cli.js";
 import {
   type FakeHealth,

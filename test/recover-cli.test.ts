@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { profilePaths } from "../src/config/paths.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { releaseStore } from "../src/store/registry.js";
 import { checkpoint, overwritePages } from "./helpers/corrupt.js";
 import { tempDir } from "./helpers/tmp.js";

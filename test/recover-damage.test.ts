@@ -4,7 +4,7 @@
 import { readFileSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ProfilePaths } from "../src/config/paths.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
 import { recoverStore } from "../src/store/recover/recover.js";
 import { releaseStore } from "../src/store/registry.js";
 import { Store } from "../src/store/store.js";

@@ -3,8 +3,8 @@
 // own page parser), so a test knows exactly which rows a damaged page takes with it.
 import { existsSync, readFileSync } from "node:fs";
 import Database from "better-sqlite3";
-import type { ProfilePaths } from "../src/config/paths.js";
 import { type Random, seededRandom } from "../src/core/deps.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
 import type { RecordPutOp } from "../src/store/ops.js";
 import { openStore } from "../src/store/registry.js";
 import type { NewMessage, Store } from "../src/store/store.js";

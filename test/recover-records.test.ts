@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import type { ProfilePaths } from "../src/config/paths.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
 import { recoverStore } from "../src/store/recover/recover.js";
 import { releaseStore } from "../src/store/registry.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { profilePaths } from "../src/config/paths.js";
+import { profilePaths } from "../src/profile/paths.js";
 import { StoreDiskFullError } from "../src/store/errors.js";
 import { openReader, openStore, releaseStore } from "../src/store/registry.js";
 import { readSpool } from "../src/store/spool.js";

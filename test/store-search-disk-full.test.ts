@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type ProfilePaths, profilePaths } from "../src/config/paths.js";
+import { type ProfilePaths, profilePaths } from "../src/profile/paths.js";
 import { openReader, openStore, releaseStore, storeOptions } from "../src/store/registry.js";
 import { Store } from "../src/store/store.js";
 import { StoreReader } from "../src/store/store-reader.js";

@@ -4,9 +4,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ProfilePaths } from "../src/config/paths.js";
-import { readUpState, type UpState, upStateFile } from "../src/config/up-state.js";
 import { bootId, identify } from "../src/core/process-identity.js";
+import type { ProfilePaths } from "../src/profile/paths.js";
+import { readUpState, type UpState, upStateFile } from "../src/profile/up-state.js";
 import { BIN } from "./helpers/cli.js";
 import { until } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";

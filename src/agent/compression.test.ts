@@ -3,12 +3,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type FakeDeps, fakeDeps } from "../../test/helpers/fake-time.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
-import type { ProfilePaths } from "../config/paths.js";
 import { configSchema } from "../config/schema.js";
 import { ProviderError } from "../llm/classified-error.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import { type Simulator, startSimulator } from "../llm/simulator/server.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { MessageView } from "../store/rows.js";
 import type { Store } from "../store/store.js";

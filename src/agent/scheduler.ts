@@ -2,8 +2,6 @@
 // here, and a single timer wakes for whichever is due first. No timer or interval per session or
 // per subagent. A job that throws is reported and rescheduled; one that returns false stops.
 
-export type JobResult = boolean | undefined;
-
 export interface Job {
   readonly name: string;
   /** Stop this job; it never runs again. */

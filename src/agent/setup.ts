@@ -4,11 +4,11 @@
 // ended. `close()` undoes all of it.
 
 import { CheckpointStore } from "../checkpoints/store.js";
-import type { ProfilePaths } from "../config/paths.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import type { StatusEvent } from "../llm/route-events.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { openStore, releaseStore, type StoreSettings } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { Agent } from "./agent.js";

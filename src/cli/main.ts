@@ -1,9 +1,9 @@
 // The `tenax` command line: global options, the command tree, and one place that turns errors
 // into messages and exit codes (0 ok, 1 failed, 2 usage).
 import { Command, CommanderError } from "commander";
-import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../config/paths.js";
 import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
+import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../profile/paths.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerDashboardCommand } from "./commands/dashboard.js";

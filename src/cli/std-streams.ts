@@ -32,11 +32,6 @@ export function writeStd(name: StreamName, text: string): void {
   }
 }
 
-/** The error that closed the stream, or undefined while it works. */
-export function lostStream(name: StreamName): Error | undefined {
-  return lost.get(name);
-}
-
 /** Be told (once per stream) when stdout or stderr is lost; returns the unsubscribe. */
 export function onStandardStreamLost(listener: LostListener): () => void {
   listeners.add(listener);

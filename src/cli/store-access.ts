@@ -2,8 +2,8 @@
 // change something through the process's single writer, with the profile's store settings.
 import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { openReader, openStore, releaseStore, type StoreSettings } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import type { StoreReader } from "../store/store-reader.js";

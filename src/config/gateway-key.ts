@@ -13,10 +13,10 @@ import {
   writeSync,
 } from "node:fs";
 import { ConfigError, commandLine } from "../core/errors.js";
-import { loadEnvFile, lookupVariable } from "./env-file.js";
-import { fileWriteError } from "./fs-errors.js";
+import { loadEnvFile, lookupVariable } from "../profile/env-file.js";
+import { fileWriteError } from "../profile/fs-errors.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { apiKeyProblem } from "./gateway-schema.js";
-import type { ProfilePaths } from "./paths.js";
 import { configProblemsError } from "./problems.js";
 import type { TenaxConfig } from "./schema.js";
 

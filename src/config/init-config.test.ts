@@ -2,9 +2,9 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { rejected, tempHome } from "../../test/helpers/temp-home.js";
+import { profilePaths } from "../profile/paths.js";
 import { initConfig } from "./init-config.js";
 import { loadConfig } from "./load.js";
-import { profilePaths } from "./paths.js";
 import { createProfile } from "./profiles.js";
 
 const free = async () => true;

@@ -4,10 +4,10 @@ import { existsSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
 import { join } from "node:path";
 import { TenaxError, UsageError } from "../core/errors.js";
-import { writeFileAtomic } from "./atomic-write.js";
-import { tenaxCommand } from "./command-hint.js";
-import { fileWriteError } from "./fs-errors.js";
-import { DEFAULT_PROFILE, type ProfilePaths } from "./paths.js";
+import { writeFileAtomic } from "../profile/atomic-write.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import { fileWriteError } from "../profile/fs-errors.js";
+import { DEFAULT_PROFILE, type ProfilePaths } from "../profile/paths.js";
 import {
   allocatePorts,
   configuredPorts,
@@ -15,7 +15,7 @@ import {
   DEFAULT_GATEWAY_PORT,
   type PortPair,
   type PortProbe,
-} from "./ports.js";
+} from "../profile/ports.js";
 import { ensureProfileHome } from "./profile-home.js";
 import { portsInUse } from "./profiles.js";
 import { renderConfigTemplate } from "./template.js";

@@ -3,12 +3,12 @@
 import { readFileSync, statSync } from "node:fs";
 import { type Document, isMap, LineCounter, parseDocument, type Scalar } from "yaml";
 import { commandLine, errorMessage } from "../core/errors.js";
-import { tenaxCommand } from "./command-hint.js";
-import { loadEnvFile, lookupVariable } from "./env-file.js";
-import { fileReadError } from "./fs-errors.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import { loadEnvFile, lookupVariable } from "../profile/env-file.js";
+import { fileReadError } from "../profile/fs-errors.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { type GatewayKeySource, withDefaultGatewayKey } from "./gateway-key.js";
 import { interpolate } from "./interpolate.js";
-import type { ProfilePaths } from "./paths.js";
 import { type ConfigProblem, configProblemsError, schemaProblems } from "./problems.js";
 import { configSchema, defaultConfig, type TenaxConfig } from "./schema.js";
 import { isSecretPath } from "./secrets.js";

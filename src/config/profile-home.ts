@@ -3,8 +3,8 @@
 // named profile is never made here: that is `tenax profile create`, which gives it its own ports.
 import { chmodSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { fileWriteError, nearestExisting } from "./fs-errors.js";
-import { DEFAULT_PROFILE, PROFILE_FOLDERS, type ProfilePaths } from "./paths.js";
+import { fileWriteError, nearestExisting } from "../profile/fs-errors.js";
+import { DEFAULT_PROFILE, PROFILE_FOLDERS, type ProfilePaths } from "../profile/paths.js";
 import { requireProfile } from "./profiles.js";
 
 /**

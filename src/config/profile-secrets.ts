@@ -3,10 +3,10 @@
 // (the gateway key's TENAX_API_KEY, the variables a secret key reads, every `.env` name). From it
 // come the Redactor and the names a tool's child process never gets.
 import { type NamedSecret, Redactor } from "../core/redact.js";
-import { loadEnvFile } from "./env-file.js";
+import { loadEnvFile } from "../profile/env-file.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { GATEWAY_KEY_VARIABLE } from "./gateway-key.js";
 import type { LoadedConfig } from "./load.js";
-import type { ProfilePaths } from "./paths.js";
 import type { TenaxConfig } from "./schema.js";
 import { configSecrets } from "./secrets.js";
 

@@ -12,8 +12,8 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { rejected, tempHome, thrown } from "../../test/helpers/temp-home.js";
-import { profilePaths } from "./paths.js";
-import { configuredPorts } from "./ports.js";
+import { profilePaths } from "../profile/paths.js";
+import { configuredPorts } from "../profile/ports.js";
 import { createProfile, deleteProfile, listProfiles, showProfile } from "./profiles.js";
 
 const free = async () => true;

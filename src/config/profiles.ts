@@ -6,19 +6,19 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { TenaxError, UsageError } from "../core/errors.js";
-import { type WriteFile, writeFileAtomic } from "./atomic-write.js";
-import { tenaxCommand } from "./command-hint.js";
-import { fileWriteError, nearestExisting } from "./fs-errors.js";
-import { readGatewayPid } from "./gateway-pid.js";
-import { loadConfig } from "./load.js";
-import { DEFAULT_PROFILE, PROFILE_FOLDERS, profilePaths, validateProfileName } from "./paths.js";
+import { type WriteFile, writeFileAtomic } from "../profile/atomic-write.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import { fileWriteError, nearestExisting } from "../profile/fs-errors.js";
+import { readGatewayPid } from "../profile/gateway-pid.js";
+import { DEFAULT_PROFILE, PROFILE_FOLDERS, profilePaths, validateProfileName } from "../profile/paths.js";
 import {
   allocatePorts,
   configuredPorts,
   DEFAULT_DASHBOARD_PORT,
   DEFAULT_GATEWAY_PORT,
   type PortProbe,
-} from "./ports.js";
+} from "../profile/ports.js";
+import { loadConfig } from "./load.js";
 import { type TenaxConfig, usesBuiltInSimulator } from "./schema.js";
 import { redactConfig } from "./secrets.js";
 import { renderConfigTemplate } from "./template.js";

@@ -2,13 +2,14 @@
 // strict so a misspelt key is an error, never silently ignored. Messages say what was expected; the
 // loader adds the file, line, key path and the value it found.
 import { z } from "zod";
+import { PROVIDER_TYPES } from "../llm/runtime-config.js";
 import { simStepSchema } from "../llm/simulator/steps.js";
 import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
 import { gatewaySchema } from "./gateway-schema.js";
 import { flag, host, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
 
-export const PROVIDER_TYPES = ["openai", "anthropic", "simulator"] as const;
-export type ProviderType = (typeof PROVIDER_TYPES)[number];
+// The provider types and the built-in-simulator test are the model runtime's (llm/runtime-config.ts).
+export { PROVIDER_TYPES, type ProviderType, usesBuiltInSimulator } from "../llm/runtime-config.js";
 
 /** The provider name that means "the built-in simulator" when no providers are configured. */
 export const BUILT_IN_SIMULATOR = "simulator";
@@ -243,11 +244,6 @@ export type TenaxConfig = z.infer<typeof configSchema>;
 /** The config Tenax runs with when a profile has no config.yaml. */
 export function defaultConfig(): TenaxConfig {
   return configSchema.parse({});
-}
-
-/** True when no provider is configured, so the built-in simulator answers every model call. */
-export function usesBuiltInSimulator(config: TenaxConfig): boolean {
-  return Object.keys(config.providers).length === 0;
 }
 
 type Ctx = z.core.$RefinementCtx<z.output<typeof configObject>>;

@@ -2,10 +2,10 @@
 // GET /api/capabilities with a short timeout, and keeps what it learned, including since when the
 // gateway has been unreachable. It assumes nothing: a route that answers 404 is "not served".
 import { currentGatewayKey } from "../config/gateway-key.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Clock, systemClock } from "../core/deps.js";
 import { gatewayTarget } from "../health/gateway-status.js";
+import type { ProfilePaths } from "../profile/paths.js";
 
 export type HealthLevel = "ok" | "degraded" | "down";
 

@@ -4,14 +4,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { fileURLToPath } from "node:url";
-import { readGatewayLaunch, readGatewayPid } from "../config/gateway-pid.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { readUpState, type UpState } from "../config/up-state.js";
 import { errorMessage } from "../core/errors.js";
 import { loopbackHostHeader } from "../core/host-header.js";
 import { decodePathPart, HttpRequestError, sendJson } from "../core/http.js";
 import { type GatewayAdvice, gatewayAdvice } from "../health/gateway-advice.js";
+import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
+import { readUpState, type UpState } from "../profile/up-state.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
 import { GatewayProbe, type GatewayProbeOptions, type GatewayView } from "./gateway-probe.js";
 import {

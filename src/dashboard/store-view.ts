@@ -3,9 +3,9 @@
 // reported as the store layer's state (and as a clear error on the session routes), never a crash.
 import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
-import type { ProfilePaths } from "../config/paths.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import { collectStatus, type StatusReport } from "../health/status.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import { openReader } from "../store/registry.js";
 import type { MessageView, SessionView } from "../store/rows.js";

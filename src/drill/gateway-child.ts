@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { GATEWAY_KEY_VARIABLE } from "../config/gateway-key.js";
 import { loadConfig } from "../config/load.js";
-import { DEFAULT_PROFILE, profilePaths } from "../config/paths.js";
+import { DEFAULT_PROFILE, profilePaths } from "../profile/paths.js";
 import type { ScenarioContext } from "./runner.js";
 
 /** bin/tenax.js of this checkout (this file is src/drill or dist/drill, two levels below). */

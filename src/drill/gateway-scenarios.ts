@@ -2,7 +2,7 @@
 // then started again, must resume that turn exactly once (the turns table, the simulator's
 // requests and the event feed all say so).
 import { RESUME_NOTE } from "../agent/turn-resume.js";
-import type { ProfilePaths } from "../config/paths.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { openReader } from "../store/registry.js";
 import type { TurnView } from "../store/rows.js";
 import { killHard, scenarioGateway, stopGateway } from "./gateway-child.js";

@@ -3,9 +3,9 @@
 // same) and parsed with the real schema. Nothing of the user's own profiles is ever read.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { type OpenedAgent, openAgent } from "../agent/setup.js";
-import { DEFAULT_PROFILE, type ProfilePaths, profilePaths } from "../config/paths.js";
 import { configSchema, type TenaxConfig } from "../config/schema.js";
 import { type Simulator, startSimulator } from "../llm/simulator/server.js";
+import { DEFAULT_PROFILE, type ProfilePaths, profilePaths } from "../profile/paths.js";
 import type { ScenarioContext } from "./runner.js";
 
 /** The primary's window: small, so that a few long messages cross the compression threshold. */

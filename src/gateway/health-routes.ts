@@ -3,11 +3,10 @@
 // (SSE of status events, resumable with Last-Event-ID while the ring holds them). It also turns
 // every agent and store event into a feed event, and counts responses and finished turns.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AgentEvent } from "../agent/turn.js";
+import type { AgentEvent, StoreEvent } from "../agent/events.js";
 import { type EventHub, type PublishInput, parseLastEventId } from "../health/event-hub.js";
 import { type Counters, count, newCounters, renderMetrics } from "../health/metrics.js";
 import type { HealthMonitor } from "../health/monitor.js";
-import type { StoreEvent } from "../store/store-types.js";
 import { sendJson } from "./http-error.js";
 
 export class HealthRoutes {
@@ -118,8 +117,13 @@ function describeStoreEvent(event: StoreEvent): string {
       return `search resumed: ${event.indexed} waiting messages indexed`;
     case "search.rebuilt":
       return `search index rebuilt: ${event.messages} messages in ${event.duration_ms} ms`;
-    default:
+    case "store.disk_failed":
+    case "store.busy_retry":
       return event.type;
+    default: {
+      const unhandled: never = event;
+      return unhandled;
+    }
   }
 }
 

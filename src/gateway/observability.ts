@@ -3,13 +3,13 @@
 // every operator line and feed event also goes to.
 import { join } from "node:path";
 import type { Scheduler } from "../agent/scheduler.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { RotatingLog } from "../core/log-file.js";
 import type { Redactor } from "../core/redact.js";
 import { EventHub } from "../health/event-hub.js";
 import { type LayerProbe, probeLayers, workerProbe } from "../health/layer-probe.js";
 import { type GatewayView, HealthMonitor, type MonitorOptions } from "../health/monitor.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import type { Store } from "../store/store.js";
 import { HealthRoutes } from "./health-routes.js";
 

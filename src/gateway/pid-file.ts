@@ -1,9 +1,9 @@
 // One gateway per profile: the pid file is created exclusively, so two gateways starting at once
 // cannot both win; a file naming a dead process (a crash) is reclaimed, a live one refuses.
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { writeFileAtomic } from "../config/atomic-write.js";
-import { type GatewayLauncher, readGatewayPid } from "../config/gateway-pid.js";
 import { TenaxError } from "../core/errors.js";
+import { writeFileAtomic } from "../profile/atomic-write.js";
+import { type GatewayLauncher, readGatewayPid } from "../profile/gateway-pid.js";
 
 export interface PidInfo {
   pid: number;

@@ -13,14 +13,14 @@ import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../age
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
 import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
-import type { GatewayLaunch } from "../config/gateway-pid.js";
-import type { ProfilePaths } from "../config/paths.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import { isLoopback } from "../core/host-header.js";
 import { createJsonServer } from "../core/http.js";
 import type { RotatingLog } from "../core/log-file.js";
+import type { GatewayLaunch } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import type { StoreSettings } from "../store/registry.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
 import { gatewayLog, startObservability } from "./observability.js";

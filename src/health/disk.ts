@@ -2,7 +2,7 @@
 // take. Read with asynchronous calls (the thread pool), so a slow disk never blocks the gateway.
 import { readdir, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
-import type { ProfilePaths } from "../config/paths.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import type { Component, Level } from "./status.js";
 
 export interface DiskReading {

@@ -13,12 +13,12 @@ import {
 import { homedir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { tenaxCommand } from "../config/command-hint.js";
-import { readGatewayPid } from "../config/gateway-pid.js";
 import type { LoadedConfig } from "../config/load.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { commandLine, TenaxError } from "../core/errors.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import { readGatewayPid } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { type Check, type DoctorDeps, messageOf } from "./doctor-check.js";
 
 export function configCheck(

@@ -3,9 +3,9 @@
 import { readdir, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { storeLayout } from "../checkpoints/layout.js";
-import { tenaxCommand } from "../config/command-hint.js";
-import { isProcessAlive } from "../config/gateway-pid.js";
-import type { ProfilePaths } from "../config/paths.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import { isProcessAlive } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { type Check, messageOf } from "./doctor-check.js";
 
 /** An empty or unreadable lock file this old is abandoned (a live holder writes its pid at once). */

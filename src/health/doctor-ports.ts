@@ -3,11 +3,11 @@
 // `tenax up` these are up's two children). Anything else holding one is a fail.
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createServer } from "node:net";
-import { readDashboardPid } from "../config/dashboard-pid.js";
-import { readGatewayPid } from "../config/gateway-pid.js";
-import type { ProfilePaths } from "../config/paths.js";
-import { configuredPorts } from "../config/ports.js";
 import type { TenaxConfig } from "../config/schema.js";
+import { readDashboardPid } from "../profile/dashboard-pid.js";
+import { readGatewayPid } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
+import { configuredPorts } from "../profile/ports.js";
 import type { Check, DoctorDeps } from "./doctor-check.js";
 
 export const bindable = (host: string, port: number): Promise<boolean> =>

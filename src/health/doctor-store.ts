@@ -3,11 +3,11 @@
 // opened only to reap those turns, and only when no gateway holds the profile.
 import { existsSync } from "node:fs";
 import { reapDeadTurns } from "../agent/reap.js";
-import { tenaxCommand } from "../config/command-hint.js";
-import { readGatewayPid } from "../config/gateway-pid.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import { readGatewayPid } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { checkIntegrity } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
 import { openReader } from "../store/registry.js";

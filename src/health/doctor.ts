@@ -2,7 +2,7 @@
 // store, stale files and turns, service unit, SQLite, git) with a status, one line for people,
 // the next command when it is not ok, and what `--fix` would do or did. Only safe repairs.
 import type { LoadedConfig } from "../config/load.js";
-import type { ProfilePaths } from "../config/paths.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import type { Check, CheckStatus, DoctorDeps } from "./doctor-check.js";
 import {
   configCheck,

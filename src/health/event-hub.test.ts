@@ -48,7 +48,7 @@ async function read(url: string, lastId: string | null, count: number) {
 describe("EventHub.serve", () => {
   it("resumes after a Last-Event-ID with what came since", async () => {
     const hub = new EventHub();
-    for (let i = 0; i < 5; i++) hub.publish({ type: "x" });
+    for (let i = 0; i < 5; i++) hub.publish({ type: "gateway_started" });
     const url = await serve(hub);
     const { ids } = await read(url, "3", 2);
     expect(ids).toEqual([4, 5]);
@@ -56,7 +56,7 @@ describe("EventHub.serve", () => {
 
   it("gives a follower whose id came from an earlier gateway process every event held, and says why", async () => {
     const hub = new EventHub();
-    for (let i = 0; i < 3; i++) hub.publish({ type: "x" });
+    for (let i = 0; i < 3; i++) hub.publish({ type: "gateway_started" });
     const url = await serve(hub);
     const { ids, comments } = await read(url, "5000", 3);
     expect(ids).toEqual([1, 2, 3]);
@@ -65,12 +65,12 @@ describe("EventHub.serve", () => {
 
   it("misses nothing published while it replays, and sends nothing twice", async () => {
     const hub = new EventHub({ maxBufferedBytes: 64 * 1024 });
-    for (let i = 0; i < 400; i++) hub.publish({ type: "x", message: "m".repeat(500) });
+    for (let i = 0; i < 400; i++) hub.publish({ type: "gateway_started", message: "m".repeat(500) });
     const url = await serve(hub);
     const reading = read(url, "0", 420);
     // Published while the backlog is sent at the client's pace.
     for (let i = 0; i < 20; i++) {
-      hub.publish({ type: "y" });
+      hub.publish({ type: "shutdown" });
       await new Promise((r) => setImmediate(r));
     }
     const { ids } = await reading;

@@ -2,6 +2,7 @@
 // resume, store faults): numbered in order, the last few hundred kept in memory, so a client of
 // GET /api/events that reconnects with Last-Event-ID gets what it missed while the ring holds it.
 import type { ServerResponse } from "node:http";
+import type { TenaxEventType } from "../agent/events.js";
 import { Redactor } from "../core/redact.js";
 import { SseStream } from "../core/sse.js";
 
@@ -9,6 +10,7 @@ export interface FeedEvent {
   /** 1, 2, 3… in the order published, for this gateway process. */
   id: number;
   at: number;
+  /** A TenaxEventType as published; a reader of the wire takes any string (a newer gateway may add one). */
   type: string;
   /** The layer that caught or reported it, when it has one. */
   layer: string | null;
@@ -18,7 +20,7 @@ export interface FeedEvent {
 }
 
 export interface PublishInput {
-  type: string;
+  type: TenaxEventType;
   layer?: string | null;
   session_id?: string | null;
   message?: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { profilePaths } from "../config/paths.js";
-import type { UpState } from "../config/up-state.js";
+import { profilePaths } from "../profile/paths.js";
+import type { UpState } from "../profile/up-state.js";
 import { type AdviceInput, gatewayAdvice } from "./gateway-advice.js";
 
 const NOW = 1_800_000_000_000;

@@ -3,11 +3,11 @@
 // the systemd service (tenax gateway restart), or by hand (the command that started it). One
 // answer for `tenax status` and the dashboard's banner, each command exactly as it must be typed.
 import { join } from "node:path";
-import { tenaxCommand } from "../config/command-hint.js";
-import type { GatewayLaunch, GatewayProcess } from "../config/gateway-pid.js";
-import type { ProfilePaths } from "../config/paths.js";
-import { describeExit, formatWindow, type UpState } from "../config/up-state.js";
 import { commandLine } from "../core/errors.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import type { GatewayLaunch, GatewayProcess } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
+import { describeExit, formatWindow, type UpState } from "../profile/up-state.js";
 
 export interface GatewayAdvice {
   /** Who starts the gateway: a live tenax up, its systemd unit, a person, or not known. */

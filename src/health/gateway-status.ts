@@ -2,15 +2,15 @@
 // which process should serve and where, /health/live says whether it does, and the gateway's own
 // /health gives the scheduler's lag (the scheduler runs inside the gateway).
 import { readFileSync } from "node:fs";
-import { tenaxCommand } from "../config/command-hint.js";
-import { readDashboardPid } from "../config/dashboard-pid.js";
 import { currentGatewayKey } from "../config/gateway-key.js";
-import { readGatewayLaunch, readGatewayPid } from "../config/gateway-pid.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { describeExit, readUpState, type UpState } from "../config/up-state.js";
 import { errorMessage } from "../core/errors.js";
 import { type ProviderRecord, parseProviderRecord } from "../llm/provider-state.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import { readDashboardPid } from "../profile/dashboard-pid.js";
+import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
+import type { ProfilePaths } from "../profile/paths.js";
+import { describeExit, readUpState, type UpState } from "../profile/up-state.js";
 import { gatewayAdvice } from "./gateway-advice.js";
 import type { Component } from "./status.js";
 

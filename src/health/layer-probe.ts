@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { collectStatus, openForStatus, type StatusReport } from "./status.js";
 
 export async function probeLayers(

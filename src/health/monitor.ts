@@ -4,10 +4,10 @@
 // their last results and the agent's live view of every call's outcome, so it answers at once even
 // while the store or a provider hangs, and says how old each result is.
 import type { Scheduler } from "../agent/scheduler.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { ProviderHealthRecorder } from "../llm/provider-health.js";
 import { mergeRecords, type ProviderRecord } from "../llm/provider-state.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { Store } from "../store/store.js";

@@ -2,8 +2,8 @@
 // `tenax status`, so a store that hangs (a lock held, a stuck disk) hangs this thread and never
 // the gateway's, whose /health keeps answering with the last result and its age.
 import { parentPort, workerData } from "node:worker_threads";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { probeLayers } from "./layer-probe.js";
 
 interface ProbeData {

@@ -2,8 +2,7 @@
 // alike: each configured provider with its state (ok, unknown, degraded, down, by the rules of
 // llm/provider-state.ts), its last error (classified reason, message, when, call or probe) and the
 // command to run next, from whatever records the caller has (the store's, the gateway's live view).
-import { tenaxCommand } from "../config/command-hint.js";
-import type { ProfilePaths } from "../config/paths.js";
+
 import type { ProviderType, TenaxConfig } from "../config/schema.js";
 import { usesBuiltInSimulator } from "../config/schema.js";
 import {
@@ -15,6 +14,8 @@ import {
   probeSees,
 } from "../llm/provider-state.js";
 import { BUILT_IN_TARGET, DEFAULT_BASE_URLS } from "../llm/runtime.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { formatDuration } from "./duration.js";
 import { modelsUrl, type ProviderProbeMode } from "./provider-probe.js";
 

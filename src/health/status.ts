@@ -3,13 +3,13 @@
 // the command that fixes or diagnoses it. Works whether or not any Tenax process is running.
 import { existsSync } from "node:fs";
 import { readCooldown } from "../agent/compression-state.js";
-import { tenaxCommand } from "../config/command-hint.js";
-import type { ProfilePaths } from "../config/paths.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
 import { mergeRecords, type ProviderRecord, readProviderRecord } from "../llm/provider-state.js";
 import { DEFAULT_BASE_URLS, NO_KEY } from "../llm/runtime.js";
+import { tenaxCommand } from "../profile/command-hint.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import {
   type CredentialState,
   type CredentialStateStore,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { NOW, ROWS } from "../../test/fixtures/classify-fixtures.js";
 import type { ClassifiedError, ErrorReason, ProviderFailure } from "./classified-error.js";
 import { ERROR_REASONS } from "./classified-error.js";
 import { classify, MESSAGE_MAX_CHARS, redact } from "./classify.js";
-import { NOW, ROWS } from "./classify-fixtures.js";
 import { REASON_FLAGS, RULES } from "./classify-rules.js";
 import { parseDuration } from "./retry-after.js";
 

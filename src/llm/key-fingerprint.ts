@@ -3,8 +3,6 @@
 // changes" work without ever keeping the key.
 import { createHash } from "node:crypto";
 
-export const FINGERPRINT_PATTERN = /^[0-9a-f]{12}$/;
-
 export function keyFingerprint(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex").slice(0, 12);
 }

@@ -191,8 +191,17 @@ async function streamOnce(
         };
       case "error":
         return { ok: false, error: event.error };
-      default:
+      case "text":
+      case "tool_call":
+      case "tool_call_delta":
+      case "logprobs":
+      case "usage":
         forward(event);
+        break;
+      default: {
+        const unhandled: never = event;
+        return unhandled;
+      }
     }
   }
   // The Provider contract promises a final event; a provider that broke it is a bug, said plainly.

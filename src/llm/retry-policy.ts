@@ -2,9 +2,6 @@
 // reason and one pure function over it. No clock, no timers, no randomness of its own.
 import type { ClassifiedError, ErrorReason } from "./classified-error.js";
 
-/** Config `retry.max_attempts`: total attempts, the first one included. */
-export const DEFAULT_MAX_ATTEMPTS = 4;
-
 /** The longest provider-requested wait we sleep through; past it we give up so the caller can move on. */
 export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 

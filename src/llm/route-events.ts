@@ -121,10 +121,6 @@ export type RouteEvent = Exclude<ProviderEvent, { type: "done" } | { type: "erro
 
 export type RouteListener = (event: RouteEvent) => void;
 
-export function isStatusEvent(event: RouteEvent): event is StatusEvent {
-  return "layer" in event;
-}
-
 /** A listener that never throws into the call that reports to it. */
 export function safeListener(listener: RouteListener | undefined): RouteListener {
   if (!listener) return () => {};

@@ -2,11 +2,11 @@
 // config schema, key pools, retries and fallback. Time is fake (sleeps return at once and move the
 // clock) so waits of minutes are asserted exactly and run instantly.
 import { describe, expect, it } from "vitest";
+import { startAnthropicPeer } from "../../test/helpers/anthropic-peer.js";
 import { fakeDeps } from "../../test/helpers/fake-time.js";
 import { err, hello, keyOf, open, recorder, rejected, runtime, sim } from "../../test/helpers/router.js";
 import { keyFingerprint } from "./key-fingerprint.js";
 import type { RouteRequest } from "./router.js";
-import { startAnthropicPeer } from "./simulator/anthropic-peer.js";
 
 describe("credential rotation", () => {
   it("rotates to the second key after a 401 on the first; the simulator sees the second key", async () => {

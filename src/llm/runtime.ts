@@ -1,12 +1,6 @@
-// From a loaded config to a working ModelRouter: one client, key pool and concurrency limit per
+// From the configuration (RuntimeConfig, what a loaded config.yaml gives) to a working ModelRouter: one client, key pool and concurrency limit per
 // provider, the in-process simulator started where config asks for it, the fallback and auxiliary
 // chains. Whoever builds it closes it (that stops the simulators it started).
-import {
-  type ModelTarget,
-  type ProviderConfig,
-  type TenaxConfig,
-  usesBuiltInSimulator,
-} from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { Redactor } from "../core/redact.js";
 import { type CredentialStateStore, MemoryCredentialLedger } from "../store/credential-ledger.js";
@@ -19,6 +13,12 @@ import { createOpenAIProvider } from "./providers/openai.js";
 import { redactingProvider } from "./redacting-provider.js";
 import type { AuxiliaryTask, CallOutcome, StatusEvent, Target } from "./route-events.js";
 import { type AuxiliaryRoute, ModelRouter } from "./router.js";
+import {
+  type ModelTargetSettings,
+  type ProviderSettings,
+  type RuntimeConfig,
+  usesBuiltInSimulator,
+} from "./runtime-config.js";
 import { DEFAULT_SIM_MODELS, type Simulator, startSimulator } from "./simulator/server.js";
 import type { Timeouts } from "./timeouts.js";
 
@@ -55,13 +55,13 @@ export interface ModelRuntime {
 }
 
 export async function createModelRuntime(
-  config: TenaxConfig,
+  config: RuntimeConfig,
   options: RuntimeOptions = {},
 ): Promise<ModelRuntime> {
   const deps: Deps = { ...defaultDeps, ...options.deps };
   const ledger = options.ledger ?? new MemoryCredentialLedger();
   const builtIn = usesBuiltInSimulator(config);
-  const providers: Record<string, ProviderConfig> = builtIn
+  const providers: Record<string, ProviderSettings> = builtIn
     ? {
         [BUILT_IN_TARGET.provider]: {
           type: "simulator",
@@ -115,7 +115,7 @@ export async function createModelRuntime(
 
 async function createClient(
   name: string,
-  settings: ProviderConfig,
+  settings: ProviderSettings,
   simulators: Map<string, Simulator>,
 ): Promise<{ provider: Provider; models: Record<string, ModelLimits> }> {
   const timeouts = toTimeouts(settings.timeouts);
@@ -166,11 +166,11 @@ async function createClient(
   }
 }
 
-function asTarget(target: ModelTarget): Target {
+function asTarget(target: ModelTargetSettings): Target {
   return { provider: target.provider, model: target.name };
 }
 
-function auxiliaryRoutes(config: TenaxConfig): Partial<Record<AuxiliaryTask, AuxiliaryRoute>> {
+function auxiliaryRoutes(config: RuntimeConfig): Partial<Record<AuxiliaryTask, AuxiliaryRoute>> {
   const routes: Partial<Record<AuxiliaryTask, AuxiliaryRoute>> = {};
   for (const task of ["compression", "title", "vision"] as const) {
     const settings = config.auxiliary[task];
@@ -183,7 +183,7 @@ function auxiliaryRoutes(config: TenaxConfig): Partial<Record<AuxiliaryTask, Aux
   return routes;
 }
 
-function toTimeouts(seconds: ProviderConfig["timeouts"]): Timeouts {
+function toTimeouts(seconds: ProviderSettings["timeouts"]): Timeouts {
   const ms = (s: number) => Math.max(1, Math.round(s * 1000));
   return {
     connect_ms: ms(seconds.connect),
@@ -193,6 +193,6 @@ function toTimeouts(seconds: ProviderConfig["timeouts"]): Timeouts {
   };
 }
 
-function defaultTimeouts(): ProviderConfig["timeouts"] {
+function defaultTimeouts(): ProviderSettings["timeouts"] {
   return { connect: 10, first_byte: 60, idle: 60, total: 600 };
 }

@@ -3,9 +3,9 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { tenaxCommand } from "../config/command-hint.js";
 import { shellQuote } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { tenaxCommand } from "../profile/command-hint.js";
 import { classifySqliteError, StoreCorruptError, StoreDiskFullError, StoreOpenError } from "./errors.js";
 import { APPLICATION_ID, migrate, READABLE_FROM_VERSION, SCHEMA_VERSION } from "./migrations.js";
 import { createPrivateFile } from "./private-file.js";

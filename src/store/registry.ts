@@ -2,7 +2,7 @@
 // connection per store per process. Readers are separate, read-only, and cheap to open.
 import { realpathSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { ProfilePaths } from "../config/paths.js";
+import type { ProfilePaths } from "../profile/paths.js";
 import { StoreOpenError } from "./errors.js";
 import { Store, type StoreOptions } from "./store.js";
 import { StoreReader } from "./store-reader.js";

@@ -2,8 +2,8 @@
 // have in common. Readers open state.db and search.db read-only and never write a byte.
 
 import type Database from "better-sqlite3";
-import { tenaxCommand } from "../config/command-hint.js";
 import { UsageError } from "../core/errors.js";
+import { tenaxCommand } from "../profile/command-hint.js";
 import { type CredentialState, readCredentialStates } from "./credential-ledger.js";
 import { classifySqliteError, SearchUnavailableError } from "./errors.js";
 import { corruptStoreError, openDatabase } from "./open-database.js";

@@ -9,10 +9,10 @@ import { afterEach } from "vitest";
 import { configSchema } from "../../src/config/schema.js";
 import { createModelCallHandler } from "../../src/gateway/model-call.js";
 import { createModelRuntime, type ModelRuntime } from "../../src/llm/runtime.js";
-import { type AnthropicPeer, startAnthropicPeer } from "../../src/llm/simulator/anthropic-peer.js";
 import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
 import { openStore, releaseStore } from "../../src/store/registry.js";
 import type { Store } from "../../src/store/store.js";
+import { type AnthropicPeer, startAnthropicPeer } from "./anthropic-peer.js";
 import { type FakeDeps, fakeDeps } from "./fake-time.js";
 import { tempProfile } from "./tmp.js";
 

@@ -6,9 +6,9 @@ import { ProviderError } from "../../src/llm/classified-error.js";
 import type { RouteEvent, StatusEvent } from "../../src/llm/route-events.js";
 import type { RouteRequest } from "../../src/llm/router.js";
 import { createModelRuntime, type ModelRuntime } from "../../src/llm/runtime.js";
-import type { AnthropicPeer } from "../../src/llm/simulator/anthropic-peer.js";
 import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
 import type { SimStep } from "../../src/llm/simulator/steps.js";
+import type { AnthropicPeer } from "./anthropic-peer.js";
 import { type FakeDeps, fakeDeps } from "./fake-time.js";
 
 export const open: Array<Simulator | ModelRuntime | AnthropicPeer> = [];

@@ -1,8 +1,8 @@
 // Config and profile tests: a throwaway TENAX_HOME with a config.yaml in it, and ways to catch a
 // TenaxError. Built on tmp.ts, which removes the folders after each test.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { DEFAULT_PROFILE, type ProfilePaths, profilePaths } from "../../src/config/paths.js";
 import { TenaxError } from "../../src/core/errors.js";
+import { DEFAULT_PROFILE, type ProfilePaths, profilePaths } from "../../src/profile/paths.js";
 import { tempDir } from "./tmp.js";
 
 /** A fresh temp folder to use as TENAX_HOME (never the real home), removed after the test. */

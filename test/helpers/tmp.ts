@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
-import { type ProfilePaths, profilePaths } from "../../src/config/paths.js";
+import { type ProfilePaths, profilePaths } from "../../src/profile/paths.js";
 
 const made: string[] = [];
 

@@ -3,8 +3,8 @@
 // atomically through the config layer's temp-file-and-rename, keeping the file's mode and symlinks.
 import { lstat, mkdir, open, realpath, stat } from "node:fs/promises";
 import { dirname } from "node:path";
-import { writeFileAtomic } from "../../config/atomic-write.js";
 import { errorMessage } from "../../core/errors.js";
+import { writeFileAtomic } from "../../profile/atomic-write.js";
 import { describePath, type ToolPath } from "./paths.js";
 import { ToolError } from "./types.js";
 

@@ -13,11 +13,11 @@ import {
 import { type AgentEvent, CONTINUE_NAME, type TurnResult } from "../../agent/turn.js";
 import { type SessionUsage, USAGE_KIND } from "../../agent/usage.js";
 import { CheckpointStore } from "../../checkpoints/store.js";
-import type { ProfilePaths } from "../../config/paths.js";
 import type { TenaxConfig } from "../../config/schema.js";
 import { TenaxError } from "../../core/errors.js";
 import type { Target } from "../../llm/route-events.js";
 import { estimateTokens } from "../../llm/tokens.js";
+import type { ProfilePaths } from "../../profile/paths.js";
 
 /** User-role messages Tenax writes itself (continue and resume notes), never the user's. */
 const TENAX_NOTES = new Set([CONTINUE_NAME, RESUME_NAME]);

@@ -189,12 +189,34 @@ export class ChatView {
         this.callStarted();
         return;
       }
-      default:
-        if ("layer" in e && typeof e.message === "string") {
-          this.flushNotes();
-          const line = `[${e.layer}] ${e.message}`;
-          this.line(QUIET_LAYERS.has(e.layer) ? this.p.dim(line) : this.p.yellow(line));
-        }
+      case "usage":
+      case "tool_call":
+      case "tool_call_delta":
+      case "logprobs":
+        return;
+      case "fallback_skipped":
+      case "fallback_exhausted":
+      case "auxiliary_skipped":
+      case "auxiliary_routed":
+      case "auxiliary_exhausted":
+      case "compression_started":
+      case "compression_done":
+      case "compression_failed":
+      case "compression_dropped":
+      case "compression_skipped":
+      case "guardrail":
+      case "checkpoint":
+      case "checkpoint_failed": {
+        this.flushNotes();
+        const line = `[${e.layer}] ${e.message}`;
+        this.line(QUIET_LAYERS.has(e.layer) ? this.p.dim(line) : this.p.yellow(line));
+        return;
+      }
+      default: {
+        // Every event is a case above: the compiler says so here when a new one is added.
+        const _unhandled: never = e;
+        return;
+      }
     }
   }
 

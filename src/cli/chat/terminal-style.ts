@@ -45,9 +45,6 @@ export function paint(color: boolean): Paint {
   return color ? COLORS : PLAIN;
 }
 
-/** Back to the start of the line and erase it. */
-export const ERASE_LINE = "\r\x1b[2K";
-
 /** Up `n` lines, to the start of that line, and erase from there to the end of the screen. */
 export function eraseUp(n: number): string {
   return `${n > 0 ? `\x1b[${n}A` : ""}\r\x1b[0J`;

@@ -4,10 +4,10 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { describeRestore } from "../../checkpoints/describe.js";
 import { CheckpointStore, DEFAULT_MAX_SNAPSHOTS } from "../../checkpoints/store.js";
-import { tenaxCommand } from "../../config/command-hint.js";
 import { loadConfig } from "../../config/load.js";
-import type { ProfilePaths } from "../../config/paths.js";
 import { errorMessage } from "../../core/errors.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
+import type { ProfilePaths } from "../../profile/paths.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
 

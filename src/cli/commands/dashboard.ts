@@ -4,13 +4,13 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
-import { removeDashboardPid, writeDashboardPid } from "../../config/dashboard-pid.js";
 import { loadConfig } from "../../config/load.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
 import { isLoopback } from "../../core/host-header.js";
 import { createJsonServer } from "../../core/http.js";
 import { parentPipe } from "../../core/parent-pipe.js";
 import { Dashboard } from "../../dashboard/server.js";
+import { removeDashboardPid, writeDashboardPid } from "../../profile/dashboard-pid.js";
 import { type Cli, VERSION } from "../main.js";
 import type { Output } from "../output.js";
 

@@ -2,7 +2,6 @@
 // systemd --user unit (see src/gateway/service). Status exits 0 running and healthy, 1 degraded,
 // 2 down; restart says so only once the new process has stayed up.
 import type { Command } from "commander";
-import { tenaxCommand } from "../../config/command-hint.js";
 import { loadConfig } from "../../config/load.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../../core/deps.js";
 import { commandLine, TenaxError, UsageError } from "../../core/errors.js";
@@ -18,6 +17,7 @@ import {
   unitState,
 } from "../../gateway/service/systemctl.js";
 import { renderUnit, unitDirectory, unitName } from "../../gateway/service/unit.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
 import type { Cli } from "../main.js";
 
 /** What tests replace; production uses the process environment, the real clock and fetch. */

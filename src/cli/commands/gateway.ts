@@ -2,12 +2,12 @@
 // foreground until SIGTERM/SIGINT; the service subcommands are added to the same group elsewhere.
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import type { GatewayLaunch } from "../../config/gateway-pid.js";
 import { loadConfig } from "../../config/load.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
 import { parentPipe } from "../../core/parent-pipe.js";
 import { runGateway } from "../../gateway/run.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
+import type { GatewayLaunch } from "../../profile/gateway-pid.js";
 import { type Cli, VERSION } from "../main.js";
 import { type Output, reportError } from "../output.js";
 import { onStandardStreamLost } from "../std-streams.js";

@@ -1,7 +1,7 @@
 // `tenax init [--force]`: write the commented config.yaml for the selected profile.
 import type { Command } from "commander";
-import { tenaxCommand } from "../../config/command-hint.js";
 import { initConfig } from "../../config/init-config.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
 import type { Cli } from "../main.js";
 
 export function registerInitCommand(program: Command, cli: Cli): void {

@@ -1,8 +1,6 @@
 // `tenax profile create|list|show|delete`: thin wrappers over src/config/profiles.ts that print for
 // people, or one JSON document with --json.
 import type { Command } from "commander";
-import { tenaxCommand } from "../../config/command-hint.js";
-import { DEFAULT_PROFILE } from "../../config/paths.js";
 import {
   createProfile,
   deleteProfile,
@@ -11,6 +9,8 @@ import {
   showProfile,
 } from "../../config/profiles.js";
 import { UsageError } from "../../core/errors.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
+import { DEFAULT_PROFILE } from "../../profile/paths.js";
 import type { Cli } from "../main.js";
 import { table } from "../output.js";
 

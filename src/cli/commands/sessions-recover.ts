@@ -4,9 +4,9 @@
 import { readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { tenaxCommand } from "../../config/command-hint.js";
-import type { ProfilePaths } from "../../config/paths.js";
 import { UsageError } from "../../core/errors.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
+import type { ProfilePaths } from "../../profile/paths.js";
 import { recoverStore } from "../../store/recover/recover.js";
 import type { RecoveryReport } from "../../store/recover/report.js";
 import { restoreStore } from "../../store/recover/restore.js";

@@ -7,12 +7,12 @@
 
 import { rmSync } from "node:fs";
 import type { Command } from "commander";
-import { tenaxCommand } from "../../config/command-hint.js";
-import { readDashboardPid } from "../../config/dashboard-pid.js";
-import type { ProfilePaths } from "../../config/paths.js";
-import { recordSelf } from "../../config/tenax-process.js";
-import { readUpState, type UpState, upStateFile, writeUpState } from "../../config/up-state.js";
 import { realSleep, systemClock } from "../../core/deps.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
+import { readDashboardPid } from "../../profile/dashboard-pid.js";
+import type { ProfilePaths } from "../../profile/paths.js";
+import { recordSelf } from "../../profile/tenax-process.js";
+import { readUpState, type UpState, upStateFile, writeUpState } from "../../profile/up-state.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { spawnTenax, type TenaxChild } from "../up/child.js";

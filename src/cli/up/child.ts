@@ -4,9 +4,9 @@
 // stops the children in order (the gateway drains first) instead of each on its own.
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
-import { DEFAULT_PROFILE } from "../../config/paths.js";
 import { PARENT_PIPE_ENV } from "../../core/parent-pipe.js";
 import { identify } from "../../core/process-identity.js";
+import { DEFAULT_PROFILE } from "../../profile/paths.js";
 import type { Exit } from "./restart-policy.js";
 
 export interface TenaxChild {

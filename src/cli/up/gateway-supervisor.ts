@@ -4,10 +4,10 @@
 // is the `gateway` part of up.json; every change is reported through onChange.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { tenaxCommand } from "../../config/command-hint.js";
-import type { ProfilePaths } from "../../config/paths.js";
-import { describeExit, formatWindow, type UpState } from "../../config/up-state.js";
 import { type Clock, realSleep, type Sleep } from "../../core/deps.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
+import type { ProfilePaths } from "../../profile/paths.js";
+import { describeExit, formatWindow, type UpState } from "../../profile/up-state.js";
 import { exitCode, type TenaxChild } from "./child.js";
 import { type Exit, isCleanExit, type RestartPolicy } from "./restart-policy.js";
 

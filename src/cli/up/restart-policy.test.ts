@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatWindow } from "../../config/up-state.js";
+import { formatWindow } from "../../profile/up-state.js";
 import { RestartPolicy } from "./restart-policy.js";
 
 const killed = { code: null, signal: "SIGKILL" };

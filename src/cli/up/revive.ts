@@ -3,11 +3,11 @@
 // waits to see it serve or fail, which is what "fix what the log shows, then run: tenax up" means
 // while the first up keeps the dashboard open. Any other state is a refusal: one up per profile.
 import { join } from "node:path";
-import { tenaxCommand } from "../../config/command-hint.js";
-import type { ProfilePaths } from "../../config/paths.js";
-import { describeExit, readUpState, type UpState } from "../../config/up-state.js";
 import { realSleep, type Sleep } from "../../core/deps.js";
 import { TenaxError } from "../../core/errors.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
+import type { ProfilePaths } from "../../profile/paths.js";
+import { describeExit, readUpState, type UpState } from "../../profile/up-state.js";
 import type { Output } from "../output.js";
 
 /** The signal that asks a `tenax up` to start its gateway again after giving up. */

@@ -2,8 +2,8 @@
 // one), then tell the user manager with daemon-reload and enable; the reverse to uninstall.
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../../config/atomic-write.js";
 import { TenaxError } from "../../core/errors.js";
+import { writeFileAtomic } from "../../profile/atomic-write.js";
 import { type Systemctl, systemctlOk } from "./systemctl.js";
 
 export interface InstallPlan {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { profilePaths } from "../../config/paths.js";
+import { profilePaths } from "../../profile/paths.js";
 import { quoteArg, renderUnit, unitDirectory, unitName } from "./unit.js";
 
 describe("the gateway unit", () => {

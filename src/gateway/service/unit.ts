@@ -1,8 +1,8 @@
 // The systemd --user unit that runs one profile's gateway: its name, where it lives, and its text.
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
-import { DEFAULT_PROFILE, type ProfilePaths } from "../../config/paths.js";
-import { tenaxBin } from "../../config/tenax-process.js";
+import { DEFAULT_PROFILE, type ProfilePaths } from "../../profile/paths.js";
+import { tenaxBin } from "../../profile/tenax-process.js";
 import { GATEWAY_EXITS_NOT_RESTARTED } from "./exit-codes.js";
 
 /** Seconds systemd waits past the configured drain before it kills the gateway. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { type AnthropicPeer, errorBody, startAnthropicPeer } from "../../../test/helpers/anthropic-peer.js";
 import { collectStream, countingTimers, errorOf } from "../../../test/helpers/provider-stream.js";
 import type { ChatRequest, ProviderEvent, StreamOptions } from "../provider.js";
-import { type AnthropicPeer, errorBody, startAnthropicPeer } from "../simulator/anthropic-peer.js";
 import type { Timeouts } from "../timeouts.js";
 import { createAnthropicProvider } from "./anthropic.js";
 

@@ -3,9 +3,9 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
+import { type AnthropicPeer, startAnthropicPeer } from "../../../test/helpers/anthropic-peer.js";
 import { countingTimers } from "../../../test/helpers/provider-stream.js";
 import type { ChatRequest, Provider, ProviderEvent } from "../provider.js";
-import { type AnthropicPeer, startAnthropicPeer } from "../simulator/anthropic-peer.js";
 import { type Simulator, startSimulator } from "../simulator/server.js";
 import { DEFAULT_TIMEOUTS, startRequestTimers } from "../timeouts.js";
 import { createAnthropicProvider } from "./anthropic.js";

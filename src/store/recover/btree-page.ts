@@ -173,13 +173,6 @@ export function readIndexCell(
   return payloadAt(page, size.next, payloadSize, indexLocalPayloadSize(payloadSize, usable), usable);
 }
 
-/** An interior table cell: the left child page and its key. */
-export function readTableInteriorChild(page: Uint8Array, at: number, usable: number): number | null {
-  if (at + 4 > usable) return null;
-  const child = Buffer.from(page.buffer, page.byteOffset, page.length).readUInt32BE(at);
-  return readVarint(page, at + 4, usable) === null ? null : child;
-}
-
 /** The cells that parse and do not overlap one another; the rest are damage. */
 export function goodCells<C extends PayloadCell>(
   offsets: readonly number[],

@@ -13,7 +13,7 @@ import {
   statSync,
 } from "node:fs";
 import { join } from "node:path";
-import type { ProfilePaths } from "../../config/paths.js";
+import type { ProfilePaths } from "../../profile/paths.js";
 import { storeOptions } from "../registry.js";
 import type { SpoolRecord } from "../spool.js";
 import { Store } from "../store.js";

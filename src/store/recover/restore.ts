@@ -16,10 +16,10 @@ import {
 } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { tenaxCommand } from "../../config/command-hint.js";
-import { readGatewayPid } from "../../config/gateway-pid.js";
-import type { ProfilePaths } from "../../config/paths.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
+import { tenaxCommand } from "../../profile/command-hint.js";
+import { readGatewayPid } from "../../profile/gateway-pid.js";
+import type { ProfilePaths } from "../../profile/paths.js";
 import { classifySqliteError } from "../errors.js";
 import { checkIntegrity, type IntegrityResult } from "../integrity.js";
 import { openDatabase } from "../open-database.js";

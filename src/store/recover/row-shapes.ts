@@ -77,14 +77,6 @@ export function classifyShape(kinds: readonly ValueKind[]): RowidTable | "meta" 
   }
 }
 
-export function kindOf(value: SqlValue): ValueKind {
-  if (value === null) return "null";
-  if (typeof value === "string") return "text";
-  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
-  if (typeof value === "bigint") return "int";
-  return "blob";
-}
-
 /** The identity a row keeps across stores: a message's uid, a session's or turn's id. */
 export function rowKey(table: RowidTable, values: readonly SqlValue[]): string | null {
   const key = table === "messages" ? values[1] : values[0];

@@ -2,9 +2,15 @@
 // the real SSE event sequence, failing on cue (one scripted step per request) and recording what it received.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { realSleep, systemClock } from "../../core/deps.js";
-import { lowerKeys, parseJson, readBody, sendJson, waitUntilClosed } from "./respond.js";
-import type { SimRequestRecord } from "./types.js";
+import { realSleep, systemClock } from "../../src/core/deps.js";
+import {
+  lowerKeys,
+  parseJson,
+  readBody,
+  sendJson,
+  waitUntilClosed,
+} from "../../src/llm/simulator/respond.js";
+import type { SimRequestRecord } from "../../src/llm/simulator/types.js";
 
 export interface PeerToolUse {
   id?: string;

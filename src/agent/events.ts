@@ -1,0 +1,20 @@
+// The one event union: what a turn, the store and the gateway's lifecycle report, as a turn's
+// listeners, the gateway's event feed (GET /api/events), the runs' SSE and the dashboard see it.
+// Types only, so it costs nothing at run time. `type` values are snake_case; the store's keep the
+// dotted names (`store.corrupt`, `search.degraded`, ...) that /api/events has always sent.
+// A switch over any of these ends in a `never` check, so a new event is handled everywhere.
+import type { StoreEvent } from "../store/store-types.js";
+import type { LifecycleEvent } from "./resume.js";
+import type { AgentEvent } from "./turn.js";
+
+export type { AgentEvent, LifecycleEvent, StoreEvent };
+
+/** The gateway process's own lifecycle, for its event feed. */
+export interface GatewayEvent {
+  type: "gateway_started" | "shutdown";
+  layer: "lifecycle";
+  message: string;
+}
+
+export type TenaxEvent = AgentEvent | StoreEvent | LifecycleEvent | GatewayEvent;
+export type TenaxEventType = TenaxEvent["type"];
