@@ -14,7 +14,13 @@ import {
   takeIndexPage,
   takeStrandedIndexPage,
 } from "./records-pages.js";
-import { classifyShape, type PerRowidTable, perRowidTable, type SalvagedRow } from "./row-shapes.js";
+import {
+  classifyShape,
+  type PerRowidTable,
+  padValues,
+  perRowidTable,
+  type SalvagedRow,
+} from "./row-shapes.js";
 
 export interface WalSummary {
   present: boolean;
@@ -156,7 +162,7 @@ function takeCell(
     result.broken[table].add(rowid);
     return;
   }
-  const values = readRecordValues(full.payload, header, image.encoding);
+  const values = padValues(table, readRecordValues(full.payload, header, image.encoding));
   if (table === "messages") values[0] = rowid;
   const existing = result.rows[table].get(rowid);
   if (existing !== undefined && !sameValues(existing.values, values)) result.conflicts[table].add(rowid);

@@ -25,7 +25,18 @@ export function perRowidTable<T>(make: (table: RowidTable) => T): PerRowidTable<
 }
 
 export const TABLE_COLUMNS: Record<RowidTable, readonly string[]> = {
-  sessions: ["id", "title", "source", "model", "parent_session_id", "created_at", "updated_at", "metadata"],
+  sessions: [
+    "id",
+    "title",
+    "source",
+    "model",
+    "parent_session_id",
+    "created_at",
+    "updated_at",
+    "metadata",
+    // Since schema 5; a row stored before it has the eight columns above (padded with null).
+    "conversation_hash",
+  ],
   messages: [
     "id",
     "uid",
@@ -68,6 +79,10 @@ export function classifyShape(kinds: readonly ValueKind[]): RowidTable | "meta" 
       return kinds[0] === "null" && kinds[1] === "text" && kinds[2] === "text" ? "messages" : null;
     case 8:
       return kinds[0] === "text" ? "sessions" : null;
+    case 9:
+      // A session since schema 5. The responses table has nine columns too, but its sixth is text
+      // where a session's created_at and updated_at are integers.
+      return kinds[0] === "text" && kinds[5] === "int" && kinds[6] === "int" ? "sessions" : null;
     case 10:
       return kinds[0] === "text" && kinds[1] === "text" ? "turns" : null;
     case 2:
@@ -75,6 +90,13 @@ export function classifyShape(kinds: readonly ValueKind[]): RowidTable | "meta" 
     default:
       return null;
   }
+}
+
+/** A row's values as wide as its table today: a row stored before a column was added gets null there. */
+export function padValues(table: RowidTable, values: SqlValue[]): SqlValue[] {
+  const width = TABLE_COLUMNS[table].length;
+  while (values.length < width) values.push(null);
+  return values;
 }
 
 /** The identity a row keeps across stores: a message's uid, a session's or turn's id. */

@@ -127,7 +127,13 @@ function salvageTable(db: Database.Database, table: RowidTable, pageMax: number,
   try {
     const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(table);
     if (exists === undefined) return emptyTable(`the table ${table} is missing from the schema`);
-    const cols = TABLE_COLUMNS[table].map(quote).join(", ");
+    // A store from before a column was added (conversation_hash, schema 5) reads it as null.
+    const present = new Set(
+      (db.prepare(`PRAGMA table_info(${quote(table)})`).all() as { name: string }[]).map((c) => c.name),
+    );
+    const cols = TABLE_COLUMNS[table]
+      .map((c) => (present.has(c) ? quote(c) : `NULL AS ${quote(c)}`))
+      .join(", ");
     const select = `SELECT rowid, ${cols} FROM ${quote(table)}`;
     rowStmt = db.prepare(`${select} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`).raw(true).safeIntegers(true);
     oneStmt = db.prepare(`${select} WHERE rowid = ?`).raw(true).safeIntegers(true);

@@ -121,6 +121,7 @@ function placeholders(
     span.first,
     span.last,
     null,
+    null,
   ]);
 }
 
@@ -143,7 +144,7 @@ export async function writeRecoveredStore(input: OutputInput): Promise<OutputRep
     written.sessions = insertRows(db, "sessions", input.rows.sessions, rejected);
     const extra = placeholders(input.rows.sessions, input.rows.messages, input.records, input.now);
     const addPlaceholder = db.prepare(
-      `INSERT INTO sessions (${TABLE_COLUMNS.sessions.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO sessions (${TABLE_COLUMNS.sessions.join(", ")}) VALUES (${TABLE_COLUMNS.sessions.map(() => "?").join(", ")})`,
     );
     db.transaction(() => {
       for (const values of extra) written.placeholder_sessions += addPlaceholder.run(...values).changes;
