@@ -46,8 +46,9 @@ const DOCUMENTED: Record<Route, number[]> = {
   models: [200],
   // 404 unknown X-Session-Id, 409 session busy, 413 body too large, 415 not application/json,
   // 429 turn limit, 503 draining, 500 only as turn_failed (checked by code below); a failed turn
-  // is 400, 422, 502 or 503 (src/gateway/failure-status.ts).
-  chat: [200, 400, 404, 409, 413, 415, 422, 429, 500, 502, 503],
+  // is 400, 422, 502 or 503 (src/gateway/failure-status.ts). 404 also for an unknown model id;
+  // 501 for a PROVIDER/NAME model call while the gateway has no model-call handler.
+  chat: [200, 400, 404, 409, 413, 415, 422, 429, 500, 501, 502, 503],
   runs: [200, 202, 400, 404, 409, 413, 415, 429, 503],
   run: [200, 400, 404],
   run_events: [200, 400, 404],

@@ -24,7 +24,7 @@ interface Chunk {
 async function streamThroughSigterm(gw: GatewayProcess, sim: Simulator, kill: () => void) {
   const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key ?? "unused", maxRetries: 0 });
   const stream = await openai.chat.completions.create({
-    model: "x",
+    model: "tenax",
     stream: true,
     messages: [{ role: "user", content: "tell me" }],
   });

@@ -7,11 +7,12 @@ import type { Scheduler } from "../agent/scheduler.js";
 import type { TurnResult } from "../agent/turn.js";
 import type { TurnFailure } from "../agent/turn-failure.js";
 import { newId } from "../core/ids.js";
+import { HttpError } from "../http/http-error.js";
 import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
 import { wireError } from "./failure-status.js";
 import type { Gateway, TurnWatcher } from "./gateway.js";
-import { GatewayError, storeUnavailable } from "./http-error.js";
+import { storeUnavailable } from "./gateway-errors.js";
 import { RunLog, type RunLogDeps } from "./run-log.js";
 import {
   eventKey,
@@ -421,8 +422,8 @@ function canonical(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
-function keyReused(key: string): GatewayError {
-  return new GatewayError(
+function keyReused(key: string): HttpError {
+  return new HttpError(
     409,
     "conflict_error",
     "idempotency_key_reused",

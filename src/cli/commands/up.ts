@@ -12,13 +12,13 @@ import { readDashboardPid } from "../../config/dashboard-pid.js";
 import type { ProfilePaths } from "../../config/paths.js";
 import { readUpState, type UpState, upStateFile, writeUpState } from "../../config/up-state.js";
 import { realSleep, systemClock } from "../../core/deps.js";
+import { parsePort } from "../../http/listen.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { spawnTenax, type TenaxChild } from "../up/child.js";
 import { GatewaySupervisor } from "../up/gateway-supervisor.js";
 import { RestartPolicy } from "../up/restart-policy.js";
 import { REVIVE_SIGNAL, reviveGateway } from "../up/revive.js";
-import { parsePort } from "./dashboard.js";
 
 interface UpFlags {
   gatewayHost?: string;
