@@ -80,6 +80,8 @@ describe("the gateway app in-process", () => {
     const { app } = await setup();
     expect((await app.inject({ url: "/health/live" })).json()).toEqual({ status: "ok" });
     expect((await app.inject({ method: "HEAD", url: "/health/live" })).statusCode).toBe(200);
+    // Public, and so is its 405: a wrong method there is said without a key.
+    expect((await app.inject({ method: "POST", url: "/health/live" })).statusCode).toBe(405);
     const refused = await app.inject({ url: "/v1/models" });
     expect(refused.statusCode).toBe(401);
     expect(refused.headers["www-authenticate"]).toBe("Bearer");

@@ -55,7 +55,13 @@ export interface AppOptions {
 /** Every method a route may be asked with; the ones it does not take are a 405. */
 const METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
 
-const routesOf = new WeakMap<App, Map<string, Set<string>>>();
+interface PathRoutes {
+  methods: Set<string>;
+  /** Needs no credentials: its 405 does not either (POST /health/live is a 405, not a 401). */
+  public: boolean;
+}
+
+const routesOf = new WeakMap<App, Map<string, PathRoutes>>();
 
 export function createApp(options: AppOptions = {}): App {
   const bodyLimit = options.bodyLimit ?? MAX_BODY_BYTES;
@@ -82,13 +88,14 @@ export function createApp(options: AppOptions = {}): App {
       send(reply, toHttpError(error, request, options, bodyLimit));
     },
   });
-  const routes = new Map<string, Set<string>>();
+  const routes = new Map<string, PathRoutes>();
   routesOf.set(app, routes);
   app.addHook("onRoute", (route) => {
     if (route.config?.methodRefusal === true) return;
-    const methods = routes.get(route.url) ?? new Set<string>();
-    for (const m of [route.method].flat()) methods.add(m);
-    routes.set(route.url, methods);
+    const path = routes.get(route.url) ?? { methods: new Set<string>(), public: false };
+    for (const m of [route.method].flat()) path.methods.add(m);
+    path.public ||= route.config?.public === true;
+    routes.set(route.url, path);
   });
   if (gate)
     app.addHook("onRequest", (request, reply, done) => {
@@ -142,14 +149,14 @@ export function createApp(options: AppOptions = {}): App {
 export function refuseOtherMethods(app: App): void {
   const routes = routesOf.get(app);
   if (!routes) throw new Error("refuseOtherMethods takes an app made by createApp");
-  for (const [url, methods] of [...routes]) {
-    const allowed = [...methods];
-    const others = METHODS.filter((m) => !methods.has(m));
+  for (const [url, path] of [...routes]) {
+    const allowed = [...path.methods];
+    const others = METHODS.filter((m) => !path.methods.has(m));
     if (others.length === 0) continue;
     app.route({
       method: others,
       url,
-      config: { methodRefusal: true },
+      config: { methodRefusal: true, public: path.public },
       handler: (request) => {
         throw methodNotAllowed(request.method, allowed);
       },
