@@ -14,6 +14,8 @@ export interface LoadTarget {
   /** Path of the chat completions route on it. */
   path: string;
   headers: Record<string, string>;
+  /** The `model` sent: the agent (`tenax`) to the Tenax gateway, the simulator's model elsewhere. */
+  model?: string;
 }
 
 export interface LoadPlan {
@@ -241,17 +243,20 @@ async function streamOnce(s: Sender): Promise<{ ttft: number; total: number } | 
 
 async function main(): Promise<void> {
   const plan = JSON.parse(process.argv[2] ?? "{}") as LoadPlan;
-  const request = { model: "echo", messages: [{ role: "user", content: plan.prompt }] };
-  const sender = (target: LoadTarget): Sender => ({
-    target,
-    pool: new Pool(target.origin, {
-      connections: Math.max(256, plan.closedClients),
-      pipelining: 1,
-      keepAliveTimeout: 60_000,
-    }),
-    body: JSON.stringify(request),
-    streamBody: JSON.stringify({ ...request, stream: true }),
-  });
+  const messages = [{ role: "user", content: plan.prompt }];
+  const sender = (target: LoadTarget): Sender => {
+    const request = { model: target.model ?? "echo", messages };
+    return {
+      target,
+      pool: new Pool(target.origin, {
+        connections: Math.max(256, plan.closedClients),
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+      }),
+      body: JSON.stringify(request),
+      streamBody: JSON.stringify({ ...request, stream: true }),
+    };
+  };
   const senders = plan.targets.map(sender);
   const everyone = [...senders, ...plan.diagnosticTargets.map(sender)];
   const random = seededRandom(plan.seed);

@@ -120,7 +120,7 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-async function answers(url: string, headers: Record<string, string>): Promise<void> {
+async function answers(url: string, headers: Record<string, string>, model = "echo"): Promise<void> {
   const deadline = performance.now() + 30_000;
   let last = "";
   while (performance.now() < deadline) {
@@ -128,7 +128,7 @@ async function answers(url: string, headers: Record<string, string>): Promise<vo
       const res = await fetch(url, {
         method: "POST",
         headers,
-        body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "ready?" }] }),
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "ready?" }] }),
       });
       last = `${res.status} ${await res.text()}`;
       if (res.ok) return;
@@ -245,7 +245,8 @@ export async function runGatewayPeerBench(
     };
     await answers(`${portkeyOrigin}/v1/chat/completions`, portkeyHeaders);
     log(`  Portkey gateway ${peer.version}: ${portkeyOrigin} (pid ${portkey.child.pid})`);
-    for (const t of [tenax, normal, noReread]) await answers(`${t.url}/v1/chat/completions`, TENAX_HEADERS);
+    for (const t of [tenax, normal, noReread])
+      await answers(`${t.url}/v1/chat/completions`, TENAX_HEADERS, "tenax");
 
     const sim0 = new URL(simUrl);
     const targets: LoadTarget[] = [
@@ -261,6 +262,7 @@ export async function runGatewayPeerBench(
         origin: new URL(tenax.url).origin,
         path: "/v1/chat/completions",
         headers: TENAX_HEADERS,
+        model: "tenax",
       },
       { name: "portkey", origin: portkeyOrigin, path: "/v1/chat/completions", headers: portkeyHeaders },
     ];
@@ -272,12 +274,14 @@ export async function runGatewayPeerBench(
           origin: new URL(normal.url).origin,
           path: "/v1/chat/completions",
           headers: TENAX_HEADERS,
+          model: "tenax",
         },
         {
           name: "tenax_no_reread",
           origin: new URL(noReread.url).origin,
           path: "/v1/chat/completions",
           headers: TENAX_HEADERS,
+          model: "tenax",
         },
       ],
       rps: settings.rps,

@@ -12,8 +12,8 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
-import { readJsonBody } from "../src/gateway/body.js";
-import { sendJson } from "../src/gateway/http-error.js";
+import { readJsonBody } from "../src/http/json-body.js";
+import { sendJson } from "../src/http/node-http.js";
 
 export const FRAMEWORKS = ["node", "fastify", "hono"] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
@@ -114,7 +114,7 @@ async function nodeHandler(req: IncomingMessage, res: ServerResponse): Promise<v
     return;
   }
   try {
-    const parsed = ChatBody.safeParse(await readJsonBody(req));
+    const parsed = ChatBody.safeParse(await readJsonBody(req, req.headers["content-type"]));
     if (!parsed.success) sendJson(res, 400, invalid(parsed.error.issues));
     else if (parsed.data.stream === true) await writeSse(res, parsed.data);
     else sendJson(res, 200, completion(parsed.data));

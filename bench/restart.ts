@@ -129,7 +129,7 @@ export async function runRestartBench(
     const hung = fetch(`${running.url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", ...AUTH },
-      body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "hang" }] }),
+      body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: "hang" }] }),
     }).catch(() => null);
     while (sim.requests().length === 0) await new Promise((r) => setTimeout(r, 5));
     const latencies: number[] = [];

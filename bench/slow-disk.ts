@@ -92,7 +92,7 @@ async function startGateway(
 }
 
 const BODY = JSON.stringify({
-  model: "echo",
+  model: "tenax",
   messages: [{ role: "user", content: "a short answer, please" }],
 });
 

@@ -41,7 +41,7 @@ async function chat(gateway, content) {
   const res = await fetch(`${gateway}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
-    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content }] }),
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content }] }),
   });
   if (res.status !== 200) throw new Error(`chat answered ${res.status}: ${await res.text()}`);
   return res.headers.get("x-session-id");

@@ -84,7 +84,7 @@ async function chat(up: ListeningProcess, content: string): Promise<string> {
   const reply = await up.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content }] }),
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content }] }),
   });
   expect(reply.status).toBe(200);
   return ((await reply.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message

@@ -3,12 +3,12 @@
 // (refused, 404 health, served health and capabilities) with a fake fetch and clock.
 import { writeFileSync } from "node:fs";
 import { request } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config/load.js";
-import { createJsonServer } from "../src/core/http.js";
+import { buildDashboardApp } from "../src/dashboard/app.js";
 import { GatewayProbe } from "../src/dashboard/gateway-probe.js";
 import { Dashboard } from "../src/dashboard/server.js";
+import { closeApp, listen } from "../src/http/listen.js";
 import type { ProfilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { fileDigest } from "./helpers/corrupt.js";
@@ -24,13 +24,10 @@ async function serve(paths: ProfilePaths): Promise<{ url: string; dashboard: Das
   const { config } = loadConfig(paths);
   // Nothing listens on the gateway's port here; the probe is tested on its own below.
   const dashboard = new Dashboard({ paths, config, version: "test" });
-  const server = createJsonServer(dashboard.handle); // as `tenax dashboard` serves it
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  stops.push(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, dashboard };
+  const app = buildDashboardApp(dashboard); // as `tenax dashboard` serves it
+  const port = await listen(app, "127.0.0.1", 0, { name: "dashboard" });
+  stops.push(() => closeApp(app));
+  return { url: `http://127.0.0.1:${port}`, dashboard };
 }
 
 async function get(url: string): Promise<{ status: number; body: Record<string, unknown> }> {

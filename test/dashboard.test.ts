@@ -18,7 +18,7 @@ async function chat(gateway: GatewayProcess, content: string): Promise<string> {
   const res = await gateway.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content }] }),
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content }] }),
   });
   expect(res.status).toBe(200);
   return res.headers.get("x-session-id") ?? "";

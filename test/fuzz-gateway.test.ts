@@ -44,9 +44,9 @@ const DOCUMENTED: Record<Route, number[]> = {
   events: [200, 400],
   capabilities: [200],
   models: [200],
-  // 404 unknown X-Session-Id, 413 body too large, 415 not application/json, 429 turn limit or
-  // the busy session's queue full, 503 draining, 500 only as turn_failed (checked by code below);
-  // a failed turn is 400, 422, 502 or 503 (src/gateway/failure-status.ts).
+  // 404 unknown X-Session-Id or model id, 413 body too large, 415 not application/json, 429 turn
+  // limit or the busy session's queue full, 503 draining, 500 only as turn_failed (checked by code
+  // below); a failed turn (or model call) is 400, 422, 502 or 503 (src/gateway/failure-status.ts).
   chat: [200, 400, 404, 413, 415, 422, 429, 500, 502, 503],
   runs: [200, 202, 400, 404, 409, 413, 415, 429, 503],
   run: [200, 400, 404],

@@ -42,10 +42,10 @@ describe("tenax gateway run: the API", () => {
     );
     const openai = client(gw);
     const models = await openai.models.list();
-    expect(models.data.map((m) => m.id)).toEqual(["sim/echo"]);
+    expect(models.data.map((m) => m.id)).toEqual(["tenax", "sim/echo"]);
 
     const { data, response } = await openai.chat.completions
-      .create({ model: "anything", messages: [{ role: "user", content: "the word is pineapple" }] })
+      .create({ model: "tenax", messages: [{ role: "user", content: "the word is pineapple" }] })
       .withResponse();
     expect(data.choices[0]?.message.content).toBe("echo: the word is pineapple");
     expect(data.choices[0]?.finish_reason).toBe("stop");
@@ -56,7 +56,7 @@ describe("tenax gateway run: the API", () => {
     const again = client(gw, { "X-Session-Id": sessionId ?? "" });
     const second = await again.chat.completions
       .create({
-        model: "x",
+        model: "tenax",
         messages: [
           { role: "user", content: "ignored" },
           { role: "user", content: "and now?" },
@@ -84,7 +84,7 @@ describe("tenax gateway run: the API", () => {
     const gw = await startGateway(home);
     const { data: stream, response } = await client(gw)
       .chat.completions.create({
-        model: "x",
+        model: "tenax",
         stream: true,
         messages: [
           { role: "system", content: "be brief" },
@@ -186,7 +186,7 @@ describe("tenax gateway run: the API", () => {
     await expectError(await gw.fetch("/api/sessions/%E0%A4%A"), 400, "invalid_url");
     // The openai client sees the same errors as its typed exceptions.
     const thrown = await client(gw, { "X-Session-Id": "s_gone" })
-      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .chat.completions.create({ model: "tenax", messages: [{ role: "user", content: "hi" }] })
       .catch((e: unknown) => e);
     expect(thrown).toBeInstanceOf(OpenAI.NotFoundError);
     // Still serving after all of it.
@@ -206,11 +206,11 @@ describe("tenax gateway run: the API", () => {
     const ok = await fetch(`${gw.url}/api/capabilities`, { headers: { authorization: "Bearer s3cret-key" } });
     expect(ok.status).toBe(200);
     const wrong = await client(gw, {}, "nope")
-      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .chat.completions.create({ model: "tenax", messages: [{ role: "user", content: "hi" }] })
       .catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(OpenAI.AuthenticationError);
     const reply = await client(gw, {}, "s3cret-key").chat.completions.create({
-      model: "x",
+      model: "tenax",
       messages: [{ role: "user", content: "hi" }],
     });
     expect(reply.choices[0]?.message.content).toBe("echo: hi");
@@ -235,7 +235,7 @@ describe("tenax gateway run: the API", () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
     const first = await client(gw)
-      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .chat.completions.create({ model: "tenax", messages: [{ role: "user", content: "hi" }] })
       .withResponse();
     const sessionId = first.response.headers.get("x-session-id") ?? "";
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
@@ -252,7 +252,7 @@ describe("tenax gateway run: the API", () => {
     // The next message is sent while the turn still runs: it waits for the session (no race with
     // the hang-up, whichever way the two land).
     const next = client(gw, { "X-Session-Id": sessionId }).chat.completions.create({
-      model: "x",
+      model: "tenax",
       messages: [{ role: "user", content: "after" }],
     });
     await expect
@@ -280,7 +280,7 @@ describe("tenax gateway run: the API", () => {
     const { home, sim } = await simProfile("max_turns: 1, drain_timeout: 0.2");
     const gw = await startGateway(home);
     const first = await client(gw)
-      .chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] })
+      .chat.completions.create({ model: "tenax", messages: [{ role: "user", content: "hi" }] })
       .withResponse();
     const sessionId = first.response.headers.get("x-session-id") ?? "";
     sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);

@@ -24,12 +24,15 @@ afterEach(async () => {
   }
 });
 
-const JSON_TEXT = JSON.stringify({ model: "x", messages: [{ role: "user", content: "from a web page" }] });
+const JSON_TEXT = JSON.stringify({
+  model: "tenax",
+  messages: [{ role: "user", content: "from a web page" }],
+});
 
 /** The attacker's site: one page on 127.0.0.2 with a text/plain form aimed at the gateway. */
 async function attackerSite(gateway: string): Promise<string> {
   // A text/plain form sends `name=value`: split the JSON around a "=" so the body parses whole.
-  const name = '{"model":"x","messages":[{"role":"user","content":"form post","pad":"';
+  const name = '{"model":"tenax","messages":[{"role":"user","content":"form post","pad":"';
   const value = '"}]}';
   const page = `<!doctype html><html><body>
 <iframe name="sink"></iframe>

@@ -23,7 +23,7 @@ const chat = (gw: GatewayProcess, content: string, headers: Record<string, strin
   gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ model: "x", messages: [{ role: "user", content }] }),
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content }] }),
   });
 
 interface SseEvent {

@@ -26,7 +26,7 @@ interface Chunk {
 async function streamThroughSigterm(gw: GatewayProcess, sim: Simulator, kill: () => void) {
   const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.key ?? "unused", maxRetries: 0 });
   const stream = await openai.chat.completions.create({
-    model: "x",
+    model: "tenax",
     stream: true,
     messages: [{ role: "user", content: "tell me" }],
   });
@@ -85,7 +85,7 @@ async function killedMidTurn(paths: ProfilePaths, sim: Simulator) {
     .fetch("/v1/chat/completions", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "a long question" }] }),
+      body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: "a long question" }] }),
     })
     .catch(() => undefined);
   await until(() => sim.requests().length === 1);

@@ -22,7 +22,7 @@ function send(gw: GatewayProcess, text: string): void {
   gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] }),
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: text }] }),
   }).catch(() => {});
 }
 
@@ -151,7 +151,7 @@ describe("tenax gateway run: resume after a crash", () => {
     const reply = await fourth.fetch(`/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-session-id": session },
-      body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "still there?" }] }),
+      body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: "still there?" }] }),
     });
     expect(reply.status).toBe(200);
     await kill9(fourth);

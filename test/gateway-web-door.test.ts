@@ -14,7 +14,7 @@ import { rawRequest } from "./helpers/raw-http.js";
 
 beforeAll(() => requireBuild());
 
-const CHAT = JSON.stringify({ model: "x", messages: [{ role: "user", content: "run a turn" }] });
+const CHAT = JSON.stringify({ model: "tenax", messages: [{ role: "user", content: "run a turn" }] });
 
 function errorCode(body: string): string | undefined {
   return (JSON.parse(body) as { error?: { code?: string } }).error?.code;

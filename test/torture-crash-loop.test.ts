@@ -138,7 +138,7 @@ async function runClient(phase: Phase, client: Client, acked: AckedRun[]) {
   while (phase.live) {
     const text = `r${c} m${client.n++}`;
     const key = `key-${c}-${client.n}`;
-    const body = JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] });
+    const body = JSON.stringify({ model: "tenax", messages: [{ role: "user", content: text }] });
     const sessionHeader = client.session;
     let run: RunView;
     try {

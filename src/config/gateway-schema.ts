@@ -63,6 +63,14 @@ export const gatewaySchema = z
     cors_origins: z.array(webOrigin(), { error: "expected a list of web origins" }).default([]),
     /** Host names the gateway also answers to, on any port (the name a reverse proxy passes on). */
     allowed_hosts: z.array(hostName(), { error: "expected a list of host names" }).default([]),
+    /**
+     * Where a chat whose `model` is no id of this gateway goes (tenax, or PROVIDER/NAME); left
+     * out, an unknown id is a 404 that lists the valid ones.
+     */
+    default_model: z
+      .string({ error: "expected a model id: tenax, or PROVIDER/NAME of a configured model" })
+      .min(1, { error: "expected a model id: tenax, or PROVIDER/NAME of a configured model" })
+      .optional(),
     drain_timeout: z
       .number({ error: "expected a number of seconds (0 or more)" })
       .min(0, { error: "expected a number of seconds (0 or more)" })

@@ -84,6 +84,8 @@ gateway:
   # auth: none          # no key at all (loopback only): any program of this machine can run the agent
   # cors_origins: ["https://app.example.com"]   # web pages allowed to call it; other origins get 403
   # allowed_hosts: ["gateway.example.lan"]      # names it also answers to; other Host names get 421
+  # default_model: tenax   # where a chat's unknown model id goes (tenax, or PROVIDER/NAME);
+  #                        # left out, an unknown id is a 404 listing the valid ones
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
   max_turns: 16         # agent turns run at once; more requests get 429
   session_queue: 8      # messages that wait, in order, for a session's running turn; more get 429

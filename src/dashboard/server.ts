@@ -1,27 +1,16 @@
-// The dashboard's HTTP handler, callable in-process: the page and its assets, and the JSON the page
-// polls (layers, gateway probe, sessions, search, transcripts, recent events). The port is opened
-// by the caller (the `tenax dashboard` command), so this file never listens by itself.
+// The dashboard: the page's files, the gateway probe and event feed, and the views the page polls
+// (layers, gateway, overview, recent events). Its HTTP app is app.ts (routes under routes/); the
+// port is opened by the `tenax dashboard` command.
 import { existsSync, readFileSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { fileURLToPath } from "node:url";
 import type { TenaxConfig } from "../config/schema.js";
-import { errorMessage } from "../core/errors.js";
-import { loopbackHostHeader } from "../core/host-header.js";
-import { decodePathPart, HttpRequestError, sendJson } from "../core/http.js";
 import { type GatewayAdvice, gatewayAdvice } from "../health/gateway-advice.js";
 import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { readUpState, type UpState } from "../profile/up-state.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
 import { GatewayProbe, type GatewayProbeOptions, type GatewayView } from "./gateway-probe.js";
-import {
-  DashboardError,
-  type LayersView,
-  listSessions,
-  readLayers,
-  searchSessions,
-  transcript,
-} from "./store-view.js";
+import { type LayersView, readLayers } from "./store-view.js";
 
 export interface DashboardOptions {
   paths: ProfilePaths;
@@ -49,15 +38,6 @@ function assetsDir(): string {
     throw new Error(`the dashboard page is missing: looked in ${candidates.join(" and ")}`);
   return found;
 }
-
-const SECURITY_HEADERS = {
-  // Transcripts are untrusted text: no inline script, nothing from elsewhere, no framing.
-  "content-security-policy":
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store",
-};
 
 export class Dashboard {
   readonly probe: GatewayProbe;
@@ -101,74 +81,23 @@ export class Dashboard {
     return EVENTS_CAPABILITIES.some((name) => list.includes(name));
   }
 
-  /** The Node request listener; it never throws and always answers. */
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    this.route(req, res).catch((error: unknown) => {
-      const problem =
-        error instanceof DashboardError
-          ? error
-          : error instanceof HttpRequestError
-            ? new DashboardError(error.status, error.code, error.message)
-            : new DashboardError(
-                500,
-                "internal",
-                `the dashboard failed (a bug in Tenax): ${errorMessage(error)}`,
-              );
-      send(res, problem.status, problem.toJSON());
-    });
-  };
+  /** A page file by its route (`/`, `/app.js`, `/style.css`), read once at start. */
+  asset(route: string): { body: Buffer; type: string } | undefined {
+    return this.assets.get(route);
+  }
 
-  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // A page elsewhere can point its own host name at 127.0.0.1 (DNS rebinding) and read the
-    // transcripts through the browser; only a loopback Host gets an answer.
-    if (!loopbackHostHeader(req.headers.host))
-      throw new DashboardError(
-        403,
-        "host_not_allowed",
-        `the dashboard answers only requests addressed to a loopback host, not ${JSON.stringify(req.headers.host ?? "")}`,
-        "open it as http://127.0.0.1:PORT or http://localhost:PORT",
-      );
-    const url = new URL(req.url ?? "/", "http://dashboard");
-    const path = url.pathname.replace(/\/+$/, "") || "/";
-    if (req.method !== "GET" && req.method !== "HEAD")
-      throw new DashboardError(
-        405,
-        "method_not_allowed",
-        `the dashboard only reads: ${req.method} is not allowed`,
-      );
-    const asset = this.assets.get(path);
-    if (asset) {
-      res.writeHead(200, { "content-type": asset.type, ...SECURITY_HEADERS });
-      res.end(req.method === "HEAD" ? undefined : asset.body);
-      return;
-    }
-    if (path === "/api/overview") return send(res, 200, this.overview());
-    if (path === "/api/gateway") return send(res, 200, await this.gatewayView());
-    if (path === "/api/layers") return send(res, 200, await this.cachedLayers());
-    if (path === "/api/sessions") {
-      const limit = intParam(url, "limit", 50, 1, 500);
-      const offset = intParam(url, "offset", 0, 0, Number.MAX_SAFE_INTEGER);
-      return send(res, 200, { sessions: listSessions(this.options.paths, limit, offset) });
-    }
-    const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
-    if (session)
-      return send(res, 200, transcript(this.options.paths, decodePathPart(session[1] ?? "", "session id")));
-    if (path === "/api/search") {
-      const query = url.searchParams.get("q")?.trim() ?? "";
-      if (query === "")
-        throw new DashboardError(400, "empty_query", "give the words to search for: /api/search?q=WORDS");
-      return send(res, 200, searchSessions(this.options.paths, query));
-    }
-    if (path === "/api/events") {
-      const after = intParam(url, "after", 0, 0, Number.MAX_SAFE_INTEGER);
-      return send(res, 200, {
-        served: this.eventsServed(),
-        following: this.feed.following,
-        error: this.feed.error,
-        events: this.feed.after(after),
-      });
-    }
-    throw new DashboardError(404, "not_found", `no dashboard route ${path}`);
+  get paths(): ProfilePaths {
+    return this.options.paths;
+  }
+
+  /** What the page's event list shows: whether the gateway serves events, and the ones after `after`. */
+  events(after: number) {
+    return {
+      served: this.eventsServed(),
+      following: this.feed.following,
+      error: this.feed.error,
+      events: this.feed.after(after),
+    };
   }
 
   /**
@@ -176,9 +105,7 @@ export class Dashboard {
    * for the way the gateway was started. When up reported a change since the last probe (the
    * gateway just died or came back), the gateway is probed again first, so the two agree.
    */
-  private async gatewayView(): Promise<
-    GatewayView & { supervisor: UpState | null; advice: GatewayAdvice | null }
-  > {
+  async gatewayView(): Promise<GatewayView & { supervisor: UpState | null; advice: GatewayAdvice | null }> {
     const { paths } = this.options;
     const up = readUpState(paths);
     let view = this.probe.current;
@@ -198,7 +125,7 @@ export class Dashboard {
     return { ...view, supervisor: up, advice };
   }
 
-  private overview() {
+  overview() {
     return {
       profile: this.options.paths.name,
       version: this.options.version,
@@ -208,28 +135,11 @@ export class Dashboard {
     };
   }
 
-  private cachedLayers(): Promise<LayersView> {
+  cachedLayers(): Promise<LayersView> {
     const now = this.now();
     const cacheMs = this.options.layersCacheMs ?? 1000;
     if (this.layers === null || now - this.layers.at >= cacheMs)
       this.layers = { at: now, view: readLayers(this.options.paths, now) };
     return this.layers.view;
   }
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  sendJson(res, status, body, SECURITY_HEADERS);
-}
-
-function intParam(url: URL, name: string, fallback: number, min: number, max: number): number {
-  const raw = url.searchParams.get(name);
-  if (raw === null) return fallback;
-  const value = Number(raw);
-  if (!/^[0-9]+$/.test(raw) || value < min || value > max)
-    throw new DashboardError(
-      400,
-      "invalid_query",
-      `${name} must be a whole number from ${min} to ${max}, not "${raw}"`,
-    );
-  return value;
 }

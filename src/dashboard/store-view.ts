@@ -5,27 +5,24 @@ import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import { collectStatus, type StatusReport } from "../health/status.js";
+import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import { openReader } from "../store/registry.js";
 import type { MessageView, SessionView } from "../store/rows.js";
 import type { SearchResult, StoreReader } from "../store/store-reader.js";
 
-/** An answer the page can show as it is: HTTP status, a code, what went wrong and what to run. */
-export class DashboardError extends Error {
-  override readonly name = "DashboardError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly hint: string | null = null,
-  ) {
-    super(message);
-  }
-
-  toJSON() {
-    return { error: { code: this.code, message: this.message, hint: this.hint } };
-  }
+/**
+ * An answer the page can show as it is: HTTP status, a code, what went wrong and what to run
+ * (`hint`, also null). The dashboard's body is {"error":{"code","message","hint"}} (app.ts).
+ */
+export function dashboardError(
+  status: number,
+  code: string,
+  message: string,
+  hint: string | null = null,
+): HttpError {
+  return new HttpError(status, typeForStatus(status), code, message, {}, { error: { hint } });
 }
 
 export type LayersView =
@@ -92,8 +89,7 @@ export function transcript(
     },
     null,
   );
-  if (found === null)
-    throw new DashboardError(404, "session_not_found", `no session ${id} in ${paths.state}`);
+  if (found === null) throw dashboardError(404, "session_not_found", `no session ${id} in ${paths.state}`);
   return found;
 }
 
@@ -115,12 +111,12 @@ function withStore<T>(paths: ProfilePaths, body: (reader: StoreReader) => T, emp
   }
 }
 
-function storeProblem(paths: ProfilePaths, error: unknown): DashboardError {
-  if (error instanceof DashboardError) return error;
+function storeProblem(paths: ProfilePaths, error: unknown): HttpError {
+  if (HttpError.isInstance(error)) return error;
   const { code, message, hint } = describe(error, "store_unreadable");
   // A bad query is the caller's; everything else is the store's state.
   const status = TenaxError.isInstance(error) && error.exitCode === 2 ? 400 : 503;
-  return new DashboardError(
+  return dashboardError(
     status,
     code,
     message,

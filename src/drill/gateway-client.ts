@@ -30,7 +30,7 @@ export async function chat(
       ...auth(gateway),
       ...(sessionId ? { "x-session-id": sessionId } : {}),
     },
-    body: JSON.stringify({ model: "drill", messages: [{ role: "user", content: text }] }),
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: text }] }),
     signal,
   });
   return {

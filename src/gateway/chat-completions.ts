@@ -7,8 +7,8 @@ import type { ServerResponse } from "node:http";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import type { TurnFailure } from "../agent/turn-failure.js";
 import { SseStream } from "../core/sse.js";
+import type { HttpError } from "../http/http-error.js";
 import { failureError } from "./failure-status.js";
-import type { GatewayError } from "./http-error.js";
 
 export interface CompletionMeta {
   id: string;
@@ -26,7 +26,7 @@ export function finishReason(result: TurnResult): "stop" | "length" {
 export function turnError(
   result: TurnResult & { failure: TurnFailure },
   headers: Record<string, string> = {},
-): GatewayError {
+): HttpError {
   return failureError(
     result.failure,
     {
@@ -220,7 +220,7 @@ export class CompletionStream {
    * A failure after the stream opened: one `data: {"error": ...}` event in the OpenAI shape (the
    * official SDKs raise on it), then the stream ends without a finish reason or [DONE].
    */
-  fail(error: GatewayError): void {
+  fail(error: HttpError): void {
     if (this.ended) return;
     this.ended = true;
     this.sse.end(`data: ${JSON.stringify(error.toJSON())}\n\n`);

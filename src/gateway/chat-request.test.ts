@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { HttpError } from "../http/http-error.js";
 import { parseChatRequest } from "./chat-request.js";
-import { GatewayError } from "./http-error.js";
 
-function refusal(body: unknown): GatewayError {
+function refusal(body: unknown): HttpError {
   try {
     parseChatRequest(body);
   } catch (error) {
-    if (error instanceof GatewayError) return error;
+    if (error instanceof HttpError) return error;
     throw error;
   }
   throw new Error("expected a refusal");

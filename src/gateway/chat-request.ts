@@ -1,41 +1,21 @@
-// The body of POST /v1/chat/completions: the OpenAI fields a whole-turn gateway can honour or
-// safely ignore are accepted; anything else is refused by name, so a client never believes a
-// field took effect when it did not.
-import { badRequest } from "./http-error.js";
-
-/**
- * Accepted and honoured: messages, stream, stream_options (include_usage). Accepted and ignored,
- * because the profile's config decides them for every turn: model (the reply names the model
- * that answered), temperature, top_p, max_tokens, max_completion_tokens, n (1 only), user, stop,
- * seed, presence_penalty, frequency_penalty, metadata, store.
- */
-const ACCEPTED = new Set([
-  "model",
-  "messages",
-  "stream",
-  "stream_options",
-  "temperature",
-  "top_p",
-  "max_tokens",
-  "max_completion_tokens",
-  "n",
-  "user",
-  "stop",
-  "seed",
-  "presence_penalty",
-  "frequency_penalty",
-  "metadata",
-  "store",
-]);
+// The body of POST /v1/chat/completions for `model: "tenax"` (an agent turn), as a zod schema: the
+// OpenAI fields a whole turn can honour or safely ignore are accepted; anything else is refused
+// by name, so a client never believes a field took effect when it did not. Errors are mapped to
+// the OpenAI shape in one place (src/http/validate.ts).
+import { z } from "zod";
+import { badRequest } from "../http/http-error.js";
+import { parseWith } from "../http/validate.js";
 
 /** Refused with a reason: the agent owns its tools and its output format. */
+const USE_A_MODEL =
+  "send it with model PROVIDER/NAME (GET /v1/models lists them) for one model call with your own tools";
 const REFUSED: Record<string, string> = {
-  tools: "the agent runs its own tools; client-side tools are not supported",
-  tool_choice: "the agent runs its own tools; client-side tools are not supported",
-  functions: "the agent runs its own tools; client-side functions are not supported",
-  function_call: "the agent runs its own tools; client-side functions are not supported",
-  parallel_tool_calls: "the agent runs its own tools; client-side tools are not supported",
-  response_format: "structured output is not supported; the reply is the agent's text",
+  tools: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
+  tool_choice: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
+  functions: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
+  function_call: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
+  parallel_tool_calls: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
+  response_format: `structured output is not supported by an agent turn, whose reply is the agent's text; ${USE_A_MODEL}`,
   logprobs: "log probabilities are not available from a whole agent turn",
   top_logprobs: "log probabilities are not available from a whole agent turn",
   logit_bias: "logit bias is not supported",
@@ -55,64 +35,107 @@ export interface ChatRequest {
   includeUsage: boolean;
 }
 
-type Json = Record<string, unknown>;
+const ROLES = ["user", "assistant", "system", "developer"] as const;
 
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+/** A message's text: a string, nothing, or text parts joined. */
+const content = z.unknown().transform((value, ctx): string => {
+  if (typeof value === "string") return value;
+  if (value === null || value === undefined) return "";
+  if (!Array.isArray(value)) {
+    ctx.addIssue({ code: "custom", message: "must be a string or an array of parts" });
+    return z.NEVER;
+  }
+  let text = "";
+  for (const [i, part] of value.entries()) {
+    const p = part as { type?: unknown; text?: unknown } | null;
+    if (typeof p === "object" && p !== null && p.type === "text" && typeof p.text === "string")
+      text += p.text;
+    else {
+      ctx.addIssue({ code: "custom", message: "only text parts are supported by an agent turn", path: [i] });
+      return z.NEVER;
+    }
+  }
+  return text;
+});
 
+const role = z.unknown().transform((value, ctx): ChatMessage["role"] => {
+  if (value === "tool" || value === "function") {
+    ctx.addIssue({ code: "custom", message: `role ${value} is not supported; the agent runs its own tools` });
+    return z.NEVER;
+  }
+  if (!ROLES.includes(value as ChatMessage["role"])) {
+    ctx.addIssue({ code: "custom", message: `must be ${ROLES.slice(0, -1).join(", ")} or developer` });
+    return z.NEVER;
+  }
+  return value as ChatMessage["role"];
+});
+
+const message = z.looseObject(
+  {
+    role,
+    content,
+    tool_calls: z
+      .unknown()
+      .refine((v) => v === undefined || v === null, {
+        message: "must be left out: the agent runs its own tools",
+      })
+      .optional(),
+  },
+  { error: "must be an object" },
+);
+
+/** Accepted and ignored: the profile's config decides them for every turn. */
+const ignored = z.unknown().optional();
+
+const chatBody = z
+  .strictObject(
+    {
+      model: z.string({ error: "must be a string (tenax, or PROVIDER/NAME from GET /v1/models)" }).optional(),
+      messages: z
+        .array(message, { error: "must be a non-empty array of messages" })
+        .min(1, { error: "must be a non-empty array of messages" }),
+      stream: z.boolean({ error: "must be true or false" }).optional(),
+      stream_options: z
+        .looseObject({ include_usage: z.unknown().optional() }, { error: "must be an object" })
+        .nullable()
+        .optional(),
+      n: z
+        .unknown()
+        .refine((n) => n === undefined || n === 1, { message: "n must be 1: an agent turn gives one reply" })
+        .optional(),
+      temperature: ignored,
+      top_p: ignored,
+      max_tokens: ignored,
+      max_completion_tokens: ignored,
+      user: ignored,
+      stop: ignored,
+      seed: ignored,
+      presence_penalty: ignored,
+      frequency_penalty: ignored,
+      metadata: ignored,
+      store: ignored,
+    },
+    { error: "the request body must be a JSON object" },
+  )
+  .transform(
+    (body): ChatRequest => ({
+      messages: body.messages as ChatMessage[],
+      stream: body.stream === true,
+      includeUsage: body.stream_options?.include_usage === true,
+    }),
+  );
+
+/** The body of an agent turn, or the 400 that names the field. */
 export function parseChatRequest(body: unknown): ChatRequest {
-  if (!isObject(body)) throw badRequest("invalid_body", "the request body must be a JSON object");
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw badRequest("invalid_body", "the request body must be a JSON object");
+  // What cannot be honoured is named first, with why, before any other problem of the body.
   const refused = Object.keys(body).filter((k) => k in REFUSED);
   if (refused.length > 0) {
     const reasons = refused.map((k) => `${k} (${REFUSED[k]})`).join("; ");
-    throw badRequest("unsupported_field", `unsupported field${refused.length > 1 ? "s" : ""}: ${reasons}`);
+    throw badRequest("unsupported_field", `unsupported field${refused.length > 1 ? "s" : ""}: ${reasons}`, {
+      error: { param: refused[0] },
+    });
   }
-  const unknown = Object.keys(body).filter((k) => !ACCEPTED.has(k));
-  if (unknown.length > 0)
-    throw badRequest(
-      "unknown_field",
-      `unknown field${unknown.length > 1 ? "s" : ""} in the request body: ${unknown.join(", ")}`,
-    );
-  if (body.stream !== undefined && typeof body.stream !== "boolean")
-    throw badRequest("invalid_field", "stream must be true or false");
-  if (body.n !== undefined && body.n !== 1)
-    throw badRequest("invalid_field", "n must be 1: an agent turn gives one reply");
-  if (body.model !== undefined && typeof body.model !== "string")
-    throw badRequest("invalid_field", "model must be a string");
-  const options = body.stream_options;
-  if (options !== undefined && options !== null && !isObject(options))
-    throw badRequest("invalid_field", "stream_options must be an object");
-  if (!Array.isArray(body.messages) || body.messages.length === 0)
-    throw badRequest("invalid_field", "messages must be a non-empty array");
-  const messages = body.messages.map((m, i) => parseMessage(m, i));
-  return {
-    messages,
-    stream: body.stream === true,
-    includeUsage: isObject(options) && options.include_usage === true,
-  };
-}
-
-function parseMessage(value: unknown, index: number): ChatMessage {
-  const at = `messages[${index}]`;
-  if (!isObject(value)) throw badRequest("invalid_field", `${at} must be an object`);
-  const role = value.role;
-  if (role === "tool" || role === "function")
-    throw badRequest("invalid_field", `${at}: role ${role} is not supported; the agent runs its own tools`);
-  if (role !== "user" && role !== "assistant" && role !== "system" && role !== "developer")
-    throw badRequest("invalid_field", `${at}.role must be user, assistant, system or developer`);
-  if (value.tool_calls !== undefined && value.tool_calls !== null)
-    throw badRequest("invalid_field", `${at}.tool_calls is not supported; the agent runs its own tools`);
-  return { role, content: textOf(value.content, at) };
-}
-
-function textOf(content: unknown, at: string): string {
-  if (typeof content === "string") return content;
-  if (content === null || content === undefined) return "";
-  if (!Array.isArray(content))
-    throw badRequest("invalid_field", `${at}.content must be a string or an array of parts`);
-  return content
-    .map((part, i) => {
-      if (isObject(part) && part.type === "text" && typeof part.text === "string") return part.text;
-      throw badRequest("invalid_field", `${at}.content[${i}]: only text parts are supported`);
-    })
-    .join("");
+  return parseWith(chatBody, body);
 }

@@ -4,7 +4,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TurnResult } from "../agent/turn.js";
 import { TurnInterrupt } from "../agent/turn-failure.js";
-import { readJsonBody } from "./body.js";
+import { badRequest, HttpError, headerValue } from "../http/http-error.js";
+import { sendError, sendJson } from "../http/node-http.js";
 import {
   type CompletionMeta,
   CompletionStream,
@@ -14,17 +15,7 @@ import {
 } from "./chat-completions.js";
 import { parseChatRequest } from "./chat-request.js";
 import type { LaunchedTurn, LaunchRequest, TurnWatcher } from "./gateway.js";
-import {
-  badRequest,
-  GatewayError,
-  headerValue,
-  SHUTDOWN_MESSAGE,
-  sendError,
-  sendJson,
-  storeUnavailable,
-  toGatewayError,
-  unavailable,
-} from "./http-error.js";
+import { SHUTDOWN_MESSAGE, storeUnavailable, unavailable } from "./gateway-errors.js";
 
 /** What the route needs of the gateway. */
 export interface ChatHost {
@@ -33,12 +24,18 @@ export interface ChatHost {
   now(): number;
   /** The primary model as `provider/name`, the `model` of every answer. */
   model(): string;
-  bodyLimit: number;
   /** What one streaming client may hold unsent before it is dropped. */
   streamBufferBytes?: number;
 }
 
-export async function serveChat(req: IncomingMessage, res: ServerResponse, gateway: ChatHost): Promise<void> {
+/** One agent turn for a chat whose body was read (and its model found to be tenax). */
+export async function serveChat(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  gateway: ChatHost,
+  toHttpError: (error: unknown) => HttpError,
+): Promise<void> {
   const requested = headerValue(req.headers["x-session-id"]);
   const echo: Record<string, string> = requested ? { "x-session-id": requested } : {};
   let stream: CompletionStream | null = null;
@@ -56,7 +53,7 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
   res.on("close", onClose);
   try {
     if (gateway.stopping()) throw unavailable();
-    const request = parseChatRequest(await readJsonBody(req, gateway.bodyLimit));
+    const request = parseChatRequest(body);
     const lastUser = request.messages.findLastIndex((m) => m.role === "user");
     if (lastUser < 0) throw badRequest("invalid_field", "messages must contain a user message");
     const meta = (sessionId: string): CompletionMeta => ({
@@ -102,8 +99,7 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
       // A new session that never got its first write does not exist: do not name it.
       if (requested === undefined && !turn.started()) delete echo["x-session-id"];
       const message = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
-      const failure =
-        storeUnavailable(error) ?? new GatewayError(500, "server_error", "turn_failed", message);
+      const failure = storeUnavailable(error) ?? new HttpError(500, "server_error", "turn_failed", message);
       if (stream) return (stream as CompletionStream).fail(failure);
       throw failure;
     }
@@ -113,18 +109,12 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, gatew
     if (failed(result)) return sendError(res, turnError(result, headers));
     sendJson(res, 200, completionBody(meta(turn.sessionId), result), headers);
   } catch (error) {
-    const failure = toGatewayError(error);
+    const failure = toHttpError(error);
     if (res.headersSent) {
       (stream as CompletionStream | null)?.fail(failure);
       return;
     }
-    sendError(
-      res,
-      new GatewayError(failure.status, failure.type, failure.code, failure.message, {
-        ...echo,
-        ...failure.headers,
-      }),
-    );
+    sendError(res, failure.withHeaders(echo));
   } finally {
     res.off("close", onClose);
   }

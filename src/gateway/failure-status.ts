@@ -4,7 +4,7 @@
 // provider's failure, even of its key, is the gateway's upstream failing (502), or 503 with
 // Retry-After when waiting is what helps.
 import type { FailureCode, TurnFailure } from "../agent/turn-failure.js";
-import { type ErrorType, GatewayError } from "./http-error.js";
+import { type ErrorType, HttpError } from "../http/http-error.js";
 
 export interface FailureStatus {
   status: number;
@@ -82,10 +82,10 @@ export function failureError(
   failure: TurnFailure,
   tenax: Record<string, unknown>,
   headers: Record<string, string> = {},
-): GatewayError {
+): HttpError {
   const { status, type } = FAILURE_STATUS[failure.code];
   const wire = wireError(failure);
-  return new GatewayError(
+  return new HttpError(
     status,
     type,
     failure.code,

@@ -1,54 +1,33 @@
-// The gateway's HTTP handler, callable in-process: the web checks (Host, Origin, CORS:
-// web-guard.ts), auth, routing, turn admission (one turn per session with a bounded queue behind
-// it, session-queue.ts; the global limit; stateless conversations, conversations.ts), and the
-// shutdown states (taking turns, draining, stopped). The port is opened by the caller
-// (src/gateway/run.ts), so this file never listens by itself.
-import { timingSafeEqual } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+// The gateway's turns: admission (one turn per session with a bounded queue behind it,
+// session-queue.ts; the global limit; stateless conversations, conversations.ts), the running
+// turns and who watches them, and the shutdown states (taking turns, draining, stopped). Its HTTP
+// app is app.ts (routes under routes/); the port is opened only in run.ts.
 import type { Agent } from "../agent/agent.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { type InterruptCode, TurnInterrupt } from "../agent/turn-failure.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { boundNames } from "../core/host-header.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
-import { sessionQueueFull, tooManyTurns, unknownSession } from "./admission-errors.js";
-import { MAX_BODY_BYTES } from "./body.js";
 import type { ChatMessage } from "./chat-request.js";
-import { serveChat } from "./chat-route.js";
 import { Conversations, conversationHash, historyOf } from "./conversations.js";
-import type { HealthRoutes } from "./health-routes.js";
 import {
-  badRequest,
-  decodePathPart,
-  GatewayError,
-  onlyMethods,
   SHUTDOWN_MESSAGE,
-  sendError,
-  sendJson,
-  toGatewayError,
+  sessionQueueFull,
+  tooManyTurns,
   unavailable,
-} from "./http-error.js";
+  unknownSession,
+} from "./gateway-errors.js";
 import { SessionQueue } from "./session-queue.js";
-import { guardRequest, type WebGuardPolicy } from "./web-guard.js";
 
 export interface GatewayOptions {
   agent: Agent;
   store: Store;
   config: TenaxConfig;
-  version: string;
   /** The folder the agent's tools start in. */
   cwd: string;
-  /** Where the server is bound, once it is (a Host naming it must carry this port). */
-  listening?: () => { host: string; port: number } | null;
   now?: () => number;
-  bodyLimit?: number;
   /** Every event of every turn this gateway runs, with its session (the gateway's event feed). */
   onTurnEvent?: (sessionId: string, event: AgentEvent) => void;
-  /** GET /health, /metrics and /api/events (src/gateway/health-routes.ts). */
-  health?: HealthRoutes;
-  /** Extra routes (the runs API): answers and returns true when the path is theirs. */
-  routes?: (req: IncomingMessage, res: ServerResponse, path: string, url: URL) => Promise<boolean> | boolean;
 }
 
 /** Someone following a turn the gateway runs: a streamed reply, a run's event log. */
@@ -89,18 +68,6 @@ interface ActiveTurn {
   watchers: TurnWatcher[];
 }
 
-/** What this gateway really serves; a client probes this instead of assuming. */
-export const CAPABILITIES = [
-  "chat.completions",
-  "chat.completions.stream",
-  "models",
-  "sessions",
-  "runs",
-] as const;
-
-/** Served when the gateway runs with its health routes (as `tenax gateway run` always does). */
-export const HEALTH_CAPABILITIES = ["health", "metrics", "events"] as const;
-
 export class Gateway {
   private readonly active = new Map<string, ActiveTurn>();
   /** Turns reserved or running; counted before the session exists so the limit has no gaps. */
@@ -109,7 +76,8 @@ export class Gateway {
   private readonly queue: SessionQueue<LaunchedTurn>;
   private readonly conversations: Conversations;
   private stopping = false;
-  private readonly now: () => number;
+  /** The gateway's clock (the routes' too). */
+  readonly now: () => number;
 
   constructor(private readonly options: GatewayOptions) {
     this.now = options.now ?? Date.now;
@@ -133,15 +101,6 @@ export class Gateway {
   get turnsQueued(): number {
     return this.queue.size;
   }
-
-  /** The Node request listener; it never throws and always answers. */
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    this.options.health?.observe(req, res);
-    this.route(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendError(res, toGatewayError(error));
-      else res.end();
-    });
-  };
 
   /** Stop taking turns, answer every waiting one 503 (it never starts), tell every open stream once. */
   beginShutdown(): void {
@@ -179,119 +138,8 @@ export class Gateway {
     return left.length;
   }
 
-  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Before anything else: a page elsewhere must not get any answer it could use.
-    if (guardRequest(req, res, this.webPolicy()) === "answered") return;
-    let url: URL;
-    try {
-      url = new URL(req.url ?? "/", "http://gateway");
-    } catch {
-      throw badRequest("invalid_url", `the request path ${JSON.stringify(req.url)} is not a valid URL path`);
-    }
-    const path = url.pathname.replace(/\/+$/, "") || "/";
-    if (path === "/health/live")
-      return this.only(req, ["GET", "HEAD"], () => sendJson(res, 200, { status: "ok" }));
-    this.authorize(req);
-    const health = this.options.health;
-    if (health && (path === "/health" || path === "/metrics" || path === "/api/events"))
-      return this.only(req, ["GET"], () => health.route(req, res, path));
-    if (path === "/api/capabilities")
-      return this.only(req, ["GET"], () =>
-        sendJson(res, 200, {
-          version: this.options.version,
-          capabilities: [...CAPABILITIES, ...(this.options.health ? HEALTH_CAPABILITIES : [])],
-        }),
-      );
-    if (path === "/v1/models") return this.only(req, ["GET"], () => sendJson(res, 200, this.models()));
-    if (path === "/v1/chat/completions") {
-      this.only(req, ["POST"], () => undefined);
-      return serveChat(req, res, {
-        launch: (request) => this.launch(request),
-        stopping: () => this.stopping,
-        now: this.now,
-        model: () =>
-          `${this.options.agent.runtime.router.primary.provider}/${this.options.agent.runtime.router.primary.model}`,
-        bodyLimit: this.options.bodyLimit ?? MAX_BODY_BYTES,
-        streamBufferBytes: this.options.config.gateway.stream_buffer_kb * 1024,
-      });
-    }
-    if (path === "/api/sessions") return this.only(req, ["GET"], () => this.sessions(url, res));
-    const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
-    if (session)
-      return this.only(req, ["GET"], () => this.session(decodePathPart(session[1] ?? "", "session id"), res));
-    if (this.options.routes && (await this.options.routes(req, res, path, url))) return;
-    throw new GatewayError(404, "not_found_error", "unknown_route", `no route ${req.method} ${path}`);
-  }
-
-  private only(req: IncomingMessage, methods: string[], then: () => void): void {
-    onlyMethods(req, methods);
-    then();
-  }
-
-  private webPolicy(): WebGuardPolicy {
-    const at = this.options.listening?.() ?? null;
-    const gateway = this.options.config.gateway;
-    return {
-      hosts: {
-        bound: () => (at === null ? [] : boundNames(at.host)),
-        port: at?.port ?? null,
-        extra: gateway.allowed_hosts,
-      },
-      corsOrigins: gateway.cors_origins,
-    };
-  }
-
-  /** The bearer key, unless gateway.auth is none; with no key at all nothing gets in. */
-  private authorize(req: IncomingMessage): void {
-    const { auth, api_key: key } = this.options.config.gateway;
-    if (auth === "none") return;
-    const header = req.headers.authorization ?? "";
-    const match = /^Bearer (.+)$/i.exec(header);
-    if (key !== undefined && match && sameSecret(match[1] ?? "", key)) return;
-    throw new GatewayError(
-      401,
-      "authentication_error",
-      "invalid_api_key",
-      header === ""
-        ? "this gateway needs an API key: send Authorization: Bearer KEY (the key is gateway.api_key, by default TENAX_API_KEY in the environment or the profile's .env, which the gateway's first start writes)"
-        : "the API key is wrong: send Authorization: Bearer KEY with the gateway's key (gateway.api_key, by default TENAX_API_KEY in the environment or the profile's .env)",
-      { "www-authenticate": "Bearer" },
-    );
-  }
-
-  private models() {
-    const router = this.options.agent.runtime.router;
-    const created = Math.floor(this.now() / 1000);
-    const targets = [router.primary, ...router.fallbackChain];
-    const seen = new Set<string>();
-    const data = [];
-    for (const t of targets) {
-      const id = `${t.provider}/${t.model}`;
-      if (seen.has(id)) continue;
-      seen.add(id);
-      data.push({ id, object: "model", created, owned_by: t.provider });
-    }
-    return { object: "list", data };
-  }
-
-  private sessions(url: URL, res: ServerResponse): void {
-    const limit = Number(url.searchParams.get("limit") ?? 50);
-    const offset = Number(url.searchParams.get("offset") ?? 0);
-    // A safe integer: SQLite cannot take 1e20 as an OFFSET ("datatype mismatch", once a 500).
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isSafeInteger(offset) || offset < 0)
-      throw badRequest("invalid_query", "limit must be 1 to 1000 and offset 0 or more");
-    const data = this.options.store.listSessions({ limit, offset });
-    sendJson(res, 200, { object: "list", data: data.map((s) => ({ ...s, ...this.busy(s.id) })) });
-  }
-
-  private session(id: string, res: ServerResponse): void {
-    const session = this.options.store.getSession(id);
-    if (!session) throw unknownSession(id);
-    const messages = this.options.store.getMessages(id);
-    sendJson(res, 200, { ...session, ...this.busy(id), messages }, { "x-session-id": id });
-  }
-
-  private busy(id: string): { running: boolean; queued: number } {
+  /** Whether a session's turn runs here, and how many messages wait behind it. */
+  busy(id: string): { running: boolean; queued: number } {
     return { running: this.active.has(id), queued: this.queue.waiting(id) };
   }
 
@@ -469,12 +317,4 @@ export class Gateway {
       ops: [op, ...history.map((m) => store.messageOp({ session_id: id, role: m.role, content: m.content }))],
     };
   }
-}
-
-/** Compare secrets in constant time, whatever their lengths. */
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  const same = a.length === b.length;
-  return timingSafeEqual(same ? a : b, b) && same;
 }

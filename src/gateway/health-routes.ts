@@ -1,13 +1,13 @@
-// The gateway's observability routes, one model behind all three: GET /health (each layer's last
-// checked state and its age; 503 when down), GET /metrics (Prometheus text) and GET /api/events
-// (SSE of status events, resumable with Last-Event-ID while the ring holds them). It also turns
+// What the gateway's observability routes (routes/health.ts) serve, one model behind all three:
+// GET /health (each layer's last checked state and its age; 503 when down), GET /metrics
+// (Prometheus text) and GET /api/events (SSE of status events, resumable with Last-Event-ID
+// while the ring holds them). It also turns
 // every agent and store event into a feed event, and counts responses and finished turns.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AgentEvent, StoreEvent } from "../agent/events.js";
 import { type EventHub, type PublishInput, parseLastEventId } from "../health/event-hub.js";
 import { type Counters, count, newCounters, renderMetrics } from "../health/metrics.js";
 import type { HealthMonitor } from "../health/monitor.js";
-import { sendJson } from "./http-error.js";
 
 export class HealthRoutes {
   readonly counters: Counters = newCounters();
@@ -19,33 +19,27 @@ export class HealthRoutes {
     private readonly gauges: () => { turns_in_flight: number; started_at: number },
   ) {}
 
-  /** Answers and returns true when the path is one of these routes (method checks are the caller's). */
-  route(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-    if (path === "/health") {
-      const report = this.monitor.report();
-      sendJson(res, report.status === "down" ? 503 : 200, report);
-      return true;
-    }
-    if (path === "/metrics") {
-      const g = this.gauges();
-      const body = renderMetrics(
-        this.monitor.report(),
-        this.counters,
-        this.hub.totals(),
-        { ...g, event_clients: this.hub.clients },
-        this.monitor.providerCounters(),
-      );
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
-      res.end(body);
-      return true;
-    }
-    if (path === "/api/events") {
-      const url = new URL(req.url ?? "/", "http://gateway");
-      const last = parseLastEventId(req.headers["last-event-id"] ?? url.searchParams.get("last_event_id"));
-      this.hub.serve(res, last, this.closing.signal);
-      return true;
-    }
-    return false;
+  /** GET /health: each layer's last checked state (503 when down). */
+  health(): { status: number; body: ReturnType<HealthMonitor["report"]> } {
+    const report = this.monitor.report();
+    return { status: report.status === "down" ? 503 : 200, body: report };
+  }
+
+  /** GET /metrics, in Prometheus text. */
+  metrics(): string {
+    const g = this.gauges();
+    return renderMetrics(
+      this.monitor.report(),
+      this.counters,
+      this.hub.totals(),
+      { ...g, event_clients: this.hub.clients },
+      this.monitor.providerCounters(),
+    );
+  }
+
+  /** GET /api/events: the status events after `lastId`, then live ones, on `res` (SSE). */
+  events(res: ServerResponse, lastId: string | string[] | null | undefined): void {
+    this.hub.serve(res, parseLastEventId(lastId), this.closing.signal);
   }
 
   /** Count each response by route group and code, for /metrics. */
@@ -131,6 +125,7 @@ function routeGroup(url: string): string {
   const path = url.split("?")[0] ?? "/";
   if (path.startsWith("/v1/runs")) return "/v1/runs";
   if (path.startsWith("/api/sessions")) return "/api/sessions";
+  if (path.startsWith("/v1/models/")) return "/v1/models";
   return [
     "/health/live",
     "/health",

@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "./http-error.js";
+import { HttpError } from "../http/http-error.js";
 import { openAIFinishReason } from "./model-call-answer.js";
 import { parseModelCallBody } from "./model-call-body.js";
 
 const user = { role: "user", content: "hi" };
 
-function refusal(body: Record<string, unknown>): GatewayError {
+function refusal(body: Record<string, unknown>): HttpError {
   try {
     parseModelCallBody(body);
   } catch (error) {
-    if (error instanceof GatewayError) return error;
+    if (error instanceof HttpError) return error;
     throw error;
   }
   throw new Error("expected a refusal");

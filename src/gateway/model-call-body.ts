@@ -2,6 +2,7 @@
 // checked by a zod schema and turned into the internal request; every other top-level field is kept
 // as it came, for OpenAI-compatible providers. A bad field is a 400 that names its path.
 import { z } from "zod";
+import { HttpError } from "../http/http-error.js";
 import type {
   ChatMessage,
   ContentPart,
@@ -11,7 +12,6 @@ import type {
   ToolSpec,
 } from "../llm/provider.js";
 import type { RouteRequest } from "../llm/router.js";
-import { GatewayError } from "./http-error.js";
 
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.strictObject({
@@ -122,7 +122,7 @@ export interface ModelCallBody {
   includeUsage: boolean;
 }
 
-/** The request a body asks for; a GatewayError 400 naming the first bad field otherwise. */
+/** The request a body asks for; a HttpError 400 naming the first bad field otherwise. */
 export function parseModelCallBody(body: Record<string, unknown>): ModelCallBody {
   const parsed = bodySchema.safeParse(body);
   if (!parsed.success) throw invalidBody(parsed.error);
@@ -229,11 +229,11 @@ export function fieldPath(path: readonly PropertyKey[]): string {
   return out === "" ? "body" : out;
 }
 
-function invalidBody(error: z.ZodError): GatewayError {
+function invalidBody(error: z.ZodError): HttpError {
   const issue = error.issues[0];
   const param = issue ? fieldPath(issue.path) : "body";
   const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : "";
-  return new GatewayError(
+  return new HttpError(
     400,
     "invalid_request_error",
     "invalid_field",

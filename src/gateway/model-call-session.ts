@@ -2,12 +2,13 @@
 // asked for) and the call's messages before the call, the answer after it. With X-Session-Id the
 // call goes into that session: only its new messages, those after the last assistant message of
 // the request (the new question, or the tool results), are added.
+
+import { HttpError } from "../http/http-error.js";
 import type { Completion } from "../llm/model-call.js";
 import type { ChatMessage, ContentPart } from "../llm/provider.js";
 import type { Target } from "../llm/route-events.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
-import { GatewayError } from "./http-error.js";
 
 export const MODEL_CALL_SOURCE = "gateway-model";
 
@@ -26,7 +27,7 @@ export function requestOps(
     return { sessionId: id, ops: [op, ...messages.map((m) => messageOp(store, id, m))] };
   }
   if (!store.getSession(sessionId))
-    throw new GatewayError(
+    throw new HttpError(
       404,
       "not_found_error",
       "session_not_found",

@@ -6,9 +6,9 @@
 // event (a chunk with no choices) telling the client to drop what it has, and is then sent whole.
 import type { ServerResponse } from "node:http";
 import { SseStream } from "../core/sse.js";
+import type { HttpError } from "../http/http-error.js";
 import type { Completion } from "../llm/model-call.js";
 import type { RouteEvent } from "../llm/route-events.js";
-import type { GatewayError } from "./http-error.js";
 import { type AnswerMeta, openAIFinishReason, tenaxPart, wireUsage } from "./model-call-answer.js";
 
 /** One piece of the reply, keyed by what it adds to: the text, a call's header or its arguments. */
@@ -189,7 +189,7 @@ export class ModelCallStream {
   }
 
   /** A failure after the stream opened: one error event in the OpenAI shape, no finish, no [DONE]. */
-  fail(error: GatewayError): void {
+  fail(error: HttpError): void {
     if (this.ended) return;
     this.ended = true;
     this.sse.end(`data: ${JSON.stringify(error.toJSON())}\n\n`);

@@ -5,19 +5,14 @@
 // OpenAI-shaped error with the status its failure maps to (failure-status.ts), never an empty
 // success; streamed, it is the final `data: {"error"}` event.
 import { interruptFailure, type TurnFailure, TurnInterrupt, thrownFailure } from "../agent/turn-failure.js";
+import { type HttpError as GatewayErrorType, HttpError } from "../http/http-error.js";
+import { sendError, sendJson } from "../http/node-http.js";
 import type { Completion } from "../llm/model-call.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter } from "../llm/router.js";
 import type { Store } from "../store/store.js";
 import { failureError } from "./failure-status.js";
-import {
-  GatewayError,
-  type GatewayError as GatewayErrorType,
-  sendError,
-  sendJson,
-  toGatewayError,
-  unavailable,
-} from "./http-error.js";
+import { asHttpError, unavailable } from "./gateway-errors.js";
 import { completionObject } from "./model-call-answer.js";
 import { parseModelCallBody } from "./model-call-body.js";
 import type { ModelCallHandler } from "./model-call-handler.js";
@@ -39,12 +34,12 @@ export interface ModelCallDeps {
  * request as invalid refuses what the client sent (its tools, its schema, its parameters), so the
  * client gets the 400 and the provider's words, not a 502 for a request Tenax built.
  */
-function callError(failure: TurnFailure, sessionId: string): GatewayError {
+function callError(failure: TurnFailure, sessionId: string): HttpError {
   const tenax = { session_id: sessionId, target: failure.target };
   const headers = { "x-session-id": sessionId };
   if (failure.code !== "invalid_request") return failureError(failure, tenax, headers);
   const message = `the provider refused the request as invalid: ${failure.classified?.message ?? failure.message}`;
-  return new GatewayError(400, "invalid_request_error", "invalid_request", message, headers, {
+  return new HttpError(400, "invalid_request_error", "invalid_request", message, headers, {
     error: {
       param: null,
       layer: failure.layer,
@@ -110,7 +105,7 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       if (open) return open.finish(completion, route.fallenBack);
       sendJson(res, 200, completionObject(meta, completion, route.fallenBack), { "x-session-id": sessionId });
     } catch (error) {
-      const failure: GatewayErrorType = toGatewayError(error);
+      const failure: GatewayErrorType = asHttpError(error);
       if (stream) return (stream as ModelCallStream).fail(failure);
       if (res.headersSent) {
         res.end();
@@ -118,7 +113,7 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       }
       sendError(
         res,
-        new GatewayError(
+        new HttpError(
           failure.status,
           failure.type,
           failure.code,

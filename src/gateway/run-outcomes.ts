@@ -3,8 +3,9 @@
 import { createHash } from "node:crypto";
 import type { TurnResult } from "../agent/turn.js";
 import { type TurnFailure, TurnInterrupt } from "../agent/turn-failure.js";
+import { HttpError } from "../http/http-error.js";
 import { wireError } from "./failure-status.js";
-import { GatewayError, storeUnavailable } from "./http-error.js";
+import { storeUnavailable } from "./gateway-errors.js";
 import type { RunError, RunOutcome } from "./run-records.js";
 export function outcomeOf(result: TurnResult): RunOutcome {
   return {
@@ -29,7 +30,7 @@ export function notStarted(error: unknown): RunOutcome {
         "submit it again",
       ),
     };
-  const refused = error instanceof GatewayError ? error : null;
+  const refused = error instanceof HttpError ? error : null;
   return {
     status: "failed",
     reply: "",
@@ -81,8 +82,8 @@ export function canonical(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
-export function keyReused(key: string): GatewayError {
-  return new GatewayError(
+export function keyReused(key: string): HttpError {
+  return new HttpError(
     409,
     "conflict_error",
     "idempotency_key_reused",

@@ -5,8 +5,6 @@
 // ends the start where it is (nothing resumed, no wait for the providers, the port never opened);
 // a second signal cuts the drain short.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { describeProcessReap } from "../agent/process-reaper.js";
 import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
@@ -16,17 +14,16 @@ import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from ".
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
-import { isLoopback } from "../core/host-header.js";
-import { createJsonServer } from "../core/http.js";
 import type { RotatingLog } from "../core/log-file.js";
+import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { StoreSettings } from "../store/registry.js";
+import { buildGatewayApp } from "./app.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
 import { gatewayLog, startObservability } from "./observability.js";
 import { acquirePidFile, type PidLock } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
-import { runRoutes } from "./runs-http.js";
 import { StopRequest } from "./stop-request.js";
 
 export interface RunGatewayOptions {
@@ -202,16 +199,11 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     }),
   });
   const gateway = new Gateway({
-    listening: () => listeningAt,
     agent: opened.agent,
     store: opened.store,
     config,
-    version: options.version,
     cwd: options.cwd,
-    health: observed.routes,
     onTurnEvent: (sessionId, event) => observed.routes.onTurnEvent(sessionId, event),
-    // The runs API; `runs` is made just below, before the port opens.
-    routes: (req, res, path, url) => routes(req, res, path, url),
   });
   const runs = new RunRegistry({
     store: opened.store,
@@ -219,7 +211,17 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     retentionMs: config.gateway.run_retention_hours * 3_600_000,
     onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
   });
-  const routes = runRoutes(runs, { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 });
+  const app = buildGatewayApp({
+    gateway,
+    agent: opened.agent,
+    store: opened.store,
+    config,
+    version: options.version,
+    listening: () => listeningAt,
+    health: observed.routes,
+    runs,
+    runOptions: { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 },
+  });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
   // leaves the turns interrupted.
   const shutDown = () => gateway.beginShutdown();
@@ -252,31 +254,32 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const settledRuns = await runs.recover();
   if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
   if (starting) runs.maintainOn(opened.agent.scheduler);
-  const server = createJsonServer(gateway.handle);
   // The first look at the providers, for at most a second: a provider that answers at once is
   // never `unknown` merely because the gateway has just started, and one that takes no connection
   // is `unknown` until its look ends, without holding the port closed for provider_probe_timeout.
   // A stop ends the wait at once.
   if (!stop.signal.aborted) await observed.monitor.firstProviderLook(undefined, stop.signal);
   if (!stop.signal.aborted) {
+    let bound: number;
     try {
-      await listen(server, host, options.port);
+      bound = await listen(app, host, options.port, {
+        name: "gateway",
+        hint: "stop what uses it, or choose another port with --port P (or gateway.port in config.yaml)",
+      });
     } catch (error) {
       await observed.close();
       await opened.close();
       throw error;
     }
-    const bound = (server.address() as AddressInfo).port;
     listeningAt = { host, port: bound };
     await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
-    const shown = host.includes(":") ? `[${host}]` : host;
-    address = `http://${shown}:${bound}`;
+    address = `http://${urlHost(host)}:${bound}`;
     observed.hub.publish({
       type: "gateway_started",
       layer: "lifecycle",
       message: `gateway listening on ${address}`,
     });
-    info(`gateway listening on http://${shown}:${bound}`);
+    info(`gateway listening on ${address}`);
   }
 
   const signal = await stop.requested;
@@ -299,10 +302,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // Every run's terminal event is committed (and sent to its followers) before the store closes.
   await runs.settled();
   await observed.close();
-  if (listeningAt !== null) {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
+  await closeApp(app);
   await opened.close();
   if (drained) writeFileSync(paths.cleanShutdown, `${new Date().toISOString()}\n`, { mode: 0o600 });
   info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");
@@ -338,26 +338,4 @@ function reportResume(report: ResumeReport, autoResume: boolean, warn: (line: st
     warn(
       `${report.skipped.length} interrupted turn(s) can be continued by sending a new message in their session (gateway.auto_resume is off)`,
     );
-}
-
-function listen(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      server.off("listening", onListening);
-      reject(
-        error.code === "EADDRINUSE"
-          ? new TenaxError("gateway_port_in_use", `port ${port} on ${host} is already in use`, {
-              hint: "stop what uses it, or choose another port with --port P (or gateway.port in config.yaml)",
-            })
-          : error,
-      );
-    };
-    const onListening = () => {
-      server.off("error", onError);
-      resolve();
-    };
-    server.once("error", onError);
-    server.once("listening", onListening);
-    server.listen(port, host);
-  });
 }

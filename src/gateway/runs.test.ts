@@ -8,8 +8,8 @@ import { FakeGateway } from "../../test/helpers/fake-gateway.js";
 import { fakeDeps } from "../../test/helpers/fake-time.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import type { AgentEvent } from "../agent/turn.js";
+import { HttpError } from "../http/http-error.js";
 import { openStore } from "../store/registry.js";
-import { GatewayError } from "./http-error.js";
 import { eventKey, putOp, RUN_EVENT_KIND, RUN_KIND, type RunEvent } from "./run-records.js";
 import { fingerprint, RunRegistry } from "./runs.js";
 
@@ -80,7 +80,7 @@ describe("RunRegistry", () => {
     expect(gateway.launches).toBe(1);
 
     const reused = await runs.submit(ask("something else", "k1")).catch((e: unknown) => e);
-    expect(reused).toBeInstanceOf(GatewayError);
+    expect(reused).toBeInstanceOf(HttpError);
     expect(reused).toMatchObject({ status: 409, code: "idempotency_key_reused" });
 
     await gateway.end(a.state.session_id);
@@ -95,8 +95,7 @@ describe("RunRegistry", () => {
   it("a submission the gateway refuses frees its key for the retry", async () => {
     const { gateway, runs } = await setup();
     const refuse = gateway.launch.bind(gateway);
-    gateway.launch = () =>
-      Promise.reject(new GatewayError(429, "rate_limit_error", "too_many_turns", "full"));
+    gateway.launch = () => Promise.reject(new HttpError(429, "rate_limit_error", "too_many_turns", "full"));
     await expect(runs.submit(ask("later", "k2"))).rejects.toMatchObject({ status: 429 });
     gateway.launch = refuse;
     const retried = await runs.submit(ask("later", "k2"));

@@ -5,8 +5,8 @@
 // headers and its preflight is answered. Requests without an Origin (curl, SDKs) pass: browsers
 // always send one on the requests that could change anything.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type HostPolicy, hostAllowed } from "../core/host-header.js";
-import { GatewayError, headerValue } from "./http-error.js";
+import { type HostPolicy, hostAllowed } from "../http/host-header.js";
+import { HttpError, headerValue } from "../http/http-error.js";
 
 /** What a listed origin may send (the preflight's answer). */
 export const CORS_ALLOW_HEADERS = "Authorization, Content-Type, X-Session-Id, Idempotency-Key, Last-Event-ID";
@@ -58,9 +58,9 @@ function ownOrigin(host: string | undefined): string | null {
   }
 }
 
-function misdirected(host: string | undefined, hosts: HostPolicy): GatewayError {
+function misdirected(host: string | undefined, hosts: HostPolicy): HttpError {
   const port = hosts.port ?? "PORT";
-  return new GatewayError(
+  return new HttpError(
     421,
     "invalid_request_error",
     "misdirected_request",
@@ -68,8 +68,8 @@ function misdirected(host: string | undefined, hosts: HostPolicy): GatewayError 
   );
 }
 
-function foreignOrigin(origin: string): GatewayError {
-  return new GatewayError(
+function foreignOrigin(origin: string): HttpError {
+  return new HttpError(
     403,
     "permission_error",
     "origin_not_allowed",

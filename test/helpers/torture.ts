@@ -43,7 +43,7 @@ export async function chatTurn(
   const response = await gateway.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", ...(sessionId ? { "x-session-id": sessionId } : {}) },
-    body: JSON.stringify({ model: "x", messages: [{ role: "user", content: text }] }),
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: text }] }),
   });
   const body = (await response.json()) as {
     choices?: { message?: { content?: string | null } }[];

@@ -1,15 +1,13 @@
 // `tenax dashboard [--host H] [--port P]`: the profile's web page in the foreground, serving until
 // SIGTERM or SIGINT. It reads the store read-only and probes the gateway; it runs whether or not
 // the gateway does, which is the point: it shows when the gateway is down.
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
-import { TenaxError, UsageError } from "../../core/errors.js";
-import { isLoopback } from "../../core/host-header.js";
-import { createJsonServer } from "../../core/http.js";
+import { TenaxError } from "../../core/errors.js";
 import { parentPipe } from "../../core/parent-pipe.js";
+import { buildDashboardApp } from "../../dashboard/app.js";
 import { Dashboard } from "../../dashboard/server.js";
+import { closeApp, isLoopback, listen, parsePort, urlHost } from "../../http/listen.js";
 import { removeDashboardPid, writeDashboardPid } from "../../profile/dashboard-pid.js";
 import { type Cli, VERSION } from "../main.js";
 import type { Output } from "../output.js";
@@ -56,15 +54,17 @@ async function serve(
       { hint: "serve it on 127.0.0.1 and reach it through an SSH tunnel (ssh -L)", exitCode: 2 },
     );
   const dashboard = new Dashboard({ paths, config, version: VERSION });
-  const server = createJsonServer(dashboard.handle);
+  const app = buildDashboardApp(dashboard);
   const stopSignal = new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
     void upGone?.then(() => resolve("tenax up stopped"));
   });
-  await listen(server, host, port ?? config.dashboard.port);
+  const bound = await listen(app, host, port ?? config.dashboard.port, {
+    name: "dashboard",
+    hint: "stop what uses it, or choose another port with --port P (or dashboard.port in config.yaml)",
+  });
   dashboard.start();
-  const bound = (server.address() as AddressInfo).port;
   // `tenax doctor` tells this dashboard on its port from a stranger by this file.
   await writeDashboardPid(paths, { pid: process.pid, started_at: Date.now(), host, port: bound }).catch(
     (error: unknown) =>
@@ -72,38 +72,14 @@ async function serve(
         `could not write the dashboard's pid file (${(error as Error).message}): tenax doctor will count its port as another program's`,
       ),
   );
-  out.line(`dashboard listening on http://${host.includes(":") ? `[${host}]` : host}:${bound}`);
+  out.line(`dashboard listening on http://${urlHost(host)}:${bound}`);
   out.line(
     `dashboard: probing the gateway at ${dashboard.probe.current.url}; reading ${paths.state} read-only`,
   );
   const why = await stopSignal;
   removeDashboardPid(paths, process.pid);
   await dashboard.stop();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await closeApp(app);
   out.line(`dashboard stopped (${why})`);
   return 0;
-}
-
-export function parsePort(value: string, flag: string): number {
-  const port = Number(value);
-  if (!/^[0-9]+$/.test(value) || port > 65_535)
-    throw new UsageError(`${flag} must be a whole number from 0 to 65535, not "${value}"`);
-  return port;
-}
-
-function listen(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(
-        error.code === "EADDRINUSE"
-          ? new TenaxError("dashboard_port_in_use", `port ${port} on ${host} is already in use`, {
-              hint: "stop what uses it, or choose another port with --port P (or dashboard.port in config.yaml)",
-            })
-          : error,
-      ),
-    );
-    server.once("listening", () => resolve());
-    server.listen(port, host);
-  });
 }

@@ -3,10 +3,11 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
-import { TenaxError, UsageError } from "../../core/errors.js";
+import { TenaxError } from "../../core/errors.js";
 import { parentPipe } from "../../core/parent-pipe.js";
 import { runGateway } from "../../gateway/run.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
+import { parsePort } from "../../http/listen.js";
 import type { GatewayLaunch } from "../../profile/gateway-pid.js";
 import { type Cli, VERSION } from "../main.js";
 import { type Output, reportError } from "../output.js";
@@ -112,11 +113,4 @@ function startedBySystemd(): boolean {
   } catch {
     return false;
   }
-}
-
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!/^[0-9]+$/.test(value) || !Number.isInteger(port) || port > 65_535)
-    throw new UsageError(`--port must be a whole number from 0 to 65535, not "${value}"`);
-  return port;
 }

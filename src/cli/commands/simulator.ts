@@ -2,6 +2,7 @@
 // processes (the drill, the demo, a gateway under test) to talk to until SIGINT or SIGTERM.
 import type { Command } from "commander";
 import { UsageError } from "../../core/errors.js";
+import { parsePort } from "../../http/listen.js";
 import { DEFAULT_SIM_MODELS, type SimModel, startSimulator } from "../../llm/simulator/server.js";
 import type { Cli } from "../main.js";
 
@@ -42,14 +43,6 @@ export function registerSimulatorCommand(program: Command, cli: Cli): void {
         return 0;
       }),
     );
-}
-
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new UsageError(`--port must be a whole number from 0 to 65535, not "${value}"`);
-  }
-  return port;
 }
 
 function parseModels(values: string[]): Record<string, SimModel> {

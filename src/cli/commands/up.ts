@@ -8,6 +8,7 @@
 import { rmSync } from "node:fs";
 import type { Command } from "commander";
 import { realSleep, systemClock } from "../../core/deps.js";
+import { parsePort } from "../../http/listen.js";
 import { tenaxCommand } from "../../profile/command-hint.js";
 import { readDashboardPid } from "../../profile/dashboard-pid.js";
 import type { ProfilePaths } from "../../profile/paths.js";
@@ -19,7 +20,6 @@ import { spawnTenax, type TenaxChild } from "../up/child.js";
 import { GatewaySupervisor } from "../up/gateway-supervisor.js";
 import { RestartPolicy } from "../up/restart-policy.js";
 import { REVIVE_SIGNAL, reviveGateway } from "../up/revive.js";
-import { parsePort } from "./dashboard.js";
 
 interface UpFlags {
   gatewayHost?: string;

@@ -1,8 +1,8 @@
 // A response chain read back from the store: the response a request continues, and every stored
 // input and output item before it, oldest first, to replay as history where no session holds it.
 import { z } from "zod";
+import { HttpError } from "../../http/http-error.js";
 import type { ResponseView } from "../../store/response-rows.js";
-import { GatewayError } from "../http-error.js";
 import { type InputItem, inputItemSchema } from "./request.js";
 import { type OutputItem, outputAsInput } from "./response-object.js";
 
@@ -21,8 +21,8 @@ export function responseNotFound(
   id: string,
   detail = "",
   param: string | null = "previous_response_id",
-): GatewayError {
-  return new GatewayError(
+): HttpError {
+  return new HttpError(
     404,
     "not_found_error",
     "response_not_found",
@@ -51,7 +51,7 @@ export function replayChain(store: ResponseStore, last: ResponseView): InputItem
         ` (response ${at.id} continues it, so its chain is broken)`,
       );
     if (seen.has(previous.id) || links.length >= MAX_CHAIN)
-      throw new GatewayError(
+      throw new HttpError(
         500,
         "server_error",
         "response_chain_invalid",
@@ -66,7 +66,7 @@ export function replayChain(store: ResponseStore, last: ResponseView): InputItem
     .flatMap((link) => [...link.input, ...outputAsInput(link.output as OutputItem[])]);
   const parsed = itemsSchema.safeParse(items);
   if (!parsed.success)
-    throw new GatewayError(
+    throw new HttpError(
       500,
       "server_error",
       "response_chain_invalid",

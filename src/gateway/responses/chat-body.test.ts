@@ -2,7 +2,7 @@
 // call items and their outputs, function tools, tool_choice, text.format, limits and images; and
 // what the request schema refuses by name.
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../http-error.js";
+import { HttpError } from "../../http/http-error.js";
 import { chatBody, inputItems, itemsToMessages } from "./chat-body.js";
 import { parseResponsesRequest } from "./request.js";
 import { completionToResponse, outputAsInput } from "./response-object.js";
@@ -17,11 +17,11 @@ const body = (raw: Record<string, unknown>) => {
   });
 };
 
-function refused(raw: unknown): GatewayError {
+function refused(raw: unknown): HttpError {
   try {
     parseResponsesRequest(raw);
   } catch (error) {
-    if (error instanceof GatewayError) return error;
+    if (error instanceof HttpError) return error;
     throw error;
   }
   throw new Error("the request was accepted");

@@ -1,7 +1,7 @@
 // A Responses API request, and the stored chain before it, as the body of Tenax's own
 // POST /v1/chat/completions: items become chat messages, function tools and text.format their
 // chat forms. The chat route then does the rest (agent turn or model call), as for any client.
-import { badRequest } from "../http-error.js";
+import { badRequest } from "../../http/http-error.js";
 import type { FunctionTool, InputItem, MessageItem, ResponsesRequest } from "./request.js";
 
 type ChatPart =

@@ -5,9 +5,11 @@
 // client hears it is complete, so a follow-up naming it always finds it.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { SseStream } from "../../core/sse.js";
+import { jsonBodyOf } from "../../http/app.js";
+import { badRequest, HttpError, headerValue } from "../../http/http-error.js";
 import type { ResponsePutOp } from "../../store/ops.js";
 import type { ResponseView } from "../../store/response-rows.js";
-import { badRequest, GatewayError, headerValue, toGatewayError } from "../http-error.js";
+import { asHttpError } from "../gateway-errors.js";
 import { type ResponseStore, replayChain, storedResponse } from "./chain.js";
 import { type ChatCompletion, chatChunkSchema, chatCompletionSchema } from "./chat-answer.js";
 import { chatBody, inputItems, itemsToMessages } from "./chat-body.js";
@@ -88,7 +90,7 @@ export async function createResponse(
   reply: FastifyReply,
 ): Promise<void> {
   const now = deps.now ?? Date.now;
-  const p = plan(request.body, deps.store, headerValue(request.headers["x-session-id"]));
+  const p = plan(jsonBodyOf(request), deps.store, headerValue(request.headers["x-session-id"]));
   const meta: ResponseMeta = {
     id: deps.newId("resp_"),
     createdAt: Math.floor(now() / 1000),
@@ -154,8 +156,8 @@ function parseCompletion(text: string): ChatCompletion {
   return parsed.data;
 }
 
-function badChatAnswer(what: string): GatewayError {
-  return new GatewayError(502, "server_error", "bad_chat_answer", `the chat route answered ${what}`);
+function badChatAnswer(what: string): HttpError {
+  return new HttpError(502, "server_error", "bad_chat_answer", `the chat route answered ${what}`);
 }
 
 /** Keep the response (unless store: false) with the items it was asked and answered. */
@@ -243,7 +245,7 @@ async function streamAnswer(
       encoder.completed(response);
       return sse.end();
     } catch (error) {
-      const e = toGatewayError(error);
+      const e = asHttpError(error);
       failure = { code: e.code, message: e.message, type: e.type };
     }
   }

@@ -2,7 +2,7 @@
 // strict schema; what it cannot honour (built-in tools, background runs, stored prompts...) is
 // refused by name with a 400, so a client never believes a field took effect when it did not.
 import { z } from "zod";
-import { badRequest, GatewayError } from "../http-error.js";
+import { badRequest, HttpError } from "../../http/http-error.js";
 
 const text = z.string();
 
@@ -149,13 +149,13 @@ function checkItems(input: unknown): void {
   });
 }
 
-function invalid(issue: z.core.$ZodIssue | undefined): GatewayError {
+function invalid(issue: z.core.$ZodIssue | undefined): HttpError {
   const path = issue?.path.map(String).join(".") ?? "";
   const message =
     issue?.code === "unrecognized_keys"
       ? `unknown field${issue.keys.length > 1 ? "s" : ""} in the request body: ${issue.keys.join(", ")}`
       : `${path || "the body"}: ${issue?.message ?? "is invalid"}`;
-  return new GatewayError(
+  return new HttpError(
     400,
     "invalid_request_error",
     "invalid_field",
@@ -227,8 +227,8 @@ function refuseSpecialFields(fields: Record<string, unknown>): void {
   });
 }
 
-function unsupported(what: string, param: string): GatewayError {
-  return new GatewayError(
+function unsupported(what: string, param: string): HttpError {
+  return new HttpError(
     400,
     "invalid_request_error",
     "unsupported_field",

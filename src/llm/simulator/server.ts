@@ -1,9 +1,9 @@
 // The simulator provider: an OpenAI-compatible Chat Completions server on node:http that answers
 // deterministically, fails on cue (one scripted step per request) and records what it received.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { realSleep, systemClock } from "../../core/deps.js";
-import { createJsonServer } from "../../core/http.js";
+import { answerClientError } from "../../http/node-http.js";
 import {
   contextOverflow,
   lowerKeys,
@@ -74,7 +74,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     for (const resolve of waiters) resolve();
   };
 
-  const server = createJsonServer((req, res) => {
+  const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent) {
         sendJson(res, 500, errorBody(`simulator failure: ${String(error)}`, "server_error"));
@@ -82,7 +82,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         res.destroy();
       }
     });
-  });
+  }).on("clientError", answerClientError);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://simulator").pathname;

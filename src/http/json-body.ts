@@ -1,26 +1,31 @@
-// Reading a request body: declared as application/json (415 otherwise, before a byte is read), at
+// Reading a JSON request body (the apps' one body parser, src/http/app.ts): declared as application/json (415 otherwise, before a byte is read), at
 // most a fixed size (413 beyond it; the bytes past it are never kept), nested at most
 // MAX_JSON_DEPTH deep, and JSON that parses (400 otherwise). The media type matters: a page on any
 // web site may send a text/plain, form or multipart body across origins without asking first (a
 // "simple" request), but not a JSON one.
-import type { IncomingMessage } from "node:http";
-import { badRequest, GatewayError } from "./http-error.js";
+import type { Readable } from "node:stream";
+import { badRequest, HttpError } from "./http-error.js";
 import { depthPastLimit, MAX_JSON_DEPTH } from "./json-depth.js";
 
 /** Largest request body the gateway reads. A conversation with pasted files fits; a dump does not. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
-  requireJson(req.headers["content-type"]);
+/** The body of a request whose Content-Type is `contentType`, read from `payload`. */
+export async function readJsonBody(
+  payload: Readable,
+  contentType: string | undefined,
+  limit = MAX_BODY_BYTES,
+): Promise<unknown> {
+  requireJson(contentType);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req) {
+  for await (const chunk of payload) {
     const buffer = chunk as Buffer;
     size += buffer.length;
     // Past the limit the rest is read and dropped, so the client can read the 413 instead of
     // failing on a closed socket; a body far past it is cut off.
     if (size > limit * 16) {
-      req.destroy();
+      payload.destroy();
       break;
     }
     if (size <= limit) chunks.push(buffer);
@@ -50,6 +55,22 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
  * as). Hand-written: the grammar is a few lines and this is the only media type taken.
  */
 export function requireJson(header: string | undefined): void {
+  const problem = mediaTypeProblem(header);
+  if (problem !== null) throw unsupportedMediaType(problem);
+}
+
+/** The 415 for a Content-Type that is not JSON (also when the header does not even parse). */
+export function unsupportedMediaType(problem: string): HttpError {
+  return new HttpError(
+    415,
+    "invalid_request_error",
+    "unsupported_media_type",
+    `${problem}; send the body as JSON with Content-Type: application/json (charset=utf-8 allowed)`,
+  );
+}
+
+/** Why `header` is not JSON's media type, or null when it is. */
+export function mediaTypeProblem(header: string | undefined): string | null {
   const [type = "", ...params] = (header ?? "")
     .split(";")
     .map((part) => part.trim())
@@ -60,13 +81,7 @@ export function requireJson(header: string | undefined): void {
         ? "the request has no Content-Type"
         : `the request's Content-Type is ${JSON.stringify(header)}`
       : params.map(paramProblem).find((p) => p !== null);
-  if (problem === undefined || problem === null) return;
-  throw new GatewayError(
-    415,
-    "invalid_request_error",
-    "unsupported_media_type",
-    `${problem}; send the body as JSON with Content-Type: application/json (charset=utf-8 allowed)`,
-  );
+  return problem ?? null;
 }
 
 function paramProblem(param: string): string | null {
@@ -81,8 +96,8 @@ function paramProblem(param: string): string | null {
   return `application/json takes no parameter ${JSON.stringify(param)} here (only charset=utf-8)`;
 }
 
-function tooLarge(limit: number): GatewayError {
-  return new GatewayError(
+export function tooLarge(limit: number): HttpError {
+  return new HttpError(
     413,
     "invalid_request_error",
     "request_too_large",

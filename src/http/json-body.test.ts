@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { requireJson } from "./body.js";
-import { GatewayError } from "./http-error.js";
+import { HttpError } from "./http-error.js";
+import { requireJson } from "./json-body.js";
 
-function refusal(header: string | undefined): GatewayError | null {
+function refusal(header: string | undefined): HttpError | null {
   try {
     requireJson(header);
     return null;
   } catch (error) {
-    if (error instanceof GatewayError) return error;
+    if (error instanceof HttpError) return error;
     throw error;
   }
 }

@@ -1,15 +1,9 @@
-// Small pieces every HTTP server of Tenax (gateway, dashboard, simulator) answers with: a JSON
-// body with its length, one header's value read the same way everywhere, a path part decoded the
-// same way everywhere, and a JSON answer to a request Node's parser refuses.
-import {
-  createServer,
-  type IncomingHttpHeaders,
-  type RequestListener,
-  type Server,
-  type ServerResponse,
-  STATUS_CODES,
-} from "node:http";
+// The node:http pieces under every Tenax HTTP app (gateway, dashboard, simulator): a JSON body with
+// its length on a raw response (streams and hijacked replies), and a JSON answer to a request
+// Node's parser refuses before any app sees it.
+import { type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
+import type { HttpError } from "./http-error.js";
 
 /** Send `body` as JSON; after headers already went out, only end the response. */
 export function sendJson(
@@ -31,38 +25,9 @@ export function sendJson(
   res.end(text);
 }
 
-/**
- * A request refused for what it is, before any route logic (a path that does not decode): every
- * Tenax server answers it with its status and code in its own error shape, never as a 500.
- */
-export class HttpRequestError extends Error {
-  override readonly name = "HttpRequestError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** One percent-encoded path part (a session or run id); a 400 `invalid_url` naming `what` when it is not valid. */
-export function decodePathPart(part: string, what: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw new HttpRequestError(
-      400,
-      "invalid_url",
-      `the ${what} ${JSON.stringify(part)} is not valid percent-encoding`,
-    );
-  }
-}
-
-/** A request header's first value, trimmed; undefined when absent or blank. */
-export function headerValue(value: IncomingHttpHeaders[string]): string | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  return v === undefined || v.trim() === "" ? undefined : v.trim();
+/** An HttpError on a raw response (a stream's route, a hijacked reply), in the OpenAI shape. */
+export function sendError(res: ServerResponse, error: HttpError): void {
+  sendJson(res, error.status, error.toJSON(), error.headers);
 }
 
 /**
@@ -90,9 +55,4 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
-}
-
-/** An HTTP server whose every answer, even to a request Node cannot parse, is JSON. */
-export function createJsonServer(listener: RequestListener): Server {
-  return createServer(listener).on("clientError", answerClientError);
 }

@@ -1,76 +1,83 @@
 // The runs API over HTTP: POST /v1/runs (a turn in the background, with Idempotency-Key),
 // GET /v1/runs/ID (its state), GET /v1/runs/ID/events (SSE, replayed after Last-Event-ID and then
-// followed live until the run's terminal event) and POST /v1/runs/ID/stop. The registry
-// (runs.ts) does the work; this file only speaks HTTP.
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { SseStream } from "../core/sse.js";
-import { MAX_BODY_BYTES, readJsonBody } from "./body.js";
-import { parseChatRequest } from "./chat-request.js";
-import {
-  badRequest,
-  decodePathPart,
-  GatewayError,
-  headerValue,
-  onlyMethods,
-  sendJson,
-} from "./http-error.js";
-import { FINISHED, type RunEvent, type RunState } from "./run-records.js";
-import { fingerprint, type RunRegistry } from "./runs.js";
+// followed live until the run's terminal event: the reply is hijacked and the stream written to
+// the raw response) and POST /v1/runs/ID/stop. The registry (runs.ts) does the work; this file
+// only speaks HTTP.
+import type { ServerResponse } from "node:http";
+import type { FastifyRequest } from "fastify";
+import { z } from "zod";
+import { SseStream } from "../../core/sse.js";
+import { type App, jsonBodyOf } from "../../http/app.js";
+import { badRequest, HttpError, headerValue } from "../../http/http-error.js";
+import { parseWith } from "../../http/validate.js";
+import { parseChatRequest } from "../chat-request.js";
+import { FINISHED, type RunEvent, type RunState } from "../run-records.js";
+import { fingerprint, type RunRegistry } from "../runs.js";
 
 export interface RunRoutesOptions {
-  bodyLimit?: number;
   /** How often an idle event stream sends a `: keepalive` comment. */
   keepaliveMs?: number;
   /** What one follower may hold unsent before it is dropped (SseStream's bound by default). */
   maxBufferedBytes?: number;
 }
 
-export type Routes = (req: IncomingMessage, res: ServerResponse, path: string, url: URL) => Promise<boolean>;
-
 const MAX_KEY_LENGTH = 255;
 
-/** The handler the gateway calls for paths it does not serve itself. */
-export function runRoutes(registry: RunRegistry, options: RunRoutesOptions = {}): Routes {
-  return async (req, res, path, url) => {
-    if (path === "/v1/runs") {
-      onlyMethods(req, ["POST"]);
-      await submit(registry, req, res, options);
-      return true;
-    }
-    const match = /^\/v1\/runs\/([^/]+)(?:\/(events|stop))?$/.exec(path);
-    if (!match) return false;
-    const runId = decodePathPart(match[1] ?? "", "run id");
-    const action = match[2];
-    if (action === "stop") {
-      onlyMethods(req, ["POST"]);
-      const state = known(registry, runId);
-      const stopped = registry.stop(runId, `stopped by POST /v1/runs/${runId}/stop`);
-      const now = registry.get(runId) ?? state;
-      sendJson(res, stopped ? 202 : 200, { ...view(now), stop_requested: stopped }, headersOf(now));
-      return true;
-    }
-    onlyMethods(req, ["GET"]);
+const runParams = z.object({ id: z.string() });
+
+/** A request header's first value, trimmed; absent when blank. */
+const header = () =>
+  z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .transform((v) => headerValue(v));
+
+const submitHeaders = z.object({
+  "x-session-id": header(),
+  "idempotency-key": header().refine((key) => key === undefined || key.length <= MAX_KEY_LENGTH, {
+    error: (issue) =>
+      `the Idempotency-Key header is ${String((issue.input as string).length)} characters long; use at most ${MAX_KEY_LENGTH} (a UUID is plenty)`,
+    params: { code: "invalid_idempotency_key" },
+  }),
+});
+
+export function registerRunRoutes(app: App, registry: RunRegistry, options: RunRoutesOptions = {}): void {
+  app.post("/v1/runs", { config: { jsonBody: true } }, async (request, reply) => {
+    const { status, body, headers } = await submit(registry, request);
+    return reply.code(status).headers(headers).send(body);
+  });
+  app.post("/v1/runs/:id/stop", async (request, reply) => {
+    const { id: runId } = parseWith(runParams, request.params, "the path");
     const state = known(registry, runId);
-    if (action === "events") follow(registry, state, lastEventId(req, url), res, options);
-    else sendJson(res, 200, view(state), headersOf(state));
-    return true;
-  };
+    const stopped = registry.stop(runId, `stopped by POST /v1/runs/${runId}/stop`);
+    const now = registry.get(runId) ?? state;
+    return reply
+      .code(stopped ? 202 : 200)
+      .headers(headersOf(now))
+      .send({ ...view(now), stop_requested: stopped });
+  });
+  app.get("/v1/runs/:id", async (request, reply) => {
+    const state = known(registry, parseWith(runParams, request.params, "the path").id);
+    return reply.headers(headersOf(state)).send(view(state));
+  });
+  app.get("/v1/runs/:id/events", (request, reply) => {
+    const state = known(registry, parseWith(runParams, request.params, "the path").id);
+    const after = lastEventId(request);
+    reply.hijack();
+    follow(registry, state, after, reply.raw, options);
+  });
 }
 
 async function submit(
   registry: RunRegistry,
-  req: IncomingMessage,
-  res: ServerResponse,
-  options: RunRoutesOptions,
-): Promise<void> {
-  const sessionId = headerValue(req.headers["x-session-id"]);
-  const key = headerValue(req.headers["idempotency-key"]);
-  if (key !== undefined && key.length > MAX_KEY_LENGTH)
-    throw badRequest(
-      "invalid_idempotency_key",
-      `the Idempotency-Key header is ${key.length} characters long; use at most ${MAX_KEY_LENGTH} (a UUID is plenty)`,
-    );
-  const body = await readJsonBody(req, options.bodyLimit ?? MAX_BODY_BYTES);
+  http: FastifyRequest,
+): Promise<{ status: number; body: unknown; headers: Record<string, string> }> {
+  const { "x-session-id": sessionId, "idempotency-key": key } = parseWith(
+    submitHeaders,
+    http.headers,
+    "the request headers",
+  );
+  const body = jsonBodyOf(http);
   const request = parseChatRequest(body);
   if (request.stream)
     throw badRequest(
@@ -85,10 +92,11 @@ async function submit(
     ...(key !== undefined ? { idempotencyKey: key } : {}),
     fingerprint: fingerprint(sessionId, body),
   });
-  sendJson(res, created ? 202 : 200, view(state), {
-    ...headersOf(state),
-    location: `/v1/runs/${encodeURIComponent(state.run_id)}`,
-  });
+  return {
+    status: created ? 202 : 200,
+    body: view(state),
+    headers: { ...headersOf(state), location: `/v1/runs/${encodeURIComponent(state.run_id)}` },
+  };
 }
 
 /**
@@ -158,8 +166,10 @@ function follow(
   })().catch(end);
 }
 
-function lastEventId(req: IncomingMessage, url: URL): number {
-  const raw = headerValue(req.headers["last-event-id"]) ?? url.searchParams.get("last_event_id") ?? "0";
+function lastEventId(request: FastifyRequest): number {
+  const query = request.query as { last_event_id?: unknown };
+  const fromQuery = typeof query.last_event_id === "string" ? query.last_event_id : undefined;
+  const raw = headerValue(request.headers["last-event-id"]) ?? fromQuery ?? "0";
   const id = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(id))
     throw badRequest(
@@ -172,7 +182,7 @@ function lastEventId(req: IncomingMessage, url: URL): number {
 function known(registry: RunRegistry, runId: string): RunState {
   const state = registry.get(runId);
   if (state) return state;
-  throw new GatewayError(
+  throw new HttpError(
     404,
     "not_found_error",
     "run_not_found",

@@ -1,14 +1,13 @@
 // The runs routes in-process over a real socket, with hand-driven turns: an idle event stream
 // sends `: keepalive` comments, then carries the live events and ends after `run.finished`.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { FakeGateway } from "../../test/helpers/fake-gateway.js";
-import { tempProfile } from "../../test/helpers/tmp.js";
-import { openStore } from "../store/registry.js";
-import { sendError, toGatewayError } from "./http-error.js";
-import { RunRegistry } from "./runs.js";
-import { runRoutes } from "./runs-http.js";
+import { FakeGateway } from "../../../test/helpers/fake-gateway.js";
+import { tempProfile } from "../../../test/helpers/tmp.js";
+import { createApp, refuseOtherMethods } from "../../http/app.js";
+import { closeApp, listen } from "../../http/listen.js";
+import { openStore } from "../../store/registry.js";
+import { RunRegistry } from "../runs.js";
+import { registerRunRoutes } from "./runs.js";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -18,27 +17,16 @@ afterEach(async () => {
 async function serve(maxBufferedBytes?: number) {
   const store = await openStore(tempProfile(), { integrityCheckTimeoutMs: 0 });
   const gateway = new FakeGateway(store);
-  const routes = runRoutes(new RunRegistry({ store, gateway }), {
+  const app = createApp();
+  registerRunRoutes(app, new RunRegistry({ store, gateway }), {
     keepaliveMs: 20,
     ...(maxBufferedBytes === undefined ? {} : { maxBufferedBytes }),
   });
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://test");
-    routes(req, res, url.pathname, url)
-      .then((served) => {
-        if (!served) res.writeHead(404).end();
-      })
-      .catch((error: unknown) => sendError(res, toGatewayError(error)));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { gateway, store, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  refuseOtherMethods(app);
+  // Over a real socket: the stream's pace and the keepalives are the point.
+  const port = await listen(app, "127.0.0.1", 0, { name: "test" });
+  closers.push(() => closeApp(app));
+  return { gateway, store, url: `http://127.0.0.1:${port}` };
 }
 
 describe("runs routes", () => {

@@ -1,0 +1,16 @@
+// The page and its two files, under the Content-Security-Policy of every dashboard answer.
+import type { App } from "../../http/app.js";
+import type { Dashboard } from "../server.js";
+
+export function registerPageRoutes(app: App, dashboard: Dashboard): void {
+  for (const route of ["/", "/app.js", "/style.css"])
+    app.route({
+      method: ["GET", "HEAD"],
+      url: route,
+      handler: async (_request, reply) => {
+        const asset = dashboard.asset(route);
+        if (!asset) throw new Error(`the dashboard has no file for ${route}`);
+        return reply.type(asset.type).send(asset.body);
+      },
+    });
+}
