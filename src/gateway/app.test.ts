@@ -97,7 +97,7 @@ describe("the gateway app in-process", () => {
     expect((await app.inject({ url: "/v1/nothing" })).statusCode).toBe(401);
     expect((await app.inject({ url: "/api/capabilities/", headers: auth })).json()).toEqual({
       version: "test",
-      capabilities: ["chat.completions", "chat.completions.stream", "models", "sessions", "runs"],
+      capabilities: ["chat.completions", "chat.completions.stream", "models", "responses", "sessions", "runs"],
     });
   });
 
@@ -208,11 +208,15 @@ describe("the gateway app in-process", () => {
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json().error).toMatchObject({ type: "not_found_error", code: "model_not_found" });
     expect(unknown.json().error.message).toMatch(/tenax, sim\/main, sim\/spare/);
-    // A PROVIDER/NAME call with no model-call handler: 501, and no model was asked.
-    const model = await app.inject(chat({ ...hello, model: "sim/spare" }));
-    expect(model.statusCode).toBe(501);
-    expect(model.json().error.code).toBe("not_implemented");
     expect(sim.requests().length).toBe(calls);
+    // A PROVIDER/NAME call is one model call (the gateway's own model-call handler): that very
+    // model is asked once, with no agent prompt or tools.
+    const model = await app.inject(chat({ ...hello, model: "sim/spare" }));
+    expect(model.statusCode).toBe(200);
+    expect(model.json().model).toBe("sim/spare");
+    expect(sim.requests().length).toBe(calls + 1);
+    expect(sim.requests().at(-1)?.body).toMatchObject({ model: "spare" });
+    expect(sim.requests().at(-1)?.body).not.toHaveProperty("tools");
   });
 
   it("hands a PROVIDER/NAME chat to the model-call handler with its target, and maps unknown ids with default_model", async () => {

@@ -12,7 +12,9 @@ export type { ResponsesDeps } from "./create-response.js";
 export function registerResponsesRoutes(app: FastifyInstance, deps: ResponsesDeps): void {
   const calls = new InnerCalls();
   calls.hook(app);
-  app.post("/v1/responses", (request, reply) => createResponse(app, calls, deps, request, reply));
+  app.post("/v1/responses", { config: { jsonBody: true } }, (request, reply) =>
+    createResponse(app, calls, deps, request, reply),
+  );
 
   app.get<{ Params: { id: string } }>("/v1/responses/:id", async (request, reply) => {
     const found = deps.store.getResponse(request.params.id);
