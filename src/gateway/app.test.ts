@@ -97,7 +97,14 @@ describe("the gateway app in-process", () => {
     expect((await app.inject({ url: "/v1/nothing" })).statusCode).toBe(401);
     expect((await app.inject({ url: "/api/capabilities/", headers: auth })).json()).toEqual({
       version: "test",
-      capabilities: ["chat.completions", "chat.completions.stream", "models", "responses", "sessions", "runs"],
+      capabilities: [
+        "chat.completions",
+        "chat.completions.stream",
+        "models",
+        "responses",
+        "sessions",
+        "runs",
+      ],
     });
   });
 
