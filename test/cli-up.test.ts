@@ -11,7 +11,6 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dashboardPidFile } from "../src/profile/dashboard-pid.js";
 import type { ProfilePaths } from "../src/profile/paths.js";
 import { readUpState, type UpState, upStateFile } from "../src/profile/up-state.js";
-import { openStore, releaseStore } from "../src/store/registry.js";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, runPrintedAsync, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
@@ -158,8 +157,9 @@ describe("tenax up", () => {
 
   it("SIGTERM while its gateway still starts: up signals it at once, and the gateway ends its start there (it never listens)", async () => {
     const { paths, home } = await simProfile(KEYED);
-    await releaseStore(await openStore(paths, { integrityCheckTimeoutMs: 0 }));
-    // The gateway's start waits on the store's write lock: it is starting, with its pid file, all along.
+    // No store yet: the gateway's start must create it, and waits on the write lock held here (a
+    // store that exists needs no write to open, so nothing would hold the start). It is starting,
+    // with its pid file, all along.
     const lock = new Database(paths.state);
     lock.exec("BEGIN IMMEDIATE");
     let up: ListeningProcess;

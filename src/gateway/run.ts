@@ -259,18 +259,24 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // is `unknown` until its look ends, without holding the port closed for provider_probe_timeout.
   // A stop ends the wait at once.
   if (!stop.signal.aborted) await observed.monitor.firstProviderLook(undefined, stop.signal);
-  if (!stop.signal.aborted) {
-    let bound: number;
-    try {
+  // The app is made ready (its plugins load over several turns of the event loop) before the last
+  // look at the stop, and one more turn lets a signal that came while the thread was busy be
+  // delivered: from that look to the bind only promises run, so no stop can slip in between.
+  let bound: number | null = null;
+  try {
+    await app.ready();
+    await new Promise((resolve) => setImmediate(resolve));
+    if (!stop.signal.aborted)
       bound = await listen(app, host, options.port, {
         name: "gateway",
         hint: "stop what uses it, or choose another port with --port P (or gateway.port in config.yaml)",
       });
-    } catch (error) {
-      await observed.close();
-      await opened.close();
-      throw error;
-    }
+  } catch (error) {
+    await observed.close();
+    await opened.close();
+    throw error;
+  }
+  if (bound !== null) {
     listeningAt = { host, port: bound };
     await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
     address = `http://${urlHost(host)}:${bound}`;

@@ -2,8 +2,8 @@
 // from the built CLI, awaited until it prints where it listens, and killed after each test.
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable } from "node:stream";
-import { afterEach } from "vitest";
 import { BIN, cliEnvironment, ROOT } from "./cli.js";
+import { beforeTempRemoval } from "./tmp.js";
 
 export interface ListeningProcess {
   child: ChildProcess;
@@ -22,9 +22,18 @@ export interface ListeningProcess {
 
 const started: ChildProcess[] = [];
 
-afterEach(() => {
-  for (const child of started.splice(0))
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+// Killed and awaited before the test's folders go: a child still running would write into them.
+beforeTempRemoval(async () => {
+  const alive = started.splice(0).filter((c) => c.exitCode === null && c.signalCode === null);
+  await Promise.all(
+    alive.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          child.once("exit", () => resolve());
+          child.kill("SIGKILL");
+        }),
+    ),
+  );
 });
 
 /**

@@ -6,10 +6,20 @@ import { afterEach } from "vitest";
 import { type ProfilePaths, profilePaths } from "../../src/profile/paths.js";
 
 const made: string[] = [];
+const beforeRemoval: (() => Promise<void> | void)[] = [];
 
-afterEach(() => {
+/**
+ * Run `fn` after each test, before its folders are removed: a helper whose processes write into
+ * them (a gateway's WAL, its spool) ends them here, so removal never races a live writer.
+ */
+export function beforeTempRemoval(fn: () => Promise<void> | void): void {
+  beforeRemoval.push(fn);
+}
+
+afterEach(async () => {
+  for (const fn of beforeRemoval) await fn();
   if (process.env.TENAX_KEEP_TMP) return;
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
 });
 
 export function tempDir(prefix = "tenax-test-"): string {
