@@ -32,6 +32,7 @@ import {
   type TurnFailure,
   thrownFailure,
 } from "./turn-failure.js";
+import { callSettings, type TurnRequest, turnSystem } from "./turn-request.js";
 import { restartTurn, settleOpenCalls } from "./turn-resume.js";
 import { usageOp } from "./usage.js";
 
@@ -135,6 +136,8 @@ export interface TurnInput {
   resume?: { turnId: string };
   /** Writes committed with the turn's start, before it (a new session and its history). */
   before?: readonly WriteOp[];
+  /** What the caller asks of every model call of this turn (an API client's system text, cap, sampling). */
+  request?: TurnRequest;
 }
 
 export interface TurnResult {
@@ -282,6 +285,13 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   };
 
   const window = () => agent.router.limits(route.target)?.context_window ?? agent.defaultWindow ?? 128_000;
+  const system = turnSystem(agent.system, input.request);
+  const settings = callSettings(input.request);
+  const ask = (view: TranscriptView) =>
+    callModel(route, { system, compaction: view.compaction, transcript: view.transcript }, settings, specs, {
+      signal,
+      emit,
+    });
 
   /** What the next model call is built from: the transcript as stored now, with its compaction. */
   const readView = (): TranscriptView => ({
@@ -291,7 +301,7 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   /** Compress when needed; true when it did, and `view` (read before) is then out of date. */
   const compressIfNeeded = async (reason: "threshold" | "overflow", view: TranscriptView) => {
     if (!agent.compressor) return false;
-    const sizes = { ...view, system: agent.system, window: window(), lastInputTokens };
+    const sizes = { ...view, system, window: window(), lastInputTokens };
     if (reason === "threshold" && !agent.compressor.needed(sizes)) return false;
     // Compression tells of itself: not before the turn is durable and told.
     await durable;
@@ -323,14 +333,14 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
       if (await compressIfNeeded("threshold", view)) view = readView();
       let completion: Completion;
       try {
-        completion = await callModel(agent, route, view, specs, signal, emit);
+        completion = await ask(view);
       } catch (e) {
         // The provider itself said the context is too long: one bounded compression, then again.
         if (!isOverflow(e) || signal.aborted) throw e;
         overflow = { compressed: false };
         if (!(await compressIfNeeded("overflow", readView()))) throw e;
         overflow.compressed = true;
-        completion = await callModel(agent, route, readView(), specs, signal, emit);
+        completion = await ask(readView());
       }
       model = { provider: completion.provider, model: completion.model };
       finishReason = completion.finish_reason;
@@ -346,7 +356,12 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
         turn_id: turnId,
       });
       const cut = cutByOutputLimit(completion.finish_reason);
-      const continues = calls.length === 0 && cut && continuations < limits.max_continuations;
+      // A cap the caller set is what it asked for: a reply it cuts is not continued past it.
+      const continues =
+        calls.length === 0 &&
+        cut &&
+        settings.max_output_tokens === undefined &&
+        continuations < limits.max_continuations;
       // A reply that ends the turn is committed with the turn's end; anything else goes on from
       // this message (a tool call, a continuation), so it is committed now.
       if (calls.length === 0 && !continues) answer = said;
@@ -460,20 +475,22 @@ interface TranscriptView {
 }
 
 async function callModel(
-  agent: TurnDeps,
   route: TurnRoute,
-  view: TranscriptView,
+  view: TranscriptView & { system: string | null },
+  settings: ReturnType<typeof callSettings>,
   tools: ToolSpec[],
-  signal: AbortSignal,
-  emit: (e: AgentEvent) => void,
+  on: { signal: AbortSignal; emit: (e: AgentEvent) => void },
 ): Promise<Completion> {
-  const messages = buildHistory(view.transcript, { system: agent.system, compaction: view.compaction });
+  const messages = buildHistory(view.transcript, { system: view.system, compaction: view.compaction });
   // A turn reports each tool call once whole (tool_started): its streamed pieces and the token
   // log probabilities are for the model gateway's clients, not the turn's.
   const onEvent = (e: RouteEvent) => {
-    if (e.type !== "tool_call_delta" && e.type !== "logprobs") emit(e);
+    if (e.type !== "tool_call_delta" && e.type !== "logprobs") on.emit(e);
   };
-  return route.complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, { signal, onEvent });
+  return route.complete(
+    { messages, ...settings, ...(tools.length > 0 ? { tools } : {}) },
+    { signal: on.signal, onEvent },
+  );
 }
 
 /** A failure's words for people, with the profile's secrets redacted (the classified error is already). */

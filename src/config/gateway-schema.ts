@@ -71,6 +71,11 @@ export const gatewaySchema = z
       .string({ error: "expected a model id: tenax, or PROVIDER/NAME of a configured model" })
       .min(1, { error: "expected a model id: tenax, or PROVIDER/NAME of a configured model" })
       .optional(),
+    /**
+     * Where a `model: "tenax"` client's system messages go: after the agent's own system prompt
+     * (append), or in its place (replace).
+     */
+    client_system: z.enum(["append", "replace"], { error: "expected append or replace" }).default("append"),
     drain_timeout: z
       .number({ error: "expected a number of seconds (0 or more)" })
       .min(0, { error: "expected a number of seconds (0 or more)" })

@@ -30,7 +30,14 @@ describe("parseChatRequest", () => {
         },
       ],
     });
-    expect(parsed).toEqual({ messages: [{ role: "user", content: "ab" }], stream: true, includeUsage: true });
+    expect(parsed).toEqual({
+      messages: [{ role: "user", content: "ab" }],
+      stream: true,
+      includeUsage: true,
+      system: null,
+      maxTokens: 10,
+      params: { temperature: 0.2 },
+    });
   });
 
   it.each([

@@ -1,10 +1,13 @@
 // The body of POST /v1/chat/completions for `model: "tenax"` (an agent turn), as a zod schema: the
-// OpenAI fields a whole turn can honour or safely ignore are accepted; anything else is refused
-// by name, so a client never believes a field took effect when it did not. Errors are mapped to
-// the OpenAI shape in one place (src/http/validate.ts).
+// OpenAI fields a whole turn honours (the client's system messages, max_tokens, stop, sampling,
+// user) or can safely ignore are accepted; anything else is refused by name, so a client never
+// believes a field took effect when it did not. Errors are mapped to the OpenAI shape in one place
+// (src/http/validate.ts).
 import { z } from "zod";
 import { badRequest } from "../http/http-error.js";
 import { parseWith } from "../http/validate.js";
+import type { SamplingParams } from "../llm/provider.js";
+import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
 
 /** Refused with a reason: the agent owns its tools and its output format. */
 const USE_A_MODEL =
@@ -33,6 +36,11 @@ export interface ChatRequest {
   messages: ChatMessage[];
   stream: boolean;
   includeUsage: boolean;
+  /** The client's system and developer messages, in order, joined; null when it sent none. */
+  system: string | null;
+  /** The client's cap on each model call's output (max_completion_tokens, else max_tokens). */
+  maxTokens: number | null;
+  params: SamplingParams;
 }
 
 const ROLES = ["user", "assistant", "system", "developer"] as const;
@@ -103,13 +111,7 @@ const chatBody = z
         .unknown()
         .refine((n) => n === undefined || n === 1, { message: "n must be 1: an agent turn gives one reply" })
         .optional(),
-      temperature: ignored,
-      top_p: ignored,
-      max_tokens: ignored,
-      max_completion_tokens: ignored,
-      user: ignored,
-      stop: ignored,
-      seed: ignored,
+      ...SAMPLING_FIELDS,
       presence_penalty: ignored,
       frequency_penalty: ignored,
       metadata: ignored,
@@ -117,13 +119,21 @@ const chatBody = z
     },
     { error: "the request body must be a JSON object" },
   )
-  .transform(
-    (body): ChatRequest => ({
-      messages: body.messages as ChatMessage[],
+  .transform((body): ChatRequest => {
+    const messages = body.messages as ChatMessage[];
+    const own = messages.filter((m) =>
+      m.role === "system" || m.role === "developer" ? m.content !== "" : false,
+    );
+    const { maxTokens, params } = samplingOf(body);
+    return {
+      messages,
       stream: body.stream === true,
       includeUsage: body.stream_options?.include_usage === true,
-    }),
-  );
+      system: own.length > 0 ? own.map((m) => m.content).join("\n\n") : null,
+      maxTokens,
+      params,
+    };
+  });
 
 /** The body of an agent turn, or the 400 that names the field. */
 export function parseChatRequest(body: unknown): ChatRequest {

@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TurnResult } from "../agent/turn.js";
 import { TurnInterrupt } from "../agent/turn-failure.js";
+import type { TurnRequest } from "../agent/turn-request.js";
 import { badRequest, HttpError, headerValue } from "../http/http-error.js";
 import { sendError, sendJson } from "../http/node-http.js";
 import {
@@ -13,7 +14,7 @@ import {
   failed,
   turnError,
 } from "./chat-completions.js";
-import { parseChatRequest } from "./chat-request.js";
+import { type ChatRequest, parseChatRequest } from "./chat-request.js";
 import type { LaunchedTurn, LaunchRequest, TurnWatcher } from "./gateway.js";
 import { SHUTDOWN_MESSAGE, storeUnavailable, unavailable } from "./gateway-errors.js";
 
@@ -26,6 +27,19 @@ export interface ChatHost {
   model(): string;
   /** What one streaming client may hold unsent before it is dropped. */
   streamBufferBytes?: number;
+  /** Where the client's system messages go (gateway.client_system). */
+  clientSystem?: "append" | "replace";
+}
+
+/** What the client asks of the turn's model calls. */
+function turnRequest(request: ChatRequest, gateway: ChatHost): TurnRequest {
+  return {
+    ...(request.system === null
+      ? {}
+      : { system: { text: request.system, mode: gateway.clientSystem ?? "append" } }),
+    ...(request.maxTokens === null ? {} : { maxOutputTokens: request.maxTokens }),
+    ...(Object.keys(request.params).length === 0 ? {} : { params: request.params }),
+  };
 }
 
 /** One agent turn for a chat whose body was read (and its model found to be tenax). */
@@ -86,6 +100,7 @@ export async function serveChat(
         ? { earlier: request.messages.slice(0, lastUser) }
         : { sessionId: requested }),
       text: request.messages[lastUser]?.content ?? "",
+      request: turnRequest(request, gateway),
       ...(watcher ? { watcher } : {}),
       signal: hangup.signal,
     });

@@ -57,7 +57,7 @@ export function tooManyTurns(max: number): HttpError {
     429,
     "rate_limit_error",
     "too_many_turns",
-    `the gateway is already running ${max} turns (gateway.max_turns); retry when one has finished`,
+    `the gateway is already running ${max} turns and model calls (gateway.max_turns); retry when one has finished`,
     { "retry-after": "1" },
   );
 }

@@ -5,6 +5,7 @@
 import type { Agent } from "../agent/agent.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { type InterruptCode, TurnInterrupt } from "../agent/turn-failure.js";
+import type { TurnRequest } from "../agent/turn-request.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
@@ -46,6 +47,8 @@ export interface LaunchRequest {
   /** For a new session: the conversation before the new user message, as a client sent it. */
   earlier?: ChatMessage[];
   text: string;
+  /** What the client asks of the turn's model calls (its system text, output cap, sampling). */
+  request?: TurnRequest;
   watcher?: TurnWatcher;
   /** While the turn waits for its busy session: aborting it leaves the queue at once. */
   signal?: AbortSignal;
@@ -70,6 +73,8 @@ interface ActiveTurn {
 
 export class Gateway {
   private readonly active = new Map<string, ActiveTurn>();
+  /** Model calls (the model-gateway mode) running: they count, drain and are interrupted like turns. */
+  private readonly calls = new Set<{ controller: AbortController; done: Promise<void> }>();
   /** Turns reserved or running; counted before the session exists so the limit has no gaps. */
   private inFlight = 0;
   /** Turns waiting for their busy session; they count for nothing else until they start. */
@@ -115,13 +120,13 @@ export class Gateway {
   /** Wait for running turns up to `timeoutMs` (or until `cut` aborts); true when none is left. */
   async drain(timeoutMs: number, cut?: AbortSignal): Promise<boolean> {
     // Cut before the drain began (a second signal while the gateway was still starting).
-    if (cut?.aborted === true) return this.active.size === 0;
+    if (cut?.aborted === true) return this.active.size === 0 && this.calls.size === 0;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
       cut?.addEventListener("abort", () => resolve(false), { once: true });
     });
-    const all = Promise.all([...this.active.values()].map((t) => t.done)).then(() => true);
+    const all = Promise.all([...this.active.values(), ...this.calls].map((t) => t.done)).then(() => true);
     try {
       return await Promise.race([all, timeout]);
     } finally {
@@ -131,11 +136,35 @@ export class Gateway {
 
   /** Interrupt what is left through each turn's signal, and wait for the turns to persist it. */
   async interruptAll(): Promise<number> {
-    const left = [...this.active.values()];
+    const left = [...this.active.values(), ...this.calls];
     for (const turn of left)
       turn.controller.abort(new TurnInterrupt("shutting_down", "the gateway is shutting down"));
     await Promise.all(left.map((t) => t.done));
     return left.length;
+  }
+
+  /**
+   * Run one model call (the model-gateway mode) as the gateway runs a turn: 503 while stopping,
+   * 429 past gateway.max_turns (calls and turns share it), waited for by the drain and interrupted
+   * through `signal` when the drain runs out.
+   */
+  async admitCall(run: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    if (this.stopping) throw unavailable();
+    this.reserve();
+    const controller = new AbortController();
+    let finished: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    const call = { controller, done };
+    this.calls.add(call);
+    try {
+      await run(controller.signal);
+    } finally {
+      this.calls.delete(call);
+      this.inFlight--;
+      finished();
+    }
   }
 
   /** Whether a session's turn runs here, and how many messages wait behind it. */
@@ -168,15 +197,11 @@ export class Gateway {
         base: conversationHash(null, history),
         firstMessage: history.find((m) => m.role === "user")?.content ?? request.text,
       };
-      return this.start(
-        created.id,
-        this.agentWork(created.id, request.text, created.ops, fresh),
-        request.watcher,
-      );
+      return this.start(created.id, this.agentWork(created.id, request, created.ops, fresh), request.watcher);
     }
     const store = this.options.store;
     if (!store.getSession(requested)) throw unknownSession(requested);
-    const begin = () => this.start(requested, this.agentWork(requested, request.text, []), request.watcher);
+    const begin = () => this.start(requested, this.agentWork(requested, request, []), request.watcher);
     if (!this.active.has(requested)) {
       this.reserve();
       return begin();
@@ -209,10 +234,11 @@ export class Gateway {
    */
   private agentWork(
     sessionId: string,
-    text: string,
+    launch: LaunchRequest,
     before: WriteOp[],
     fresh?: { base: string; firstMessage: string },
   ): TurnWork {
+    const { text, request } = launch;
     return async (signal, onEvent) => {
       const result = await this.options.agent.turn({
         sessionId,
@@ -221,6 +247,7 @@ export class Gateway {
         signal,
         onEvent,
         before,
+        ...(request === undefined ? {} : { request }),
       });
       try {
         await this.conversations.recordTurn(sessionId, text, result, fresh?.base);

@@ -3,15 +3,9 @@
 // as it came, for OpenAI-compatible providers. A bad field is a 400 that names its path.
 import { z } from "zod";
 import { HttpError } from "../http/http-error.js";
-import type {
-  ChatMessage,
-  ContentPart,
-  ResponseFormat,
-  SamplingParams,
-  ToolChoice,
-  ToolSpec,
-} from "../llm/provider.js";
+import type { ChatMessage, ContentPart, ResponseFormat, ToolChoice, ToolSpec } from "../llm/provider.js";
 import type { RouteRequest } from "../llm/router.js";
+import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
 
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.strictObject({
@@ -100,13 +94,7 @@ const KNOWN = {
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   response_format: responseFormat.nullish(),
-  max_tokens: z.number().int().min(1).nullish(),
-  max_completion_tokens: z.number().int().min(1).nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().min(0).max(1).nullish(),
-  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
-  seed: z.number().int().nullish(),
-  user: z.string().nullish(),
+  ...SAMPLING_FIELDS,
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   n: z.literal(1, "only n: 1 is supported (one choice per call)").nullish(),
@@ -129,15 +117,9 @@ export function parseModelCallBody(body: Record<string, unknown>): ModelCallBody
   const b = parsed.data;
   const extra: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(body)) if (!(key in KNOWN)) extra[key] = value;
-  const params: SamplingParams = {};
-  if (b.temperature != null) params.temperature = b.temperature;
-  if (b.top_p != null) params.top_p = b.top_p;
-  if (b.stop != null) params.stop = typeof b.stop === "string" ? [b.stop] : b.stop;
-  if (b.seed != null) params.seed = b.seed;
-  if (b.user != null) params.user = b.user;
+  const { maxTokens, params } = samplingOf(b);
   if (b.logprobs != null) params.logprobs = b.logprobs;
   if (b.top_logprobs != null) params.top_logprobs = b.top_logprobs;
-  const maxTokens = b.max_completion_tokens ?? b.max_tokens;
   const tools = b.tools?.map(toTool) ?? [];
   const request: RouteRequest = {
     messages: b.messages.map(toMessage),

@@ -14,6 +14,8 @@ export interface ModelCallRequest {
   sessionId?: string;
   req: IncomingMessage;
   res: ServerResponse;
+  /** Aborted when the gateway interrupts the call (a drain that ran out): the call ends there. */
+  signal?: AbortSignal;
 }
 
 export type ModelCallHandler = (request: ModelCallRequest) => Promise<void>;

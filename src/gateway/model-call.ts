@@ -52,7 +52,7 @@ function callError(failure: TurnFailure, sessionId: string): HttpError {
 export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
   const now = deps.now ?? Date.now;
   let seq = 0;
-  return async ({ target, body, sessionId: requested, res }) => {
+  return async ({ target, body, sessionId: requested, res, signal }) => {
     const echo: Record<string, string> = requested === undefined ? {} : { "x-session-id": requested };
     let stream: ModelCallStream | null = null;
     try {
@@ -85,6 +85,9 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
           controller.abort(new TurnInterrupt("client_closed", "the client closed the connection"));
       };
       res.on("close", onClose);
+      const onInterrupt = () => controller.abort(signal?.reason);
+      if (signal?.aborted) onInterrupt();
+      else signal?.addEventListener("abort", onInterrupt, { once: true });
       const route = deps.router.turn(target);
       const open = stream;
       let completion: Completion;
@@ -100,6 +103,7 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
         throw callError(failure, sessionId);
       } finally {
         res.off("close", onClose);
+        signal?.removeEventListener("abort", onInterrupt);
       }
       await deps.store.write([answerOp(deps.store, sessionId, completion)]);
       if (open) return open.finish(completion, route.fallenBack);

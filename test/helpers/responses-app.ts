@@ -25,24 +25,35 @@ export interface ResponsesApp {
   gateway: Gateway;
 }
 
-export async function startResponsesApp(): Promise<ResponsesApp> {
+/** `config` is merged over the profile's config (its gateway section over the key). */
+export async function startResponsesApp(
+  config: Record<string, Record<string, unknown>> = {},
+): Promise<ResponsesApp> {
   const sim = await startSimulator();
   cleanups.push(() => sim.close());
   const paths = tempProfile();
   const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   cleanups.push(() => releaseStore(store));
   const key = `tk-${randomBytes(12).toString("hex")}`;
-  const config = configSchema.parse({
+  const parsed = configSchema.parse({
     model: { provider: "sim", name: "echo" },
     providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
     retry: { max_attempts: 1 },
-    gateway: { api_key: key },
+    ...config,
+    gateway: { api_key: key, ...config.gateway },
   });
-  const agent = await Agent.create({ paths, config, store });
+  const agent = await Agent.create({ paths, config: parsed, store });
   cleanups.push(() => agent.close());
   let at: { host: string; port: number } | null = null;
-  const gateway = new Gateway({ agent, store, config, cwd: tempDir("tenax-project-") });
-  const app = buildGatewayApp({ gateway, agent, store, config, version: "test", listening: () => at });
+  const gateway = new Gateway({ agent, store, config: parsed, cwd: tempDir("tenax-project-") });
+  const app = buildGatewayApp({
+    gateway,
+    agent,
+    store,
+    config: parsed,
+    version: "test",
+    listening: () => at,
+  });
   const port = await listen(app, "127.0.0.1", 0, { name: "gateway", hint: "" });
   at = { host: "127.0.0.1", port };
   cleanups.push(async () => {

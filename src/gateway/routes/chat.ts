@@ -44,18 +44,22 @@ export function registerChatRoutes(app: App, deps: GatewayRouteDeps, catalog: Mo
             now: deps.now,
             model: primary,
             streamBufferBytes: deps.config.gateway.stream_buffer_kb * 1024,
+            clientSystem: deps.config.gateway.client_system,
           },
           mapped,
         );
       const sessionId = headerValue(req.headers["x-session-id"]);
       try {
-        await deps.modelCall({
-          target: dispatch.target,
-          body: body as Record<string, unknown>,
-          ...(sessionId === undefined ? {} : { sessionId }),
-          req,
-          res,
-        });
+        await gateway.admitCall((signal) =>
+          deps.modelCall({
+            target: dispatch.target,
+            body: body as Record<string, unknown>,
+            ...(sessionId === undefined ? {} : { sessionId }),
+            req,
+            res,
+            signal,
+          }),
+        );
       } catch (error) {
         const failure = mapped(error);
         if (res.headersSent) res.end();

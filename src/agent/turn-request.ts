@@ -1,0 +1,39 @@
+// What a caller of one turn asks of its model calls: an API client's own system text, output cap
+// and sampling parameters (the gateway's `model: "tenax"`). They hold for every model call of the
+// turn and for that turn only: they are not history, and the session's next turn has its own.
+import type { SamplingParams } from "../llm/provider.js";
+
+export interface TurnRequest {
+  /**
+   * The caller's system text: `append` puts it after the profile's system prompt, `replace` sends
+   * it instead of that prompt.
+   */
+  system?: { text: string; mode: "append" | "replace" };
+  /**
+   * A cap on every model call's output. A reply it cuts ends the turn as the caller asked (partial,
+   * finish reason `length`): it is never continued past the cap.
+   */
+  maxOutputTokens?: number;
+  params?: SamplingParams;
+}
+
+/** The system prompt the turn's model calls are sent with. */
+export function turnSystem(profile: string | null, request: TurnRequest | undefined): string | null {
+  const own = request?.system;
+  if (own === undefined || own.text === "") return profile;
+  if (own.mode === "replace" || !profile) return own.text;
+  return `${profile}\n\n${own.text}`;
+}
+
+/** The fields of each model call's request that the turn's caller decides. */
+export function callSettings(request: TurnRequest | undefined): {
+  max_output_tokens?: number;
+  params?: SamplingParams;
+} {
+  if (request === undefined) return {};
+  const params = request.params ?? {};
+  return {
+    ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
+    ...(Object.keys(params).length > 0 ? { params } : {}),
+  };
+}
