@@ -40,6 +40,19 @@ describe("parseChatRequest", () => {
     });
   });
 
+  it("ignores a refused field left empty: tools: [] or null asks for nothing", () => {
+    const parsed = parseChatRequest({
+      messages: [{ role: "user", content: "x" }],
+      tools: [],
+      tool_choice: null,
+      response_format: null,
+    });
+    expect(parsed.messages).toEqual([{ role: "user", content: "x" }]);
+    expect(refusal({ messages: [{ role: "user", content: "x" }], tools: [{ type: "function" }] }).code).toBe(
+      "unsupported_field",
+    );
+  });
+
   it.each([
     [[], "invalid_body", "a JSON object"],
     [{ messages: [{ role: "user", content: "x" }], colour: 1 }, "unknown_field", "colour"],

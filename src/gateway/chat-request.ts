@@ -140,12 +140,16 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body))
     throw badRequest("invalid_body", "the request body must be a JSON object");
   // What cannot be honoured is named first, with why, before any other problem of the body.
-  const refused = Object.keys(body).filter((k) => k in REFUSED);
+  // Left empty (`tools: []`, `null`), such a field asks for nothing, and is ignored.
+  const fields = body as Record<string, unknown>;
+  const asks = (k: string) => !(fields[k] === null || (Array.isArray(fields[k]) && fields[k].length === 0));
+  const refused = Object.keys(body).filter((k) => k in REFUSED && asks(k));
   if (refused.length > 0) {
     const reasons = refused.map((k) => `${k} (${REFUSED[k]})`).join("; ");
     throw badRequest("unsupported_field", `unsupported field${refused.length > 1 ? "s" : ""}: ${reasons}`, {
       error: { param: refused[0] },
     });
   }
-  return parseWith(chatBody, body);
+  const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in REFUSED)));
+  return parseWith(chatBody, rest);
 }
