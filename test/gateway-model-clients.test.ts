@@ -167,6 +167,92 @@ describe("the Vercel AI SDK against the model-gateway mode", () => {
       });
     });
   }
+
+  it("goes on from what a stored response said, which the Responses API SDK sends as item_reference", async () => {
+    const gw = await startModelGateway();
+    // Every body the SDK sent the gateway.
+    const sent: Record<string, unknown>[] = [];
+    const model = createOpenAI({
+      baseURL: gw.url,
+      apiKey: gw.key,
+      fetch: async (url, init) => {
+        if (typeof init?.body === "string") sent.push(JSON.parse(init.body) as Record<string, unknown>);
+        return fetch(url, init);
+      },
+    })(MODEL);
+    gw.main.script([
+      {
+        type: "tool_calls",
+        text: "Let me check.",
+        calls: [{ id: "call_w1", name: "get_weather", arguments: { city: "Paris" } }],
+      },
+      { type: "reply", text: "It is clear." },
+      { type: "reply", text: "Still clear." },
+    ]);
+    // The model speaks before it calls the tool: the SDK's next step refers to that text by id.
+    const first = await generateText({
+      model,
+      prompt: "Weather in Paris?",
+      tools: { get_weather: weather() },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    });
+    expect(first.text).toBe("It is clear.");
+    const referenced = (body: Record<string, unknown> | undefined) =>
+      ((body?.input ?? []) as { type?: string }[]).filter((i) => i.type === "item_reference");
+    expect(referenced(sent[1])).toHaveLength(1);
+    const call = {
+      id: "call_w1",
+      type: "function",
+      function: { name: "get_weather", arguments: '{"city":"Paris"}' },
+    };
+    const told = [
+      { role: "user", content: "Weather in Paris?" },
+      { role: "assistant", content: "Let me check.", tool_calls: [call] },
+      { role: "tool", tool_call_id: "call_w1", content: '{"city":"Paris","sky":"clear"}' },
+    ];
+    expect(gw.bodies(gw.main)[1]?.messages).toEqual(told);
+
+    // A conversation carried on from the SDK's own response messages: both texts by reference.
+    const next = await generateText({
+      model,
+      messages: [
+        { role: "user", content: "Weather in Paris?" },
+        ...first.response.messages,
+        { role: "user", content: "And now?" },
+      ],
+      maxRetries: 0,
+    });
+    expect(next.text).toBe("Still clear.");
+    expect(referenced(sent[2])).toHaveLength(2);
+    expect(gw.bodies(gw.main)[2]?.messages).toEqual([
+      ...told,
+      { role: "assistant", content: "It is clear." },
+      { role: "user", content: "And now?" },
+    ]);
+  });
+
+  it("answers an item_reference no stored response holds with a 404 naming it", async () => {
+    const gw = await startModelGateway();
+    const answer = await fetch(`${gw.url}/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        input: [
+          { role: "user", content: "hi" },
+          { type: "item_reference", id: "msg_nowhere" },
+        ],
+      }),
+    });
+    expect(answer.status).toBe(404);
+    expect(((await answer.json()) as { error: unknown }).error).toMatchObject({
+      code: "item_not_found",
+      param: "input.1.id",
+      message: expect.stringMatching(/^input\[1\]: no stored output item msg_nowhere/),
+    });
+    expect(gw.bodies(gw.main)).toHaveLength(0);
+  });
 });
 
 describe("LangChain's ChatOpenAI against the model-gateway mode", () => {
