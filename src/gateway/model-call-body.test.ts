@@ -56,6 +56,22 @@ describe("the model-gateway body", () => {
     ).toMatch(/^messages\[0\]: .*surprise/);
   });
 
+  it("takes the tool's name on a tool result (LangChain sends it) and does not send it on", () => {
+    const { request } = parseModelCallBody({
+      model: "m/x",
+      messages: [
+        user,
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{ id: "c1", type: "function", function: { name: "look", arguments: "{}" } }],
+        },
+        { role: "tool", content: "found", tool_call_id: "c1", name: "look" },
+      ],
+    });
+    expect(request.messages[2]).toEqual({ role: "tool", content: "found", tool_call_id: "c1" });
+  });
+
   it("drops tool_choice and parallel_tool_calls without tools, which providers refuse", () => {
     const { request } = parseModelCallBody({
       model: "m/x",

@@ -46,7 +46,8 @@ const message = z.discriminatedUnion("role", [
     refusal: z.string().nullish(),
     name,
   }),
-  z.strictObject({ role: z.literal("tool"), content: textContent, tool_call_id: z.string().min(1) }),
+  // LangChain names the tool on its result.
+  z.strictObject({ role: z.literal("tool"), content: textContent, tool_call_id: z.string().min(1), name }),
 ]);
 
 const tool = z.strictObject({

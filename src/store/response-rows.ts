@@ -74,3 +74,21 @@ export function latestResponseId(db: Database.Database, sessionId: string): stri
     .get(sessionId);
   return typeof id === "string" ? id : null;
 }
+
+/**
+ * The newest stored response with an output item of this id (what an `item_reference` names), or
+ * null. Item ids have no index: the rows are scanned, narrowed by a text match before any JSON is read.
+ */
+export function responseWithItem(db: Database.Database, itemId: string): ResponseView | null {
+  if (!hasResponses(db)) return null;
+  const row = db
+    .prepare(
+      `SELECT * FROM responses
+        WHERE instr(output, ?) > 0 AND json_valid(output)
+          AND EXISTS (SELECT 1 FROM json_each(responses.output) AS item
+                       WHERE json_extract(item.value, '$.id') = ?)
+        ORDER BY created_at DESC, rowid DESC LIMIT 1`,
+    )
+    .get(JSON.stringify(itemId), itemId) as { id?: unknown } | undefined;
+  return row === undefined ? null : toView(row, String(row.id));
+}

@@ -1,5 +1,6 @@
 // Stored Responses API answers: put and read back through the one writer, the newest of a session,
-// delete, a row that does not parse reported by id, and deleting a session deletes its responses.
+// delete, a row that does not parse reported by id, deleting a session deletes its responses, and the
+// response holding an output item found by the item's id.
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { fakeDeps } from "../../test/helpers/fake-time.js";
@@ -57,6 +58,34 @@ describe("stored responses", () => {
     const reader = openReader(paths);
     expect(reader.getResponse("resp_x")?.model).toBe("tenax");
     reader.close();
+  });
+
+  it("finds the newest response holding an output item by the item's id, and none for other ids", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const withItems = (id: string, createdAt: number, ids: string[]) => ({
+      ...row(id, null, createdAt),
+      output: JSON.stringify(
+        ids.map((itemId) => ({ type: "message", id: itemId, role: "assistant", content: [] })),
+      ),
+    });
+    await store.putResponse(withItems("resp_a", 1000, ["msg_1", "fc_2"]));
+    await store.putResponse(withItems("resp_b", 2000, ["msg_3"]));
+    // The id only inside a text, not as an item's id: not a match.
+    await store.putResponse({
+      ...row("resp_c", null, 3000),
+      output: JSON.stringify([{ type: "message", id: "msg_9", content: [{ text: '"fc_2"' }] }]),
+    });
+    await store.putResponse(row("resp_bad", null, 4000));
+    const db = new Database(paths.state);
+    db.prepare("UPDATE responses SET output = '{not json \"msg_1\"' WHERE id = 'resp_bad'").run();
+    db.close();
+    expect(store.responseWithItem("fc_2")?.id).toBe("resp_a");
+    expect(store.responseWithItem("msg_1")?.id).toBe("resp_a");
+    expect(store.responseWithItem("msg_3")?.id).toBe("resp_b");
+    expect(store.responseWithItem("msg_")).toBeNull();
+    expect(store.responseWithItem("resp_a")).toBeNull();
+    await releaseStore(store);
   });
 
   it("a stored row that does not parse is an error naming the response, not a half-read answer", async () => {

@@ -8,7 +8,7 @@ import { type CredentialState, readCredentialStates } from "./credential-ledger.
 import { classifySqliteError, SearchUnavailableError } from "./errors.js";
 import { corruptStoreError, openDatabase } from "./open-database.js";
 import * as q from "./queries.js";
-import { getResponse, latestResponseId, type ResponseView } from "./response-rows.js";
+import { getResponse, latestResponseId, type ResponseView, responseWithItem } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
 import { SearchIndex, type SearchOrder, toFtsQuery } from "./search-index.js";
 
@@ -83,6 +83,11 @@ export abstract class StoreReadView {
   /** A stored Responses API answer (POST /v1/responses), or null when there is none. */
   getResponse(id: string): ResponseView | null {
     return this.read((db) => getResponse(db, id));
+  }
+
+  /** The newest stored response with an output item of this id (an item_reference's target), or null. */
+  responseWithItem(itemId: string): ResponseView | null {
+    return this.read((db) => responseWithItem(db, itemId));
   }
 
   /** The newest response stored for a session: a chain continued from any other forks. */

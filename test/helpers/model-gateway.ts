@@ -1,20 +1,23 @@
-// The model-gateway mode served for tests: the handler from createModelCallHandler behind a small
-// real node:http server on 127.0.0.1 port 0 (the chat route's part, choosing the target from
-// `model`, is stood in for here), a real ModelRouter built from a config, a real store in a temp
-// profile, and simulators (and an Anthropic-wire peer) over real HTTP. All closed after each test.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+// The model-gateway mode served for tests: the gateway's real app (buildGatewayApp: its key check,
+// body parser, the chat route choosing the target from `model`, the Responses routes) on
+// 127.0.0.1 port 0, over a real Agent whose ModelRouter is built from a config, a real store in a
+// temp profile, and simulators (and an Anthropic-wire peer) over real HTTP. The agent takes fake
+// time, so the router's retry backoff sleeps are recorded and skip ahead. All closed after each test.
+import { randomBytes } from "node:crypto";
 import OpenAI from "openai";
 import { afterEach } from "vitest";
+import { Agent } from "../../src/agent/agent.js";
 import { configSchema } from "../../src/config/schema.js";
-import { createModelCallHandler } from "../../src/gateway/model-call.js";
-import { createModelRuntime, type ModelRuntime } from "../../src/llm/runtime.js";
+import { buildGatewayApp } from "../../src/gateway/app.js";
+import { Gateway } from "../../src/gateway/gateway.js";
+import { closeApp, listen } from "../../src/http/listen.js";
+import type { ModelRuntime } from "../../src/llm/runtime.js";
 import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
 import { openStore, releaseStore } from "../../src/store/registry.js";
 import type { Store } from "../../src/store/store.js";
 import { type AnthropicPeer, startAnthropicPeer } from "./anthropic-peer.js";
 import { type FakeDeps, fakeDeps } from "./fake-time.js";
-import { tempProfile } from "./tmp.js";
+import { tempDir, tempProfile } from "./tmp.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -22,7 +25,10 @@ afterEach(async () => {
 });
 
 export interface ModelGateway {
+  /** The OpenAI-style base URL, `…/v1`. */
   url: string;
+  /** The gateway's API key (gateway.api_key): the bearer every client sends. */
+  key: string;
   /** `main` (the primary), its fallback `backup`: two simulators. */
   main: Simulator;
   backup: Simulator;
@@ -44,8 +50,10 @@ export async function startModelGateway(options: { mainConcurrency?: number } = 
   cleanups.push(() => backup.close());
   const peer = await startAnthropicPeer();
   cleanups.push(() => peer.close());
-  const store = await openStore(tempProfile(), { integrityCheckTimeoutMs: 0 });
+  const paths = tempProfile();
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   cleanups.push(async () => releaseStore(store));
+  const key = `tk-${randomBytes(12).toString("hex")}`;
   const config = configSchema.parse({
     model: { provider: "main", name: "echo" },
     providers: {
@@ -56,49 +64,41 @@ export async function startModelGateway(options: { mainConcurrency?: number } = 
         ...(options.mainConcurrency === undefined ? {} : { max_concurrency: options.mainConcurrency }),
       },
       backup: { type: "openai", base_url: backup.url, api_keys: ["sk-backup"] },
-      claude: { type: "anthropic", base_url: peer.url, api_keys: ["sk-ant"] },
+      // Listed, so the chat route knows `claude/claude-test` (it is neither primary nor fallback).
+      claude: {
+        type: "anthropic",
+        base_url: peer.url,
+        api_keys: ["sk-ant"],
+        models: { "claude-test": { context_window: 200_000, max_output_tokens: 4096 } },
+      },
     },
     fallback: [{ provider: "backup", name: "echo" }],
     retry: { max_attempts: 3 },
+    gateway: { api_key: key },
   });
   const deps = fakeDeps();
-  const runtime = await createModelRuntime(config, { deps, ledger: store.credentials() });
-  cleanups.push(() => runtime.close());
-  const handler = createModelCallHandler({ router: runtime.router, store });
-  const server: Server = createServer((req, res) => {
-    const parts: Buffer[] = [];
-    req.on("data", (p: Buffer) => parts.push(p));
-    req.on("end", () => {
-      const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as Record<string, unknown>;
-      const [provider, ...rest] = String(body.model).split("/");
-      const sessionId = req.headers["x-session-id"];
-      void handler({
-        target: { provider: provider ?? "", model: rest.join("/") },
-        body,
-        ...(typeof sessionId === "string" ? { sessionId } : {}),
-        req,
-        res,
-      });
-    });
+  const agent = await Agent.create({ paths, config, store, deps });
+  cleanups.push(() => agent.close());
+  let at: { host: string; port: number } | null = null;
+  const gateway = new Gateway({ agent, store, config, cwd: tempDir("tenax-project-") });
+  const app = buildGatewayApp({ gateway, agent, store, config, version: "test", listening: () => at });
+  const port = await listen(app, "127.0.0.1", 0, { name: "gateway", hint: "" });
+  at = { host: "127.0.0.1", port };
+  cleanups.push(async () => {
+    await gateway.interruptAll();
+    await closeApp(app);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  );
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  const url = `http://127.0.0.1:${port}/v1`;
   return {
     url,
+    key,
     main,
     backup,
     peer,
     store,
-    runtime,
+    runtime: agent.runtime,
     deps,
-    client: new OpenAI({ baseURL: url, apiKey: "sk-gateway", maxRetries: 0 }),
+    client: new OpenAI({ baseURL: url, apiKey: key, maxRetries: 0 }),
     bodies: (sim) =>
       sim
         .requests()

@@ -1,5 +1,6 @@
 // A response chain read back from the store: the response a request continues, and every stored
-// input and output item before it, oldest first, to replay as history where no session holds it.
+// input and output item before it, oldest first, to replay as history where no session holds it;
+// and the stored output items a request names by `item_reference`.
 import { z } from "zod";
 import { HttpError } from "../../http/http-error.js";
 import type { ResponseView } from "../../store/response-rows.js";
@@ -10,6 +11,8 @@ import { type OutputItem, outputAsInput } from "./response-object.js";
 export interface ResponseStore {
   getResponse(id: string): ResponseView | null;
   latestResponseId(sessionId: string): string | null;
+  /** The newest stored response with an output item of this id. */
+  responseWithItem(itemId: string): ResponseView | null;
 }
 
 /** Longest chain replayed: far past any real conversation, short of a loop through bad rows. */
@@ -73,4 +76,48 @@ export function replayChain(store: ResponseStore, last: ResponseView): InputItem
       `the stored chain of response ${last.id} holds an item that cannot be replayed (${parsed.error.issues[0]?.message ?? "invalid"}); start a new conversation`,
     );
   return parsed.data;
+}
+
+/**
+ * The body with each `item_reference` in its input replaced by the stored output item it names, as
+ * an input item: the AI SDK's OpenAI provider sends back what a stored response said this way (in its
+ * own tool loop too, for text said before a tool call). An item no stored response holds is a 404.
+ */
+export function resolveItemReferences(body: unknown, store: ResponseStore): unknown {
+  if (typeof body !== "object" || body === null) return body;
+  const input = (body as { input?: unknown }).input;
+  if (!Array.isArray(input) || !input.some(isReference)) return body;
+  return {
+    ...body,
+    input: input.map((item, i) => (isReference(item) ? referenced(store, item.id, i) : item)),
+  };
+}
+
+function isReference(item: unknown): item is { type: "item_reference"; id?: unknown } {
+  return typeof item === "object" && item !== null && (item as { type?: unknown }).type === "item_reference";
+}
+
+function referenced(store: ResponseStore, id: unknown, i: number): InputItem {
+  const param = `input.${i}.id`;
+  if (typeof id !== "string" || id === "")
+    throw new HttpError(
+      400,
+      "invalid_request_error",
+      "invalid_field",
+      `input[${i}].id: expected the id of an output item of a stored response`,
+      {},
+      { error: { param } },
+    );
+  const output = (store.responseWithItem(id)?.output ?? []) as OutputItem[];
+  const [item] = outputAsInput(output.filter((o) => o.id === id));
+  if (item === undefined)
+    throw new HttpError(
+      404,
+      "not_found_error",
+      "item_not_found",
+      `input[${i}]: no stored output item ${id}; an item of a response made with store: false, deleted, or from another profile cannot be referenced (send the item itself instead)`,
+      {},
+      { error: { param } },
+    );
+  return item;
 }

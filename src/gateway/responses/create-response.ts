@@ -10,7 +10,7 @@ import { badRequest, HttpError, headerValue } from "../../http/http-error.js";
 import type { ResponsePutOp } from "../../store/ops.js";
 import type { ResponseView } from "../../store/response-rows.js";
 import { asHttpError } from "../gateway-errors.js";
-import { type ResponseStore, replayChain, storedResponse } from "./chain.js";
+import { type ResponseStore, replayChain, resolveItemReferences, storedResponse } from "./chain.js";
 import { type ChatCompletion, chatChunkSchema, chatCompletionSchema } from "./chat-answer.js";
 import { chatBody, inputItems, itemsToMessages } from "./chat-body.js";
 import { type ChatCallAnswer, callChat, type InnerCalls, readAll } from "./chat-call.js";
@@ -47,7 +47,7 @@ interface Plan {
 
 /** What the request becomes: the chat body, and the session it continues. */
 function plan(raw: unknown, store: ResponseStore, callerSession: string | undefined): Plan {
-  const request = parseResponsesRequest(raw);
+  const request = parseResponsesRequest(resolveItemReferences(raw, store));
   const items = inputItems(request.input);
   const messages = itemsToMessages(items);
   const stream = request.stream === true;
