@@ -151,7 +151,8 @@ describe("the gateway app in-process", () => {
       code: "unknown_field",
       message: expect.stringContaining("colour"),
     });
-    const tools = await app.inject(chat({ ...hello, model: "tenax", tools: [] }));
+    const tool = { type: "function", function: { name: "look", parameters: { type: "object" } } };
+    const tools = await app.inject(chat({ ...hello, model: "tenax", tools: [tool] }));
     expect(tools.json().error).toMatchObject({
       code: "unsupported_field",
       message: expect.stringMatching(/PROVIDER\/NAME/),
