@@ -40,6 +40,7 @@ describe("configSchema", () => {
         max_turns: 16,
         session_queue: 8,
         auto_resume: true,
+        client_system: "append",
         run_retention_hours: 24,
         stream_buffer_kb: 1024,
         auth: "key",
@@ -62,6 +63,10 @@ describe("configSchema", () => {
         busy_timeout_ms: 100,
         write_retry_budget_ms: 30000,
         integrity_check_timeout_ms: 2000,
+      },
+      tools: {
+        exec: {},
+        files: {},
       },
     });
     expect(usesBuiltInSimulator(config)).toBe(true);

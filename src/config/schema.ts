@@ -7,6 +7,7 @@ import { simStepSchema } from "../llm/simulator/steps.js";
 import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
 import { gatewaySchema } from "./gateway-schema.js";
 import { flag, host, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
+import { toolsSchema } from "./tools-schema.js";
 
 // The provider types and the built-in-simulator test are the model runtime's (llm/runtime-config.ts).
 export { PROVIDER_TYPES, type ProviderType, usesBuiltInSimulator } from "../llm/runtime-config.js";
@@ -231,6 +232,7 @@ const configObject = z.strictObject({
   health: health.prefault({}),
   checkpoints: checkpoints.prefault({}),
   store: store.prefault({}),
+  tools: toolsSchema.prefault({}),
 });
 
 /**
