@@ -194,3 +194,39 @@ describe("a model call is one of the gateway's running things", () => {
     expect(await app.gateway.drain(300)).toBe(true);
   });
 });
+
+describe("what a command run by the agent inherits", () => {
+  it("`env` through a chat completion shows no key and no variable the operator did not pass on", async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      DATABASE_URL: "postgres://app:hunter2@db/app",
+      COPY_OF_THE_PROVIDER_KEY: "sk-test-provider-key-0042",
+      PASSED_ON: "yes",
+    });
+    try {
+      const app = await startResponsesApp({
+        providers: { sim: { api_keys: ["sk-test-provider-key-0042"] } },
+        tools: { exec: { env: ["PASSED_ON", "COPY_OF_THE_PROVIDER_KEY"] } },
+      });
+      app.sim.script([
+        { type: "tool_calls", calls: [{ name: "terminal", arguments: { command: "env" } }] },
+        { type: "reply", text: "looked" },
+      ]);
+      await client(app).chat.completions.create({
+        model: "tenax",
+        messages: [{ role: "user", content: "env?" }],
+      });
+      const toolResult = JSON.stringify(sent(app, 1).messages.filter((m) => m.role === "tool"));
+      expect(toolResult).toContain("PATH=");
+      expect(toolResult).toContain("PASSED_ON=yes");
+      expect(toolResult).not.toContain("DATABASE_URL");
+      expect(toolResult).not.toContain("hunter2");
+      expect(toolResult).not.toContain("COPY_OF_THE_PROVIDER_KEY");
+      expect(toolResult).not.toContain("sk-test-provider-key-0042");
+      expect(toolResult).not.toContain(app.key);
+    } finally {
+      for (const name of ["DATABASE_URL", "COPY_OF_THE_PROVIDER_KEY", "PASSED_ON"]) delete process.env[name];
+      Object.assign(process.env, saved);
+    }
+  });
+});

@@ -97,6 +97,7 @@ export class Agent {
     const owner = selfIdentity();
     this.processes = new ProcessRegistry({
       secrets,
+      envAllow: options.config.tools.exec.env,
       profile: this.profileMark,
       ...(owner === null
         ? {}

@@ -67,6 +67,37 @@ describe("childEnvironment", () => {
     });
   });
 
+  it("passes on only the names a command needs, and those tools.exec.env adds", () => {
+    const unknown = {
+      ...base,
+      DATABASE_URL: "postgres://app:hunter2@db/app",
+      AWS_SECRET_ACCESS_KEY: "wJalrXUtnFEMI",
+      SSH_AUTH_SOCK: "/tmp/ssh-agent.sock",
+      NODE_OPTIONS: "--require /tmp/x.js",
+      npm_config_registry: "https://registry.example",
+    };
+    const env = childEnvironment(secrets(), {}, unknown);
+    for (const name of [
+      "DATABASE_URL",
+      "AWS_SECRET_ACCESS_KEY",
+      "SSH_AUTH_SOCK",
+      "NODE_OPTIONS",
+      "npm_config_registry",
+    ])
+      expect(env[name]).toBeUndefined();
+    const opened = childEnvironment(secrets(), {}, unknown, ["DATABASE_URL", "NODE_OPTIONS"]);
+    expect(opened.DATABASE_URL).toBe("postgres://app:hunter2@db/app");
+    expect(opened.NODE_OPTIONS).toBe("--require /tmp/x.js");
+    expect(opened.AWS_SECRET_ACCESS_KEY).toBeUndefined();
+  });
+
+  it("never passes one of Tenax's secrets, even when tools.exec.env names it", () => {
+    const env = childEnvironment(secrets(), {}, base, ["TENAX_API_KEY", "MAIN_KEY", "COPY_OF_THE_KEY"]);
+    expect(env.TENAX_API_KEY).toBeUndefined();
+    expect(env.MAIN_KEY).toBeUndefined();
+    expect(env.COPY_OF_THE_KEY).toBeUndefined();
+  });
+
   it("keeps what the caller sets on purpose, after the quiet settings", () => {
     const env = childEnvironment(secrets(), { PAGER: "less", TENAX_TASK_ID: "t_1" }, base);
     expect(env.PAGER).toBe("less");

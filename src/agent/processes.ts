@@ -36,6 +36,8 @@ export interface ProcessRegistryOptions {
   secrets?: ProfileSecrets;
   /** The profile's folder, written in every command's mark. */
   profile?: string;
+  /** Names of this process's variables commands inherit beyond the base list (tools.exec.env). */
+  envAllow?: readonly string[];
   /** Where the commands that run are recorded durably (the agent's store). */
   ledger?: ProcessLedger;
 }
@@ -145,6 +147,7 @@ export class ProcessRegistry {
   private readonly secrets: ProfileSecrets;
   private readonly profile: string;
   private readonly ledger: ProcessLedger | null;
+  private readonly envAllow: readonly string[];
   /** This process as the owner in every mark; null where /proc is missing (nothing is marked). */
   private readonly owner: ProcessIdentity | null = selfIdentity();
   /** Tasks that started a command since their last cleanup: only their end needs a /proc scan. */
@@ -161,6 +164,7 @@ export class ProcessRegistry {
     this.secrets = options.secrets ?? { names: new Set([GATEWAY_KEY_VARIABLE]), redactor: Redactor.none };
     this.profile = options.profile ?? "";
     this.ledger = options.ledger ?? null;
+    this.envAllow = options.envAllow ?? [];
   }
 
   /** The mark of a command of `taskId` (none without an owner identity). */
@@ -178,7 +182,7 @@ export class ProcessRegistry {
     const options = { ...requested, env: { ...requested.env, ...this.mark(requested.taskId) } };
     const child = spawn("/bin/sh", ["-c", command], {
       cwd: options.cwd,
-      env: childEnvironment(this.secrets, options.env),
+      env: childEnvironment(this.secrets, options.env, process.env, this.envAllow),
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });

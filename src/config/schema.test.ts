@@ -65,7 +65,7 @@ describe("configSchema", () => {
         integrity_check_timeout_ms: 2000,
       },
       tools: {
-        exec: {},
+        exec: { env: [] },
         files: {},
       },
     });

@@ -25,7 +25,7 @@ export interface ResponsesApp {
   gateway: Gateway;
 }
 
-/** `config` is merged over the profile's config (its gateway section over the key). */
+/** `config` is merged over the profile's config (its gateway section over the key, providers.sim over the simulator's). */
 export async function startResponsesApp(
   config: Record<string, Record<string, unknown>> = {},
 ): Promise<ResponsesApp> {
@@ -37,9 +37,17 @@ export async function startResponsesApp(
   const key = `tk-${randomBytes(12).toString("hex")}`;
   const parsed = configSchema.parse({
     model: { provider: "sim", name: "echo" },
-    providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
     retry: { max_attempts: 1 },
     ...config,
+    // The simulator's provider keeps its URL; `config.providers.sim` may set the rest (its keys).
+    providers: {
+      sim: {
+        type: "simulator",
+        base_url: sim.url,
+        api_keys: ["sk-test"],
+        ...(config.providers?.sim as object | undefined),
+      },
+    },
     gateway: { api_key: key, ...config.gateway },
   });
   const agent = await Agent.create({ paths, config: parsed, store });
