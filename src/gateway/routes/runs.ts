@@ -150,7 +150,14 @@ function follow(
     for (;;) {
       const pending = registry.events(state, sent);
       if (pending.length === 0) {
-        for (const event of early.splice(0)) write(event);
+        // What was published but not stored (its batch's write failed) is a backlog too, sent at
+        // the client's pace like the stored one: it may be many events, if the store stopped
+        // taking writes while the run went on. More that comes meanwhile joins it.
+        while (early.length > 0) {
+          write(early.shift() as RunEvent);
+          if (done) return;
+          if (!(await stream.drained())) return end();
+        }
         // Not running here (ended, or never resumed): what is stored is all there will be.
         if (log && !log.done && !done) live = true;
         else end();
