@@ -3,11 +3,9 @@
 import { z } from "zod";
 
 /** An environment variable's name, as a shell would take it. */
-const variableName = z
-  .string({ error: "expected a variable name" })
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
-    error: "expected a variable name (letters, digits and _, not first a digit)",
-  });
+const variableName = z.string({ error: "expected a variable name" }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
+  error: "expected a variable name (letters, digits and _, not first a digit)",
+});
 
 export const execSchema = z.strictObject({
   /**
