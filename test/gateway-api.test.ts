@@ -106,9 +106,13 @@ describe("tenax gateway run: the API", () => {
       choices: [{ finish_reason: "stop" }],
       tenax: { partial: false, status: "completed" },
     });
-    // The whole conversation became the new session's history, as sent.
+    // The whole conversation became the new session's history, as sent; the client's system
+    // message is not history but joins Tenax's own prompt, in the one system message sent first.
     expect(sentTo(sim, 0)).toContain("first answer");
-    expect(sentTo(sim, 0)).not.toContain("be brief");
+    const sent = JSON.parse(sentTo(sim, 0)) as { role: string; content: string }[];
+    expect(sent.filter((m) => m.role === "system")).toHaveLength(1);
+    expect(sent[0]?.role).toBe("system");
+    expect(sent[0]?.content).toMatch(/^You are Tenax[\s\S]*\n\nbe brief$/);
   });
 
   it("a provider stream that restarts mid-reply does not repeat text; a different retry says what to drop", async () => {
@@ -163,7 +167,11 @@ describe("tenax gateway run: the API", () => {
     );
     expect(unknown.message).toContain("colour, size");
     const tools = await expectError(
-      await post(gw, JSON.stringify({ messages: user, tools: [] })),
+      // A tool the client defines (an empty list asks for nothing, and is accepted).
+      await post(
+        gw,
+        JSON.stringify({ messages: user, tools: [{ type: "function", function: { name: "f" } }] }),
+      ),
       400,
       "unsupported_field",
     );
