@@ -20,7 +20,7 @@ afterEach(async () => {
 async function home(extra = "") {
   sim = await startSimulator();
   const paths = profileWith(
-    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}" }\n${extra}`,
+    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}" }\ntools: { exec: { mode: full } }\n${extra}`,
   );
   return { home: paths.home, sim };
 }

@@ -206,7 +206,7 @@ describe("what a command run by the agent inherits", () => {
     try {
       const app = await startResponsesApp({
         providers: { sim: { api_keys: ["sk-test-provider-key-0042"] } },
-        tools: { exec: { env: ["PASSED_ON", "COPY_OF_THE_PROVIDER_KEY"] } },
+        tools: { exec: { mode: "full", env: ["PASSED_ON", "COPY_OF_THE_PROVIDER_KEY"] } },
       });
       app.sim.script([
         { type: "tool_calls", calls: [{ name: "terminal", arguments: { command: "env" } }] },

@@ -51,6 +51,8 @@ async function secretProfile() {
   const paths = profileWith(
     [
       "model: { provider: main, name: echo }",
+      // The worst case: every command runs (the exec policy is not what keeps secrets here).
+      "tools: { exec: { mode: full } }",
       "providers:",
       `  main: { type: simulator, base_url: "${sim.url}", api_keys: ["\${MAIN_KEY}"] }`,
       'gateway: { api_key: "${TENAX_API_KEY}" }',

@@ -6,6 +6,7 @@ import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
 import type { SnapshotResult } from "../checkpoints/store.js";
+import { addExecAllowPattern } from "../config/exec-allow-write.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
@@ -16,6 +17,8 @@ import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
+import { ApprovalBook } from "./approvals/approval-book.js";
+import { ExecGate, judgeExec } from "./approvals/exec-gate.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import { DEFAULT_GRACE_MS, pidAlive } from "./process-group.js";
 import { bootId, selfIdentity } from "./process-identity.js";
@@ -77,6 +80,8 @@ export class Agent {
   /** The profile in the marks of this agent's commands (process-marks.ts). */
   private readonly profileMark: string;
   readonly scheduler: Scheduler;
+  /** What the exec policy holds back, waiting for someone to approve it (durable records). */
+  readonly approvals: ApprovalBook;
   private readonly subagents: ConcurrencyLimiter;
   private readonly turnDeps: TurnDeps;
   private readonly listeners = new Map<string, (event: AgentEvent) => void>();
@@ -113,8 +118,22 @@ export class Agent {
     });
     const config = options.config;
     this.subagents = new ConcurrencyLimiter(config.agent.max_subagents);
+    this.approvals = new ApprovalBook({
+      store: options.store,
+      timeoutMs: config.tools.exec.approval_timeout * 1000,
+      remember: async (pattern) => {
+        await addExecAllowPattern(options.paths.config, pattern);
+      },
+      clock: deps.clock,
+      sleep: deps.sleep,
+    });
+    const gate = new ExecGate({
+      book: this.approvals,
+      mode: config.tools.exec.mode,
+      judge: (command, approved) => judgeExec(command, config.tools.exec, approved),
+    });
     const base = [
-      ...fileAndProcessTools(this.processes),
+      ...fileAndProcessTools(this.processes, { terminal: { gate } }),
       ...durableTools(options.store, () => deps.clock.now()),
     ];
     this.turnDeps = {
@@ -129,6 +148,7 @@ export class Agent {
       checkpoint: options.checkpoint ?? null,
       compressor: options.compressor ?? null,
       redactor: secrets.redactor,
+      awaitsApproval: (sessionId, turnId, callId) => this.approvals.isPending(sessionId, turnId, callId),
     };
   }
 
@@ -294,6 +314,12 @@ export class Agent {
               cwd: parent.cwd,
               signal: parent.signal,
               taskId: newTaskId(this.deps.clock.now()),
+              // Its commands are approved through the parent's channel, which hears of them.
+              approvals: parent.approvals,
+              onEvent: (event) => {
+                if (event.type === "approval_requested" || event.type === "approval_decided")
+                  parent.emit(event);
+              },
             },
           );
           if (result.status === "interrupted")

@@ -4,7 +4,7 @@
 import type { ToolCall } from "../llm/provider.js";
 import type { Guardrails } from "./guardrails.js";
 import { summarizeToolResult } from "./tool-summary.js";
-import { type Tool, type ToolContext, ToolError } from "./tools/types.js";
+import { type Tool, type ToolContext, ToolError, type TurnToolContext } from "./tools/types.js";
 import type { AgentEvent, TurnDeps } from "./turn.js";
 
 /** Results longer than this are cut (head and tail kept) before the model sees them. */
@@ -16,9 +16,10 @@ export async function runToolCall(
   tools: Map<string, Tool>,
   guard: Guardrails,
   call: ToolCall,
-  context: ToolContext,
+  turnContext: TurnToolContext,
   emit: (e: AgentEvent) => void,
 ): Promise<string | null> {
+  const context: ToolContext = { ...turnContext, callId: call.id };
   const started = agent.deps.clock.now();
   emit({
     type: "tool_started",

@@ -66,8 +66,9 @@ export async function restartTurn(
 }
 
 /**
- * Answer every open call (a read-only tool runs again through `run`, any other gets the
- * not-run-again result), then add the note. Returns a guardrail halt message, if one came.
+ * Answer every open call (a read-only tool, or one that was waiting on an approval and so ran
+ * nothing, runs again through `run`; any other gets the not-run-again result), then add the note.
+ * Returns a guardrail halt message, if one came.
  */
 export async function settleOpenCalls(
   store: Store,
@@ -75,9 +76,10 @@ export async function settleOpenCalls(
   point: ResumePoint,
   tools: ReadonlyMap<string, Tool>,
   run: (call: ToolCall) => Promise<string | null>,
+  awaitsApproval: (call: ToolCall) => boolean = () => false,
 ): Promise<string | null> {
   for (const call of point.open) {
-    if (tools.get(call.name)?.readOnly === true) {
+    if (tools.get(call.name)?.readOnly === true || awaitsApproval(call)) {
       const halt = await run(call);
       if (halt) return halt;
       continue;

@@ -23,7 +23,7 @@ import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./h
 import type { Scheduler } from "./scheduler.js";
 import { runToolCall } from "./tool-call.js";
 import type { ToolSummary } from "./tool-summary.js";
-import type { Tool, ToolContext, ToolEvent } from "./tools/types.js";
+import type { ApprovalChannel, Tool, ToolEvent, TurnToolContext } from "./tools/types.js";
 import {
   type GuardrailCode,
   guardrailFailure,
@@ -117,6 +117,11 @@ export interface TurnDeps {
   redactor?: Redactor;
   /** Window used when config does not list the primary model's. */
   defaultWindow?: number;
+  /**
+   * Whether this call of the turn waits on a pending approval (nothing of it ran): a resumed turn
+   * runs it again, to wait on the same record.
+   */
+  awaitsApproval?: (sessionId: string, turnId: string, callId: string) => boolean;
 }
 
 export interface TurnInput {
@@ -138,6 +143,11 @@ export interface TurnInput {
   before?: readonly WriteOp[];
   /** What the caller asks of every model call of this turn (an API client's system text, cap, sampling). */
   request?: TurnRequest;
+  /**
+   * Who can approve a command the exec policy holds back (the runs API, the chat); without one,
+   * such a command is denied at once and the model reads why.
+   */
+  approvals?: ApprovalChannel | null;
 }
 
 export interface TurnResult {
@@ -250,13 +260,14 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
   /** The final answer, committed with the turn's end (one durable commit fewer per turn). */
   let answer: WriteOp | null = null;
 
-  const context: Omit<ToolContext, "emit"> & { emit: (e: ToolEvent) => void } = {
+  const context: TurnToolContext = {
     signal,
     sessionId: input.sessionId,
     turnId,
     taskId,
     cwd: input.cwd,
     emit,
+    approvals: input.approvals ?? null,
     beforeFileChange: async (dir, reason) => {
       if (agent.checkpoint === null) return;
       // At most one snapshot per project per turn, shared by concurrent callers.
@@ -315,8 +326,13 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
 
   try {
     if (resumed) {
-      const halt = await settleOpenCalls(store, input.sessionId, resumed, byName, (call) =>
-        runToolCall(agent, byName, guard, call, context, emit),
+      const halt = await settleOpenCalls(
+        store,
+        input.sessionId,
+        resumed,
+        byName,
+        (call) => runToolCall(agent, byName, guard, call, context, emit),
+        (call) => agent.awaitsApproval?.(input.sessionId, turnId, call.id) === true,
       );
       if (halt) throw new TurnHalted("identical_call_limit", halt);
     }

@@ -8,6 +8,9 @@ const variableName = z.string({ error: "expected a variable name" }).regex(/^[A-
 });
 
 export const execSchema = z.strictObject({
+  mode: z.enum(["deny", "allowlist", "ask", "full"]).default("ask"),
+  allow: z.array(z.string()).default([]),
+  approval_timeout: z.number().int().positive().default(300),
   /**
    * Variables of Tenax's own environment that commands also inherit, beyond PATH, HOME, LANG,
    * TERM and the rest of the base list (src/agent/child-env.ts); never one of Tenax's secrets.

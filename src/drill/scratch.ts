@@ -58,6 +58,8 @@ export async function scratchProfile(
     fallback: [{ provider: "backup", name: "backup" }],
     retry: { max_attempts: 2 },
     checkpoints: { enabled: false },
+    // The drill's scripted models run their own harmless commands in a scratch home.
+    tools: { exec: { mode: "full" } },
     ...extra,
   };
   const paths = profilePaths(context.home, DEFAULT_PROFILE);

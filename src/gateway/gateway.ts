@@ -3,6 +3,7 @@
 // turns and who watches them, and the shutdown states (taking turns, draining, stopped). Its HTTP
 // app is app.ts (routes under routes/); the port is opened only in run.ts.
 import type { Agent } from "../agent/agent.js";
+import type { ApprovalChannel } from "../agent/tools/types.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { type InterruptCode, TurnInterrupt } from "../agent/turn-failure.js";
 import type { TurnRequest } from "../agent/turn-request.js";
@@ -54,6 +55,8 @@ export interface LaunchRequest {
   signal?: AbortSignal;
   /** Told (synchronously, within launch) when the turn waits behind the session's running one. */
   onQueued?: (sessionId: string, position: number) => void;
+  /** Who can approve what the exec policy holds back (a run); none: it is denied at once. */
+  approvals?: ApprovalChannel;
 }
 
 export interface LaunchedTurn {
@@ -247,6 +250,7 @@ export class Gateway {
         signal,
         onEvent,
         before,
+        approvals: launch.approvals ?? null,
         ...(request === undefined ? {} : { request }),
       });
       try {

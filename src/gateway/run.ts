@@ -210,6 +210,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     gateway,
     retentionMs: config.gateway.run_retention_hours * 3_600_000,
     onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
+    approvals: opened.agent.approvals,
   });
   const app = buildGatewayApp({
     gateway,

@@ -2,8 +2,15 @@
 // numbered event log (run-log.ts) that clients replay and follow. It claims Idempotency-Keys so a
 // retried submission finds its run (also after a restart), stops runs, settles at startup the runs
 // whose turn no longer runs, attaches resumed turns to their run, and prunes old runs.
+import type { ApprovalBook } from "../agent/approvals/approval-book.js";
+import {
+  type ApprovalDecision,
+  type ApprovalRecord,
+  listApprovals,
+} from "../agent/approvals/approval-records.js";
 import type { Scheduler } from "../agent/scheduler.js";
 import { TurnInterrupt } from "../agent/turn-failure.js";
+import { TenaxError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
@@ -38,6 +45,8 @@ export interface RunRegistryOptions {
   defer?: RunLogDeps["defer"];
   /** Where failures of background work are told (a commit, a prune). */
   onError?: (what: string, error: unknown) => void;
+  /** The agent's approvals, decided through POST /v1/runs/ID/approvals/APPROVAL_ID. */
+  approvals?: ApprovalBook;
 }
 
 export interface RunSubmission {
@@ -118,6 +127,38 @@ export class RunRegistry {
   /** The committed events of a run after an event id. */
   events(state: RunState, after: number): RunEvent[] {
     return readEvents(this.store, state, after);
+  }
+
+  /**
+   * Decide one of the run's approvals (POST /v1/runs/ID/approvals/APPROVAL_ID). Throws a
+   * TenaxError `not_found` when the run's turn never asked for it, `already_decided` when it is
+   * not pending any more.
+   */
+  async decideApproval(
+    state: RunState,
+    approvalId: string,
+    decision: ApprovalDecision,
+  ): Promise<ApprovalRecord> {
+    const book = this.options.approvals;
+    const record = book?.get(approvalId) ?? null;
+    const turnId = this.turnIdOf(state);
+    if (!book || !record || record.session_id !== state.session_id || record.turn_id !== turnId) {
+      throw new TenaxError("not_found", `run ${state.run_id} has no approval ${approvalId}`, {
+        hint: `its approvals are listed by GET /v1/runs/${state.run_id}/approvals`,
+      });
+    }
+    return book.decide(
+      approvalId,
+      decision,
+      `runs API (POST /v1/runs/${state.run_id}/approvals/${approvalId})`,
+    );
+  }
+
+  /** The approvals the run's turn asked for, oldest first. */
+  approvalsOf(state: RunState): ApprovalRecord[] {
+    const turnId = this.turnIdOf(state);
+    if (turnId === null || !this.options.approvals) return [];
+    return listApprovals(this.store, state.session_id).filter((r) => r.turn_id === turnId);
   }
 
   /** Interrupt a running run; false when it does not run here (it has ended). */
@@ -280,6 +321,7 @@ export class RunRegistry {
       text: submission.text,
       watcher,
       signal: stopper.signal,
+      approvals: { requestedBy: `runs API, run ${runId}` },
       onQueued: (sessionId, position) => {
         queued = { sessionId, position };
       },

@@ -1,5 +1,6 @@
 // An agent on a real store in a temp profile, over a simulator on real HTTP, with a session and a
-// project folder; all of it closed after each test. `extra` adds config keys.
+// project folder; all of it closed after each test. `extra` adds config keys. Commands run
+// (tools.exec.mode full) unless `extra.tools` sets a policy.
 import { afterEach } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import { configSchema } from "../../src/config/schema.js";
@@ -23,6 +24,9 @@ export async function setupAgent(extra: Record<string, unknown> = {}) {
     model: { provider: "sim", name: "echo" },
     providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
     retry: { max_attempts: 1 },
+    // These tests drive the agent's mechanics; the exec policy is tested on its own
+    // (test/exec-approvals.test.ts), so commands run unless a test asks for a policy.
+    tools: { exec: { mode: "full" } },
     ...extra,
   });
   const agent = await Agent.create({ paths, config, store });

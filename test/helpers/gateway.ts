@@ -15,12 +15,16 @@ afterEach(async () => {
   for (const sim of sims.splice(0)) await sim.close();
 });
 
-/** A profile whose model is a fresh simulator; `gateway` is extra YAML for the gateway section. */
-export async function simProfile(gateway = "") {
+/**
+ * A profile whose model is a fresh simulator; `gateway` is extra YAML for the gateway section.
+ * Its commands run (tools.exec.mode full): these tests are of the gateway, and the exec policy
+ * has tests of its own; `tools` replaces that section.
+ */
+export async function simProfile(gateway = "", tools = "tools: { exec: { mode: full } }") {
   const sim = await startSimulator();
   sims.push(sim);
   const paths = profileWith(
-    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}" }\n${gateway ? `gateway: { ${gateway} }\n` : ""}`,
+    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}" }\n${gateway ? `gateway: { ${gateway} }\n` : ""}${tools}\n`,
   );
   return { sim, paths, home: paths.home };
 }

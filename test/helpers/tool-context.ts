@@ -9,7 +9,7 @@ export interface TestToolContext extends ToolContext {
 
 export function toolContext(
   cwd: string,
-  options: { taskId?: string; signal?: AbortSignal } = {},
+  options: { taskId?: string; signal?: AbortSignal; approvals?: ToolContext["approvals"] } = {},
 ): TestToolContext {
   const fileChanges: Array<{ dir: string; reason: string }> = [];
   const events: ToolEvent[] = [];
@@ -18,6 +18,8 @@ export function toolContext(
     sessionId: "session-1",
     turnId: "turn-1",
     cwd,
+    callId: "call-1",
+    approvals: options.approvals ?? null,
     signal: options.signal ?? new AbortController().signal,
     fileChanges,
     events,

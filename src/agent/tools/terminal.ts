@@ -8,7 +8,7 @@ import type { ProcessRegistry } from "../processes.js";
 import { defineTool } from "./define-tool.js";
 import { isReadOnlyCommand } from "./read-only-command.js";
 import { fsProblem } from "./text-file.js";
-import { type Tool, ToolError } from "./types.js";
+import { type Tool, type ToolContext, ToolError } from "./types.js";
 
 export interface TerminalOptions {
   defaultTimeoutS?: number;
@@ -18,6 +18,8 @@ export interface TerminalOptions {
   /** How long to wait for the last output after the shell exited. */
   settleMs?: number;
   clock?: Clock;
+  /** The exec policy and its approvals: a command runs only once this admits it. */
+  gate?: { admit(tool: string, command: string, context: ToolContext): Promise<void> };
 }
 
 export const TERMINAL_DEFAULT_TIMEOUT_S = 120;
@@ -67,6 +69,7 @@ export function terminalTool(registry: ProcessRegistry, options: TerminalOptions
         throw new ToolError(`terminal: the working folder "${context.cwd}" is not a folder`);
       }
       context.signal.throwIfAborted();
+      await options.gate?.admit("terminal", args.command, context);
       if (!isReadOnlyCommand(args.command)) await context.beforeFileChange(context.cwd, "terminal");
       // A snapshot may take a while: an interrupt during it still means the command never starts.
       context.signal.throwIfAborted();

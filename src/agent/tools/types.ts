@@ -3,10 +3,47 @@
 // the turn loop, so a tool never ends a turn by itself.
 import type { ToolSpec } from "../../llm/provider.js";
 
-export interface ToolEvent {
+export interface ToolProgressEvent {
   type: "tool_progress";
   tool: string;
   message: string;
+}
+
+/** A command the exec policy holds back waits for an approval (its record is committed). */
+export interface ApprovalRequestedEvent {
+  type: "approval_requested";
+  layer: "approvals";
+  approval_id: string;
+  session_id: string;
+  turn_id: string;
+  tool_call_id: string;
+  tool: string;
+  command: string;
+  reason: string;
+  dangers: Array<{ rule: string; text: string; why: string }>;
+  /** What an "always" decision adds to tools.exec.allow. */
+  pattern: string;
+  expires_at: number;
+  message: string;
+}
+
+/** The approval was decided, expired or cancelled (its record says so, committed). */
+export interface ApprovalDecidedEvent {
+  type: "approval_decided";
+  layer: "approvals";
+  approval_id: string;
+  status: "approved" | "denied" | "expired" | "cancelled";
+  decision: "approve" | "deny" | "session" | "always" | null;
+  decided_by: string | null;
+  message: string;
+}
+
+export type ToolEvent = ToolProgressEvent | ApprovalRequestedEvent | ApprovalDecidedEvent;
+
+/** Who can answer an approval a turn asks for; null when no one can (it is denied at once). */
+export interface ApprovalChannel {
+  /** For the record: "runs API, run run_...", "tenax chat, pid 123". */
+  requestedBy: string;
 }
 
 /** The background processes of every task of this process, each with its owner. */
@@ -29,7 +66,14 @@ export interface ToolContext extends ProcessOwner {
    */
   beforeFileChange(dir: string, reason: string): Promise<void>;
   emit(event: ToolEvent): void;
+  /** The id of the tool call being run (an approval is found again by it after a restart). */
+  callId: string;
+  /** Who can approve what the exec policy holds back in this turn; null: no one (denied at once). */
+  approvals: ApprovalChannel | null;
 }
+
+/** What a turn gives every tool call; each call adds its own id. */
+export type TurnToolContext = Omit<ToolContext, "callId">;
 
 export interface Tool<Args = Record<string, unknown>> {
   /** Every agent tool describes itself to the model. */

@@ -205,6 +205,8 @@ export class ChatView {
       case "compression_dropped":
       case "compression_skipped":
       case "guardrail":
+      case "approval_requested":
+      case "approval_decided":
       case "checkpoint":
       case "checkpoint_failed": {
         this.flushNotes();

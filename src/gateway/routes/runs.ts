@@ -6,6 +6,12 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
+import {
+  type ApprovalRecord,
+  approvalDecision,
+  effectiveStatus,
+} from "../../agent/approvals/approval-records.js";
+import { TenaxError } from "../../core/errors.js";
 import { SseStream } from "../../core/sse.js";
 import { type App, jsonBodyOf } from "../../http/app.js";
 import { badRequest, HttpError, headerValue } from "../../http/http-error.js";
@@ -24,6 +30,10 @@ export interface RunRoutesOptions {
 const MAX_KEY_LENGTH = 255;
 
 const runParams = z.object({ id: z.string() });
+const approvalParams = z.object({ id: z.string(), approval: z.string() });
+const decisionBody = z.strictObject({
+  decision: approvalDecision.describe("approve (once), deny, session (always in this session) or always"),
+});
 
 /** A request header's first value, trimmed; absent when blank. */
 const header = () =>
@@ -55,6 +65,37 @@ export function registerRunRoutes(app: App, registry: RunRegistry, options: RunR
       .code(stopped ? 202 : 200)
       .headers(headersOf(now))
       .send({ ...view(now), stop_requested: stopped });
+  });
+  app.get("/v1/runs/:id/approvals", async (request, reply) => {
+    const state = known(registry, parseWith(runParams, request.params, "the path").id);
+    return reply
+      .headers(headersOf(state))
+      .send({ object: "list", data: registry.approvalsOf(state).map(approvalView) });
+  });
+  app.post("/v1/runs/:id/approvals/:approval", { config: { jsonBody: true } }, async (request, reply) => {
+    const { id, approval } = parseWith(approvalParams, request.params, "the path");
+    const state = known(registry, id);
+    const { decision } = parseWith(decisionBody, jsonBodyOf(request), "the request body");
+    try {
+      const decided = await registry.decideApproval(state, approval, decision);
+      return reply.headers(headersOf(state)).send(approvalView(decided));
+    } catch (error) {
+      if (!TenaxError.isInstance(error)) throw error;
+      if (error.code === "not_found")
+        throw new HttpError(404, "not_found_error", "approval_not_found", `${error.message}; ${error.hint}`);
+      if (error.code === "already_decided")
+        throw new HttpError(
+          409,
+          "conflict_error",
+          "approval_decided",
+          error.message,
+          {},
+          {
+            error: { approval: error.data.approval },
+          },
+        );
+      throw error;
+    }
   });
   app.get("/v1/runs/:id", async (request, reply) => {
     const state = known(registry, parseWith(runParams, request.params, "the path").id);
@@ -195,6 +236,10 @@ function known(registry: RunRegistry, runId: string): RunState {
     "run_not_found",
     `no run ${runId}: it never existed here, or it ended more than gateway.run_retention_hours ago and was pruned; start one with POST /v1/runs`,
   );
+}
+
+function approvalView(record: ApprovalRecord) {
+  return { object: "approval", ...record, status: effectiveStatus(record, Date.now()) };
 }
 
 /** The state a client sees (the Idempotency-Key stays internal). */
