@@ -26,7 +26,7 @@ import { type ReapedTurn, type ReapOptions, reapDeadTurns } from "./reap.js";
 import { Scheduler } from "./scheduler.js";
 import { defineTool } from "./tools/define-tool.js";
 import { durableTools } from "./tools/durable.js";
-import { fileAndProcessTools } from "./tools/index.js";
+import { FileRoots, fileAndProcessTools } from "./tools/index.js";
 import { type Tool, ToolError } from "./tools/types.js";
 import {
   type AgentEvent,
@@ -114,7 +114,9 @@ export class Agent {
     const config = options.config;
     this.subagents = new ConcurrencyLimiter(config.agent.max_subagents);
     const base = [
-      ...fileAndProcessTools(this.processes),
+      ...fileAndProcessTools(this.processes, {
+        files: new FileRoots(config.tools.files, { profile: options.paths }),
+      }),
       ...durableTools(options.store, () => deps.clock.now()),
     ];
     this.turnDeps = {
