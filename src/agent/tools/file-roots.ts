@@ -35,6 +35,14 @@ export class FileRoots {
     this.profile = options.profile ?? null;
   }
 
+  /** The boundary in a sentence, for the tools' descriptions: the model learns it before it trips on it. */
+  get reach(): string {
+    const secrets = "secret files (Tenax's .env and config, SSH keys, .pem files, /etc/shadow) are refused";
+    return this.mode === "full"
+      ? ` Any path works, but ${secrets}.`
+      : ` Only paths inside the working folder and the configured roots work, and ${secrets}.`;
+  }
+
   /** Resolves the working folder, the roots and the profile once, for every path of one call. */
   async scope(cwd: string): Promise<FileScope> {
     const profile =

@@ -38,7 +38,8 @@ export function patchTool(roots = new FileRoots()): Tool {
     name: "patch",
     description:
       "Replace old_string with new_string in a file. old_string must match the file exactly (whitespace " +
-      "included) and exactly once, unless replace_all is true; add surrounding lines to make it unique.",
+      "included) and exactly once, unless replace_all is true; add surrounding lines to make it unique." +
+      roots.reach,
     schema,
     readOnly: false,
     run: async (args, context) => {

@@ -34,7 +34,8 @@ export function readFileTool(roots = new FileRoots()): Tool {
     name: "read_file",
     description:
       "Read a text file, or a window of its lines (offset, limit). Says when the result was cut and " +
-      "which offset continues it. Binary files and files over 10 MB are refused.",
+      "which offset continues it. Binary files and files over 10 MB are refused." +
+      roots.reach,
     schema,
     readOnly: true,
     run: async (args, context) => {

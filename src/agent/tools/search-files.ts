@@ -52,7 +52,8 @@ export function searchFilesTool(roots = new FileRoots()): Tool {
     name: "search_files",
     description:
       "Find the lines matching a regular expression (or literal text) in the files under a folder, " +
-      "optionally only files matching a glob. Skips .git, node_modules, binary files and files over 2 MB.",
+      "optionally only files matching a glob. Skips .git, node_modules, binary files and files over 2 MB." +
+      roots.reach,
     schema,
     readOnly: true,
     run: async (args, context) => {

@@ -18,7 +18,8 @@ export function writeFileTool(roots = new FileRoots()): Tool {
     name: "write_file",
     description:
       "Create a file or replace its whole content; missing parent folders are created. " +
-      "To change part of a file, use patch.",
+      "To change part of a file, use patch." +
+      roots.reach,
     schema,
     readOnly: false,
     run: async (args, context) => {
