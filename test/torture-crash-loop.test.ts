@@ -294,8 +294,11 @@ describe("torture: crash loop", () => {
     const random = seededRandom(seed);
     const { sim, paths, home } = await simProfile("max_turns: 64");
     appendFileSync(paths.config, "agent: { lease_seconds: 5 }\n");
-    const file = join(tempDir(), "notes.txt");
+    const notes = tempDir();
+    const file = join(notes, "notes.txt");
     writeFileSync(file, "something to read\n");
+    // The file lies outside the gateway's working folder: a root lets read_file reach it.
+    appendFileSync(paths.config, `tools: { files: { roots: [${JSON.stringify(notes)}] } }\n`);
 
     const acked: AckedTurn[] = [];
     const runs: AckedRun[] = [];

@@ -29,7 +29,7 @@ import { type ReapedTurn, type ReapOptions, reapDeadTurns } from "./reap.js";
 import { Scheduler } from "./scheduler.js";
 import { defineTool } from "./tools/define-tool.js";
 import { durableTools } from "./tools/durable.js";
-import { fileAndProcessTools } from "./tools/index.js";
+import { FileRoots, fileAndProcessTools } from "./tools/index.js";
 import { type Tool, ToolError } from "./tools/types.js";
 import {
   type AgentEvent,
@@ -133,7 +133,10 @@ export class Agent {
       judge: (command, approved) => judgeExec(command, config.tools.exec, approved),
     });
     const base = [
-      ...fileAndProcessTools(this.processes, { terminal: { gate } }),
+      ...fileAndProcessTools(this.processes, {
+        terminal: { gate },
+        files: new FileRoots(config.tools.files, { profile: options.paths }),
+      }),
       ...durableTools(options.store, () => deps.clock.now()),
     ];
     this.turnDeps = {

@@ -66,7 +66,7 @@ describe("configSchema", () => {
       },
       tools: {
         exec: { env: [] },
-        files: {},
+        files: { mode: "roots", roots: [] },
       },
     });
     expect(usesBuiltInSimulator(config)).toBe(true);
@@ -123,6 +123,28 @@ describe("configSchema", () => {
       { path: "providers.p.api_keys", message: expect.stringContaining("leave api_keys out") },
     ]);
     expect(issues({ model, providers: { p: { type: "openai" } } })).toEqual([]);
+  });
+
+  it("takes tools.files roots as absolute or ~ paths only, and mode as roots or full", () => {
+    const files = (value: unknown) => issues({ tools: { files: value } });
+    expect(files({ mode: "full", roots: ["/srv/data", "~", "~/notes/todo.md"] })).toEqual([]);
+    expect(files({ mode: "open" })).toEqual([
+      { path: "tools.files.mode", message: "expected roots or full" },
+    ]);
+    expect(files({ roots: ["data", ""] })).toEqual([
+      {
+        path: "tools.files.roots.0",
+        message: "expected an absolute path or one starting with ~/ (a folder or a file)",
+      },
+      {
+        path: "tools.files.roots.1",
+        message: "expected an absolute path or one starting with ~/ (a folder or a file)",
+      },
+    ]);
+    expect(files({ roots: "/srv" })).toEqual([
+      { path: "tools.files.roots", message: "expected a list of absolute paths (folders or files)" },
+    ]);
+    expect(files({ root: ["/srv"] })[0]?.path).toBe("tools.files");
   });
 
   it("knows which models a simulator serves, built in or configured", () => {

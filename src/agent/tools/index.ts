@@ -2,6 +2,7 @@
 // (files and processes here; memory, todo, session_search and delegate_task join the same way), and
 // `toolSet` puts families together, refusing a name given twice.
 import type { ProcessRegistry } from "../processes.js";
+import type { FileRoots } from "./file-roots.js";
 import { patchTool } from "./patch.js";
 import { processTool } from "./process.js";
 import { readFileTool } from "./read-file.js";
@@ -11,10 +12,13 @@ import type { Tool } from "./types.js";
 import { writeFileTool } from "./write-file.js";
 
 export { defineTool } from "./define-tool.js";
+export { FileRoots } from "./file-roots.js";
 export type { Tool, ToolContext, ToolEvent } from "./types.js";
 export { ToolError } from "./types.js";
 
 export interface FileAndProcessToolOptions {
+  /** Where read_file, write_file, patch and search_files may act; by default the working folder only. */
+  files?: FileRoots;
   terminal?: TerminalOptions;
 }
 
@@ -24,10 +28,10 @@ export function fileAndProcessTools(
   options: FileAndProcessToolOptions = {},
 ): Tool[] {
   return [
-    readFileTool(),
-    writeFileTool(),
-    patchTool(),
-    searchFilesTool(),
+    readFileTool(options.files),
+    writeFileTool(options.files),
+    patchTool(options.files),
+    searchFilesTool(options.files),
     terminalTool(registry, options.terminal),
     processTool(registry),
   ];

@@ -3,6 +3,7 @@
 import { dirname } from "node:path";
 import { z } from "zod";
 import { defineTool } from "./define-tool.js";
+import { FileRoots } from "./file-roots.js";
 import { describePath, resolveToolPath } from "./paths.js";
 import { readTextFile, writeTextFile } from "./text-file.js";
 import { type Tool, ToolError } from "./types.js";
@@ -32,17 +33,19 @@ function lineAt(text: string, offset: number): number {
   return line;
 }
 
-export function patchTool(): Tool {
+export function patchTool(roots = new FileRoots()): Tool {
   return defineTool({
     name: "patch",
     description:
       "Replace old_string with new_string in a file. old_string must match the file exactly (whitespace " +
-      "included) and exactly once, unless replace_all is true; add surrounding lines to make it unique.",
+      "included) and exactly once, unless replace_all is true; add surrounding lines to make it unique." +
+      roots.reach,
     schema,
     readOnly: false,
     run: async (args, context) => {
       const path = resolveToolPath(context.cwd, args.path);
       const where = describePath(path);
+      await (await roots.scope(context.cwd)).judge("patch", path);
       if (args.old_string === args.new_string) {
         throw new ToolError("patch: old_string and new_string are the same; there is nothing to change", {
           path: path.absolute,

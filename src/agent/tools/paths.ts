@@ -1,6 +1,6 @@
 // Where a path argument points: relative paths resolve against the task's folder; absolute ones
-// (and ~) are allowed, since this is the operator's own agent. Errors show both what the model
-// wrote and the absolute path it meant.
+// and ~ are taken as written, and file-roots.ts then judges whether the tool may act there. Errors
+// show both what the model wrote and the absolute path it meant.
 import { homedir } from "node:os";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 

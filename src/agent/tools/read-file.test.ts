@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../../test/helpers/tmp.js";
 import { toolContext } from "../../../test/helpers/tool-context.js";
+import { FileRoots } from "./file-roots.js";
 import { READ_MAX_BYTES, readFileTool } from "./read-file.js";
 
 const tool = readFileTool();
@@ -31,7 +32,9 @@ describe("read_file", () => {
 
   it("reads an absolute path, and a file without a final newline as it is", async () => {
     const cwd = project({ "b.txt": "x\ny" });
-    const result = await tool.run({ path: join(cwd, "b.txt") }, toolContext(tempDir()));
+    // The file's folder is a root beside the working folder.
+    const rooted = readFileTool(new FileRoots({ mode: "roots", roots: [cwd] }));
+    const result = await rooted.run({ path: join(cwd, "b.txt") }, toolContext(tempDir()));
     expect(result).toMatchObject({ content: "x\ny", total_lines: 2, truncated: false });
   });
 

@@ -2,6 +2,7 @@
 // so the next call can go on from there.
 import { z } from "zod";
 import { defineTool } from "./define-tool.js";
+import { FileRoots } from "./file-roots.js";
 import { describePath, resolveToolPath } from "./paths.js";
 import { readTextFile } from "./text-file.js";
 import { type Tool, ToolError } from "./types.js";
@@ -28,16 +29,18 @@ const schema = z.strictObject({
     .describe(`How many lines to return at most (default ${READ_DEFAULT_LINES}).`),
 });
 
-export function readFileTool(): Tool {
+export function readFileTool(roots = new FileRoots()): Tool {
   return defineTool({
     name: "read_file",
     description:
       "Read a text file, or a window of its lines (offset, limit). Says when the result was cut and " +
-      "which offset continues it. Binary files and files over 10 MB are refused.",
+      "which offset continues it. Binary files and files over 10 MB are refused." +
+      roots.reach,
     schema,
     readOnly: true,
     run: async (args, context) => {
       const path = resolveToolPath(context.cwd, args.path);
+      await (await roots.scope(context.cwd)).judge("read_file", path);
       const file = await readTextFile("read_file", path);
       const lines = file.text.split("\n");
       const endsWithNewline = lines.at(-1) === "";

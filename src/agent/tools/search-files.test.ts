@@ -1,8 +1,9 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../../test/helpers/tmp.js";
 import { toolContext } from "../../../test/helpers/tool-context.js";
+import { FileRoots } from "./file-roots.js";
 import { searchFilesTool } from "./search-files.js";
 
 const tool = searchFilesTool();
@@ -11,7 +12,7 @@ interface Result {
   matches: Array<{ path: string; line: number; text: string }>;
   truncated: boolean;
   files_searched: number;
-  skipped: { binary: number; large: number; unreadable: number };
+  skipped: { binary: number; large: number; unreadable: number; secret: number };
   note?: string;
 }
 
@@ -33,8 +34,11 @@ function project(): string {
   return dir;
 }
 
-const run = async (args: Record<string, unknown>, cwd: string) =>
-  (await tool.run(args, toolContext(cwd))) as Result;
+const run = async (args: Record<string, unknown>, cwd: string, roots: string[] = []) =>
+  (await (roots.length === 0 ? tool : searchFilesTool(new FileRoots({ mode: "roots", roots }))).run(
+    args,
+    toolContext(cwd),
+  )) as Result;
 
 describe("search_files", () => {
   it("finds matching lines in order, skipping .git, node_modules and binary files", async () => {
@@ -73,8 +77,53 @@ describe("search_files", () => {
     const cwd = project();
     const under = await run({ pattern: "TODO", path: "src/deep" }, cwd);
     expect(under.matches.map((m) => m.path)).toEqual([join("src", "deep", "b.ts")]);
-    const one = await run({ pattern: "TODO", path: join(cwd, "README.md") }, tempDir());
+    // A file of another folder, a root of its own.
+    const one = await run({ pattern: "TODO", path: join(cwd, "README.md") }, tempDir(), [
+      join(cwd, "README.md"),
+    ]);
     expect(one.matches).toEqual([{ path: join(cwd, "README.md"), line: 1, text: "Alpha (a.k.a. TODO)" }]);
+  });
+
+  it("searches nowhere outside the roots: not a folder elsewhere, nor one a link inside leads to", async () => {
+    const cwd = project();
+    const elsewhere = project();
+    symlinkSync(elsewhere, join(cwd, "linked"));
+    await expect(run({ pattern: "TODO", path: elsewhere }, cwd)).rejects.toThrow(
+      `search_files: "${elsewhere}" is outside the working folder ${cwd} and tools.files.roots`,
+    );
+    await expect(run({ pattern: "TODO", path: "linked" }, cwd)).rejects.toThrow(
+      `search_files: "linked" (${join(cwd, "linked")}) leads to ${elsewhere}, which is outside`,
+    );
+    await expect(run({ pattern: "TODO", path: "../" }, cwd)).rejects.toThrow(/is outside the working folder/);
+    // The walk of the working folder does not follow the link out either.
+    const walked = await run({ pattern: "TODO" }, cwd);
+    expect(walked.matches.map((m) => m.path).filter((path) => path.startsWith("linked"))).toEqual([]);
+    // A root lets it in.
+    const rooted = await run({ pattern: "TODO", path: "linked" }, cwd, [elsewhere]);
+    expect(rooted.matches.map((m) => m.path)).toContain(join("linked", "README.md"));
+  });
+
+  it("skips secret files and SSH folders inside the roots, counting them, and refuses one by name", async () => {
+    const cwd = project();
+    writeFileSync(join(cwd, "server.pem"), "TODO -----BEGIN PRIVATE KEY-----\n");
+    writeFileSync(join(cwd, "id_ed25519"), "TODO -----BEGIN OPENSSH PRIVATE KEY-----\n");
+    mkdirSync(join(cwd, "home", ".ssh"), { recursive: true });
+    writeFileSync(join(cwd, "home", ".ssh", "config"), "TODO Host *\n");
+    const result = await run({ pattern: "PRIVATE|Host|TODO" }, cwd);
+    expect(result.matches.map((m) => m.path)).toEqual([
+      "README.md",
+      join("src", "a.ts"),
+      join("src", "c.js"),
+      join("src", "deep", "b.ts"),
+    ]);
+    expect(result.skipped.secret).toBe(3);
+    await expect(run({ pattern: "KEY", path: "server.pem" }, cwd)).rejects.toThrow(
+      /search_files: "server.pem" .* is a .pem file \(keys and certificates\), a secret file/,
+    );
+    await expect(run({ pattern: "Host", path: "home/.ssh" }, cwd)).rejects.toThrow(/inside the SSH folder/);
+    // Named as a root, the SSH folder is searched.
+    const named = await run({ pattern: "Host", path: "home/.ssh" }, cwd, [join(cwd, "home", ".ssh")]);
+    expect(named.matches.map((m) => m.path)).toEqual([join("home", ".ssh", "config")]);
   });
 
   it("stops at max_results and says it was truncated", async () => {

@@ -1,11 +1,13 @@
 // search_files: the lines matching a regular expression (or a literal) in the text files under a
 // folder, in plain Node. It skips .git, node_modules, binary and very large files, and stops at a
-// bounded number of matches or files, saying so.
+// bounded number of matches or files, saying so. It searches only inside the file roots and never
+// opens a secret file (file-roots.ts): symlinks are not followed, and secret files are skipped.
 import type { Dirent } from "node:fs";
 import { open, readdir, stat } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { z } from "zod";
 import { defineTool } from "./define-tool.js";
+import { FileRoots } from "./file-roots.js";
 import { compileGlob } from "./glob.js";
 import { describePath, displayPath, resolveToolPath } from "./paths.js";
 import { fsProblem, looksBinary } from "./text-file.js";
@@ -45,12 +47,13 @@ function escapeRegExp(text: string): string {
   return text.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
 }
 
-export function searchFilesTool(): Tool {
+export function searchFilesTool(roots = new FileRoots()): Tool {
   return defineTool({
     name: "search_files",
     description:
       "Find the lines matching a regular expression (or literal text) in the files under a folder, " +
-      "optionally only files matching a glob. Skips .git, node_modules, binary files and files over 2 MB.",
+      "optionally only files matching a glob. Skips .git, node_modules, binary files and files over 2 MB." +
+      roots.reach,
     schema,
     readOnly: true,
     run: async (args, context) => {
@@ -68,6 +71,10 @@ export function searchFilesTool(): Tool {
       const glob = args.glob === undefined ? undefined : compileGlob(args.glob);
       const maxResults = args.max_results ?? 100;
       const root = resolveToolPath(context.cwd, args.path ?? ".");
+      const scope = await roots.scope(context.cwd);
+      const realRoot = await scope.judge("search_files", root);
+      // Where a path found by the walk really is: the walk follows no link, so only the root's own.
+      const real = (path: string) => join(realRoot, relative(root.absolute, path));
       const rootInfo = await stat(root.absolute).catch((error: unknown) => {
         throw new ToolError(`search_files: cannot search ${describePath(root)}: ${fsProblem(error)}`, {
           path: root.absolute,
@@ -75,7 +82,7 @@ export function searchFilesTool(): Tool {
       });
 
       const matches: Match[] = [];
-      const skipped = { binary: 0, large: 0, unreadable: 0 };
+      const skipped = { binary: 0, large: 0, unreadable: 0, secret: 0 };
       let filesSearched = 0;
       // An object, not a `let`: it changes inside searchFile, which narrowing cannot see.
       const stop: { reason: "max_results" | "max_files" | null } = { reason: null };
@@ -141,11 +148,17 @@ export function searchFilesTool(): Tool {
             const full = join(folder, entry.name);
             // Symlinks are not followed: a link loop would never end.
             if (entry.isDirectory()) {
-              if (!SKIPPED_FOLDERS.has(entry.name)) subfolders.push(full);
+              if (SKIPPED_FOLDERS.has(entry.name)) continue;
+              if (scope.secret(real(full), full) !== null) skipped.secret++;
+              else subfolders.push(full);
               continue;
             }
             if (!entry.isFile()) continue;
             if (glob && !glob.matches(relative(root.absolute, full).split(sep).join("/"))) continue;
+            if (scope.secret(real(full), full) !== null) {
+              skipped.secret++;
+              continue;
+            }
             if (filesSearched + skipped.binary + skipped.large >= SEARCH_MAX_FILES) {
               stop.reason = "max_files";
               break;

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../../test/helpers/tmp.js";
 import { toolContext } from "../../../test/helpers/tool-context.js";
+import { FileRoots } from "./file-roots.js";
 import { writeFileTool } from "./write-file.js";
 
 const tool = writeFileTool();
@@ -46,6 +47,20 @@ describe("write_file", () => {
     await tool.run({ path: "link.txt", content: "via link" }, toolContext(cwd));
     expect(readFileSync(join(cwd, "target.txt"), "utf8")).toBe("via link");
     expect(statSync(join(cwd, "link.txt")).isFile()).toBe(true);
+  });
+
+  it("writes nothing outside the working folder and asks for no snapshot there; a root lets it", async () => {
+    const cwd = tempDir();
+    const outside = tempDir();
+    const context = toolContext(cwd);
+    await expect(tool.run({ path: join(outside, "x.txt"), content: "x" }, context)).rejects.toThrow(
+      `write_file: "${join(outside, "x.txt")}" is outside the working folder ${cwd} and tools.files.roots`,
+    );
+    expect(readdirSync(outside)).toEqual([]);
+    expect(context.fileChanges).toEqual([]);
+    const rooted = writeFileTool(new FileRoots({ mode: "roots", roots: [outside] }));
+    await rooted.run({ path: join(outside, "x.txt"), content: "x" }, context);
+    expect(readFileSync(join(outside, "x.txt"), "utf8")).toBe("x");
   });
 
   it("refuses to write over a folder, naming it", async () => {
