@@ -46,7 +46,12 @@ export function buildSimulatorApp(input: SimulatorAppDeps): App {
       return exchange;
     },
   };
-  const app = createApp({ bodyLimit: MAX_BODY_BYTES, errorBody: simErrorBody, notFound });
+  const app = createApp({
+    bodyLimit: MAX_BODY_BYTES,
+    errorBody: simErrorBody,
+    notFound,
+    pathPartName: (path) => (path.startsWith("/v1/models/") ? "model id" : null),
+  });
   app.addHook("onRequest", (request, reply, done) => {
     const path = pathOf(request.url);
     if (!path.startsWith(CONTROL)) exchanges.set(request, open(deps, request, reply.raw, path));
@@ -85,8 +90,14 @@ function open(deps: SimRouteDeps, request: FastifyRequest, res: Exchange["res"],
   const controller = new AbortController();
   const exchange: Exchange = { res, record, closed: controller.signal };
   state.opened(exchange);
+  // Ended in full before it closed: 'finish' also where writableFinished is not kept (inject()).
+  let finished = false;
+  res.once("finish", () => {
+    finished = true;
+  });
   res.once("close", () => {
-    if (record.ended === "open") record.ended = res.writableFinished ? "completed" : "client_closed";
+    if (record.ended === "open")
+      record.ended = finished || res.writableFinished ? "completed" : "client_closed";
     record.ended_at = clock.now();
     record.status = res.headersSent ? res.statusCode : null;
     controller.abort();
