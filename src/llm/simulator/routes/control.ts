@@ -9,7 +9,7 @@ import { errorBody } from "../wire.js";
 export function registerControlRoutes(app: App, deps: SimRouteDeps): void {
   const { state } = deps;
   // Any media type: `curl -d` sends a script as a form unless told otherwise.
-  app.post("/__sim/script", { config: { rawBody: true } }, async (request, reply) => {
+  app.post("/__sim/script", { config: { rawBody: true } }, async (request) => {
     const body = parseJson(typeof request.body === "string" ? request.body : "");
     if (body === null)
       throw simError(
@@ -26,13 +26,11 @@ export function registerControlRoutes(app: App, deps: SimRouteDeps): void {
       if (!SimulatorScriptError.isInstance(error)) throw error;
       throw simError(400, errorBody(error.message, "invalid_request_error", error.code));
     }
-    return reply.type("application/json").send({ queued: state.queued() });
+    return { queued: state.queued() };
   });
-  app.get("/__sim/requests", { config: { rawBody: true } }, async (_request, reply) =>
-    reply.type("application/json").send({ requests: state.requests() }),
-  );
-  app.post("/__sim/reset", { config: { rawBody: true } }, async (_request, reply) => {
+  app.get("/__sim/requests", { config: { rawBody: true } }, async () => ({ requests: state.requests() }));
+  app.post("/__sim/reset", { config: { rawBody: true } }, async () => {
     state.reset();
-    return reply.type("application/json").send({ ok: true });
+    return { ok: true };
   });
 }

@@ -5,16 +5,13 @@ import type { SimRouteDeps } from "../app.js";
 import { modelNotFound, modelObject, simError } from "../respond.js";
 
 export function registerModelRoutes(app: App, deps: SimRouteDeps): void {
-  app.get("/v1/models", { config: { rawBody: true } }, async (_request, reply) =>
-    reply.type("application/json").send({ object: "list", data: Object.keys(deps.models).map(modelObject) }),
-  );
-  app.get<{ Params: { "*": string } }>(
-    "/v1/models/*",
-    { config: { rawBody: true } },
-    async (request, reply) => {
-      const id = request.params["*"];
-      if (!deps.models[id]) throw simError(404, modelNotFound(id));
-      return reply.type("application/json").send(modelObject(id));
-    },
-  );
+  app.get("/v1/models", { config: { rawBody: true } }, async () => ({
+    object: "list",
+    data: Object.keys(deps.models).map(modelObject),
+  }));
+  app.get<{ Params: { "*": string } }>("/v1/models/*", { config: { rawBody: true } }, async (request) => {
+    const id = request.params["*"];
+    if (!deps.models[id]) throw simError(404, modelNotFound(id));
+    return modelObject(id);
+  });
 }
