@@ -3,7 +3,8 @@
 // Fastify's own refusals (too large 413, not JSON 415, bad URL 400, unknown route 404, a method the
 // route does not take 405 with Allow), a request Node cannot parse, and anything unexpected as a
 // 500. Its one body parser reads JSON for the routes that take it (`config.jsonBody`), with the
-// size limit and the depth guard. The app never listens: the entry point does (listen.ts).
+// size limit and the depth guard, and the text of any body for the few routes that must take what
+// a client sends as it is (`config.rawBody`). The app never listens: the entry point does (listen.ts).
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { errorMessage } from "../core/errors.js";
 import { HttpError, methodNotAllowed, typeForStatus } from "./http-error.js";
@@ -11,6 +12,7 @@ import {
   MAX_BODY_BYTES,
   mediaTypeProblem,
   readJsonBody,
+  readRawBody,
   tooLarge,
   unsupportedMediaType,
 } from "./json-body.js";
@@ -21,6 +23,12 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** The route reads a JSON body: any other media type is a 415 before a byte is read. */
     jsonBody?: boolean;
+    /**
+     * The route takes a body of any media type and shape, as text (`request.body` is a string, ""
+     * for none): a stand-in for a provider, which must see what a client really sent. Only the
+     * size limit applies (413 beyond it); the route parses and validates it itself.
+     */
+    rawBody?: boolean;
     /** The route needs no credentials (the gate's auth skips it): GET /health/live. */
     public?: boolean;
     /** Set by refuseOtherMethods on the 405 routes it adds. */
@@ -116,8 +124,14 @@ export function createApp(options: AppOptions = {}): App {
     });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (request, payload, done) => {
+    const config = request.routeOptions.config;
+    if (config.rawBody === true)
+      return readRawBody(payload, bodyLimit).then(
+        (text) => done(null, text),
+        (error: unknown) => done(error as Error),
+      );
     // A route that reads no body ignores one (Node discards it once the answer is sent).
-    if (request.routeOptions.config.jsonBody !== true) return done(null, undefined);
+    if (config.jsonBody !== true) return done(null, undefined);
     readJsonBody(payload, request.headers["content-type"], bodyLimit).then(
       (body) => done(null, body),
       (error: unknown) => done(error as Error),

@@ -1,8 +1,9 @@
-// Reading a JSON request body (the apps' one body parser, src/http/app.ts): declared as application/json (415 otherwise, before a byte is read), at
-// most a fixed size (413 beyond it; the bytes past it are never kept), nested at most
-// MAX_JSON_DEPTH deep, and JSON that parses (400 otherwise). The media type matters: a page on any
-// web site may send a text/plain, form or multipart body across origins without asking first (a
-// "simple" request), but not a JSON one.
+// Reading a request body (the apps' one body parser, src/http/app.ts). A JSON body: declared as
+// application/json (415 otherwise, before a byte is read), at most a fixed size (413 beyond it;
+// the bytes past it are never kept), nested at most MAX_JSON_DEPTH deep, and JSON that parses
+// (400 otherwise). The media type matters: a page on any web site may send a text/plain, form or
+// multipart body across origins without asking first (a "simple" request), but not a JSON one.
+// A `rawBody` route's text: any media type, the same size limit.
 import type { Readable } from "node:stream";
 import { badRequest, HttpError } from "./http-error.js";
 import { depthPastLimit, MAX_JSON_DEPTH } from "./json-depth.js";
@@ -17,21 +18,7 @@ export async function readJsonBody(
   limit = MAX_BODY_BYTES,
 ): Promise<unknown> {
   requireJson(contentType);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of payload) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    // Past the limit the rest is read and dropped, so the client can read the 413 instead of
-    // failing on a closed socket; a body far past it is cut off.
-    if (size > limit * 16) {
-      payload.destroy();
-      break;
-    }
-    if (size <= limit) chunks.push(buffer);
-  }
-  if (size > limit) throw tooLarge(limit);
-  const bytes = Buffer.concat(chunks);
+  const bytes = await readCapped(payload, limit);
   const deep = depthPastLimit(bytes);
   if (deep >= 0)
     throw badRequest(
@@ -48,6 +35,30 @@ export async function readJsonBody(
       `the request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
+}
+
+/** The text of a body of any media type (a `rawBody` route's), at most `limit` bytes (413 beyond). */
+export async function readRawBody(payload: Readable, limit = MAX_BODY_BYTES): Promise<string> {
+  return (await readCapped(payload, limit)).toString("utf8");
+}
+
+/** At most `limit` bytes of `payload`; past them a 413 once the rest is read and dropped. */
+async function readCapped(payload: Readable, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    // Past the limit the rest is read and dropped, so the client can read the 413 instead of
+    // failing on a closed socket; a body far past it is cut off.
+    if (size > limit * 16) {
+      payload.destroy();
+      break;
+    }
+    if (size <= limit) chunks.push(buffer);
+  }
+  if (size > limit) throw tooLarge(limit);
+  return Buffer.concat(chunks);
 }
 
 /**

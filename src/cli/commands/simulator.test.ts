@@ -1,3 +1,5 @@
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../main.js";
 
@@ -38,5 +40,23 @@ describe("tenax simulator", () => {
     expect(await main(["simulator", "--port", "70000"])).toBe(2);
     expect(await main(["simulator", "--port", "0", "--model", "tiny"])).toBe(2);
     expect(await main(["simulator"])).toBe(2);
+  });
+
+  it("names a port in use as such, not as a bug", async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const port = (holder.address() as AddressInfo).port;
+    const errors: string[] = [];
+    vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      errors.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(await main(["simulator", "--port", String(port)])).toBe(1);
+    } finally {
+      holder.close();
+    }
+    expect(errors.join("")).toContain(`port ${port} on 127.0.0.1 is already in use`);
+    expect(errors.join("")).not.toContain("a bug in Tenax");
   });
 });

@@ -1,7 +1,25 @@
 // The simulator's HTTP plumbing: JSON and error answers, request bodies, and waiting for a
 // client to go away.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type ErrorType, HttpError } from "../../http/http-error.js";
 import { errorBody } from "./wire.js";
+
+type ErrorDocument = ReturnType<typeof errorBody>;
+
+/** An OpenAI error document as the HttpError the simulator's app answers with. */
+export function simError(status: number, document: ErrorDocument): HttpError {
+  const { message, type, code, param } = document.error;
+  // The details keep code and param as written: OpenAI sends null for the ones it has none of.
+  return new HttpError(status, type as ErrorType, code ?? "", message, {}, { error: { param, code } });
+}
+
+/** Any HttpError in the simulator's error shape: message, type, param and code, null where none. */
+export function simErrorBody(error: HttpError): ErrorDocument {
+  const own = error.details.error ?? {};
+  const code = "code" in own ? (own.code as string | null) : error.code;
+  const param = typeof own.param === "string" ? own.param : null;
+  return errorBody(error.message, error.type, code, param);
+}
 
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 

@@ -300,6 +300,20 @@ describe("simulator over the official openai client", () => {
     expect((error as APIError).code).toBe("model_not_found");
   });
 
+  it("answers a model id that is not valid percent-encoding with a 400 naming it, not a 500", async () => {
+    const s = await start();
+    const answer = await fetch(`${s.url}/models/%E0%A4%A`);
+    expect(answer.status).toBe(400);
+    expect(await answer.json()).toEqual({
+      error: {
+        message: 'the model id "%E0%A4%A" is not valid percent-encoding',
+        type: "invalid_request_error",
+        param: null,
+        code: "invalid_url",
+      },
+    });
+  });
+
   it("applies steps in order, one per request, then falls back to the default reply", async () => {
     const s = await start();
     s.script([
