@@ -45,8 +45,23 @@ function known(node: { parts?: readonly { type: string; parts?: unknown }[] | un
   return (node.parts ?? []).every((part) => !EXPANSIONS.has(part.type) && known(part as typeof node));
 }
 
-function commandWord(word: Word): CommandWord {
-  return { value: word.value, known: known(word) };
+/** A program word that globs or brace-expands is known only when it runs (`r?`, `/bin/r*`). */
+const PATTERNS = new Set(["Glob", "ExtendedGlob", "BraceExpansion"]);
+
+function commandWord(word: Word, program = false): CommandWord {
+  const patterned = program && (word.parts ?? []).some((part) => PATTERNS.has(part.type));
+  return { value: word.value, known: known(word) && !patterned };
+}
+
+/** `{rm,-rf,/}` is the words rm -rf /: a program word that is one brace list splits into its words. */
+function programWords(word: Word): CommandWord[] {
+  const [part, ...others] = word.parts ?? [];
+  if (part?.type !== "BraceExpansion" || others.length > 0 || !/^\{[^{}$`]*,[^{}$`]*\}$/.test(word.text))
+    return [commandWord(word, true)];
+  return word.text
+    .slice(1, -1)
+    .split(",")
+    .map((value) => ({ value, known: true }));
 }
 
 /** Whether a program reads the program it runs from its input: `sh`, `bash -s`, `python -`. */
@@ -97,10 +112,10 @@ function substitutions(node: Command, ctx: Context): Analysis {
 
 function visitCommand(node: Command, ctx: Context, found: Analysis): void {
   const text = ctx.source.slice(node.pos, node.end);
-  const words = [node.name, ...node.args].flatMap((arg): CommandWord[] => {
-    if (arg === undefined) return [];
-    return arg.type === "Word" ? [commandWord(arg)] : [{ value: arg.text, known: false }];
-  });
+  const words = [
+    ...(node.name === undefined ? [] : programWords(node.name)),
+    ...node.args.map((arg) => (arg.type === "Word" ? commandWord(arg) : { value: arg.text, known: false })),
+  ];
   const assignments = node.prefix.flatMap((p) => (p.type === "Assignment" ? [p.text] : []));
   const redirects = node.redirects.map((r) => ({
     operator: r.operator,
@@ -144,6 +159,21 @@ function visitPipeline(node: Pipeline, ctx: Context, found: Analysis): void {
   });
   parts.forEach((part, i) => {
     merge(found, part);
+    const before = parts[i - 1]?.commands;
+    const printed = before?.length === 1 ? before[0] : undefined;
+    if (
+      printed !== undefined &&
+      ["echo", "printf"].includes(printed.words[0] ?? "") &&
+      printed.known.every(Boolean)
+    )
+      for (const command of part.commands)
+        if (readsProgram(command.words))
+          collectScript(
+            printed.words.slice(1).join(" "),
+            [...command.wrappers, command.words[0] ?? ""],
+            ctx.depth + 1,
+            found,
+          );
     if (i === 0 || !parts.slice(0, i).some((before) => programs(before).some((p) => NETWORK.has(p)))) return;
     for (const command of part.commands)
       if (readsProgram(command.words))

@@ -191,6 +191,23 @@ describe("dangerous commands", () => {
     ["find . -name x | xargs -0 rm -rf", "recursive-delete"],
     ["xargs -I{} rm -rf {} < list", "recursive-delete"],
     ["find . -exec sudo id \\;", "privilege"],
+    ["env -S 'rm -rf /'", "recursive-delete"],
+    ["watch -n 1 'rm -rf /'", "recursive-delete"],
+    ["flock /tmp/lock -c 'reboot'", "shutdown"],
+    ["flock /tmp/lock rm -rf /", "recursive-delete"],
+    ["busybox rm -rf /", "recursive-delete"],
+    ["chroot / rm -rf /", "recursive-delete"],
+    ["strace -o log rm -rf /", "recursive-delete"],
+    // more spellings
+    ["$'\\x72m' -rf /", "recursive-delete"],
+    ["{rm,-rf,/}", "recursive-delete"],
+    ["RM -rf /", "recursive-delete"],
+    ["echo 'rm -rf /' | sh", "recursive-delete"],
+    ["printf 'reboot' | bash", "shutdown"],
+    ["echo b > /proc/sysrq-trigger", "shutdown"],
+    ["kill -9 $PPID", "stop-tenax"],
+    ["node dist/cli.js gateway stop", "stop-tenax"],
+    ["function f { f | f & }; f", "fork-bomb"],
   ])("%s is caught as %s", (command, rule) => {
     expect(rules(command)).toContain(rule);
     expect(judgeCommand(command, open).decision).toBe("ask");

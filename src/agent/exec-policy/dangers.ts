@@ -130,14 +130,15 @@ const stopTenax: Rule = (command, program, args) => {
     return target === undefined ? null : `may stop Tenax itself (${target})`;
   }
   if (program === "kill") {
-    const target = args.find((a) => TENAX.test(a));
+    // $PPID is the shell's parent: Tenax itself.
+    const target = args.find((a) => TENAX.test(a) || /\$\{?PPID\b/.test(a));
     if (target !== undefined) return `may stop Tenax itself (${target})`;
     // After the signal (-9, -s KILL, -n 9), pid -1 is every process the user may signal, 0 the group.
     const skip = args[0] === "-s" || args[0] === "-n" ? 2 : args[0]?.startsWith("-") ? 1 : 0;
     const pids = args.slice(skip).filter((a) => a !== "--");
     return pids.some((a) => a === "-1" || a === "0") ? "signals every process it may, Tenax included" : null;
   }
-  if (program === "tenax" || (program === "npx" && command.words[1] === "tenax")) {
+  if (program === "tenax" || program === "node" || (program === "npx" && command.words[1] === "tenax")) {
     const words = args.filter((a) => !a.startsWith("-"));
     const at = words.indexOf("gateway");
     if (at >= 0 && ["stop", "restart", "uninstall"].includes(words[at + 1] ?? ""))
@@ -152,8 +153,12 @@ const stopTenax: Rule = (command, program, args) => {
   return null;
 };
 
-const shutdown: Rule = (_command, program, args) => {
+const shutdown: Rule = (command, program, args) => {
   if (["shutdown", "reboot", "halt", "poweroff"].includes(program)) return "stops or restarts the machine";
+  if (
+    command.redirects.some((r) => OUTPUT.has(r.operator) && normalisePath(r.target) === "/proc/sysrq-trigger")
+  )
+    return "asks the kernel directly to stop or restart the machine";
   const words = args.filter((a) => !a.startsWith("-"));
   if ((program === "init" || program === "telinit") && ["0", "6"].includes(words[0] ?? ""))
     return "stops or restarts the machine";
@@ -179,7 +184,8 @@ const RULES: ReadonlyArray<[string, Rule]> = [
 
 /** The dangers of one simple command, by rule. */
 export function commandDangers(command: SimpleCommand): Danger[] {
-  const program = baseName(command.words[0] ?? "");
+  // Lowercase too: on a case-insensitive file system RM is rm.
+  const program = baseName(command.words[0] ?? "").toLowerCase();
   const args = command.words.slice(1);
   return RULES.flatMap(([rule, check]) => {
     const why = check(command, program, args);

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { type ExecMode, judgeCommand, matchesPattern } from "./index.js";
 
+/** `ls` inside `depth` levels of sh -c, each quoted for the one outside it. */
+function nested(depth: number, command: string): string {
+  let line = command;
+  for (let i = 0; i < depth; i++) line = `sh -c '${line.replaceAll("'", "'\\''")}'`;
+  return line;
+}
+
 const policy = (mode: ExecMode, allow: string[] = []) => ({ mode, allow });
 
 describe("judgeCommand", () => {
@@ -18,10 +25,14 @@ describe("judgeCommand", () => {
     ["PATH=/tmp/evil; ls", "ask", "deny"],
     ["$CMD x", "ask", "deny"],
     ["echo $(touch x)", "ask", "deny"],
-    ["bash -c \"$SCRIPT\"", "ask", "deny"],
+    ['bash -c "$SCRIPT"', "ask", "deny"],
     ["bash script.sh", "ask", "deny"],
     ["sudo ls", "ask", "ask"],
     ["sudo rm x", "ask", "deny"],
+    ["r? -rf x", "ask", "deny"],
+    ["/bin/l* x", "ask", "deny"],
+    [nested(10, "ls"), "ask", "deny"],
+    [nested(3, "ls"), "run", "run"],
   ])("%s: %s in ask, %s in allowlist", (command, inAsk, inAllowlist) => {
     expect(judgeCommand(command, policy("ask")).decision).toBe(inAsk);
     expect(judgeCommand(command, policy("allowlist")).decision).toBe(inAllowlist);
@@ -45,7 +56,12 @@ describe("judgeCommand", () => {
 
   it("lists what is neither read-only nor allowed, and names the setting in its reason", () => {
     const asked = judgeCommand("ls && npm run build && npm test", policy("ask", ["npm test"]));
-    expect(asked).toMatchObject({ decision: "ask", unlisted: ["npm run build"], pattern: "npm run *", dangers: [] });
+    expect(asked).toMatchObject({
+      decision: "ask",
+      unlisted: ["npm run build"],
+      pattern: "npm run *",
+      dangers: [],
+    });
     expect(asked.reason).toContain('"npm run build"');
     expect(asked.reason).toContain('add a pattern such as "npm run *" to tools.exec.allow');
     const refused = judgeCommand("npm run build", policy("allowlist"));
@@ -57,9 +73,9 @@ describe("judgeCommand", () => {
   it("runs what tools.exec.allow or an approval for always allows", () => {
     expect(judgeCommand("npm run build", policy("allowlist", ["npm run *"])).decision).toBe("run");
     expect(judgeCommand("npm run build", policy("allowlist"), ["npm run *"]).decision).toBe("run");
-    expect(judgeCommand("cd app && npm ci && npm test", policy("allowlist", ["npm ci", "npm test"])).decision).toBe(
-      "run",
-    );
+    expect(
+      judgeCommand("cd app && npm ci && npm test", policy("allowlist", ["npm ci", "npm test"])).decision,
+    ).toBe("run");
     expect(judgeCommand("env CI=1 npm test", policy("allowlist", ["CI=1 npm test"])).decision).toBe("run");
     expect(judgeCommand("env CI=1 npm test", policy("allowlist", ["npm test"])).decision).toBe("deny");
     expect(judgeCommand("/usr/bin/npm test", policy("allowlist", ["npm test"])).decision).toBe("run");

@@ -63,7 +63,16 @@ const VALUE_OPTIONS: Record<string, readonly string[]> = {
   builtin: [],
   nohup: [],
   setsid: [],
+  busybox: [],
+  unbuffer: [],
+  chroot: ["--userspec", "--groups"],
+  flock: ["-w", "--timeout", "-E", "--conflict-exit-code"],
+  strace: ["-o", "-e", "-p", "-s", "-u", "-a", "-P", "-I", "-b"],
+  ltrace: ["-o", "-e", "-p", "-s", "-u", "-a", "-n"],
 };
+
+/** Wrappers whose first word after the options is not the program: chroot's folder, flock's file. */
+const SKIP_ONE = new Set(["timeout", "chroot", "flock"]);
 
 /** The index of the first word after `from` that is not an option of this wrapper. */
 function skipOptions(words: readonly CommandWord[], from: number, valueOptions: readonly string[]): number {
@@ -150,10 +159,30 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
     }
     if (program === "find") return [here(), ...findCommands(words, wrappers)];
     if (program === "command" && words.some((w) => w.value === "-v" || w.value === "-V")) return [here()];
+    if (program === "env" || program === "flock") {
+      // env -S 'rm -rf /' splits its string into words; flock -c runs its string in a shell.
+      const flag = program === "env" ? ["-S", "--split-string"] : ["-c", "--command"];
+      const at = words.findIndex((w) => flag.includes(w.value));
+      if (at >= 0) {
+        const rest = words.slice(at + 1);
+        const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
+        return [script(joined, words, [...wrappers, program])];
+      }
+    }
+    if (program === "watch") {
+      // watch runs its words joined as a shell command.
+      let at = 1;
+      while (at < words.length && (words[at]?.value ?? "").startsWith("-"))
+        at += ["-n", "--interval", "-d"].includes(words[at]?.value ?? "") ? 2 : 1;
+      const rest = words.slice(at);
+      if (rest.length === 0) return [here()];
+      const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
+      return [script(joined, words, [...wrappers, program])];
+    }
     const valueOptions = VALUE_OPTIONS[program];
     if (valueOptions === undefined) return [here()];
     let next = skipOptions(words, 1, valueOptions);
-    if (program === "timeout") next++;
+    if (SKIP_ONE.has(program)) next++;
     if (program === "env" || program === "sudo") {
       while (next < words.length && ASSIGNMENT.test(words[next]?.value ?? "")) {
         assignments.push(words[next]?.value ?? "");
