@@ -42,6 +42,10 @@ export function isReadOnlySimple(command: SimpleCommand, rule: RedirectRule = "p
   }
   if (program === "find") return !args.some((arg) => FIND_WRITERS.test(arg));
   if (program === "command") return args[0] === "-v" || args[0] === "-V";
+  // date -s and hostname NAME set the clock and the machine's name.
+  if (program === "date") return !args.some((arg) => /^(-s|--set)/.test(arg) || /^-[a-zA-Z]*s/.test(arg));
+  if (program === "hostname")
+    return args.every((arg) => arg.startsWith("-") && !/^-(F|-file|b|-boot)/.test(arg));
   if (program === "env" || program === "printenv") return args.every((arg) => !arg.includes("="));
   return READERS.has(program);
 }
