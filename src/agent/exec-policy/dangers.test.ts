@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests write shell ${VAR} expansions on purpose
 import { describe, expect, it } from "vitest";
 import { judgeCommand } from "./judge.js";
 
@@ -16,7 +17,6 @@ describe("dangerous commands", () => {
     ["rm -rf ~", "recursive-delete"],
     ["rm -rf ~/", "recursive-delete"],
     ["rm -rf $HOME", "recursive-delete"],
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell command, not a template
     ['rm -rf "${HOME}"', "recursive-delete"],
     ["rm -rf ..", "recursive-delete"],
     ["rm -rf ../..", "recursive-delete"],
@@ -151,6 +151,17 @@ describe("dangerous commands", () => {
     ["cat <(rm -rf ~)", "recursive-delete"],
     ["diff <(ls) >(sudo tee x)", "privilege"],
     ["x=$(shutdown now)", "shutdown"],
+    ["export X=$(reboot)", "shutdown"],
+    ["a=(1 $(reboot))", "shutdown"],
+    ["echo ${X:-$(rm -rf /)}", "recursive-delete"],
+    ["[[ -n $(rm -rf /) ]]", "recursive-delete"],
+    ["echo $(( $(reboot) + 1 ))", "shutdown"],
+    ["case $(reboot) in x) ls;; esac", "shutdown"],
+    ["for x in $(reboot); do ls; done", "shutdown"],
+    ["ls > $(reboot)", "shutdown"],
+    ["cat <<EOF\n$(rm -rf /)\nEOF", "recursive-delete"],
+    ["cat <<EOF\n`reboot`\nEOF", "shutdown"],
+    ["coproc rm -rf /", "recursive-delete"],
     // lists, pipelines, subshells, groups, newlines, control flow
     ["ls; rm -rf /", "recursive-delete"],
     ["ls && rm -rf /", "recursive-delete"],
@@ -221,6 +232,7 @@ describe("dangerous commands", () => {
     'rm -rf "$HOME/.cache/tenax-build"',
     "rm -rf build/$X",
     "rm -rf *.o",
+    "cat <<'EOF'\n$(rm -rf /)\nEOF",
     "rm -f /",
     "rm x",
     "git push",
