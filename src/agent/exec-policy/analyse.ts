@@ -30,6 +30,8 @@ const INTERPRETERS = /^(python[0-9.]*|perl|ruby|node|nodejs|php|lua|deno|bun|Rsc
 interface Context {
   source: string;
   wrappers: readonly string[];
+  /** Assignments of the command whose script this is: `LD_PRELOAD=x sh -c 'ls'` gives them to ls. */
+  assignments: readonly string[];
   depth: number;
 }
 
@@ -88,12 +90,17 @@ function merge(into: Analysis, from: Analysis): void {
   if (!from.parsed) into.parsed = false;
 }
 
-function collectScript(source: string, wrappers: readonly string[], depth: number, found: Analysis): void {
+function collectScript(
+  source: string,
+  outer: { wrappers: readonly string[]; assignments: readonly string[] },
+  depth: number,
+  found: Analysis,
+): void {
   if (depth > MAX_DEPTH) {
     found.parsed = false;
     return;
   }
-  visit(parse(source), { source, wrappers, depth }, found);
+  visit(parse(source), { source, wrappers: outer.wrappers, assignments: outer.assignments, depth }, found);
 }
 
 /** The substitutions inside a command's words and redirections: what `sh "$(curl ...)"` would run. */
@@ -116,14 +123,22 @@ function visitCommand(node: Command, ctx: Context, found: Analysis): void {
     ...(node.name === undefined ? [] : programWords(node.name)),
     ...node.args.map((arg) => (arg.type === "Word" ? commandWord(arg) : { value: arg.text, known: false })),
   ];
-  const assignments = node.prefix.flatMap((p) => (p.type === "Assignment" ? [p.text] : []));
+  const assignments = [
+    ...ctx.assignments,
+    ...node.prefix.flatMap((p) => (p.type === "Assignment" ? [p.text] : [])),
+  ];
   const redirects = node.redirects.map((r) => ({
     operator: r.operator,
     target: r.type === "HereDoc" ? "" : (r.target?.value ?? ""),
   }));
   for (const item of unwrap(words, ctx.wrappers)) {
     if (item.kind === "script") {
-      collectScript(item.script, item.wrappers, ctx.depth + 1, found);
+      collectScript(
+        item.script,
+        { wrappers: item.wrappers, assignments: [...assignments, ...item.assignments] },
+        ctx.depth + 1,
+        found,
+      );
       continue;
     }
     const simple: SimpleCommand = {
@@ -145,7 +160,8 @@ function visitCommand(node: Command, ctx: Context, found: Analysis): void {
       for (const r of node.redirects) {
         const body =
           r.type === "HereDoc" ? r.body.text : r.type === "HereString" ? r.target?.value : undefined;
-        if (body !== undefined) collectScript(body, [...item.wrappers, program], ctx.depth + 1, found);
+        const outer = { wrappers: [...item.wrappers, program], assignments: simple.assignments };
+        if (body !== undefined) collectScript(body, outer, ctx.depth + 1, found);
       }
     }
   }
@@ -170,7 +186,7 @@ function visitPipeline(node: Pipeline, ctx: Context, found: Analysis): void {
         if (readsProgram(command.words))
           collectScript(
             printed.words.slice(1).join(" "),
-            [...command.wrappers, command.words[0] ?? ""],
+            { wrappers: [...command.wrappers, command.words[0] ?? ""], assignments: command.assignments },
             ctx.depth + 1,
             found,
           );
@@ -224,6 +240,6 @@ function visit(node: SyntaxNode, given: Context, found: Analysis): void {
 /** The simple commands a command line may run, and the dangers its shape shows. */
 export function analyse(command: string): Analysis {
   const found = empty();
-  collectScript(command, [], 0, found);
+  collectScript(command, { wrappers: [], assignments: [] }, 0, found);
   return found;
 }

@@ -9,7 +9,7 @@ export interface CommandWord {
 
 export type Unwrapped =
   | { kind: "command"; words: CommandWord[]; assignments: string[]; wrappers: string[]; moreArgs: boolean }
-  | { kind: "script"; script: string; wrappers: string[] };
+  | { kind: "script"; script: string; assignments: string[]; wrappers: string[] };
 
 const SYSTEM_BIN = /^\/(usr\/(local\/)?)?s?bin\/[^/]+$|^\/opt\/homebrew\/bin\/[^/]+$/;
 
@@ -106,9 +106,14 @@ function shellScript(words: readonly CommandWord[]): CommandWord | null {
   return null;
 }
 
-function script(word: CommandWord | null | undefined, words: CommandWord[], wrappers: string[]): Unwrapped {
-  if (word?.known) return { kind: "script", script: word.value, wrappers };
-  return { kind: "command", words, assignments: [], wrappers, moreArgs: false };
+function script(
+  word: CommandWord | null | undefined,
+  words: CommandWord[],
+  wrappers: string[],
+  outer: { assignments: string[]; moreArgs: boolean },
+): Unwrapped {
+  if (word?.known) return { kind: "script", script: word.value, assignments: outer.assignments, wrappers };
+  return { kind: "command", words, wrappers, ...outer };
 }
 
 /** `find START... -exec CMD {} ;`: each command find runs, with {} standing for the start paths. */
@@ -145,17 +150,26 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
     const program = first?.known ? baseName(first.value) : "";
     const here = (): Unwrapped => ({ kind: "command", words, assignments, wrappers, moreArgs });
     if (first === undefined || !first.known) return [here()];
-    if (SHELLS.has(program)) return [script(shellScript(words), words, [...wrappers])];
+    if (SHELLS.has(program))
+      return [script(shellScript(words), words, [...wrappers], { assignments, moreArgs })];
     if (program === "eval") {
       const rest = words.slice(1);
       const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
-      return [script(joined, words, [...wrappers])];
+      return [script(joined, words, [...wrappers], { assignments, moreArgs })];
     }
     if (program === "su") {
       const at = words.findIndex((w) => w.value === "-c" || w.value === "--command");
       const inline = words.find((w) => w.value.startsWith("--command="));
-      if (inline) return [script({ ...inline, value: inline.value.slice(10) }, words, [...wrappers, "su"])];
-      return at < 0 ? [here()] : [script(words[at + 1], words, [...wrappers, "su"])];
+      if (inline)
+        return [
+          script({ ...inline, value: inline.value.slice(10) }, words, [...wrappers, "su"], {
+            assignments,
+            moreArgs,
+          }),
+        ];
+      return at < 0
+        ? [here()]
+        : [script(words[at + 1], words, [...wrappers, "su"], { assignments, moreArgs })];
     }
     if (program === "find") return [here(), ...findCommands(words, wrappers)];
     if (program === "command" && words.some((w) => w.value === "-v" || w.value === "-V")) return [here()];
@@ -166,7 +180,7 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
       if (at >= 0) {
         const rest = words.slice(at + 1);
         const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
-        return [script(joined, words, [...wrappers, program])];
+        return [script(joined, words, [...wrappers, program], { assignments, moreArgs })];
       }
     }
     if (program === "watch") {
@@ -177,7 +191,7 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
       const rest = words.slice(at);
       if (rest.length === 0) return [here()];
       const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
-      return [script(joined, words, [...wrappers, program])];
+      return [script(joined, words, [...wrappers, program], { assignments, moreArgs })];
     }
     const valueOptions = VALUE_OPTIONS[program];
     if (valueOptions === undefined) return [here()];
