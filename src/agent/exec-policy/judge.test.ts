@@ -38,13 +38,18 @@ describe("judgeCommand", () => {
     ["hostname -f", "run", "run"],
     ["hostname evil", "ask", "deny"],
     ["/bin/l* x", "ask", "deny"],
-    [nested(10, "ls"), "ask", "deny"],
-    [nested(3, "ls"), "run", "run"],
   ])("%s: %s in ask, %s in allowlist", (command, inAsk, inAllowlist) => {
     expect(judgeCommand(command, policy("ask")).decision).toBe(inAsk);
     expect(judgeCommand(command, policy("allowlist")).decision).toBe(inAllowlist);
     expect(judgeCommand(command, policy("full")).decision).toBe("run");
     expect(judgeCommand(command, policy("deny")).decision).toBe("deny");
+  });
+
+  it("follows sh -c a few levels deep, and never runs unasked what is nested deeper than it follows", () => {
+    expect(judgeCommand(nested(3, "ls"), policy("allowlist")).decision).toBe("run");
+    expect(judgeCommand(nested(3, "reboot"), policy("allowlist", ["*"])).dangers[0]?.rule).toBe("shutdown");
+    expect(judgeCommand(nested(10, "ls"), policy("ask")).decision).toBe("ask");
+    expect(judgeCommand(nested(10, "ls"), policy("allowlist", ["*"])).decision).toBe("deny");
   });
 
   it("runs everything in full, dangers included, and refuses everything in deny", () => {
