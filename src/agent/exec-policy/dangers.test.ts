@@ -43,6 +43,8 @@ describe("dangerous commands", () => {
     ["find / -delete", "recursive-delete"],
     ["find ~ -name x -delete", "recursive-delete"],
     ["find / -exec rm -rf {} \\;", "recursive-delete"],
+    ["find -L / -delete", "recursive-delete"],
+    ["find -H / -exec rm -rf {} +", "recursive-delete"],
     ["for d in *; do rm -rf $d; done", "recursive-delete"],
     // formatting, raw writes to devices
     ["mkfs /dev/sda1", "make-filesystem"],
@@ -232,6 +234,7 @@ describe("dangerous commands", () => {
     'rm -rf "$HOME/.cache/tenax-build"',
     "rm -rf build/$X",
     "rm -rf *.o",
+    "find . -name '*.pyc' -delete",
     "cat <<'EOF'\n$(rm -rf /)\nEOF",
     "rm -f /",
     "rm x",

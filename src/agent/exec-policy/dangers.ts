@@ -2,7 +2,7 @@
 // through). They hold in every mode but full, whatever tools.exec.allow says.
 import { isBroadPath, isHarmlessDevice, isUnderEtc, normalisePath } from "./paths.js";
 import type { Danger, SimpleCommand } from "./types.js";
-import { baseName } from "./wrappers.js";
+import { baseName, findStarts } from "./wrappers.js";
 
 type Rule = (command: SimpleCommand, program: string, args: readonly string[]) => string | null;
 
@@ -27,9 +27,9 @@ function hasOption(args: readonly string[], short: RegExp, long: readonly string
 
 const recursiveDelete: Rule = (command, program, args) => {
   if (program === "find") {
-    const end = args.findIndex((a) => /^[-(!]/.test(a));
-    const starts = end < 0 ? args : args.slice(0, end);
-    if (args.includes("-delete") && (starts.length === 0 ? ["."] : starts).some((s) => isBroadPath(s)))
+    // find selects what it deletes, so only a system or home tree counts as broad for it.
+    const { starts } = findStarts(args);
+    if (args.includes("-delete") && (starts.length === 0 ? ["."] : starts).some((s) => isBroadPath(s, false)))
       return "find -delete on a broad tree";
     return null;
   }

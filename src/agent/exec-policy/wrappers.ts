@@ -116,12 +116,23 @@ function script(
   return { kind: "command", words, wrappers, ...outer };
 }
 
+/** find's start paths (after -H, -L, -P, -D and -O options; "." when none) and where its expression begins. */
+export function findStarts<T extends { value: string } | string>(
+  args: readonly T[],
+): { starts: T[]; end: number } {
+  const text = (arg: T | undefined) => (typeof arg === "string" ? arg : (arg?.value ?? ""));
+  let i = 0;
+  while (/^-([HLP]|O\d*)$/.test(text(args[i])) || text(args[i]) === "-D") i += text(args[i]) === "-D" ? 2 : 1;
+  const starts: T[] = [];
+  while (i < args.length && !/^[-(!]/.test(text(args[i]))) starts.push(args[i++] as T);
+  return { starts, end: i };
+}
+
 /** `find START... -exec CMD {} ;`: each command find runs, with {} standing for the start paths. */
 function findCommands(words: readonly CommandWord[], wrappers: string[]): Unwrapped[] {
-  let i = 1;
-  const starts: CommandWord[] = [];
-  while (i < words.length && !/^[-(!]/.test(words[i]?.value ?? "")) starts.push(words[i++] as CommandWord);
-  if (starts.length === 0) starts.push({ value: ".", known: true });
+  const parsed = findStarts(words.slice(1));
+  let i = parsed.end + 1;
+  const starts = parsed.starts.length > 0 ? parsed.starts : [{ value: ".", known: true }];
   const found: Unwrapped[] = [];
   for (; i < words.length; i++) {
     if (!/^-(exec|execdir|ok|okdir)$/.test(words[i]?.value ?? "")) continue;
