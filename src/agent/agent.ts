@@ -18,7 +18,8 @@ import type { ProfilePaths } from "../profile/paths.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { ApprovalBook } from "./approvals/approval-book.js";
-import { ExecGate, judgeExec } from "./approvals/exec-gate.js";
+import { ExecGate } from "./approvals/exec-gate.js";
+import { judgeCommand } from "./exec-policy/index.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import { DEFAULT_GRACE_MS, pidAlive } from "./process-group.js";
 import { bootId, selfIdentity } from "./process-identity.js";
@@ -130,7 +131,7 @@ export class Agent {
     const gate = new ExecGate({
       book: this.approvals,
       mode: config.tools.exec.mode,
-      judge: (command, approved) => judgeExec(command, config.tools.exec, approved),
+      judge: (command, approved) => judgeCommand(command, config.tools.exec, approved),
     });
     const base = [
       ...fileAndProcessTools(this.processes, {

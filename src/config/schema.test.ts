@@ -65,7 +65,7 @@ describe("configSchema", () => {
         integrity_check_timeout_ms: 2000,
       },
       tools: {
-        exec: { env: [] },
+        exec: { mode: "ask", allow: [], approval_timeout: 300, env: [] },
         files: { mode: "roots", roots: [] },
       },
     });

@@ -1,19 +1,40 @@
-// `tools.exec` in config.yaml: the exec policy of the terminal tool. Filled in by the exec-policy
-// work (issue 15).
+// `tools.exec` in config.yaml: the exec policy of the terminal tool (which commands run, which wait
+// for an approval, which are refused) and the environment commands inherit.
 import { z } from "zod";
+import { positiveInt } from "./schema-parts.js";
 
 /** An environment variable's name, as a shell would take it. */
 const variableName = z.string({ error: "expected a variable name" }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
   error: "expected a variable name (letters, digits and _, not first a digit)",
 });
 
+/**
+ * A command pattern: the words of one simple command, `*` as the last word for any rest
+ * ("npm test", "npm run *"); see src/agent/exec-policy/patterns.ts.
+ */
+const commandPattern = z
+  .string({ error: 'expected a command pattern such as "npm test" or "npm run *"' })
+  .refine((pattern) => pattern.trim() !== "", {
+    error: 'expected a command pattern such as "npm test" or "npm run *", not an empty string',
+  });
+
 export const execSchema = z.strictObject({
-  mode: z.enum(["deny", "allowlist", "ask", "full"]).default("ask"),
-  allow: z.array(z.string()).default([]),
-  approval_timeout: z.number().int().positive().default(300),
+  /**
+   * deny: no command runs; allowlist: only read-only and allow-listed commands run, the rest are
+   * refused; ask (the default): the rest wait for an approval; full: every command runs. Dangerous
+   * commands wait for an approval in every mode but full.
+   */
+  mode: z
+    .enum(["deny", "allowlist", "ask", "full"], { error: "expected one of deny, allowlist, ask, full" })
+    .default("ask"),
+  /** Patterns of commands that run without an approval (in allowlist and ask modes). */
+  allow: z.array(commandPattern, { error: "expected a list of command patterns" }).default([]),
+  /** Seconds a pending approval waits before it counts as denied. */
+  approval_timeout: positiveInt("a number of seconds (a positive integer)").default(300),
   /**
    * Variables of Tenax's own environment that commands also inherit, beyond PATH, HOME, LANG,
    * TERM and the rest of the base list (src/agent/child-env.ts); never one of Tenax's secrets.
    */
   env: z.array(variableName, { error: "expected a list of variable names" }).default([]),
 });
+export type ExecConfig = z.infer<typeof execSchema>;

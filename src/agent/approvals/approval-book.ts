@@ -171,6 +171,12 @@ export class ApprovalBook {
         data: { approval: record },
       });
     }
+    if ((decision === "always" || decision === "session") && record.pattern === "") {
+      throw new TenaxError(
+        "no_pattern",
+        `approval ${approvalId} cannot be "${decision}": its command fits no pattern (the policy could not read it as simple commands); approve it once or deny it`,
+      );
+    }
     this.deciding.add(approvalId);
     try {
       if (decision === "always") {

@@ -3,54 +3,19 @@
 // turn no one can answer for (a plain chat completion, a cron job), are a tool error the model
 // reads, saying what was refused and how an operator allows it. Every held-back command gets its
 // durable record, also one denied at once, so `tenax approvals list` shows what was refused.
-import { isReadOnlyCommand } from "../tools/read-only-command.js";
+
+import type { Judgement } from "../exec-policy/index.js";
 import type { ToolContext } from "../tools/types.js";
 import { ToolError } from "../tools/types.js";
 import type { ApprovalBook } from "./approval-book.js";
 import type { ApprovalRecord } from "./approval-records.js";
 
-/** What the exec policy says of a command (src/agent/exec-policy). */
-export interface ExecJudgement {
-  decision: "run" | "ask" | "deny";
-  reason: string;
-  dangers: ApprovalRecord["dangers"];
-  pattern: string;
-}
-
 export interface ExecGateOptions {
   /** The policy's judgement of a command, given the patterns approved beyond config. */
-  judge: (command: string, approved: readonly string[]) => ExecJudgement;
+  judge: (command: string, approved: readonly string[]) => Judgement;
   book: ApprovalBook;
   /** tools.exec.mode, for the messages. */
   mode: string;
-}
-
-/** The judgement of tools.exec for a command (placeholder until the exec-policy module lands). */
-export function judgeExec(
-  command: string,
-  policy: { mode: string; allow: readonly string[] },
-  approved: readonly string[],
-): ExecJudgement {
-  const pattern = command.trim();
-  if (policy.mode === "full")
-    return { decision: "run", reason: "tools.exec.mode is full", dangers: [], pattern };
-  if (policy.mode === "deny")
-    return { decision: "deny", reason: "tools.exec.mode is deny: no command runs", dangers: [], pattern };
-  if (isReadOnlyCommand(command) || [...policy.allow, ...approved].includes(pattern))
-    return { decision: "run", reason: "allow-listed", dangers: [], pattern };
-  return policy.mode === "allowlist"
-    ? {
-        decision: "deny",
-        reason: "it is not on tools.exec.allow (tools.exec.mode is allowlist)",
-        dangers: [],
-        pattern,
-      }
-    : {
-        decision: "ask",
-        reason: "it is not on tools.exec.allow (tools.exec.mode is ask)",
-        dangers: [],
-        pattern,
-      };
 }
 
 export class ExecGate {
@@ -61,6 +26,7 @@ export class ExecGate {
     const { book } = this.options;
     const judgement = this.options.judge(command, book.approvedPatterns(context.sessionId));
     if (judgement.decision === "run") return;
+    const why = judgement.reason.replace(/\.$/, "");
     const refused = (why: string, extra: Record<string, unknown> = {}) =>
       new ToolError(`${tool}: not run: ${why}`, {
         refused_by: "tools.exec",
@@ -68,14 +34,14 @@ export class ExecGate {
         command,
         ...extra,
       });
-    if (judgement.decision === "deny") throw refused(judgement.reason);
+    if (judgement.decision === "deny") throw refused(why);
     const request = {
       sessionId: context.sessionId,
       turnId: context.turnId,
       toolCallId: context.callId,
       tool,
       command,
-      reason: judgement.reason,
+      reason: why,
       dangers: judgement.dangers,
       pattern: judgement.pattern,
       requestedBy: context.approvals?.requestedBy ?? "a turn with no approval channel",
@@ -87,7 +53,7 @@ export class ExecGate {
       const closed =
         record.status === "pending" ? await book.decide(record.approval_id, "deny", deniedBy) : record;
       throw refused(
-        `${judgement.reason}; it needs an approval and no one can give one in this turn (a plain chat completion or a cron job has no approval channel), so it was denied at once (approval ${closed.approval_id}). An operator allows it by adding a pattern such as "${judgement.pattern}" to tools.exec.allow in config.yaml, or by sending the task through the runs API (POST /v1/runs) or tenax chat, where it can be approved`,
+        `${why}; it needs an approval and no one can give one in this turn (a plain chat completion or a cron job has no approval channel), so it was denied at once (approval ${closed.approval_id}). An operator allows it ${judgement.pattern === "" ? "" : `by adding a pattern such as "${judgement.pattern}" to tools.exec.allow in config.yaml, or `}by sending the task through the runs API (POST /v1/runs) or tenax chat, where it can be approved`,
         { approval_id: closed.approval_id },
       );
     }
@@ -121,7 +87,7 @@ export class ExecGate {
       message: `approval ${decided.approval_id} ${describeOutcome(decided)}`,
     });
     if (decided.status === "approved") return;
-    throw refused(`${judgement.reason}; approval ${decided.approval_id} ${describeOutcome(decided)}`, {
+    throw refused(`${why}; approval ${decided.approval_id} ${describeOutcome(decided)}`, {
       approval_id: decided.approval_id,
     });
   }

@@ -13,6 +13,9 @@ describe("isReadOnlyCommand", () => {
     "grep -rn 'TODO' src && wc -l src/a.ts",
     "find . -name '*.ts'",
     "cat a; ls b",
+    'grep "a;b|c" notes.txt',
+    "echo $(ls)",
+    "bash -c 'git status'",
   ])("%s is read-only", (command) => {
     expect(isReadOnlyCommand(command)).toBe(true);
   });
@@ -39,6 +42,14 @@ describe("isReadOnlyCommand", () => {
     "FOO=1 ls",
     "cat 'unbalanced",
     "sed -i s/a/b/ file",
+    "ls $(touch x)",
+    "cat <(rm x)",
+    "bash -c 'rm x'",
+    "eval 'touch x'",
+    "/tmp/evil/ls",
+    "ls\nrm x",
+    "(rm x)",
+    "env A=1 ls",
   ])("%s may change files", (command) => {
     expect(isReadOnlyCommand(command)).toBe(false);
   });

@@ -83,6 +83,7 @@ export function registerRunRoutes(app: App, registry: RunRegistry, options: RunR
       if (!TenaxError.isInstance(error)) throw error;
       if (error.code === "not_found")
         throw new HttpError(404, "not_found_error", "approval_not_found", `${error.message}; ${error.hint}`);
+      if (error.code === "no_pattern") throw badRequest("invalid_decision", error.message);
       if (error.code === "already_decided")
         throw new HttpError(
           409,

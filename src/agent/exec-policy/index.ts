@@ -1,0 +1,5 @@
+// The exec policy of the terminal tool: which commands run, which wait for an approval, which are
+// refused (tools.exec), judged from the command as a shell parses it.
+export { judgeCommand } from "./judge.js";
+export { matchesPattern } from "./patterns.js";
+export type { Danger, ExecMode, ExecPolicy, Judgement } from "./types.js";

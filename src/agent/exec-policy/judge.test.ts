@@ -1,0 +1,170 @@
+import { describe, expect, it } from "vitest";
+import { type ExecMode, judgeCommand, matchesPattern } from "./index.js";
+
+/** `ls` inside `depth` levels of sh -c, each quoted for the one outside it. */
+function nested(depth: number, command: string): string {
+  let line = command;
+  for (let i = 0; i < depth; i++) line = `sh -c '${line.replaceAll("'", "'\\''")}'`;
+  return line;
+}
+
+const policy = (mode: ExecMode, allow: string[] = []) => ({ mode, allow });
+
+describe("judgeCommand", () => {
+  it.each([
+    ["ls -la", "run", "run"],
+    ["git status && git log --oneline | head -5", "run", "run"],
+    ["cat a; grep -rn TODO src 2>/dev/null", "run", "run"],
+    ["echo $(ls)", "run", "run"],
+    ["bash -c 'ls'", "run", "run"],
+    ["", "run", "run"],
+    ["npm test", "ask", "deny"],
+    ["ls && npm test", "ask", "deny"],
+    ["echo hi > out.txt", "ask", "deny"],
+    ["FOO=1 ls", "ask", "deny"],
+    ["LD_PRELOAD=/tmp/x.so bash -c 'ls'", "ask", "deny"],
+    ["env LD_PRELOAD=/tmp/x.so sh -c 'ls'", "ask", "deny"],
+    ["LD_PRELOAD=/tmp/x.so bash <<< 'ls'", "ask", "deny"],
+    ["PATH=/tmp/evil; ls", "ask", "deny"],
+    ["$CMD x", "ask", "deny"],
+    ["echo $(touch x)", "ask", "deny"],
+    ['bash -c "$SCRIPT"', "ask", "deny"],
+    ["bash script.sh", "ask", "deny"],
+    ["sudo ls", "ask", "ask"],
+    ["sudo rm x", "ask", "deny"],
+    ["r? -rf x", "ask", "deny"],
+    ["date -u +%s", "run", "run"],
+    ["date -s 2020-01-01", "ask", "deny"],
+    ["hostname -f", "run", "run"],
+    ["hostname evil", "ask", "deny"],
+    ["/bin/l* x", "ask", "deny"],
+  ])("%s: %s in ask, %s in allowlist", (command, inAsk, inAllowlist) => {
+    expect(judgeCommand(command, policy("ask")).decision).toBe(inAsk);
+    expect(judgeCommand(command, policy("allowlist")).decision).toBe(inAllowlist);
+    expect(judgeCommand(command, policy("full")).decision).toBe("run");
+    expect(judgeCommand(command, policy("deny")).decision).toBe("deny");
+  });
+
+  it("follows sh -c a few levels deep, and never runs unasked what is nested deeper than it follows", () => {
+    expect(judgeCommand(nested(3, "ls"), policy("allowlist")).decision).toBe("run");
+    expect(judgeCommand(nested(3, "reboot"), policy("allowlist", ["*"])).dangers[0]?.rule).toBe("shutdown");
+    expect(judgeCommand(nested(10, "ls"), policy("ask")).decision).toBe("ask");
+    expect(judgeCommand(nested(10, "ls"), policy("allowlist", ["*"])).decision).toBe("deny");
+  });
+
+  it("runs everything in full, dangers included, and refuses everything in deny", () => {
+    expect(judgeCommand("rm -rf /", policy("full"))).toEqual({
+      decision: "run",
+      reason: expect.stringContaining("tools.exec.mode is full"),
+      dangers: [],
+      unlisted: [],
+      pattern: "",
+    });
+    expect(judgeCommand("ls", policy("deny"))).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining("tools.exec.mode is deny"),
+    });
+  });
+
+  it("lists what is neither read-only nor allowed, and names the setting in its reason", () => {
+    const asked = judgeCommand("ls && npm run build && npm test", policy("ask", ["npm test"]));
+    expect(asked).toMatchObject({
+      decision: "ask",
+      unlisted: ["npm run build"],
+      pattern: "npm run *",
+      dangers: [],
+    });
+    expect(asked.reason).toContain('"npm run build"');
+    expect(asked.reason).toContain('add a pattern such as "npm run *" to tools.exec.allow');
+    const refused = judgeCommand("npm run build", policy("allowlist"));
+    expect(refused.decision).toBe("deny");
+    expect(refused.reason).toContain("tools.exec.mode is allowlist");
+    expect(refused.reason).toContain("set tools.exec.mode to ask");
+  });
+
+  it("runs what tools.exec.allow or an approval for always allows", () => {
+    expect(judgeCommand("npm run build", policy("allowlist", ["npm run *"])).decision).toBe("run");
+    expect(judgeCommand("npm run build", policy("allowlist"), ["npm run *"]).decision).toBe("run");
+    expect(
+      judgeCommand("cd app && npm ci && npm test", policy("allowlist", ["npm ci", "npm test"])).decision,
+    ).toBe("run");
+    expect(judgeCommand("env CI=1 npm test", policy("allowlist", ["CI=1 npm test"])).decision).toBe("run");
+    expect(judgeCommand("env CI=1 npm test", policy("allowlist", ["npm test"])).decision).toBe("deny");
+    expect(judgeCommand("/usr/bin/npm test", policy("allowlist", ["npm test"])).decision).toBe("run");
+    expect(judgeCommand("/tmp/evil/npm test", policy("allowlist", ["npm test"])).decision).toBe("deny");
+    expect(judgeCommand("$(echo npm) test", policy("allowlist", ["* test"])).decision).toBe("deny");
+  });
+
+  it("never lets a pattern make a dangerous command safe", () => {
+    for (const allow of [["git *"], ["*"], ["git push *"]]) {
+      const judged = judgeCommand("git push --force origin main", policy("allowlist", allow));
+      expect(judged.decision).toBe("ask");
+      expect(judged.unlisted).toEqual([]);
+      expect(judged.dangers).toEqual([
+        { rule: "force-push", text: "git push --force origin main", why: expect.any(String) },
+      ]);
+      expect(judged.reason).toContain("force-push");
+      expect(judged.reason).toContain("tools.exec.mode full");
+    }
+    expect(judgeCommand("rm -rf /", policy("ask"), ["rm *"]).decision).toBe("ask");
+  });
+
+  it("never runs a command it cannot parse", () => {
+    for (const mode of ["ask", "allowlist"] as const) {
+      const judged = judgeCommand("echo 'unbalanced", policy(mode, ["*"]));
+      expect(judged.decision).toBe(mode === "ask" ? "ask" : "deny");
+      expect(judged.unlisted).toEqual(["echo 'unbalanced"]);
+      expect(judged.pattern).toBe("");
+      expect(judged.reason).toContain("could not be read as a shell command");
+    }
+    expect(judgeCommand("ls $(", policy("ask")).decision).toBe("ask");
+  });
+
+  it.each([
+    ["npm run build", "npm run *"],
+    ["npm test", "npm test *"],
+    ["git commit -m 'fix it'", "git commit *"],
+    ["rm -rf build", "rm *"],
+    ["make", "make *"],
+    ["./build.sh --fast", "./build.sh *"],
+    ["CI=1 npm test", "CI=1 npm test *"],
+    ["timeout 60 npm test", "npm test *"],
+    ["ls && cargo build --release", "cargo build *"],
+    ["ls", "ls *"],
+    ["$CMD run", ""],
+  ])("suggests %s → %s for always", (command, pattern) => {
+    expect(judgeCommand(command, policy("ask")).pattern).toBe(pattern);
+  });
+
+  it("suggests a pattern that allows the command it was suggested for", () => {
+    for (const command of ["npm run build", "git commit -m 'x y'", "CI=1 npm test", "make"]) {
+      const { pattern } = judgeCommand(command, policy("ask"));
+      expect(judgeCommand(command, policy("allowlist", [pattern])).decision).toBe("run");
+    }
+  });
+});
+
+describe("matchesPattern", () => {
+  it.each([
+    [["npm", "test"], "npm test", true],
+    [["npm", "test", "--watch"], "npm test", false],
+    [["npm", "test", "--watch"], "npm test *", true],
+    [["npm", "test"], "npm test *", true],
+    [["npm", "run", "build"], "npm run *", true],
+    [["npm", "run"], "npm run *", true],
+    [["npm", "install"], "npm run *", false],
+    [["npm", "run", "build"], "npm * build", true],
+    [["npm", "run", "lint"], "npm * build", false],
+    [["npm", "run", "test:unit"], "npm run test:*", true],
+    [["npm", "run", "testx"], "npm run test:*", false],
+    [["git", "log"], "git *", true],
+    [["gitx", "log"], "git *", false],
+    [["anything", "at", "all"], "*", true],
+    [["npm", "test"], "  npm   test  ", true],
+    [["a.b"], "a?b", false],
+    [["npm", "test"], "", false],
+    [[], "*", false],
+  ])("%j against %j is %s", (words, pattern, expected) => {
+    expect(matchesPattern(words, pattern)).toBe(expected);
+  });
+});
