@@ -5,6 +5,7 @@
 // OpenAI-shaped error with the status its failure maps to (failure-status.ts), never an empty
 // success; streamed, it is the final `data: {"error"}` event.
 import { interruptFailure, type TurnFailure, TurnInterrupt, thrownFailure } from "../agent/turn-failure.js";
+import { heldUntil } from "../core/held-until.js";
 import { type HttpError as GatewayErrorType, HttpError } from "../http/http-error.js";
 import { sendError, sendJson } from "../http/node-http.js";
 import type { Completion } from "../llm/model-call.js";
@@ -140,27 +141,5 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
         ),
       );
     }
-  };
-}
-
-/** Events wait until `ready` (the question is durable and the stream open), then go out in order. */
-function heldUntil(ready: Promise<void>, emit: (event: RouteEvent) => void): (event: RouteEvent) => void {
-  let held: RouteEvent[] | null = [];
-  let told = true;
-  void ready.then(
-    () => {
-      const queued = held ?? [];
-      held = null;
-      for (const event of queued) emit(event);
-    },
-    () => {
-      // Nothing is told of a call whose question was never stored.
-      held = null;
-      told = false;
-    },
-  );
-  return (event) => {
-    if (held !== null) held.push(event);
-    else if (told) emit(event);
   };
 }
