@@ -6,13 +6,13 @@
 // them as the floor: what the extra hop alone costs here. Simulator, load generator and each gateway
 // run as separate processes, so none of them measures another's event loop; the targets take turns
 // in shuffled rounds, so the machine's noise falls on all of them alike.
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LoadPlan, LoadResult, LoadTarget } from "./gateway-load.js";
+import { type Child, launch, printedUrl, runLoad, stopAll, waitFor } from "./load-run.js";
 import { type Aim, table } from "./report.js";
 import { median } from "./stats.js";
 
@@ -75,45 +75,6 @@ export interface GatewayPeerResult {
   stream_added: Record<Gateway, { p50_ms: number; p99_ms: number }>;
   error_samples: Record<string, string[]>;
   raw: LoadResult;
-}
-
-export interface Child {
-  child: ChildProcess;
-  exited: Promise<void>;
-  output: () => string;
-}
-
-export function launch(args: string[], env: NodeJS.ProcessEnv = process.env): Child {
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout?.setEncoding("utf8").on("data", (c: string) => {
-    out += c;
-  });
-  child.stderr?.setEncoding("utf8").on("data", (c: string) => {
-    out += c;
-  });
-  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
-  return { child, exited, output: () => out };
-}
-
-export async function waitFor<T>(
-  what: string,
-  c: Child,
-  find: (out: string) => T | null,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = performance.now() + ms;
-  let gone = false;
-  void c.exited.then(() => {
-    gone = true;
-  });
-  while (performance.now() < deadline) {
-    const found = find(c.output());
-    if (found !== null) return found;
-    if (gone) throw new Error(`${what} exited before it was ready:\n${c.output()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`${what} not ready within ${ms} ms:\n${c.output()}`);
 }
 
 async function freePort(): Promise<number> {
@@ -209,17 +170,11 @@ export async function runGatewayPeerBench(
   try {
     const sim = launch([join(HERE, "gateway-sim-child.js")]);
     children.push(sim);
-    const simUrl = await waitFor("the simulator", sim, (out) => {
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      return line ? (JSON.parse(line) as { url: string }).url : null;
-    });
+    const simUrl = await printedUrl("the simulator", sim);
     log(`  simulator: ${simUrl} (pid ${sim.child.pid})`);
     const floor = launch([join(HERE, "gateway-floor-child.js"), simUrl]);
     children.push(floor);
-    const floorUrl = await waitFor("the floor proxy", floor, (out) => {
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      return line ? (JSON.parse(line) as { url: string }).url : null;
-    });
+    const floorUrl = await printedUrl("the floor proxy", floor);
 
     const turns = Math.max(1024, settings.closedClients * 4);
     const tenax = await startTenax(workDir, simUrl, turns, "full", process.env.BENCH_GATEWAY_PROFILE);
@@ -309,23 +264,9 @@ export async function runGatewayPeerBench(
       seed: 0x6a7e,
       prompt: PROMPT,
     };
-    const load = launch([join(HERE, "gateway-load.js"), JSON.stringify(plan)]);
-    load.child.stderr?.on("data", (c: string) => {
-      for (const line of c.split("\n")) if (line.trim() !== "") log(line);
-    });
-    await load.exited;
-    const line = load
-      .output()
-      .split("\n")
-      .find((l) => l.startsWith('{"open"'));
-    if (line === undefined) throw new Error(`the load generator failed:\n${load.output()}`);
-    return summarize(settings, JSON.parse(line) as LoadResult, peer.version);
+    return summarize(settings, await runLoad(plan, log), peer.version);
   } finally {
-    for (const c of children.reverse()) {
-      c.child.kill("SIGTERM");
-      await Promise.race([c.exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill("SIGKILL");
-    }
+    await stopAll(children);
   }
 }
 
