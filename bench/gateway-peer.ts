@@ -1,17 +1,18 @@
 // The gateway side by side with a peer: what Tenax's gateway (the built CLI, storing every turn
 // durably) and Portkey's open-source gateway (@portkey-ai/gateway, a proxy) add to a turn without
-// tools over calling the simulator directly: latency at a fixed rate, maximum throughput, and the
+// tools over calling the simulator directly, Tenax in both its modes (`model: "tenax"`, an agent
+// turn; `model: "sim/echo"`, one model call through the resilience core, stored as a session): latency at a fixed rate, maximum throughput, and the
 // time to the first streamed token. A bare pass-through proxy (gateway-floor-child.ts) runs beside
 // them as the floor: what the extra hop alone costs here. Simulator, load generator and each gateway
 // run as separate processes, so none of them measures another's event loop; the targets take turns
 // in shuffled rounds, so the machine's noise falls on all of them alike.
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LoadPlan, LoadResult, LoadTarget } from "./gateway-load.js";
+import { type Child, launch, printedUrl, runLoad, stopAll, waitFor } from "./load-run.js";
 import { type Aim, table } from "./report.js";
 import { median } from "./stats.js";
 
@@ -19,13 +20,17 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const TENAX_BIN = fileURLToPath(new URL("../../bin/tenax.js", import.meta.url));
 const PROMPT = "say something short about resilient agents";
 
-export const GATEWAY_TARGETS = ["direct", "floor", "tenax", "portkey"] as const;
+export const GATEWAY_TARGETS = ["direct", "floor", "tenax", "tenax_model", "portkey"] as const;
 export type GatewayTarget = (typeof GATEWAY_TARGETS)[number];
 type Gateway = Exclude<GatewayTarget, "direct">;
+const GATEWAYS = GATEWAY_TARGETS.filter((t): t is Gateway => t !== "direct");
+/** The model the model-gateway mode is asked for: the simulator's, under its provider's name. */
+const MODEL_ID = "sim/echo";
 export const SERIAL_TARGETS = [
   "direct",
   "floor",
   "tenax",
+  "tenax_model",
   "tenax_normal",
   "tenax_no_reread",
   "portkey",
@@ -70,45 +75,6 @@ export interface GatewayPeerResult {
   stream_added: Record<Gateway, { p50_ms: number; p99_ms: number }>;
   error_samples: Record<string, string[]>;
   raw: LoadResult;
-}
-
-export interface Child {
-  child: ChildProcess;
-  exited: Promise<void>;
-  output: () => string;
-}
-
-export function launch(args: string[], env: NodeJS.ProcessEnv = process.env): Child {
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout?.setEncoding("utf8").on("data", (c: string) => {
-    out += c;
-  });
-  child.stderr?.setEncoding("utf8").on("data", (c: string) => {
-    out += c;
-  });
-  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
-  return { child, exited, output: () => out };
-}
-
-export async function waitFor<T>(
-  what: string,
-  c: Child,
-  find: (out: string) => T | null,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = performance.now() + ms;
-  let gone = false;
-  void c.exited.then(() => {
-    gone = true;
-  });
-  while (performance.now() < deadline) {
-    const found = find(c.output());
-    if (found !== null) return found;
-    if (gone) throw new Error(`${what} exited before it was ready:\n${c.output()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`${what} not ready within ${ms} ms:\n${c.output()}`);
 }
 
 async function freePort(): Promise<number> {
@@ -204,17 +170,11 @@ export async function runGatewayPeerBench(
   try {
     const sim = launch([join(HERE, "gateway-sim-child.js")]);
     children.push(sim);
-    const simUrl = await waitFor("the simulator", sim, (out) => {
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      return line ? (JSON.parse(line) as { url: string }).url : null;
-    });
+    const simUrl = await printedUrl("the simulator", sim);
     log(`  simulator: ${simUrl} (pid ${sim.child.pid})`);
     const floor = launch([join(HERE, "gateway-floor-child.js"), simUrl]);
     children.push(floor);
-    const floorUrl = await waitFor("the floor proxy", floor, (out) => {
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      return line ? (JSON.parse(line) as { url: string }).url : null;
-    });
+    const floorUrl = await printedUrl("the floor proxy", floor);
 
     const turns = Math.max(1024, settings.closedClients * 4);
     const tenax = await startTenax(workDir, simUrl, turns, "full", process.env.BENCH_GATEWAY_PROFILE);
@@ -247,6 +207,7 @@ export async function runGatewayPeerBench(
     log(`  Portkey gateway ${peer.version}: ${portkeyOrigin} (pid ${portkey.child.pid})`);
     for (const t of [tenax, normal, noReread])
       await answers(`${t.url}/v1/chat/completions`, TENAX_HEADERS, "tenax");
+    await answers(`${tenax.url}/v1/chat/completions`, TENAX_HEADERS, MODEL_ID);
 
     const sim0 = new URL(simUrl);
     const targets: LoadTarget[] = [
@@ -263,6 +224,14 @@ export async function runGatewayPeerBench(
         path: "/v1/chat/completions",
         headers: TENAX_HEADERS,
         model: "tenax",
+      },
+      // The same gateway process in its other mode: the targets take turns, never at once.
+      {
+        name: "tenax_model",
+        origin: new URL(tenax.url).origin,
+        path: "/v1/chat/completions",
+        headers: TENAX_HEADERS,
+        model: MODEL_ID,
       },
       { name: "portkey", origin: portkeyOrigin, path: "/v1/chat/completions", headers: portkeyHeaders },
     ];
@@ -295,23 +264,9 @@ export async function runGatewayPeerBench(
       seed: 0x6a7e,
       prompt: PROMPT,
     };
-    const load = launch([join(HERE, "gateway-load.js"), JSON.stringify(plan)]);
-    load.child.stderr?.on("data", (c: string) => {
-      for (const line of c.split("\n")) if (line.trim() !== "") log(line);
-    });
-    await load.exited;
-    const line = load
-      .output()
-      .split("\n")
-      .find((l) => l.startsWith('{"open"'));
-    if (line === undefined) throw new Error(`the load generator failed:\n${load.output()}`);
-    return summarize(settings, JSON.parse(line) as LoadResult, peer.version);
+    return summarize(settings, await runLoad(plan, log), peer.version);
   } finally {
-    for (const c of children.reverse()) {
-      c.child.kill("SIGTERM");
-      await Promise.race([c.exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill("SIGKILL");
-    }
+    await stopAll(children);
   }
 }
 
@@ -399,19 +354,15 @@ function summarize(settings: GatewaySettings, raw: LoadResult, peerVersion: stri
     isolation:
       "simulator, floor proxy, Tenax gateway, Portkey gateway and load generator each in its own Node process (no shared event loop); targets take turns in shuffled rounds",
     open,
-    added: {
-      floor: { p50_ms: addedOver("floor", "p50_ms"), p99_ms: addedOver("floor", "p99_ms") },
-      tenax: { p50_ms: addedOver("tenax", "p50_ms"), p99_ms: addedOver("tenax", "p99_ms") },
-      portkey: { p50_ms: addedOver("portkey", "p50_ms"), p99_ms: addedOver("portkey", "p99_ms") },
-    },
+    added: Object.fromEntries(
+      GATEWAYS.map((t) => [t, { p50_ms: addedOver(t, "p50_ms"), p99_ms: addedOver(t, "p99_ms") }]),
+    ) as GatewayPeerResult["added"],
     closed,
     serial,
     stream,
-    stream_added: {
-      floor: streamAdded("floor"),
-      tenax: streamAdded("tenax"),
-      portkey: streamAdded("portkey"),
-    },
+    stream_added: Object.fromEntries(
+      GATEWAYS.map((t) => [t, streamAdded(t)]),
+    ) as GatewayPeerResult["stream_added"],
     error_samples: raw.error_samples,
     raw,
   };
@@ -433,13 +384,35 @@ export function judgeGatewayAims(r: GatewayPeerResult): Aim[] {
       met: t.p50_ms < p.p50_ms && t.p99_ms < p.p99_ms,
       detail: `Tenax +${t.p50_ms.toFixed(2)} / +${t.p99_ms.toFixed(2)} ms, Portkey +${p.p50_ms.toFixed(2)} / +${p.p99_ms.toFixed(2)} ms (p50 / p99 added)`,
     },
+    ...judgeModelModeAims(r),
+  ];
+}
+
+/** Issue 14's aims for the model-gateway mode: one model call, stored durably as a session. */
+function judgeModelModeAims(r: GatewayPeerResult): Aim[] {
+  const m = r.added.tenax_model;
+  const p = r.added.portkey;
+  const errors = r.open.tenax_model.errors + r.stream.tenax_model.errors;
+  const ttft = r.stream_added.tenax_model;
+  return [
+    {
+      aim: `model-gateway mode adds p50 < 0.9 ms and at most Portkey's, p99 < 5 ms at ${r.settings.rps}/s, call stored durably`,
+      met: m.p50_ms < 0.9 && m.p50_ms <= p.p50_ms && m.p99_ms < 5 && errors === 0,
+      detail: `added p50 ${m.p50_ms.toFixed(2)} ms (Portkey ${p.p50_ms.toFixed(2)}), p99 ${m.p99_ms.toFixed(2)} ms (median of ${r.settings.rounds} rounds), ${errors} errors, ${r.open.tenax_model.achieved_rps.toFixed(0)}/s achieved`,
+    },
+    {
+      aim: "model-gateway mode adds under 1 ms to the first streamed token",
+      met: ttft.p50_ms < 1 && r.stream.tenax_model.errors === 0,
+      detail: `added p50 ${ttft.p50_ms.toFixed(2)} ms, p99 ${ttft.p99_ms.toFixed(2)} ms (Portkey +${r.stream_added.portkey.p50_ms.toFixed(2)} ms p50)`,
+    },
   ];
 }
 
 const LABELS: Record<GatewayTarget, string> = {
   direct: "simulator directly (baseline)",
   floor: "bare pass-through proxy (the floor: the hop alone)",
-  tenax: "Tenax gateway (turn stored, synchronous=FULL)",
+  tenax: "Tenax gateway, model tenax (agent turn stored, synchronous=FULL)",
+  tenax_model: `Tenax gateway, model ${MODEL_ID} (one model call stored, synchronous=FULL)`,
   portkey: "Portkey gateway (proxy, nothing stored)",
 };
 

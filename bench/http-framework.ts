@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { seededRandom } from "../src/core/deps.js";
 import type { LoadPlan, LoadResult, LoadTarget } from "./gateway-load.js";
-import { type Child, launch, waitFor } from "./gateway-peer.js";
 import { buildFastify, buildHono, FRAMEWORKS, type Framework, ROUTE } from "./http-framework-app.js";
+import { type Child, launch, printedUrl, runLoad, stopAll } from "./load-run.js";
 import { type Aim, table } from "./report.js";
 import { median, shuffle } from "./stats.js";
 
@@ -100,10 +100,7 @@ export async function runFrameworkBench(
     for (const kind of FRAMEWORKS) {
       const child = launch([join(HERE, "http-framework-child.js"), kind]);
       children.push(child);
-      const url = await waitFor(`the ${kind} server`, child, (out) => {
-        const line = out.split("\n").find((l) => l.startsWith("{"));
-        return line ? (JSON.parse(line) as { url: string }).url : null;
-      });
+      const url = await printedUrl(`the ${kind} server`, child);
       const check = await fetch(`${url}${ROUTE}`, {
         method: "POST",
         headers: HEADERS,
@@ -128,23 +125,9 @@ export async function runFrameworkBench(
       seed: 0x14f1,
       prompt: PROMPT,
     };
-    const load = launch([join(HERE, "gateway-load.js"), JSON.stringify(plan)]);
-    load.child.stderr?.on("data", (c: string) => {
-      for (const line of c.split("\n")) if (line.trim() !== "") log(line);
-    });
-    await load.exited;
-    const line = load
-      .output()
-      .split("\n")
-      .find((l) => l.startsWith('{"open"'));
-    if (line === undefined) throw new Error(`the load generator failed:\n${load.output()}`);
-    raw = JSON.parse(line) as LoadResult;
+    raw = await runLoad(plan, log);
   } finally {
-    for (const c of children.reverse()) {
-      c.child.kill("SIGTERM");
-      await Promise.race([c.exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill("SIGKILL");
-    }
+    await stopAll(children);
   }
   log(`  in-process calls: ${settings.inProcessRounds} rounds of ${settings.inProcessBatch} calls each`);
   const inProcess = await measureInProcess(settings.inProcessRounds, settings.inProcessBatch);

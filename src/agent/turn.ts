@@ -8,6 +8,7 @@
 import { describeSnapshot } from "../checkpoints/describe.js";
 import type { SnapshotResult } from "../checkpoints/store.js";
 import type { Deps } from "../core/deps.js";
+import { heldUntil } from "../core/held-until.js";
 import { newId } from "../core/ids.js";
 import type { Redactor } from "../core/redact.js";
 import { ProviderError } from "../llm/classified-error.js";
@@ -521,33 +522,6 @@ function redactedFailure(failure: TurnFailure, redactor: Redactor | undefined): 
 
 function isOverflow(error: unknown): boolean {
   return error instanceof ProviderError && error.classified.compress;
-}
-
-/** The turn's events wait until its start is durable; then `first` goes out, then them, in order. */
-function heldUntil(
-  durable: Promise<unknown>,
-  emit: (event: AgentEvent) => void,
-  first: AgentEvent,
-): (event: AgentEvent) => void {
-  let held: AgentEvent[] | null = [];
-  let told = true;
-  durable.then(
-    () => {
-      const queued = held ?? [];
-      held = null;
-      emit(first);
-      for (const event of queued) emit(event);
-    },
-    () => {
-      // Nothing is told of a turn that was never stored.
-      held = null;
-      told = false;
-    },
-  );
-  return (event) => {
-    if (held !== null) held.push(event);
-    else if (told) emit(event);
-  };
 }
 
 function safe(listener: ((event: AgentEvent) => void) | undefined): (event: AgentEvent) => void {

@@ -9,6 +9,7 @@ import type { TurnFailure } from "../agent/turn-failure.js";
 import { SseStream } from "../core/sse.js";
 import type { HttpError } from "../http/http-error.js";
 import { failureError } from "./failure-status.js";
+import { type CatchUpPiece, type CatchUpRestart, StreamCatchUp } from "./stream-catch-up.js";
 
 export interface CompletionMeta {
   id: string;
@@ -96,10 +97,8 @@ export function completionBody(meta: CompletionMeta, result: TurnResult) {
 export class CompletionStream {
   private ended = false;
   private shutdownSent = false;
-  /** Text the client has of the model call in progress. */
-  private shown = "";
-  /** After a provider stream restarted: the new attempt's text so far, until it passes `shown`. */
-  private replay: string | null = null;
+  /** The text of the model call in progress, as the client has it. */
+  private readonly catchUp = new StreamCatchUp<CatchUpPiece>();
   private readonly sse: SseStream;
 
   constructor(
@@ -134,12 +133,9 @@ export class CompletionStream {
     }
     // A provider stream that failed mid-reply starts over (or another model takes over): the
     // client already has the start of it.
-    if ((event.type === "stream_restart" || event.type === "fallback") && this.shown !== "") this.replay = "";
+    if (event.type === "stream_restart" || event.type === "fallback") this.catchUp.restarted();
     // The next model call of the turn (after tools, or continuing a cut reply) is new text.
-    if (event.type === "tool_started" || event.type === "continuation") {
-      this.shown = "";
-      this.replay = null;
-    }
+    if (event.type === "tool_started" || event.type === "continuation") this.catchUp.reset();
   }
 
   /**
@@ -149,38 +145,25 @@ export class CompletionStream {
    * client how many characters to drop, and the new text follows.
    */
   private text(delta: string): void {
-    if (this.replay === null) {
-      this.shown += delta;
-      this.chunk({ content: delta }, null);
-      return;
-    }
-    this.replay += delta;
-    if (this.shown.startsWith(this.replay)) return; // still repeating what was sent
-    if (this.replay.startsWith(this.shown)) {
-      const fresh = this.replay.slice(this.shown.length);
-      this.shown = this.replay;
-      this.replay = null;
-      this.chunk({ content: fresh }, null);
-      return;
-    }
-    this.restartWith(this.replay);
+    const step = this.catchUp.add({ key: "text", text: delta });
+    if (step.type === "send") this.chunk({ content: step.fresh }, null);
+    if (step.type === "restart") this.restartWith(step);
   }
 
-  /** Tell the client to drop what it has of this model call's text, and send `text` instead. */
-  private restartWith(text: string): void {
+  /** Tell the client to drop what it has of this model call's text, and send the new attempt's. */
+  private restartWith(restart: CatchUpRestart<CatchUpPiece>): void {
     const data = {
       ...this.base(),
       choices: [],
       tenax: {
         event: "stream_restart",
-        discard_chars: this.shown.length,
+        discard_chars: restart.dropped.get("text")?.length ?? 0,
         message:
           "the provider restarted its reply and it differs from what was sent: drop the last discard_chars characters of this reply",
       },
     };
     this.write(`event: stream_restart\ndata: ${JSON.stringify(data)}\n\n`);
-    this.shown = text;
-    this.replay = null;
+    const text = restart.pieces.map((p) => p.text).join("");
     if (text !== "") this.chunk({ content: text }, null);
   }
 
@@ -202,7 +185,8 @@ export class CompletionStream {
       return;
     }
     // A restarted attempt that ended shorter than what was sent: the client drops the rest.
-    if (this.replay !== null && this.replay !== this.shown) this.restartWith(this.replay);
+    const restart = this.catchUp.settle();
+    if (restart) this.restartWith(restart);
     const last = {
       ...this.base(result),
       choices: [{ index: 0, delta: {}, finish_reason: finishReason(result), logprobs: null }],

@@ -10,23 +10,19 @@ import type { HttpError } from "../http/http-error.js";
 import type { Completion } from "../llm/model-call.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import { type AnswerMeta, openAIFinishReason, tenaxPart, wireUsage } from "./model-call-answer.js";
+import { type CatchUpPiece, type CatchUpRestart, StreamCatchUp } from "./stream-catch-up.js";
 
 /** One piece of the reply, keyed by what it adds to: the text, a call's header or its arguments. */
-interface Piece {
-  key: string;
-  text: string;
-  /** The chunk delta that carries it. */
-  delta: () => Record<string, unknown>;
+interface Piece extends CatchUpPiece {
+  /** The chunk delta that carries the part of it the client lacks (a call's header goes whole). */
+  delta: (fresh: string) => Record<string, unknown>;
 }
 
 export class ModelCallStream {
   private readonly sse: SseStream;
   private ended = false;
   /** What the client has, per key, of the reply in progress. */
-  private readonly sent = new Map<string, string>();
-  /** After a restart: the new attempt so far, per key; null when no restart is being caught up. */
-  private replay: Map<string, string> | null = null;
-  private readonly replayPieces: Piece[] = [];
+  private readonly catchUp = new StreamCatchUp<Piece>();
   /** Tool calls whose header (id, name) the client has, by index. */
   private readonly headed = new Set<number>();
 
@@ -56,7 +52,7 @@ export class ModelCallStream {
     switch (event.type) {
       case "text":
         if (event.delta !== "")
-          this.piece({ key: "text", text: event.delta, delta: () => ({ content: event.delta }) });
+          this.piece({ key: "text", text: event.delta, delta: (fresh) => ({ content: fresh }) });
         return;
       case "tool_call_delta": {
         const { index } = event;
@@ -76,19 +72,18 @@ export class ModelCallStream {
           this.piece({
             key: `call:${index}:args`,
             text: event.arguments,
-            delta: () => ({ tool_calls: [{ index, function: { arguments: event.arguments } }] }),
+            delta: (fresh) => ({ tool_calls: [{ index, function: { arguments: fresh } }] }),
           });
         return;
       }
       case "logprobs":
         // Sent with no delta of their own, after the tokens they describe.
-        if (this.replay === null)
+        if (!this.catchUp.replaying)
           this.write(this.chunkText({}, null, { content: event.content, refusal: null }));
         return;
       case "stream_restart":
       case "fallback":
-        if (this.sent.size > 0) this.replay = new Map();
-        this.replayPieces.length = 0;
+        this.catchUp.restarted();
         return;
       default:
         return;
@@ -96,40 +91,13 @@ export class ModelCallStream {
   }
 
   private piece(piece: Piece): void {
-    if (this.replay === null) {
-      this.sent.set(piece.key, (this.sent.get(piece.key) ?? "") + piece.text);
-      this.write(this.chunkText(piece.delta()));
-      return;
-    }
-    this.replayPieces.push(piece);
-    const now = (this.replay.get(piece.key) ?? "") + piece.text;
-    this.replay.set(piece.key, now);
-    const had = this.sent.get(piece.key) ?? "";
-    if (had.startsWith(now)) return; // still repeating what the client has
-    if (now.startsWith(had) && piece.key.endsWith(":args") === false && piece.key !== "text") {
-      // A call's header the client does not have yet: send it as it is.
-      this.sent.set(piece.key, now);
-      this.write(this.chunkText(piece.delta()));
-      return;
-    }
-    if (now.startsWith(had)) {
-      const fresh = now.slice(had.length);
-      this.sent.set(piece.key, now);
-      this.write(this.chunkText(this.freshDelta(piece, fresh)));
-      return;
-    }
-    this.restart();
-  }
-
-  /** The part of a piece the client does not have yet, in the delta that carries it. */
-  private freshDelta(piece: Piece, fresh: string): Record<string, unknown> {
-    if (piece.key === "text") return { content: fresh };
-    const index = Number(piece.key.split(":")[1]);
-    return { tool_calls: [{ index, function: { arguments: fresh } }] };
+    const step = this.catchUp.add(piece);
+    if (step.type === "send") this.write(this.chunkText(piece.delta(step.fresh)));
+    if (step.type === "restart") this.restart(step);
   }
 
   /** The new attempt says something else: the client drops what it has and gets it from the start. */
-  private restart(): void {
+  private restart(restart: CatchUpRestart<Piece>): void {
     this.write(
       `event: stream_restart\ndata: ${JSON.stringify({
         ...this.base(),
@@ -141,21 +109,14 @@ export class ModelCallStream {
         },
       })}\n\n`,
     );
-    const pieces = [...this.replayPieces];
-    this.replay = null;
-    this.replayPieces.length = 0;
-    this.sent.clear();
-    for (const p of pieces) this.piece(p);
+    for (const p of restart.pieces) this.write(this.chunkText(p.delta(p.text)));
   }
 
   finish(completion: Completion, fellBack: boolean): void {
     if (this.ended) return;
     // A restarted attempt that ended shorter than what was sent is not what the client has.
-    if (this.replay !== null) {
-      const replay = this.replay;
-      if ([...this.sent].some(([key, text]) => (replay.get(key) ?? "") !== text)) this.restart();
-      this.replay = null;
-    }
+    const restart = this.catchUp.settle();
+    if (restart) this.restart(restart);
     // A call the provider gave only whole reaches the client whole.
     completion.tool_calls.forEach((call, index) => {
       if (this.headed.has(index)) return;

@@ -5,6 +5,7 @@
 // OpenAI-shaped error with the status its failure maps to (failure-status.ts), never an empty
 // success; streamed, it is the final `data: {"error"}` event.
 import { interruptFailure, type TurnFailure, TurnInterrupt, thrownFailure } from "../agent/turn-failure.js";
+import { heldUntil } from "../core/held-until.js";
 import { type HttpError as GatewayErrorType, HttpError } from "../http/http-error.js";
 import { sendError, sendJson } from "../http/node-http.js";
 import type { Completion } from "../llm/model-call.js";
@@ -59,27 +60,38 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       if (deps.stopping?.()) throw unavailable();
       const call = parseModelCallBody(body);
       const { sessionId, ops } = requestOps(deps.store, target, call.request.messages, requested);
-      // Persist, then publish: the session and the question are stored before the provider is asked.
-      await deps.store.write(ops);
-      echo["x-session-id"] = sessionId;
+      // Persist, then publish: the session and the question are committed before the provider is
+      // asked, and durable before the client hears of them. Their sync runs while the provider
+      // answers, so the answer waits for its own sync only, not for the question's before it too.
+      const question = deps.store.writeStaged(ops);
+      await question.applied;
+      // A client that hangs up (or is dropped for not reading) ends its call: no one would get it.
+      // So does a question that cannot be made durable: its call's answer could never be stored.
+      const controller = new AbortController();
+      question.durable.catch((error: unknown) => controller.abort(error));
       const at = now();
       const meta = {
         id: `chatcmpl-${sessionId}-${at.toString(36)}-${(seq++).toString(36)}`,
         created: Math.floor(at / 1000),
         sessionId,
       };
-      if (call.stream) {
-        stream = new ModelCallStream(
-          res,
-          meta,
-          `${target.provider}/${target.model}`,
-          call.includeUsage,
-          deps.streamBufferBytes,
-        );
-        stream.open();
-      }
-      // A client that hangs up (or is dropped for not reading) ends its call: no one would get it.
-      const controller = new AbortController();
+      const open = call.stream
+        ? new ModelCallStream(
+            res,
+            meta,
+            `${target.provider}/${target.model}`,
+            call.includeUsage,
+            deps.streamBufferBytes,
+          )
+        : null;
+      const told = question.durable.then(() => {
+        echo["x-session-id"] = sessionId;
+        if (open) {
+          open.open();
+          stream = open;
+        }
+      });
+      told.catch(() => {});
       const onClose = () => {
         if (!res.writableFinished)
           controller.abort(new TurnInterrupt("client_closed", "the client closed the connection"));
@@ -89,14 +101,15 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       if (signal?.aborted) onInterrupt();
       else signal?.addEventListener("abort", onInterrupt, { once: true });
       const route = deps.router.turn(target);
-      const open = stream;
       let completion: Completion;
       try {
         completion = await route.complete(call.request, {
           signal: controller.signal,
-          ...(open ? { onEvent: (event: RouteEvent) => open.onEvent(event) } : {}),
+          ...(open ? { onEvent: heldUntil(told, (event: RouteEvent) => open.onEvent(event)) } : {}),
         });
       } catch (error) {
+        // A question never made durable was never stored: the store's error is the call's.
+        await told;
         const failure = controller.signal.aborted
           ? interruptFailure(controller.signal.reason)
           : thrownFailure(error);
@@ -105,7 +118,8 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
         res.off("close", onClose);
         signal?.removeEventListener("abort", onInterrupt);
       }
-      await deps.store.write([answerOp(deps.store, sessionId, completion)]);
+      // The answer's commit comes after the question's: acknowledged once both are durable.
+      await Promise.all([told, deps.store.write([answerOp(deps.store, sessionId, completion)])]);
       if (open) return open.finish(completion, route.fallenBack);
       sendJson(res, 200, completionObject(meta, completion, route.fallenBack), { "x-session-id": sessionId });
     } catch (error) {

@@ -5,6 +5,7 @@ import type { Redactor } from "../core/redact.js";
 import type { IntegrityResult } from "./integrity.js";
 import type { Synchronous } from "./open-database.js";
 import type { StoreLocation } from "./store-reader.js";
+import type { WalFiles } from "./wal-sync.js";
 
 export interface StoreOptions extends StoreLocation {
   synchronous?: Synchronous;
@@ -23,6 +24,8 @@ export interface StoreOptions extends StoreLocation {
   rereadPagesOnWrite?: boolean;
   /** The profile's secrets, redacted from every write before it is stored or spooled. */
   redactor?: Redactor;
+  /** The file calls the WAL's syncs make (the real ones unless a test holds a sync back). */
+  walFiles?: WalFiles;
   deps?: Partial<Deps>;
 }
 

@@ -59,7 +59,7 @@ export class Store extends StoreReadView {
     this.db = db;
     this.deps = { ...defaultDeps, ...options.deps };
     this.applier = new OpApplier(db);
-    this.walSync = syncsOffLoop(options) ? new WalSync(`${options.path}-wal`) : null;
+    this.walSync = syncsOffLoop(options) ? new WalSync(`${options.path}-wal`, options.walFiles) : null;
     this.dropCache = db.prepare("PRAGMA shrink_memory");
     this.spool = new Spool(options.spoolDir, options.profile, options.path);
     this.failures = new StoreFailures(this.location, this.spool, options.spoolDir, this.deps.clock, (e) =>

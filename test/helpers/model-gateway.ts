@@ -15,6 +15,7 @@ import type { ModelRuntime } from "../../src/llm/runtime.js";
 import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
 import { openStore, releaseStore } from "../../src/store/registry.js";
 import type { Store } from "../../src/store/store.js";
+import type { WalFiles } from "../../src/store/wal-sync.js";
 import { type AnthropicPeer, startAnthropicPeer } from "./anthropic-peer.js";
 import { type FakeDeps, fakeDeps } from "./fake-time.js";
 import { tempDir, tempProfile } from "./tmp.js";
@@ -42,8 +43,13 @@ export interface ModelGateway {
   bodies(sim: Simulator): Record<string, unknown>[];
 }
 
-/** `mainConcurrency` is the primary provider's max_concurrency (config's default otherwise). */
-export async function startModelGateway(options: { mainConcurrency?: number } = {}): Promise<ModelGateway> {
+/**
+ * `mainConcurrency` is the primary provider's max_concurrency (config's default otherwise);
+ * `walFiles`, the file calls of the store's WAL syncs (a test that holds a sync back).
+ */
+export async function startModelGateway(
+  options: { mainConcurrency?: number; walFiles?: WalFiles } = {},
+): Promise<ModelGateway> {
   const main = await startSimulator();
   cleanups.push(() => main.close());
   const backup = await startSimulator();
@@ -51,7 +57,10 @@ export async function startModelGateway(options: { mainConcurrency?: number } = 
   const peer = await startAnthropicPeer();
   cleanups.push(() => peer.close());
   const paths = tempProfile();
-  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  const store = await openStore(paths, {
+    integrityCheckTimeoutMs: 0,
+    ...(options.walFiles ? { walFiles: options.walFiles } : {}),
+  });
   cleanups.push(async () => releaseStore(store));
   const key = `tk-${randomBytes(12).toString("hex")}`;
   const config = configSchema.parse({
