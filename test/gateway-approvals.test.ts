@@ -121,8 +121,12 @@ describe("tenax gateway run: approvals for what the exec policy holds back", () 
       expect(asked.dangers.map((d) => d.rule)).toContain("recursive-delete");
       expect(existsSync(denied.file)).toBe(true);
       // /health says what waits.
-      const health = (await (await gw.fetch("/health")).json()) as { approvals: { pending: number } };
-      expect(health.approvals.pending).toBe(1);
+      const health = (await (await gw.fetch("/health")).json()) as {
+        components: { tools: { exec_mode: string; pending: Array<{ approval_id: string }>; next: string } };
+      };
+      expect(health.components.tools.exec_mode).toBe("ask");
+      expect(health.components.tools.pending.map((p) => p.approval_id)).toEqual([asked.approval_id]);
+      expect(health.components.tools.next).toBe("tenax approvals list");
       const answer = await decide(gw, first, asked.approval_id, "deny");
       expect(answer.status).toBe(200);
       expect(((await answer.json()) as Approval).status).toBe("denied");

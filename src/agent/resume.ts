@@ -132,7 +132,9 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
           onEvent,
           // A run follows it: what it waits on (an approval left pending) can still be answered there.
           approvals:
-            watcher === undefined ? null : { requestedBy: `runs API, the run of resumed turn ${turn.turn_id}` },
+            watcher === undefined
+              ? null
+              : { requestedBy: `runs API, the run of resumed turn ${turn.turn_id}` },
         }),
       ...(watcher === undefined ? [] : [watcher]),
     );

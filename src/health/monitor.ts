@@ -3,6 +3,7 @@
 // called lately) run in the background on the scheduler, each under a deadline; /health only reads
 // their last results and the agent's live view of every call's outcome, so it answers at once even
 // while the store or a provider hangs, and says how old each result is.
+
 import type { Scheduler } from "../agent/scheduler.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { ProviderHealthRecorder } from "../llm/provider-health.js";
@@ -17,6 +18,7 @@ import type { LayerProbe } from "./layer-probe.js";
 import { configuredProviders, providersComponent } from "./provider-component.js";
 import { ProviderProber, probeSubjects } from "./provider-probe.js";
 import { type Component, formatDuration, type Level, type StatusReport, worst } from "./status.js";
+import { toolsComponent } from "./tools-component.js";
 
 export interface HealthComponent extends Component {
   /** When the result was taken (ms since the epoch), null before the first check. */
@@ -246,6 +248,12 @@ export class HealthMonitor {
       gateway: this.gatewayComponent(now),
       ...this.layerComponents(now),
       scheduler: this.schedulerComponent(now),
+      // Read live: a pending approval is shown the moment it is committed.
+      tools: {
+        ...toolsComponent(this.options.paths, this.options.config, this.options.store, now),
+        checked_at: now,
+        age_ms: 0,
+      },
       disk: this.fromProbe(this.disk.state, now, "disk", (reading) => diskComponent(reading)),
     };
     return { status: worst(Object.values(components).map((c) => c.status)), checked_at: now, components };

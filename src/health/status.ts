@@ -23,6 +23,7 @@ import type { StoreReader } from "../store/store-reader.js";
 import { formatDuration } from "./duration.js";
 import type { OutsideView } from "./gateway-status.js";
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
+import { type ToolsComponent, toolsComponent } from "./tools-component.js";
 
 export { formatDuration };
 
@@ -64,6 +65,8 @@ export interface StatusReport {
     providers: ProvidersComponent;
     credentials: Component & { providers: ProviderKeys[] };
     compression: Component & { enabled: boolean; failures: number; cooldown_until: number | null };
+    /** The exec policy, the file roots and the approvals waiting. */
+    tools: ToolsComponent;
     /** From outside the gateway (pid file, port): present when the caller probed it. */
     gateway?: OutsideView["gateway"];
     scheduler?: OutsideView["scheduler"];
@@ -95,9 +98,18 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
   const compression = compressionComponent(config, reader, now);
+  const tools = toolsComponent(paths, config, reader, now);
   const components: StatusReport["components"] = outside
-    ? { gateway: outside.gateway, store, providers, credentials, compression, scheduler: outside.scheduler }
-    : { store, providers, credentials, compression };
+    ? {
+        gateway: outside.gateway,
+        store,
+        providers,
+        credentials,
+        compression,
+        tools,
+        scheduler: outside.scheduler,
+      }
+    : { store, providers, credentials, compression, tools };
   return { profile: paths.name, status: worst(Object.values(components).map((c) => c.status)), components };
 }
 
