@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Simulator } from "../src/llm/simulator/server.js";
-import { requireBuild } from "./helpers/cli.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 import { tempDir } from "./helpers/tmp.js";
 
@@ -127,6 +127,11 @@ describe("tenax gateway run: approvals for what the exec policy holds back", () 
       expect(health.components.tools.exec_mode).toBe("ask");
       expect(health.components.tools.pending.map((p) => p.approval_id)).toEqual([asked.approval_id]);
       expect(health.components.tools.next).toBe("tenax approvals list");
+      // The printed next command works as printed, beside the running gateway.
+      const listed = await tenaxAsync(home, ["approvals", "list"]);
+      expect(listed.status).toBe(0);
+      expect(listed.stdout).toContain(asked.approval_id);
+      expect(listed.stdout).toContain("pending");
       const answer = await decide(gw, first, asked.approval_id, "deny");
       expect(answer.status).toBe(200);
       expect(((await answer.json()) as Approval).status).toBe("denied");
@@ -137,6 +142,15 @@ describe("tenax gateway run: approvals for what the exec policy holds back", () 
       const late = await decide(gw, first, asked.approval_id, "approve");
       expect(late.status).toBe(409);
       expect(((await late.json()) as { error: { code: string } }).error.code).toBe("approval_decided");
+      const shown = await tenaxAsync(home, ["approvals", "show", asked.approval_id, "--json"]);
+      expect(shown.status).toBe(0);
+      expect(JSON.parse(shown.stdout).approval).toMatchObject({
+        status: "denied",
+        decision: "deny",
+        command: denied.command,
+        requested_by: `runs API, run ${first}`,
+      });
+      expect((await tenaxAsync(home, ["approvals", "list"])).stdout).toContain("no approval is pending");
       const types = (await runEvents(gw, first)).map((e) => e.type);
       expect(types).toContain("approval_requested");
       expect(types).toContain("approval_decided");

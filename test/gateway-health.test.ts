@@ -85,7 +85,7 @@ describe("the gateway's health, metrics and events", () => {
     }
     expect(health.status).toBe("ok");
     expect(Object.keys(health.components).sort()).toEqual(
-      ["compression", "credentials", "disk", "gateway", "providers", "scheduler", "store"].sort(),
+      ["compression", "credentials", "disk", "gateway", "providers", "scheduler", "store", "tools"].sort(),
     );
     for (const c of Object.values(health.components)) {
       expect(c.status).toBe("ok");

@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../profile/paths.js";
+import { registerApprovalsCommands } from "./commands/approvals.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerDashboardCommand } from "./commands/dashboard.js";
@@ -67,6 +68,7 @@ export async function main(argv: string[]): Promise<number> {
     },
   };
 
+  registerApprovalsCommands(program, cli);
   registerCheckpointsCommands(program, cli);
   registerDashboardCommand(program, cli);
   registerDoctorCommand(program, cli);

@@ -62,6 +62,7 @@ describe("HealthMonitor", () => {
       "credentials",
       "compression",
       "scheduler",
+      "tools",
       "disk",
     ]);
     expect(report.status).toBe("ok");
