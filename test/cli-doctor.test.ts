@@ -112,6 +112,7 @@ describe("tenax doctor", () => {
       "service unit",
       "sqlite",
       "git",
+      "policy",
     ]);
     expect(report.checks.filter((c: CheckJson) => c.status === "fail")).toEqual([]);
     expect(checkOf(run, "store integrity").detail).toMatch(/quick check ok/);
@@ -238,6 +239,24 @@ describe("tenax doctor", () => {
       `fail  config           config error: ${paths.config}:6: agent.bogus_key: unknown key`,
     );
     expect(run.stdout).toMatch(/^Tenax doctor, profile 'default': fail$/m);
+  });
+
+  it("warns of tools.exec.mode full on a gateway that listens beyond loopback, and says how to close it", async () => {
+    const paths = await profile();
+    const gatewayPort = await freePort();
+    const open = (mode: string) =>
+      writeFileSync(
+        paths.config,
+        `gateway:\n  port: ${String(gatewayPort)}\n  host: 0.0.0.0\n  api_key: "tk-doctor-test-key-0123456789"\ntools:\n  exec: { mode: ${mode} }\n`,
+        { mode: 0o600 },
+      );
+    open("full");
+    const run = await tenaxAsync(paths.home, ["doctor", "--json"]);
+    expect(checkOf(run, "policy")).toMatchObject({ status: "warn" });
+    expect(checkOf(run, "policy").detail).toContain("tools.exec.mode is full");
+    expect(checkOf(run, "policy").next).toContain("tools.exec.mode: ask");
+    open("ask");
+    expect(checkOf(await tenaxAsync(paths.home, ["doctor", "--json"]), "policy").status).toBe("ok");
   });
 
   it("warns of a .env other users can read, and --fix makes it 600", async () => {

@@ -31,6 +31,7 @@ import { Scheduler } from "./scheduler.js";
 import { defineTool } from "./tools/define-tool.js";
 import { durableTools } from "./tools/durable.js";
 import { FileRoots, fileAndProcessTools } from "./tools/index.js";
+import { secretWord } from "./tools/secret-files.js";
 import { type Tool, ToolError } from "./tools/types.js";
 import {
   type AgentEvent,
@@ -131,7 +132,8 @@ export class Agent {
     const gate = new ExecGate({
       book: this.approvals,
       mode: config.tools.exec.mode,
-      judge: (command, approved) => judgeCommand(command, config.tools.exec, approved),
+      judge: (command, approved, cwd) =>
+        judgeCommand(command, { ...config.tools.exec, secretFile: secretWord(cwd, options.paths) }, approved),
     });
     const base = [
       ...fileAndProcessTools(this.processes, {

@@ -13,6 +13,7 @@ import {
   stalePidCheck,
 } from "./doctor-checks.js";
 import { staleLocksCheck } from "./doctor-locks.js";
+import { policyCheck } from "./doctor-policy.js";
 import { portsCheck } from "./doctor-ports.js";
 import { searchIndexCheck, spoolCheck, staleSessionsCheck, storeIntegrityCheck } from "./doctor-store.js";
 
@@ -49,6 +50,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   checks.push(serviceUnitCheck(paths, deps.env));
   checks.push(sqliteCheck(deps));
   checks.push(gitCheck(config.config, deps));
+  checks.push(policyCheck(config.config));
   return { profile: paths.name, status: worstOf(checks), fix, checks };
 }
 

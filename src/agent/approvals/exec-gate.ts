@@ -12,7 +12,7 @@ import type { ApprovalRecord } from "./approval-records.js";
 
 export interface ExecGateOptions {
   /** The policy's judgement of a command, given the patterns approved beyond config. */
-  judge: (command: string, approved: readonly string[]) => Judgement;
+  judge: (command: string, approved: readonly string[], cwd: string) => Judgement;
   book: ApprovalBook;
   /** tools.exec.mode, for the messages. */
   mode: string;
@@ -24,7 +24,7 @@ export class ExecGate {
   /** Resolves when the command may run; throws the ToolError the model reads otherwise. */
   async admit(tool: string, command: string, context: ToolContext): Promise<void> {
     const { book } = this.options;
-    const judgement = this.options.judge(command, book.approvedPatterns(context.sessionId));
+    const judgement = this.options.judge(command, book.approvedPatterns(context.sessionId), context.cwd);
     if (judgement.decision === "run") return;
     const why = judgement.reason.replace(/\.$/, "");
     const refused = (why: string, extra: Record<string, unknown> = {}) =>

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { secretWord } from "../tools/secret-files.js";
 import { type ExecMode, judgeCommand, matchesPattern } from "./index.js";
 
 /** `ls` inside `depth` levels of sh -c, each quoted for the one outside it. */
@@ -166,5 +167,41 @@ describe("matchesPattern", () => {
     [[], "*", false],
   ])("%j against %j is %s", (words, pattern, expected) => {
     expect(matchesPattern(words, pattern)).toBe(expected);
+  });
+});
+
+describe("secret files named by a command", () => {
+  const home = "/home/op/.tenax";
+  const secretFile = secretWord("/work/project", { home, dir: home });
+  const judged = (command: string, mode: ExecMode = "ask", allow: string[] = []) =>
+    judgeCommand(command, { mode, allow, secretFile });
+
+  it.each([
+    "cat /etc/shadow",
+    "cat /home/op/.tenax/.env",
+    "head -1 ~/.ssh/id_ed25519",
+    "grep KEY /home/op/.tenax/config.yaml",
+    "cat < /etc/gshadow",
+  ])("%s asks even though it only reads", (command) => {
+    const judgement = judged(command);
+    expect(judgement.decision).toBe("ask");
+    expect(judgement.dangers.map((d) => d.rule)).toContain("secret-file");
+  });
+
+  it("an allow pattern does not open a secret, allowlist asks, full runs it", () => {
+    expect(judged("cat /etc/shadow", "ask", ["cat *"]).decision).toBe("ask");
+    expect(judged("cat /etc/shadow", "allowlist", ["cat *"]).decision).toBe("ask");
+    expect(judged("cat /etc/shadow", "full").decision).toBe("run");
+  });
+
+  it.each([
+    "cat .env",
+    "cat ./config.yaml",
+    "cat ~/.ssh.txt",
+    "ls ~/.sshx",
+    "echo $HOME/.ssh/id_rsa",
+    "cat id_rsa.pub",
+  ])("%s is no secret (a project's own .env, look-alikes, an expansion)", (command) => {
+    expect(judged(command).dangers.map((d) => d.rule)).not.toContain("secret-file");
   });
 });

@@ -4,7 +4,7 @@ import { analyse } from "./analyse.js";
 import { commandDangers } from "./dangers.js";
 import { allows, suggestPattern } from "./patterns.js";
 import { isReadOnlySimple } from "./read-only.js";
-import type { Danger, ExecPolicy, Judgement } from "./types.js";
+import type { Danger, ExecPolicy, Judgement, SimpleCommand } from "./types.js";
 
 function quote(text: string): string {
   const line = text.replace(/\s+/g, " ").trim();
@@ -35,6 +35,21 @@ function unlistedReason(
   return `${what}, and tools.exec.mode is allowlist, so it is refused (${open}).`;
 }
 
+/** A word (argument or redirection target) that names a secret file makes the command ask. */
+function secretDangers(command: SimpleCommand, policy: ExecPolicy): Danger[] {
+  const check = policy.secretFile;
+  if (!check) return [];
+  const words = [...command.words.slice(1), ...command.redirects.map((r) => r.target)];
+  for (const word of words) {
+    const what = check(word);
+    if (what !== null)
+      return [
+        { rule: "secret-file", text: command.text, why: `it names ${what}, which only an approval may open` },
+      ];
+  }
+  return [];
+}
+
 /**
  * Judges a command line under a policy. `approved` adds patterns approved as "always" outside
  * tools.exec.allow (for this session, say); like those of tools.exec.allow they never make a
@@ -63,7 +78,11 @@ export function judgeCommand(
       pattern: "",
     };
   const found = analyse(command);
-  const dangers = [...found.dangers, ...found.commands.flatMap(commandDangers)];
+  const dangers = [
+    ...found.dangers,
+    ...found.commands.flatMap(commandDangers),
+    ...found.commands.flatMap((c) => secretDangers(c, policy)),
+  ];
   const patterns = [...policy.allow, ...approved];
   const open = found.commands.filter((c) => !isReadOnlySimple(c) && !allows(c, patterns));
   const unlisted = found.parsed ? [...new Set(open.map((c) => c.text))] : [command];

@@ -7,6 +7,11 @@ export interface ExecPolicy {
   mode: ExecMode;
   /** Command patterns that run without an approval (tools.exec.allow). */
   allow: readonly string[];
+  /**
+   * What a word of a command names when it is a secret file (a profile's .env, an SSH key, ...),
+   * or null: such a command needs an approval even when read-only or allow-listed.
+   */
+  secretFile?: (word: string) => string | null;
 }
 
 export interface Danger {

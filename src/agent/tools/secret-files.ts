@@ -1,7 +1,8 @@
 // The files the file tools refuse even inside their roots and in `full` mode: what holds Tenax's
 // keys and transcripts, SSH keys and the system's password hashes. Only a root that names the file
 // itself (or the secret folder itself, for ~/.ssh) lets the tools reach one.
-import { basename, dirname, join, sep } from "node:path";
+import { homedir } from "node:os";
+import { basename, dirname, join, resolve, sep } from "node:path";
 
 export interface SecretMatch {
   /** What the file is, for the refusal: "a Tenax profile's .env (it holds the provider keys)". */
@@ -48,4 +49,19 @@ export function secretFile(path: string, profile: ProfileFolders | null): Secret
     return { what: "a .pem file (keys and certificates)", unlockedBy: [path] };
   if (SSH_KEY.test(name) && !name.endsWith(".pub")) return { what: "an SSH private key", unlockedBy: [path] };
   return null;
+}
+
+/**
+ * For the exec policy: what a command's word names when it is a secret file (`~/.ssh/id_rsa`,
+ * `/etc/shadow`, the profile's `.env` by any path), resolved against the command's folder; null
+ * for any other word. A pattern (`~/.tenax/.e*`) is not expanded: it is only what it says.
+ */
+export function secretWord(cwd: string, profile: ProfileFolders): (word: string) => string | null {
+  const folders = { home: resolve(profile.home), dir: resolve(profile.dir) };
+  return (word) => {
+    if (word === "" || word.startsWith("-") || word.includes("$")) return null;
+    const path =
+      word === "~" ? homedir() : word.startsWith("~/") ? join(homedir(), word.slice(2)) : resolve(cwd, word);
+    return secretFile(path, folders)?.what ?? null;
+  };
 }

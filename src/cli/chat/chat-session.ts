@@ -3,6 +3,7 @@
 // state a session has); /context and /usage read the durable transcript and change nothing.
 import { resolve } from "node:path";
 import type { Agent } from "../../agent/agent.js";
+import type { ApprovalDecision } from "../../agent/approvals/approval-records.js";
 import {
   buildHistory,
   COMPACTION_KIND,
@@ -10,6 +11,7 @@ import {
   MARKER_ROLE,
   RESUME_NAME,
 } from "../../agent/history.js";
+import type { ApprovalRequestedEvent } from "../../agent/tools/types.js";
 import { type AgentEvent, CONTINUE_NAME, type TurnResult } from "../../agent/turn.js";
 import { type SessionUsage, USAGE_KIND } from "../../agent/usage.js";
 import { CheckpointStore } from "../../checkpoints/store.js";
@@ -39,6 +41,13 @@ export interface ChatOutput {
 
 export type LineOutcome = "continue" | "exit";
 
+/** Who answers the approvals of this chat's turns inline (interactive chat only). */
+export interface ChatApprover {
+  /** For the record: "tenax chat, pid 123 (alice)". */
+  who: string;
+  ask(event: ApprovalRequestedEvent, signal: AbortSignal): Promise<ApprovalDecision | null>;
+}
+
 export const CHAT_HELP = `Commands:
   /new              start a new session (nothing of the current one carries over)
   /resume ID        continue a stored session (an id or a unique prefix)
@@ -64,6 +73,8 @@ export class ChatSession {
     private readonly config: TenaxConfig,
     private readonly cwd: string,
     private readonly out: ChatOutput,
+    /** Without one (one-shot -q), what the exec policy holds back is denied at once. */
+    private readonly approver: ChatApprover | null = null,
   ) {}
 
   get sessionId(): string | null {
@@ -110,7 +121,12 @@ export class ChatSession {
         text,
         cwd: this.cwd,
         signal,
-        onEvent: (e) => (e.type === "text" ? this.out.text(e.delta) : this.out.event(e)),
+        onEvent: (e) => {
+          if (e.type === "text") this.out.text(e.delta);
+          else this.out.event(e);
+          if (e.type === "approval_requested") void this.answer(e, signal);
+        },
+        approvals: this.approver ? { requestedBy: this.approver.who } : null,
         ...(this.chosen ? { route: router.turn(this.chosen) } : {}),
       });
     } catch (error) {
@@ -120,6 +136,18 @@ export class ChatSession {
     this.lastTurn = result;
     this.out.endTurn(result);
     return result;
+  }
+
+  /** Ask the user, then decide the approval; a failure to decide is said, and the turn's wait goes on. */
+  private async answer(event: ApprovalRequestedEvent, signal: AbortSignal): Promise<void> {
+    if (!this.approver) return;
+    try {
+      const decision = await this.approver.ask(event, signal);
+      if (decision === null) return;
+      await this.agent.approvals.decide(event.approval_id, decision, this.approver.who);
+    } catch (error) {
+      this.out.error(`could not answer approval ${event.approval_id}: ${String(error)}`);
+    }
   }
 
   private async command(command: string, arg: string, signal: AbortSignal): Promise<LineOutcome> {

@@ -1,13 +1,16 @@
 // `tenax chat`: interactive, with the reply streaming as it comes and a status line for every
 // retry, key rotation, fallback and compression; Ctrl-C interrupts a turn, twice leaves. And
 // `tenax chat -q PROMPT [--session ID] [--json]` for one turn.
+import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { describeProcessReap } from "../../agent/process-reaper.js";
 import { openAgent } from "../../agent/setup.js";
+import type { ApprovalRequestedEvent } from "../../agent/tools/types.js";
 import { loadConfig } from "../../config/load.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
 import type { ModelRuntime } from "../../llm/runtime.js";
+import { askApproval, LineQueue } from "../chat/approval-prompt.js";
 import { ChatSession } from "../chat/chat-session.js";
 import { ChatView } from "../chat/status-view.js";
 import { terminalCaps } from "../chat/terminal-style.js";
@@ -53,10 +56,21 @@ export function registerChatCommand(program: Command, cli: Cli): void {
             );
           }
           const view = chatView(opened.agent.runtime, flags.json === true);
-          const chat = new ChatSession(opened.agent, paths, config, process.cwd(), view);
+          if (flags.query !== undefined) {
+            // One turn, no one at a prompt: what the exec policy holds back is denied at once.
+            const chat = new ChatSession(opened.agent, paths, config, process.cwd(), view);
+            await chat.open(flags.session);
+            return await oneShot(chat, flags.query, out);
+          }
+          const lines = new LineQueue();
+          const approver = {
+            who: `tenax chat, pid ${process.pid} (${userInfo().username})`,
+            ask: (event: ApprovalRequestedEvent, signal: AbortSignal) =>
+              askApproval(event, lines.fresh, (line) => view.info(line), signal),
+          };
+          const chat = new ChatSession(opened.agent, paths, config, process.cwd(), view, approver);
           await chat.open(flags.session);
-          if (flags.query !== undefined) return await oneShot(chat, flags.query, out);
-          return await interactive(chat, view);
+          return await interactive(chat, view, lines);
         } finally {
           await opened.close();
         }
@@ -108,8 +122,11 @@ function chatView(runtime: ModelRuntime, json: boolean): ChatView {
   );
 }
 
-async function interactive(chat: ChatSession, view: ChatView): Promise<number> {
+async function interactive(chat: ChatSession, view: ChatView, lines: LineQueue): Promise<number> {
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
+  // Lines go to an approval's question first, else wait their turn (typed ahead during a turn).
+  rl.on("line", (line) => lines.push(line));
+  rl.on("close", () => lines.close());
   process.stderr.write(
     `session ${chat.sessionId} — /help lists the commands, Ctrl-C interrupts, /exit leaves\n`,
   );
@@ -139,7 +156,7 @@ async function interactive(chat: ChatSession, view: ChatView): Promise<number> {
   try {
     rl.setPrompt("> ");
     rl.prompt();
-    for await (const line of rl) {
+    for (let line = await lines.next(); line !== null; line = await lines.next()) {
       running = new AbortController();
       const outcome = await chat.handle(line, running.signal);
       running = null;
