@@ -179,4 +179,28 @@ describe("approvals for commands the exec policy holds back", () => {
     expect(toolResults(sim).at(-1)).toContain('"exit_code":0');
     expect(listApprovals(store, fresh)).toEqual([]);
   });
+
+  it("a pending record no turn waits on is committed as expired past its time; old decisions are pruned", async () => {
+    const { agent, session, store } = await askingAgent({ approval_timeout: 1 });
+    const record = await agent.approvals.open({
+      sessionId: session,
+      turnId: "t_gone",
+      toolCallId: "call_gone",
+      tool: "terminal",
+      command: "touch x",
+      reason: "unlisted",
+      dangers: [],
+      pattern: "touch *",
+      requestedBy: "a turn that never came back",
+    });
+    expect(await agent.approvals.expireDue()).toBe(0);
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect(agent.approvals.pending()).toEqual([]);
+    expect(await agent.approvals.expireDue()).toBe(1);
+    expect(agent.approvals.get(record.approval_id)).toMatchObject({ status: "expired" });
+    expect(await agent.approvals.prune(60_000)).toBe(0);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await agent.approvals.prune(5)).toBe(1);
+    expect(listApprovals(store, session)).toEqual([]);
+  });
 });

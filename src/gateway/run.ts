@@ -254,7 +254,15 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     });
   const settledRuns = await runs.recover();
   if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
-  if (starting) runs.maintainOn(opened.agent.scheduler);
+  if (starting) {
+    runs.maintainOn(opened.agent.scheduler);
+    // Decided approvals are kept as long as ended runs are.
+    opened.agent.approvals.maintainOn(
+      opened.agent.scheduler,
+      Math.max(config.gateway.run_retention_hours * 3_600_000, 7 * 24 * 3_600_000),
+      (error) => warn(`approvals: ${(error as Error).message}`),
+    );
+  }
   // The first look at the providers, for at most a second: a provider that answers at once is
   // never `unknown` merely because the gateway has just started, and one that takes no connection
   // is `unknown` until its look ends, without holding the port closed for provider_probe_timeout.

@@ -9,6 +9,7 @@ import { realSleep, systemClock } from "../../core/deps.js";
 import { TenaxError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import type { Store } from "../../store/store.js";
+import type { Scheduler } from "../scheduler.js";
 import { TurnInterrupt } from "../turn-failure.js";
 import {
   APPROVAL_KIND,
@@ -216,6 +217,35 @@ export class ApprovalBook {
     );
     for (const record of due) await this.close(record.approval_id, "expired", null, "the approval timeout");
     return due.length;
+  }
+
+  /**
+   * Delete decided records older than `keepMs` (they are an audit trail, not a log kept forever);
+   * returns how many went. Pending ones stay whatever their age.
+   */
+  async prune(keepMs: number): Promise<number> {
+    const cutoff = this.clock.now() - keepMs;
+    const old = listApprovals(this.store).filter(
+      (r) => r.status !== "pending" && (r.decided_at ?? r.created_at) < cutoff,
+    );
+    if (old.length === 0) return 0;
+    await this.store.write(
+      old.map((r) => ({
+        op: "record.put" as const,
+        kind: APPROVAL_KIND,
+        key: r.approval_id,
+        session_id: r.session_id,
+        value: null,
+        updated_at: this.clock.now(),
+      })),
+    );
+    return old.length;
+  }
+
+  /** On the agent's scheduler: expire what no turn waits on any more, and prune old decisions. */
+  maintainOn(scheduler: Scheduler, keepMs: number, onError: (error: unknown) => void): void {
+    scheduler.every("approvals: expire", 30_000, () => this.expireDue().catch(onError));
+    scheduler.every("approvals: prune", 3_600_000, () => this.prune(keepMs).catch(onError));
   }
 
   private async close(
