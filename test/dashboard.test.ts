@@ -36,8 +36,12 @@ describe("dashboard in Chromium", () => {
 
     const page = await openPage();
     await page.goto(dashboard.url);
-    for (const layer of ["gateway", "store", "providers", "credentials", "compression", "scheduler"])
+    for (const layer of ["gateway", "store", "providers", "credentials", "compression", "tools", "scheduler"])
       await page.locator(`.tile[data-layer="${layer}"]`).waitFor();
+    // The policy in force (simProfile runs commands freely): said, not hidden.
+    await expect
+      .poll(() => page.locator('.tile[data-layer="tools"]').textContent())
+      .toContain("commands: full (every command runs, dangerous ones too)");
     const store = page.locator('.tile[data-layer="store"]');
     await expect.poll(() => store.getAttribute("data-status")).toBe("ok");
     await expect.poll(() => store.textContent()).toMatch(/2 sessions, 4 messages/);

@@ -292,13 +292,16 @@ describe("torture: crash loop", () => {
   it("kill -9 at random moments across concurrent turns: every acknowledged message survives, every session is consistent", async () => {
     const seed = tortureSeed("torture-crash-loop");
     const random = seededRandom(seed);
-    const { sim, paths, home } = await simProfile("max_turns: 64");
-    appendFileSync(paths.config, "agent: { lease_seconds: 5 }\n");
     const notes = tempDir();
     const file = join(notes, "notes.txt");
     writeFileSync(file, "something to read\n");
-    // The file lies outside the gateway's working folder: a root lets read_file reach it.
-    appendFileSync(paths.config, `tools: { files: { roots: [${JSON.stringify(notes)}] } }\n`);
+    // The file lies outside the gateway's working folder: a root lets read_file reach it. Its
+    // commands run freely: this test is of crashes, not of the exec policy.
+    const { sim, paths, home } = await simProfile(
+      "max_turns: 64",
+      `tools: { exec: { mode: full }, files: { roots: [${JSON.stringify(notes)}] } }`,
+    );
+    appendFileSync(paths.config, "agent: { lease_seconds: 5 }\n");
 
     const acked: AckedTurn[] = [];
     const runs: AckedRun[] = [];

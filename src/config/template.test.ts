@@ -28,6 +28,7 @@ describe("config template", () => {
       "retry:",
       "gateway:",
       "dashboard:",
+      "tools:",
       "checkpoints:",
       "store:",
       "api_key:",

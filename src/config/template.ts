@@ -109,6 +109,17 @@ health:                 # the gateway's background checks behind /health
   provider_probe_interval: 60  # seconds between those looks
   provider_probe_timeout: 5    # a look that takes longer counts as a timeout
 
+# --- The agent's safety boundary (docs/SECURITY.md) -----------------------------------------------
+tools:
+  exec:                 # what the terminal tool's commands may do
+    mode: ask           # deny | allowlist | ask (the rest wait for an approval) | full (everything runs)
+    allow: []           # patterns that run without an approval, e.g. ["npm test", "npm run *"]
+    approval_timeout: 300  # seconds before a pending approval counts as denied
+    env: []             # more of Tenax's environment variables that commands inherit
+  files:                # where read_file, write_file, patch and search_files act
+    mode: roots         # roots: the working folder and the roots below; full: anywhere
+    roots: []           # absolute or ~/... folders or files; secret files stay refused
+
 # --- Checkpoints and storage ---------------------------------------------------------------------
 checkpoints:
   enabled: false        # snapshot project files before the agent changes them
