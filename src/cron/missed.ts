@@ -13,7 +13,7 @@ export const ON_TIME_MS = 60_000;
 /** Skipped occurrences listed one by one; older ones are one summary entry with a count. */
 export const LISTED_MAX = 50;
 /** The most occurrences a summary counts for a cron expression (a per-minute job down for years). */
-export const COUNT_CAP = 10_000;
+export const COUNT_CAP = 1_000;
 
 export interface SkippedRun {
   /** The occurrence, or for a summary the first one in it. */
@@ -122,10 +122,10 @@ function reasonFor(
   return `missed by ${span(late)}`;
 }
 
-/** A duration as an operator reads it: "45 s", "12 min", "5 h", "3 d". */
+/** A duration as an operator reads it: "45 s", "2.5 min", "80 min", "5 h", "3 d". */
 export function span(ms: number): string {
   if (ms < 60_000) return `${Math.round(ms / 1000)} s`;
-  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  if (ms < 2 * 3_600_000) return `${roundTo(ms / 60_000)} min`;
   if (ms < 2 * 86_400_000) return `${roundTo(ms / 3_600_000)} h`;
   return `${roundTo(ms / 86_400_000)} d`;
 }
