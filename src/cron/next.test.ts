@@ -37,6 +37,24 @@ describe("nextAfter", () => {
     expect(b).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
   });
 
+  it("runs an interval job through the repeated hour both times and skips the missing one", () => {
+    const s = cron("30 * * * *", "Europe/Berlin");
+    const fall = occurrencesBetween(s, T("2026-10-24T23:00:00Z"), T("2026-10-25T02:00:00Z"), 10).map(iso);
+    // 01:30 CEST, 02:30 CEST, then 02:30 again in CET
+    expect(fall).toEqual([
+      "2026-10-24T23:30:00.000Z",
+      "2026-10-25T00:30:00.000Z",
+      "2026-10-25T01:30:00.000Z",
+    ]);
+    const spring = occurrencesBetween(s, T("2026-03-28T23:00:00Z"), T("2026-03-29T02:00:00Z"), 10).map(iso);
+    // 00:30 CET, 01:30 CET, then 03:30 CEST: 02:30 does not exist
+    expect(spring).toEqual([
+      "2026-03-28T23:30:00.000Z",
+      "2026-03-29T00:30:00.000Z",
+      "2026-03-29T01:30:00.000Z",
+    ]);
+  });
+
   it("steps every N from its anchor, the first one a period after it", () => {
     const s = parseSchedule("every 30m", { timezone: "UTC", now: T("2026-06-01T12:00:00Z") });
     expect(iso(nextAfter(s, T("2026-06-01T11:00:00Z")))).toBe("2026-06-01T12:30:00.000Z");
