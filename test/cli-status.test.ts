@@ -40,6 +40,51 @@ describe("tenax status", () => {
     expect(run.stdout).toMatch(/store\s+ok\s+.*state\.db: 20 sessions, 100 messages/);
     expect(run.stdout).toMatch(/providers\s+ok\s+none configured: the built-in local simulator answers/);
     expect(run.stdout).toMatch(/scheduler\s+ok\s+\d+ jobs; woke \d+ ms late/);
+    // The policy in force, with the defaults: commands ask, files stay in the working folder.
+    expect(run.stdout).toMatch(/tools\s+ok\s+commands: ask \(.*\); files: the working folder only/);
+  });
+
+  it("names each pending approval with the command that lists them, which works as printed", async () => {
+    const paths = await seeded();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const session = await store.createSession({ title: "waiting" });
+    const now = Date.now();
+    await store.putRecord(
+      "approval",
+      "ap_waiting",
+      {
+        approval_id: "ap_waiting",
+        session_id: session,
+        turn_id: "t_1",
+        tool_call_id: "call_1",
+        tool: "terminal",
+        command: "rm -rf /srv/old",
+        reason: "recursive delete",
+        dangers: [],
+        pattern: "rm *",
+        requested_by: "runs API, run run_1",
+        created_at: now,
+        expires_at: now + 300_000,
+        status: "pending",
+        decision: null,
+        decided_by: null,
+        decided_at: null,
+      },
+      { sessionId: session },
+    );
+    await releaseStore(store);
+    const run = tenax(paths.home, ["status", "--json"]);
+    const tools = JSON.parse(run.stdout).components.tools;
+    expect(tools).toMatchObject({
+      status: "ok",
+      exec_mode: "ask",
+      file_mode: "roots",
+      next: "tenax approvals list",
+    });
+    expect(tools.pending.map((p: { approval_id: string }) => p.approval_id)).toEqual(["ap_waiting"]);
+    const listed = tenax(paths.home, ["approvals", "list"]);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain("rm -rf /srv/old");
   });
 
   it("is down, exit 2, naming the gateway when it is not running, and when it crashed", async () => {
