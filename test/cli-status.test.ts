@@ -72,6 +72,12 @@ describe("tenax status", () => {
       },
       { sessionId: session },
     );
+    await store.putRecord(
+      "approval_pending",
+      "ap_waiting",
+      { approval_id: "ap_waiting" },
+      { sessionId: session },
+    );
     await releaseStore(store);
     const run = tenax(paths.home, ["status", "--json"]);
     const tools = JSON.parse(run.stdout).components.tools;

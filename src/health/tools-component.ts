@@ -1,7 +1,7 @@
 // The agent's safety boundary as a health component (`tools`): the exec policy and the file roots in
 // force for the profile, and the approvals waiting for someone. A pending approval is no fault
 // (the component stays ok) but it is work for the operator, so it is named with the next command.
-import { effectiveStatus, listApprovals } from "../agent/approvals/approval-records.js";
+import { effectiveStatus, listPendingApprovals } from "../agent/approvals/approval-records.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
@@ -44,7 +44,7 @@ export function toolsComponent(
   const { exec, files } = config.tools;
   let pending: PendingApproval[] = [];
   try {
-    pending = (reader ? listApprovals(reader) : [])
+    pending = (reader ? listPendingApprovals(reader) : [])
       .filter((r) => effectiveStatus(r, now) === "pending")
       .map((r) => ({
         approval_id: r.approval_id,

@@ -13,10 +13,12 @@ import type { Scheduler } from "../scheduler.js";
 import { TurnInterrupt } from "../turn-failure.js";
 import {
   APPROVAL_KIND,
+  APPROVAL_PENDING_KIND,
   type ApprovalDecision,
   type ApprovalRecord,
   effectiveStatus,
   listApprovals,
+  listPendingApprovals,
   readApproval,
 } from "./approval-records.js";
 
@@ -89,7 +91,7 @@ export class ApprovalBook {
   /** What waits for a decision now (past its expiry it is no longer pending). */
   pending(): ApprovalRecord[] {
     const now = this.clock.now();
-    return listApprovals(this.store).filter((r) => effectiveStatus(r, now) === "pending");
+    return listPendingApprovals(this.store).filter((r) => effectiveStatus(r, now) === "pending");
   }
 
   /**
@@ -212,8 +214,8 @@ export class ApprovalBook {
   /** Commit every pending record past its expiry as expired (for `approvals list` to be true). */
   async expireDue(): Promise<number> {
     const now = this.clock.now();
-    const due = listApprovals(this.store).filter(
-      (r) => r.status === "pending" && now >= r.expires_at && !this.waiters.has(r.approval_id),
+    const due = listPendingApprovals(this.store).filter(
+      (r) => now >= r.expires_at && !this.waiters.has(r.approval_id),
     );
     for (const record of due) await this.close(record.approval_id, "expired", null, "the approval timeout");
     return due.length;
@@ -277,6 +279,14 @@ export class ApprovalBook {
         key: record.approval_id,
         session_id: record.session_id,
         value: JSON.stringify(record),
+        updated_at: this.clock.now(),
+      },
+      {
+        op: "record.put",
+        kind: APPROVAL_PENDING_KIND,
+        key: record.approval_id,
+        session_id: record.session_id,
+        value: record.status === "pending" ? JSON.stringify({ approval_id: record.approval_id }) : null,
         updated_at: this.clock.now(),
       },
       ...extra,

@@ -6,6 +6,12 @@ import { z } from "zod";
 import type { StoreReader } from "../../store/store-reader.js";
 
 export const APPROVAL_KIND = "approval";
+/**
+ * The index of what is pending (kind "approval_pending", key the approval id), written in the
+ * same transaction as the record: /health and the expiry sweep read it without parsing every
+ * decision ever kept.
+ */
+export const APPROVAL_PENDING_KIND = "approval_pending";
 
 /** `cancelled`: the turn that asked was stopped or interrupted before anyone answered. */
 export const approvalStatus = z.enum(["pending", "approved", "denied", "expired", "cancelled"]);
@@ -60,6 +66,17 @@ export function listApprovals(store: RecordSource, sessionId?: string): Approval
     .flatMap((record) => {
       const parsed = approvalRecord.safeParse(record.value);
       return parsed.success ? [parsed.data] : [];
+    })
+    .sort((a, b) => a.created_at - b.created_at);
+}
+
+/** The records the pending index names that are still pending in their record, oldest first. */
+export function listPendingApprovals(store: RecordSource): ApprovalRecord[] {
+  return store
+    .listRecords(APPROVAL_PENDING_KIND)
+    .flatMap((entry) => {
+      const record = readApproval(store, entry.key);
+      return record?.status === "pending" ? [record] : [];
     })
     .sort((a, b) => a.created_at - b.created_at);
 }
