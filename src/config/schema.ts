@@ -5,6 +5,7 @@ import { z } from "zod";
 import { PROVIDER_TYPES } from "../llm/runtime-config.js";
 import { simStepSchema } from "../llm/simulator/steps.js";
 import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
+import { cronSchema } from "./cron-schema.js";
 import { gatewaySchema } from "./gateway-schema.js";
 import { flag, host, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
 import { toolsSchema } from "./tools-schema.js";
@@ -233,6 +234,7 @@ const configObject = z.strictObject({
   checkpoints: checkpoints.prefault({}),
   store: store.prefault({}),
   tools: toolsSchema.prefault({}),
+  cron: cronSchema.prefault({}),
 });
 
 /**

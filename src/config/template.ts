@@ -120,6 +120,14 @@ tools:
     mode: roots         # roots: the working folder and the roots below; full: anywhere
     roots: []           # absolute or ~/... folders or files; secret files stay refused
 
+# --- Scheduled jobs (tenax cron add; the jobs are kept in the store) ------------------------------
+cron:
+  enabled: true         # the gateway runs due jobs; tenax cron tick runs them when no gateway does
+  # timezone: Europe/Berlin  # for schedules that name none; the machine's zone when unset
+  max_concurrent: 4     # job runs at once (within gateway.max_turns); the rest wait, claimed
+  default_timeout: 600  # seconds a run may take when its job sets no --timeout
+  run_retention_days: 30  # how long run records are kept
+
 # --- Checkpoints and storage ---------------------------------------------------------------------
 checkpoints:
   enabled: false        # snapshot project files before the agent changes them

@@ -79,6 +79,21 @@ export interface RecordPutOp {
   updated_at: number;
 }
 
+/**
+ * Put one record only if it is still what the writer last read: absent (`expect` null) or exactly
+ * the JSON text `expect`. Otherwise the write is refused with `record_conflict` and nothing of it
+ * is applied: how two processes agree on who claimed something (a cron occurrence).
+ */
+export interface RecordClaimOp {
+  op: "record.claim";
+  kind: string;
+  key: string;
+  session_id: string | null;
+  value: string;
+  expect: string | null;
+  updated_at: number;
+}
+
 /** Store (or replace) one Responses API answer, keyed by its id. */
 export interface ResponsePutOp {
   op: "response.put";
@@ -104,6 +119,7 @@ export interface ResponseDeleteOp {
 
 export type WriteOp =
   | RecordPutOp
+  | RecordClaimOp
   | ResponsePutOp
   | ResponseDeleteOp
   | SessionCreateOp
@@ -158,6 +174,13 @@ export class OpApplier {
          ON CONFLICT (kind, key) DO UPDATE SET
            session_id = excluded.session_id, value = excluded.value, updated_at = excluded.updated_at
          WHERE excluded.updated_at >= records.updated_at`,
+      ),
+      recordValue: db.prepare("SELECT value FROM records WHERE kind = ? AND key = ?").pluck(),
+      recordClaim: db.prepare(
+        `INSERT INTO records (kind, key, session_id, value, updated_at)
+         VALUES (@kind, @key, @session_id, @value, @updated_at)
+         ON CONFLICT (kind, key) DO UPDATE SET
+           session_id = excluded.session_id, value = excluded.value, updated_at = excluded.updated_at`,
       ),
       deleteRecords: db.prepare("DELETE FROM records WHERE session_id = ?"),
       deleteSessionResponses: db.prepare("DELETE FROM responses WHERE session_id = ?"),
@@ -243,6 +266,16 @@ export class OpApplier {
         return { op: op.op, changes: s.turnInsert.run(op).changes };
       case "record.put":
         return { op: op.op, changes: s.recordPut.run(op).changes };
+      case "record.claim": {
+        const current = (s.recordValue.get(op.kind, op.key) as string | null | undefined) ?? null;
+        if (current !== op.expect)
+          throw new StoreError(
+            "record_conflict",
+            `the record ${op.kind}/${op.key} changed since it was read (another process wrote it first)`,
+          );
+        const { expect: _expect, op: _op, ...row } = op;
+        return { op: op.op, changes: s.recordClaim.run(row).changes };
+      }
       case "response.put":
         return { op: op.op, changes: s.responsePut.run(op).changes };
       case "response.delete":

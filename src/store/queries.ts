@@ -219,6 +219,13 @@ export function getRecord<T>(db: Database.Database, kind: string, key: string): 
   return parseValue<T>(text);
 }
 
+/** One record's stored JSON text, or null: what a record.claim compares with. */
+export function getRecordText(db: Database.Database, kind: string, key: string): string | null {
+  if (!hasRecords(db)) return null;
+  const text = prepared(db, "SELECT value FROM records WHERE kind = ? AND key = ?", true).get(kind, key);
+  return typeof text === "string" ? text : null;
+}
+
 export function listRecords<T>(db: Database.Database, kind: string, sessionId?: string): RecordView<T>[] {
   if (!hasRecords(db)) return [];
   const rows = (

@@ -75,6 +75,11 @@ export abstract class StoreReadView {
     return this.read((db) => q.getRecord<T>(db, kind, key));
   }
 
+  /** One record's JSON text as stored (what a record.claim's `expect` compares with), or null. */
+  getRecordText(kind: string, key: string): string | null {
+    return this.read((db) => q.getRecordText(db, kind, key));
+  }
+
   /** Every live record of a kind, oldest update first; optionally only one session's. */
   listRecords<T = unknown>(kind: string, options: { sessionId?: string } = {}): q.RecordView<T>[] {
     return this.read((db) => q.listRecords<T>(db, kind, options.sessionId));
