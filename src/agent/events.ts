@@ -16,5 +16,24 @@ export interface GatewayEvent {
   message: string;
 }
 
-export type TenaxEvent = AgentEvent | StoreEvent | LifecycleEvent | GatewayEvent;
+/** What the cron scheduler tells (src/cron): runs started, ended, skipped, caught up; notices; deliveries. */
+export interface CronEvent {
+  type:
+    | "cron_run_started"
+    | "cron_run_finished"
+    | "cron_run_resumed"
+    | "cron_skipped"
+    | "cron_missed"
+    | "cron_failing"
+    | "cron_recovered"
+    | "cron_delivered"
+    | "cron_delivery_failed"
+    | "cron_delivery_given_up";
+  layer: "cron";
+  job: string;
+  run_key: string | null;
+  message: string;
+}
+
+export type TenaxEvent = AgentEvent | StoreEvent | LifecycleEvent | GatewayEvent | CronEvent;
 export type TenaxEventType = TenaxEvent["type"];

@@ -72,4 +72,17 @@ describe("Scheduler", () => {
     await wait(120);
     expect(most).toBe(1);
   });
+
+  it("at() runs a job once at its time on the same timer, and can be cancelled", async () => {
+    const s = new Scheduler();
+    const ran: string[] = [];
+    s.at("soon", Date.now() + 20, () => ran.push("soon"));
+    const later = s.at("later", Date.now() + 40, () => ran.push("later"));
+    later.cancel();
+    await wait(80);
+    expect(ran).toEqual(["soon"]);
+    expect(s.size).toBe(0);
+    expect(s.armed).toBe(false);
+    s.stop();
+  });
 });

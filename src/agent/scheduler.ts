@@ -67,6 +67,27 @@ export class Scheduler {
     };
   }
 
+  /**
+   * Run `fn` once at `dueAt` (a clock time), on the same timer as everything else: how a job that
+   * knows its next moment (cron's next occurrence) wakes exactly then instead of polling.
+   */
+  // `unknown` in the return type lets any function be given; the result is not used.
+  at(name: string, dueAt: number, fn: () => unknown): Job {
+    if (!Number.isFinite(dueAt)) throw new RangeError(`job ${name}: the time to run is not a number`);
+    if (this.stopped) throw new Error(`job ${name}: the scheduler is stopped`);
+    const entry: Entry = { name, everyMs: 0, due: dueAt, fn, running: false, cancelled: false };
+    this.entries.add(entry);
+    this.arm();
+    return {
+      name,
+      cancel: () => {
+        entry.cancelled = true;
+        this.entries.delete(entry);
+        this.arm();
+      },
+    };
+  }
+
   /** Cancel every job and the timer. */
   stop(): void {
     this.stopped = true;
@@ -129,7 +150,8 @@ export class Scheduler {
     } finally {
       entry.running = false;
     }
-    if (!again || entry.cancelled) {
+    // everyMs 0: a one-shot from at().
+    if (!again || entry.cancelled || entry.everyMs === 0) {
       this.entries.delete(entry);
     } else {
       // The next run is a period after this one ended, so a slow job never piles up behind itself.

@@ -1,5 +1,6 @@
 // What the cron engine needs from whoever runs agent turns (the gateway, or `tenax cron tick` on
 // its own), and what it tells: the engine decides what runs and records it; the host runs turns.
+import type { TurnResult } from "../agent/turn.js";
 
 /** One job run's agent turn, in a session the engine has already created. */
 export interface CronTurnRequest {
@@ -37,24 +38,8 @@ export interface CronHost {
   isRunning(sessionId: string): boolean;
 }
 
-/** What the engine tells the event feed and the log. */
-export interface CronEvent {
-  type:
-    | "cron_run_started"
-    | "cron_run_finished"
-    | "cron_run_resumed"
-    | "cron_skipped"
-    | "cron_missed"
-    | "cron_failing"
-    | "cron_recovered"
-    | "cron_delivered"
-    | "cron_delivery_failed"
-    | "cron_delivery_given_up";
-  layer: "cron";
-  job: string;
-  run_key: string | null;
-  message: string;
-}
+/** What the engine tells the event feed and the log (part of the one event union). */
+export type { CronEvent } from "../agent/events.js";
 
 /** The engine's own numbers, for /health, tenax status and /metrics (in-process only). */
 export interface CronStats {
@@ -70,4 +55,21 @@ export interface CronStats {
   next_due_at: number | null;
   /** Jobs the engine holds (enabled or not). */
   jobs: number;
+}
+
+/** `PROVIDER/NAME` as a target (the name may hold slashes). */
+export function targetOf(model: string): { provider: string; model: string } {
+  const slash = model.indexOf("/");
+  return { provider: model.slice(0, slash), model: model.slice(slash + 1) };
+}
+
+/** An agent turn's result as a cron run reads it. */
+export function cronResult(result: TurnResult): CronTurnResult {
+  return {
+    turn_id: result.turn_id,
+    status: result.status,
+    reply: result.reply,
+    error: result.error,
+    error_code: result.failure?.code ?? (result.status === "completed" ? null : "turn_failed"),
+  };
 }

@@ -6,8 +6,11 @@
 import { statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { TenaxError } from "../core/errors.js";
+import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
-import { nextAfter } from "./next.js";
+import { newRun, owedSince } from "./claim.js";
+import { COUNT_CAP, span } from "./missed.js";
+import { countBetween, latestAtOrBefore, nextAfter } from "./next.js";
 import {
   HEALTH_KIND,
   type HealthRecord,
@@ -16,11 +19,13 @@ import {
   listJobs,
   listRuns,
   putOp,
+  RUN_KIND,
   type RunRecord,
   readHealth,
   readJob,
   readSlot,
   SLOT_KIND,
+  type SlotRecord,
 } from "./records.js";
 import { parseSchedule, ScheduleError } from "./schedule.js";
 
@@ -54,6 +59,11 @@ export interface JobView extends JobRecord {
   last: Pick<RunRecord, "run_key" | "state" | "occurrence" | "ended_at" | "error"> | null;
   streak: number;
   failing_since: number | null;
+}
+
+/** The profile's time zone: cron.timezone, or the machine's. */
+export function profileTimezone(config: { cron: { timezone?: string | undefined } }): string {
+  return config.cron.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
 export function invalid(message: string, hint?: string): TenaxError {
@@ -179,10 +189,19 @@ export class CronJobs {
       schedule: rescheduled ? checked.schedule : old.schedule,
       updated_at: now,
     };
-    const ops = [putOp(JOB_KIND, name, job, now)];
+    const ops: WriteOp[] = [putOp(JOB_KIND, name, job, now)];
     const slot = readSlot(this.store, name);
-    // Occurrences of the old schedule are not owed by the new one.
-    if (rescheduled && slot) ops.push(putOp(SLOT_KIND, name, { ...slot, slot: now, updated_at: now }, now));
+    const resumed = !old.enabled && job.enabled;
+    if (rescheduled || resumed) {
+      // Occurrences of the old schedule are not owed by the new one, nor those of a pause: they
+      // are recorded as skipped, with the reason, and the slot starts from now.
+      if (resumed && !rescheduled) {
+        const paused = pausedRecord(old, owedSince(old, slot), now);
+        if (paused) ops.push(putOp(RUN_KIND, paused.run_key, paused, now));
+      }
+      const value: SlotRecord = { name, slot: now, job_created_at: job.created_at, updated_at: now };
+      ops.push(putOp(SLOT_KIND, name, value, now));
+    }
     await this.store.write(ops);
     return this.view(job);
   }
@@ -269,7 +288,7 @@ export class CronJobs {
   private view(job: JobRecord): JobView {
     const slot = readSlot(this.store, job.name);
     const health: HealthRecord | null = readHealth(this.store, job.name);
-    const since = slot && slot.job_created_at === job.created_at ? slot.slot : ownedSince(job);
+    const since = owedSince(job, slot);
     const last = listRuns(this.store, job.name).find((r) => r.state !== "skipped") ?? null;
     return {
       ...job,
@@ -290,7 +309,25 @@ export class CronJobs {
   }
 }
 
-/** Occurrences after this are owed to a job that never ran: after its creation (a one-shot's own instant). */
-export function ownedSince(job: JobRecord): number {
-  return job.schedule.kind === "once" ? Math.min(job.created_at, job.schedule.at - 1) : job.created_at;
+/** One skipped record standing for the occurrences that fell while the job was paused, or null. */
+function pausedRecord(job: JobRecord, since: number, now: number): RunRecord | null {
+  const count = countBetween(job.schedule, since, now, COUNT_CAP);
+  const first = nextAfter(job.schedule, since);
+  if (count === 0 || first === null || first > now) return null;
+  const last = latestAtOrBefore(job.schedule, now, 1, since)[0] ?? first;
+  const many = count >= COUNT_CAP && job.schedule.kind === "cron" ? `${count} or more` : String(count);
+  return newRun(
+    job,
+    {
+      occurrence: first,
+      trigger: "schedule",
+      state: "skipped",
+      count,
+      until: last,
+      ended_at: now,
+      reason: `${many} occurrence(s) fell while the job was paused (${span(now - first)})`,
+    },
+    null,
+    now,
+  );
 }

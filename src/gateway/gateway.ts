@@ -8,6 +8,7 @@ import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { type InterruptCode, TurnInterrupt } from "../agent/turn-failure.js";
 import type { TurnRequest } from "../agent/turn-request.js";
 import type { TenaxConfig } from "../config/schema.js";
+import type { Target } from "../llm/route-events.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
@@ -57,6 +58,10 @@ export interface LaunchRequest {
   onQueued?: (sessionId: string, position: number) => void;
   /** Who can approve what the exec policy holds back (a run); none: it is denied at once. */
   approvals?: ApprovalChannel;
+  /** Start the turn on this model instead of the primary (a cron job's pinned model). */
+  model?: Target;
+  /** The folder the turn's tools start in, instead of the gateway's (a cron job's --dir). */
+  cwd?: string;
 }
 
 export interface LaunchedTurn {
@@ -246,7 +251,8 @@ export class Gateway {
       const result = await this.options.agent.turn({
         sessionId,
         text,
-        cwd: this.options.cwd,
+        cwd: launch.cwd ?? this.options.cwd,
+        ...(launch.model ? { route: this.options.agent.runtime.router.turn(launch.model) } : {}),
         signal,
         onEvent,
         before,

@@ -15,11 +15,13 @@ import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secre
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
+import { CronEngine } from "../cron/engine.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { StoreSettings } from "../store/registry.js";
 import { buildGatewayApp } from "./app.js";
+import { gatewayCronHost } from "./cron-host.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
 import { gatewayLog, startObservability } from "./observability.js";
 import { acquirePidFile, type PidLock } from "./pid-file.js";
@@ -212,6 +214,19 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
     approvals: opened.agent.approvals,
   });
+  const cron = new CronEngine({
+    store: opened.store,
+    host: gatewayCronHost(gateway),
+    maxConcurrent: Math.min(config.cron.max_concurrent, config.gateway.max_turns),
+    defaultTimeoutS: config.cron.default_timeout,
+    sessionOp: (title) => opened.agent.newSessionOp({ title, source: "cron" }),
+    onEvent: (event) => {
+      (event.type === "cron_delivery_failed" || event.type === "cron_failing" ? warn : info)(event.message);
+      const { type, layer, message, ...data } = event;
+      observed.hub.publish({ type, layer, message, data });
+    },
+    onError: (what, error) => warn(`cron: ${what} failed: ${(error as Error).message}`),
+  });
   const app = buildGatewayApp({
     gateway,
     agent: opened.agent,
@@ -225,7 +240,10 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
   // leaves the turns interrupted.
-  const shutDown = () => gateway.beginShutdown();
+  const shutDown = () => {
+    cron.stop();
+    gateway.beginShutdown();
+  };
   if (stop.signal.aborted) shutDown();
   else stop.signal.addEventListener("abort", shutDown, { once: true });
   // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
@@ -235,7 +253,8 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     host: gateway,
     autoResume: config.gateway.auto_resume,
     cwd: options.cwd,
-    watcherFor: (turnId, sessionId) => runs.watcherFor(turnId, sessionId),
+    watcherFor: (turnId, sessionId) =>
+      runs.watcherFor(turnId, sessionId) ?? cron.runner.watcherFor(turnId, sessionId),
     onEvent: (event) => {
       (event.type === "turn_resumed" ? info : warn)(event.message);
       const { type, layer, session_id, message, ...data } = event;
@@ -254,7 +273,13 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     });
   const settledRuns = await runs.recover();
   if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
+  const cronLeft = await cron.runner.recover({ settleInterrupted: true });
+  if (cronLeft.settled.length + cronLeft.taken.length > 0)
+    info(
+      `cron: ${cronLeft.settled.length} job run(s) left running by a stopped process were settled, ${cronLeft.taken.length} claimed but never started were taken over`,
+    );
   if (starting) {
+    if (config.cron.enabled) cron.startOn(opened.agent.scheduler);
     runs.maintainOn(opened.agent.scheduler);
     // Decided approvals are kept as long as ended runs are.
     opened.agent.approvals.maintainOn(
@@ -316,6 +341,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   }
   // Every run's terminal event is committed (and sent to its followers) before the store closes.
   await runs.settled();
+  await cron.runner.settled(5_000);
   await observed.close();
   await closeApp(app);
   await opened.close();

@@ -219,6 +219,18 @@ export function getRecord<T>(db: Database.Database, kind: string, key: string): 
   return parseValue<T>(text);
 }
 
+/** A kind's records' count and newest update, deletions included: changes whenever one is written. */
+export function recordStamp(db: Database.Database, kind: string): string {
+  if (!hasRecords(db)) return "0:0";
+  const row = prepared(db, "SELECT count(*) AS n, max(updated_at) AS at FROM records WHERE kind = ?").get(
+    kind,
+  ) as {
+    n: number;
+    at: number | null;
+  };
+  return `${row.n}:${row.at ?? 0}`;
+}
+
 /** One record's stored JSON text, or null: what a record.claim compares with. */
 export function getRecordText(db: Database.Database, kind: string, key: string): string | null {
   if (!hasRecords(db)) return null;

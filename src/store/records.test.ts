@@ -56,4 +56,30 @@ describe("records", () => {
     expect(store.getRecord("todo", b)).toEqual([{ text: "ship", status: "done" }]);
     await releaseStore(store);
   });
+
+  it("record.claim writes only over what was read: of two claims of one key, one wins and the loser writes nothing", async () => {
+    const paths = tempProfile();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    const claim = (value: string, expect: string | null, also: string) =>
+      store.write([
+        { op: "record.claim", kind: "slot", key: "k", session_id: null, value, expect, updated_at: 1 },
+        { op: "record.put", kind: "side", key: also, session_id: null, value: "1", updated_at: 1 },
+      ]);
+    // Two claims in one group commit, both planned from "absent".
+    const results = await Promise.allSettled([claim('"a"', null, "a"), claim('"b"', null, "b")]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: "record_conflict" });
+    expect(store.getRecordText("slot", "k")).toBe('"a"');
+    // The loser's other write was not applied either.
+    expect(store.getRecord("side", "b")).toBeNull();
+    expect(store.getRecord("side", "a")).toBe(1);
+    // A claim over the value read wins; one over a stale value loses, alone too.
+    await claim('"c"', '"a"', "c");
+    await expect(claim('"d"', '"a"', "d")).rejects.toMatchObject({ code: "record_conflict" });
+    expect(store.getRecordText("slot", "k")).toBe('"c"');
+    const stamp = store.recordStamp("slot");
+    await store.putRecord("slot", "k", null);
+    expect(store.recordStamp("slot")).not.toBe(stamp);
+    await releaseStore(store);
+  });
 });

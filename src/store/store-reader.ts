@@ -75,6 +75,11 @@ export abstract class StoreReadView {
     return this.read((db) => q.getRecord<T>(db, kind, key));
   }
 
+  /** A stamp of a kind's records that changes whenever one of them is written or deleted. */
+  recordStamp(kind: string): string {
+    return this.read((db) => q.recordStamp(db, kind));
+  }
+
   /** One record's JSON text as stored (what a record.claim's `expect` compares with), or null. */
   getRecordText(kind: string, key: string): string | null {
     return this.read((db) => q.getRecordText(db, kind, key));

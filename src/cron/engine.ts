@@ -1,0 +1,240 @@
+// The cron scheduler of one process (the gateway, or one `tenax cron tick`): it keeps each job's
+// next due time in memory, wakes on the process's one Scheduler exactly when the soonest is due,
+// and claims what is owed in the store before anything runs (claim.ts), so that however many
+// processes tick, each occurrence is claimed once. Claimed runs are started by the runner
+// (runner.ts) within cron.max_concurrent. Job definitions changed by another process are picked up
+// by a cheap look at the records' stamp every few seconds.
+import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
+import { TenaxError } from "../core/errors.js";
+import type { Store } from "../store/store.js";
+import { owedSinceOf, planClaim } from "./claim.js";
+import type { CronEvent, CronStats } from "./host.js";
+import { span } from "./missed.js";
+import { nextAfter } from "./next.js";
+import {
+  JOB_KIND,
+  type JobRecord,
+  listJobs,
+  type RunRecord,
+  readJob,
+  readSlot,
+  SLOT_KIND,
+} from "./records.js";
+import { CronRunner, type RunnerOptions } from "./runner.js";
+
+export interface EngineOptions extends RunnerOptions {
+  store: Store;
+  now?: () => number;
+  onEvent?: (event: CronEvent) => void;
+  /** How often definitions changed elsewhere are looked for (ms). */
+  refreshMs?: number;
+}
+
+export interface TickReport {
+  claimed: RunRecord[];
+  skipped: RunRecord[];
+  /** Claims another process won first. */
+  conflicts: number;
+}
+
+interface Entry {
+  job: JobRecord;
+  next: number | null;
+}
+
+const LAG_WINDOW_MS = 3_600_000;
+/** Claims written at once: 1,000 jobs due in one minute commit in a few group commits. */
+const CLAIM_BATCH = 200;
+
+export class CronEngine {
+  readonly runner: CronRunner;
+  readonly store: Store;
+  private readonly now: () => number;
+  private readonly entries = new Map<string, Entry>();
+  private stamp = "";
+  private wake: SchedulerJob | null = null;
+  private wakeAt = Number.POSITIVE_INFINITY;
+  private scheduler: Scheduler | null = null;
+  private ticking: Promise<TickReport> | null = null;
+  private again = false;
+  private readonly lags: { at: number; ms: number }[] = [];
+  private stopped = false;
+
+  constructor(private readonly options: EngineOptions) {
+    this.store = options.store;
+    this.now = options.now ?? Date.now;
+    this.runner = new CronRunner(options);
+  }
+
+  /** Run on the scheduler: wake at the soonest due time, and look for changed jobs every few seconds. */
+  startOn(scheduler: Scheduler): void {
+    this.scheduler = scheduler;
+    scheduler.every("cron: changed jobs", this.options.refreshMs ?? 5_000, () => {
+      if (this.refresh()) this.arm();
+    });
+    this.refresh(true);
+    void this.tick();
+  }
+
+  /** Stop waking and starting runs; running ones go on (the host drains them). */
+  stop(): void {
+    this.stopped = true;
+    this.wake?.cancel();
+    this.wake = null;
+    this.runner.stop();
+  }
+
+  /** A job was changed in this process (/api/jobs): look again now. */
+  changed(): void {
+    if (this.refresh(true)) this.arm();
+    if (!this.stopped && this.scheduler !== null) void this.tick();
+  }
+
+  /**
+   * Claim and start what is due now. Concurrent calls share one pass (and one more after it, if
+   * asked for meanwhile), so a wake-up and a change never claim twice in this process.
+   */
+  tick(): Promise<TickReport> {
+    if (this.ticking !== null) {
+      this.again = true;
+      return this.ticking;
+    }
+    const pass = this.pass().finally(() => {
+      this.ticking = null;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        void this.tick();
+      }
+      this.arm();
+    });
+    this.ticking = pass;
+    return pass;
+  }
+
+  /** Start a run of the job now, whatever its schedule (tenax cron run, POST /api/jobs/NAME/run). */
+  runNow(name: string): Promise<RunRecord> {
+    const job = readJob(this.store, name);
+    if (!job)
+      throw new TenaxError("job_not_found", `there is no cron job named "${name}"`, {
+        hint: "tenax cron list shows the jobs",
+      });
+    return this.runner.claimManual(job);
+  }
+
+  stats(): CronStats {
+    const since = this.now() - LAG_WINDOW_MS;
+    while (this.lags.length > 0 && (this.lags[0]?.at ?? 0) < since) this.lags.shift();
+    const sorted = this.lags.map((l) => l.ms).sort((a, b) => a - b);
+    let next: number | null = null;
+    for (const e of this.entries.values())
+      if (e.job.enabled && e.next !== null && (next === null || e.next < next)) next = e.next;
+    return {
+      lag_ms: {
+        last: this.lags.at(-1)?.ms ?? 0,
+        max: sorted.at(-1) ?? 0,
+        p99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0,
+        samples: sorted.length,
+      },
+      ...this.runner.counts(),
+      next_due_at: next,
+      jobs: this.entries.size,
+    };
+  }
+
+  private async pass(): Promise<TickReport> {
+    const report: TickReport = { claimed: [], skipped: [], conflicts: 0 };
+    if (this.stopped) return report;
+    this.refresh();
+    const now = this.now();
+    const due = [...this.entries.values()].filter((e) => e.job.enabled && e.next !== null && e.next <= now);
+    for (let i = 0; i < due.length; i += CLAIM_BATCH)
+      await Promise.all(due.slice(i, i + CLAIM_BATCH).map((entry) => this.claim(entry, now, report)));
+    return report;
+  }
+
+  private async claim(entry: Entry, now: number, report: TickReport): Promise<void> {
+    const { job } = entry;
+    const slotText = this.store.getRecordText(SLOT_KIND, job.name);
+    const slot = readSlot(this.store, job.name);
+    const claim = planClaim(job, slot, slotText, this.runner.owner, now);
+    entry.next = claim.plan.next;
+    if (claim.ops.length === 0) return;
+    try {
+      await this.store.write(claim.ops);
+    } catch (error) {
+      if (TenaxError.isInstance(error) && error.code === "record_conflict") {
+        // Another process claimed first: what it claimed is not ours; look again from its slot.
+        report.conflicts++;
+        entry.next = nextAfter(job.schedule, owedSinceOf(this.store, job));
+        return;
+      }
+      throw error;
+    }
+    report.skipped.push(...claim.skipped);
+    for (const skipped of claim.skipped) {
+      const what = skipped.count > 1 ? `${skipped.count} runs` : "a run";
+      this.tell(
+        job.name,
+        skipped.run_key,
+        "cron_skipped",
+        `${job.name}: ${what} skipped (${skipped.reason})`,
+      );
+    }
+    const run = claim.run;
+    if (run === null) return;
+    report.claimed.push(run);
+    if (!run.missed) {
+      // The scheduler's lag: how late an on-time run was claimed (a catch-up is late by design).
+      const claimedAt = this.now();
+      this.lags.push({ at: claimedAt, ms: Math.max(0, claimedAt - run.occurrence) });
+      if (this.lags.length > 100_000) this.lags.shift();
+    }
+    if (run.missed)
+      this.tell(
+        job.name,
+        run.run_key,
+        "cron_missed",
+        `${job.name}: the run due ${span(now - run.occurrence)} ago was missed; one catch-up run starts now`,
+      );
+    this.runner.enqueue(run, job);
+  }
+
+  /** Reload the jobs when their records changed; true when they did. */
+  private refresh(force = false): boolean {
+    const stamp = this.store.recordStamp(JOB_KIND) + this.store.recordStamp(SLOT_KIND);
+    if (!force && stamp === this.stamp) return false;
+    this.stamp = stamp;
+    const jobs = listJobs(this.store);
+    const seen = new Set<string>();
+    for (const job of jobs) {
+      seen.add(job.name);
+      const old = this.entries.get(job.name);
+      if (old && old.job.updated_at === job.updated_at && old.job.created_at === job.created_at) continue;
+      this.entries.set(job.name, { job, next: nextAfter(job.schedule, owedSinceOf(this.store, job)) });
+    }
+    for (const name of [...this.entries.keys()]) if (!seen.has(name)) this.entries.delete(name);
+    return true;
+  }
+
+  /** Wake at the soonest due time (at once when one is past). */
+  private arm(): void {
+    if (this.stopped || this.scheduler === null) return;
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const e of this.entries.values())
+      if (e.job.enabled && e.next !== null && e.next < soonest) soonest = e.next;
+    if (soonest === this.wakeAt && this.wake !== null) return;
+    this.wake?.cancel();
+    this.wake = null;
+    this.wakeAt = soonest;
+    if (!Number.isFinite(soonest)) return;
+    this.wake = this.scheduler.at("cron: next due", soonest, () => {
+      this.wake = null;
+      this.wakeAt = Number.POSITIVE_INFINITY;
+      return this.tick();
+    });
+  }
+
+  private tell(job: string, runKey: string | null, type: CronEvent["type"], message: string): void {
+    this.options.onEvent?.({ type, layer: "cron", job, run_key: runKey, message });
+  }
+}

@@ -1,0 +1,137 @@
+// The cron engine in one process, on a real store and a real agent over the simulator, with an
+// injected clock: what a tick claims, runs, skips and catches up, and that two engines ticking at
+// the same moment claim an occurrence once.
+import { describe, expect, it } from "vitest";
+import { agentCronHost } from "../src/cron/agent-host.js";
+import { CronEngine } from "../src/cron/engine.js";
+import { CronJobs } from "../src/cron/jobs.js";
+import { listRuns, readSlot } from "../src/cron/records.js";
+import { setupAgent } from "./helpers/agent.js";
+
+const T0 = Date.parse("2026-12-01T00:00:30Z");
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+
+async function setup() {
+  const ctx = await setupAgent();
+  let now = T0;
+  const clock = () => now;
+  const jobs = new CronJobs(ctx.store, { timezone: "UTC", now: clock });
+  const engine = (owner?: string) =>
+    new CronEngine({
+      store: ctx.store,
+      host: agentCronHost(ctx.agent, ctx.project),
+      maxConcurrent: 2,
+      defaultTimeoutS: 60,
+      sessionOp: (title) => ctx.agent.newSessionOp({ title, source: "cron" }),
+      now: clock,
+      ...(owner ? { ownerAlive: () => true } : {}),
+    });
+  return { ...ctx, jobs, engine, set: (t: number) => (now = t) };
+}
+
+describe("cron engine", () => {
+  it("claims a due occurrence once, runs it in a fresh cron session and records the reply", async () => {
+    const t = await setup();
+    await t.jobs.create("hourly", { schedule: "every 1h", prompt: "say the hour" });
+    const engine = t.engine();
+    t.set(T0 + 30 * MIN);
+    expect((await engine.tick()).claimed).toHaveLength(0);
+    t.set(T0 + HOUR + 5_000);
+    const report = await engine.tick();
+    expect(report.claimed).toHaveLength(1);
+    await engine.runner.idle();
+    const [run] = listRuns(t.store, "hourly");
+    expect(run?.state).toBe("ok");
+    expect(run?.occurrence).toBe(T0 + HOUR);
+    expect(run?.reply).toContain("say the hour");
+    const session = t.store.getSession(run?.session_id ?? "");
+    expect(session?.source).toBe("cron");
+    expect(session?.title).toBe("cron: hourly");
+    // The slot moved past the occurrence: ticking again claims nothing.
+    expect(readSlot(t.store, "hourly")?.slot).toBe(T0 + HOUR);
+    expect((await engine.tick()).claimed).toHaveLength(0);
+    expect(engine.stats().lag_ms.max).toBeGreaterThanOrEqual(5_000);
+  });
+
+  it("after downtime runs one catch-up marked missed and records the older occurrences as skipped", async () => {
+    const t = await setup();
+    await t.jobs.create("report", { schedule: "every 1h", prompt: "report" });
+    const engine = t.engine();
+    t.set(T0 + 3 * HOUR + 10 * MIN);
+    const report = await engine.tick();
+    await engine.runner.idle();
+    expect(report.claimed.map((r) => r.missed)).toEqual([true]);
+    const runs = listRuns(t.store, "report");
+    expect(runs.map((r) => [r.occurrence - T0, r.state, r.missed])).toEqual([
+      [3 * HOUR, "ok", true],
+      [2 * HOUR, "skipped", false],
+      [1 * HOUR, "skipped", false],
+    ]);
+    expect(runs[1]?.reason).toMatch(/missed by 70 min/);
+  });
+
+  it("with catch_up off records every missed occurrence as skipped and runs nothing", async () => {
+    const t = await setup();
+    await t.jobs.create("strict", { schedule: "every 1h", prompt: "x", catch_up: false });
+    const engine = t.engine();
+    t.set(T0 + 2 * HOUR + 10 * MIN);
+    const report = await engine.tick();
+    expect(report.claimed).toHaveLength(0);
+    expect(listRuns(t.store, "strict").map((r) => [r.state, r.reason])).toEqual([
+      ["skipped", expect.stringMatching(/catch_up is off/)],
+      ["skipped", expect.stringMatching(/catch_up is off/)],
+    ]);
+  });
+
+  it("two engines ticking at the same moment claim the occurrence once", async () => {
+    const t = await setup();
+    for (let i = 0; i < 20; i++) await t.jobs.create(`job-${i}`, { schedule: "every 1m", prompt: `p${i}` });
+    const a = t.engine();
+    const b = t.engine();
+    t.set(T0 + MIN + 1_000);
+    const [ra, rb] = await Promise.all([a.tick(), b.tick()]);
+    expect(ra.claimed.length + rb.claimed.length).toBe(20);
+    expect(ra.conflicts + rb.conflicts).toBe(20);
+    await Promise.all([a.runner.idle(), b.runner.idle()]);
+    const runs = listRuns(t.store);
+    expect(runs).toHaveLength(20);
+    expect(new Set(runs.map((r) => r.job)).size).toBe(20);
+    expect(runs.every((r) => r.state === "ok")).toBe(true);
+  });
+
+  it("a manual run does not move the schedule", async () => {
+    const t = await setup();
+    await t.jobs.create("m", { schedule: "every 1h", prompt: "now" });
+    const engine = t.engine();
+    t.set(T0 + 10 * MIN);
+    const run = await engine.runNow("m");
+    expect(run.trigger).toBe("manual");
+    await engine.runner.idle();
+    expect(listRuns(t.store, "m")[0]?.state).toBe("ok");
+    t.set(T0 + HOUR + 1_000);
+    expect((await engine.tick()).claimed).toHaveLength(1);
+  });
+
+  it("a pause is recorded as one skipped record on resume, and the job goes on from then", async () => {
+    const t = await setup();
+    await t.jobs.create("p", { schedule: "every 1h", prompt: "x" });
+    const engine = t.engine();
+    t.set(T0 + 10 * MIN);
+    await t.jobs.pause("p");
+    t.set(T0 + 3 * HOUR + 20 * MIN);
+    expect((await engine.tick()).claimed).toHaveLength(0);
+    const resumed = await t.jobs.resume("p");
+    expect(resumed.next_due_at).toBe(T0 + 4 * HOUR);
+    const [paused] = listRuns(t.store, "p");
+    expect([paused?.state, paused?.count, paused?.reason]).toEqual([
+      "skipped",
+      3,
+      expect.stringMatching(/paused/),
+    ]);
+    expect((await engine.tick()).claimed).toHaveLength(0);
+    t.set(T0 + 4 * HOUR + 1_000);
+    expect((await engine.tick()).claimed).toHaveLength(1);
+    await engine.runner.idle();
+  });
+});
