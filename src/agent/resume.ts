@@ -46,6 +46,11 @@ export interface ResumeOptions<W> {
   cwd: string;
   /** Someone to follow a resumed turn (the runs API), if any. */
   watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  /**
+   * How a resumed turn runs when its follower says so (asked after watcherFor): its own folder,
+   * and `unattended` when no one follows to approve (a cron run: held-back commands are denied).
+   */
+  turnOptionsFor?: (turnId: string, sessionId: string) => { cwd?: string; unattended?: boolean } | undefined;
   onEvent?: (event: LifecycleEvent) => void;
 }
 
@@ -120,6 +125,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
       continue;
     }
     const watcher = options.watcherFor?.(turn.turn_id, turn.session_id);
+    const own = options.turnOptionsFor?.(turn.turn_id, turn.session_id);
     const launched = host.track(
       turn.session_id,
       (signal, onEvent) =>
@@ -127,12 +133,12 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
           sessionId: turn.session_id,
           text: "",
           resume: { turnId: turn.turn_id },
-          cwd: options.cwd,
+          cwd: own?.cwd ?? options.cwd,
           signal,
           onEvent,
           // A run follows it: what it waits on (an approval left pending) can still be answered there.
           approvals:
-            watcher === undefined
+            watcher === undefined || own?.unattended === true
               ? null
               : { requestedBy: `runs API, the run of resumed turn ${turn.turn_id}` },
         }),

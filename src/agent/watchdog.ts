@@ -7,7 +7,13 @@ import type { Agent } from "./agent.js";
 import { pidAlive } from "./process-group.js";
 import type { ProcessReapReport } from "./process-reaper.js";
 import { ownerPid } from "./reap.js";
-import { type LifecycleEvent, type ResumeReport, resumeInterrupted, type TurnHost } from "./resume.js";
+import {
+  type LifecycleEvent,
+  type ResumeOptions,
+  type ResumeReport,
+  resumeInterrupted,
+  type TurnHost,
+} from "./resume.js";
 import type { Job } from "./scheduler.js";
 
 export interface WatchdogOptions<W> {
@@ -16,6 +22,7 @@ export interface WatchdogOptions<W> {
   autoResume: boolean;
   cwd: string;
   watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  turnOptionsFor?: ResumeOptions<W>["turnOptionsFor"];
   onEvent?: (event: LifecycleEvent) => void;
   /** Told what each sweep reaped and resumed. */
   onResume?: (report: ResumeReport) => void;

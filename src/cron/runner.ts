@@ -68,6 +68,8 @@ export class CronRunner {
   private stopped = false;
   private readonly now: () => number;
   private readonly idleWaiters: (() => void)[] = [];
+  /** Sessions of runs resumed here, with their job's folder: how their resumed turn runs. */
+  private readonly resumedSessions = new Map<string, string | null>();
 
   constructor(private readonly options: RunnerOptions) {
     this.now = options.now ?? Date.now;
@@ -132,6 +134,7 @@ export class CronRunner {
     if (!run) return undefined;
     const job = readJob(this.options.store, run.job);
     const resumed: RunRecord = { ...run, turn_id: turnId, owner: this.owner, resumed: run.resumed + 1 };
+    this.resumedSessions.set(sessionId, job?.dir ?? null);
     this.active.set(run.run_key, resumed);
     void this.options.store
       .write([putOp(RUN_KIND, run.run_key, resumed, this.now())])
@@ -156,6 +159,7 @@ export class CronRunner {
         if (event.type !== "turn_finished" || ended) return;
         ended = true;
         clearTimeout(timer);
+        this.resumedSessions.delete(sessionId);
         // turn_finished is told once the turn's end is stored.
         const outcome = storedOutcome(this.options.store, sessionId, turnId, { settling: true }) ?? {
           turn_id: turnId,
@@ -168,6 +172,13 @@ export class CronRunner {
       },
       shutdown: () => {},
     };
+  }
+
+  /** For a turn resumed with watcherFor: in its job's folder, with no one to approve. */
+  turnOptionsFor(sessionId: string): { cwd?: string; unattended: true } | undefined {
+    if (!this.resumedSessions.has(sessionId)) return undefined;
+    const dir = this.resumedSessions.get(sessionId) ?? null;
+    return dir === null ? { unattended: true } : { cwd: dir, unattended: true };
   }
 
   /**

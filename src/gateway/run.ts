@@ -255,6 +255,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     cwd: options.cwd,
     watcherFor: (turnId, sessionId) =>
       runs.watcherFor(turnId, sessionId) ?? cron.runner.watcherFor(turnId, sessionId),
+    turnOptionsFor: (_turnId, sessionId) => cron.runner.turnOptionsFor(sessionId),
     onEvent: (event) => {
       (event.type === "turn_resumed" ? info : warn)(event.message);
       const { type, layer, session_id, message, ...data } = event;
