@@ -174,6 +174,23 @@ export class CronRunner {
     };
   }
 
+  /**
+   * The interrupted turns of runs a dead process left running: what `tenax cron tick` resumes
+   * when no gateway runs to do it.
+   */
+  orphanedTurns(): { turn_id: string; session_id: string; interrupt_count: number }[] {
+    const alive = this.options.ownerAlive ?? ownerAlive;
+    return listRuns(this.options.store).flatMap((run) => {
+      if (run.state !== "running" || run.session_id === null || this.active.has(run.run_key)) return [];
+      if (run.owner !== null && run.owner !== this.owner && alive(run.owner)) return [];
+      const turns = this.options.store.getTurns(run.session_id);
+      const turn = run.turn_id === null ? turns[0] : turns.find((t) => t.id === run.turn_id);
+      return turn?.status === "interrupted"
+        ? [{ turn_id: turn.id, session_id: run.session_id, interrupt_count: turn.interrupt_count }]
+        : [];
+    });
+  }
+
   /** For a turn resumed with watcherFor: in its job's folder, with no one to approve. */
   turnOptionsFor(sessionId: string): { cwd?: string; unattended: true } | undefined {
     if (!this.resumedSessions.has(sessionId)) return undefined;

@@ -1,18 +1,29 @@
 // `tenax cron run NAME` and `tenax cron tick`: the cron engine in this process, on the agent
 // itself. A run claimed here is claimed in the store like one the gateway claims, so a gateway
 // and any number of ticks never run one occurrence twice.
+
+import { resumeInterrupted } from "../../agent/resume.js";
 import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
-import { agentCronHost } from "../../cron/agent-host.js";
+import { agentHosts } from "../../cron/agent-host.js";
 import { CronEngine } from "../../cron/engine.js";
 import type { RunRecord } from "../../cron/records.js";
 import { readRun } from "../../cron/records.js";
+import { readGatewayPid } from "../../profile/gateway-pid.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { storeSettings } from "../store-access.js";
 
-async function withEngine<T>(cli: Cli, out: Output, body: (engine: CronEngine) => Promise<T>): Promise<T> {
+interface Opened {
+  engine: CronEngine;
+  /** Whether the profile's gateway runs (it resumes and settles what a stopped process left). */
+  gatewayUp(): boolean;
+  /** Resume the runs a stopped tick left running, when no gateway runs to do it; how many. */
+  resumeOrphans(): Promise<number>;
+}
+
+async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Promise<T>): Promise<T> {
   const paths = cli.profile({ create: true });
   const loaded = loadConfig(paths);
   const { config, warnings } = loaded;
@@ -21,9 +32,10 @@ async function withEngine<T>(cli: Cli, out: Output, body: (engine: CronEngine) =
     storeSettings: storeSettings(config),
     secrets: loadProfileSecrets(paths, loaded),
   });
+  const hosts = agentHosts(opened.agent, process.cwd());
   const engine = new CronEngine({
     store: opened.store,
-    host: agentCronHost(opened.agent, process.cwd()),
+    host: hosts.cron,
     maxConcurrent: Math.min(config.cron.max_concurrent, config.gateway.max_turns),
     defaultTimeoutS: config.cron.default_timeout,
     sessionOp: (title) => opened.agent.newSessionOp({ title, source: "cron" }),
@@ -32,8 +44,25 @@ async function withEngine<T>(cli: Cli, out: Output, body: (engine: CronEngine) =
     },
     onError: (what, error) => out.warn(`cron: ${what} failed: ${(error as Error).message}`),
   });
+  const gatewayUp = () => readGatewayPid(paths.pid).running;
+  const resumeOrphans = async (): Promise<number> => {
+    if (gatewayUp()) return 0;
+    const reaped = engine.runner.orphanedTurns();
+    if (reaped.length === 0) return 0;
+    const report = await resumeInterrupted({
+      agent: opened.agent,
+      reaped,
+      host: hosts.resume,
+      autoResume: config.gateway.auto_resume,
+      cwd: process.cwd(),
+      watcherFor: (turnId, sessionId) => engine.runner.watcherFor(turnId, sessionId),
+      turnOptionsFor: (_turnId, sessionId) => engine.runner.turnOptionsFor(sessionId),
+    });
+    for (const turn of report.skipped) out.warn(`cron: turn ${turn.turn_id} is not resumed: ${turn.reason}`);
+    return report.resumed.length;
+  };
   try {
-    return await body(engine);
+    return await body({ engine, resumeOrphans, gatewayUp });
   } finally {
     await engine.runner.settled(1_000);
     await opened.close();
@@ -52,7 +81,7 @@ function summary(run: RunRecord): string {
 }
 
 export async function runJobCommand(cli: Cli, out: Output, name: string): Promise<number> {
-  return withEngine(cli, out, async (engine) => {
+  return withEngine(cli, out, async ({ engine }) => {
     const claimed = await engine.runNow(name);
     await engine.runner.idle();
     const run = readRun(engine.store, claimed.run_key) ?? claimed;
@@ -63,10 +92,14 @@ export async function runJobCommand(cli: Cli, out: Output, name: string): Promis
 }
 
 export async function tickCommand(cli: Cli, out: Output): Promise<number> {
-  return withEngine(cli, out, async (engine) => {
-    const recovered = await engine.runner.recover({ settleInterrupted: false });
+  return withEngine(cli, out, async ({ engine, resumeOrphans, gatewayUp }) => {
+    const resumed = await resumeOrphans();
+    if (resumed > 0) out.line(`${resumed} run(s) a stopped process left running were resumed`);
+    // With no gateway to resume them, what this tick could not resume ends now as interrupted.
+    const recovered = await engine.runner.recover({ settleInterrupted: !gatewayUp() });
     const report = await engine.tick();
     await engine.runner.idle();
+    await engine.runner.settled(60_000);
     const runs = [...report.claimed, ...recovered.taken].map((r) => readRun(engine.store, r.run_key) ?? r);
     if (out.json) {
       out.document({
