@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { agentCronHost } from "../src/cron/agent-host.js";
 import { CronEngine } from "../src/cron/engine.js";
 import { CronJobs } from "../src/cron/jobs.js";
-import { listRuns, readSlot } from "../src/cron/records.js";
+import { listRuns, putOp, RUN_KIND, readSlot } from "../src/cron/records.js";
 import { setupAgent } from "./helpers/agent.js";
 
 const T0 = Date.parse("2026-12-01T00:00:30Z");
@@ -133,5 +133,66 @@ describe("cron engine", () => {
     t.set(T0 + 4 * HOUR + 1_000);
     expect((await engine.tick()).claimed).toHaveLength(1);
     await engine.runner.idle();
+  });
+
+  it("a run past its job's timeout is interrupted and fails with code timeout", async () => {
+    const t = await setup();
+    t.sim.script([{ type: "hang", phase: "before_headers" }]);
+    const engine = t.engine();
+    await t.jobs.create("slow", { schedule: "every 1h", prompt: "wait", timeout_s: 1 });
+    const run = await engine.runNow("slow");
+    await engine.runner.idle();
+    const ended = listRuns(t.store, "slow").find((r) => r.run_key === run.run_key);
+    expect([ended?.state, ended?.error_code]).toEqual(["failed", "timeout"]);
+    expect(ended?.error).toMatch(/timeout of 1 s/);
+    expect(t.store.getTurns(ended?.session_id ?? "")[0]?.status).not.toBe("running");
+  });
+
+  it("a queued claim whose owner died is taken over and run once; a live owner's is left alone", async () => {
+    const t = await setup();
+    await t.jobs.create("j", { schedule: "every 1h", prompt: "go" });
+    // A process claims the occurrence and dies before starting it (its runner never pumps).
+    const dying = new CronEngine({
+      store: t.store,
+      host: agentCronHost(t.agent, t.project),
+      maxConcurrent: 0,
+      defaultTimeoutS: 60,
+      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
+      now: () => T0 + HOUR + 1_000,
+    });
+    t.set(T0 + HOUR + 1_000);
+    expect((await dying.tick()).claimed).toHaveLength(1);
+    expect(listRuns(t.store, "j")[0]?.state).toBe("queued");
+    // The claim's owner is another process (this one's own claims are never taken over).
+    const claimed = listRuns(t.store, "j")[0];
+    await t.store.write([
+      putOp(RUN_KIND, claimed?.run_key ?? "", { ...claimed, owner: "pid:999999@1" }, T0 + HOUR + 2_500),
+    ]);
+    const alive = new CronEngine({
+      store: t.store,
+      host: agentCronHost(t.agent, t.project),
+      maxConcurrent: 2,
+      defaultTimeoutS: 60,
+      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
+      now: () => T0 + HOUR + 2_000,
+      ownerAlive: () => true,
+    });
+    // While its owner runs, its claim is left alone.
+    expect((await alive.runner.recover({ settleInterrupted: true })).taken).toHaveLength(0);
+    const next = new CronEngine({
+      store: t.store,
+      host: agentCronHost(t.agent, t.project),
+      maxConcurrent: 2,
+      defaultTimeoutS: 60,
+      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
+      now: () => T0 + HOUR + 3_000,
+      ownerAlive: () => false,
+    });
+    const recovered = await next.runner.recover({ settleInterrupted: true });
+    expect(recovered.taken).toHaveLength(1);
+    await next.runner.idle();
+    const runs = listRuns(t.store, "j");
+    expect(runs.map((r) => r.state)).toEqual(["ok"]);
+    expect(t.sim.requests()).toHaveLength(1);
   });
 });

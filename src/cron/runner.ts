@@ -5,11 +5,11 @@
 // a crash is attached to its run again (watcherFor); runs a dead process claimed but never started
 // are taken over; runs a dead process left running and nobody resumed are settled (recover).
 import { TenaxError } from "../core/errors.js";
-import { isRunning, selfIdentity } from "../core/process-identity.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { newRun } from "./claim.js";
 import type { CronEvent, CronHost, CronTurnResult } from "./host.js";
+import { ownerAlive, ownerOf } from "./owner.js";
 import { claimOp, type JobRecord, listRuns, putOp, RUN_KIND, type RunRecord, readJob } from "./records.js";
 import { storedOutcome } from "./stored-outcome.js";
 
@@ -46,17 +46,6 @@ export interface CronWatcher {
 const BUSY_RETRY_MS = 1_000;
 /** A resumed run past its timeout still gets this long to finish. */
 const RESUME_GRACE_MS = 30_000;
-
-export function ownerOf(): string {
-  const self = selfIdentity();
-  return self === null ? `pid:${process.pid}` : `pid:${self.pid}@${self.start}`;
-}
-
-export function ownerAlive(owner: string): boolean {
-  const match = /^pid:(\d+)@(\d+)$/.exec(owner);
-  if (!match) return false;
-  return isRunning({ pid: Number(match[1]), start: Number(match[2]) });
-}
 
 export class CronRunner {
   readonly owner = ownerOf();
