@@ -28,6 +28,8 @@ export interface EngineOptions extends RunnerOptions {
   onEvent?: (event: CronEvent) => void;
   /** How often definitions changed elsewhere are looked for (ms). */
   refreshMs?: number;
+  /** A pause between planning a claim and writing it (race tests: TENAX_CRON_CLAIM_DELAY_MS). */
+  claimDelayMs?: number;
 }
 
 export interface TickReport {
@@ -159,6 +161,10 @@ export class CronEngine {
     const claim = planClaim(job, slot, slotText, this.runner.owner, now);
     entry.next = claim.plan.next;
     if (claim.ops.length === 0) return;
+    // Fault injection for the race tests: a pause between reading the slot and writing the claim,
+    // so that processes ticking together all plan from the same slot before any of them writes.
+    const pause = this.options.claimDelayMs ?? 0;
+    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
     try {
       await this.store.write(claim.ops);
     } catch (error) {

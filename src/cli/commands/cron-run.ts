@@ -43,6 +43,8 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
       out.line(event.message);
     },
     onError: (what, error) => out.warn(`cron: ${what} failed: ${(error as Error).message}`),
+    // For the race tests only: every tick plans from the same slot before any of them writes.
+    claimDelayMs: Number(process.env.TENAX_CRON_CLAIM_DELAY_MS ?? 0) || 0,
   });
   const gatewayUp = () => readGatewayPid(paths.pid).running;
   const resumeOrphans = async (): Promise<number> => {
