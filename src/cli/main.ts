@@ -5,6 +5,7 @@ import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../profile/paths.js";
 import { registerApprovalsCommands } from "./commands/approvals.js";
+import { tickCommand } from "./commands/cron-run.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerDashboardCommand } from "./commands/dashboard.js";
@@ -69,6 +70,10 @@ export async function main(argv: string[]): Promise<number> {
   };
 
   registerApprovalsCommands(program, cli);
+  {
+    const c = program.command("cron");
+    c.command("tick").option("--json").action((f: { json?: boolean }) => cli.run(f.json, (out) => tickCommand(cli, out)));
+  }
   registerCheckpointsCommands(program, cli);
   registerDashboardCommand(program, cli);
   registerDoctorCommand(program, cli);
