@@ -75,7 +75,7 @@ describe("tenax cron add", () => {
     expect(doc.job.schedule.timezone).toBe("Europe/Berlin");
   });
 
-  it("refuses bad input with exit 2 and a message naming what is wrong", () => {
+  it("refuses bad input with exit 2 and a message naming what is wrong", async () => {
     const { home } = profileWith(
       'model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "http://127.0.0.1:9" }\n',
     );
@@ -84,6 +84,8 @@ describe("tenax cron add", () => {
       [["ok", "--schedule", "TZ=Mars/Base 0 3 * * *"], /unknown time zone "Mars\/Base"/],
       [["ok", "--schedule", "0 3 * * * *"], /has 6 fields; a schedule takes 5/],
       [["ok", "--schedule", "every 10s"], /shorter than a minute/],
+      [["ok", "--schedule", "every 1h", "--timeout", "ten"], /--timeout "ten" is not a whole number/],
+      [["ok", "--schedule", "every 1h", "--timeout", "0"], /a timeout of 0 s is not allowed/],
       [["bad name", "--schedule", "every 1h"], /"bad name" is not a job name/],
       [["ok", "--schedule", "every 1h", "--deliver", "ftp://x"], /"ftp:\/\/x" is not a delivery target/],
       [
@@ -95,18 +97,26 @@ describe("tenax cron add", () => {
         /"nope" is not a model of provider sim \(its models: echo\)/,
       ],
     ];
-    for (const [args, message] of cases) {
-      const [name = "", ...rest] = args;
-      const r = tenax(home, ["cron", "add", name, "--prompt", "x", ...rest]);
-      expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(2);
-      expect(r.stderr).toMatch(message);
-    }
+    // At once: none of them writes anything. The store is made first: processes that all open a
+    // store that does not exist yet can race to create its tables.
+    expect(tenax(home, ["cron", "list"]).status).toBe(0);
+    const results = await Promise.all(
+      cases.map(([args]) => {
+        const [name = "", ...rest] = args;
+        return tenaxAsync(home, ["cron", "add", name, "--prompt", "x", ...rest]);
+      }),
+    );
+    cases.forEach(([args, message], i) => {
+      const r = results[i];
+      expect(r?.status, `${args.join(" ")}: ${r?.stderr}`).toBe(2);
+      expect(r?.stderr).toMatch(message);
+    });
     // A --json refusal is still one document on stdout.
     const json = tenax(home, ["cron", "add", "ok", "--prompt", "x", "--schedule", "every 10s", "--json"]);
     expect(json.status).toBe(2);
     expect((JSON.parse(json.stdout) as { error: { code: string } }).error.code).toBe("job_invalid");
     expect(JSON.parse(tenax(home, ["cron", "list", "--json"]).stdout)).toEqual({ jobs: [] });
-  });
+  }, 30_000);
 });
 
 describe("tenax cron list, show, runs, pause, resume, remove", () => {
@@ -164,6 +174,11 @@ describe("tenax cron list, show, runs, pause, resume, remove", () => {
       runs: Array<{ state: string }>;
     };
     expect(runsJson.runs.map((r) => r.state)).toEqual(["failed"]);
+    const badLimit = tenax(home, ["cron", "runs", "report", "--limit", "lots"]);
+    expect([badLimit.status, badLimit.stderr]).toEqual([
+      2,
+      'error: --limit "lots" is not a whole number\ne.g. --limit 20\n',
+    ]);
 
     const paused = tenax(home, ["cron", "pause", "often"]);
     expect(paused.stdout).toMatch(/job often is paused/);

@@ -4,7 +4,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { modelProblem } from "../../config/model-check.js";
-import { CronJobs, type JobInput, type JobView, profileTimezone } from "../../cron/jobs.js";
+import { CronJobs, invalid, type JobInput, type JobView, profileTimezone } from "../../cron/jobs.js";
 import { nextAfter } from "../../cron/next.js";
 import type { RunRecord } from "../../cron/records.js";
 import type { Cli } from "../main.js";
@@ -69,6 +69,13 @@ export function relative(ms: number, now: number): string {
           ? `${(a / 3_600_000).toFixed(1).replace(/\.0$/, "")} h`
           : `${(a / 86_400_000).toFixed(1).replace(/\.0$/, "")} d`;
   return d >= 0 ? `in ${amount}` : `${amount} ago`;
+}
+
+/** A whole number given on the command line, or the usage error (exit 2) that names the option. */
+function wholeNumber(option: string, text: string, example: string): number {
+  if (!/^\d+$/.test(text.trim()))
+    throw invalid(`${option} "${text}" is not a whole number`, `e.g. ${option} ${example}`);
+  return Number(text);
 }
 
 function nextTimes(job: JobView, count: number): number[] {
@@ -155,7 +162,7 @@ export function registerCronCommands(program: Command, cli: Cli): void {
             prompt: flags.prompt,
             model: flags.model ?? null,
             deliver: flags.deliver ?? "local",
-            timeout_s: flags.timeout === undefined ? null : Number(flags.timeout),
+            timeout_s: flags.timeout === undefined ? null : wholeNumber("--timeout", flags.timeout, "600"),
             dir: flags.dir ?? null,
             enabled: flags.disabled !== true,
             catch_up: flags.catchUp,
@@ -245,8 +252,9 @@ export function registerCronCommands(program: Command, cli: Cli): void {
     .action((name: string, flags: { json?: boolean; limit: string }) =>
       cli.run(flags.json, (out) =>
         withJobs(cli, out, (jobs) => {
-          const limit = Number(flags.limit);
-          const runs = jobs.runs(name, Number.isInteger(limit) && limit > 0 ? limit : 50);
+          const limit = wholeNumber("--limit", flags.limit, "20");
+          if (limit < 1) throw invalid("--limit 0 shows nothing; give 1 or more", "e.g. --limit 20");
+          const runs = jobs.runs(name, limit);
           if (out.json) {
             out.document({ runs });
             return 0;
