@@ -8,6 +8,7 @@ import { registerApprovalsCommands } from "./commands/approvals.js";
 import { tickCommand } from "./commands/cron-run.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
+import { registerCronCommands } from "./commands/cron.js";
 import { registerDashboardCommand } from "./commands/dashboard.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerDrillCommand } from "./commands/drill.js";
@@ -75,6 +76,7 @@ export async function main(argv: string[]): Promise<number> {
     c.command("tick").option("--json").action((f: { json?: boolean }) => cli.run(f.json, (out) => tickCommand(cli, out)));
   }
   registerCheckpointsCommands(program, cli);
+  registerCronCommands(program, cli);
   registerDashboardCommand(program, cli);
   registerDoctorCommand(program, cli);
   registerDrillCommand(program, cli);

@@ -11,11 +11,13 @@ import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../age
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
 import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
+import { modelProblem } from "../config/model-check.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
 import { CronEngine } from "../cron/engine.js";
+import { CronJobs, profileTimezone } from "../cron/jobs.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
@@ -227,6 +229,11 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     },
     onError: (what, error) => warn(`cron: ${what} failed: ${(error as Error).message}`),
   });
+  const jobs = new CronJobs(opened.store, {
+    timezone: profileTimezone(config),
+    checkModel: (model) => modelProblem(config, model),
+    cwd: options.cwd,
+  });
   const app = buildGatewayApp({
     gateway,
     agent: opened.agent,
@@ -237,6 +244,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     health: observed.routes,
     runs,
     runOptions: { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 },
+    cron: { jobs },
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
   // leaves the turns interrupted.
