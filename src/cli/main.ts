@@ -5,7 +5,6 @@ import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../profile/paths.js";
 import { registerApprovalsCommands } from "./commands/approvals.js";
-import { tickCommand } from "./commands/cron-run.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
 import { registerCronCommands } from "./commands/cron.js";
@@ -71,10 +70,6 @@ export async function main(argv: string[]): Promise<number> {
   };
 
   registerApprovalsCommands(program, cli);
-  {
-    const c = program.command("cron");
-    c.command("tick").option("--json").action((f: { json?: boolean }) => cli.run(f.json, (out) => tickCommand(cli, out)));
-  }
   registerCheckpointsCommands(program, cli);
   registerCronCommands(program, cli);
   registerDashboardCommand(program, cli);

@@ -233,6 +233,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     timezone: profileTimezone(config),
     checkModel: (model) => modelProblem(config, model),
     cwd: options.cwd,
+    onChange: () => cron.changed(),
   });
   const app = buildGatewayApp({
     gateway,
@@ -244,7 +245,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     health: observed.routes,
     runs,
     runOptions: { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 },
-    cron: { jobs },
+    cron: { jobs, runNow: (name) => cron.runNow(name) },
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
   // leaves the turns interrupted.
