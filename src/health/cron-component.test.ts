@@ -2,6 +2,7 @@
 // would: one test per rule that makes it degraded, and the ok line.
 import { afterEach, describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
+import { defaultConfig } from "../config/schema.js";
 import type { CronStats } from "../cron/host.js";
 import {
   HEALTH_KIND,
@@ -19,7 +20,7 @@ import {
 import { parseSchedule } from "../cron/schedule.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
-import { cronComponent } from "./cron-component.js";
+import { cronComponent, gatewayCronComponent } from "./cron-component.js";
 import { cronMetrics } from "./cron-metrics.js";
 import { readCronSnapshot } from "./cron-snapshot.js";
 import { newCounters, renderMetrics } from "./metrics.js";
@@ -290,6 +291,25 @@ describe("cronComponent", () => {
     // A paused job owes nothing.
     await s.write([putOp(JOB_KIND, j.name, { ...j, enabled: false }, NOW)]);
     expect(cronComponent(s, NOW + 5 * M, stats()).status).toBe("ok");
+  });
+});
+
+describe("gatewayCronComponent", () => {
+  it("says when this gateway runs no jobs (cron.enabled: false) and what runs them", async () => {
+    const s = await store();
+    const j = job("hourly", "0 * * * *");
+    await s.write([putOp(JOB_KIND, j.name, j, NOW), slot(j, NOW)]);
+    const paths = tempProfile("work");
+    const view = { snapshot: readCronSnapshot(s, NOW), stats: null };
+    const on = gatewayCronComponent(paths, defaultConfig(), view, NOW);
+    expect(on.detail).not.toContain("cron.enabled");
+    const config = defaultConfig();
+    config.cron.enabled = false;
+    const off = gatewayCronComponent(paths, config, view, NOW);
+    expect(off.status).toBe("ok");
+    expect(off.detail).toMatch(
+      /; this gateway runs no jobs \(cron\.enabled: false\): tenax --profile work cron tick runs what is due$/,
+    );
   });
 });
 

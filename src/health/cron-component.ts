@@ -2,9 +2,11 @@
 // when one keeps failing, a delivery was given up or waits too long, runs wait for a free slot, or
 // (with the scheduler in this process) runs are claimed late or not at all. Each problem names the
 // job and the command that shows its runs.
+import type { TenaxConfig } from "../config/schema.js";
 import type { CronStats } from "../cron/host.js";
 import { tenaxCommand } from "../profile/command-hint.js";
-import { DEFAULT_PROFILE } from "../profile/paths.js";
+import { DEFAULT_PROFILE, type ProfilePaths } from "../profile/paths.js";
+import type { CronMetricsInput } from "./cron-metrics.js";
 import { type CronSnapshot, type CronSource, readCronSnapshot } from "./cron-snapshot.js";
 import { formatDuration } from "./duration.js";
 import type { Component } from "./status.js";
@@ -148,6 +150,29 @@ export function cronComponent(
       next: [...new Set(problems.map((p) => p.next))].join("; "),
     };
   return { ...component, detail: okDetail(snap, soonest, now, at) };
+}
+
+/**
+ * The component as a gateway serves it: over the snapshot and the engine's numbers it read for this
+ * /health (null: the store could not be read, which is the store component's news), saying so when
+ * this gateway runs no jobs.
+ */
+export function gatewayCronComponent(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  cron: CronMetricsInput | null,
+  now: number,
+): CronComponent {
+  const component = cronComponent(null, now, cron?.stats ?? null, {
+    profile: paths.name,
+    ...(config.cron.timezone ? { timezone: config.cron.timezone } : {}),
+    snapshot: cron?.snapshot ?? { jobs: [], runs: [], outbox: [] },
+  });
+  if (config.cron.enabled || component.enabled === 0) return component;
+  return {
+    ...component,
+    detail: `${component.detail}; this gateway runs no jobs (cron.enabled: false): ${tenaxCommand(paths.name, ["cron", "tick"])} runs what is due`,
+  };
 }
 
 function okDetail(

@@ -1,7 +1,7 @@
 // The profile's cron jobs as health sees them, read from the store in one pass: every job, slot,
 // streak, run and outbox entry listed once and indexed by job, so /health and /metrics cost a
 // fixed number of reads however many jobs there are.
-import { ownedSince } from "../cron/jobs.js";
+import { owedSince } from "../cron/claim.js";
 import { nextAfter } from "../cron/next.js";
 import {
   FINAL_STATES,
@@ -82,7 +82,7 @@ export function readCronSnapshot(source: CronSource, now: number): CronSnapshot 
   }
   const rows = jobs.map((job): CronJobRow => {
     const slot = slots.get(job.name);
-    const since = slot && slot.job_created_at === job.created_at ? slot.slot : ownedSince(job);
+    const since = owedSince(job, slot ?? null);
     const mine = runsOf.get(job.name) ?? [];
     // Newest first (listRuns), so the first that was not skipped is the last real run.
     const last = mine.find((r) => r.state !== "skipped") ?? null;

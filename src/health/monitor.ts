@@ -13,7 +13,7 @@ import type { ProfilePaths } from "../profile/paths.js";
 import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { Store } from "../store/store.js";
-import { cronComponent } from "./cron-component.js";
+import { gatewayCronComponent } from "./cron-component.js";
 import type { CronMetricsInput } from "./cron-metrics.js";
 import { readCronSnapshot } from "./cron-snapshot.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
@@ -278,11 +278,7 @@ export class HealthMonitor {
       },
       // Read live too: a run's end or a given-up delivery shows at once.
       cron: {
-        ...cronComponent(null, now, cron?.stats ?? null, {
-          profile: this.options.paths.name,
-          ...(this.options.config.cron.timezone ? { timezone: this.options.config.cron.timezone } : {}),
-          snapshot: cron?.snapshot ?? { jobs: [], runs: [], outbox: [] },
-        }),
+        ...gatewayCronComponent(this.options.paths, this.options.config, cron, now),
         checked_at: now,
         age_ms: 0,
       },
