@@ -17,6 +17,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
 import { CronEngine } from "../cron/engine.js";
+import type { CronStats } from "../cron/host.js";
 import { CronJobs, profileTimezone } from "../cron/jobs.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
@@ -181,6 +182,8 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const startedAt = Date.now();
   let address: string | null = null;
   let listeningAt: { host: string; port: number } | null = null;
+  // The engine is made below and runs only once started (cron.enabled): until then no numbers.
+  let cronStats: (() => CronStats) | null = null;
   const observed = startObservability({
     paths,
     config,
@@ -193,6 +196,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       keyOf: async (provider) =>
         (await opened.agent.runtime.router.runtime(provider).pool.next(Date.now()))?.key ?? null,
     },
+    cronStats: () => cronStats?.() ?? null,
     // `gateway` is made just below; the monitor reads it only when asked.
     gateway: () => ({
       stopping: gateway.isStopping,
@@ -289,7 +293,10 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       `cron: ${cronLeft.settled.length} job run(s) left running by a stopped process were settled, ${cronLeft.taken.length} claimed but never started were taken over`,
     );
   if (starting) {
-    if (config.cron.enabled) cron.startOn(opened.agent.scheduler);
+    if (config.cron.enabled) {
+      cron.startOn(opened.agent.scheduler);
+      cronStats = () => cron.stats();
+    }
     runs.maintainOn(opened.agent.scheduler);
     // Decided approvals are kept as long as ended runs are.
     opened.agent.approvals.maintainOn(
