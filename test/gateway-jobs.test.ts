@@ -1,6 +1,6 @@
 // /api/jobs on a real gateway process: create (201), the 400 that names the field, 404, 409,
-// PATCH and PUT, pause and resume, runs, delete, run now (503 while the gateway has no engine
-// hooked to it), and the key the gateway wants on every route.
+// PATCH and PUT, pause and resume, runs, delete, run now (on the gateway's engine), and the key
+// the gateway wants on every route.
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
 import { expectError, type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
@@ -74,12 +74,20 @@ describe("/api/jobs", () => {
     expect(await runs.json()).toEqual({ object: "list", data: [] });
     await expectError(await gateway.fetch("/api/jobs/digest/runs?limit=0"), 400, "invalid_query");
 
-    const run = await expectError(
-      await gateway.fetch("/api/jobs/digest/run", { method: "POST" }),
-      503,
-      "cron_unavailable",
-    );
-    expect(run.message).toMatch(/tenax cron run digest/);
+    // Run now: claimed and started on the gateway's engine, then listed with its reply.
+    const run = await gateway.fetch("/api/jobs/digest/run", { method: "POST" });
+    expect(run.status).toBe(202);
+    const started = (await run.json()) as { run_key: string; trigger: string };
+    expect(started.trigger).toBe("manual");
+    let listed: { run_key: string; state: string; reply: string | null }[] = [];
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      listed = ((await (await gateway.fetch("/api/jobs/digest/runs")).json()) as { data: typeof listed })
+        .data;
+      if (listed[0]?.state === "ok") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(listed.map((r) => [r.run_key, r.state])).toEqual([[started.run_key, "ok"]]);
 
     const deleted = await gateway.fetch("/api/jobs/digest", { method: "DELETE" });
     expect(deleted.status).toBe(200);
