@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
+import { Scheduler } from "../agent/scheduler.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
@@ -328,5 +329,39 @@ describe("CronOutbox", () => {
       given_up: 0,
     });
     expect(entry(t.store, `${r.run_key}/result`)?.last_error).toContain("no answer within 200 ms");
+  });
+});
+
+describe("CronOutbox passes", () => {
+  it("a kick during a pass runs one more, which sends what was written meanwhile", async () => {
+    const hook = await receiver([(res) => setTimeout(() => status(200)(res), 100)]);
+    const t = await setup();
+    const j = job(`webhook:${hook.url}`);
+    const outbox = t.outbox(t.store);
+    await t.store.write(outboxOps(run(j, 1), j, null, t.clock.now));
+    const first = outbox.kick();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await t.store.write(outboxOps(run(j, 2), j, null, t.clock.now));
+    const second = outbox.kick();
+    expect(second).toBe(first);
+    await second;
+    expect(hook.seen).toHaveLength(2);
+    expect(listOutbox(t.store).map((e) => e.state)).toEqual(["delivered", "delivered"]);
+  });
+
+  it("maintainOn delivers on the process's scheduler until stopped", async () => {
+    const hook = await receiver([status(204)]);
+    const t = await setup();
+    const j = job(`webhook:${hook.url}`);
+    const scheduler = new Scheduler();
+    const outbox = t.outbox(t.store);
+    outbox.maintainOn(scheduler, 20);
+    expect(scheduler.size).toBe(2);
+    await t.store.write(outboxOps(run(j, 1), j, null, t.clock.now));
+    for (let i = 0; i < 100 && hook.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(hook.seen).toHaveLength(1);
+    outbox.stop();
+    expect(scheduler.size).toBe(0);
+    scheduler.stop();
   });
 });

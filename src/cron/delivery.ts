@@ -146,7 +146,7 @@ export class CronOutbox {
   /** Entries delivered whose mark could not be written yet: the next pass writes it, never resends. */
   private readonly unmarked = new Map<string, OutboxRecord>();
   private readonly jobs: SchedulerJob[] = [];
-  private kicking: Promise<unknown> | null = null;
+  private kicking: Promise<void> | null = null;
   private again = false;
   private stopped = false;
 
@@ -229,20 +229,26 @@ export class CronOutbox {
     this.jobs.push(scheduler.every("cron: prune outbox", PRUNE_EVERY_MS, () => this.prune(retain)));
   }
 
-  /** Deliver soon (new entries were written); a pass already under way is followed by one more. */
-  kick(): void {
-    if (this.stopped) return;
+  /**
+   * Deliver now (new entries were written); a kick during a pass asks for one more after it.
+   * Resolves when the passes end; never rejects (callers may leave it unawaited).
+   */
+  kick(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     if (this.kicking !== null) {
       this.again = true;
-      return;
+      return this.kicking;
     }
-    this.kicking = this.deliverDue().finally(() => {
-      this.kicking = null;
-      if (this.again) {
+    const passes = async () => {
+      do {
         this.again = false;
-        this.kick();
-      }
+        await this.deliverDue();
+      } while (this.again && !this.stopped);
+    };
+    this.kicking = passes().finally(() => {
+      this.kicking = null;
     });
+    return this.kicking;
   }
 
   /** Stop the scheduled passes (a pass under way finishes). */
