@@ -3,40 +3,11 @@
 // killed with SIGKILL in the middle of a job's run resumes that run after its restart, as the same
 // run and turn, and never starts the occurrence again.
 import { beforeAll, describe, expect, it } from "vitest";
-import { CronJobs } from "../src/cron/jobs.js";
-import { listRuns, type RunRecord } from "../src/cron/records.js";
-import type { ProfilePaths } from "../src/profile/paths.js";
-import { openReader, openStore, releaseStore } from "../src/store/registry.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { addJob, runsOf } from "./helpers/cron.js";
 import { simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
-
-const PERIOD = 60_000;
-
-/** An `every 1m` job whose first occurrence is `inMs` from now; returns that occurrence. */
-async function addJob(paths: ProfilePaths, name: string, prompt: string, inMs: number): Promise<number> {
-  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-  try {
-    const created = Date.now() - PERIOD + inMs;
-    await new CronJobs(store, { timezone: "UTC", now: () => created }).create(name, {
-      schedule: "every 1m",
-      prompt,
-    });
-    return created + PERIOD;
-  } finally {
-    await releaseStore(store);
-  }
-}
-
-function runsOf(paths: ProfilePaths, job: string): RunRecord[] {
-  const reader = openReader(paths);
-  try {
-    return listRuns(reader, job);
-  } finally {
-    reader.close();
-  }
-}
 
 const turnsFor = (requests: { body: unknown }[], prompt: string) =>
   requests.filter((r) => JSON.stringify(r.body).includes(prompt)).length;

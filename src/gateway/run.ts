@@ -5,6 +5,7 @@
 // ends the start where it is (nothing resumed, no wait for the providers, the port never opened);
 // a second signal cuts the drain short.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describeProcessReap } from "../agent/process-reaper.js";
 import { reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
@@ -16,8 +17,10 @@ import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secre
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
+import { CronOutbox } from "../cron/delivery.js";
 import { CronEngine } from "../cron/engine.js";
-import type { CronStats } from "../cron/host.js";
+import { finishOps } from "../cron/finish.js";
+import type { CronEvent, CronStats } from "../cron/host.js";
 import { CronJobs, profileTimezone } from "../cron/jobs.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
@@ -220,17 +223,29 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
     approvals: opened.agent.approvals,
   });
+  const publishCron = (event: CronEvent) => {
+    (event.type === "cron_delivery_failed" ||
+      event.type === "cron_delivery_given_up" ||
+      event.type === "cron_failing"
+      ? warn
+      : info)(event.message);
+    const { type, layer, message, ...data } = event;
+    observed.hub.publish({ type, layer, message, data });
+  };
+  const outbox = new CronOutbox({
+    store: opened.store,
+    outputDir: join(paths.cron, "output"),
+    onEvent: publishCron,
+  });
   const cron = new CronEngine({
     store: opened.store,
     host: gatewayCronHost(gateway),
     maxConcurrent: Math.min(config.cron.max_concurrent, config.gateway.max_turns),
     defaultTimeoutS: config.cron.default_timeout,
     sessionOp: (title) => opened.agent.newSessionOp({ title, source: "cron" }),
-    onEvent: (event) => {
-      (event.type === "cron_delivery_failed" || event.type === "cron_failing" ? warn : info)(event.message);
-      const { type, layer, message, ...data } = event;
-      observed.hub.publish({ type, layer, message, data });
-    },
+    onEvent: publishCron,
+    finishOps: finishOps(opened.store),
+    afterFinish: () => void outbox.kick(),
     onError: (what, error) => warn(`cron: ${what} failed: ${(error as Error).message}`),
   });
   const jobs = new CronJobs(opened.store, {
@@ -295,6 +310,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   if (starting) {
     if (config.cron.enabled) {
       cron.startOn(opened.agent.scheduler);
+      outbox.maintainOn(opened.agent.scheduler);
       cronStats = () => cron.stats();
     }
     runs.maintainOn(opened.agent.scheduler);
@@ -359,6 +375,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // Every run's terminal event is committed (and sent to its followers) before the store closes.
   await runs.settled();
   await cron.runner.settled(5_000);
+  outbox.stop();
   await observed.close();
   await closeApp(app);
   await opened.close();

@@ -1,9 +1,20 @@
-// Cron records written into a profile's store by hand, as the engine would leave them: a job
-// whose runs keep failing, for the health component's tests from outside.
-import { HEALTH_KIND, JOB_KIND, putOp, RUN_KIND, runKey, SLOT_KIND } from "../../src/cron/records.js";
+// Cron jobs and runs of a test profile, written and read in the test process beside the CLI's and
+// the gateway's own processes (the store takes several writers): jobs made through CronJobs, and
+// records written by hand as the engine would leave them (a job whose runs keep failing).
+import { CronJobs, type JobInput } from "../../src/cron/jobs.js";
+import {
+  HEALTH_KIND,
+  JOB_KIND,
+  listRuns,
+  putOp,
+  RUN_KIND,
+  type RunRecord,
+  runKey,
+  SLOT_KIND,
+} from "../../src/cron/records.js";
 import { parseSchedule } from "../../src/cron/schedule.js";
 import type { ProfilePaths } from "../../src/profile/paths.js";
-import { openStore, releaseStore } from "../../src/store/registry.js";
+import { openReader, openStore, releaseStore } from "../../src/store/registry.js";
 
 /** A job `name` (every hour) whose last 3 runs failed with `error`; the slot is claimed up to now. */
 export async function writeFailingJob(paths: ProfilePaths, name: string, error: string): Promise<void> {
@@ -80,5 +91,41 @@ export async function writeFailingJob(paths: ProfilePaths, name: string, error: 
     ]);
   } finally {
     await releaseStore(store);
+  }
+}
+
+export const PERIOD = 60_000;
+
+/**
+ * An `every 1m` job whose first occurrence is `inMs` from now (the schedule's anchor is its
+ * creation time, set back by a period less `inMs`); returns that occurrence.
+ */
+export async function addJob(
+  paths: ProfilePaths,
+  name: string,
+  prompt: string,
+  inMs: number,
+  more: Partial<JobInput> = {},
+): Promise<number> {
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  try {
+    const created = Date.now() - PERIOD + inMs;
+    await new CronJobs(store, { timezone: "UTC", now: () => created }).create(name, {
+      schedule: "every 1m",
+      prompt,
+      ...more,
+    });
+    return created + PERIOD;
+  } finally {
+    await releaseStore(store);
+  }
+}
+
+export function runsOf(paths: ProfilePaths, job: string): RunRecord[] {
+  const reader = openReader(paths);
+  try {
+    return listRuns(reader, job);
+  } finally {
+    reader.close();
   }
 }

@@ -2,12 +2,15 @@
 // itself. A run claimed here is claimed in the store like one the gateway claims, so a gateway
 // and any number of ticks never run one occurrence twice.
 
+import { join } from "node:path";
 import { resumeInterrupted } from "../../agent/resume.js";
 import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
 import { agentHosts } from "../../cron/agent-host.js";
+import { CronOutbox } from "../../cron/delivery.js";
 import { CronEngine } from "../../cron/engine.js";
+import { finishOps } from "../../cron/finish.js";
 import type { RunRecord } from "../../cron/records.js";
 import { readRun } from "../../cron/records.js";
 import { readGatewayPid } from "../../profile/gateway-pid.js";
@@ -33,6 +36,11 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     secrets: loadProfileSecrets(paths, loaded),
   });
   const hosts = agentHosts(opened.agent, process.cwd());
+  const outbox = new CronOutbox({
+    store: opened.store,
+    outputDir: join(paths.cron, "output"),
+    onEvent: (event) => (event.type === "cron_delivered" ? out.line(event.message) : out.warn(event.message)),
+  });
   const engine = new CronEngine({
     store: opened.store,
     host: hosts.cron,
@@ -42,6 +50,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     onEvent: (event) => {
       out.line(event.message);
     },
+    finishOps: finishOps(opened.store),
     onError: (what, error) => out.warn(`cron: ${what} failed: ${(error as Error).message}`),
     // For the race tests only: every tick plans from the same slot before any of them writes.
     claimDelayMs: Number(process.env.TENAX_CRON_CLAIM_DELAY_MS ?? 0) || 0,
@@ -67,6 +76,9 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     return await body({ engine, resumeOrphans, gatewayUp });
   } finally {
     await engine.runner.settled(1_000);
+    // What is due in the outbox goes now (this run's result, and earlier ones waiting to retry).
+    await outbox.kick();
+    outbox.stop();
     await opened.close();
   }
 }
