@@ -4,8 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { agentCronHost } from "../src/cron/agent-host.js";
 import { CronEngine } from "../src/cron/engine.js";
+import { finishOps } from "../src/cron/finish.js";
 import { CronJobs } from "../src/cron/jobs.js";
-import { listRuns, putOp, RUN_KIND, readSlot } from "../src/cron/records.js";
+import { listOutbox, listRuns, putOp, RUN_KIND, readSlot } from "../src/cron/records.js";
 import { setupAgent } from "./helpers/agent.js";
 
 const T0 = Date.parse("2026-12-01T00:00:30Z");
@@ -194,5 +195,33 @@ describe("cron engine", () => {
     const runs = listRuns(t.store, "j");
     expect(runs.map((r) => r.state)).toEqual(["ok"]);
     expect(t.sim.requests()).toHaveLength(1);
+  });
+
+  it("a reply that is exactly [SILENT] is recorded and not delivered; another reply is queued for its target", async () => {
+    const t = await setup();
+    t.sim.script([
+      { type: "reply", text: " [SILENT] " },
+      { type: "reply", text: "worth telling" },
+    ]);
+    await t.jobs.create("quiet", { schedule: "every 1h", prompt: "check" });
+    const engine = new CronEngine({
+      store: t.store,
+      host: agentCronHost(t.agent, t.project),
+      maxConcurrent: 1,
+      defaultTimeoutS: 60,
+      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
+      finishOps: finishOps(t.store),
+    });
+    const silent = await engine.runNow("quiet");
+    await engine.runner.idle();
+    const spoken = await engine.runNow("quiet");
+    await engine.runner.idle();
+    const runs = listRuns(t.store, "quiet");
+    const byKey = new Map(runs.map((r) => [r.run_key, r]));
+    expect([byKey.get(silent.run_key)?.state, byKey.get(silent.run_key)?.silent]).toEqual(["ok", true]);
+    expect(byKey.get(spoken.run_key)?.silent).toBe(false);
+    expect(listOutbox(t.store).map((e) => [e.run_key, e.what, e.target])).toEqual([
+      [spoken.run_key, "result", "local"],
+    ]);
   });
 });
