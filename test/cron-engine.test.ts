@@ -1,6 +1,8 @@
 // The cron engine in one process, on a real store and a real agent over the simulator, with an
 // injected clock: what a tick claims, runs, skips and catches up, and that two engines ticking at
 // the same moment claim an occurrence once.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { agentCronHost } from "../src/cron/agent-host.js";
 import { CronEngine } from "../src/cron/engine.js";
@@ -13,8 +15,8 @@ const T0 = Date.parse("2026-12-01T00:00:30Z");
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 
-async function setup() {
-  const ctx = await setupAgent();
+async function setup(extra: Record<string, unknown> = {}) {
+  const ctx = await setupAgent(extra);
   let now = T0;
   const clock = () => now;
   const jobs = new CronJobs(ctx.store, { timezone: "UTC", now: clock });
@@ -223,5 +225,26 @@ describe("cron engine", () => {
     expect(listOutbox(t.store).map((e) => [e.run_key, e.what, e.target])).toEqual([
       [spoken.run_key, "result", "local"],
     ]);
+  });
+
+  it("a run is unattended: a command the exec policy holds back is denied at once, not waited on", async () => {
+    const t = await setup({ tools: { exec: { mode: "ask" } } });
+    const marker = join(t.project, "made-by-cron");
+    t.sim.script([
+      { type: "tool_calls", calls: [{ name: "terminal", arguments: { command: `touch ${marker}` } }] },
+      { type: "reply", text: "could not" },
+    ]);
+    await t.jobs.create("careful", { schedule: "every 1h", prompt: "make the file", dir: t.project });
+    const engine = t.engine();
+    const run = await engine.runNow("careful");
+    await engine.runner.idle();
+    const ended = listRuns(t.store, "careful").find((r) => r.run_key === run.run_key);
+    expect(ended?.state).toBe("ok");
+    expect(existsSync(marker)).toBe(false);
+    const said = t.store
+      .getMessages(ended?.session_id ?? "")
+      .map((m) => m.content ?? "")
+      .join("\n");
+    expect(said).toContain("denied at once");
   });
 });
