@@ -67,7 +67,7 @@ export function cronLines(r: CronBenchResult): string[] {
         int(x.chat_requests),
       ]),
     ),
-    `\ncron lag: ${int(l.jobs)} jobs (${int(l.daily)} daily far from now, ${l.every_minute} every 1m, ${l.one_shots} one-shots) for ${l.seconds} s`,
+    `\ncron lag: ${int(l.jobs)} jobs (${int(l.daily)} daily far from now, ${l.every_minute} every 1m, ${l.one_shots} one-shots) for ${l.seconds} s, ${l.change_every_s === 0 ? "no job changed" : `a job changed every ${l.change_every_s} s`}`,
     table(
       ["figure", "n", "p50 ms", "p99 ms", "max ms"],
       [

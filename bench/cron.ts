@@ -46,6 +46,8 @@ export interface LagResult {
   every_minute: number;
   one_shots: number;
   seconds: number;
+  /** Seconds between job changes; 0: none. */
+  change_every_s: number;
   create_ms: number;
   /** startOn: the first load of every definition and its next due time. */
   cold_load_ms: number;
@@ -84,6 +86,8 @@ export interface CronSettings {
   concurrencies: number[];
   lagJobs: number;
   lagSeconds: number;
+  /** A job changed (as through /api/jobs) every this many seconds of the lag run; 0: none. */
+  changeEverySeconds: number;
 }
 
 export async function runCronBench(
@@ -99,8 +103,10 @@ export async function runCronBench(
     log(`  burst: ${int(s.burstJobs)} jobs (${form}), max_turns ${s.maxTurns}, max_concurrent ${c}`);
     bursts.push(await runBurst(workDir, s.burstJobs, s.maxTurns, c, form, log));
   }
-  log(`  lag: ${int(s.lagJobs)} jobs for ${s.lagSeconds} s`);
-  const lag = await runLag(workDir, s.lagJobs, s.lagSeconds, log);
+  const changes =
+    s.changeEverySeconds === 0 ? "no job changed" : `a job changed every ${s.changeEverySeconds} s`;
+  log(`  lag: ${int(s.lagJobs)} jobs for ${s.lagSeconds} s, ${changes}`);
+  const lag = await runLag(workDir, s.lagJobs, s.lagSeconds, s.changeEverySeconds, log);
   return { bursts, lag };
 }
 
@@ -188,6 +194,7 @@ async function runLag(
   workDir: string,
   count: number,
   seconds: number,
+  changeEvery: number,
   log: (line: string) => void,
 ): Promise<LagResult> {
   const h = await openHarness(workDir, { maxTurns: 16, maxConcurrent: 4, providerConcurrency: 8 });
@@ -252,7 +259,7 @@ async function runLag(
       schedulerMax.push(lag.max_ms);
       if (Date.now() - startedAt > 65_000) schedulerMaxLater.push(lag.max_ms);
       schedulerLast.push(lag.last_ms);
-      if (++tick % 10 === 0) {
+      if (changeEvery > 0 && ++tick % changeEvery === 0) {
         // A job changed through /api/jobs: the route calls engine.changed().
         await h.jobs.update(`daily-${tick}`, { prompt: `daily ${tick}, changed` });
         const t = performance.now();
@@ -273,6 +280,7 @@ async function runLag(
       every_minute: everyMinute,
       one_shots: oneShots,
       seconds,
+      change_every_s: changeEvery,
       create_ms: createMs,
       cold_load_ms: coldMs,
       refresh_ms: { n: refresh.length, p50: quantile(refresh, 0.5), max: quantile(refresh, 1) },

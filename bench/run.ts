@@ -126,6 +126,7 @@ const Env = z.object({
     .pipe(z.array(z.number().int().positive())),
   BENCH_CRON_LAG_JOBS: count(10_000),
   BENCH_CRON_LAG_SECONDS: count(150),
+  BENCH_CRON_CHANGE_SECONDS: z.coerce.number().int().min(0).default(10),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -370,6 +371,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
         concurrencies: env.BENCH_CRON_CONCURRENCY,
         lagJobs: env.BENCH_CRON_LAG_JOBS,
         lagSeconds: env.BENCH_CRON_LAG_SECONDS,
+        changeEverySeconds: env.BENCH_CRON_CHANGE_SECONDS,
       },
       log,
     );
