@@ -10,6 +10,7 @@ import { openStore, releaseStore } from "../src/store/registry.js";
 import { Spool } from "../src/store/spool.js";
 import { printedCommands, requireBuild, runPrinted, tenax, tenaxAsync } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { writeFailingJob } from "./helpers/cron.js";
 import { freePort } from "./helpers/dashboard.js";
 import { startGateway } from "./helpers/gateway.js";
 import { deadPid } from "./helpers/resume.js";
@@ -42,6 +43,7 @@ describe("tenax status", () => {
     expect(run.stdout).toMatch(/scheduler\s+ok\s+\d+ jobs; woke \d+ ms late/);
     // The policy in force, with the defaults: commands ask, files stay in the working folder.
     expect(run.stdout).toMatch(/tools\s+ok\s+commands: ask \(.*\); files: the working folder only/);
+    expect(run.stdout).toMatch(/cron\s+ok\s+no cron jobs\n/);
   });
 
   it("names each pending approval with the command that lists them, which works as printed", async () => {
@@ -91,6 +93,49 @@ describe("tenax status", () => {
     const listed = tenax(paths.home, ["approvals", "list"]);
     expect(listed.status).toBe(0);
     expect(listed.stdout).toContain("rm -rf /srv/old");
+  });
+
+  it("names a failing cron job with its streak, error and command, from the store and from the gateway", async () => {
+    const paths = await seeded();
+    // A port of its own: a gateway the developer runs on 8642 must not change what this says.
+    writeFileSync(paths.config, `gateway: { port: ${await freePort()} }\n`, { mode: 0o600 });
+    await writeFailingJob(paths, "nightly-report", "rate_limit: the provider refused (429)");
+
+    // No gateway: the same rules over the store alone, saying where the scheduler runs.
+    const alone = tenax(paths.home, ["status", "--json"]);
+    expect(alone.status).toBe(2);
+    const fromStore = JSON.parse(alone.stdout).components.cron;
+    expect(fromStore).toMatchObject({
+      status: "degraded",
+      next: "tenax cron runs nightly-report",
+      jobs: 1,
+      failing: [{ job: "nightly-report", streak: 3, last_error: "rate_limit: the provider refused (429)" }],
+      lag_ms: null,
+    });
+    expect(fromStore.detail).toContain("nightly-report failed 3 runs in a row");
+    expect(fromStore.detail).toContain(
+      "the scheduler runs only inside a gateway (tenax up) or with tenax cron tick",
+    );
+
+    // The gateway runs: its own cron component, and the exit code follows it (degraded, 1).
+    const gw = await startGateway(paths.home);
+    const run = tenax(paths.home, ["status", "--json"]);
+    expect(run.status).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report.status).toBe("degraded");
+    expect(report.components.gateway.status).toBe("ok");
+    expect(report.components.cron).toMatchObject({
+      status: "degraded",
+      next: "tenax cron runs nightly-report",
+    });
+    expect(report.components.cron.detail).not.toContain("no gateway runs");
+    const human = tenax(paths.home, ["status"]);
+    expect(human.status).toBe(1);
+    expect(human.stdout).toMatch(/^Tenax profile 'default': degraded \(cron degraded\)\n/);
+    expect(human.stdout).toMatch(/cron\s+degraded\s+nightly-report failed 3 runs in a row/);
+    expect(human.stdout).toContain("next (cron): tenax cron runs nightly-report");
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
   });
 
   it("is down, exit 2, naming the gateway when it is not running, and when it crashed", async () => {

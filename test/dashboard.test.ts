@@ -5,6 +5,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { writeFailingJob } from "./helpers/cron.js";
 import { freePort, startDashboard } from "./helpers/dashboard.js";
 import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 import { startPrinted } from "./helpers/listening.js";
@@ -28,7 +29,8 @@ describe("dashboard in Chromium", () => {
   it("shows layers, sessions, search and transcripts, and the gateway going down and coming back", async () => {
     // The gateway listens on its configured port, so the restarted one is at the same address.
     const port = await freePort();
-    const { home } = await simProfile(`port: ${port}`);
+    const { home, paths } = await simProfile(`port: ${port}`);
+    await writeFailingJob(paths, "nightly-report", "rate_limit: the provider refused (429)");
     let gateway = await startGateway(home, []);
     const numbat = await chat(gateway, "tell me about the numbat");
     const hostile = await chat(gateway, `<img src=x onerror="window.__xss = 1"> look`);
@@ -36,12 +38,26 @@ describe("dashboard in Chromium", () => {
 
     const page = await openPage();
     await page.goto(dashboard.url);
-    for (const layer of ["gateway", "store", "providers", "credentials", "compression", "tools", "scheduler"])
+    for (const layer of [
+      "gateway",
+      "store",
+      "providers",
+      "credentials",
+      "compression",
+      "tools",
+      "cron",
+      "scheduler",
+    ])
       await page.locator(`.tile[data-layer="${layer}"]`).waitFor();
     // The policy in force (simProfile runs commands freely): said, not hidden.
     await expect
       .poll(() => page.locator('.tile[data-layer="tools"]').textContent())
       .toContain("commands: full (every command runs, dangerous ones too)");
+    // The cron jobs, failing one named with the command that shows its runs.
+    const cron = page.locator('.tile[data-layer="cron"]');
+    await expect.poll(() => cron.getAttribute("data-status")).toBe("degraded");
+    await expect.poll(() => cron.textContent()).toContain("nightly-report failed 3 runs in a row");
+    await expect.poll(() => cron.textContent()).toContain("tenax cron runs nightly-report");
     const store = page.locator('.tile[data-layer="store"]');
     await expect.poll(() => store.getAttribute("data-status")).toBe("ok");
     await expect.poll(() => store.textContent()).toMatch(/2 sessions, 4 messages/);

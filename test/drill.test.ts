@@ -28,7 +28,9 @@ const EXPECTED: Record<string, string> = {
   "stream dropped": "retry",
   "compression call hangs": "compression",
   "interrupt during a tool": "agent",
-  "gateway killed": "lifecycle",
+  "killed (SIGKILL) mid-turn": "lifecycle",
+  "during a cron run": "cron",
+  "missed window": "cron",
   "state.db corrupted": "store",
   "search index damaged": "store",
 };

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { writeFailingJob } from "./helpers/cron.js";
 import { type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
@@ -85,7 +86,17 @@ describe("the gateway's health, metrics and events", () => {
     }
     expect(health.status).toBe("ok");
     expect(Object.keys(health.components).sort()).toEqual(
-      ["compression", "credentials", "disk", "gateway", "providers", "scheduler", "store", "tools"].sort(),
+      [
+        "compression",
+        "credentials",
+        "cron",
+        "disk",
+        "gateway",
+        "providers",
+        "scheduler",
+        "store",
+        "tools",
+      ].sort(),
     );
     for (const c of Object.values(health.components)) {
       expect(c.status).toBe("ok");
@@ -126,6 +137,47 @@ describe("the gateway's health, metrics and events", () => {
     expect(text).toContain('tenax_http_responses_total{route="/v1/chat/completions",code="200"} 2');
     expect(text).toMatch(/tenax_component_status\{component="store"\} [012]/);
     expect(text).toContain("tenax_turns_in_flight 0");
+  });
+
+  it("/health has a cron component naming a failing job, and /metrics has its per-job figures", async () => {
+    const { home, paths } = await simProfile();
+    await writeFailingJob(paths, "nightly-report", "rate_limit: the provider refused (429)");
+    const gw = await startGateway(home);
+    const health = (await (await gw.fetch("/health")).json()) as {
+      status: string;
+      components: Record<string, Record<string, unknown>>;
+    };
+    expect(health.status).toBe("degraded");
+    expect(health.components.cron).toMatchObject({
+      status: "degraded",
+      next: "tenax cron runs nightly-report",
+      jobs: 1,
+      enabled: 1,
+      failing: [{ job: "nightly-report", streak: 3, last_error: "rate_limit: the provider refused (429)" }],
+      outbox: { pending: 0, given_up: 0 },
+      // The engine's own numbers: it runs in this gateway.
+      lag_ms: { samples: expect.any(Number) },
+      running: 0,
+      queued: 0,
+      age_ms: 0,
+    });
+    expect(health.components.cron?.detail).toMatch(
+      /^nightly-report failed 3 runs in a row since .+ \(last error: rate_limit: the provider refused \(429\)\)$/,
+    );
+    const text = await (await gw.fetch("/metrics")).text();
+    expect(text).toContain("# TYPE tenax_cron_job_failure_streak gauge");
+    expect(text).toContain('tenax_cron_job_failure_streak{job="nightly-report"} 3');
+    expect(text).toContain('tenax_cron_job_enabled{job="nightly-report"} 1');
+    // The engine runs in this gateway: runs are counted by it (none yet), not read from the store.
+    expect(text).toContain("# TYPE tenax_cron_job_runs_total counter");
+    expect(text).not.toContain('tenax_cron_job_runs_total{job="nightly-report"');
+    expect(text).toMatch(/tenax_cron_job_next_due_timestamp_seconds\{job="nightly-report"\} \d+/);
+    expect(text).toContain("tenax_cron_outbox_given_up 0");
+    expect(text).toContain('tenax_component_status{component="cron"} 1');
+    for (const line of text.trim().split("\n")) {
+      if (line.startsWith("#")) expect(line).toMatch(/^# (HELP|TYPE) tenax_[a-z_]+ .+$/);
+      else expect(line).toMatch(/^tenax_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+]+$/);
+    }
   });
 
   it("/api/events streams each layer's events, resumes after Last-Event-ID, and says when the gateway stops", async () => {

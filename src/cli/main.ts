@@ -7,6 +7,7 @@ import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from 
 import { registerApprovalsCommands } from "./commands/approvals.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerCheckpointsCommands } from "./commands/checkpoints.js";
+import { registerCronCommands } from "./commands/cron.js";
 import { registerDashboardCommand } from "./commands/dashboard.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerDrillCommand } from "./commands/drill.js";
@@ -70,6 +71,7 @@ export async function main(argv: string[]): Promise<number> {
 
   registerApprovalsCommands(program, cli);
   registerCheckpointsCommands(program, cli);
+  registerCronCommands(program, cli);
   registerDashboardCommand(program, cli);
   registerDoctorCommand(program, cli);
   registerDrillCommand(program, cli);

@@ -51,6 +51,8 @@ export interface JobsOptions {
   checkModel?: (model: string) => string | null;
   /** Where a relative --dir is resolved from. */
   cwd?: string;
+  /** Told after each change is stored (the gateway's engine looks again at once). */
+  onChange?: (name: string) => void;
 }
 
 /** A job as listed: its definition and what the scheduler and its runs say of it. */
@@ -163,6 +165,7 @@ export class CronJobs {
       putOp(SLOT_KIND, name, null, now),
       putOp(HEALTH_KIND, name, null, now),
     ]);
+    this.options.onChange?.(name);
     return this.view(job);
   }
 
@@ -203,6 +206,7 @@ export class CronJobs {
       ops.push(putOp(SLOT_KIND, name, value, now));
     }
     await this.store.write(ops);
+    this.options.onChange?.(name);
     return this.view(job);
   }
 
@@ -224,6 +228,7 @@ export class CronJobs {
       putOp(SLOT_KIND, name, null, now),
       putOp(HEALTH_KIND, name, null, now),
     ]);
+    this.options.onChange?.(name);
   }
 
   private checked(input: JobInput, now: number): Omit<JobRecord, "name" | "created_at" | "updated_at"> {

@@ -1,5 +1,7 @@
-// Every scenario of `tenax drill`, in the order of the layers from the provider up to the store.
+// Every scenario of `tenax drill`, in the order of the layers from the provider up to the store
+// (the cron rows after the gateway's: they kill and restart a gateway too).
 import { agentScenarios } from "./agent-scenarios.js";
+import { cronScenarios } from "./cron-scenarios.js";
 import { gatewayScenarios } from "./gateway-scenarios.js";
 import { providerScenarios } from "./provider-scenarios.js";
 import type { Scenario } from "./runner.js";
@@ -9,5 +11,6 @@ export const DRILL_SCENARIOS: readonly Scenario[] = [
   ...providerScenarios,
   ...agentScenarios,
   ...gatewayScenarios,
+  ...cronScenarios,
   ...storeScenarios,
 ];

@@ -21,6 +21,7 @@ import { registerResponsesRoutes } from "./responses/routes.js";
 import { registerCapabilityRoutes } from "./routes/capabilities.js";
 import { registerChatRoutes } from "./routes/chat.js";
 import { registerHealthRoutes } from "./routes/health.js";
+import { type JobRoutesOptions, registerJobRoutes } from "./routes/jobs.js";
 import { registerModelRoutes } from "./routes/models.js";
 import { type RunRoutesOptions, registerRunRoutes } from "./routes/runs.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
@@ -43,6 +44,8 @@ export interface GatewayAppDeps {
   /** The runs API; left out, it is not served. */
   runs?: RunRegistry;
   runOptions?: RunRoutesOptions;
+  /** /api/jobs (the profile's cron jobs, and running one now); left out, it is not served. */
+  cron?: JobRoutesOptions;
   /** `model: "PROVIDER/NAME"` chats; left out, the model-gateway mode over the agent's router. */
   modelCall?: ModelCallHandler;
   bodyLimit?: number;
@@ -78,11 +81,13 @@ export function buildGatewayApp(input: GatewayAppDeps): App {
     pathPartName: (path) =>
       path.startsWith("/api/sessions/")
         ? "session id"
-        : path.startsWith("/v1/runs/")
-          ? "run id"
-          : path.startsWith("/v1/models/")
-            ? "model id"
-            : null,
+        : path.startsWith("/api/jobs/")
+          ? "job name"
+          : path.startsWith("/v1/runs/")
+            ? "run id"
+            : path.startsWith("/v1/models/")
+              ? "model id"
+              : null,
     gate: (request, reply) => {
       deps.health?.observe(request.raw, reply.raw);
       // Before anything else: a page elsewhere must not get any answer it could use.
@@ -121,6 +126,7 @@ export function buildGatewayApp(input: GatewayAppDeps): App {
   });
   registerSessionRoutes(app, deps);
   if (deps.runs) registerRunRoutes(app, deps.runs, deps.runOptions);
+  if (deps.cron) registerJobRoutes(app, deps.cron);
   refuseOtherMethods(app);
   return app;
 }

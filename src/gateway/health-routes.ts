@@ -28,12 +28,14 @@ export class HealthRoutes {
   /** GET /metrics, in Prometheus text. */
   metrics(): string {
     const g = this.gauges();
+    const cron = this.monitor.cronView();
     return renderMetrics(
-      this.monitor.report(),
+      this.monitor.report(cron),
       this.counters,
       this.hub.totals(),
       { ...g, event_clients: this.hub.clients },
       this.monitor.providerCounters(),
+      cron,
     );
   }
 

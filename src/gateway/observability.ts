@@ -42,6 +42,8 @@ export function startObservability(input: {
   redactor?: Redactor;
   /** The agent's live view of its providers, and the keys a `models` probe may send. */
   providers?: MonitorOptions["providers"];
+  /** The cron engine's numbers once it runs in this gateway (it may start after this). */
+  cronStats?: MonitorOptions["cronStats"];
 }): Observability {
   const { paths, config, store, scheduler, log } = input;
   const hub = new EventHub({
@@ -62,6 +64,7 @@ export function startObservability(input: {
     timeoutMs: config.health.probe_timeout * 1000,
     integrityIntervalMs: config.health.integrity_interval * 1000,
     ...(input.providers ? { providers: input.providers } : {}),
+    ...(input.cronStats ? { cronStats: input.cronStats } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {
     const g = input.gateway();

@@ -11,11 +11,14 @@ import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../age
 import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
 import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
+import { modelProblem } from "../config/model-check.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
 import { CronEngine } from "../cron/engine.js";
+import type { CronStats } from "../cron/host.js";
+import { CronJobs, profileTimezone } from "../cron/jobs.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
@@ -179,6 +182,8 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const startedAt = Date.now();
   let address: string | null = null;
   let listeningAt: { host: string; port: number } | null = null;
+  // The engine is made below and runs only once started (cron.enabled): until then no numbers.
+  let cronStats: (() => CronStats) | null = null;
   const observed = startObservability({
     paths,
     config,
@@ -191,6 +196,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       keyOf: async (provider) =>
         (await opened.agent.runtime.router.runtime(provider).pool.next(Date.now()))?.key ?? null,
     },
+    cronStats: () => cronStats?.() ?? null,
     // `gateway` is made just below; the monitor reads it only when asked.
     gateway: () => ({
       stopping: gateway.isStopping,
@@ -227,6 +233,12 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     },
     onError: (what, error) => warn(`cron: ${what} failed: ${(error as Error).message}`),
   });
+  const jobs = new CronJobs(opened.store, {
+    timezone: profileTimezone(config),
+    checkModel: (model) => modelProblem(config, model),
+    cwd: options.cwd,
+    onChange: () => cron.changed(),
+  });
   const app = buildGatewayApp({
     gateway,
     agent: opened.agent,
@@ -237,6 +249,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     health: observed.routes,
     runs,
     runOptions: { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 },
+    cron: { jobs, runNow: (name) => cron.runNow(name) },
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
   // leaves the turns interrupted.
@@ -280,7 +293,10 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       `cron: ${cronLeft.settled.length} job run(s) left running by a stopped process were settled, ${cronLeft.taken.length} claimed but never started were taken over`,
     );
   if (starting) {
-    if (config.cron.enabled) cron.startOn(opened.agent.scheduler);
+    if (config.cron.enabled) {
+      cron.startOn(opened.agent.scheduler);
+      cronStats = () => cron.stats();
+    }
     runs.maintainOn(opened.agent.scheduler);
     // Decided approvals are kept as long as ended runs are.
     opened.agent.approvals.maintainOn(

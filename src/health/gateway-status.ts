@@ -11,6 +11,7 @@ import { readDashboardPid } from "../profile/dashboard-pid.js";
 import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { describeExit, readUpState, type UpState } from "../profile/up-state.js";
+import type { CronComponent } from "./cron-component.js";
 import { gatewayAdvice } from "./gateway-advice.js";
 import type { Component } from "./status.js";
 
@@ -48,6 +49,8 @@ export interface OutsideView {
   scheduler: Component & { lag_ms: number | null; max_lag_ms: number | null };
   /** The gateway's live view of each provider (fresher than the store by up to a few seconds). */
   providers?: Map<string, ProviderRecord>;
+  /** The gateway's cron component (with its scheduler's numbers), when its /health has one. */
+  cron?: CronComponent;
 }
 
 /**
@@ -186,6 +189,7 @@ export async function probeGatewayFromOutside(
         max_lag_ms: s.max_lag_ms ?? null,
       },
       providers: liveProviders(body.components?.providers?.providers),
+      ...cronOf(body.components?.cron),
     };
   } catch (error) {
     return {
@@ -204,6 +208,26 @@ export async function probeGatewayFromOutside(
       },
     };
   }
+}
+
+/** The cron component as the gateway's /health gives it, when it is shaped like one. */
+function cronOf(raw: unknown): { cron?: CronComponent } {
+  const c = raw as Partial<CronComponent> | null | undefined;
+  if (
+    typeof c !== "object" ||
+    c === null ||
+    (c.status !== "ok" && c.status !== "degraded" && c.status !== "down") ||
+    typeof c.detail !== "string" ||
+    typeof c.jobs !== "number"
+  )
+    return {};
+  // The gateway's fields as sent; its age fields are /health's, not status's.
+  const {
+    checked_at: _c,
+    age_ms: _a,
+    ...rest
+  } = c as CronComponent & { checked_at?: unknown; age_ms?: unknown };
+  return { cron: { ...rest, next: rest.next ?? null } };
 }
 
 /** Each provider's record as the gateway's /health lists it; anything not shaped like one is left out. */

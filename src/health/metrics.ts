@@ -2,6 +2,7 @@
 // layer's status and the figures behind it, counters for requests, turns and status events.
 import { bufferedSseBytes, droppedSseClients, openSseStreams } from "../core/sse.js";
 import type { ProviderCounters } from "../llm/provider-health.js";
+import { type CronMetricsInput, cronMetrics } from "./cron-metrics.js";
 import type { HealthReport } from "./monitor.js";
 import type { ComponentLevel } from "./status.js";
 
@@ -29,6 +30,7 @@ export function renderMetrics(
   events: { layer: string; type: string; count: number }[],
   gauges: { turns_in_flight: number; event_clients: number; started_at: number },
   providers: ProviderCounters | null = null,
+  cron: CronMetricsInput | null = null,
 ): string {
   const out: string[] = [];
   const metric = (
@@ -142,6 +144,7 @@ export function renderMetrics(
     metric("tenax_credential_keys", "gauge", "Provider keys by state (ok, cooling, disabled).", rows);
   }
   providerMetrics(metric, c.providers?.providers, providers);
+  if (cron !== null) cronMetrics(metric, cron);
   return `${out.join("\n")}\n`;
 }
 

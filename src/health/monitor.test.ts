@@ -3,6 +3,9 @@ import { btreePages, checkpoint, overwritePages } from "../../test/helpers/corru
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { Scheduler } from "../agent/scheduler.js";
 import { defaultConfig } from "../config/schema.js";
+import type { CronStats } from "../cron/host.js";
+import { JOB_KIND, putOp } from "../cron/records.js";
+import { parseSchedule } from "../cron/schedule.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { EventHub } from "./event-hub.js";
@@ -21,7 +24,7 @@ type Probe = (signal: AbortSignal) => Promise<StatusReport>;
 const real = (s: { paths: ReturnType<typeof tempProfile>; config: ReturnType<typeof defaultConfig> }) => () =>
   probeLayers(s.paths, s.config, Date.now());
 
-async function setup(probe?: Probe, timeoutMs = 300) {
+async function setup(probe?: Probe, timeoutMs = 300, cronStats?: () => CronStats | null) {
   const paths = tempProfile();
   const config = defaultConfig();
   const layers = probe ?? real({ paths, config });
@@ -38,6 +41,7 @@ async function setup(probe?: Probe, timeoutMs = 300) {
     intervalMs: 100,
     timeoutMs,
     gateway: () => ({ stopping: false, turnsInFlight: 0, maxTurns: 4, startedAt: Date.now(), address: null }),
+    ...(cronStats ? { cronStats } : {}),
   });
   cleanup.push(
     () => releaseStore(store),
@@ -50,6 +54,47 @@ async function setup(probe?: Probe, timeoutMs = 300) {
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("HealthMonitor", () => {
+  it("reads the cron component live, with the engine's numbers when it runs here", async () => {
+    let stats: CronStats | null = null;
+    const s = await setup(undefined, 300, () => stats);
+    expect(s.monitor.report().components.cron).toMatchObject({ status: "ok", detail: "no cron jobs" });
+    const now = Date.now();
+    await s.store.write([
+      putOp(
+        JOB_KIND,
+        "hourly",
+        {
+          name: "hourly",
+          schedule: parseSchedule("every 1h", { timezone: "UTC", now }),
+          prompt: "p",
+          model: null,
+          dir: null,
+          timeout_s: null,
+          deliver: "local",
+          enabled: true,
+          catch_up: true,
+          created_at: now,
+          updated_at: now,
+        },
+        now,
+      ),
+    ]);
+    expect(s.monitor.report().components.cron).toMatchObject({ status: "ok", jobs: 1, lag_ms: null });
+    stats = {
+      lag_ms: { last: 3000, max: 3000, p99: 3000, samples: 5 },
+      running: 1,
+      queued: 2,
+      started_total: 5,
+      per_job: {},
+      next_due_at: null,
+      jobs: 1,
+    };
+    const report = s.monitor.report();
+    expect(report.status).toBe("degraded");
+    expect(report.components.cron).toMatchObject({ status: "degraded", running: 1, queued: 2 });
+    expect(report.components.cron?.detail).toContain("the scheduler claims due runs late: 3.0 s");
+  });
+
   it("reports every layer from the background probe, each with the age of its result", async () => {
     const s = await setup();
     s.monitor.start();
@@ -63,6 +108,7 @@ describe("HealthMonitor", () => {
       "compression",
       "scheduler",
       "tools",
+      "cron",
       "disk",
     ]);
     expect(report.status).toBe("ok");

@@ -6,12 +6,16 @@
 
 import type { Scheduler } from "../agent/scheduler.js";
 import type { TenaxConfig } from "../config/schema.js";
+import type { CronStats } from "../cron/host.js";
 import type { ProviderHealthRecorder } from "../llm/provider-health.js";
 import { mergeRecords, type ProviderRecord } from "../llm/provider-state.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { Store } from "../store/store.js";
+import { gatewayCronComponent } from "./cron-component.js";
+import type { CronMetricsInput } from "./cron-metrics.js";
+import { readCronSnapshot } from "./cron-snapshot.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
 import type { EventHub, FeedEvent } from "./event-hub.js";
 import type { LayerProbe } from "./layer-probe.js";
@@ -67,6 +71,11 @@ export interface MonitorOptions {
     recorder: ProviderHealthRecorder;
     keyOf: (provider: string) => Promise<string | null>;
   };
+  /**
+   * The cron engine's numbers when it runs in this process (lag, running, queued, runs by job);
+   * null or left out: the cron component is read from the store alone.
+   */
+  cronStats?: () => CronStats | null;
   now?: () => number;
 }
 
@@ -241,8 +250,21 @@ export class HealthMonitor {
     this.unsubscribe();
   }
 
+  /** The cron jobs as the store holds them, and the engine's numbers: read once per /health or /metrics. */
+  cronView(now = this.now()): CronMetricsInput | null {
+    try {
+      return {
+        snapshot: readCronSnapshot(this.options.store, now),
+        stats: this.options.cronStats?.() ?? null,
+      };
+    } catch {
+      // A store that cannot be read is the store component's news.
+      return null;
+    }
+  }
+
   /** The report /health answers with: cheap, synchronous, never waits for a probe. */
-  report(): HealthReport {
+  report(cron: CronMetricsInput | null = this.cronView()): HealthReport {
     const now = this.now();
     const components: Record<string, HealthComponent> = {
       gateway: this.gatewayComponent(now),
@@ -251,6 +273,12 @@ export class HealthMonitor {
       // Read live: a pending approval is shown the moment it is committed.
       tools: {
         ...toolsComponent(this.options.paths, this.options.config, this.options.store, now),
+        checked_at: now,
+        age_ms: 0,
+      },
+      // Read live too: a run's end or a given-up delivery shows at once.
+      cron: {
+        ...gatewayCronComponent(this.options.paths, this.options.config, cron, now),
         checked_at: now,
         age_ms: 0,
       },

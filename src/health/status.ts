@@ -20,6 +20,7 @@ import { recoverCommand } from "../store/open-database.js";
 import { openReader } from "../store/registry.js";
 import { readSpool } from "../store/spool.js";
 import type { StoreReader } from "../store/store-reader.js";
+import { type CronComponent, cronComponent } from "./cron-component.js";
 import { formatDuration } from "./duration.js";
 import type { OutsideView } from "./gateway-status.js";
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
@@ -67,6 +68,8 @@ export interface StatusReport {
     compression: Component & { enabled: boolean; failures: number; cooldown_until: number | null };
     /** The exec policy, the file roots and the approvals waiting. */
     tools: ToolsComponent;
+    /** The cron jobs: the running gateway's view when it answers, else the store's alone. */
+    cron: CronComponent;
     /** From outside the gateway (pid file, port): present when the caller probed it. */
     gateway?: OutsideView["gateway"];
     scheduler?: OutsideView["scheduler"];
@@ -99,6 +102,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   }
   const compression = compressionComponent(config, reader, now);
   const tools = toolsComponent(paths, config, reader, now);
+  const cron = cronStatus(paths, config, reader, now, outside);
   const components: StatusReport["components"] = outside
     ? {
         gateway: outside.gateway,
@@ -107,10 +111,34 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
         credentials,
         compression,
         tools,
+        cron,
         scheduler: outside.scheduler,
       }
-    : { store, providers, credentials, compression, tools };
+    : { store, providers, credentials, compression, tools, cron };
   return { profile: paths.name, status: worst(Object.values(components).map((c) => c.status)), components };
+}
+
+/**
+ * The gateway's own cron component when it answered (it holds the scheduler's numbers); else the
+ * same rules over the store alone, saying where the scheduler would run.
+ */
+function cronStatus(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  reader: StoreReader | null,
+  now: number,
+  outside: OutsideView | null,
+): CronComponent {
+  if (outside?.cron) return outside.cron;
+  const cron = cronComponent(reader, now, null, {
+    profile: paths.name,
+    ...(config.cron.timezone ? { timezone: config.cron.timezone } : {}),
+  });
+  if (outside === null || outside.gateway.status !== "down" || cron.enabled === 0) return cron;
+  return {
+    ...cron,
+    detail: `${cron.detail}; no gateway runs, so nothing runs them: the scheduler runs only inside a gateway (${tenaxCommand(paths.name, ["up"])}) or with ${tenaxCommand(paths.name, ["cron", "tick"])}`,
+  };
 }
 
 /** The exit code the contract gives each overall status. */

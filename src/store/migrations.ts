@@ -144,12 +144,18 @@ export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
  */
 export const READABLE_FROM_VERSION = 1;
 
-/** Apply every migration above the file's version, each in its own transaction. */
+/**
+ * Apply every migration above the file's version, each in its own transaction. The version is
+ * read again inside each one (it holds the write lock): processes opening a new store at once
+ * (three cron ticks on a fresh profile) each migrate only what no other has migrated meanwhile.
+ */
 export function migrate(db: Database.Database): { from: number; to: number } {
-  const from = db.pragma("user_version", { simple: true }) as number;
+  const version = () => db.pragma("user_version", { simple: true }) as number;
+  const from = version();
   for (const migration of MIGRATIONS) {
     if (migration.version <= from) continue;
     db.transaction(() => {
+      if (version() >= migration.version) return;
       db.exec(migration.sql);
       db.pragma(`user_version = ${migration.version}`);
       if (migration.version === 1) db.pragma(`application_id = ${APPLICATION_ID}`);

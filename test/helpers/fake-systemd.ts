@@ -49,7 +49,7 @@ fs.appendFileSync(logFile, JSON.stringify({ tool, args }) + "\n");
 const state = JSON.parse(fs.readFileSync(stateFile, "utf8"));
 const save = () => fs.writeFileSync(stateFile, JSON.stringify(state));
 const fail = (text, code = 1) => { process.stderr.write(text + "\n"); process.exit(code); };
-const UNIT = /^tenax-gateway(-[a-z0-9_-]+)?\.service$/;
+const UNIT = /^tenax-(gateway(-[a-z0-9_-]+)?\.service|cron(-[a-z0-9_-]+)?\.(service|timer))$/;
 if (args[0] !== "--user") fail("fake: expected --user first");
 if (!state.bus) fail("Failed to connect to bus: No medium found");
 const blank = { LoadState: "not-found", ActiveState: "inactive", SubState: "dead", MainPID: 0, NRestarts: 0, ExecMainStatus: 0 };

@@ -1,5 +1,5 @@
 // `tenax gateway install|uninstall|start|stop|restart|status`: the profile's gateway as a
-// systemd --user unit (see src/gateway/service). Status exits 0 running and healthy, 1 degraded,
+// systemd --user unit (see src/gateway/service; install and uninstall are in gateway-install.ts). Status exits 0 running and healthy, 1 degraded,
 // 2 down; restart says so only once the new process has stayed up.
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
@@ -7,7 +7,6 @@ import { type Clock, realSleep, type Sleep, systemClock } from "../../core/deps.
 import { commandLine, TenaxError, UsageError } from "../../core/errors.js";
 import { isConfigErrorExit } from "../../gateway/service/exit-codes.js";
 import { type ProbeLive, type ProbeTarget, probeLive } from "../../gateway/service/health-probe.js";
-import { installUnit, uninstallUnit } from "../../gateway/service/manage.js";
 import { restartAndVerify } from "../../gateway/service/restart.js";
 import {
   createSystemctl,
@@ -16,9 +15,10 @@ import {
   systemctlOk,
   unitState,
 } from "../../gateway/service/systemctl.js";
-import { renderUnit, unitDirectory, unitName } from "../../gateway/service/unit.js";
+import { unitName } from "../../gateway/service/unit.js";
 import { tenaxCommand } from "../../profile/command-hint.js";
 import type { Cli } from "../main.js";
+import { registerGatewayInstallCommands } from "./gateway-install.js";
 
 /** What tests replace; production uses the process environment, the real clock and fetch. */
 export interface GatewayServiceDeps {
@@ -37,10 +37,8 @@ export function registerGatewayServiceCommands(
   const probe = deps.probe ?? probeLive;
   const systemctl = (): Systemctl => createSystemctl(env);
 
-  // `create`: install writes a unit whose WorkingDirectory is the profile's folder, which systemd
-  // refuses to start in (status 200/CHDIR) while it does not exist.
-  const context = (create = false) => {
-    const paths = cli.profile({ create });
+  const context = () => {
+    const paths = cli.profile();
     const { config, warnings } = loadConfig(paths, env);
     const target: ProbeTarget = {
       host: config.gateway.host,
@@ -50,52 +48,7 @@ export function registerGatewayServiceCommands(
     return { paths, config, warnings, unit: unitName(paths.name), target };
   };
 
-  gateway
-    .command("install")
-    .description("install and enable this profile's gateway as a systemd --user unit")
-    .option("--force", "replace a different unit file of the same name")
-    .option("--json", "print one JSON document")
-    .action((flags: { force?: boolean; json?: boolean }) =>
-      cli.run(flags.json, async (out) => {
-        const { paths, config, warnings, unit } = context(true);
-        for (const warning of warnings) out.warn(warning);
-        const text = renderUnit({ paths, drainTimeoutS: config.gateway.drain_timeout });
-        const result = await installUnit(
-          {
-            unit,
-            directory: unitDirectory(env),
-            text,
-            force: flags.force === true,
-            forceCommand: tenaxCommand(paths.name, ["gateway", "install", "--force"]),
-          },
-          systemctl(),
-        );
-        if (out.json) out.document({ unit, path: result.path, outcome: result.outcome, enabled: true });
-        const what = { created: "wrote", unchanged: "already up to date:", replaced: "replaced" }[
-          result.outcome
-        ];
-        out.line(`${what} ${result.path}`);
-        out.line(`ran systemctl --user daemon-reload and enable ${unit} (it starts at login)`);
-        out.line(`start it now: ${tenaxCommand(paths.name, ["gateway", "start"])}`);
-        return 0;
-      }),
-    );
-
-  gateway
-    .command("uninstall")
-    .description("stop, disable and remove this profile's gateway unit")
-    .option("--json", "print one JSON document")
-    .action((flags: { json?: boolean }) =>
-      cli.run(flags.json, async (out) => {
-        const paths = cli.profile();
-        const unit = unitName(paths.name);
-        const result = await uninstallUnit(unit, unitDirectory(env), systemctl());
-        if (out.json) out.document({ unit, path: result.path, removed: result.removed });
-        out.line(`stopped and disabled ${unit}`);
-        out.line(result.removed ? `removed ${result.path}` : `${result.path} was not there`);
-        return 0;
-      }),
-    );
+  registerGatewayInstallCommands(gateway, cli, env, systemctl);
 
   for (const verb of ["start", "stop"] as const) {
     gateway

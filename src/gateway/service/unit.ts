@@ -61,7 +61,7 @@ export function renderUnit(options: UnitOptions): string {
 }
 
 /** `%` starts a specifier in unit files; `%%` is a literal one. */
-function escapeSpecifiers(value: string): string {
+export function escapeSpecifiers(value: string): string {
   return value.replaceAll("%", "%%");
 }
 
