@@ -12,6 +12,8 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { runAppendSizes, type SizeRow } from "./append-sizes.js";
+import { type CronBenchResult, runCronBench } from "./cron.js";
+import { cronLines, judgeCronAims } from "./cron-report.js";
 import {
   type GatewayPeerResult,
   gatewayLines,
@@ -67,6 +69,7 @@ const SUITES = [
   "gateway",
   "framework",
   "slowdisk",
+  "cron",
 ] as const;
 
 const Env = z.object({
@@ -113,6 +116,17 @@ const Env = z.object({
   BENCH_FRAMEWORK_ROUNDS: count(3),
   BENCH_FRAMEWORK_INPROC_ROUNDS: count(10),
   BENCH_FRAMEWORK_INPROC_BATCH: count(200),
+  /** The cron suite: jobs due at one instant, gateway.max_turns, the cron.max_concurrent values, jobs defined for the lag run and its seconds. */
+  BENCH_CRON_JOBS: count(1000),
+  BENCH_CRON_MAX_TURNS: count(16),
+  BENCH_CRON_CONCURRENCY: z
+    .string()
+    .default("16,4")
+    .transform((s) => s.split(",").map((x) => Number(x.trim())))
+    .pipe(z.array(z.number().int().positive())),
+  BENCH_CRON_LAG_JOBS: count(10_000),
+  BENCH_CRON_LAG_SECONDS: count(150),
+  BENCH_CRON_CHANGE_SECONDS: z.coerce.number().int().min(0).default(10),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -346,6 +360,23 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let cron: CronBenchResult | null = null;
+  if (only.has("cron")) {
+    log("cron: a burst of jobs due at one instant, then the scheduler's lag with many jobs defined");
+    cron = await runCronBench(
+      work,
+      {
+        burstJobs: env.BENCH_CRON_JOBS,
+        maxTurns: env.BENCH_CRON_MAX_TURNS,
+        concurrencies: env.BENCH_CRON_CONCURRENCY,
+        lagJobs: env.BENCH_CRON_LAG_JOBS,
+        lagSeconds: env.BENCH_CRON_LAG_SECONDS,
+        changeEverySeconds: env.BENCH_CRON_CHANGE_SECONDS,
+      },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
@@ -356,6 +387,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     ...(gateway ? judgeGatewayAims(gateway) : []),
     ...(framework ? judgeFrameworkAims(framework) : []),
     ...(slowDisk ? [judgeSlowDiskAim(slowDisk)] : []),
+    ...(cron ? judgeCronAims(cron) : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -382,6 +414,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     gateway,
     framework,
     slow_disk: slowDisk,
+    cron,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -410,6 +443,7 @@ function print(r: {
   gateway: GatewayPeerResult | null;
   framework: FrameworkResult | null;
   slow_disk: SlowDiskResult | null;
+  cron: CronBenchResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -540,6 +574,7 @@ function print(r: {
   if (r.gateway) lines.push(...gatewayLines(r.gateway));
   if (r.framework) lines.push(...frameworkLines(r.framework));
   if (r.slow_disk) lines.push("", ...slowDiskLines(r.slow_disk));
+  if (r.cron) lines.push(...cronLines(r.cron));
   lines.push(
     "\naims",
     table(
