@@ -68,6 +68,7 @@ describe("configSchema", () => {
         exec: { mode: "ask", allow: [], approval_timeout: 300, env: [] },
         files: { mode: "roots", roots: [] },
       },
+      cron: { enabled: true, max_concurrent: 4, default_timeout: 600, run_retention_days: 30 },
     });
     expect(usesBuiltInSimulator(config)).toBe(true);
   });
