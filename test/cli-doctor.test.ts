@@ -19,6 +19,7 @@ import {
   tenaxAsync,
 } from "./helpers/cli.js";
 import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { freePort } from "./helpers/dashboard.js";
 import { tempProfile } from "./helpers/tmp.js";
 
 beforeAll(() => requireBuild());
@@ -37,13 +38,6 @@ function listen(): Promise<{ server: Server; port: number }> {
       resolve({ server, port: typeof address === "object" && address ? address.port : 0 });
     });
   });
-}
-
-async function freePort(): Promise<number> {
-  const { server, port } = await listen();
-  await new Promise((r) => server.close(r));
-  servers.splice(servers.indexOf(server), 1);
-  return port;
 }
 
 /** A profile whose ports are free on this machine (8642/8080 may be taken by something else). */
