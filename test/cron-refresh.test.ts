@@ -4,31 +4,10 @@
 // moved is still honoured: the claim reads it afresh.
 import { describe, expect, it, vi } from "vitest";
 import { Scheduler } from "../src/agent/scheduler.js";
-import { agentCronHost } from "../src/cron/agent-host.js";
-import { CronEngine } from "../src/cron/engine.js";
-import { CronJobs } from "../src/cron/jobs.js";
 import { JOB_KIND, listRuns } from "../src/cron/records.js";
-import { setupAgent } from "./helpers/agent.js";
+import { cronSetup, MIN, T0 } from "./helpers/cron-engine.js";
 
-const T0 = Date.parse("2026-12-01T00:00:30Z");
-const MIN = 60_000;
-
-async function setup() {
-  const ctx = await setupAgent();
-  let now = T0;
-  const clock = () => now;
-  const jobs = new CronJobs(ctx.store, { timezone: "UTC", now: clock });
-  const engine = () =>
-    new CronEngine({
-      store: ctx.store,
-      host: agentCronHost(ctx.agent, ctx.project),
-      maxConcurrent: 2,
-      defaultTimeoutS: 60,
-      sessionOp: (title) => ctx.agent.newSessionOp({ title, source: "cron" }),
-      now: clock,
-    });
-  return { ...ctx, jobs, engine, set: (t: number) => (now = t) };
-}
+const setup = cronSetup;
 
 describe("cron engine refresh", () => {
   it("does not read the jobs again after its own claim, and after a change reads only the changed job", async () => {
