@@ -35,5 +35,20 @@ export interface CronEvent {
   message: string;
 }
 
-export type TenaxEvent = AgentEvent | StoreEvent | LifecycleEvent | GatewayEvent | CronEvent;
+/**
+ * What the chat platforms tell (src/platforms): outbound messages delivered, failed (to be tried
+ * again) or given up, and inbound updates that could not be committed.
+ */
+export interface PlatformEvent {
+  type: "platform_delivered" | "platform_delivery_failed" | "platform_delivery_given_up";
+  layer: "platforms";
+  platform: string;
+  /** The chat (chatKey: PLATFORM:CHAT), or null when the event is about no one chat. */
+  chat: string | null;
+  /** The outbox entry's key, or null. */
+  key: string | null;
+  message: string;
+}
+
+export type TenaxEvent = AgentEvent | StoreEvent | LifecycleEvent | GatewayEvent | CronEvent | PlatformEvent;
 export type TenaxEventType = TenaxEvent["type"];

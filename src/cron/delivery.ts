@@ -4,8 +4,10 @@
 // (so processes sharing the store never send one entry at once), and the delivered mark is the
 // first thing written after a success.
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
+import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RecordPutOp } from "../store/ops.js";
+import { isRecordConflict, LEASE_MARGIN_MS } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
 import { type SendOutcome, sendEntry } from "./delivery-send.js";
 import type { CronEvent } from "./host.js";
@@ -54,18 +56,18 @@ export interface OutboxBacklog {
 }
 
 const SECOND = 1_000;
-const STEPS_MS = [5, 15, 60, 300, 900, 3_600, 7_200, 14_400].map((s) => s * SECOND);
-const BACKOFF_CAP_MS = 6 * 3_600 * SECOND;
-/** An attempt's lease outlasts its timeout by this, so a slow attempt is never taken over. */
-const LEASE_MARGIN_MS = 30 * SECOND;
+const BACKOFF = {
+  stepsMs: [5, 15, 60, 300, 900, 3_600, 7_200, 14_400].map((s) => s * SECOND),
+  capMs: 6 * 3_600 * SECOND,
+  spread: 0.2,
+};
 /** Entries sent at once (a slow webhook does not hold the others back). */
 const PARALLEL = 8;
 const PRUNE_EVERY_MS = 3_600 * SECOND;
 
 /** 5 s, 15 s, 1 min, 5 min, 15 min, 1 h, 2 h, 4 h, then 6 h, each within ±20 %. */
 export function defaultBackoff(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(BACKOFF_CAP_MS, STEPS_MS[Math.max(0, attempt - 1)] ?? BACKOFF_CAP_MS);
-  return Math.round(base * (0.8 + 0.4 * random()));
+  return stepBackoff(BACKOFF, attempt, random);
 }
 
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
@@ -132,8 +134,6 @@ export function outboxOps(
     );
   return ops;
 }
-
-const isConflict = (error: unknown) => TenaxError.isInstance(error) && error.code === "record_conflict";
 
 export class CronOutbox {
   private readonly store: Store;
@@ -285,7 +285,7 @@ export class CronOutbox {
     try {
       await this.store.write([claimOp(OUTBOX_KIND, entry.key, leased, text, start)]);
     } catch (error) {
-      if (isConflict(error)) return;
+      if (isRecordConflict(error)) return;
       throw error;
     }
     const leasedText = this.store.getRecordText(OUTBOX_KIND, entry.key);
@@ -349,7 +349,7 @@ export class CronOutbox {
         throw new TenaxError("record_conflict", `${leased.key} vanished during its attempt`);
       await this.store.write([claimOp(OUTBOX_KIND, next.key, next, leasedText, now)]);
     } catch (error) {
-      if (!isConflict(error)) throw error;
+      if (!isRecordConflict(error)) throw error;
       return;
     }
     if (giveUp) {

@@ -8,7 +8,6 @@
 // Records carry no session id (deleting a run's session keeps the job's history); what is read
 // back is checked, and a record that fails is treated as absent.
 import { z } from "zod";
-import type { RecordClaimOp, RecordPutOp } from "../store/ops.js";
 import type { StoreReader } from "../store/store-reader.js";
 
 export const JOB_KIND = "cron_job";
@@ -182,36 +181,5 @@ export function runKey(job: string, occurrence: number, manualId?: string): stri
   return manualId === undefined ? `${job}/${at}` : `${job}/${at}-manual-${manualId}`;
 }
 
-/** A record written whatever was there (newest updated_at wins); value null deletes it. */
-export function putOp(kind: string, key: string, value: unknown, at: number): RecordPutOp {
-  return {
-    op: "record.put",
-    kind,
-    key,
-    session_id: null,
-    value: value === null ? null : JSON.stringify(value),
-    updated_at: at,
-  };
-}
-
-/**
- * A record written only if it is still `expect` (null: absent), compared as the JSON text the
- * store holds; the write is refused with `record_conflict` otherwise.
- */
-export function claimOp(
-  kind: string,
-  key: string,
-  value: unknown,
-  expect: string | null,
-  at: number,
-): RecordClaimOp {
-  return {
-    op: "record.claim",
-    kind,
-    key,
-    session_id: null,
-    value: JSON.stringify(value),
-    expect,
-    updated_at: at,
-  };
-}
+// The record writes are shared with the chat platforms (src/store/record-ops.ts).
+export { claimOp, putOp } from "../store/record-ops.js";

@@ -1,0 +1,348 @@
+// The platform outbox on a real store file and an in-memory platform: exactly once across a
+// restart, never twice at once from two outboxes, one chat's messages in order under retries,
+// retry_after honoured to the millisecond, the give-up bounds, plain text when formatting is
+// refused, edits of a message still being sent, and the backlog.
+import { describe, expect, it } from "vitest";
+import { type Answer, FakePlatform } from "../../test/helpers/fake-platform.js";
+import { tempProfile } from "../../test/helpers/tmp.js";
+import type { PlatformEvent } from "../agent/events.js";
+import { Scheduler } from "../agent/scheduler.js";
+import type { ProfilePaths } from "../profile/paths.js";
+import { putOp } from "../store/record-ops.js";
+import { openStore, releaseStore } from "../store/registry.js";
+import type { Store } from "../store/store.js";
+import { type ChatRef, formattingRejected, permanent, retryable, type SendOp } from "./adapter.js";
+import { PlatformOutbox, type PlatformOutboxOptions } from "./outbox.js";
+import { listOutboxEntries, OUTBOX_KIND, outboxEntryOp, readOutboxEntry } from "./outbox-records.js";
+
+const T0 = Date.parse("2026-12-03T06:00:00Z");
+const chat = (id: string): ChatRef => ({ platform: "fake", chat_id: id, thread_id: null });
+const send = (id: string, text: string, fields: Partial<SendOp> = {}): SendOp => ({
+  type: "send",
+  chat: chat(id),
+  text,
+  format: "plain",
+  ...fields,
+});
+
+async function setup(paths: ProfilePaths = tempProfile()) {
+  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+  const clock = { now: T0 };
+  const events: PlatformEvent[] = [];
+  const outbox = (store: Store, platform: FakePlatform, options: Partial<PlatformOutboxOptions> = {}) =>
+    new PlatformOutbox({
+      store,
+      adapters: [platform],
+      now: () => clock.now,
+      random: () => 0.5,
+      onEvent: (e) => events.push(e),
+      ...options,
+    });
+  return { paths, store, clock, events, outbox };
+}
+
+const state = (store: Store, key: string) => readOutboxEntry(store, key);
+
+describe("PlatformOutbox: exactly once", () => {
+  it("marks a success with the message id, and a new outbox on the reopened store never resends", async () => {
+    const t = await setup();
+    const platform = new FakePlatform();
+    const outbox = t.outbox(t.store, platform);
+    const { key } = await outbox.enqueue({ message: send("1", "hello"), id: "turn_1/reply/0" });
+    await outbox.kick();
+    expect(platform.texts()).toEqual(["hello"]);
+    expect(state(t.store, key)).toMatchObject({
+      state: "delivered",
+      attempts: 1,
+      message_id: "100",
+      delivered_at: T0,
+    });
+    expect(t.events.map((e) => [e.type, e.platform, e.chat, e.key])).toEqual([
+      ["platform_delivered", "fake", "fake:1", key],
+    ]);
+    // The same enqueue again (a retried write by whoever made it) is recognised and not sent.
+    expect(await outbox.enqueue({ message: send("1", "hello"), id: "turn_1/reply/0" })).toEqual({
+      key,
+      created: false,
+    });
+    outbox.stop();
+    await releaseStore(t.store);
+
+    const again = await setup(t.paths);
+    again.clock.now = T0 + 3_600_000;
+    const restarted = new FakePlatform();
+    expect(await again.outbox(again.store, restarted).deliverDue()).toEqual({
+      delivered: 0,
+      failed: 0,
+      given_up: 0,
+    });
+    expect(restarted.performed).toEqual([]);
+    await releaseStore(again.store);
+  });
+
+  it("after a crash between send and mark, sends once more only when the dead attempt's lease ends", async () => {
+    const t = await setup();
+    const { entry, op } = outboxEntryOp({ message: send("1", "answer") }, T0);
+    // What a process that died after the platform took the message leaves: the lease, no mark.
+    const leaseEnd = T0 + 10_000 + 30_000;
+    await t.store.write([op]);
+    await t.store.write([putOp(OUTBOX_KIND, entry.key, { ...entry, next_at: leaseEnd }, T0 + 1)]);
+    await releaseStore(t.store);
+
+    const again = await setup(t.paths);
+    const platform = new FakePlatform();
+    const outbox = again.outbox(again.store, platform);
+    again.clock.now = leaseEnd - 1;
+    expect((await outbox.deliverDue()).delivered).toBe(0);
+    again.clock.now = leaseEnd;
+    expect((await outbox.deliverDue()).delivered).toBe(1);
+    again.clock.now += 3_600_000;
+    await outbox.deliverDue();
+    // The documented bound: the one message that reached the platform unmarked is sent once more.
+    expect(platform.texts()).toEqual(["answer"]);
+    await releaseStore(again.store);
+  });
+
+  it("two outboxes on one store send an entry once, however their passes overlap", async () => {
+    const t = await setup();
+    const slow: Answer = () =>
+      new Promise((resolve) => setTimeout(() => resolve({ ok: true, message_id: "7" }), 100));
+    const a = new FakePlatform("fake", [slow, slow]);
+    const b = new FakePlatform("fake", [slow, slow]);
+    await t.store.write([
+      outboxEntryOp({ message: send("1", "one") }, T0).op,
+      outboxEntryOp({ message: send("2", "two") }, T0).op,
+    ]);
+    const one = t.outbox(t.store, a);
+    const other = t.outbox(t.store, b);
+    const reports = await Promise.all([one.deliverDue(), other.deliverDue(), one.deliverDue()]);
+    expect(reports.reduce((n, r) => n + r.delivered, 0)).toBe(2);
+    expect([...a.texts(), ...b.texts()].sort()).toEqual(["one", "two"]);
+    // Later passes find both delivered.
+    t.clock.now += 3_600_000;
+    await Promise.all([one.deliverDue(), other.deliverDue()]);
+    expect(a.performed.length + b.performed.length).toBe(2);
+  });
+});
+
+describe("PlatformOutbox: order and retries", () => {
+  it("never sends a message before an earlier one to the same chat that waits for a retry", async () => {
+    const t = await setup();
+    const platform = new FakePlatform("fake", [retryable("fake answered 502 Bad Gateway")]);
+    const outbox = t.outbox(t.store, platform);
+    const ops = [
+      outboxEntryOp({ message: send("1", "a") }, T0),
+      outboxEntryOp({ message: send("1", "b") }, T0),
+      outboxEntryOp({ message: send("1", "c") }, T0),
+    ];
+    await t.store.write([
+      ...ops.map((o) => o.op).reverse(),
+      outboxEntryOp({ message: send("2", "x") }, T0).op,
+    ]);
+    expect(await outbox.deliverDue()).toEqual({ delivered: 1, failed: 1, given_up: 0 });
+    expect(platform.texts()).toEqual(["a", "x"]);
+    expect(state(t.store, ops[0]?.entry.key ?? "")).toMatchObject({
+      state: "pending",
+      attempts: 1,
+      next_at: T0 + 1_000,
+      last_error: "fake answered 502 Bad Gateway",
+    });
+    t.clock.now += 999;
+    await outbox.deliverDue();
+    expect(platform.texts()).toEqual(["a", "x"]);
+    t.clock.now += 1;
+    expect((await outbox.deliverDue()).delivered).toBe(3);
+    expect(platform.texts()).toEqual(["a", "x", "a", "b", "c"]);
+  });
+
+  it("502, 502, then 429 retry_after 2 s, then ok: waits exactly that, and delivers once", async () => {
+    const t = await setup();
+    const platform = new FakePlatform("fake", [
+      retryable("502"),
+      retryable("502"),
+      retryable("429 Too Many Requests: retry after 2", 2_000),
+    ]);
+    const outbox = t.outbox(t.store, platform);
+    const { key } = await outbox.enqueue({ message: send("1", "reply") });
+    await outbox.kick();
+    expect(state(t.store, key)?.next_at).toBe(T0 + 1_000);
+    t.clock.now += 1_000;
+    await outbox.deliverDue();
+    expect(state(t.store, key)?.next_at).toBe(t.clock.now + 2_000);
+    t.clock.now += 2_000;
+    await outbox.deliverDue();
+    expect(state(t.store, key)).toMatchObject({ attempts: 3, next_at: t.clock.now + 2_000 });
+    t.clock.now += 1_999;
+    expect((await outbox.deliverDue()).delivered).toBe(0);
+    t.clock.now += 1;
+    expect((await outbox.deliverDue()).delivered).toBe(1);
+    t.clock.now += 3_600_000;
+    await outbox.deliverDue();
+    expect(platform.texts()).toEqual(["reply", "reply", "reply", "reply"]);
+    expect(state(t.store, key)).toMatchObject({ state: "delivered", attempts: 4 });
+    expect(outbox.stats()).toEqual({
+      delivered_total: { fake: 1 },
+      failed_total: { fake: 3 },
+      given_up_total: {},
+    });
+  });
+
+  it("gives up past the attempts allowed, with an event, and the chat's next message goes", async () => {
+    const t = await setup();
+    const down = retryable("fake: connect ECONNREFUSED");
+    const platform = new FakePlatform("fake", [down, down, down]);
+    const outbox = t.outbox(t.store, platform, { maxAttempts: 3, backoff: () => 10 });
+    const first = await outbox.enqueue({ message: send("1", "lost") });
+    await outbox.enqueue({ message: send("1", "after") });
+    await outbox.kick();
+    t.clock.now += 10;
+    await outbox.deliverDue();
+    expect(outbox.backlog()).toEqual({
+      fake: {
+        pending: 2,
+        given_up: 0,
+        oldest_pending_at: T0,
+        last_error: "fake: connect ECONNREFUSED",
+      },
+    });
+    t.clock.now += 10;
+    expect(await outbox.deliverDue()).toEqual({ delivered: 1, failed: 0, given_up: 1 });
+    expect(state(t.store, first.key)).toMatchObject({ state: "given_up", attempts: 3 });
+    expect(platform.texts()).toEqual(["lost", "lost", "lost", "after"]);
+    const given = t.events.filter((e) => e.type === "platform_delivery_given_up");
+    expect(given.map((e) => e.message)).toEqual([
+      `${first.key} was given up: fake: connect ECONNREFUSED; 3 attempts, the last one allowed`,
+    ]);
+    expect(outbox.stats().given_up_total).toEqual({ fake: 1 });
+    expect(outbox.backlog().fake).toMatchObject({ pending: 0, given_up: 1 });
+  });
+
+  it("gives up past the age allowed, and at once on a failure retrying will not fix", async () => {
+    const t = await setup();
+    const platform = new FakePlatform("fake", [
+      retryable("502"),
+      retryable("502"),
+      retryable("502"),
+      permanent("403 Forbidden: bot was blocked by the user"),
+    ]);
+    const outbox = t.outbox(t.store, platform, { maxAgeMs: 60_000, backoff: () => 10_000 });
+    const old = await outbox.enqueue({ message: send("1", "old") });
+    await outbox.kick();
+    t.clock.now += 40_000;
+    await outbox.deliverDue();
+    expect(state(t.store, old.key)).toMatchObject({ state: "pending", attempts: 2 });
+    t.clock.now += 20_000;
+    await outbox.deliverDue();
+    expect(state(t.store, old.key)).toMatchObject({ state: "given_up", attempts: 3 });
+    const blocked = await outbox.enqueue({ message: send("2", "blocked") });
+    await outbox.kick();
+    expect(state(t.store, blocked.key)).toMatchObject({ state: "given_up", attempts: 1 });
+    expect(t.events.filter((e) => e.type === "platform_delivery_given_up").map((e) => e.message)).toEqual([
+      `${old.key} was given up: 502; still failing 1 min after it was queued`,
+      `${blocked.key} was given up: 403 Forbidden: bot was blocked by the user; retrying will not fix it`,
+    ]);
+  });
+});
+
+describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
+  it("resends as plain text when the platform rejects the formatting, and keeps it plain", async () => {
+    const t = await setup();
+    const platform = new FakePlatform("fake", [formattingRejected("can't parse entities"), retryable("502")]);
+    const outbox = t.outbox(t.store, platform);
+    const { key } = await outbox.enqueue({ message: send("1", "*bold", { format: "markdown" }) });
+    await outbox.kick();
+    expect(platform.performed.map((op) => (op.type === "send" ? op.format : op.type))).toEqual([
+      "markdown",
+      "plain",
+    ]);
+    expect(state(t.store, key)?.op).toMatchObject({ format: "plain" });
+    t.clock.now += 1_000;
+    await outbox.deliverDue();
+    expect(platform.performed.at(-1)).toMatchObject({ type: "send", format: "plain" });
+    expect(state(t.store, key)?.state).toBe("delivered");
+  });
+
+  it("an edit by the outbox key of its send waits for the send, then uses its message id", async () => {
+    const t = await setup();
+    const platform = new FakePlatform("fake", [retryable("502"), { ok: true, message_id: "555" }]);
+    const outbox = t.outbox(t.store, platform);
+    const sent = await outbox.enqueue({ message: send("1", "thinking…") });
+    await outbox.enqueue({
+      message: { type: "edit", chat: chat("1"), of_key: sent.key, text: "the answer", format: "plain" },
+    });
+    await outbox.kick();
+    t.clock.now += 1_000;
+    await outbox.deliverDue();
+    expect(platform.performed.at(-1)).toEqual({
+      type: "edit",
+      chat: chat("1"),
+      message_id: "555",
+      text: "the answer",
+      format: "plain",
+    });
+    expect(platform.performed).toHaveLength(3);
+  });
+
+  it("enqueues in the caller's transaction: the entry exists exactly when what made it does", async () => {
+    const t = await setup();
+    const { entry, op } = outboxEntryOp({ message: send("1", "done"), origin: "turn:t_1" }, T0);
+    await expect(t.store.write([op, { op: "message.append", ...badMessage() }])).rejects.toThrow(
+      /does not exist/,
+    );
+    expect(listOutboxEntries(t.store)).toEqual([]);
+    await t.store.write([op]);
+    expect(listOutboxEntries(t.store)).toEqual([entry]);
+    expect(entry).toMatchObject({
+      platform: "fake",
+      chat_key: "fake:1",
+      origin: "turn:t_1",
+      state: "pending",
+    });
+  });
+
+  it("maintainOn sends on the scheduler until stopped, and prune drops old delivered entries", async () => {
+    const t = await setup();
+    const platform = new FakePlatform();
+    const outbox = t.outbox(t.store, platform, { now: () => Date.now() });
+    const scheduler = new Scheduler();
+    outbox.maintainOn(scheduler, 20);
+    expect(scheduler.size).toBe(2);
+    await t.store.write([outboxEntryOp({ message: send("1", "tick") }, Date.now()).op]);
+    for (let i = 0; i < 100 && platform.performed.length === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(platform.texts()).toEqual(["tick"]);
+    outbox.stop();
+    expect(scheduler.size).toBe(0);
+    scheduler.stop();
+    expect(await outbox.prune(60_000)).toBe(0);
+    expect(await outbox.prune(-60_000)).toBe(1);
+    expect(listOutboxEntries(t.store)).toEqual([]);
+  });
+
+  it("leaves entries of a platform this process has no adapter for", async () => {
+    const t = await setup();
+    const platform = new FakePlatform("other");
+    await t.store.write([outboxEntryOp({ message: send("1", "for fake") }, T0).op]);
+    expect(await t.outbox(t.store, platform).deliverDue()).toEqual({ delivered: 0, failed: 0, given_up: 0 });
+    expect(platform.performed).toEqual([]);
+    expect(t.outbox(t.store, platform).backlog()).toEqual({
+      other: { pending: 0, given_up: 0, oldest_pending_at: null, last_error: null },
+      fake: { pending: 1, given_up: 0, oldest_pending_at: T0, last_error: null },
+    });
+  });
+});
+
+function badMessage() {
+  return {
+    uid: "m_1",
+    session_id: "ses_missing",
+    role: "assistant",
+    content: "x",
+    content_kind: "text" as const,
+    tool_calls: null,
+    tool_call_id: null,
+    name: null,
+    turn_id: null,
+    created_at: T0,
+  };
+}
