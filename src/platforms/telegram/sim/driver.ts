@@ -1,0 +1,130 @@
+// What a test does to the simulator, in one place for both ways of driving it: the in-process
+// handle (server.ts) and the HTTP control API (routes/control.ts). Reads return copies.
+
+import type { Exchanges } from "./exchanges.js";
+import { parseFaults, parseOutage } from "./faults.js";
+import { injectMessage, pressButton } from "./inject.js";
+import type { TelegramSimState } from "./state.js";
+import type {
+  CallbackAnswerRecord,
+  CallRecord,
+  ChatActionRecord,
+  ChatInput,
+  Injected,
+  InjectMessageInput,
+  PressButtonInput,
+  SentMessage,
+  WaitOptions,
+} from "./types.js";
+import { waitUntil } from "./wait.js";
+import type { WebhookPusher } from "./webhook.js";
+
+export class TelegramSimDriver {
+  constructor(
+    readonly state: TelegramSimState,
+    private readonly exchanges: Exchanges,
+    private readonly pusher: WebhookPusher,
+  ) {}
+
+  registerChat(chat: ChatInput): void {
+    this.state.registerChat(chat);
+  }
+
+  injectMessage(input: InjectMessageInput): Injected {
+    return injectMessage(this.state, input);
+  }
+
+  pressButton(input: PressButtonInput): Injected {
+    return pressButton(this.state, input);
+  }
+
+  fault(faults: unknown): void {
+    this.state.faults.add(parseFaults(faults));
+  }
+
+  startOutage(outage?: unknown): void {
+    this.state.faults.outage = parseOutage(outage);
+  }
+
+  liftOutage(): void {
+    this.state.faults.outage = null;
+  }
+
+  releaseHangs(): number {
+    return this.exchanges.releaseHangs();
+  }
+
+  faultsQueued(): number {
+    return this.state.faults.queued();
+  }
+
+  calls(method?: string): CallRecord[] {
+    const all = this.state.records;
+    return structuredClone(method === undefined ? all : all.filter((r) => r.method === method));
+  }
+
+  sentMessages(chatId: number): SentMessage[] {
+    return structuredClone(this.state.chat(chatId)?.sent ?? []);
+  }
+
+  chatActions(chatId?: number): ChatActionRecord[] {
+    const all = this.state.chatActions;
+    return structuredClone(chatId === undefined ? all : all.filter((a) => a.chat_id === chatId));
+  }
+
+  callbackAnswers(): CallbackAnswerRecord[] {
+    return structuredClone(this.state.callbackAnswers);
+  }
+
+  pendingUpdates(): number {
+    return this.state.updates.length;
+  }
+
+  waitForMessages(chatId: number, count: number, options: WaitOptions = {}): Promise<SentMessage[]> {
+    return waitUntil(
+      this.state,
+      () => ((this.state.chat(chatId)?.sent.length ?? 0) >= count ? this.sentMessages(chatId) : undefined),
+      () => {
+        const seen = this.state.chat(chatId)?.sent ?? [];
+        const texts = seen.map((m) => JSON.stringify(m.text)).join(", ");
+        return `the bot sent ${seen.length} of ${count} messages to chat ${chatId}${seen.length ? `: ${texts}` : ""}; calls seen: ${this.callSummary()}`;
+      },
+      options.timeoutMs,
+    );
+  }
+
+  waitForPoll(options: WaitOptions = {}): Promise<void> {
+    return waitUntil(
+      this.state,
+      () => (this.state.pollsHeld > 0 ? true : undefined),
+      () => `no getUpdates long poll was held; calls seen: ${this.callSummary()}`,
+      options.timeoutMs,
+    ).then(() => undefined);
+  }
+
+  waitForCalls(method: string, count: number, options: WaitOptions = {}): Promise<CallRecord[]> {
+    return waitUntil(
+      this.state,
+      () => {
+        const calls = this.state.records.filter((r) => r.method === method && r.ended !== "open");
+        return calls.length >= count ? structuredClone(calls) : undefined;
+      },
+      () => `saw fewer than ${count} finished ${method} calls; calls seen: ${this.callSummary()}`,
+      options.timeoutMs,
+    );
+  }
+
+  reset(): void {
+    this.exchanges.releaseHangs();
+    this.state.reset();
+    this.pusher.kick();
+  }
+
+  /** The last calls, as "method status" pairs, for a wait's failure. */
+  private callSummary(): string {
+    const last = this.state.records.slice(-12);
+    if (last.length === 0) return "none";
+    const shown = last.map((r) => `${r.method} ${r.status ?? r.ended}`).join(", ");
+    return this.state.records.length > last.length ? `... ${shown}` : shown;
+  }
+}
