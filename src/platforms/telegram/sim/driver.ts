@@ -2,8 +2,9 @@
 // handle (server.ts) and the HTTP control API (routes/control.ts). Reads return copies.
 
 import type { Exchanges } from "./exchanges.js";
-import { parseFaults, parseOutage } from "./faults.js";
+import { parseFaults, parseOutage, TelegramSimFaultError } from "./faults.js";
 import { injectMessage, pressButton } from "./inject.js";
+import type { Listener } from "./listener.js";
 import type { TelegramSimState } from "./state.js";
 import type {
   CallbackAnswerRecord,
@@ -42,12 +43,30 @@ export class TelegramSimDriver {
     this.state.faults.add(parseFaults(faults));
   }
 
-  startOutage(outage?: unknown): void {
-    this.state.faults.outage = parseOutage(outage);
+  /** Set by server.ts once it listens: what the "refuse" outage closes and opens again. */
+  listener: Listener | null = null;
+
+  /**
+   * `answered`, from the control API: run the refusal once the answer to that request is out, as
+   * the refusal cuts every connection, the control request's own included.
+   */
+  startOutage(outage?: unknown, answered?: (refuse: () => void) => void): void {
+    const parsed = parseOutage(outage);
+    if (parsed.mode === "refuse") {
+      if (answered && parsed.for_ms === undefined)
+        throw new TelegramSimFaultError(
+          "a refuse outage started over HTTP needs for_ms: the control API is refused too while it lasts, so nothing could lift it",
+        );
+      const refuse = () => this.listener?.refuse(parsed.for_ms, () => void this.liftOutage());
+      if (answered) answered(refuse);
+      else refuse();
+    } else void this.listener?.resume();
+    this.state.faults.outage = parsed;
   }
 
-  liftOutage(): void {
+  async liftOutage(): Promise<void> {
     this.state.faults.outage = null;
+    await this.listener?.resume();
   }
 
   releaseHangs(): number {

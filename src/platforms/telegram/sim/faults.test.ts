@@ -108,6 +108,29 @@ describe("Telegram simulator: faults", () => {
     expect(sim.calls().map((c) => c.fault)).toEqual(["outage", "outage", "outage", null]);
   });
 
+  it("refuses connections during a refuse outage, and listens on the same port once lifted", async () => {
+    sim.startOutage({ mode: "refuse" });
+    const error = (await failure(bot.api.getMe())) as HttpError;
+    expect(error).toBeInstanceOf(HttpError);
+    expect((error.error as { code?: string }).code).toBe("ECONNREFUSED");
+    await sim.liftOutage();
+    expect((await bot.api.getMe()).is_bot).toBe(true);
+    // Over HTTP it needs for_ms, since nothing could lift it otherwise; with it, it lifts itself.
+    const control = (body: unknown) =>
+      fetch(`${sim.controlUrl}/outage`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    expect((await control({ mode: "refuse" })).status).toBe(400);
+    expect((await control({ mode: "refuse", for_ms: 300 })).status).toBe(200);
+    expect(await failure(bot.api.getMe())).toBeInstanceOf(HttpError);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await bot.api.getMe()).is_bot).toBe(true);
+    // close() during a refuse outage still ends cleanly.
+    sim.startOutage({ mode: "refuse" });
+  });
+
   it("refuses a fault it cannot read, naming the field", () => {
     expect(() => sim.fault({ type: "rate_limit", method: "sendMessage" } as never)).toThrow(
       /invalid Telegram simulator fault: .*retry_after/,

@@ -1,7 +1,8 @@
 // The faults a test scripts into the simulator: the next calls of a method (or of any, "*") answer
 // an error status, a 429 with retry_after, hang until released, or have their connection cut; and
-// an outage that fails every call until it is lifted. Queued faults are taken in order, the first
-// whose method matches the call, each `times` times (1 unless told), like the LLM simulator's steps.
+// an outage that fails every call (5xx, cut, or refused connections) until it is lifted. Queued
+// faults are taken in order, the first whose method matches the call, each `times` times (1 unless
+// told), like the LLM simulator's steps.
 import { z } from "zod";
 import { TenaxError } from "../../../core/errors.js";
 
@@ -48,6 +49,8 @@ export type FaultInput = z.input<typeof faultSchema>;
 export const outageSchema = z.discriminatedUnion("mode", [
   z.strictObject({ mode: z.literal("error"), status: z.number().int().min(500).max(599).default(502) }),
   z.strictObject({ mode: z.literal("drop") }),
+  /** Stop listening: connections are refused until lifted, or for for_ms. */
+  z.strictObject({ mode: z.literal("refuse"), for_ms: z.number().int().min(1).max(600_000).optional() }),
 ]);
 export type Outage = z.output<typeof outageSchema>;
 export type OutageInput = z.input<typeof outageSchema>;

@@ -7,6 +7,7 @@ import { buildTelegramSimApp } from "./app.js";
 import { TelegramSimDriver } from "./driver.js";
 import { Exchanges } from "./exchanges.js";
 import type { FaultInput } from "./faults.js";
+import { Listener } from "./listener.js";
 import { LongPolls } from "./polling.js";
 import { CONTROL_PREFIX } from "./routes/control.js";
 import { TelegramSimState } from "./state.js";
@@ -41,6 +42,8 @@ export async function startTelegramSim(options: TelegramSimOptions = {}): Promis
     name: "telegram_sim",
     hint: "stop what uses it, or let the simulator choose a free port (port 0)",
   });
+  const listener = new Listener(app.server, host, port);
+  driver.listener = listener;
   const apiRoot = `http://${urlHost(host)}:${port}`;
   let closing: Promise<void> | null = null;
   return {
@@ -70,6 +73,7 @@ export async function startTelegramSim(options: TelegramSimOptions = {}): Promis
       closing ??= (async () => {
         // Held polls are answered with no updates and given a moment to be written; what still
         // hangs after that is cut.
+        listener.stop();
         polls.close();
         await exchanges.idle(200);
         exchanges.cutOpen();

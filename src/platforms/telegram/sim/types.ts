@@ -154,9 +154,13 @@ export interface TelegramSim {
   pressButton(input: PressButtonInput): Injected;
   /** Queue faults for the next calls, taken in order; throws TelegramSimFaultError on a bad one. */
   fault(faults: FaultInput | FaultInput[]): void;
-  /** Every call fails (5xx, or its connection cut) until liftOutage(). */
+  /**
+   * Every call fails until liftOutage(): a 5xx ({mode:"error"}, the default), its connection cut
+   * ({mode:"drop"}), or refused as the simulator stops listening ({mode:"refuse", for_ms?}).
+   */
   startOutage(outage?: OutageInput): void;
-  liftOutage(): void;
+  /** Resolves once the simulator listens again (after a refuse outage). */
+  liftOutage(): Promise<void>;
   /** Let every hanging call go on to its normal answer. */
   releaseHangs(): number;
   faultsQueued(): number;

@@ -94,6 +94,8 @@ async function applyFault(
       if (await deps.exchanges.hang(exchange.closed)) return false;
       reply.hijack();
       return true;
+    // A call that came in as the listener closed (the "refuse" outage) is cut like a drop.
+    case "refuse":
     case "drop":
       reply.hijack();
       exchange.record.ended = "dropped";

@@ -96,13 +96,13 @@ export function registerControlRoutes(app: App, driver: TelegramSimDriver): void
     }),
   );
   // The body is optional: none means a 502 outage.
-  app.post(`${p}/outage`, json, async (request) =>
+  app.post(`${p}/outage`, json, async (request, reply) =>
     control(() => {
-      driver.startOutage(request.body);
+      driver.startOutage(request.body, (refuse) => reply.raw.once("finish", refuse));
       return true;
     }),
   );
-  app.delete(`${p}/outage`, async () => control(() => driver.liftOutage() ?? true));
+  app.delete(`${p}/outage`, async () => control(() => driver.liftOutage().then(() => true)));
   app.post(`${p}/release-hangs`, async () => control(() => ({ released: driver.releaseHangs() })));
   app.post(`${p}/reset`, async () => control(() => driver.reset() ?? true));
   app.get(`${p}/calls`, async (request) => {
