@@ -50,6 +50,25 @@ describe("Telegram simulator: the Bot API", () => {
     expect(sim.calls("getMe").map((c) => c.verb)).toEqual(["POST", "GET"]);
   });
 
+  it("reads parameters from the query string and from an urlencoded form, as JSON where they are", async () => {
+    sim.registerChat({ id: 5 });
+    const markup = JSON.stringify({ inline_keyboard: [[{ text: "Go", callback_data: "go" }]] });
+    const query = new URLSearchParams({ chat_id: "5", text: "from GET", reply_markup: markup });
+    const get = await fetch(`${sim.apiRoot}/bot${sim.token}/sendMessage?${query}`);
+    expect(await get.json()).toMatchObject({ ok: true, result: { chat: { id: 5 }, text: "from GET" } });
+    const form = await fetch(`${sim.apiRoot}/bot${sim.token}/sendmessage`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ chat_id: "5", text: "42" }).toString(),
+    });
+    expect(await form.json()).toMatchObject({ ok: true, result: { text: "42" } });
+    const [first, second] = sim.sentMessages(5);
+    expect(first?.reply_markup?.inline_keyboard[0]?.[0]?.callback_data).toBe("go");
+    // The method name is read without regard to case, and recorded as Telegram names it.
+    expect(second?.text).toBe("42");
+    expect(sim.calls().map((c) => c.method)).toEqual(["sendMessage", "sendMessage"]);
+  });
+
   it("refuses a wrong token with 401 and an unknown method with 404", async () => {
     const bad = await raw("getMe", {}, "1:wrong");
     expect(bad).toEqual({ status: 401, body: { ok: false, error_code: 401, description: "Unauthorized" } });

@@ -1,7 +1,7 @@
 // The Telegram simulator as a running server: its app on a port of its own (127.0.0.1 and a free
 // port unless told), and the handle a test or the drill drives it with. grammY talks to it with
 // `new Bot(sim.token, { client: { apiRoot: sim.apiRoot } })`.
-import { realSleep, systemClock } from "../../../core/deps.js";
+import { systemClock } from "../../../core/deps.js";
 import { closeApp, listen, urlHost } from "../../../http/listen.js";
 import { buildTelegramSimApp } from "./app.js";
 import { TelegramSimDriver } from "./driver.js";
@@ -34,10 +34,7 @@ export async function startTelegramSim(options: TelegramSimOptions = {}): Promis
   const pusher = new WebhookPusher(state, { ...DEFAULT_WEBHOOK_BACKOFF, ...options.webhookBackoff });
   const exchanges = new Exchanges();
   const driver = new TelegramSimDriver(state, exchanges, pusher);
-  const app = buildTelegramSimApp(
-    { token, state, polls, pusher, exchanges, clock, sleep: realSleep },
-    driver,
-  );
+  const app = buildTelegramSimApp({ token, state, polls, pusher, exchanges, clock }, driver);
   const port = await listen(app, host, options.port ?? 0, {
     name: "telegram_sim",
     hint: "stop what uses it, or let the simulator choose a free port (port 0)",

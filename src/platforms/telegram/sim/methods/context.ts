@@ -2,7 +2,6 @@
 // zod schema with a failure worded as Telegram words it ("Bad Request: chat_id is empty"), and the
 // chat a chat_id names.
 import type { z } from "zod";
-import type { Sleep } from "../../../../core/deps.js";
 import { badRequest, chatNotFound } from "../errors.js";
 import type { Params } from "../params.js";
 import type { LongPolls } from "../polling.js";
@@ -16,7 +15,6 @@ export interface MethodContext {
   params: Params;
   /** Aborted when the call's response closes (answered, or the client went away). */
   closed: AbortSignal;
-  sleep: Sleep;
 }
 
 /** A method: the result it answers, or a thrown botError. */

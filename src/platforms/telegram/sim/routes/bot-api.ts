@@ -50,7 +50,6 @@ async function answerCall(request: FastifyRequest, reply: FastifyReply, deps: Si
       pusher: deps.pusher,
       params,
       closed: exchange.closed,
-      sleep: deps.sleep,
     });
     const answer = { ok: true, result };
     record.answer = answer;

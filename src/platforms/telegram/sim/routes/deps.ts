@@ -1,5 +1,5 @@
 // What the route files are given: the simulator's state and the parts that act on it.
-import type { Clock, Sleep } from "../../../../core/deps.js";
+import type { Clock } from "../../../../core/deps.js";
 import type { Exchanges } from "../exchanges.js";
 import type { LongPolls } from "../polling.js";
 import type { TelegramSimState } from "../state.js";
@@ -12,5 +12,4 @@ export interface SimDeps {
   pusher: WebhookPusher;
   exchanges: Exchanges;
   clock: Clock;
-  sleep: Sleep;
 }
