@@ -193,6 +193,23 @@ describe("Telegram simulator: the Bot API", () => {
     expect(log?.edits.map((e) => e.previous.text)).toEqual(["thinking"]);
   });
 
+  it("deletes the bot's messages and keeps the command menu per scope", async () => {
+    sim.registerChat({ id: 5 });
+    const api = newBot().api;
+    const sent = await api.sendMessage(5, "oops");
+    expect(await api.deleteMessage(5, sent.message_id)).toBe(true);
+    expect(sim.sentMessages(5)).toMatchObject([{ text: "oops", deleted: true }]);
+    const again = await grammyError(api.deleteMessage(5, sent.message_id));
+    expect(again.description).toBe("Bad Request: message to delete not found");
+    await api.setMyCommands([{ command: "new", description: "Start a new session" }]);
+    await api.setMyCommands([{ command: "stop", description: "Stop" }], {
+      scope: { type: "all_group_chats" },
+    });
+    expect(await api.getMyCommands()).toEqual([{ command: "new", description: "Start a new session" }]);
+    const bad = await grammyError(api.setMyCommands([{ command: "New Session", description: "x" }]));
+    expect(bad.description).toBe("Bad Request: BOT_COMMAND_INVALID");
+  });
+
   it("takes reply_parameters and threads, and refuses a reply to a message that is not there", async () => {
     const { message } = sim.injectMessage({
       chat: { id: -100, type: "supergroup", title: "Team", is_forum: true },

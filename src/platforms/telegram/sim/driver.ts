@@ -135,6 +135,7 @@ export class TelegramSimDriver {
 
   reset(): void {
     this.exchanges.releaseHangs();
+    void this.listener?.resume();
     this.state.reset();
     this.pusher.kick();
   }

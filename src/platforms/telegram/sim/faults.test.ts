@@ -72,6 +72,20 @@ describe("Telegram simulator: faults", () => {
     });
   });
 
+  it("answers a raw (non-JSON) error body when told, as a proxy in front of Telegram would", async () => {
+    sim.fault({ type: "error", method: "getMe", status: 502, raw: "<html>Bad Gateway</html>" });
+    const answer = await fetch(`${sim.apiRoot}/bot${sim.token}/getMe`);
+    expect([answer.status, answer.headers.get("content-type"), await answer.text()]).toEqual([
+      502,
+      "text/html",
+      "<html>Bad Gateway</html>",
+    ]);
+    sim.fault({ type: "error", method: "getMe", status: 502, raw: "<html>Bad Gateway</html>" });
+    // grammY cannot read it as JSON: a network-level HttpError, not a GrammyError.
+    const error = await failure(bot.api.getMe());
+    expect(error).toBeInstanceOf(HttpError);
+  });
+
   it("holds a hanging call until released, then answers it as usual", async () => {
     sim.fault({ type: "hang", method: "sendMessage" });
     let settled = false;
