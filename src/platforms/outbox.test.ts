@@ -125,6 +125,43 @@ describe("PlatformOutbox: exactly once", () => {
   });
 });
 
+describe("PlatformOutbox: two processes", () => {
+  it("never resends what the other delivered while this pass was busy with other chats", async () => {
+    const t = await setup();
+    // What the platform saw, across both processes: each send's start and end.
+    const log: string[] = [];
+    const slow = (): Answer => (op) => {
+      const text = op.type === "send" ? op.text : op.type;
+      log.push(`start ${text}`);
+      return new Promise((resolve) =>
+        setTimeout(() => {
+          log.push(`end ${text}`);
+          resolve({ ok: true, message_id: "1" });
+        }, 30),
+      );
+    };
+    const a = new FakePlatform("fake", Array.from({ length: 24 }, slow));
+    const b = new FakePlatform("fake", Array.from({ length: 24 }, slow));
+    const chats = Array.from({ length: 12 }, (_, i) => String(i));
+    await t.store.write(
+      chats.flatMap((c) => [
+        outboxEntryOp({ message: send(c, `${c}/1`) }, T0).op,
+        outboxEntryOp({ message: send(c, `${c}/2`) }, T0).op,
+      ]),
+    );
+    // Two chats at a time each: the last chats are reached only after the first are done.
+    const one = t.outbox(t.store, a, { parallel: 2 });
+    const other = t.outbox(t.store, b, { parallel: 2 });
+    for (let pass = 0; pass < 3; pass++) await Promise.all([one.deliverDue(), other.deliverDue()]);
+    const sent = [...a.texts(), ...b.texts()];
+    expect(sent).toHaveLength(24);
+    expect(new Set(sent).size).toBe(24);
+    // Each chat's second message started only after its first was answered, whoever sent them.
+    for (const c of chats) expect(log.indexOf(`end ${c}/1`)).toBeLessThan(log.indexOf(`start ${c}/2`));
+    expect(listOutboxEntries(t.store).every((e) => e.state === "delivered")).toBe(true);
+  });
+});
+
 describe("PlatformOutbox: order and retries", () => {
   it("never sends a message before an earlier one to the same chat that waits for a retry", async () => {
     const t = await setup();
@@ -202,6 +239,7 @@ describe("PlatformOutbox: order and retries", () => {
         pending: 2,
         given_up: 0,
         oldest_pending_at: T0,
+        oldest_pending_age_ms: 10,
         last_error: "fake: connect ECONNREFUSED",
       },
     });
@@ -326,8 +364,14 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     expect(await t.outbox(t.store, platform).deliverDue()).toEqual({ delivered: 0, failed: 0, given_up: 0 });
     expect(platform.performed).toEqual([]);
     expect(t.outbox(t.store, platform).backlog()).toEqual({
-      other: { pending: 0, given_up: 0, oldest_pending_at: null, last_error: null },
-      fake: { pending: 1, given_up: 0, oldest_pending_at: T0, last_error: null },
+      other: {
+        pending: 0,
+        given_up: 0,
+        oldest_pending_at: null,
+        oldest_pending_age_ms: null,
+        last_error: null,
+      },
+      fake: { pending: 1, given_up: 0, oldest_pending_at: T0, oldest_pending_age_ms: 0, last_error: null },
     });
   });
 });

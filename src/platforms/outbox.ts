@@ -164,7 +164,7 @@ export class PlatformOutbox {
 
   /** Per platform: what waits and what was given up, from the store (every process's entries). */
   backlog(): Record<string, PlatformBacklog> {
-    return readBacklog(this.store, [...this.adapters.keys()], new Set(this.unmarked.keys()));
+    return readBacklog(this.store, [...this.adapters.keys()], new Set(this.unmarked.keys()), this.now());
   }
 
   /** This process's counts of delivered, failed and given-up attempts, per platform. */
