@@ -4,34 +4,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { agentCronHost } from "../src/cron/agent-host.js";
-import { CronEngine } from "../src/cron/engine.js";
 import { finishOps } from "../src/cron/finish.js";
-import { CronJobs } from "../src/cron/jobs.js";
 import { listOutbox, listRuns, putOp, RUN_KIND, readSlot } from "../src/cron/records.js";
-import { setupAgent } from "./helpers/agent.js";
+import { cronSetup, HOUR, MIN, T0 } from "./helpers/cron-engine.js";
 
-const T0 = Date.parse("2026-12-01T00:00:30Z");
-const MIN = 60_000;
-const HOUR = 60 * MIN;
-
-async function setup(extra: Record<string, unknown> = {}) {
-  const ctx = await setupAgent(extra);
-  let now = T0;
-  const clock = () => now;
-  const jobs = new CronJobs(ctx.store, { timezone: "UTC", now: clock });
-  const engine = (owner?: string) =>
-    new CronEngine({
-      store: ctx.store,
-      host: agentCronHost(ctx.agent, ctx.project),
-      maxConcurrent: 2,
-      defaultTimeoutS: 60,
-      sessionOp: (title) => ctx.agent.newSessionOp({ title, source: "cron" }),
-      now: clock,
-      ...(owner ? { ownerAlive: () => true } : {}),
-    });
-  return { ...ctx, jobs, engine, set: (t: number) => (now = t) };
-}
+const setup = cronSetup;
 
 describe("cron engine", () => {
   it("claims a due occurrence once, runs it in a fresh cron session and records the reply", async () => {
@@ -155,14 +132,7 @@ describe("cron engine", () => {
     const t = await setup();
     await t.jobs.create("j", { schedule: "every 1h", prompt: "go" });
     // A process claims the occurrence and dies before starting it (its runner never pumps).
-    const dying = new CronEngine({
-      store: t.store,
-      host: agentCronHost(t.agent, t.project),
-      maxConcurrent: 0,
-      defaultTimeoutS: 60,
-      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
-      now: () => T0 + HOUR + 1_000,
-    });
+    const dying = t.engine({ maxConcurrent: 0, now: () => T0 + HOUR + 1_000 });
     t.set(T0 + HOUR + 1_000);
     expect((await dying.tick()).claimed).toHaveLength(1);
     expect(listRuns(t.store, "j")[0]?.state).toBe("queued");
@@ -171,26 +141,10 @@ describe("cron engine", () => {
     await t.store.write([
       putOp(RUN_KIND, claimed?.run_key ?? "", { ...claimed, owner: "pid:999999@1" }, T0 + HOUR + 2_500),
     ]);
-    const alive = new CronEngine({
-      store: t.store,
-      host: agentCronHost(t.agent, t.project),
-      maxConcurrent: 2,
-      defaultTimeoutS: 60,
-      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
-      now: () => T0 + HOUR + 2_000,
-      ownerAlive: () => true,
-    });
+    const alive = t.engine({ now: () => T0 + HOUR + 2_000, ownerAlive: () => true });
     // While its owner runs, its claim is left alone.
     expect((await alive.runner.recover({ settleInterrupted: true })).taken).toHaveLength(0);
-    const next = new CronEngine({
-      store: t.store,
-      host: agentCronHost(t.agent, t.project),
-      maxConcurrent: 2,
-      defaultTimeoutS: 60,
-      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
-      now: () => T0 + HOUR + 3_000,
-      ownerAlive: () => false,
-    });
+    const next = t.engine({ now: () => T0 + HOUR + 3_000, ownerAlive: () => false });
     const recovered = await next.runner.recover({ settleInterrupted: true });
     expect(recovered.taken).toHaveLength(1);
     await next.runner.idle();
@@ -206,14 +160,7 @@ describe("cron engine", () => {
       { type: "reply", text: "worth telling" },
     ]);
     await t.jobs.create("quiet", { schedule: "every 1h", prompt: "check" });
-    const engine = new CronEngine({
-      store: t.store,
-      host: agentCronHost(t.agent, t.project),
-      maxConcurrent: 1,
-      defaultTimeoutS: 60,
-      sessionOp: (title) => t.agent.newSessionOp({ title, source: "cron" }),
-      finishOps: finishOps(t.store),
-    });
+    const engine = t.engine({ maxConcurrent: 1, now: Date.now, finishOps: finishOps(t.store) });
     const silent = await engine.runNow("quiet");
     await engine.runner.idle();
     const spoken = await engine.runNow("quiet");

@@ -3,34 +3,14 @@
 // late as a read of all jobs (about 200 ms with 10,000, bench/cron.ts). A slot another process
 // moved is still honoured: the claim reads it afresh.
 import { describe, expect, it, vi } from "vitest";
-import { agentCronHost } from "../src/cron/agent-host.js";
-import { CronEngine } from "../src/cron/engine.js";
-import { CronJobs } from "../src/cron/jobs.js";
+import { Scheduler } from "../src/agent/scheduler.js";
 import { JOB_KIND, listRuns } from "../src/cron/records.js";
-import { setupAgent } from "./helpers/agent.js";
+import { cronSetup, MIN, T0 } from "./helpers/cron-engine.js";
 
-const T0 = Date.parse("2026-12-01T00:00:30Z");
-const MIN = 60_000;
-
-async function setup() {
-  const ctx = await setupAgent();
-  let now = T0;
-  const clock = () => now;
-  const jobs = new CronJobs(ctx.store, { timezone: "UTC", now: clock });
-  const engine = () =>
-    new CronEngine({
-      store: ctx.store,
-      host: agentCronHost(ctx.agent, ctx.project),
-      maxConcurrent: 2,
-      defaultTimeoutS: 60,
-      sessionOp: (title) => ctx.agent.newSessionOp({ title, source: "cron" }),
-      now: clock,
-    });
-  return { ...ctx, jobs, engine, set: (t: number) => (now = t) };
-}
+const setup = cronSetup;
 
 describe("cron engine refresh", () => {
-  it("does not read every job again after its own claim, but does after a job changed", async () => {
+  it("does not read the jobs again after its own claim, and after a change reads only the changed job", async () => {
     const t = await setup();
     await t.jobs.create("a", { schedule: "every 1m", prompt: "a" });
     await t.jobs.create("b", { schedule: "every 1m", prompt: "b" });
@@ -38,20 +18,31 @@ describe("cron engine refresh", () => {
     t.set(T0 + MIN + 1_000);
     expect((await engine.tick()).claimed).toHaveLength(2);
     await engine.runner.idle();
-    const reads = vi.spyOn(t.store, "listRecords");
-    const jobReads = () => reads.mock.calls.filter(([kind]) => kind === JOB_KIND).length;
+    const lists = vi.spyOn(t.store, "listRecords");
+    const reads = vi.spyOn(t.store, "getRecord");
+    const jobReads = () => reads.mock.calls.filter(([kind]) => kind === JOB_KIND).map(([, key]) => key);
     t.set(T0 + 2 * MIN + 1_000);
     expect((await engine.tick()).claimed).toHaveLength(2);
     await engine.runner.idle();
-    expect(jobReads()).toBe(0);
+    expect(jobReads()).toEqual([]);
     await t.jobs.update("a", { prompt: "a, changed" });
+    reads.mockClear();
     t.set(T0 + 3 * MIN + 1_000);
     const report = await engine.tick();
-    expect(jobReads()).toBe(1);
+    // Only the changed definition was read, and no listing of every job.
+    expect(jobReads()).toEqual(["a"]);
+    expect(lists.mock.calls.filter(([kind]) => kind === JOB_KIND)).toEqual([]);
     await engine.runner.idle();
     // The claim after the change runs the new definition.
     expect(report.claimed.map((r) => r.job).sort()).toEqual(["a", "b"]);
     expect(listRuns(t.store, "a")[0]?.reply).toContain("a, changed");
+    // A job removed elsewhere is forgotten on the next look.
+    await t.jobs.remove("b");
+    t.set(T0 + 4 * MIN + 1_000);
+    expect((await engine.tick()).claimed.map((r) => r.job)).toEqual(["a"]);
+    expect(engine.stats().jobs).toBe(1);
+    await engine.runner.idle();
+    lists.mockRestore();
     reads.mockRestore();
   });
 
@@ -78,5 +69,35 @@ describe("cron engine refresh", () => {
       [2 * MIN, "ok"],
       [MIN, "ok"],
     ]);
+  });
+
+  it("the first load on startOn reads the jobs in slices, yielding between them, and the tick waits for it", async () => {
+    const t = await setup();
+    const count = 600;
+    for (let i = 0; i < count; i += 100)
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) =>
+          t.jobs.create(`job-${i + j}`, { schedule: "every 1m", prompt: "p" }),
+        ),
+      );
+    t.set(T0 + MIN + 1_000);
+    const engine = t.engine();
+    const scheduler = new Scheduler();
+    // What the loop did while the engine loaded: an immediate queued before startOn ran in between.
+    let seenWhileLoading = -1;
+    setImmediate(() => {
+      seenWhileLoading = engine.stats().jobs;
+    });
+    engine.startOn(scheduler);
+    expect(engine.stats().jobs).toBeLessThan(count);
+    const report = await engine.tick();
+    expect(seenWhileLoading).toBeGreaterThan(0);
+    expect(seenWhileLoading).toBeLessThan(count);
+    expect(engine.stats().jobs).toBe(count);
+    // The wake-up tick of startOn and this one shared the pass: every job due was claimed once.
+    expect(report.claimed).toHaveLength(count);
+    engine.stop();
+    scheduler.stop();
+    await engine.runner.idle();
   });
 });

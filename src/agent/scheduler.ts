@@ -53,18 +53,7 @@ export class Scheduler {
   every(name: string, everyMs: number, fn: () => unknown): Job {
     if (!Number.isFinite(everyMs) || everyMs <= 0)
       throw new RangeError(`job ${name}: period must be positive`);
-    if (this.stopped) throw new Error(`job ${name}: the scheduler is stopped`);
-    const entry: Entry = { name, everyMs, due: this.now() + everyMs, fn, running: false, cancelled: false };
-    this.entries.add(entry);
-    this.arm();
-    return {
-      name,
-      cancel: () => {
-        entry.cancelled = true;
-        this.entries.delete(entry);
-        this.arm();
-      },
-    };
+    return this.add({ name, everyMs, due: this.now() + everyMs, fn, running: false, cancelled: false });
   }
 
   /**
@@ -74,12 +63,15 @@ export class Scheduler {
   // `unknown` in the return type lets any function be given; the result is not used.
   at(name: string, dueAt: number, fn: () => unknown): Job {
     if (!Number.isFinite(dueAt)) throw new RangeError(`job ${name}: the time to run is not a number`);
-    if (this.stopped) throw new Error(`job ${name}: the scheduler is stopped`);
-    const entry: Entry = { name, everyMs: 0, due: dueAt, fn, running: false, cancelled: false };
+    return this.add({ name, everyMs: 0, due: dueAt, fn, running: false, cancelled: false });
+  }
+
+  private add(entry: Entry): Job {
+    if (this.stopped) throw new Error(`job ${entry.name}: the scheduler is stopped`);
     this.entries.add(entry);
     this.arm();
     return {
-      name,
+      name: entry.name,
       cancel: () => {
         entry.cancelled = true;
         this.entries.delete(entry);

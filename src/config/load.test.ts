@@ -24,9 +24,17 @@ retry: { max_attempts: 4 }
 gateway: { host: 127.0.0.1, port: 8642, api_key: "\${TENAX_API_KEY}", drain_timeout: 30 }
 dashboard: { host: 127.0.0.1, port: 8080 }
 checkpoints: { enabled: false, max_snapshots: 50 }
+platforms:
+  telegram: { token: "\${TELEGRAM_BOT_TOKEN}", api_root: https://api.telegram.org, allowed_users: [123456789], mode: polling }
 `;
 
-const KEYS = { MAIN_KEY_1: "sk-one", MAIN_KEY_2: "sk-two", TENAX_API_KEY: "gw-key" };
+const BOT_TOKEN = "123456789:AAEhBOweik6ad9r_QXMENQjcrGbqCr4K-bQ";
+const KEYS = {
+  MAIN_KEY_1: "sk-one",
+  MAIN_KEY_2: "sk-two",
+  TENAX_API_KEY: "gw-key",
+  TELEGRAM_BOT_TOKEN: BOT_TOKEN,
+};
 
 describe("loadConfig", () => {
   it("returns the defaults when there is no config.yaml", () => {
@@ -44,6 +52,11 @@ describe("loadConfig", () => {
     expect(config.gateway.api_key).toBe("gw-key");
     expect(config.auxiliary.compression?.timeout).toBe(120);
     expect(config.store.synchronous).toBe("full");
+    expect(config.platforms.telegram).toMatchObject({
+      token: BOT_TOKEN,
+      allowed_users: [123456789],
+      mode: "polling",
+    });
   });
 
   it("accepts a model listed with its context_window only, as README shows, with a default output budget", () => {
@@ -253,7 +266,9 @@ describe("loadConfig variables", () => {
 
   it("names an unset variable, its key, file and line, and where to set it", () => {
     const paths = profileWith(CONTRACT_EXAMPLE);
-    const error = thrown(() => loadConfig(paths, { MAIN_KEY_1: "k", TENAX_API_KEY: "t" }));
+    const error = thrown(() =>
+      loadConfig(paths, { MAIN_KEY_1: "k", TENAX_API_KEY: "t", TELEGRAM_BOT_TOKEN: BOT_TOKEN }),
+    );
     expect(error.message).toBe(
       `config error: ${paths.config}:6: providers.main.api_keys[1]: \${MAIN_KEY_2} is not set`,
     );

@@ -23,3 +23,4 @@ export function nonNegativeInt() {
 export const flag = () => z.boolean({ error: "expected true or false" });
 export const host = () => text("a host name or IP address");
 export const port = () => intBetween(1, 65535);
+export const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });

@@ -69,6 +69,7 @@ describe("configSchema", () => {
         files: { mode: "roots", roots: [] },
       },
       cron: { enabled: true, max_concurrent: 4, default_timeout: 600, run_retention_days: 30 },
+      platforms: {},
     });
     expect(usesBuiltInSimulator(config)).toBe(true);
   });

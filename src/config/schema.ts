@@ -7,7 +7,8 @@ import { simStepSchema } from "../llm/simulator/steps.js";
 import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
 import { cronSchema } from "./cron-schema.js";
 import { gatewaySchema } from "./gateway-schema.js";
-import { flag, host, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
+import { platformsSchema } from "./platforms-schema.js";
+import { flag, host, httpUrl, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
 import { toolsSchema } from "./tools-schema.js";
 
 // The provider types and the built-in-simulator test are the model runtime's (llm/runtime-config.ts).
@@ -15,8 +16,6 @@ export { PROVIDER_TYPES, type ProviderType, usesBuiltInSimulator } from "../llm/
 
 /** The provider name that means "the built-in simulator" when no providers are configured. */
 export const BUILT_IN_SIMULATOR = "simulator";
-
-const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
 
 const target = z.strictObject({
   provider: text("a provider name"),
@@ -235,6 +234,7 @@ const configObject = z.strictObject({
   store: store.prefault({}),
   tools: toolsSchema.prefault({}),
   cron: cronSchema.prefault({}),
+  platforms: platformsSchema.prefault({}),
 });
 
 /**

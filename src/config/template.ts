@@ -128,6 +128,13 @@ cron:
   default_timeout: 600  # seconds a run may take when its job sets no --timeout
   run_retention_days: 30  # how long run records are kept
 
+# --- Chat platforms (README: "Connect a Telegram bot") --------------------------------------------
+# platforms:
+#   telegram:
+#     token: "\${TELEGRAM_BOT_TOKEN}"   # from @BotFather; put TELEGRAM_BOT_TOKEN=... in this profile's .env
+#     allowed_users: [123456789]      # Telegram user ids that reach the agent; anyone else is refused
+#     mode: polling                   # polling (no public URL needed) | webhook (needs webhook_url)
+
 # --- Checkpoints and storage ---------------------------------------------------------------------
 checkpoints:
   enabled: false        # snapshot project files before the agent changes them

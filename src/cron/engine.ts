@@ -3,7 +3,7 @@
 // and claims what is owed in the store before anything runs (claim.ts), so that however many
 // processes tick, each occurrence is claimed once. Claimed runs are started by the runner
 // (runner.ts) within cron.max_concurrent. Job definitions changed by another process are picked up
-// by a cheap look at the records' stamp every few seconds.
+// by a cheap look at the records' stamp every few seconds, and only the changed ones are read.
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { TenaxError } from "../core/errors.js";
 import type { Store } from "../store/store.js";
@@ -11,15 +11,7 @@ import { owedSinceOf, planClaim } from "./claim.js";
 import type { CronEvent, CronStats } from "./host.js";
 import { span } from "./missed.js";
 import { nextAfter } from "./next.js";
-import {
-  JOB_KIND,
-  type JobRecord,
-  listJobs,
-  type RunRecord,
-  readJob,
-  readSlot,
-  SLOT_KIND,
-} from "./records.js";
+import { JOB_KIND, type JobRecord, type RunRecord, readJob, readSlot, SLOT_KIND } from "./records.js";
 import { CronRunner, type RunnerOptions } from "./runner.js";
 
 export interface EngineOptions extends RunnerOptions {
@@ -41,12 +33,16 @@ export interface TickReport {
 
 interface Entry {
   job: JobRecord;
+  /** The job record's version in the store (recordVersions): a reload reads only what changed. */
+  version: string;
   next: number | null;
 }
 
 const LAG_WINDOW_MS = 3_600_000;
 /** Claims written at once: 1,000 jobs due in one minute commit in a few group commits. */
 const CLAIM_BATCH = 200;
+/** Jobs read between two yields of the first load: 10,000 jobs never block the loop for long. */
+const LOAD_SLICE = 250;
 
 export class CronEngine {
   readonly runner: CronRunner;
@@ -61,6 +57,8 @@ export class CronEngine {
   private again = false;
   private readonly lags: { at: number; ms: number }[] = [];
   private stopped = false;
+  /** The first load on startOn, read in slices; refresh waits for it. */
+  private loading: Promise<void> | null = null;
 
   constructor(private readonly options: EngineOptions) {
     this.store = options.store;
@@ -74,7 +72,9 @@ export class CronEngine {
     scheduler.every("cron: changed jobs", this.options.refreshMs ?? 5_000, () => {
       if (this.refresh()) this.arm();
     });
-    this.refresh(true);
+    this.loading = this.load().finally(() => {
+      this.loading = null;
+    });
     void this.tick();
   }
 
@@ -146,6 +146,7 @@ export class CronEngine {
   private async pass(): Promise<TickReport> {
     const report: TickReport = { claimed: [], skipped: [], conflicts: 0 };
     if (this.stopped) return report;
+    if (this.loading !== null) await this.loading;
     this.refresh();
     const now = this.now();
     const due = [...this.entries.values()].filter((e) => e.job.enabled && e.next !== null && e.next <= now);
@@ -206,25 +207,47 @@ export class CronEngine {
   }
 
   /**
-   * Reload the jobs when their definitions changed; true when they did. Slots are not looked at:
-   * every claim writes one, and a reload costs a read of every job (about 200 ms for 10,000), which
-   * would make each wake-up after a claim that late. A slot another process moved needs no reload:
-   * the claim reads the slot afresh and only moves this job's next due time.
+   * Reload the jobs whose definitions changed; true when any did. A look at the kind's stamp says
+   * whether anything did; then only the records whose version moved are read and parsed (a change
+   * of one job among 10,000 reads one). Slots are not looked at: every claim writes one, and a
+   * slot another process moved needs no reload, as the claim reads the slot afresh.
    */
   private refresh(force = false): boolean {
+    if (this.loading !== null) return false;
     const stamp = this.store.recordStamp(JOB_KIND);
     if (!force && stamp === this.stamp) return false;
     this.stamp = stamp;
-    const jobs = listJobs(this.store);
-    const seen = new Set<string>();
-    for (const job of jobs) {
-      seen.add(job.name);
-      const old = this.entries.get(job.name);
-      if (old && old.job.updated_at === job.updated_at && old.job.created_at === job.created_at) continue;
-      this.entries.set(job.name, { job, next: nextAfter(job.schedule, owedSinceOf(this.store, job)) });
+    const versions = this.store.recordVersions(JOB_KIND);
+    let changed = this.drop(versions);
+    for (const [name, version] of versions) if (this.reload(name, version)) changed = true;
+    return changed;
+  }
+
+  /** The first load: every job, read in slices with a yield between them. */
+  private async load(): Promise<void> {
+    this.stamp = this.store.recordStamp(JOB_KIND);
+    const versions = [...this.store.recordVersions(JOB_KIND)];
+    for (let i = 0; i < versions.length && !this.stopped; i += LOAD_SLICE) {
+      for (const [name, version] of versions.slice(i, i + LOAD_SLICE)) this.reload(name, version);
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    for (const name of [...this.entries.keys()]) if (!seen.has(name)) this.entries.delete(name);
+  }
+
+  /** Read one job again when its version moved; true when its entry changed. */
+  private reload(name: string, version: string): boolean {
+    if (this.entries.get(name)?.version === version) return false;
+    const job = readJob(this.store, name);
+    if (job === null) return this.entries.delete(name);
+    this.entries.set(name, { job, version, next: nextAfter(job.schedule, owedSinceOf(this.store, job)) });
     return true;
+  }
+
+  /** Forget the jobs no longer stored; true when there were any. */
+  private drop(versions: Map<string, string>): boolean {
+    let dropped = false;
+    for (const name of [...this.entries.keys()])
+      if (!versions.has(name)) dropped = this.entries.delete(name) || dropped;
+    return dropped;
   }
 
   /** Wake at the soonest due time (at once when one is past). */

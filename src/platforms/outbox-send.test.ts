@@ -17,7 +17,7 @@ describe("attempt", () => {
         throw new Error("socket hang up");
       },
     ]);
-    expect(await attempt(platform, op, null, 1_000, never)).toMatchObject({
+    expect(await attempt(platform, op, null, 1_000, never, "fake:1/x")).toMatchObject({
       kind: "failed",
       error: { message: "fake: socket hang up", retryable: true, retry_after_ms: null },
     });
@@ -26,7 +26,7 @@ describe("attempt", () => {
   it("does not wait past the timeout for an adapter that ignores the signal", async () => {
     const platform = new FakePlatform("fake", [() => new Promise(() => {})]);
     const started = Date.now();
-    const outcome = await attempt(platform, op, null, 50, never);
+    const outcome = await attempt(platform, op, null, 50, never, "fake:1/x");
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(outcome).toMatchObject({
       kind: "failed",
@@ -47,7 +47,7 @@ describe("attempt", () => {
           ),
         ),
     ]);
-    const pending = attempt(platform, op, null, 10_000, stop.signal);
+    const pending = attempt(platform, op, null, 10_000, stop.signal, "fake:1/x");
     stop.abort();
     expect((await pending).kind).toBe("failed");
   });
@@ -57,7 +57,7 @@ describe("attempt", () => {
       formattingRejected("can't parse entities"),
       formattingRejected("no"),
     ]);
-    const outcome = await attempt(platform, op, null, 1_000, never);
+    const outcome = await attempt(platform, op, null, 1_000, never, "fake:1/x");
     expect(platform.performed.map((p) => (p.type === "send" ? p.format : ""))).toEqual(["markdown", "plain"]);
     expect(outcome).toMatchObject({
       kind: "failed",
@@ -76,12 +76,12 @@ describe("attempt", () => {
       text: "t",
       format: "plain",
     };
-    expect(await attempt(platform, edit, "77", 1_000, never)).toMatchObject({
+    expect(await attempt(platform, edit, "77", 1_000, never, "fake:1/x")).toMatchObject({
       kind: "delivered",
       message_id: "100",
     });
     expect(platform.performed).toEqual([
-      { type: "edit", chat, message_id: "77", text: "t", format: "plain" },
+      { type: "edit", chat, message_id: "77", text: "t", format: "plain", idempotency_key: "fake:1/x" },
     ]);
   });
 });

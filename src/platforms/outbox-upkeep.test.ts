@@ -32,7 +32,7 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     const platform = new FakePlatform("fake", [retryable("502"), { ok: true, message_id: "555" }]);
     const outbox = t.outbox(t.store, platform);
     const sent = await outbox.enqueue({ message: send("1", "thinking…") });
-    await outbox.enqueue({
+    const edit = await outbox.enqueue({
       message: { type: "edit", chat: chat("1"), of_key: sent.key, text: "the answer", format: "plain" },
     });
     await outbox.kick();
@@ -44,6 +44,8 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
       message_id: "555",
       text: "the answer",
       format: "plain",
+      // Each op carries its entry's key, for a platform that can drop a resend.
+      idempotency_key: edit.key,
     });
     expect(platform.performed).toHaveLength(3);
   });

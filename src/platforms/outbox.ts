@@ -290,7 +290,14 @@ export class PlatformOutbox {
       throw error;
     }
     const leasedText = this.store.getRecordText(OUTBOX_KIND, fresh.key);
-    const outcome = await attempt(adapter, leased.op, messageId, this.timeoutMs, this.stopping.signal);
+    const outcome = await attempt(
+      adapter,
+      leased.op,
+      messageId,
+      this.timeoutMs,
+      this.stopping.signal,
+      leased.key,
+    );
     return this.settle(leased, leasedText, start, outcome, report);
   }
 

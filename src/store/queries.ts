@@ -232,6 +232,23 @@ export function recordStamp(db: Database.Database, kind: string): string {
 }
 
 /** One record's stored JSON text, or null: what a record.claim compares with. */
+/**
+ * Each live record of a kind, by key: a version (its updated_at and the length of its value) that
+ * changes whenever the record is written with new content, without reading or parsing the values.
+ */
+export function recordVersions(db: Database.Database, kind: string): Map<string, string> {
+  const versions = new Map<string, string>();
+  if (!hasRecords(db)) return versions;
+  const rows = prepared(
+    db,
+    "SELECT key, updated_at || ':' || length(value) AS version FROM records WHERE kind = ? AND value IS NOT NULL",
+  )
+    .raw()
+    .all(kind) as [string, string][];
+  for (const [key, version] of rows) versions.set(key, version);
+  return versions;
+}
+
 export function getRecordText(db: Database.Database, kind: string, key: string): string | null {
   if (!hasRecords(db)) return null;
   const text = prepared(db, "SELECT value FROM records WHERE kind = ? AND key = ?", true).get(kind, key);

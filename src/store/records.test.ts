@@ -82,4 +82,27 @@ describe("records", () => {
     expect(store.recordStamp("slot")).not.toBe(stamp);
     await releaseStore(store);
   });
+
+  it("recordVersions: a version per live record that changes when it is rewritten, in the same millisecond too", async () => {
+    const paths = tempProfile();
+    const deps = fakeDeps();
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps });
+    expect(store.recordVersions("job").size).toBe(0);
+    await store.putRecord("job", "a", { enabled: true });
+    await store.putRecord("job", "b", { enabled: true });
+    await store.putRecord("other", "c", 1);
+    const first = store.recordVersions("job");
+    expect([...first.keys()].sort()).toEqual(["a", "b"]);
+    // The clock does not move: a pause written in the same millisecond still changes a's version.
+    await store.putRecord("job", "a", { enabled: false });
+    const second = store.recordVersions("job");
+    expect(second.get("a")).not.toBe(first.get("a"));
+    expect(second.get("b")).toBe(first.get("b"));
+    await store.putRecord("job", "b", null);
+    expect([...store.recordVersions("job").keys()]).toEqual(["a"]);
+    const reader = openReader(paths);
+    expect(reader.recordVersions("job")).toEqual(store.recordVersions("job"));
+    reader.close();
+    await releaseStore(store);
+  });
 });

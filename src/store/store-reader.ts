@@ -80,6 +80,11 @@ export abstract class StoreReadView {
     return this.read((db) => q.recordStamp(db, kind));
   }
 
+  /** Each live record of a kind's version by key (changes when it is rewritten), values unread. */
+  recordVersions(kind: string): Map<string, string> {
+    return this.read((db) => q.recordVersions(db, kind));
+  }
+
   /** One record's JSON text as stored (what a record.claim's `expect` compares with), or null. */
   getRecordText(kind: string, key: string): string | null {
     return this.read((db) => q.getRecordText(db, kind, key));
