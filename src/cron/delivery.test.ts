@@ -317,6 +317,18 @@ describe("CronOutbox", () => {
     expect(hook.seen).toHaveLength(1);
   });
 
+  it("never resends an entry another outbox delivered while this one's pass waited to reach it", async () => {
+    const hook = await receiver([(res) => setTimeout(() => status(200)(res), 40)]);
+    const t = await setup();
+    const j = job(`webhook:${hook.url}`);
+    // More entries than a pass sends at once: the last ones are reached only after the first end.
+    const runs = Array.from({ length: 12 }, (_, i) => run(j, i + 1));
+    await t.store.write(runs.flatMap((r) => outboxOps(r, j, null, t.clock.now)));
+    const reports = await Promise.all([t.outbox(t.store).deliverDue(), t.outbox(t.store).deliverDue()]);
+    expect(reports.reduce((n, x) => n + x.delivered, 0)).toBe(12);
+    expect(hook.seen).toHaveLength(12);
+  });
+
   it("counts a receiver that does not answer in time as a failed attempt", async () => {
     const hook = await receiver([() => {}]);
     const t = await setup();

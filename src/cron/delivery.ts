@@ -279,9 +279,13 @@ export class CronOutbox {
   private async deliverOne(entry: OutboxRecord, report: DeliveryReport): Promise<void> {
     const text = this.store.getRecordText(OUTBOX_KIND, entry.key);
     if (text === null) return;
-    // The lease: this process's attempt, written only if nobody changed the entry since it was read.
+    // The lease is built from the entry as it is now, not as the pass listed it: another process
+    // may have delivered or leased it while this pass sent the entries before it.
+    const fresh = outboxRecord.safeParse(JSON.parse(text));
     const start = this.now();
-    const leased: OutboxRecord = { ...entry, next_at: start + this.timeoutMs + LEASE_MARGIN_MS };
+    if (!fresh.success || fresh.data.state !== "pending" || fresh.data.next_at > start) return;
+    // The lease: this process's attempt, written only if nobody changed the entry since it was read.
+    const leased: OutboxRecord = { ...fresh.data, next_at: start + this.timeoutMs + LEASE_MARGIN_MS };
     try {
       await this.store.write([claimOp(OUTBOX_KIND, entry.key, leased, text, start)]);
     } catch (error) {
