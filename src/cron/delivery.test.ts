@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { Scheduler } from "../agent/scheduler.js";
+import { listOutboxEntries, OUTBOX_KIND as PLATFORM_OUTBOX_KIND } from "../platforms/outbox-records.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
@@ -146,6 +147,38 @@ describe("outboxOps", () => {
       T0,
     );
     expect(silentButFailing.map((o) => o.key)).toEqual([`${run(j, 4).run_key}/failing`]);
+  });
+
+  it("a telegram:CHAT target queues chat messages in the platforms' outbox, in the run's own write", async () => {
+    const j = job("telegram:-1001");
+    const failed = run(j, 1, { state: "failed", error: "provider down", reply: "" });
+    const ops = outboxOps(
+      failed,
+      j,
+      { kind: "failing", text: "nightly-report started failing", streak: 1 },
+      T0,
+    );
+    expect(ops.map((o) => o.kind)).toEqual([PLATFORM_OUTBOX_KIND, PLATFORM_OUTBOX_KIND]);
+    const t = await setup();
+    await t.store.write(ops);
+    const queued = listOutboxEntries(t.store);
+    expect(queued.map((e) => [e.chat_key, e.origin, e.state])).toEqual([
+      ["telegram:-1001", `cron:${failed.run_key}`, "pending"],
+      ["telegram:-1001", `cron:${failed.run_key}`, "pending"],
+    ]);
+    const texts = queued.map((e) => (e.op.type === "send" ? e.op.text : ""));
+    expect(texts).toContain("**nightly-report** failed: provider down");
+    expect(texts).toContain("nightly-report started failing");
+    // The run's end is written once; writing it again (a replay) queues nothing twice.
+    await t.store.write(ops);
+    expect(listOutboxEntries(t.store)).toHaveLength(2);
+    // Nothing for the cron outbox: cron's webhook sender never sees a chat target.
+    expect(listOutbox(t.store)).toEqual([]);
+    expect(outboxOps(run(j, 2, { reply: "[SILENT]", silent: true }), j, null, T0)).toEqual([]);
+    const ok = outboxOps(run(j, 3, { missed: true }), j, null, T0);
+    expect(JSON.parse(ok[0]?.value ?? "{}").op.text).toBe(
+      "**nightly-report** (a catch-up run for a missed time)\n\nreport 3",
+    );
   });
 });
 
