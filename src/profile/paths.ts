@@ -22,6 +22,8 @@ export interface ProfilePaths {
   forensics: string;
   pid: string;
   cleanShutdown: string;
+  /** Written by `tenax gateway restart` before it restarts the unit: the stopping gateway tells chats "restarting". */
+  restartRequested: string;
   /** Shared by every profile: the shadow git checkpoint store. */
   checkpoints: string;
 }
@@ -64,6 +66,7 @@ export function profilePaths(home: string, name: string): ProfilePaths {
     forensics: join(dir, "forensics"),
     pid: join(dir, "gateway.pid"),
     cleanShutdown: join(dir, ".clean_shutdown"),
+    restartRequested: join(dir, ".restart_requested"),
     checkpoints: join(home, "checkpoints", "store"),
   };
 }

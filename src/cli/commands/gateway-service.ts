@@ -1,6 +1,7 @@
 // `tenax gateway install|uninstall|start|stop|restart|status`: the profile's gateway as a
 // systemd --user unit (see src/gateway/service; install and uninstall are in gateway-install.ts). Status exits 0 running and healthy, 1 degraded,
 // 2 down; restart says so only once the new process has stayed up.
+
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../../core/deps.js";
@@ -17,6 +18,7 @@ import {
 } from "../../gateway/service/systemctl.js";
 import { unitName } from "../../gateway/service/unit.js";
 import { tenaxCommand } from "../../profile/command-hint.js";
+import { markRestartRequested } from "../../profile/restart-marker.js";
 import type { Cli } from "../main.js";
 import { registerGatewayInstallCommands } from "./gateway-install.js";
 
@@ -111,6 +113,8 @@ export function registerGatewayServiceCommands(
         const { paths, unit, target } = context();
         const ctl = systemctl();
         await requireInstalled(ctl, unit, paths.name);
+        // The stopping gateway tells its chats it is restarting, not shutting down.
+        markRestartRequested(paths);
         const result = await restartAndVerify(
           { unit, target, timeoutMs, settleMs, pollMs: 250, attempts: 2 },
           {

@@ -52,6 +52,15 @@ export class WebhookAdapter implements PlatformAdapter {
   private sink: InboundSink | null = null;
   private readonly fetchImpl: typeof fetch;
   private readonly now: () => number;
+  /** The callback's state: connected until a post fails, again after one succeeds. */
+  private readonly state = {
+    mode: "webhook",
+    connected: true,
+    last_ok_at: null as number | null,
+    last_update_at: null as number | null,
+    last_error: null as string | null,
+    last_error_at: null as number | null,
+  };
 
   constructor(private readonly options: WebhookAdapterOptions) {
     this.fetchImpl = options.fetchImpl ?? fetch;
@@ -60,6 +69,10 @@ export class WebhookAdapter implements PlatformAdapter {
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
+  }
+
+  status() {
+    return { ...this.state };
   }
 
   async stop(): Promise<void> {
@@ -87,6 +100,7 @@ export class WebhookAdapter implements PlatformAdapter {
           }
         : textEvent({ ...base, message_id: body.id }, body.text ?? "");
     await this.sink(event);
+    this.state.last_update_at = this.now();
     return event;
   }
 
@@ -118,16 +132,31 @@ export class WebhookAdapter implements PlatformAdapter {
         ...(signal ? { signal } : {}),
       });
     } catch (error) {
-      return { ok: false, error: retryable(`webhook callback ${origin}: ${errorMessage(error)}`) };
+      return this.failed({
+        ok: false,
+        error: retryable(`webhook callback ${origin}: ${errorMessage(error)}`),
+      });
     }
     await response.body?.cancel().catch(() => {});
-    if (response.ok) return { ok: true, message_id: messageId };
+    if (response.ok) {
+      Object.assign(this.state, { connected: true, last_ok_at: this.now(), last_error: null });
+      return { ok: true, message_id: messageId };
+    }
     const what = `webhook callback ${origin} answered ${response.status}`;
     if (response.status === 429 || response.status >= 500 || response.status === 408)
-      return {
+      return this.failed({
         ok: false,
         error: retryable(what, retryAfterMs(response.headers.get("retry-after"), this.now())),
-      };
-    return { ok: false, error: permanent(what) };
+      });
+    return this.failed({ ok: false, error: permanent(what) });
+  }
+
+  private failed(result: OutboundResult & { ok: false }): OutboundResult {
+    Object.assign(this.state, {
+      connected: false,
+      last_error: result.error.message,
+      last_error_at: this.now(),
+    });
+    return result;
   }
 }
