@@ -3,12 +3,14 @@
 // and hands inbound events to its sink as a real adapter would. The real wire (Telegram's Bot
 // API) is tested against the local Bot API server, not here.
 import type {
+  EditOp,
   InboundEvent,
   InboundSink,
   OutboundOp,
   OutboundResult,
   PlatformAdapter,
   PlatformFailure,
+  SendOp,
 } from "../../src/platforms/adapter.js";
 
 /** An answer to one op: a result, a failure, or a function of the op (may wait). */
@@ -52,7 +54,17 @@ export class FakePlatform implements PlatformAdapter {
     return { ok: false, error: answer };
   }
 
-  /** The texts of the sends performed, in order. */
+  /** The sends performed, in order (typing and answers left out). */
+  sends(): SendOp[] {
+    return this.performed.filter((op): op is SendOp => op.type === "send");
+  }
+
+  /** The edits performed, in order. */
+  edits(): EditOp[] {
+    return this.performed.filter((op): op is EditOp => op.type === "edit");
+  }
+
+  /** The texts of the sends and edits performed, in order. */
   texts(): string[] {
     return this.performed.flatMap((op) => (op.type === "send" || op.type === "edit" ? [op.text] : []));
   }
