@@ -1,0 +1,101 @@
+// Approvals in the chat, through real agent turns whose exec policy holds a command back: the
+// approval arrives as a message with Approve / Deny buttons; a press by an allowed user decides it
+// on the agent's ApprovalBook (approved: the command runs; denied: it does not), answers the press
+// and edits the message; a stranger's press decides nothing. /approve and /deny do the same.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { listApprovals } from "../src/agent/approvals/approval-records.js";
+import type { SendOp } from "../src/platforms/adapter.js";
+import { outboxKey, readOutboxEntry } from "../src/platforms/outbox-records.js";
+import { chatSetup } from "./helpers/chat.js";
+
+const terminalCall = (command: string) => ({
+  type: "tool_calls" as const,
+  calls: [{ name: "terminal", arguments: { command } }],
+});
+
+async function asking() {
+  const t = await chatSetup({ tools: { exec: { mode: "ask" } } });
+  const s = await t.service();
+  const marker = join(t.project, "made");
+  t.sim.script([terminalCall(`touch ${marker}`), { type: "reply", text: "all done" }]);
+  await t.platform.receive(t.text("make the file"));
+  await t.until(() => t.platform.sends().some((op) => op.buttons !== undefined), "the approval message");
+  const asked = t.platform.sends().find((op) => op.buttons !== undefined) as SendOp;
+  const [approve, deny] = asked.buttons?.[0] ?? [];
+  if (approve === undefined || deny === undefined) throw new Error("no buttons");
+  const [record] = listApprovals(t.store);
+  if (record === undefined) throw new Error("no approval record");
+  const delivered = readOutboxEntry(t.store, outboxKey(asked.chat, `apr/${record.approval_id}`));
+  return { ...t, s, marker, asked, approve, deny, record, messageId: delivered?.message_id ?? "" };
+}
+
+describe("approvals in the chat", () => {
+  it("sends the command with two short buttons; a stranger's press decides nothing, an allowed user's Approve runs it", async () => {
+    const t = await asking();
+    expect(t.asked.text).toContain(`touch ${t.marker}`);
+    expect(t.approve).toEqual({ text: "Approve", data: `apr:${t.record.approval_id}:y` });
+    expect(t.deny).toEqual({ text: "Deny", data: `apr:${t.record.approval_id}:n` });
+    expect(Buffer.byteLength(t.approve.data)).toBeLessThan(64);
+    expect(t.messageId).not.toBe("");
+    expect(t.record.status).toBe("pending");
+
+    await t.platform.receive(t.press(t.approve.data, t.messageId, { user: "7", chat: "42" }));
+    await t.until(() => t.ops("answer").length === 1, "the stranger's press answered");
+    expect(t.ops("answer")[0]).toMatchObject({
+      text: "Not allowed: this bot answers only its allowed users.",
+    });
+    expect(listApprovals(t.store)[0]?.status).toBe("pending");
+    expect(existsSync(t.marker)).toBe(false);
+
+    await t.platform.receive(t.press(t.approve.data, t.messageId));
+    await t.settle(t.s);
+    expect(existsSync(t.marker)).toBe(true);
+    expect(listApprovals(t.store)[0]).toMatchObject({
+      status: "approved",
+      decision: "approve",
+      decided_by: "telegram user 42 (user42)",
+    });
+    expect(t.ops("answer")[1]).toMatchObject({ type: "answer", text: "Approved." });
+    expect(t.platform.edits()).toEqual([
+      expect.objectContaining({
+        message_id: t.messageId,
+        text: expect.stringContaining("Approved by telegram user 42"),
+        buttons: [],
+      }),
+    ]);
+    expect(t.sent("42").at(-1)).toBe("all done");
+  });
+
+  it("Deny keeps the command from running, and a second press is told it was decided already", async () => {
+    const t = await asking();
+    await t.platform.receive(t.press(t.deny.data, t.messageId));
+    await t.settle(t.s);
+    expect(existsSync(t.marker)).toBe(false);
+    expect(listApprovals(t.store)[0]).toMatchObject({
+      status: "denied",
+      decided_by: "telegram user 42 (user42)",
+    });
+    expect(t.ops("answer").at(-1)).toMatchObject({ text: "Denied." });
+    await t.platform.receive(t.press(t.approve.data, t.messageId));
+    await t.settle(t.s);
+    expect(t.ops("answer").at(-1)).toMatchObject({
+      text: `Approval ${t.record.approval_id} is denied already; nothing changed.`,
+    });
+    expect(existsSync(t.marker)).toBe(false);
+    expect(t.sent("42").at(-1)).toBe("all done");
+  });
+
+  it("/deny decides the session's only pending approval and edits its message; /approve with none says so", async () => {
+    const t = await asking();
+    await t.platform.receive(t.text("/deny"));
+    await t.settle(t.s);
+    expect(existsSync(t.marker)).toBe(false);
+    expect(listApprovals(t.store)[0]?.status).toBe("denied");
+    expect(t.platform.edits()[0]).toMatchObject({ message_id: t.messageId, buttons: [] });
+    await t.platform.receive(t.text("/approve"));
+    await t.settle(t.s);
+    expect(t.sent("42").at(-1)).toBe("No approval is waiting in this session.");
+  });
+});
