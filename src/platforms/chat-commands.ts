@@ -6,13 +6,14 @@ import { CONTINUE_PROMPT } from "../agent/turn.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
-import type { InboundButton, InboundCommand, InboundMessage } from "./adapter.js";
+import type { ChatRef, InboundButton, InboundCommand, InboundMessage } from "./adapter.js";
 import type { ChatDecision, ChatHost } from "./chat-host.js";
 import type { Lane } from "./chat-lanes.js";
 import { type ChatSession, readChatSession } from "./chat-sessions.js";
 import {
   ambiguousApproval,
   approvalDecided,
+  approvalMessage,
   newSessionAnswer,
   noApproval,
   retryAnswer,
@@ -242,4 +243,29 @@ async function decide(
     }
     return `Approval ${id} could not be decided: ${errorMessage(error)}`;
   }
+}
+
+/** The message an `approval_requested` becomes in its chat: the command, and Approve / Deny. */
+export function approvalRequest(
+  chat: ChatRef,
+  asked: Pick<ApprovalRecord, "approval_id" | "command" | "reason">,
+): EnqueueInput {
+  const id = asked.approval_id;
+  return {
+    message: {
+      type: "send",
+      chat,
+      text: approvalMessage(asked),
+      format: "plain",
+      buttons: [
+        [
+          { text: "Approve", data: `apr:${id}:y` },
+          { text: "Deny", data: `apr:${id}:n` },
+        ],
+      ],
+    },
+    // A resumed turn asks again for the same record: the same id is recognised and not sent twice.
+    id: `apr/${id}`,
+    origin: `approval:${id}`,
+  };
 }

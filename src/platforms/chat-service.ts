@@ -2,41 +2,28 @@
 // - Only allowed users reach it: a stranger's update is acknowledged, nothing of it is stored or
 //   run, and their chat gets one polite refusal per process.
 // - Every other update is committed to the inbox before the sink resolves (the adapter then acks).
-// - Each session key's messages run one turn at a time in arrival order (chat-lanes.ts); a turn's
-//   answer is queued in the outbox in the same store write as the inbox entry's done mark, so a
-//   crash can neither lose nor double it. Commands and buttons run inline (chat-commands.ts).
+// - Each session key's messages run one turn at a time in arrival order (chat-lanes.ts,
+//   chat-turns.ts); a turn's answer is queued in the outbox in the same store write as the inbox
+//   entry's done mark (chat-writer.ts), so a crash can neither lose nor double it. Commands and
+//   buttons run inline (chat-commands.ts); typing and button answers skip the outbox (chat-direct.ts).
 // - The gateway calls shutdownNotice before its drain, resumed() for each chat turn it resumed
 //   after a crash, then recover() (chat-recover.ts) to run what the inbox still holds.
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { errorMessage } from "../core/errors.js";
-import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
-import type {
-  ChatRef,
-  InboundButton,
-  InboundEvent,
-  InboundSink,
-  PlatformAdapter,
-  TextFormat,
-} from "./adapter.js";
-import { type CommandContext, runInline } from "./chat-commands.js";
-import { BUSY_CODES, type ChatHost, errorCode, STOPPING_CODES } from "./chat-host.js";
-import { enqueue, type Lane, type LaneItem, newLane } from "./chat-lanes.js";
+import type { ChatRef, InboundEvent, InboundSink, PlatformAdapter } from "./adapter.js";
+import { approvalRequest, type CommandContext, runInline } from "./chat-commands.js";
+import { PlatformDirect } from "./chat-direct.js";
+import type { ChatHost } from "./chat-host.js";
+import { enqueue, type Lane, newLane } from "./chat-lanes.js";
 import { type RecoverReport, recoverInbox } from "./chat-recover.js";
-import { type ChatSession, chatSessionOp, listChatSessions, readChatSession } from "./chat-sessions.js";
-import {
-  approvalMessage,
-  BACK_ONLINE,
-  refusal,
-  SHUTDOWN_RESTARTING,
-  SHUTDOWN_STOPPING,
-  startFailed,
-  turnAnswer,
-} from "./chat-texts.js";
-import { type DoneResult, doneOp, type InboxEntry, PlatformInbox } from "./inbox.js";
+import { listChatSessions } from "./chat-sessions.js";
+import { BACK_ONLINE, refusal, SHUTDOWN_RESTARTING, SHUTDOWN_STOPPING } from "./chat-texts.js";
+import { type LaneRunDeps, runLaneItem } from "./chat-turns.js";
+import { ChatWriter } from "./chat-writer.js";
+import { type InboxEntry, PlatformInbox } from "./inbox.js";
 import type { PlatformOutbox } from "./outbox.js";
 import type { PlatformBacklog } from "./outbox-backlog.js";
-import { type EnqueueInput, outboxEntryOp } from "./outbox-records.js";
 import { chatKey } from "./session-key.js";
 
 export interface ChatServiceOptions {
@@ -94,11 +81,15 @@ export class ChatService {
   private readonly handover = new Map<string, Promise<TurnResult>>();
   private readonly notices: Promise<unknown>[] = [];
   private readonly work = new Set<Promise<unknown>>();
-  private readonly typing = new Set<() => void>();
+  /** Inbox keys of commands and presses being run now. */
+  private readonly handling = new Set<string>();
   private readonly lastUpdate: Record<string, number> = {};
   private readonly lastError: Record<string, string> = {};
   private readonly stopping = new AbortController();
   private readonly context: CommandContext;
+  private readonly writer: ChatWriter;
+  private readonly direct: PlatformDirect;
+  private readonly turns: LaneRunDeps;
 
   constructor(private readonly options: ChatServiceOptions) {
     this.store = options.store;
@@ -109,16 +100,46 @@ export class ChatService {
     for (const a of options.adapters) this.adapters.set(a.name, a);
     for (const [platform, users] of Object.entries(options.allowedUsers))
       this.allowed.set(platform, new Set(users));
+    const retryMs = options.busyRetryMs ?? 1_000;
+    const wait = (ms: number) => this.wait(ms);
+    const fail = (platform: string, error: unknown) => this.fail(platform, error);
+    this.direct = new PlatformDirect(this.adapters);
+    this.writer = new ChatWriter({
+      store: this.store,
+      outbox: this.outbox,
+      host: this.host,
+      adapters: this.adapters,
+      now: this.now,
+      wait,
+      retryMs,
+      fail,
+      noteError: (platform, message) => {
+        this.lastError[platform] = message;
+      },
+    });
+    this.turns = {
+      store: this.store,
+      host: this.host,
+      writer: this.writer,
+      direct: this.direct,
+      now: this.now,
+      wait,
+      retryMs,
+      typingEveryMs: options.typingEveryMs ?? 4_000,
+      isDone: (entry) => this.isDone(entry),
+      onTurnEvent: (chat, event) => this.onTurnEvent(chat, event),
+      fail,
+    };
     this.context = {
       store: this.store,
       host: this.host,
       now: this.now,
       inbox: this.inbox,
       lane: (entry) => this.lanes.get(entry.session_key) ?? null,
-      newSession: (entry, running) => this.newSession(entry, running),
-      commit: (entry, done, texts, extra) => this.commit(entry, done, texts, extra),
+      newSession: (entry, running) => this.writer.newSession(entry, running),
+      commit: (entry, done, texts, extra) => this.writer.commit(entry, done, texts, extra),
       dispatch: (entry) => this.dispatch(entry),
-      answerButton: (event, text) => this.answerButton(event, text),
+      answerButton: (event, text) => this.direct.answer(event, text),
     };
   }
 
@@ -137,12 +158,28 @@ export class ChatService {
   private dispatch(entry: InboxEntry): void {
     if (this.stopping.signal.aborted) return;
     if (entry.event.type !== "message") {
-      this.track(runInline(this.context, entry)).catch((error) => this.fail(entry.platform, error));
+      this.track(this.inline(entry)).catch((error) => this.fail(entry.platform, error));
       return;
     }
     const lane = this.laneOf(entry);
     enqueue(lane, { entry });
     this.pump(lane);
+  }
+
+  /** A command or press, once however often dispatch and recover() both come to it. */
+  private async inline(entry: InboxEntry): Promise<void> {
+    if (this.handling.has(entry.key) || this.isDone(entry)) return;
+    this.handling.add(entry.key);
+    try {
+      await runInline(this.context, entry);
+    } finally {
+      this.handling.delete(entry.key);
+    }
+  }
+
+  /** Whether the store has the entry done already (recover() read it pending a moment ago). */
+  private isDone(entry: InboxEntry): boolean {
+    return this.inbox.get(entry.platform, entry.update_id)?.state === "done";
   }
 
   private laneOf(entry: InboxEntry): Lane {
@@ -155,7 +192,7 @@ export class ChatService {
 
   private async refuse(event: InboundEvent): Promise<void> {
     if (event.type === "button")
-      await this.answerButton(event, "Not allowed: this bot answers only its allowed users.");
+      await this.direct.answer(event, "Not allowed: this bot answers only its allowed users.");
     const key = chatKey(event.chat);
     if (this.refused.has(key)) return;
     this.refused.add(key);
@@ -179,7 +216,7 @@ export class ChatService {
         try {
           for (let item = lane.queue.shift(); item !== undefined; item = lane.queue.shift()) {
             if (this.stopping.signal.aborted) return;
-            await this.run(lane, item);
+            await runLaneItem(this.turns, lane, item);
           }
         } finally {
           lane.current = null;
@@ -189,275 +226,11 @@ export class ChatService {
     );
   }
 
-  /** One message's turn, from its session to its answer. Never throws: a failure is told and kept. */
-  private async run(lane: Lane, item: LaneItem): Promise<void> {
-    const { entry } = item;
-    if (entry.event.type !== "message") return;
-    try {
-      if (item.resumed !== undefined) {
-        const record = readChatSession(this.store, entry.session_key);
-        const sessionId = record?.running?.session_id ?? record?.session_id ?? "";
-        lane.current = { entry, sessionId, startedAt: this.now() };
-        await this.settle(lane, entry, sessionId, item.resumed);
-        return;
-      }
-      const start = await this.startTurn(lane, entry, entry.event.text);
-      if (start === null) return;
-      await this.settle(lane, entry, start.sessionId, start.result);
-    } catch (error) {
-      this.fail(entry.platform, error);
-    } finally {
-      lane.current = null;
-    }
-  }
-
-  /**
-   * Mark the turn as running in the chat's session record (made on first use), then start it,
-   * trying again while the host is full. Null when it was not started: answered already (the host
-   * refused it), or left pending for the next start (the host is stopping).
-   */
-  private async startTurn(
-    lane: Lane,
-    entry: InboxEntry,
-    text: string,
-  ): Promise<{ sessionId: string; result: Promise<TurnResult> } | null> {
-    for (let fresh = false; ; ) {
-      const now = this.now();
-      const known = fresh ? null : readChatSession(this.store, entry.session_key);
-      const made = known === null ? this.newSession(entry) : { record: known, ops: [] };
-      const sessionId = made.record.session_id;
-      const turnsBefore = this.store.getTurns(sessionId).length;
-      const marked = chatSessionOp(
-        {
-          ...made.record,
-          running: { inbox_key: entry.key, session_id: sessionId, turns_before: turnsBefore, at: now },
-        },
-        now,
-      );
-      await this.store.write([...made.ops, marked.op]);
-      lane.current = { entry, sessionId, startedAt: now };
-      try {
-        const started = await this.host.start({
-          sessionId,
-          text,
-          onEvent: (event) => this.onTurnEvent(lane.chat, event),
-          requestedBy: `${entry.platform} chat ${entry.event.chat.chat_id}`,
-        });
-        return { sessionId, result: started.result };
-      } catch (error) {
-        const code = errorCode(error);
-        if (code !== null && STOPPING_CODES.includes(code)) return null;
-        if (code !== null && BUSY_CODES.includes(code)) {
-          if (!(await this.wait(this.options.busyRetryMs ?? 1_000))) return null;
-          continue;
-        }
-        if (code === "session_not_found" && !fresh) {
-          // The session was deleted (the API, the dashboard): the chat goes on in a new one.
-          fresh = true;
-          continue;
-        }
-        const why = errorMessage(error);
-        await this.commit(
-          entry,
-          { session_id: sessionId, turn_id: null, note: "not started" },
-          [startFailed(why)],
-          [],
-          why,
-        );
-        return null;
-      }
-    }
-  }
-
-  /** Wait for the turn and commit its answer; a turn cut by the shutdown stays pending for the resume. */
-  private async settle(
-    lane: Lane,
-    entry: InboxEntry,
-    sessionId: string,
-    result: Promise<TurnResult>,
-  ): Promise<void> {
-    const stopTyping = this.startTyping(lane.chat);
-    let ended: TurnResult;
-    try {
-      ended = await result;
-    } catch (error) {
-      const why = errorMessage(error);
-      const text = `Tenax could not answer (agent layer): the turn threw: ${why}. Send /retry to try again.`;
-      await this.commit(entry, { session_id: sessionId, turn_id: null, note: "turn threw" }, [text], [], why);
-      return;
-    } finally {
-      stopTyping();
-    }
-    if (ended.status === "interrupted" && ended.failure?.code === "shutting_down") return;
-    const error =
-      ended.status === "completed" ? null : (ended.failure?.message ?? ended.error ?? ended.status);
-    await this.commit(
-      entry,
-      { session_id: ended.session_id, turn_id: ended.turn_id },
-      [turnAnswer(ended)],
-      [],
-      error,
-      ended.status === "completed" ? "markdown" : "plain",
-    );
-  }
-
-  /**
-   * Mark an entry done, with the texts it gets in its chat (each cut by the adapter's split) and
-   * other writes, in one store write; the session record's running mark for it is cleared there.
-   */
-  private async commit(
-    entry: InboxEntry,
-    done: DoneResult,
-    texts: readonly (string | EnqueueInput)[],
-    extra: readonly WriteOp[],
-    error: string | null = null,
-    format: TextFormat = "plain",
-  ): Promise<void> {
-    const now = this.now();
-    const ops: WriteOp[] = [doneOp(entry, done, now), ...extra];
-    const record = readChatSession(this.store, entry.session_key);
-    if (record !== null && (record.running?.inbox_key === entry.key || error !== null)) {
-      const running = record.running?.inbox_key === entry.key ? null : record.running;
-      const failed = error === null ? {} : { last_error: error, last_error_at: now };
-      ops.push(chatSessionOp({ ...record, running, ...failed }, now).op);
-    }
-    let n = 0;
-    for (const text of texts) {
-      for (const input of typeof text === "string" ? this.say(entry, text, format, n) : [text]) {
-        ops.push(outboxEntryOp(input, now).op);
-        n++;
-      }
-    }
-    if (error !== null) this.lastError[entry.platform] = error;
-    await this.store.write(ops);
-    void this.outbox.kick();
-  }
-
-  /** A text to an entry's chat as outbox entries, one per platform message. */
-  private say(entry: InboxEntry, text: string, format: TextFormat, from: number): EnqueueInput[] {
-    const event = entry.event;
-    const parts = this.adapters.get(entry.platform)?.split?.(text, format) ?? [text];
-    // In a group each user has a session: the answer quotes the message it answers.
-    const replyTo = event.type !== "button" && event.chat_type === "group" ? event.message_id : undefined;
-    return parts.map((part, i) => ({
-      message: {
-        type: "send",
-        chat: event.chat,
-        text: part,
-        format,
-        ...(i === 0 && replyTo !== undefined ? { reply_to: replyTo } : {}),
-      },
-      id: `ans/${entry.update_id}/${from + i}`,
-      origin: `inbox:${entry.key}`,
-    }));
-  }
-
-  /** The writes making a new session for the entry's key; `running` keeps an old turn's mark (/new). */
-  private newSession(
-    entry: InboxEntry,
-    running: ChatSession["running"] = null,
-  ): { record: ChatSession; ops: WriteOp[] } {
-    const event = entry.event;
-    const who = event.user.name === "" ? `user ${event.user.id}` : event.user.name;
-    const where = event.chat_type === "group" ? `group ${event.chat.chat_id}, ${who}` : who;
-    const thread = event.chat.thread_id === null ? "" : `, thread ${event.chat.thread_id}`;
-    const { id, op } = this.host.newSessionOp({
-      title: `${entry.platform}: ${where}${thread}`,
-      source: entry.platform,
-    });
-    const now = this.now();
-    // Never stamped older than the record it replaces (a put with an older stamp is ignored).
-    const before = readChatSession(this.store, entry.session_key);
-    const { record, op: put } = chatSessionOp(
-      {
-        session_key: entry.session_key,
-        platform: entry.platform,
-        chat_key: entry.chat_key,
-        chat: event.chat,
-        session_id: id,
-        created_at: now,
-        updated_at: Math.max(now, before?.updated_at ?? now),
-        running,
-        last_error: null,
-        last_error_at: null,
-      },
-      now,
-    );
-    return { record, ops: [op, put] };
-  }
-
   private onTurnEvent(chat: ChatRef, event: AgentEvent): void {
     if (event.type !== "approval_requested") return;
-    const id = event.approval_id;
-    const message = {
-      type: "send" as const,
-      chat,
-      text: approvalMessage(event),
-      format: "plain" as const,
-      buttons: [
-        [
-          { text: "Approve", data: `apr:${id}:y` },
-          { text: "Deny", data: `apr:${id}:n` },
-        ],
-      ],
-    };
-    // A resumed turn asks again for the same record: the same id is recognised and not sent twice.
-    this.track(this.outbox.enqueue({ message, id: `apr/${id}`, origin: `approval:${id}` })).catch((error) =>
+    this.track(this.outbox.enqueue(approvalRequest(chat, event))).catch((error) =>
       this.fail(chat.platform, error),
     );
-  }
-
-  /** Send the typing indicator now and every few seconds until stopped; failures are ignored. */
-  private startTyping(chat: ChatRef): () => void {
-    const adapter = this.adapters.get(chat.platform);
-    if (adapter === undefined) return () => undefined;
-    const every = this.options.typingEveryMs ?? 4_000;
-    const send = () => {
-      try {
-        void adapter.perform({ type: "typing", chat }, AbortSignal.timeout(every)).catch(() => undefined);
-      } catch {
-        // Best effort: the indicator is never worth a failure.
-      }
-    };
-    send();
-    const timer = setInterval(send, every);
-    timer.unref();
-    const stop = () => {
-      clearInterval(timer);
-      this.typing.delete(stop);
-    };
-    this.typing.add(stop);
-    return stop;
-  }
-
-  /** Answer a button press at once (not through the outbox: the platform forgets it soon). */
-  private async answerButton(event: InboundButton, text: string): Promise<void> {
-    await this.direct({ type: "answer", callback_id: event.callback_id, text }, event.chat.platform, 5_000);
-  }
-
-  /** One attempt at an op, bounded by `timeoutMs`; whether it went through. Never throws. */
-  private async direct(
-    op: Parameters<PlatformAdapter["perform"]>[0],
-    platform: string,
-    timeoutMs: number,
-  ): Promise<boolean> {
-    const adapter = this.adapters.get(platform);
-    if (adapter === undefined) return false;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
-    try {
-      const sent = adapter.perform(op, AbortSignal.timeout(timeoutMs)).then(
-        (r) => r.ok,
-        () => false,
-      );
-      return await Promise.race([sent, late]);
-    } catch {
-      return false;
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /**
@@ -475,7 +248,7 @@ export class ChatService {
       const text = options.restarting ? SHUTDOWN_RESTARTING : SHUTDOWN_STOPPING;
       const sent = await Promise.all(
         [...chats.values()].map((chat) =>
-          this.direct({ type: "send", chat, text, format: "plain" }, chat.platform, options.timeoutMs),
+          this.direct.once({ type: "send", chat, text, format: "plain" }, chat.platform, options.timeoutMs),
         ),
       );
       return { chats: chats.size, sent: sent.filter(Boolean).length };
@@ -524,10 +297,10 @@ export class ChatService {
       store: this.store,
       pending: this.inbox.pending().filter((e) => this.adapters.has(e.platform)),
       handover: this.handover,
-      inline: (entry) => runInline(this.context, entry),
+      inline: (entry) => this.inline(entry),
       queue: (item) => enqueue(this.laneOf(item.entry), item),
       answer: (entry, done, text, error) =>
-        this.commit(entry, done, [text], [], error, error === null ? "markdown" : "plain"),
+        this.writer.commit(entry, done, [text], [], error, error === null ? "markdown" : "plain"),
     });
     for (const lane of this.lanes.values()) this.pump(lane);
     return report;
@@ -558,7 +331,7 @@ export class ChatService {
   /** Start nothing new; running turns are the host's to drain or interrupt (they stay pending). */
   stop(): void {
     this.stopping.abort();
-    for (const stop of [...this.typing]) stop();
+    this.direct.stopTyping();
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {
