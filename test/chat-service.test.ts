@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { listChatSessions, SESSION_KIND } from "../src/platforms/chat-sessions.js";
 import { INBOX_KIND } from "../src/platforms/inbox.js";
+import { listOutboxEntries } from "../src/platforms/outbox-records.js";
 import { chatSetup } from "./helpers/chat.js";
 
 /** The user messages the model was sent in request `i` (0-based). */
@@ -90,6 +91,51 @@ describe("chat service: in order, none lost", () => {
     await t.settle(s);
     expect(t.sent("42")[1]).toMatch(/Last error: (?!none)/);
     expect(s.status().telegram?.last_error).not.toBeNull();
+  });
+});
+
+describe("chat service: sessions and messages", () => {
+  it("gives each user of a group chat a session of their own, and refuses a stranger there once", async () => {
+    const t = await chatSetup();
+    const s = await t.service();
+    const group = (user: string) => ({ user, chat: "-1001", type: "group" as const });
+    await t.platform.receive(t.text("hi from 42", group("42")));
+    await t.platform.receive(t.text("hi from 43", group("43")));
+    await t.platform.receive(t.text("me too", group("9")));
+    await t.platform.receive(t.text("me again", group("9")));
+    await t.settle(s);
+    expect(
+      listChatSessions(t.store)
+        .map((r) => r.session_key)
+        .sort(),
+    ).toEqual(["telegram:-1001:u=42", "telegram:-1001:u=43"]);
+    expect(new Set(listChatSessions(t.store).map((r) => r.session_id)).size).toBe(2);
+    const texts = t.sent("-1001");
+    expect(texts.filter((x) => x.startsWith("Sorry"))).toHaveLength(1);
+    expect(texts.filter((x) => x.startsWith("echo")).sort()).toEqual([
+      "echo: hi from 42",
+      "echo: hi from 43",
+    ]);
+    // In a group the answer quotes the message it answers.
+    expect(t.platform.sends().find((op) => op.text === "echo: hi from 42")?.reply_to).toBeDefined();
+    expect(t.sim.requests()).toHaveLength(2);
+  });
+
+  it("queues a reply the adapter cuts as one outbox entry per platform message, sent in order", async () => {
+    const t = await chatSetup();
+    t.platform.split = (text) => text.match(/.{1,10}/gs) ?? [text];
+    const s = await t.service();
+    t.sim.script([{ type: "reply", text: "abcdefghijklmnopqrstuvwxy" }]);
+    await t.platform.receive(t.text("long one"));
+    await t.settle(s);
+    expect(t.sent("42")).toEqual(["abcdefghij", "klmnopqrst", "uvwxy"]);
+    const entries = listOutboxEntries(t.store).sort((a, b) => (a.order < b.order ? -1 : 1));
+    expect(entries.map((e) => [e.key.split("/").slice(1).join("/"), e.state])).toEqual([
+      ["ans/1/0", "delivered"],
+      ["ans/1/1", "delivered"],
+      ["ans/1/2", "delivered"],
+    ]);
+    expect(entries.every((e) => e.op.format === "markdown")).toBe(true);
   });
 });
 

@@ -11,6 +11,7 @@ import type {
   PlatformAdapter,
   PlatformFailure,
   SendOp,
+  TextFormat,
 } from "../../src/platforms/adapter.js";
 
 /** An answer to one op: a result, a failure, or a function of the op (may wait). */
@@ -22,6 +23,8 @@ export type Answer =
 export class FakePlatform implements PlatformAdapter {
   /** Every op performed, in the order the platform got them. */
   readonly performed: OutboundOp[] = [];
+  /** Set by a test to cut long texts as a real platform's adapter would. */
+  split?: (text: string, format: TextFormat) => string[];
   private sink: InboundSink | null = null;
   private nextId = 100;
 
