@@ -98,4 +98,39 @@ describe("approvals in the chat", () => {
     await t.settle(t.s);
     expect(t.sent("42").at(-1)).toBe("No approval is waiting in this session.");
   });
+
+  it("/approve with two waiting names them; /approve ID decides that one; an unknown ID is said to be unknown", async () => {
+    const t = await asking();
+    // A second record in the same session, as a second held-back call of the turn would open.
+    const other = await t.agent.approvals.open({
+      sessionId: t.record.session_id,
+      turnId: t.record.turn_id,
+      toolCallId: "call_other",
+      tool: "terminal",
+      command: "rm -rf /tmp/nothing-here",
+      reason: "it deletes files",
+      dangers: [],
+      pattern: "",
+      requestedBy: "the test",
+    });
+    // The turn still waits on its approval: wait for the answers, not for the service to be idle.
+    const answers = () => t.sent("42").length;
+    const before = answers();
+    await t.platform.receive(t.text("/approve"));
+    await t.until(() => answers() === before + 1, "the list of approvals");
+    const listed = t.sent("42").at(-1) ?? "";
+    expect(listed).toMatch(/^2 approvals are waiting; name one: \/approve ID/);
+    expect(listed).toContain(t.record.approval_id);
+    expect(listed).toContain(other.approval_id);
+    expect(listApprovals(t.store).every((r) => r.status === "pending")).toBe(true);
+    await t.platform.receive(t.text("/approve ap_nope"));
+    await t.until(() => answers() === before + 2, "the unknown id's answer");
+    expect(t.sent("42").at(-1)).toMatch(/^No approval ap_nope is waiting in this session/);
+    await t.platform.receive(t.text(`/approve ${t.record.approval_id}`));
+    await t.settle(t.s);
+    expect(existsSync(t.marker)).toBe(true);
+    expect(t.agent.approvals.get(t.record.approval_id)?.status).toBe("approved");
+    expect(t.agent.approvals.get(other.approval_id)?.status).toBe("pending");
+    expect(t.sent("42")).toContain("all done");
+  });
 });
