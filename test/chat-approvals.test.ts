@@ -15,8 +15,8 @@ const terminalCall = (command: string) => ({
   calls: [{ name: "terminal", arguments: { command } }],
 });
 
-async function asking() {
-  const t = await chatSetup({ tools: { exec: { mode: "ask" } } });
+async function asking(exec: Record<string, unknown> = {}) {
+  const t = await chatSetup({ tools: { exec: { mode: "ask", ...exec } } });
   const s = await t.service();
   const marker = join(t.project, "made");
   t.sim.script([terminalCall(`touch ${marker}`), { type: "reply", text: "all done" }]);
@@ -132,5 +132,28 @@ describe("approvals in the chat", () => {
     expect(t.agent.approvals.get(t.record.approval_id)?.status).toBe("approved");
     expect(t.agent.approvals.get(other.approval_id)?.status).toBe("pending");
     expect(t.sent("42")).toContain("all done");
+  });
+
+  it("an approval that expires unanswered edits its message: no stale buttons, and the command did not run", async () => {
+    const t = await asking({ approval_timeout: 1 });
+    await t.settle(t.s);
+    expect(existsSync(t.marker)).toBe(false);
+    expect(t.agent.approvals.get(t.record.approval_id)?.status).toBe("expired");
+    expect(t.platform.edits()).toEqual([
+      expect.objectContaining({
+        message_id: t.messageId,
+        text: expect.stringContaining("It is expired: it does not run."),
+        buttons: [],
+      }),
+    ]);
+    expect(t.sent("42").at(-1)).toBe("all done");
+  });
+
+  it("a press that decides edits the message once, not again when the turn reports the decision", async () => {
+    const t = await asking();
+    await t.platform.receive(t.press(t.approve.data, t.messageId));
+    await t.settle(t.s);
+    expect(existsSync(t.marker)).toBe(true);
+    expect(t.platform.edits()).toHaveLength(1);
   });
 });

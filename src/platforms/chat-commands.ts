@@ -43,6 +43,8 @@ export interface CommandContext {
   /** Run an accepted entry (a message goes on its lane). */
   dispatch(entry: InboxEntry): void;
   answerButton(event: InboundButton, text: string): Promise<void>;
+  /** Approvals decided here, so the turn's approval_decided does not edit their message again. */
+  decided: Set<string>;
 }
 
 /** The button data of an approval's buttons: `apr:ID:y` approves, `apr:ID:n` denies. */
@@ -233,9 +235,11 @@ async function decide(
   decision: ChatDecision,
   by: string,
 ): Promise<ApprovalRecord | string> {
+  ctx.decided.add(id);
   try {
     return await ctx.host.decide(id, decision, by);
   } catch (error) {
+    ctx.decided.delete(id);
     if (TenaxError.isInstance(error) && error.code === "not_found") return `There is no approval ${id}.`;
     if (TenaxError.isInstance(error) && error.code === "already_decided") {
       const status = ctx.host.getApproval(id)?.status ?? "decided";
@@ -267,5 +271,29 @@ export function approvalRequest(
     // A resumed turn asks again for the same record: the same id is recognised and not sent twice.
     id: `apr/${id}`,
     origin: `approval:${id}`,
+  };
+}
+
+/** The edit of an approval's message once it was decided elsewhere or expired; null without one. */
+export function approvalClosed(
+  store: Store,
+  host: ChatHost,
+  chat: ChatRef,
+  approvalId: string,
+): EnqueueInput | null {
+  const asked = outboxKey(chat, `apr/${approvalId}`);
+  const record = host.getApproval(approvalId);
+  if (record === null || readOutboxEntry(store, asked) === null) return null;
+  return {
+    message: {
+      type: "edit",
+      chat,
+      of_key: asked,
+      text: approvalDecided(record),
+      format: "plain",
+      buttons: [],
+    },
+    id: `apr/${approvalId}/closed`,
+    origin: `approval:${approvalId}`,
   };
 }

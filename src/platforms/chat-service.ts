@@ -12,7 +12,7 @@ import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { errorMessage } from "../core/errors.js";
 import type { Store } from "../store/store.js";
 import type { ChatRef, InboundEvent, InboundSink, PlatformAdapter } from "./adapter.js";
-import { approvalRequest, type CommandContext, runInline } from "./chat-commands.js";
+import { approvalClosed, approvalRequest, type CommandContext, runInline } from "./chat-commands.js";
 import { PlatformDirect } from "./chat-direct.js";
 import type { ChatHost } from "./chat-host.js";
 import { enqueue, type Lane, newLane } from "./chat-lanes.js";
@@ -24,6 +24,7 @@ import { ChatWriter } from "./chat-writer.js";
 import { type InboxEntry, PlatformInbox } from "./inbox.js";
 import type { PlatformOutbox } from "./outbox.js";
 import type { PlatformBacklog } from "./outbox-backlog.js";
+import type { EnqueueInput } from "./outbox-records.js";
 import { chatKey } from "./session-key.js";
 
 export interface ChatServiceOptions {
@@ -81,6 +82,8 @@ export class ChatService {
   private readonly handover = new Map<string, Promise<TurnResult>>();
   private readonly notices: Promise<unknown>[] = [];
   private readonly work = new Set<Promise<unknown>>();
+  /** Approvals this service decided (a press, /approve): their messages are edited already. */
+  private readonly decided = new Set<string>();
   /** Inbox keys of commands and presses being run now. */
   private readonly handling = new Set<string>();
   private readonly lastUpdate: Record<string, number> = {};
@@ -140,6 +143,7 @@ export class ChatService {
       commit: (entry, done, texts, extra) => this.writer.commit(entry, done, texts, extra),
       dispatch: (entry) => this.dispatch(entry),
       answerButton: (event, text) => this.direct.answer(event, text),
+      decided: this.decided,
     };
   }
 
@@ -226,11 +230,17 @@ export class ChatService {
     );
   }
 
+  /**
+   * An approval a chat's turn asks for becomes a message with buttons; one decided elsewhere (the
+   * runs API) or expired edits that message, so no stale buttons stay.
+   */
   private onTurnEvent(chat: ChatRef, event: AgentEvent): void {
-    if (event.type !== "approval_requested") return;
-    this.track(this.outbox.enqueue(approvalRequest(chat, event))).catch((error) =>
-      this.fail(chat.platform, error),
-    );
+    let input: EnqueueInput | null = null;
+    if (event.type === "approval_requested") input = approvalRequest(chat, event);
+    else if (event.type === "approval_decided" && !this.decided.delete(event.approval_id))
+      input = approvalClosed(this.store, this.host, chat, event.approval_id);
+    if (input === null) return;
+    this.track(this.outbox.enqueue(input)).catch((error) => this.fail(chat.platform, error));
   }
 
   /**
