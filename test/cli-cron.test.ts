@@ -89,6 +89,14 @@ describe("tenax cron add", () => {
       [["bad name", "--schedule", "every 1h"], /"bad name" is not a job name/],
       [["ok", "--schedule", "every 1h", "--deliver", "ftp://x"], /"ftp:\/\/x" is not a delivery target/],
       [
+        ["ok", "--schedule", "every 1h", "--deliver", "telegram:42"],
+        /delivery to telegram:42: platforms.telegram is not in config.yaml \(configured: none\)/,
+      ],
+      [
+        ["ok", "--schedule", "every 1h", "--deliver", "telegram:@me"],
+        /names no Telegram chat; a chat id is a number/,
+      ],
+      [
         ["ok", "--schedule", "every 1h", "--model", "other/echo"],
         /"other" is not a configured provider \(configured: sim\)/,
       ],

@@ -46,6 +46,7 @@ describe("dashboard in Chromium", () => {
       "compression",
       "tools",
       "cron",
+      "platforms",
       "scheduler",
     ])
       await page.locator(`.tile[data-layer="${layer}"]`).waitFor();

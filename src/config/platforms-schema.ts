@@ -42,8 +42,8 @@ const telegram = z
 
 /** The generic webhook platform: automation tools post messages in and get replies posted back. */
 const webhook = z.strictObject({
-  /** Where replies and notices are posted (JSON); left out, they are kept for polling only. */
-  callback_url: httpUrl.optional(),
+  /** Where replies, notices and approval requests are posted (JSON). */
+  callback_url: httpUrl,
   /** Sent as `Authorization: Bearer TOKEN` with each callback. */
   token: text("a non-empty token for the callback's Authorization header").optional(),
 });

@@ -3,6 +3,7 @@
 import { mkdir, open, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage } from "../core/errors.js";
+import { originOf, retryAfterMs } from "../http/outbound.js";
 import { writeFileAtomic } from "../profile/atomic-write.js";
 import { NAME_PATTERN } from "./jobs.js";
 import type { OutboxRecord } from "./records.js";
@@ -17,26 +18,6 @@ export interface SendDeps {
   fetchImpl: typeof fetch;
   timeoutMs: number;
   now: number;
-}
-
-/** The origin of a webhook URL: its path and query may hold a token, so messages show only this. */
-export function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "an invalid URL";
-  }
-}
-
-const MAX_RETRY_AFTER_MS = 6 * 3_600_000;
-
-/** Retry-After as seconds or an HTTP date, in ms from now; null when absent or unreadable. */
-export function retryAfterMs(header: string | null, now: number): number | null {
-  if (header === null) return null;
-  const text = header.trim();
-  const ms = /^\d+$/.test(text) ? Number(text) * 1000 : Date.parse(text) - now;
-  if (!Number.isFinite(ms)) return null;
-  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms));
 }
 
 async function webhook(url: string, entry: OutboxRecord, deps: SendDeps): Promise<SendOutcome> {

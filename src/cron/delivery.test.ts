@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { Scheduler } from "../agent/scheduler.js";
+import { listOutboxEntries, OUTBOX_KIND as PLATFORM_OUTBOX_KIND } from "../platforms/outbox-records.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
@@ -146,6 +147,38 @@ describe("outboxOps", () => {
       T0,
     );
     expect(silentButFailing.map((o) => o.key)).toEqual([`${run(j, 4).run_key}/failing`]);
+  });
+
+  it("a telegram:CHAT target queues chat messages in the platforms' outbox, in the run's own write", async () => {
+    const j = job("telegram:-1001");
+    const failed = run(j, 1, { state: "failed", error: "provider down", reply: "" });
+    const ops = outboxOps(
+      failed,
+      j,
+      { kind: "failing", text: "nightly-report started failing", streak: 1 },
+      T0,
+    );
+    expect(ops.map((o) => o.kind)).toEqual([PLATFORM_OUTBOX_KIND, PLATFORM_OUTBOX_KIND]);
+    const t = await setup();
+    await t.store.write(ops);
+    const queued = listOutboxEntries(t.store);
+    expect(queued.map((e) => [e.chat_key, e.origin, e.state])).toEqual([
+      ["telegram:-1001", `cron:${failed.run_key}`, "pending"],
+      ["telegram:-1001", `cron:${failed.run_key}`, "pending"],
+    ]);
+    const texts = queued.map((e) => (e.op.type === "send" ? e.op.text : ""));
+    expect(texts).toContain("**nightly-report** failed: provider down");
+    expect(texts).toContain("nightly-report started failing");
+    // The run's end is written once; writing it again (a replay) queues nothing twice.
+    await t.store.write(ops);
+    expect(listOutboxEntries(t.store)).toHaveLength(2);
+    // Nothing for the cron outbox: cron's webhook sender never sees a chat target.
+    expect(listOutbox(t.store)).toEqual([]);
+    expect(outboxOps(run(j, 2, { reply: "[SILENT]", silent: true }), j, null, T0)).toEqual([]);
+    const ok = outboxOps(run(j, 3, { missed: true }), j, null, T0);
+    expect(JSON.parse(ok[0]?.value ?? "{}").op.text).toBe(
+      "**nightly-report** (a catch-up run for a missed time)\n\nreport 3",
+    );
   });
 });
 
@@ -315,6 +348,18 @@ describe("CronOutbox", () => {
     const reports = await Promise.all([one.deliverDue(), one.deliverDue(), other.deliverDue()]);
     expect(reports.reduce((n, x) => n + x.delivered, 0)).toBe(1);
     expect(hook.seen).toHaveLength(1);
+  });
+
+  it("never resends an entry another outbox delivered while this one's pass waited to reach it", async () => {
+    const hook = await receiver([(res) => setTimeout(() => status(200)(res), 40)]);
+    const t = await setup();
+    const j = job(`webhook:${hook.url}`);
+    // More entries than a pass sends at once: the last ones are reached only after the first end.
+    const runs = Array.from({ length: 12 }, (_, i) => run(j, i + 1));
+    await t.store.write(runs.flatMap((r) => outboxOps(r, j, null, t.clock.now)));
+    const reports = await Promise.all([t.outbox(t.store).deliverDue(), t.outbox(t.store).deliverDue()]);
+    expect(reports.reduce((n, x) => n + x.delivered, 0)).toBe(12);
+    expect(hook.seen).toHaveLength(12);
   });
 
   it("counts a receiver that does not answer in time as a failed attempt", async () => {

@@ -6,6 +6,8 @@
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
+import type { ChatRef } from "../platforms/adapter.js";
+import { outboxEntryOp } from "../platforms/outbox-records.js";
 import type { RecordPutOp } from "../store/ops.js";
 import { isRecordConflict, LEASE_MARGIN_MS } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
@@ -104,6 +106,13 @@ export function outboxOps(
   };
   const ops: RecordPutOp[] = [];
   const ended = run.state === "ok" || run.state === "failed" || run.state === "interrupted";
+  const chat = chatTarget(target);
+  if (chat !== null) {
+    // A chat target goes through the chat platforms' outbox, in this same transaction.
+    if (ended && !run.silent) ops.push(chatEntry(chat, run, "result", runText(run), now));
+    if (notice !== null) ops.push(chatEntry(chat, run, notice.kind, notice.text, now));
+    return ops;
+  }
   if (ended && !run.silent)
     ops.push(
       entry("result", {
@@ -133,6 +142,30 @@ export function outboxOps(
       }),
     );
   return ops;
+}
+
+/** A `telegram:CHAT_ID` target as the chat it names; null for local and webhook targets. */
+export function chatTarget(target: string): ChatRef | null {
+  const match = /^telegram:(-?\d+)$/.exec(target);
+  return match?.[1] === undefined ? null : { platform: "telegram", chat_id: match[1], thread_id: null };
+}
+
+function chatEntry(chat: ChatRef, run: RunRecord, what: string, text: string, now: number): RecordPutOp {
+  return outboxEntryOp(
+    {
+      message: { type: "send", chat, text, format: "markdown" },
+      id: `cron_${run.run_key}/${what}`.replace(/[^A-Za-z0-9_./-]/g, "_"),
+      origin: `cron:${run.run_key}`,
+    },
+    now,
+  ).op;
+}
+
+/** A run's result as a chat message: the job, then the reply, or what went wrong. */
+function runText(run: RunRecord): string {
+  const head = `**${run.job}**${run.missed ? " (a catch-up run for a missed time)" : ""}`;
+  if (run.state === "ok") return `${head}\n\n${run.reply}`;
+  return `${head} ${run.state === "interrupted" ? "was interrupted" : "failed"}: ${run.error ?? "no reason recorded"}${run.reply ? `\n\n${run.reply}` : ""}`;
 }
 
 export class CronOutbox {
@@ -279,9 +312,13 @@ export class CronOutbox {
   private async deliverOne(entry: OutboxRecord, report: DeliveryReport): Promise<void> {
     const text = this.store.getRecordText(OUTBOX_KIND, entry.key);
     if (text === null) return;
-    // The lease: this process's attempt, written only if nobody changed the entry since it was read.
+    // The lease is built from the entry as it is now, not as the pass listed it: another process
+    // may have delivered or leased it while this pass sent the entries before it.
+    const fresh = outboxRecord.safeParse(JSON.parse(text));
     const start = this.now();
-    const leased: OutboxRecord = { ...entry, next_at: start + this.timeoutMs + LEASE_MARGIN_MS };
+    if (!fresh.success || fresh.data.state !== "pending" || fresh.data.next_at > start) return;
+    // The lease: this process's attempt, written only if nobody changed the entry since it was read.
+    const leased: OutboxRecord = { ...fresh.data, next_at: start + this.timeoutMs + LEASE_MARGIN_MS };
     try {
       await this.store.write([claimOp(OUTBOX_KIND, entry.key, leased, text, start)]);
     } catch (error) {

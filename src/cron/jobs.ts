@@ -49,6 +49,8 @@ export interface JobsOptions {
   now?: () => number;
   /** Why a pinned model cannot be used (not configured), or null when it can. */
   checkModel?: (model: string) => string | null;
+  /** Why a chat platform cannot be delivered to (not configured), or null when it can. */
+  checkPlatform?: (name: string) => string | null;
   /** Where a relative --dir is resolved from. */
   cwd?: string;
   /** Told after each change is stored (the gateway's engine looks again at once). */
@@ -88,7 +90,7 @@ export function checkName(name: string): string {
 }
 
 /** `local`, `webhook:http(s)://...` or `telegram:CHAT_ID`; throws with what is wrong. */
-export function checkTarget(target: string): string {
+export function checkTarget(target: string, checkPlatform?: (name: string) => string | null): string {
   const text = target.trim();
   if (text === "local") return text;
   if (text.startsWith("webhook:")) {
@@ -112,10 +114,13 @@ export function checkTarget(target: string): string {
         `"${text}" names no Telegram chat; a chat id is a number`,
         "e.g. --deliver telegram:123456789",
       );
-    throw invalid(
-      `delivery to ${text} needs the Telegram adapter (platforms.telegram), which this Tenax does not have yet`,
-      "deliver to local or webhook:URL for now",
-    );
+    const why = checkPlatform?.("telegram") ?? null;
+    if (why !== null)
+      throw invalid(
+        `delivery to ${text}: ${why}`,
+        "add platforms.telegram to config.yaml (README: Connect a Telegram bot)",
+      );
+    return text;
   }
   throw invalid(`"${target}" is not a delivery target`, "use local, webhook:URL or telegram:CHAT_ID");
 }
@@ -268,7 +273,7 @@ export class CronJobs {
       model,
       dir: input.dir == null ? null : this.checkDir(input.dir),
       timeout_s: timeout,
-      deliver: checkTarget(input.deliver ?? "local"),
+      deliver: checkTarget(input.deliver ?? "local", this.options.checkPlatform),
       enabled: input.enabled ?? true,
       catch_up: input.catch_up ?? true,
     };

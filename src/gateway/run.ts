@@ -4,6 +4,7 @@
 // store, and mark a clean stop only when the drain completed. A stop asked for while it starts
 // ends the start where it is (nothing resumed, no wait for the providers, the port never opened);
 // a second signal cuts the drain short.
+
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeProcessReap } from "../agent/process-reaper.js";
@@ -13,6 +14,7 @@ import { openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
 import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
 import { modelProblem } from "../config/model-check.js";
+import { platformProblem } from "../config/platform-check.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
@@ -251,6 +253,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const jobs = new CronJobs(opened.store, {
     timezone: profileTimezone(config),
     checkModel: (model) => modelProblem(config, model),
+    checkPlatform: (platform) => platformProblem(config, platform),
     cwd: options.cwd,
     onChange: () => cron.changed(),
   });

@@ -13,6 +13,7 @@ import type { ProfilePaths } from "../profile/paths.js";
 import { describeExit, readUpState, type UpState } from "../profile/up-state.js";
 import type { CronComponent } from "./cron-component.js";
 import { gatewayAdvice } from "./gateway-advice.js";
+import type { PlatformsComponent } from "./platforms-component.js";
 import type { Component } from "./status.js";
 
 export interface GatewayComponent extends Component {
@@ -51,6 +52,8 @@ export interface OutsideView {
   providers?: Map<string, ProviderRecord>;
   /** The gateway's cron component (with its scheduler's numbers), when its /health has one. */
   cron?: CronComponent;
+  /** The gateway's platforms component (it holds the connections), when its /health has one. */
+  platforms?: PlatformsComponent;
 }
 
 /**
@@ -190,6 +193,7 @@ export async function probeGatewayFromOutside(
       },
       providers: liveProviders(body.components?.providers?.providers),
       ...cronOf(body.components?.cron),
+      ...platformsOf(body.components?.platforms),
     };
   } catch (error) {
     return {
@@ -228,6 +232,25 @@ function cronOf(raw: unknown): { cron?: CronComponent } {
     ...rest
   } = c as CronComponent & { checked_at?: unknown; age_ms?: unknown };
   return { cron: { ...rest, next: rest.next ?? null } };
+}
+
+/** The platforms component as the gateway's /health gives it, when it is shaped like one. */
+function platformsOf(raw: unknown): { platforms?: PlatformsComponent } {
+  const c = raw as Partial<PlatformsComponent> | null | undefined;
+  if (
+    typeof c !== "object" ||
+    c === null ||
+    (c.status !== "ok" && c.status !== "degraded" && c.status !== "down") ||
+    typeof c.detail !== "string" ||
+    !Array.isArray(c.platforms)
+  )
+    return {};
+  const {
+    checked_at: _c,
+    age_ms: _a,
+    ...rest
+  } = c as PlatformsComponent & { checked_at?: unknown; age_ms?: unknown };
+  return { platforms: { ...rest, next: rest.next ?? null } };
 }
 
 /** Each provider's record as the gateway's /health lists it; anything not shaped like one is left out. */

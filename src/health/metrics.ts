@@ -4,6 +4,7 @@ import { bufferedSseBytes, droppedSseClients, openSseStreams } from "../core/sse
 import type { ProviderCounters } from "../llm/provider-health.js";
 import { type CronMetricsInput, cronMetrics } from "./cron-metrics.js";
 import type { HealthReport } from "./monitor.js";
+import type { PlatformRow, PlatformsComponent } from "./platforms-component.js";
 import type { ComponentLevel } from "./status.js";
 
 export interface Counters {
@@ -145,6 +146,7 @@ export function renderMetrics(
   }
   providerMetrics(metric, c.providers?.providers, providers);
   if (cron !== null) cronMetrics(metric, cron);
+  platformMetrics(metric, (report.components.platforms as PlatformsComponent | undefined)?.platforms ?? []);
   return `${out.join("\n")}\n`;
 }
 
@@ -206,4 +208,51 @@ function labelText(labels: Record<string, string>): string {
     ([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')}"`,
   );
   return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+}
+
+type Metric = (
+  name: string,
+  type: "gauge" | "counter",
+  help: string,
+  rows: [Record<string, string>, number][],
+) => void;
+
+/** Per chat platform: the connection, the last update, and what waits in the outbox. */
+function platformMetrics(metric: Metric, rows: readonly PlatformRow[]): void {
+  if (rows.length === 0) return;
+  const each = (value: (r: PlatformRow) => number | null) =>
+    rows.flatMap((r): [Record<string, string>, number][] => {
+      const v = value(r);
+      return v === null ? [] : [[{ platform: r.platform }, v]];
+    });
+  metric(
+    "tenax_platform_connected",
+    "gauge",
+    "1 while the gateway is connected to the chat platform, 0 when not.",
+    each((r) => (r.connected === null ? null : r.connected ? 1 : 0)),
+  );
+  metric(
+    "tenax_platform_last_update_timestamp_seconds",
+    "gauge",
+    "When the platform's last update arrived (Unix time).",
+    each((r) => (r.last_update_at === null ? null : r.last_update_at / 1000)),
+  );
+  metric(
+    "tenax_platform_outbox_pending",
+    "gauge",
+    "Messages waiting in the platform's outbox.",
+    each((r) => r.pending),
+  );
+  metric(
+    "tenax_platform_outbox_given_up",
+    "gauge",
+    "Messages given up in the last 24 hours.",
+    each((r) => r.given_up),
+  );
+  metric(
+    "tenax_platform_outbox_oldest_pending_seconds",
+    "gauge",
+    "How long the oldest waiting message has waited.",
+    each((r) => (r.oldest_pending_age_ms ?? 0) / 1000),
+  );
 }

@@ -109,6 +109,7 @@ describe("HealthMonitor", () => {
       "scheduler",
       "tools",
       "cron",
+      "platforms",
       "disk",
     ]);
     expect(report.status).toBe("ok");

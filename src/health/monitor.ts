@@ -9,6 +9,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import type { CronStats } from "../cron/host.js";
 import type { ProviderHealthRecorder } from "../llm/provider-health.js";
 import { mergeRecords, type ProviderRecord } from "../llm/provider-state.js";
+import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
@@ -19,6 +20,12 @@ import { readCronSnapshot } from "./cron-snapshot.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
 import type { EventHub, FeedEvent } from "./event-hub.js";
 import type { LayerProbe } from "./layer-probe.js";
+import {
+  configuredPlatforms,
+  type PlatformLive,
+  type PlatformsComponent,
+  platformsComponent,
+} from "./platforms-component.js";
 import { configuredProviders, providersComponent } from "./provider-component.js";
 import { ProviderProber, probeSubjects } from "./provider-probe.js";
 import { type Component, formatDuration, type Level, type StatusReport, worst } from "./status.js";
@@ -76,6 +83,8 @@ export interface MonitorOptions {
    * null or left out: the cron component is read from the store alone.
    */
   cronStats?: () => CronStats | null;
+  /** Each chat platform's connection as this gateway's adapters see it; left out: none runs here. */
+  platformsLive?: () => Record<string, PlatformLive>;
   now?: () => number;
 }
 
@@ -282,9 +291,24 @@ export class HealthMonitor {
         checked_at: now,
         age_ms: 0,
       },
+      // Read live: a message given up or a lost connection shows at once.
+      platforms: { ...this.platformsNow(now), checked_at: now, age_ms: 0 },
       disk: this.fromProbe(this.disk.state, now, "disk", (reading) => diskComponent(reading)),
     };
     return { status: worst(Object.values(components).map((c) => c.status)), checked_at: now, components };
+  }
+
+  /** The chat platforms: the adapters' connections and every process's outbox backlog. */
+  platformsNow(now = this.now()): PlatformsComponent {
+    const { paths, config, store } = this.options;
+    let backlog: Record<string, PlatformBacklog> = {};
+    try {
+      if (configuredPlatforms(config).length > 0)
+        backlog = readBacklog(store, configuredPlatforms(config), undefined, now);
+    } catch {
+      // A store that cannot be read is the store component's news.
+    }
+    return platformsComponent(paths, config, backlog, this.options.platformsLive?.() ?? null, now);
   }
 
   private gatewayComponent(now: number): HealthComponent {

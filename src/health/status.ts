@@ -8,6 +8,7 @@ import { TenaxError } from "../core/errors.js";
 import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
 import { mergeRecords, type ProviderRecord, readProviderRecord } from "../llm/provider-state.js";
 import { DEFAULT_BASE_URLS, NO_KEY } from "../llm/runtime.js";
+import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import {
@@ -23,6 +24,7 @@ import type { StoreReader } from "../store/store-reader.js";
 import { type CronComponent, cronComponent } from "./cron-component.js";
 import { formatDuration } from "./duration.js";
 import type { OutsideView } from "./gateway-status.js";
+import { configuredPlatforms, type PlatformsComponent, platformsComponent } from "./platforms-component.js";
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
 import { type ToolsComponent, toolsComponent } from "./tools-component.js";
 
@@ -70,6 +72,8 @@ export interface StatusReport {
     tools: ToolsComponent;
     /** The cron jobs: the running gateway's view when it answers, else the store's alone. */
     cron: CronComponent;
+    /** The chat platforms: the running gateway's view when it answers, else the store's outbox alone. */
+    platforms: PlatformsComponent;
     /** From outside the gateway (pid file, port): present when the caller probed it. */
     gateway?: OutsideView["gateway"];
     scheduler?: OutsideView["scheduler"];
@@ -103,6 +107,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const compression = compressionComponent(config, reader, now);
   const tools = toolsComponent(paths, config, reader, now);
   const cron = cronStatus(paths, config, reader, now, outside);
+  const platforms = platformsStatus(paths, config, reader, now, outside);
   const components: StatusReport["components"] = outside
     ? {
         gateway: outside.gateway,
@@ -112,9 +117,10 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
         compression,
         tools,
         cron,
+        platforms,
         scheduler: outside.scheduler,
       }
-    : { store, providers, credentials, compression, tools, cron };
+    : { store, providers, credentials, compression, tools, cron, platforms };
   return { profile: paths.name, status: worst(Object.values(components).map((c) => c.status)), components };
 }
 
@@ -139,6 +145,25 @@ function cronStatus(
     ...cron,
     detail: `${cron.detail}; no gateway runs, so nothing runs them: the scheduler runs only inside a gateway (${tenaxCommand(paths.name, ["up"])}) or with ${tenaxCommand(paths.name, ["cron", "tick"])}`,
   };
+}
+
+/** The gateway's own platforms component when it answered (it knows the connections); else the store's outbox. */
+function platformsStatus(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  reader: StoreReader | null,
+  now: number,
+  outside: OutsideView | null,
+): PlatformsComponent {
+  if (outside?.platforms) return outside.platforms;
+  const names = configuredPlatforms(config);
+  let backlog: Record<string, PlatformBacklog> = {};
+  try {
+    if (reader !== null && names.length > 0) backlog = readBacklog(reader, names, undefined, now);
+  } catch {
+    // A store that cannot be read is the store component's news.
+  }
+  return platformsComponent(paths, config, backlog, null, now, outside?.gateway.status === "down");
 }
 
 /** The exit code the contract gives each overall status. */

@@ -125,11 +125,15 @@ export function createApp(options: AppOptions = {}): App {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (request, payload, done) => {
     const config = request.routeOptions.config;
-    if (config.rawBody === true)
-      return readRawBody(payload, bodyLimit).then(
+    // Only through done: a parser that also returns a promise has Fastify call done a second
+    // time when it settles, and the route's handler runs twice for the one request.
+    if (config.rawBody === true) {
+      readRawBody(payload, bodyLimit).then(
         (text) => done(null, text),
         (error: unknown) => done(error as Error),
       );
+      return;
+    }
     // A route that reads no body ignores one (Node discards it once the answer is sent).
     if (config.jsonBody !== true) return done(null, undefined);
     readJsonBody(payload, request.headers["content-type"], bodyLimit).then(

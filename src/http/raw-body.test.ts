@@ -35,6 +35,26 @@ describe("a rawBody route", () => {
     expect(json.statusCode).toBe(415);
   });
 
+  it("runs the handler once, with the body, when the handler takes its time", async () => {
+    const app = createApp({ bodyLimit: 64 });
+    const bodies: unknown[] = [];
+    app.post("/raw", { config: { rawBody: true } }, async (request) => {
+      bodies.push(request.body);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return { text: request.body ?? null };
+    });
+    const answer = await app.inject({
+      method: "POST",
+      url: "/raw",
+      headers: { "content-type": "application/json" },
+      payload: "{}",
+    });
+    expect(answer.json()).toEqual({ text: "{}" });
+    // A second run, were there one, would have started by now.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(bodies).toEqual(["{}"]);
+  });
+
   it("keeps the size limit: a 413 past it", async () => {
     const app = appWithRawRoute();
     const answer = await app.inject({

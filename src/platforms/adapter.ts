@@ -93,6 +93,8 @@ export interface SendOp {
   buttons?: Button[][];
   /** The platform id of the message this answers, if any. */
   reply_to?: string;
+  /** The outbox entry's key: a platform that takes one (the webhook) can drop a resend. */
+  idempotency_key?: string;
 }
 
 export interface EditOp {
@@ -103,6 +105,8 @@ export interface EditOp {
   format: TextFormat;
   /** The buttons after the edit; absent or empty removes them. */
   buttons?: Button[][];
+  /** The outbox entry's key, as for a send. */
+  idempotency_key?: string;
 }
 
 export interface TypingOp {

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { FakePlatform } from "../../test/helpers/fake-platform.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
+import { Scheduler } from "../agent/scheduler.js";
 import { putOp } from "../store/record-ops.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { InboundEvent } from "./adapter.js";
@@ -136,5 +137,11 @@ describe("PlatformInbox", () => {
     expect(await t.inbox.prune(60_000)).toBe(0);
     expect(await t.inbox.prune(5_000)).toBe(1);
     expect(t.store.listRecords(INBOX_KIND).map((r) => r.key)).toEqual([inboxKey("fake", "31")]);
+    const scheduler = new Scheduler();
+    t.inbox.maintainOn(scheduler);
+    expect(scheduler.size).toBe(1);
+    t.inbox.stop();
+    expect(scheduler.size).toBe(0);
+    scheduler.stop();
   });
 });

@@ -10,6 +10,7 @@
 // the outbox): `doneOp` gives that write. `pending()` is what was accepted and not done, oldest
 // first: a restart runs it, and a busy session's messages wait there in arrival order.
 import { z } from "zod";
+import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
 import { claimOp, isRecordConflict, putOp } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
@@ -119,6 +120,7 @@ export class PlatformInbox {
   private readonly store: Store;
   private readonly now: () => number;
   private counter = 0;
+  private readonly jobs: SchedulerJob[] = [];
 
   constructor(options: PlatformInboxOptions) {
     this.store = options.store;
@@ -218,6 +220,15 @@ export class PlatformInbox {
     });
     for (let i = 0; i < ops.length; i += 200) await this.store.write(ops.slice(i, i + 200));
     return ops.length;
+  }
+
+  /** Prune done updates hourly on the process's scheduler, keeping them `retainMs` (7 days). */
+  maintainOn(scheduler: Scheduler, retainMs = 7 * 24 * 3_600_000): void {
+    this.jobs.push(scheduler.every("platforms: prune inbox", 3_600_000, () => this.prune(retainMs)));
+  }
+
+  stop(): void {
+    for (const job of this.jobs.splice(0)) job.cancel();
   }
 
   private all(): InboxEntry[] {

@@ -8,11 +8,19 @@ export interface PlatformBacklog {
   given_up: number;
   /** When the oldest pending entry was enqueued, or null. */
   oldest_pending_at: number | null;
+  /** How long it has waited at `now` (ms), or null. */
+  oldest_pending_age_ms: number | null;
   /** The newest error of an entry not delivered, or null. */
   last_error: string | null;
 }
 
-const empty = (): PlatformBacklog => ({ pending: 0, given_up: 0, oldest_pending_at: null, last_error: null });
+const empty = (): PlatformBacklog => ({
+  pending: 0,
+  given_up: 0,
+  oldest_pending_at: null,
+  oldest_pending_age_ms: null,
+  last_error: null,
+});
 
 /**
  * Each platform's backlog; `platforms` are listed even with nothing queued. `delivered` holds keys
@@ -22,6 +30,7 @@ export function readBacklog(
   store: Pick<StoreReader, "listRecords">,
   platforms: readonly string[] = [],
   delivered: ReadonlySet<string> = new Set(),
+  now: number = Date.now(),
 ): Record<string, PlatformBacklog> {
   const out: Record<string, PlatformBacklog> = {};
   for (const p of platforms) out[p] = empty();
@@ -41,5 +50,7 @@ export function readBacklog(
       b.last_error = e.last_error;
     }
   }
+  for (const b of Object.values(out))
+    if (b.oldest_pending_at !== null) b.oldest_pending_age_ms = Math.max(0, now - b.oldest_pending_at);
   return out;
 }

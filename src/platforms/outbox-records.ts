@@ -140,3 +140,16 @@ export function listOutboxEntries(store: Source): OutboxEntry[] {
 
 export const readOutboxEntry = (store: Source, key: string): OutboxEntry | null =>
   parseEntry(store.getRecord(OUTBOX_KIND, key));
+
+/** The deletions of delivered and given-up entries last written more than `olderThanMs` ago. */
+export function pruneOps(
+  store: Pick<StoreReader, "listRecords">,
+  olderThanMs: number,
+  now: number,
+): RecordPutOp[] {
+  return store.listRecords(OUTBOX_KIND).flatMap((row) => {
+    const e = parseEntry(row.value);
+    if (e === null || e.state === "pending" || row.updated_at > now - olderThanMs) return [];
+    return [putOp(OUTBOX_KIND, row.key, null, Math.max(now, row.updated_at))];
+  });
+}

@@ -16,11 +16,11 @@ export type AttemptOutcome =
   | { kind: "delivered"; message_id: string | null; op: OutboxOp }
   | { kind: "failed"; error: PlatformFailure; op: OutboxOp };
 
-/** The wire op of an entry's op, the edit's message id already resolved. */
-function wireOp(op: OutboxOp, messageId: string | null): OutboundOp {
-  if (op.type === "send") return op;
+/** The wire op of an entry's op, the edit's message id already resolved, the entry's key attached. */
+function wireOp(op: OutboxOp, messageId: string | null, key: string): OutboundOp {
+  if (op.type === "send") return { ...op, idempotency_key: key };
   const { of_key: _ofKey, message_id: _id, ...rest } = op;
-  return { ...rest, message_id: messageId ?? "" };
+  return { ...rest, message_id: messageId ?? "", idempotency_key: key };
 }
 
 async function performOnce(
@@ -57,12 +57,14 @@ export async function attempt(
   messageId: string | null,
   timeoutMs: number,
   stop: AbortSignal,
+  /** The entry's key, sent as the op's idempotency key. */
+  key: string,
 ): Promise<AttemptOutcome> {
-  const first = await performOnce(adapter, wireOp(op, messageId), timeoutMs, stop);
+  const first = await performOnce(adapter, wireOp(op, messageId, key), timeoutMs, stop);
   if (first.ok) return { kind: "delivered", message_id: first.message_id, op };
   if (!first.error.plain_text || op.format === "plain") return { kind: "failed", error: first.error, op };
   const plain: OutboxOp = { ...op, format: "plain" };
-  const second = await performOnce(adapter, wireOp(plain, messageId), timeoutMs, stop);
+  const second = await performOnce(adapter, wireOp(plain, messageId, key), timeoutMs, stop);
   return second.ok
     ? { kind: "delivered", message_id: second.message_id, op: plain }
     : { kind: "failed", error: second.error, op: plain };

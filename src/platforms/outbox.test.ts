@@ -1,47 +1,13 @@
 // The platform outbox on a real store file and an in-memory platform: exactly once across a
 // restart, never twice at once from two outboxes, one chat's messages in order under retries,
-// retry_after honoured to the millisecond, the give-up bounds, plain text when formatting is
-// refused, edits of a message still being sent, and the backlog.
+// retry_after honoured to the millisecond, the give-up bounds, and the backlog.
 import { describe, expect, it } from "vitest";
 import { type Answer, FakePlatform } from "../../test/helpers/fake-platform.js";
-import { tempProfile } from "../../test/helpers/tmp.js";
-import type { PlatformEvent } from "../agent/events.js";
-import { Scheduler } from "../agent/scheduler.js";
-import type { ProfilePaths } from "../profile/paths.js";
+import { send, setup, state, T0 } from "../../test/helpers/platform-outbox.js";
 import { putOp } from "../store/record-ops.js";
-import { openStore, releaseStore } from "../store/registry.js";
-import type { Store } from "../store/store.js";
-import { type ChatRef, formattingRejected, permanent, retryable, type SendOp } from "./adapter.js";
-import { PlatformOutbox, type PlatformOutboxOptions } from "./outbox.js";
-import { listOutboxEntries, OUTBOX_KIND, outboxEntryOp, readOutboxEntry } from "./outbox-records.js";
-
-const T0 = Date.parse("2026-12-03T06:00:00Z");
-const chat = (id: string): ChatRef => ({ platform: "fake", chat_id: id, thread_id: null });
-const send = (id: string, text: string, fields: Partial<SendOp> = {}): SendOp => ({
-  type: "send",
-  chat: chat(id),
-  text,
-  format: "plain",
-  ...fields,
-});
-
-async function setup(paths: ProfilePaths = tempProfile()) {
-  const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-  const clock = { now: T0 };
-  const events: PlatformEvent[] = [];
-  const outbox = (store: Store, platform: FakePlatform, options: Partial<PlatformOutboxOptions> = {}) =>
-    new PlatformOutbox({
-      store,
-      adapters: [platform],
-      now: () => clock.now,
-      random: () => 0.5,
-      onEvent: (e) => events.push(e),
-      ...options,
-    });
-  return { paths, store, clock, events, outbox };
-}
-
-const state = (store: Store, key: string) => readOutboxEntry(store, key);
+import { releaseStore } from "../store/registry.js";
+import { permanent, retryable } from "./adapter.js";
+import { listOutboxEntries, OUTBOX_KIND, outboxEntryOp } from "./outbox-records.js";
 
 describe("PlatformOutbox: exactly once", () => {
   it("marks a success with the message id, and a new outbox on the reopened store never resends", async () => {
@@ -125,6 +91,43 @@ describe("PlatformOutbox: exactly once", () => {
   });
 });
 
+describe("PlatformOutbox: two processes", () => {
+  it("never resends what the other delivered while this pass was busy with other chats", async () => {
+    const t = await setup();
+    // What the platform saw, across both processes: each send's start and end.
+    const log: string[] = [];
+    const slow = (): Answer => (op) => {
+      const text = op.type === "send" ? op.text : op.type;
+      log.push(`start ${text}`);
+      return new Promise((resolve) =>
+        setTimeout(() => {
+          log.push(`end ${text}`);
+          resolve({ ok: true, message_id: "1" });
+        }, 30),
+      );
+    };
+    const a = new FakePlatform("fake", Array.from({ length: 24 }, slow));
+    const b = new FakePlatform("fake", Array.from({ length: 24 }, slow));
+    const chats = Array.from({ length: 12 }, (_, i) => String(i));
+    await t.store.write(
+      chats.flatMap((c) => [
+        outboxEntryOp({ message: send(c, `${c}/1`) }, T0).op,
+        outboxEntryOp({ message: send(c, `${c}/2`) }, T0).op,
+      ]),
+    );
+    // Two chats at a time each: the last chats are reached only after the first are done.
+    const one = t.outbox(t.store, a, { parallel: 2 });
+    const other = t.outbox(t.store, b, { parallel: 2 });
+    for (let pass = 0; pass < 3; pass++) await Promise.all([one.deliverDue(), other.deliverDue()]);
+    const sent = [...a.texts(), ...b.texts()];
+    expect(sent).toHaveLength(24);
+    expect(new Set(sent).size).toBe(24);
+    // Each chat's second message started only after its first was answered, whoever sent them.
+    for (const c of chats) expect(log.indexOf(`end ${c}/1`)).toBeLessThan(log.indexOf(`start ${c}/2`));
+    expect(listOutboxEntries(t.store).every((e) => e.state === "delivered")).toBe(true);
+  });
+});
+
 describe("PlatformOutbox: order and retries", () => {
   it("never sends a message before an earlier one to the same chat that waits for a retry", async () => {
     const t = await setup();
@@ -202,6 +205,7 @@ describe("PlatformOutbox: order and retries", () => {
         pending: 2,
         given_up: 0,
         oldest_pending_at: T0,
+        oldest_pending_age_ms: 10,
         last_error: "fake: connect ECONNREFUSED",
       },
     });
@@ -243,106 +247,3 @@ describe("PlatformOutbox: order and retries", () => {
     ]);
   });
 });
-
-describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
-  it("resends as plain text when the platform rejects the formatting, and keeps it plain", async () => {
-    const t = await setup();
-    const platform = new FakePlatform("fake", [formattingRejected("can't parse entities"), retryable("502")]);
-    const outbox = t.outbox(t.store, platform);
-    const { key } = await outbox.enqueue({ message: send("1", "*bold", { format: "markdown" }) });
-    await outbox.kick();
-    expect(platform.performed.map((op) => (op.type === "send" ? op.format : op.type))).toEqual([
-      "markdown",
-      "plain",
-    ]);
-    expect(state(t.store, key)?.op).toMatchObject({ format: "plain" });
-    t.clock.now += 1_000;
-    await outbox.deliverDue();
-    expect(platform.performed.at(-1)).toMatchObject({ type: "send", format: "plain" });
-    expect(state(t.store, key)?.state).toBe("delivered");
-  });
-
-  it("an edit by the outbox key of its send waits for the send, then uses its message id", async () => {
-    const t = await setup();
-    const platform = new FakePlatform("fake", [retryable("502"), { ok: true, message_id: "555" }]);
-    const outbox = t.outbox(t.store, platform);
-    const sent = await outbox.enqueue({ message: send("1", "thinking…") });
-    await outbox.enqueue({
-      message: { type: "edit", chat: chat("1"), of_key: sent.key, text: "the answer", format: "plain" },
-    });
-    await outbox.kick();
-    t.clock.now += 1_000;
-    await outbox.deliverDue();
-    expect(platform.performed.at(-1)).toEqual({
-      type: "edit",
-      chat: chat("1"),
-      message_id: "555",
-      text: "the answer",
-      format: "plain",
-    });
-    expect(platform.performed).toHaveLength(3);
-  });
-
-  it("enqueues in the caller's transaction: the entry exists exactly when what made it does", async () => {
-    const t = await setup();
-    const { entry, op } = outboxEntryOp({ message: send("1", "done"), origin: "turn:t_1" }, T0);
-    await expect(t.store.write([op, { op: "message.append", ...badMessage() }])).rejects.toThrow(
-      /does not exist/,
-    );
-    expect(listOutboxEntries(t.store)).toEqual([]);
-    await t.store.write([op]);
-    expect(listOutboxEntries(t.store)).toEqual([entry]);
-    expect(entry).toMatchObject({
-      platform: "fake",
-      chat_key: "fake:1",
-      origin: "turn:t_1",
-      state: "pending",
-    });
-  });
-
-  it("maintainOn sends on the scheduler until stopped, and prune drops old delivered entries", async () => {
-    const t = await setup();
-    const platform = new FakePlatform();
-    const outbox = t.outbox(t.store, platform, { now: () => Date.now() });
-    const scheduler = new Scheduler();
-    outbox.maintainOn(scheduler, 20);
-    expect(scheduler.size).toBe(2);
-    await t.store.write([outboxEntryOp({ message: send("1", "tick") }, Date.now()).op]);
-    for (let i = 0; i < 100 && platform.performed.length === 0; i++)
-      await new Promise((r) => setTimeout(r, 10));
-    expect(platform.texts()).toEqual(["tick"]);
-    outbox.stop();
-    expect(scheduler.size).toBe(0);
-    scheduler.stop();
-    expect(await outbox.prune(60_000)).toBe(0);
-    expect(await outbox.prune(-60_000)).toBe(1);
-    expect(listOutboxEntries(t.store)).toEqual([]);
-  });
-
-  it("leaves entries of a platform this process has no adapter for", async () => {
-    const t = await setup();
-    const platform = new FakePlatform("other");
-    await t.store.write([outboxEntryOp({ message: send("1", "for fake") }, T0).op]);
-    expect(await t.outbox(t.store, platform).deliverDue()).toEqual({ delivered: 0, failed: 0, given_up: 0 });
-    expect(platform.performed).toEqual([]);
-    expect(t.outbox(t.store, platform).backlog()).toEqual({
-      other: { pending: 0, given_up: 0, oldest_pending_at: null, last_error: null },
-      fake: { pending: 1, given_up: 0, oldest_pending_at: T0, last_error: null },
-    });
-  });
-});
-
-function badMessage() {
-  return {
-    uid: "m_1",
-    session_id: "ses_missing",
-    role: "assistant",
-    content: "x",
-    content_kind: "text" as const,
-    tool_calls: null,
-    tool_call_id: null,
-    name: null,
-    turn_id: null,
-    created_at: T0,
-  };
-}

@@ -26,6 +26,7 @@ import {
   type OutboxEntry,
   outboxEntryOp,
   parseEntry,
+  pruneOps,
   readOutboxEntry,
 } from "./outbox-records.js";
 import { type AttemptOutcome, attempt } from "./outbox-send.js";
@@ -69,6 +70,7 @@ const HOUR = 3_600 * SECOND;
 /** 1 s, 2 s, 5 s, 10 s, 30 s, 1 min, 2 min, then 5 min, each within ±20 %. */
 const BACKOFF = { stepsMs: [1, 2, 5, 10, 30, 60, 120].map((s) => s * SECOND), capMs: 300 * SECOND };
 const PRUNE_EVERY_MS = HOUR;
+const IDLE_MAX_MS = 30 * SECOND;
 
 export function defaultPlatformBackoff(attempt: number, random: () => number = Math.random): number {
   return stepBackoff(BACKOFF, attempt, random);
@@ -93,6 +95,8 @@ export class PlatformOutbox {
   private readonly stopping = new AbortController();
   private kicking: Promise<void> | null = null;
   private again = false;
+  /** After a pass that found nothing to do: the kind's stamp then, and when something is due. */
+  private idle: { stamp: string; until: number } | null = null;
 
   constructor(private readonly options: PlatformOutboxOptions) {
     this.store = options.store;
@@ -127,12 +131,25 @@ export class PlatformOutbox {
     const report: DeliveryReport = { delivered: 0, failed: 0, given_up: 0 };
     try {
       await this.writeUnmarked();
+      // An idle outbox does not read every entry each second: nothing written since its last
+      // look and nothing due yet means nothing to send (a full look at least every IDLE_MAX_MS,
+      // in case a write by a process with a slower clock left the stamp as it was).
+      const now = this.now();
+      const stamp = this.store.recordStamp(OUTBOX_KIND);
+      if (this.idle !== null && this.idle.stamp === stamp && now < this.idle.until) return report;
+      this.idle = null;
       const lanes = new Map<string, OutboxEntry[]>();
+      let soonest = now + IDLE_MAX_MS;
       for (const e of listOutboxEntries(this.store)) {
         if (e.state !== "pending" || this.unmarked.has(e.key) || !this.adapters.has(e.platform)) continue;
+        soonest = Math.min(soonest, e.next_at);
         const lane = lanes.get(e.chat_key) ?? [];
         lane.push(e);
         lanes.set(e.chat_key, lane);
+      }
+      if (soonest > now && this.held.size === 0) {
+        this.idle = { stamp, until: soonest };
+        return report;
       }
       const queue = [...lanes].filter(([chat]) => !this.held.has(chat));
       for (const [chat] of queue) this.held.add(chat);
@@ -164,7 +181,7 @@ export class PlatformOutbox {
 
   /** Per platform: what waits and what was given up, from the store (every process's entries). */
   backlog(): Record<string, PlatformBacklog> {
-    return readBacklog(this.store, [...this.adapters.keys()], new Set(this.unmarked.keys()));
+    return readBacklog(this.store, [...this.adapters.keys()], new Set(this.unmarked.keys()), this.now());
   }
 
   /** This process's counts of delivered, failed and given-up attempts, per platform. */
@@ -209,12 +226,7 @@ export class PlatformOutbox {
 
   /** Delete delivered and given-up entries last written more than `olderThanMs` ago; how many. */
   async prune(olderThanMs: number): Promise<number> {
-    const now = this.now();
-    const ops = this.store.listRecords(OUTBOX_KIND).flatMap((row) => {
-      const e = parseEntry(row.value);
-      if (e === null || e.state === "pending" || row.updated_at > now - olderThanMs) return [];
-      return [putOp(OUTBOX_KIND, row.key, null, Math.max(now, row.updated_at))];
-    });
+    const ops = pruneOps(this.store, olderThanMs, this.now());
     for (let i = 0; i < ops.length; i += 200) await this.store.write(ops.slice(i, i + 200));
     return ops.length;
   }
@@ -278,7 +290,14 @@ export class PlatformOutbox {
       throw error;
     }
     const leasedText = this.store.getRecordText(OUTBOX_KIND, fresh.key);
-    const outcome = await attempt(adapter, leased.op, messageId, this.timeoutMs, this.stopping.signal);
+    const outcome = await attempt(
+      adapter,
+      leased.op,
+      messageId,
+      this.timeoutMs,
+      this.stopping.signal,
+      leased.key,
+    );
     return this.settle(leased, leasedText, start, outcome, report);
   }
 

@@ -1,9 +1,11 @@
 // `tenax cron add|list|show|runs|pause|resume|remove|run|tick`: the profile's scheduled jobs,
 // kept in its store through the CronJobs service, so they work beside a running gateway (whose
 // engine sees a change at its next wake-up). `run` and `tick` run the engine here (cron-run.ts).
+
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { modelProblem } from "../../config/model-check.js";
+import { platformProblem } from "../../config/platform-check.js";
 import { CronJobs, invalid, type JobInput, type JobView, profileTimezone } from "../../cron/jobs.js";
 import { nextAfter } from "../../cron/next.js";
 import type { RunRecord } from "../../cron/records.js";
@@ -33,6 +35,7 @@ async function withJobs<T>(cli: Cli, out: Output, body: (jobs: CronJobs) => T | 
       new CronJobs(store, {
         timezone: profileTimezone(config),
         checkModel: (model) => modelProblem(config, model),
+        checkPlatform: (platform) => platformProblem(config, platform),
       }),
     ),
   );
