@@ -60,6 +60,7 @@ const emptyBacklog = (): PlatformBacklog => ({
   pending: 0,
   given_up: 0,
   oldest_pending_at: null,
+  oldest_pending_age_ms: null,
   last_error: null,
 });
 
