@@ -151,6 +151,13 @@ export interface PlatformAdapter {
   stop(): Promise<void>;
   /** Perform one outbound operation. Never throws; honours `signal` (a timeout or a stop). */
   perform(op: OutboundOp, signal?: AbortSignal): Promise<OutboundResult>;
+  /**
+   * Cut a text too long for one platform message into the messages it is sent as (Telegram: 4,096
+   * units). The chat service queues each part as its own outbox entry, because the outbox's
+   * exactly-once holds per entry: one entry sent as three messages, failing at the second, would
+   * send the first again on its retry. Without it, a text is one message.
+   */
+  split?(text: string, format: TextFormat): string[];
 }
 
 /** A failure the same op may get past later: waited for `retry_after_ms` if the platform said. */

@@ -3,12 +3,15 @@
 // and hands inbound events to its sink as a real adapter would. The real wire (Telegram's Bot
 // API) is tested against the local Bot API server, not here.
 import type {
+  EditOp,
   InboundEvent,
   InboundSink,
   OutboundOp,
   OutboundResult,
   PlatformAdapter,
   PlatformFailure,
+  SendOp,
+  TextFormat,
 } from "../../src/platforms/adapter.js";
 
 /** An answer to one op: a result, a failure, or a function of the op (may wait). */
@@ -20,6 +23,8 @@ export type Answer =
 export class FakePlatform implements PlatformAdapter {
   /** Every op performed, in the order the platform got them. */
   readonly performed: OutboundOp[] = [];
+  /** Set by a test to cut long texts as a real platform's adapter would. */
+  split?: (text: string, format: TextFormat) => string[];
   private sink: InboundSink | null = null;
   private nextId = 100;
 
@@ -52,7 +57,17 @@ export class FakePlatform implements PlatformAdapter {
     return { ok: false, error: answer };
   }
 
-  /** The texts of the sends performed, in order. */
+  /** The sends performed, in order (typing and answers left out). */
+  sends(): SendOp[] {
+    return this.performed.filter((op): op is SendOp => op.type === "send");
+  }
+
+  /** The edits performed, in order. */
+  edits(): EditOp[] {
+    return this.performed.filter((op): op is EditOp => op.type === "edit");
+  }
+
+  /** The texts of the sends and edits performed, in order. */
   texts(): string[] {
     return this.performed.flatMap((op) => (op.type === "send" || op.type === "edit" ? [op.text] : []));
   }

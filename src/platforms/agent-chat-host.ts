@@ -1,0 +1,58 @@
+// The agent itself as the chat service's host, for tests and for a process with no gateway: each
+// chat turn is a turn of this process's agent, stopped by its own signal, its held-back commands
+// waiting on the agent's ApprovalBook (or the one given) for the chat to decide.
+import type { Agent } from "../agent/agent.js";
+import type { ApprovalBook } from "../agent/approvals/approval-book.js";
+import { TurnInterrupt } from "../agent/turn-failure.js";
+import type { ChatHost } from "./chat-host.js";
+
+/** The agent as a chat host, and a stop for its turns as a shutdown stops them (left for a resume). */
+export interface AgentChatHost extends ChatHost {
+  /** Interrupt every running turn as the gateway's shutdown does (`shutting_down`); how many. */
+  interruptAll(reason: string): number;
+}
+
+export function agentChatHost(
+  agent: Agent,
+  cwd: string,
+  approvals: ApprovalBook = agent.approvals,
+): AgentChatHost {
+  const running = new Map<string, AbortController>();
+  return {
+    interruptAll(reason) {
+      for (const controller of running.values()) controller.abort(new TurnInterrupt("shutting_down", reason));
+      return running.size;
+    },
+    newSessionOp: (options) => agent.newSessionOp(options),
+    async start(request) {
+      if (running.has(request.sessionId)) {
+        throw Object.assign(new Error(`session ${request.sessionId} is running a turn`), {
+          code: "session_queue_full",
+        });
+      }
+      const controller = new AbortController();
+      running.set(request.sessionId, controller);
+      const result = agent
+        .turn({
+          sessionId: request.sessionId,
+          text: request.text,
+          cwd,
+          signal: controller.signal,
+          onEvent: (event) => request.onEvent(event),
+          approvals: { requestedBy: request.requestedBy },
+        })
+        .finally(() => running.delete(request.sessionId));
+      return { result };
+    },
+    interrupt(sessionId, reason) {
+      const controller = running.get(sessionId);
+      if (!controller) return false;
+      controller.abort(new TurnInterrupt("stopped", reason));
+      return true;
+    },
+    isRunning: (sessionId) => running.has(sessionId),
+    pendingApprovals: (sessionId) => approvals.pending().filter((r) => r.session_id === sessionId),
+    getApproval: (approvalId) => approvals.get(approvalId),
+    decide: (approvalId, decision, decidedBy) => approvals.decide(approvalId, decision, decidedBy),
+  };
+}
