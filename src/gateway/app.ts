@@ -1,6 +1,7 @@
 // The gateway's HTTP app, built from its dependencies and callable in-process (`app.inject()`):
 // the web checks (Host, Origin, CORS: web-guard.ts) and the key on every request before any
 // route, then the routes of routes/. It never listens: run.ts opens the port.
+
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Agent } from "../agent/agent.js";
@@ -23,6 +24,7 @@ import { registerChatRoutes } from "./routes/chat.js";
 import { registerHealthRoutes } from "./routes/health.js";
 import { type JobRoutesOptions, registerJobRoutes } from "./routes/jobs.js";
 import { registerModelRoutes } from "./routes/models.js";
+import { type PlatformRoutesOptions, registerPlatformRoutes } from "./routes/platforms.js";
 import { type RunRoutesOptions, registerRunRoutes } from "./routes/runs.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import type { RunRegistry } from "./runs.js";
@@ -46,6 +48,8 @@ export interface GatewayAppDeps {
   runOptions?: RunRoutesOptions;
   /** /api/jobs (the profile's cron jobs, and running one now); left out, it is not served. */
   cron?: JobRoutesOptions;
+  /** The chat platforms' routes; left out, /api/platforms/... answer that none is configured. */
+  platforms?: PlatformRoutesOptions;
   /** `model: "PROVIDER/NAME"` chats; left out, the model-gateway mode over the agent's router. */
   modelCall?: ModelCallHandler;
   bodyLimit?: number;
@@ -127,6 +131,14 @@ export function buildGatewayApp(input: GatewayAppDeps): App {
   registerSessionRoutes(app, deps);
   if (deps.runs) registerRunRoutes(app, deps.runs, deps.runOptions);
   if (deps.cron) registerJobRoutes(app, deps.cron);
+  registerPlatformRoutes(
+    app,
+    deps.platforms ?? {
+      webhook: null,
+      telegram: null,
+      status: () => ({ status: "ok", detail: "no chat platforms configured", platforms: [] }),
+    },
+  );
   refuseOtherMethods(app);
   return app;
 }

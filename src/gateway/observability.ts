@@ -44,6 +44,7 @@ export function startObservability(input: {
   providers?: MonitorOptions["providers"];
   /** The cron engine's numbers once it runs in this gateway (it may start after this). */
   cronStats?: MonitorOptions["cronStats"];
+  platformsLive?: MonitorOptions["platformsLive"];
 }): Observability {
   const { paths, config, store, scheduler, log } = input;
   const hub = new EventHub({
@@ -65,6 +66,7 @@ export function startObservability(input: {
     integrityIntervalMs: config.health.integrity_interval * 1000,
     ...(input.providers ? { providers: input.providers } : {}),
     ...(input.cronStats ? { cronStats: input.cronStats } : {}),
+    ...(input.platformsLive ? { platformsLive: input.platformsLive } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {
     const g = input.gateway();

@@ -24,11 +24,14 @@ import { CronEngine } from "../cron/engine.js";
 import { finishOps } from "../cron/finish.js";
 import type { CronEvent, CronStats } from "../cron/host.js";
 import { CronJobs, profileTimezone } from "../cron/jobs.js";
+import type { PlatformLive } from "../health/platforms-component.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import { takeRestartRequested } from "../profile/restart-marker.js";
 import type { StoreSettings } from "../store/registry.js";
 import { buildGatewayApp } from "./app.js";
+import { buildChatPlatforms } from "./chat-platforms.js";
 import { gatewayCronHost } from "./cron-host.js";
 import { Gateway, type TurnWatcher } from "./gateway.js";
 import { gatewayLog, startObservability } from "./observability.js";
@@ -189,6 +192,8 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   let listeningAt: { host: string; port: number } | null = null;
   // The engine is made below and runs only once started (cron.enabled): until then no numbers.
   let cronStats: (() => CronStats) | null = null;
+  // The chat platforms are made below, once the gateway exists: until then no connection to show.
+  let chatLive: (() => Record<string, PlatformLive>) | null = null;
   const observed = startObservability({
     paths,
     config,
@@ -202,6 +207,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
         (await opened.agent.runtime.router.runtime(provider).pool.next(Date.now()))?.key ?? null,
     },
     cronStats: () => cronStats?.() ?? null,
+    platformsLive: () => chatLive?.() ?? {},
     // `gateway` is made just below; the monitor reads it only when asked.
     gateway: () => ({
       stopping: gateway.isStopping,
@@ -257,6 +263,19 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     cwd: options.cwd,
     onChange: () => cron.changed(),
   });
+  const chat = buildChatPlatforms({
+    config,
+    store: opened.store,
+    gateway,
+    agent: opened.agent,
+    onEvent: (event) => {
+      (event.type === "platform_delivered" ? info : warn)(event.message);
+      const { type, layer, message, ...data } = event;
+      observed.hub.publish({ type, layer, message, data });
+    },
+    log: { info, warn },
+  });
+  chatLive = chat === null ? null : () => chat.live();
   const app = buildGatewayApp({
     gateway,
     agent: opened.agent,
@@ -268,11 +287,17 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     runs,
     runOptions: { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 },
     cron: { jobs, runNow: (name) => cron.runNow(name) },
+    platforms: {
+      webhook: chat?.platforms.webhook ?? null,
+      telegram: chat?.platforms.telegram ?? null,
+      status: () => observed.monitor.platformsNow(),
+    },
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
   // leaves the turns interrupted.
   const shutDown = () => {
     cron.stop();
+    chat?.quiesce();
     gateway.beginShutdown();
   };
   if (stop.signal.aborted) shutDown();
@@ -285,7 +310,9 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     autoResume: config.gateway.auto_resume,
     cwd: options.cwd,
     watcherFor: (turnId, sessionId) =>
-      runs.watcherFor(turnId, sessionId) ?? cron.runner.watcherFor(turnId, sessionId),
+      runs.watcherFor(turnId, sessionId) ??
+      cron.runner.watcherFor(turnId, sessionId) ??
+      chat?.watcherFor(sessionId),
     turnOptionsFor: (_turnId, sessionId) => cron.runner.turnOptionsFor(sessionId),
     onEvent: (event) => {
       (event.type === "turn_resumed" ? info : warn)(event.message);
@@ -293,7 +320,9 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       observed.hub.publish({ type, layer, session_id, message, data });
     },
   };
-  reportResume(await resumeInterrupted(lifecycle), config.gateway.auto_resume, warn);
+  const resumeReport = await resumeInterrupted(lifecycle);
+  reportResume(resumeReport, config.gateway.auto_resume, warn);
+  chat?.resumed(resumeReport);
   const starting = !stop.signal.aborted;
   if (starting)
     startWatchdog({
@@ -317,6 +346,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       cronStats = () => cron.stats();
     }
     runs.maintainOn(opened.agent.scheduler);
+    await chat?.start(opened.agent.scheduler);
     // Decided approvals are kept as long as ended runs are.
     opened.agent.approvals.maintainOn(
       opened.agent.scheduler,
@@ -368,6 +398,12 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     message: `${signal}: the gateway is stopping`,
   });
   gateway.beginShutdown();
+  // Before the drain, while the turns still run: each chat with one is told once.
+  if (chat !== null) {
+    const told = await chat.notifyShutdown(takeRestartRequested(paths));
+    if (told.chats > 0)
+      info(`told ${told.sent} of ${told.chats} chat(s) with a running turn that the gateway stops`);
+  }
   const drained = await gateway.drain(config.gateway.drain_timeout * 1000, stop.hurried);
   if (!drained) {
     const left = await gateway.interruptAll();
@@ -379,6 +415,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   await runs.settled();
   await cron.runner.settled(5_000);
   outbox.stop();
+  await chat?.stop();
   await observed.close();
   await closeApp(app);
   await opened.close();

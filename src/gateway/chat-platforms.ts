@@ -1,0 +1,100 @@
+// The chat platforms in a running gateway, start to stop: the adapters and the outbox (from
+// platforms.ts), the chat service over the gateway as its host, and the four moments the
+// gateway's own lifecycle calls in: resume (a chat turn resumed after a crash is handed to the
+// service, which says "back online" once per chat, then answers), start (the inbox's pending
+// messages run, the adapters connect), the stop's notice (before the drain, one message to each
+// chat with a turn running) and the stop itself (after the drain, before the store closes).
+import type { Agent } from "../agent/agent.js";
+import type { PlatformEvent } from "../agent/events.js";
+import type { ResumeReport } from "../agent/resume.js";
+import type { Scheduler } from "../agent/scheduler.js";
+import type { TenaxConfig } from "../config/schema.js";
+import type { PlatformLive } from "../health/platforms-component.js";
+import { ChatService } from "../platforms/chat-service.js";
+import type { Store } from "../store/store.js";
+import { gatewayChatHost } from "./chat-host.js";
+import type { Gateway, TurnWatcher } from "./gateway.js";
+import { buildPlatforms, type GatewayPlatforms } from "./platforms.js";
+
+export interface GatewayChat {
+  platforms: GatewayPlatforms;
+  service: ChatService;
+  live(): Record<string, PlatformLive>;
+  /** The follower of a resumed turn that is a chat's (its approvals reach the chat). */
+  watcherFor(sessionId: string): TurnWatcher | undefined;
+  /** After the resume: hand each resumed chat turn to the service. */
+  resumed(report: ResumeReport): void;
+  /** Run what the inbox holds and connect the adapters. */
+  start(scheduler: Scheduler): Promise<void>;
+  /** Before the drain: tell each chat with a running turn, within `timeoutMs`; never throws. */
+  notifyShutdown(restarting: boolean, timeoutMs?: number): Promise<{ chats: number; sent: number }>;
+  /** Start nothing new (at the first stop signal). */
+  quiesce(): void;
+  /** After the drain: stop receiving and sending; what is queued waits for the next start. */
+  stop(): Promise<void>;
+}
+
+export interface ChatPlatformsOptions {
+  config: TenaxConfig;
+  store: Store;
+  gateway: Gateway;
+  agent: Agent;
+  onEvent: (event: PlatformEvent) => void;
+  log: { info(line: string): void; warn(line: string): void };
+}
+
+/** The chat platforms config.yaml names, or null when it names none. */
+export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat | null {
+  const { config, log } = options;
+  const platforms = buildPlatforms({
+    config,
+    store: options.store,
+    onEvent: options.onEvent,
+    onTrouble: (platform, message) =>
+      message === null ? log.info(`${platform}: connected again`) : log.warn(`${platform}: ${message}`),
+  });
+  if (platforms.adapters.length === 0) return null;
+  const allowedUsers: Record<string, string[] | "anyone"> = {};
+  if (config.platforms.telegram) allowedUsers.telegram = config.platforms.telegram.allowed_users.map(String);
+  // The webhook platform's callers hold the gateway key: every user they name is theirs.
+  if (config.platforms.webhook) allowedUsers.webhook = "anyone";
+  const service = new ChatService({
+    store: options.store,
+    host: gatewayChatHost(options.gateway, options.agent),
+    adapters: platforms.adapters,
+    outbox: platforms.outbox,
+    allowedUsers,
+    onError: (platform, message) => log.warn(`${platform}: ${message}`),
+  });
+  if (config.platforms.telegram?.allowed_users.length === 0)
+    log.warn(
+      "telegram: platforms.telegram.allowed_users is empty, so every message is refused; the refusal tells each sender their user id to add",
+    );
+  return {
+    platforms,
+    service,
+    live: () => platforms.live(),
+    watcherFor(sessionId) {
+      const onEvent = service.eventsFor(sessionId);
+      return onEvent === undefined ? undefined : { onEvent, shutdown: () => {} };
+    },
+    resumed(report) {
+      for (const turn of report.resumed) service.resumed(turn.session_id, turn.result);
+    },
+    async start(scheduler) {
+      const r = await service.recover();
+      if (r.queued + r.resumed + r.answered + r.inline > 0)
+        log.info(
+          `chat platforms: after the restart, ${r.queued} message(s) queued again, ${r.resumed} answered by resumed turns, ${r.answered} answered from the store, ${r.inline} command(s) run again`,
+        );
+      await platforms.start(scheduler, () => service.sink);
+      for (const adapter of platforms.adapters) log.info(`${adapter.name}: receiving (chat platform)`);
+    },
+    notifyShutdown: (restarting, timeoutMs = 3_000) => service.shutdownNotice({ restarting, timeoutMs }),
+    quiesce: () => service.stop(),
+    async stop() {
+      service.stop();
+      await platforms.stop();
+    },
+  };
+}
