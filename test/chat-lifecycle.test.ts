@@ -166,4 +166,30 @@ describe("chat service: shutdown and restart", () => {
     await t.settle(c);
     expect(t.sent("42")).toHaveLength(2);
   });
+
+  it("waits while the host is full and starts the turn when it has room; a stopping host leaves the message pending", async () => {
+    const t = await chatSetup();
+    let refusals = 0;
+    let stopping = false;
+    const host = {
+      ...t.host,
+      start: async (request: Parameters<typeof t.host.start>[0]) => {
+        if (stopping) throw Object.assign(new Error("shutting down"), { code: "shutting_down" });
+        if (refusals++ < 2) throw Object.assign(new Error("full"), { code: "too_many_turns" });
+        return t.host.start(request);
+      },
+    };
+    const s = await t.service({ host });
+    await t.platform.receive(t.text("when there is room"));
+    await t.settle(s);
+    expect(refusals).toBe(3);
+    expect(t.sent("42")).toEqual(["echo: when there is room"]);
+    stopping = true;
+    await t.platform.receive(t.text("during the stop"));
+    await t.settle(s);
+    expect(t.sent("42")).toHaveLength(1);
+    expect(s.inbox.pending().map((e) => e.event.type === "message" && e.event.text)).toEqual([
+      "during the stop",
+    ]);
+  });
 });

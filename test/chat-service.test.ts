@@ -36,6 +36,14 @@ describe("chat service: who it answers", () => {
     await t.settle(s);
     expect(t.sent("42")).toEqual(["echo: hi there"]);
   });
+
+  it('lets anyone through on a platform allowed to "anyone" (the webhook, checked by the gateway key)', async () => {
+    const t = await chatSetup();
+    const s = await t.service({ allowedUsers: { telegram: "anyone" } });
+    await t.platform.receive(t.text("from a tool", { user: "tool-1" }));
+    await t.settle(s);
+    expect(t.sent("tool-1")).toEqual(["echo: from a tool"]);
+  });
 });
 
 describe("chat service: in order, none lost", () => {

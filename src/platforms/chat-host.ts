@@ -1,6 +1,11 @@
 // What the chat service needs from whoever runs agent turns (the gateway, or the agent itself in
 // tests and the CLI): sessions made, turns started, interrupted and watched, approvals read and
 // decided. The service decides what runs and what the chat is told; the host runs turns.
+// The gateway's host is a few lines: `start` is Gateway.launch({ sessionId, text, watcher:
+// { onEvent, shutdown() {} }, approvals: { requestedBy } }) and its `result`; `interrupt` is
+// Gateway.interrupt(id, reason, "stopped"); the approvals are the agent's ApprovalBook. Its
+// HttpError codes (shutting_down, too_many_turns, session_queue_full, session_not_found) are
+// the ones the service reads.
 import type { ApprovalRecord } from "../agent/approvals/approval-records.js";
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import type { WriteOp } from "../store/ops.js";

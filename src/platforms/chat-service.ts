@@ -33,8 +33,12 @@ export interface ChatServiceOptions {
   /** The adapters of this process: typing, button answers and notices go through them directly. */
   adapters: readonly PlatformAdapter[];
   outbox: PlatformOutbox;
-  /** Per platform, the user ids whose updates reach the agent (`platforms.NAME.allowed_users`). */
-  allowedUsers: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Per platform, the user ids whose updates reach the agent (`platforms.NAME.allowed_users`, as
+   * strings), or "anyone" for a platform whose callers are checked before they reach the sink (the
+   * webhook: the gateway key). A platform not named here reaches no one.
+   */
+  allowedUsers: Readonly<Record<string, readonly string[] | "anyone">>;
   inbox?: PlatformInbox;
   now?: () => number;
   /** How often the typing indicator is sent while a turn runs (ms); default 4 s. */
@@ -73,7 +77,7 @@ export class ChatService {
   private readonly outbox: PlatformOutbox;
   private readonly now: () => number;
   private readonly adapters = new Map<string, PlatformAdapter>();
-  private readonly allowed = new Map<string, Set<string>>();
+  private readonly allowed = new Map<string, Set<string> | "anyone">();
   private readonly lanes = new Map<string, Lane>();
   /** Chats told they are not allowed, this process. */
   private readonly refused = new Set<string>();
@@ -103,7 +107,7 @@ export class ChatService {
     this.inbox = options.inbox ?? new PlatformInbox({ store: options.store, now: this.now });
     for (const a of options.adapters) this.adapters.set(a.name, a);
     for (const [platform, users] of Object.entries(options.allowedUsers))
-      this.allowed.set(platform, new Set(users));
+      this.allowed.set(platform, users === "anyone" ? "anyone" : new Set(users));
     const retryMs = options.busyRetryMs ?? 1_000;
     const wait = (ms: number) => this.wait(ms);
     const fail = (platform: string, error: unknown) => this.fail(platform, error);
@@ -152,7 +156,8 @@ export class ChatService {
   private async receive(event: InboundEvent): Promise<void> {
     const platform = event.chat.platform;
     this.lastUpdate[platform] = this.now();
-    if (this.allowed.get(platform)?.has(event.user.id) !== true) return this.refuse(event);
+    const allowed = this.allowed.get(platform);
+    if (allowed !== "anyone" && allowed?.has(event.user.id) !== true) return this.refuse(event);
     const { created, entry } = await this.inbox.accept(event);
     // A redelivery: the first delivery runs it (or ran it); a restart's recover() runs what waits.
     if (!created) return;
