@@ -6,11 +6,13 @@
 // chat with a turn running) and the stop itself (after the drain, before the store closes).
 import type { Agent } from "../agent/agent.js";
 import type { PlatformEvent } from "../agent/events.js";
+import type { ReapedTurn } from "../agent/reap.js";
 import type { ResumeReport } from "../agent/resume.js";
 import type { Scheduler } from "../agent/scheduler.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { PlatformLive } from "../health/platforms-component.js";
 import { ChatService } from "../platforms/chat-service.js";
+import { listChatSessions } from "../platforms/chat-sessions.js";
 import type { Store } from "../store/store.js";
 import { gatewayChatHost } from "./chat-host.js";
 import type { Gateway, TurnWatcher } from "./gateway.js";
@@ -22,6 +24,11 @@ export interface GatewayChat {
   live(): Record<string, PlatformLive>;
   /** The follower of a resumed turn that is a chat's (its approvals reach the chat). */
   watcherFor(sessionId: string): TurnWatcher | undefined;
+  /**
+   * The chat turns the last stop interrupted (the drain ran out) that no crash reaped: resumed
+   * with the reaped ones, so the chat gets its answer after the restart without a /retry.
+   */
+  interruptedByStop(alreadyReaped: readonly ReapedTurn[]): ReapedTurn[];
   /** After the resume: hand each resumed chat turn to the service. */
   resumed(report: ResumeReport): void;
   /** Run what the inbox holds and connect the adapters. */
@@ -77,6 +84,19 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     watcherFor(sessionId) {
       const onEvent = service.eventsFor(sessionId);
       return onEvent === undefined ? undefined : { onEvent, shutdown: () => {} };
+    },
+    interruptedByStop(alreadyReaped) {
+      const known = new Set(alreadyReaped.map((t) => t.turn_id));
+      const out: ReapedTurn[] = [];
+      for (const record of listChatSessions(options.store)) {
+        const mark = record.running;
+        if (mark === null) continue;
+        const turn = options.store.getTurns(mark.session_id)[mark.turns_before];
+        if (turn === undefined || turn.status !== "interrupted" || known.has(turn.id)) continue;
+        known.add(turn.id);
+        out.push({ turn_id: turn.id, session_id: turn.session_id, interrupt_count: turn.interrupt_count });
+      }
+      return out;
     },
     resumed(report) {
       for (const turn of report.resumed) service.resumed(turn.session_id, turn.result);

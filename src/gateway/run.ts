@@ -305,7 +305,11 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
   const lifecycle: ResumeOptions<TurnWatcher> = {
     agent: opened.agent,
-    reaped: [...opened.reaped, ...reapedElsewhere],
+    reaped: [
+      ...opened.reaped,
+      ...reapedElsewhere,
+      ...(chat?.interruptedByStop([...opened.reaped, ...reapedElsewhere]) ?? []),
+    ],
     host: gateway,
     autoResume: config.gateway.auto_resume,
     cwd: options.cwd,

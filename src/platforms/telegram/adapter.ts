@@ -88,6 +88,11 @@ export class TelegramAdapter implements PlatformAdapter {
     };
   }
 
+  /** A reply cut into messages that fit, each its own outbox entry (so each is sent exactly once). */
+  split(text: string): string[] {
+    return splitMessage(text, this.textLimit);
+  }
+
   status(): TelegramStatus {
     return { ...this.state };
   }

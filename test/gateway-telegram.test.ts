@@ -1,0 +1,284 @@
+// Telegram through a real gateway process (the built CLI): the real grammY-based adapter polls a
+// local Bot API server (the Telegram simulator, on 127.0.0.1) and the agent runs on the simulator
+// provider over real HTTP. What a user of the bot sees: answers in their chat, in order, strangers
+// refused without reaching the model, one notice per chat at a stop, "back online" and the
+// answers after the restart, every message delivered exactly once through faults and a kill -9,
+// and a dangerous command run only when approved with the button.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
+import { startTelegramSim, type TelegramSim } from "../src/platforms/telegram/sim/server.js";
+import { markRestartRequested } from "../src/profile/restart-marker.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
+import { profileWith } from "./helpers/temp-home.js";
+import { tempDir } from "./helpers/tmp.js";
+
+beforeAll(() => requireBuild());
+
+const TOKEN = "123456789:AAHtest-token-for-the-gateway-tests";
+const OWNER = 42;
+const GROUP = -1001;
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+
+async function setup(options: { exec?: string; allowed?: number[] } = {}) {
+  const sim = await startSimulator();
+  const tg = await startTelegramSim({
+    token: TOKEN,
+    chats: [{ id: OWNER }, { id: 77 }, { id: GROUP, type: "group" }],
+  });
+  open.push(sim, tg);
+  const allowed = options.allowed ?? [OWNER, 5, 6];
+  const paths = profileWith(
+    [
+      "model: { provider: sim, name: echo }",
+      `providers:\n  sim: { type: simulator, base_url: "${sim.url}" }`,
+      `tools: { exec: { mode: ${options.exec ?? "full"} } }`,
+      "gateway: { drain_timeout: 2 }",
+      `platforms:\n  telegram: { token: "${TOKEN}", api_root: "${tg.apiRoot}", allowed_users: [${allowed.join(", ")}], poll_timeout: 1 }`,
+      "",
+    ].join("\n"),
+  );
+  return { sim, tg, paths, home: paths.home };
+}
+
+async function gateway(home: string): Promise<GatewayProcess> {
+  const gw = await startGateway(home);
+  open.push({
+    close: async () => {
+      if (gw.child.exitCode === null && gw.child.signalCode === null) {
+        gw.child.kill("SIGKILL");
+        await gw.exited;
+      }
+    },
+  });
+  return gw;
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const texts = (tg: TelegramSim, chat: number) => tg.sentMessages(chat).map((m) => m.text);
+
+describe("Telegram through a real gateway", () => {
+  it("an allowed user's message is answered in its chat; a stranger is refused once and never reaches the model", async () => {
+    const { sim, tg, home } = await setup();
+    const gw = await gateway(home);
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "hello there" });
+    await tg.waitForMessages(OWNER, 1, { timeoutMs: 20_000 });
+    expect(texts(tg, OWNER)).toEqual(["echo: hello there"]);
+    // Typing was shown while the turn ran.
+    expect(tg.chatActions(OWNER).some((a) => a.action === "typing")).toBe(true);
+    tg.injectMessage({ chat: 77, from: 77, text: "let me in" });
+    tg.injectMessage({ chat: 77, from: 77, text: "please" });
+    await tg.waitForMessages(77, 1, { timeoutMs: 20_000 });
+    await until("both updates confirmed", () => tg.pendingUpdates() === 0);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(texts(tg, 77)).toHaveLength(1);
+    expect(texts(tg, 77)[0]).toContain("Your telegram user id is 77");
+    expect(sim.requests()).toHaveLength(1);
+    // Nothing of the stranger's was stored: no session, the store knows one chat.
+    const sessions = (await (await gw.fetch("/api/sessions")).json()) as { data: { source?: string }[] };
+    expect(sessions.data).toHaveLength(1);
+    const health = (await (await gw.fetch("/health")).json()) as {
+      components: { platforms: { status: string; platforms: { platform: string; connected: boolean }[] } };
+    };
+    expect(health.components.platforms).toMatchObject({
+      status: "ok",
+      platforms: [{ platform: "telegram", connected: true, pending: 0 }],
+    });
+  });
+
+  it("three messages sent at once to one chat are answered in order, one turn at a time", async () => {
+    const { sim, tg, home } = await setup();
+    sim.script([
+      { type: "reply", text: "first answer", chunk_delay_ms: 200 },
+      { type: "reply", text: "second answer" },
+      { type: "reply", text: "third answer" },
+    ]);
+    await gateway(home);
+    for (const text of ["one", "two", "three"]) tg.injectMessage({ chat: OWNER, from: OWNER, text });
+    await tg.waitForMessages(OWNER, 3, { timeoutMs: 30_000 });
+    expect(texts(tg, OWNER)).toEqual(["first answer", "second answer", "third answer"]);
+    // Each turn saw the messages before it: the second call's last user message is "two".
+    const lastUser = sim.requests().map((r) => {
+      const users = (r.body as { messages: { role: string; content: string }[] }).messages.filter(
+        (m) => m.role === "user",
+      );
+      return users.at(-1)?.content;
+    });
+    expect(lastUser).toEqual(["one", "two", "three"]);
+  });
+
+  it("two sessions in one group with running turns: SIGTERM tells the group once; after the restart, back online once, then both answers", async () => {
+    const { sim, tg, home } = await setup();
+    // Both turns hang until the drain gives up on them; after the restart they are resumed.
+    sim.script([
+      { type: "hang", phase: "before_headers" },
+      { type: "hang", phase: "before_headers" },
+    ]);
+    const first = await gateway(home);
+    tg.injectMessage({ chat: GROUP, from: 5, text: "report for five" });
+    tg.injectMessage({ chat: GROUP, from: 6, text: "report for six" });
+    await until("two model calls under way", () => sim.requests().length === 2);
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    const notices = texts(tg, GROUP);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(/shutting down/);
+    sim.script([
+      { type: "reply", text: "answer one" },
+      { type: "reply", text: "answer two" },
+    ]);
+    await gateway(home);
+    await tg.waitForMessages(GROUP, 4, { timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 1500));
+    const after = texts(tg, GROUP).slice(1);
+    expect(after).toHaveLength(3);
+    expect(after[0]).toMatch(/back online/);
+    expect([...after.slice(1)].sort()).toEqual(["answer one", "answer two"]);
+  });
+
+  it("a stop asked for by tenax gateway restart says restarting, with the /retry advice", async () => {
+    const { sim, tg, home, paths } = await setup();
+    sim.script([{ type: "hang", phase: "before_headers" }]);
+    const gw = await gateway(home);
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "long job" });
+    await until("the model call under way", () => sim.requests().length === 1);
+    // What `tenax gateway restart` writes before it asks systemd to restart the unit.
+    markRestartRequested(paths);
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    expect(texts(tg, OWNER)).toEqual([
+      "Tenax is restarting; your running request may be cut short. Send /retry if no answer comes.",
+    ]);
+  });
+
+  it("a cron job delivering to telegram:CHAT sends its result there, once", async () => {
+    const { tg, home } = await setup();
+    const add = await tenaxAsync(home, [
+      "cron",
+      "add",
+      "morning",
+      "--schedule",
+      "in 2s",
+      "--prompt",
+      "good morning",
+      "--deliver",
+      `telegram:${OWNER}`,
+    ]);
+    expect(add.stderr).toBe("");
+    expect(add.status).toBe(0);
+    await gateway(home);
+    await tg.waitForMessages(OWNER, 1, { timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(texts(tg, OWNER)).toEqual(["morning\n\necho: good morning"]);
+    expect(tg.sentMessages(OWNER)[0]).toMatchObject({ parse_mode: "HTML" });
+  });
+
+  it("sendMessage failing 502 twice, then 429 retry_after 2, then ok: the answer arrives exactly once", async () => {
+    const { tg, home } = await setup();
+    await gateway(home);
+    tg.fault([
+      { type: "error", method: "sendMessage", status: 502, times: 2 },
+      { type: "rate_limit", method: "sendMessage", retry_after: 2 },
+    ]);
+    const started = Date.now();
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "through the storm" });
+    await tg.waitForMessages(OWNER, 1, { timeoutMs: 30_000 });
+    // The message is kept a moment before its call's answer is written down.
+    await until("the fourth call answered", () => tg.calls("sendMessage")[3]?.status === 200, 5_000);
+    const attempts = tg.calls("sendMessage");
+    expect(attempts.map((c) => c.status)).toEqual([502, 502, 429, 200]);
+    // The fourth attempt waited the 2 s Telegram asked for after the 429.
+    const [, , limited, ok] = attempts;
+    expect((ok?.at ?? 0) - (limited?.at ?? 0)).toBeGreaterThanOrEqual(1_900);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(texts(tg, OWNER)).toEqual(["echo: through the storm"]);
+  });
+
+  it("kill -9 with answers in the outbox: after the restart each arrives exactly once", async () => {
+    const { tg, home } = await setup();
+    // Telegram refuses every send while the first gateway runs: its answers wait in the outbox.
+    tg.fault({ type: "error", method: "sendMessage", status: 502, times: 10_000 });
+    const first = await gateway(home);
+    for (const text of ["alpha", "beta"]) tg.injectMessage({ chat: OWNER, from: OWNER, text });
+    await until("both answers queued and tried", async () => {
+      const h = (await (await first.fetch("/health")).json()) as {
+        components: { platforms: { platforms: { pending: number }[] } };
+      };
+      return h.components.platforms.platforms[0]?.pending === 2 && tg.calls("sendMessage").length >= 2;
+    });
+    first.child.kill("SIGKILL");
+    await first.exited;
+    tg.reset();
+    await gateway(home);
+    await tg.waitForMessages(OWNER, 2, { timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(texts(tg, OWNER)).toEqual(["echo: alpha", "echo: beta"]);
+  });
+
+  it("a dangerous command approved with the button runs; denied, it does not", async () => {
+    const { sim, tg, home } = await setup({ exec: "ask" });
+    const dir = tempDir("tenax-victim-");
+    mkdirSync(join(dir, "a"));
+    mkdirSync(join(dir, "b"));
+    writeFileSync(join(dir, "a", "keep.txt"), "x");
+    writeFileSync(join(dir, "b", "keep.txt"), "x");
+    sim.script([
+      {
+        type: "tool_calls",
+        calls: [{ name: "terminal", arguments: { command: `rm -rf ${join(dir, "a")}` } }],
+      },
+      { type: "reply", text: "removed a" },
+      {
+        type: "tool_calls",
+        calls: [{ name: "terminal", arguments: { command: `rm -rf ${join(dir, "b")}` } }],
+      },
+      { type: "reply", text: "b stays" },
+    ]);
+    await gateway(home);
+    const press = async (data: (buttons: string[]) => string) => {
+      let message: ReturnType<TelegramSim["sentMessages"]>[number] | undefined;
+      await until("an approval message with buttons", () => {
+        message = tg.sentMessages(OWNER).find((m) => m.reply_markup && m.edits.length === 0);
+        return message !== undefined;
+      });
+      const buttons = (message?.reply_markup?.inline_keyboard ?? [])
+        .flat()
+        .map((b) => ("callback_data" in b ? String(b.callback_data) : ""));
+      tg.pressButton({
+        chat_id: OWNER,
+        message_id: message?.message_id ?? 0,
+        data: data(buttons),
+        from: OWNER,
+      });
+    };
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "clean a" });
+    await press((b) => b[0] ?? "");
+    await until("the first answer", () => texts(tg, OWNER).includes("removed a"));
+    expect(existsSync(join(dir, "a"))).toBe(false);
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "clean b" });
+    await press((b) => b[1] ?? "");
+    await until("the second answer", () => texts(tg, OWNER).includes("b stays"));
+    expect(existsSync(join(dir, "b", "keep.txt"))).toBe(true);
+    // Both presses were answered, and each approval message now says what was decided.
+    expect(tg.callbackAnswers()).toHaveLength(2);
+    const decided = tg
+      .sentMessages(OWNER)
+      .filter((m) => m.edits.length > 0)
+      .map((m) => m.text);
+    expect(decided).toHaveLength(2);
+  });
+});
