@@ -119,6 +119,30 @@ describe("Telegram adapter: receiving", () => {
     expect(trouble.at(-1)).toBeNull();
   });
 
+  it("a poll Telegram never answers times out, is said, and the next one gets the message", async () => {
+    const { sim, adapter } = await setup({ callTimeoutS: 2 });
+    await adapter.stop();
+    sim.fault({ type: "hang", method: "getUpdates" });
+    const hung = new TelegramAdapter({
+      token: TOKEN,
+      apiRoot: sim.apiRoot,
+      mode: "polling",
+      pollTimeoutS: 1,
+      callTimeoutS: 2,
+      pollBackoff: { stepsMs: [50], capMs: 50 },
+    });
+    open[0] = { sim, adapter: hung };
+    const events: InboundEvent[] = [];
+    await hung.start(async (e) => {
+      events.push(e);
+    });
+    await until("the hung poll to fail", () => hung.status().last_error !== null, 8_000);
+    expect(hung.status().last_error).toMatch(/polling: /);
+    sim.injectMessage({ chat: 42, from: 42, text: "after the hang" });
+    await until("the message", () => events.length === 1, 8_000);
+    expect(hung.status().connected).toBe(true);
+  });
+
   it("a button press on the bot's message is a button event", async () => {
     const { sim, adapter } = await setup();
     const events: InboundEvent[] = [];

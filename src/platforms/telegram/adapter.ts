@@ -29,6 +29,8 @@ export interface TelegramAdapterOptions {
   mode: "polling" | "webhook";
   /** getUpdates' long-poll wait (s). */
   pollTimeoutS?: number;
+  /** How long any one call may go unanswered (s); default the poll's wait plus 15. */
+  callTimeoutS?: number;
   /** mode webhook: the public URL Telegram posts to, and its secret header. */
   webhookUrl?: string;
   webhookSecret?: string;
@@ -73,7 +75,12 @@ export class TelegramAdapter implements PlatformAdapter {
   private readonly state: TelegramStatus;
 
   constructor(private readonly options: TelegramAdapterOptions) {
-    this.api = new Api(options.token, { apiRoot: options.apiRoot.replace(/\/+$/, "") });
+    // A call Telegram never answers (a hung proxy) fails after the long poll's wait and a margin,
+    // not after grammY's default of 500 s: the loop then says so and tries again.
+    this.api = new Api(options.token, {
+      apiRoot: options.apiRoot.replace(/\/+$/, ""),
+      timeoutSeconds: options.callTimeoutS ?? (options.pollTimeoutS ?? 30) + 15,
+    });
     this.now = options.now ?? Date.now;
     this.sleep = options.sleep ?? realSleep;
     this.state = {
