@@ -3,9 +3,11 @@
 // target and never again once a success is recorded: each attempt is leased in the store first
 // (so processes sharing the store never send one entry at once), and the delivered mark is the
 // first thing written after a success.
+
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
+import { Passes } from "../core/passes.js";
 import type { ChatRef } from "../platforms/adapter.js";
 import { outboxEntryOp } from "../platforms/outbox-records.js";
 import type { RecordPutOp } from "../store/ops.js";
@@ -179,10 +181,12 @@ export class CronOutbox {
   /** Entries delivered whose mark could not be written yet: the next pass writes it, never resends. */
   private readonly unmarked = new Map<string, OutboxRecord>();
   private readonly jobs: SchedulerJob[] = [];
-  private kicking: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
 
+  private readonly passes = new Passes(
+    () => this.deliverDue(),
+    () => this.stopped,
+  );
   constructor(private readonly options: OutboxOptions) {
     this.store = options.store;
     this.now = options.now ?? Date.now;
@@ -267,21 +271,7 @@ export class CronOutbox {
    * Resolves when the passes end; never rejects (callers may leave it unawaited).
    */
   kick(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.kicking !== null) {
-      this.again = true;
-      return this.kicking;
-    }
-    const passes = async () => {
-      do {
-        this.again = false;
-        await this.deliverDue();
-      } while (this.again && !this.stopped);
-    };
-    this.kicking = passes().finally(() => {
-      this.kicking = null;
-    });
-    return this.kicking;
+    return this.passes.kick();
   }
 
   /** Stop the scheduled passes (a pass under way finishes). */

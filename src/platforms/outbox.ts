@@ -15,6 +15,7 @@ import type { PlatformEvent } from "../agent/events.js";
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
+import { Passes } from "../core/passes.js";
 import { claimOp, isRecordConflict, LEASE_MARGIN_MS, putOp } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
 import type { PlatformAdapter } from "./adapter.js";
@@ -93,11 +94,13 @@ export class PlatformOutbox {
   private readonly counts: OutboxStats = { delivered_total: {}, failed_total: {}, given_up_total: {} };
   private readonly jobs: SchedulerJob[] = [];
   private readonly stopping = new AbortController();
-  private kicking: Promise<void> | null = null;
-  private again = false;
   /** After a pass that found nothing to do: the kind's stamp then, and when something is due. */
   private idle: { stamp: string; until: number } | null = null;
 
+  private readonly passes = new Passes(
+    () => this.deliverDue(),
+    () => this.stopping.signal.aborted,
+  );
   constructor(private readonly options: PlatformOutboxOptions) {
     this.store = options.store;
     this.now = options.now ?? Date.now;
@@ -201,21 +204,7 @@ export class PlatformOutbox {
    * Resolves when the passes end; never rejects (callers may leave it unawaited).
    */
   kick(): Promise<void> {
-    if (this.stopping.signal.aborted) return Promise.resolve();
-    if (this.kicking !== null) {
-      this.again = true;
-      return this.kicking;
-    }
-    const passes = async () => {
-      do {
-        this.again = false;
-        await this.deliverDue();
-      } while (this.again && !this.stopping.signal.aborted);
-    };
-    this.kicking = passes().finally(() => {
-      this.kicking = null;
-    });
-    return this.kicking;
+    return this.passes.kick();
   }
 
   /** Stop: no new passes, and an attempt under way is aborted (it stays pending, to be sent later). */
