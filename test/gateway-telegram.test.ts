@@ -164,6 +164,22 @@ describe("Telegram through a real gateway", () => {
     ]);
   });
 
+  it("a stop notice Telegram never answers does not hold the stop: the gateway exits within the drain and the notice's bound", async () => {
+    const { sim, tg, home } = await setup();
+    sim.script([{ type: "hang", phase: "before_headers" }]);
+    const gw = await gateway(home);
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "long job" });
+    await until("the model call under way", () => sim.requests().length === 1);
+    tg.fault({ type: "hang", method: "sendMessage" });
+    const t0 = Date.now();
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    // drain_timeout 2 s and the notice's 3 s bound, with room for a loaded machine; a stop that
+    // waited for the hung send would take the Bot API call's own timeout (16 s) or forever.
+    expect(Date.now() - t0).toBeLessThan(12_000);
+    expect(gw.stdout() + gw.stderr()).toMatch(/told 0 of 1 chat\(s\) with a running turn/);
+  });
+
   it("a cron job delivering to telegram:CHAT sends its result there, once", async () => {
     const { tg, home } = await setup();
     const add = await tenaxAsync(home, [
