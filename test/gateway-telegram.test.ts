@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
+import { startSimulator } from "../src/llm/simulator/server.js";
 import { startTelegramSim, type TelegramSim } from "../src/platforms/telegram/sim/server.js";
 import { markRestartRequested } from "../src/profile/restart-marker.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
