@@ -66,6 +66,19 @@ describe("the drill's Telegram outage row", () => {
     console.log(`telegram outage row: ${Date.now() - started} ms: ${row?.detail}`);
   }, 120_000);
 
+  it("fails when an answer cannot be delivered (Telegram refuses it with a 403 after the lift)", async () => {
+    const report = await runDrill([
+      telegramOutageScenario(4_000, {
+        atLift: (tg) => tg.fault({ type: "error", method: "sendMessage", status: 403, times: 1 }),
+      }),
+    ]);
+    const row = report.rows[0];
+    expect(row, row?.detail).toMatchObject({ caught_by: "platforms", result: "fail" });
+    expect(row?.detail).toMatch(/3 of 4 answers delivered, duplicates 0, lost 1/);
+    expect(row?.detail).toMatch(/FAILED: 1 message\(s\) given up/);
+    expect(report.ok).toBe(false);
+  }, 120_000);
+
   it("the judgment passes what it should and fails each thing that can go wrong", () => {
     expect(judgeOutage(good)).toMatchObject({ ok: true });
     const bad: [string, Partial<OutageObservation>, RegExp][] = [

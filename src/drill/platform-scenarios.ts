@@ -75,7 +75,12 @@ async function telegramHealth(gateway: GatewayEndpoint, signal: AbortSignal): Pr
 
 const texts = (tg: TelegramSim) => tg.sentMessages(USER).map((m) => m.text);
 
-async function runOutage(context: ScenarioContext, outageMs: number) {
+export interface OutageOptions {
+  /** A fault added as the outage lifts (a check that the row can fail: an answer made impossible). */
+  atLift?: (tg: TelegramSim) => void;
+}
+
+async function runOutage(context: ScenarioContext, outageMs: number, options: OutageOptions) {
   const { signal } = context;
   const tg = await startTelegramSim({ token: TOKEN, chats: [{ id: USER }] });
   context.defer(() => tg.close());
@@ -132,13 +137,19 @@ async function runOutage(context: ScenarioContext, outageMs: number) {
   tg.startOutage({ mode: "refuse" });
   say(during[1] ?? "");
   await watchHealth(outageStart + outageMs);
+  options.atLift?.(tg);
   await tg.liftOutage();
   const lifted = Date.now();
 
   const expected = ["hello before the outage", inFlight, ...during].map((t) => `echo: ${t}`);
-  const drained = await within(AFTER_OUTAGE_MS - 10_000, signal, () =>
-    texts(tg).length >= expected.length ? Date.now() : null,
-  );
+  const givenUp = () => feed.events().filter((e) => e.type === "platform_delivery_given_up").length;
+  // Every answer delivered (when), or one given up and nothing left to come (no need to wait on).
+  const end = await within(AFTER_OUTAGE_MS - 10_000, signal, async () => {
+    if (texts(tg).length >= expected.length) return { drained: Date.now() };
+    if (givenUp() === 0 || sim.requests().length < expected.length || tg.pendingUpdates() > 0) return null;
+    return (await telegramHealth(gateway, signal)).pending === 0 ? { drained: null } : null;
+  });
+  const drained = end?.drained ?? null;
   await sleep(SETTLE_MS, signal);
   const healthAfter = await within(5_000, signal, async () => {
     const now = await telegramHealth(gateway, signal);
@@ -152,7 +163,7 @@ async function runOutage(context: ScenarioContext, outageMs: number) {
     queued_at_telegram: queuedAtTelegram,
     model_calls: sim.requests().length,
     failures_on_feed: failures.length,
-    given_up_on_feed: feed.events().filter((e) => e.type === "platform_delivery_given_up").length,
+    given_up_on_feed: givenUp(),
     health_during: healthDuring,
     health_after: healthAfter ?? (await telegramHealth(gateway, signal)),
     drain_ms: drained === null ? null : drained - lifted,
@@ -160,12 +171,12 @@ async function runOutage(context: ScenarioContext, outageMs: number) {
 }
 
 /** The row, with the outage's length (the environment's or the default unless given). */
-export function telegramOutageScenario(outageMs = telegramOutageMs()): Scenario {
+export function telegramOutageScenario(outageMs = telegramOutageMs(), options: OutageOptions = {}): Scenario {
   return {
     fault: `the Telegram Bot API down for ${Math.round(outageMs / 1000)} s`,
     expected_layer: "platforms",
     deadline_ms: outageMs + AFTER_OUTAGE_MS,
-    run: (context) => runOutage(context, outageMs),
+    run: (context) => runOutage(context, outageMs, options),
   };
 }
 
