@@ -71,6 +71,39 @@ export async function feedEvent(
   }
 }
 
+/** The feed followed from now to the signal's end: every event seen, each also handed to `onEvent`. */
+export interface FeedFollower {
+  events(): FeedEvent[];
+}
+
+export function followFeed(
+  gateway: GatewayEndpoint,
+  signal: AbortSignal,
+  onEvent: (event: FeedEvent) => void = () => {},
+): FeedFollower {
+  const seen: FeedEvent[] = [];
+  const read = async () => {
+    const response = await fetch(`${gateway.url}/api/events`, { headers: auth(gateway), signal });
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      // One SSE block per event, ended by a blank line; a keep-alive comment has no data line.
+      for (let end = text.indexOf("\n\n"); end >= 0; end = text.indexOf("\n\n")) {
+        const data = /^data: (.*)$/m.exec(text.slice(0, end))?.[1];
+        text = text.slice(end + 2);
+        if (data === undefined) continue;
+        const event = JSON.parse(data) as FeedEvent;
+        seen.push(event);
+        onEvent(event);
+      }
+    }
+  };
+  // The feed ends with the scenario (its signal) or the gateway; what was seen is what counts.
+  void read().catch(() => {});
+  return { events: () => [...seen] };
+}
+
 export interface HealthReport {
   status: string;
   components: Record<string, { status: string; detail?: string }>;

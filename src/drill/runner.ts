@@ -49,11 +49,13 @@ export interface ScenarioOutcome {
 export interface Scenario {
   fault: string;
   expected_layer: string;
+  /** This scenario's own deadline (ms), for one that must wait out a fault longer than the default. */
+  deadline_ms?: number;
   run(context: ScenarioContext): Promise<ScenarioOutcome>;
 }
 
 export interface DrillOptions {
-  /** Per scenario, in milliseconds. */
+  /** Per scenario, in milliseconds; overrides each scenario's own deadline_ms. */
   deadlineMs?: number;
   /** Keep the scratch homes for inspection. */
   keep?: boolean;
@@ -77,7 +79,8 @@ export async function runDrill(
   try {
     for (const [i, scenario] of scenarios.entries()) {
       const home = join(scratch, `${String(i + 1).padStart(2, "0")}-${slug(scenario.fault)}`);
-      const row = await runScenario(scenario, home, options.deadlineMs ?? DEFAULT_DEADLINE_MS);
+      const deadline = options.deadlineMs ?? scenario.deadline_ms ?? DEFAULT_DEADLINE_MS;
+      const row = await runScenario(scenario, home, deadline);
       rows.push(row);
       options.onRow?.(row);
     }
