@@ -45,7 +45,11 @@ export function buildPlatforms(options: PlatformsOptions): GatewayPlatforms {
           pollTimeoutS: tg.poll_timeout,
           ...(tg.webhook_url ? { webhookUrl: tg.webhook_url } : {}),
           ...(tg.webhook_secret ? { webhookSecret: tg.webhook_secret } : {}),
-          onTrouble: (message) => options.onTrouble("telegram", message),
+          onTrouble: (message) => {
+            options.onTrouble("telegram", message);
+            // Telegram answers again: what waits out a backoff step goes now, not minutes later.
+            if (message === null) void outbox.wake("telegram").catch(() => undefined);
+          },
         });
   const wh = config.platforms.webhook;
   const webhook =

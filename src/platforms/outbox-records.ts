@@ -60,6 +60,8 @@ export const outboxEntry = z.object({
   attempts: z.number().int().min(0),
   /** When it may be tried next; while an attempt is under way, when its lease ends. */
   next_at: z.number(),
+  /** True while an attempt holds the entry (next_at is then the lease's end); absent in older records. */
+  leased: z.boolean().optional(),
   last_error: z.string().nullable(),
   created_at: z.number(),
   delivered_at: z.number().nullable(),

@@ -5,9 +5,10 @@ import { describe, expect, it } from "vitest";
 import { FakePlatform } from "../../test/helpers/fake-platform.js";
 import { chat, send, setup, state, T0 } from "../../test/helpers/platform-outbox.js";
 import { Scheduler } from "../agent/scheduler.js";
+import { putOp } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
 import { formattingRejected, retryable } from "./adapter.js";
-import { listOutboxEntries, outboxEntryOp } from "./outbox-records.js";
+import { listOutboxEntries, OUTBOX_KIND, outboxEntryOp } from "./outbox-records.js";
 
 describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
   it("resends as plain text when the platform rejects the formatting, and keeps it plain", async () => {
@@ -135,6 +136,47 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     expect(await outbox.prune(60_000)).toBe(0);
     expect(await outbox.prune(-60_000)).toBe(1);
     expect(listOutboxEntries(t.store)).toEqual([]);
+  });
+
+  it("wake: once the platform answers again, what waits out a backoff step goes at once; a held lease is left alone", async () => {
+    const t = await setup();
+    // Six failures: the next try would be 60 s away (the steps are 1, 2, 5, 10, 30, 60 s).
+    const platform = new FakePlatform(
+      "fake",
+      Array.from({ length: 6 }, () => retryable("502")),
+    );
+    const outbox = t.outbox(t.store, platform);
+    const { key } = await outbox.enqueue({ message: send("1", "after the outage") });
+    await outbox.kick();
+    for (let i = 0; i < 5; i++) {
+      t.clock.now = state(t.store, key)?.next_at ?? t.clock.now;
+      await outbox.kick();
+    }
+    expect(state(t.store, key)).toMatchObject({ attempts: 6, state: "pending", leased: false });
+    expect((state(t.store, key)?.next_at ?? 0) - t.clock.now).toBeGreaterThanOrEqual(48_000);
+    // Another entry is held by an attempt of another process: its lease is not cut short.
+    const { entry: heldEntry } = outboxEntryOp(
+      { message: send("2", "being sent elsewhere"), id: "held" },
+      t.clock.now,
+    );
+    const held = { key: heldEntry.key };
+    await t.store.write([
+      putOp(
+        OUTBOX_KIND,
+        held.key,
+        { ...heldEntry, leased: true, next_at: t.clock.now + 40_000 },
+        t.clock.now,
+      ),
+    ]);
+    const before = platform.performed.length;
+    expect(await outbox.wake("fake")).toBe(1);
+    expect(platform.performed.length).toBe(before + 1);
+    expect(state(t.store, key)).toMatchObject({ state: "delivered", attempts: 7 });
+    expect(state(t.store, held.key)).toMatchObject({
+      state: "pending",
+      leased: true,
+      next_at: t.clock.now + 40_000,
+    });
   });
 
   it("leaves entries of a platform this process has no adapter for", async () => {

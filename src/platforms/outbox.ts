@@ -207,6 +207,32 @@ export class PlatformOutbox {
     return this.passes.kick();
   }
 
+  /**
+   * The platform answers again (its adapter reconnected): what waits out a backoff step is due
+   * now, not up to minutes later. An entry an attempt holds (its lease) is left alone, and each is
+   * moved only over the text just read, so a process that changed it meanwhile keeps its word.
+   * Resolves with how many entries were woken, once the pass that sends them has ended.
+   */
+  async wake(platform: string): Promise<number> {
+    const now = this.now();
+    let woken = 0;
+    for (const row of this.store.listRecords(OUTBOX_KIND)) {
+      const entry = parseEntry(row.value);
+      if (entry === null || entry.platform !== platform || entry.state !== "pending") continue;
+      if (entry.next_at <= now || entry.leased === true) continue;
+      const text = this.store.getRecordText(OUTBOX_KIND, entry.key);
+      if (text === null) continue;
+      try {
+        await this.store.write([claimOp(OUTBOX_KIND, entry.key, { ...entry, next_at: now }, text, now)]);
+        woken++;
+      } catch (error) {
+        if (!isRecordConflict(error)) throw error;
+      }
+    }
+    await this.kick();
+    return woken;
+  }
+
   /** Stop: no new passes, and an attempt under way is aborted (it stays pending, to be sent later). */
   stop(): void {
     this.stopping.abort();
@@ -271,7 +297,7 @@ export class PlatformOutbox {
       messageId = resolved;
     }
     // The lease: this process's attempt, written only if nobody changed the entry since it was read.
-    const leased: OutboxEntry = { ...fresh, next_at: start + this.timeoutMs + LEASE_MARGIN_MS };
+    const leased: OutboxEntry = { ...fresh, next_at: start + this.timeoutMs + LEASE_MARGIN_MS, leased: true };
     try {
       await this.store.write([claimOp(OUTBOX_KIND, fresh.key, leased, text, start)]);
     } catch (error) {
@@ -315,6 +341,7 @@ export class PlatformOutbox {
     if (outcome.kind === "delivered") {
       const done: OutboxEntry = {
         ...leased,
+        leased: false,
         op: outcome.op,
         state: "delivered",
         attempts,
@@ -343,6 +370,7 @@ export class PlatformOutbox {
     const wait = error.retry_after_ms ?? this.backoff(attempts);
     const next: OutboxEntry = {
       ...leased,
+      leased: false,
       op: outcome.op,
       attempts,
       last_error: error.message,

@@ -36,7 +36,7 @@ export interface TelegramAdapterOptions {
   webhookSecret?: string;
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** The waits between failed polls (ms); default 1 s, 2 s, 5 s, 10 s, 30 s, then 60 s. */
+  /** The waits between failed polls (ms); default 1 s, 2 s, 5 s, 10 s, then 15 s. */
   pollBackoff?: { stepsMs: number[]; capMs: number };
   /** Told of each poll failure and recovery (the gateway's log). */
   onTrouble?: (message: string | null) => void;
@@ -61,7 +61,8 @@ export interface TelegramStatus {
 type GrammySignal = Parameters<Api["getMe"]>[0];
 const bridged = (signal: AbortSignal | undefined): GrammySignal => signal as unknown as GrammySignal;
 
-const DEFAULT_BACKOFF = { stepsMs: [1, 2, 5, 10, 30].map((s) => s * 1000), capMs: 60_000 };
+// A bot waits at most 15 s to notice Telegram is back; a poll is one small request.
+const DEFAULT_BACKOFF = { stepsMs: [1, 2, 5, 10].map((s) => s * 1000), capMs: 15_000 };
 
 export class TelegramAdapter implements PlatformAdapter {
   readonly name = TELEGRAM_PLATFORM;
@@ -73,6 +74,8 @@ export class TelegramAdapter implements PlatformAdapter {
   private stopping = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly state: TelegramStatus;
+  /** The poll loop's wait after a failure; a call that gets through ends it (Telegram is back). */
+  private nap: AbortController | null = null;
 
   constructor(private readonly options: TelegramAdapterOptions) {
     // A call Telegram never answers (a hung proxy) fails after the long poll's wait and a margin,
@@ -231,7 +234,7 @@ export class TelegramAdapter implements PlatformAdapter {
         const wait =
           failure.retryAfterMs ??
           stepBackoff(this.options.pollBackoff ?? DEFAULT_BACKOFF, failures, () => 0.5);
-        await this.sleep(wait, signal).catch(() => {});
+        await this.napFor(wait, signal);
       }
     }
   }
@@ -279,7 +282,16 @@ export class TelegramAdapter implements PlatformAdapter {
     }
   }
 
+  /** Sleep `ms` after a failed poll, unless stopped or woken by a call that got through. */
+  private async napFor(ms: number, signal: AbortSignal): Promise<void> {
+    const nap = new AbortController();
+    this.nap = nap;
+    await this.sleep(ms, AbortSignal.any([signal, nap.signal])).catch(() => {});
+    if (this.nap === nap) this.nap = null;
+  }
+
   private ok(): void {
+    this.nap?.abort();
     if (this.state.last_error !== null) this.options.onTrouble?.(null);
     this.state.connected = true;
     this.state.last_ok_at = this.now();
