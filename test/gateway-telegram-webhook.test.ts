@@ -9,7 +9,7 @@ import { startSimulator } from "../src/llm/simulator/server.js";
 import { startTelegramSim, type TelegramSim } from "../src/platforms/telegram/sim/server.js";
 import { requireBuild } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
-import { startGateway } from "./helpers/gateway.js";
+import { refusedGateway, startGateway } from "./helpers/gateway.js";
 import { rawRequest } from "./helpers/raw-http.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -165,5 +165,25 @@ describe("Telegram in mode webhook through a real gateway", () => {
     await tg.waitForMessages(OWNER, 1, { timeoutMs: 20_000 });
     expect(texts(tg)).toEqual([`echo: via ${PUBLIC_NAME}`]);
     expect(sim.requests()).toHaveLength(1);
+  });
+
+  it("refuses to start in mode webhook without webhook_secret: the route has no gateway key, so anyone could post as an allowed user", async () => {
+    const tg = await startTelegramSim({ token: TOKEN, chats: [{ id: OWNER }] });
+    open.push(tg);
+    const port = await freePort();
+    const paths = profileWith(
+      [
+        "model: { provider: simulator, name: echo }",
+        `platforms:\n  telegram: { token: "${TOKEN}", api_root: "${tg.apiRoot}", allowed_users: [${OWNER}], mode: webhook, webhook_url: "http://127.0.0.1:${port}/api/platforms/telegram/webhook" }`,
+        "",
+      ].join("\n"),
+    );
+    const run = await refusedGateway(paths.home, ["--port", String(port)]);
+    // 78: a config error (EX_CONFIG).
+    expect(run.status).toBe(78);
+    expect(run.output).toContain("platforms.telegram.webhook_secret: mode webhook needs webhook_secret");
+    expect(run.output).toContain("openssl rand -hex 32");
+    // Nothing was registered with Telegram.
+    expect(tg.calls("setWebhook")).toHaveLength(0);
   });
 });
