@@ -43,6 +43,14 @@ describe("platforms config", () => {
       loadConfig(profileWith(`platforms:\n  telegram: { token: "${TOKEN}", mode: webhook }\n`), {}),
     );
     expect(hook.message).toContain("platforms.telegram.webhook_url: mode webhook needs webhook_url");
+    expect(hook.message).toContain("platforms.telegram.webhook_secret: mode webhook needs webhook_secret");
+    const withSecret = loadConfig(
+      profileWith(
+        `platforms:\n  telegram: { token: "${TOKEN}", mode: webhook, webhook_url: "https://bot.example.com/api/platforms/telegram/webhook", webhook_secret: "abc_123" }\n`,
+      ),
+      {},
+    );
+    expect(withSecret.config.platforms.telegram?.webhook_secret).toBe("abc_123");
     const unknown = thrown(() =>
       loadConfig(profileWith(`platforms:\n  telegarm: { token: "${TOKEN}" }\n`), {}),
     );

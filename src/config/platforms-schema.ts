@@ -24,7 +24,7 @@ const telegram = z
     mode: z.enum(["polling", "webhook"], { error: "expected polling or webhook" }).default("polling"),
     /** Seconds a getUpdates long poll waits for news. */
     poll_timeout: intBetween(1, 50).default(30),
-    /** mode webhook: the public https URL Telegram posts to, and the secret it sends with each post. */
+    /** mode webhook: the public https URL Telegram posts to, and the secret it sends with each post (required). */
     webhook_url: httpUrl.optional(),
     webhook_secret: z
       .string()
@@ -37,6 +37,15 @@ const telegram = z
         code: "custom",
         path: ["webhook_url"],
         message: "mode webhook needs webhook_url: the public URL Telegram posts updates to",
+      });
+    // The route Telegram posts to takes no gateway key (Telegram cannot send one): without the
+    // secret, anyone who can reach it could post an update as an allowed user.
+    if (value.mode === "webhook" && value.webhook_secret === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["webhook_secret"],
+        message:
+          "mode webhook needs webhook_secret: it is how the gateway tells Telegram's posts from anyone else's (make one with: openssl rand -hex 32)",
       });
   });
 

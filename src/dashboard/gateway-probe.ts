@@ -12,6 +12,8 @@ export type HealthLevel = "ok" | "degraded" | "down";
 export interface HealthComponent {
   status: string;
   detail: string;
+  /** What to do, when the gateway says. */
+  next?: string;
 }
 
 export interface GatewayView {
@@ -190,8 +192,12 @@ function readHealth(answer: Answer): GatewayView["health"] {
     const components: Record<string, HealthComponent> = {};
     if (typeof body?.components === "object" && body.components !== null) {
       for (const [name, raw] of Object.entries(body.components as Record<string, unknown>)) {
-        const c = (raw ?? {}) as { status?: unknown; detail?: unknown };
-        components[name] = { status: String(c.status ?? "?"), detail: String(c.detail ?? "") };
+        const c = (raw ?? {}) as { status?: unknown; detail?: unknown; next?: unknown };
+        components[name] = {
+          status: String(c.status ?? "?"),
+          detail: String(c.detail ?? ""),
+          ...(typeof c.next === "string" && c.next !== "" ? { next: c.next } : {}),
+        };
       }
     }
     return { served: true, http_status: answer.status, status, components };

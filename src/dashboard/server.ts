@@ -139,7 +139,10 @@ export class Dashboard {
     const now = this.now();
     const cacheMs = this.options.layersCacheMs ?? 1000;
     if (this.layers === null || now - this.layers.at >= cacheMs)
-      this.layers = { at: now, view: readLayers(this.options.paths, now) };
+      this.layers = {
+        at: now,
+        view: readLayers(this.options.paths, now, this.probe.current.reachable === false),
+      };
     return this.layers.view;
   }
 }

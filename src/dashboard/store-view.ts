@@ -29,8 +29,11 @@ export type LayersView =
   | { ok: true; report: StatusReport; config_warnings: string[] }
   | { ok: false; error: { code: string; message: string; hint: string | null } };
 
-/** Every layer as `tenax status` sees it; a config that does not load is the answer itself. */
-export async function readLayers(paths: ProfilePaths, now: number): Promise<LayersView> {
+/**
+ * Every layer as `tenax status` sees it; a config that does not load is the answer itself.
+ * `gatewayDown`: the dashboard's probe finds no gateway (the chat platforms are then down).
+ */
+export async function readLayers(paths: ProfilePaths, now: number, gatewayDown = false): Promise<LayersView> {
   let loaded: ReturnType<typeof loadConfig>;
   try {
     loaded = loadConfig(paths);
@@ -47,7 +50,7 @@ export async function readLayers(paths: ProfilePaths, now: number): Promise<Laye
     }
   }
   try {
-    const report = await collectStatus({ paths, config: loaded.config, reader, now });
+    const report = await collectStatus({ paths, config: loaded.config, reader, now, gatewayDown });
     if (openProblem !== null) {
       const { message, hint } = describe(openProblem, "store_open");
       report.components.store = {

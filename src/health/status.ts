@@ -90,6 +90,11 @@ export interface StatusInput {
   now: number;
   /** Probe the gateway and its scheduler from outside too (`tenax status` does; the gateway itself does not). */
   gateway?: () => Promise<OutsideView>;
+  /**
+   * Known elsewhere that no gateway answers (the dashboard's probe), without probing here: the chat
+   * platforms are then down, as nothing connects them.
+   */
+  gatewayDown?: boolean;
 }
 
 export async function collectStatus(input: StatusInput): Promise<StatusReport> {
@@ -107,7 +112,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const compression = compressionComponent(config, reader, now);
   const tools = toolsComponent(paths, config, reader, now);
   const cron = cronStatus(paths, config, reader, now, outside);
-  const platforms = platformsStatus(paths, config, reader, now, outside);
+  const platforms = platformsStatus(paths, config, reader, now, outside, input.gatewayDown === true);
   const components: StatusReport["components"] = outside
     ? {
         gateway: outside.gateway,
@@ -154,6 +159,7 @@ function platformsStatus(
   reader: StoreReader | null,
   now: number,
   outside: OutsideView | null,
+  gatewayDown: boolean,
 ): PlatformsComponent {
   if (outside?.platforms) return outside.platforms;
   const names = configuredPlatforms(config);
@@ -163,7 +169,14 @@ function platformsStatus(
   } catch {
     // A store that cannot be read is the store component's news.
   }
-  return platformsComponent(paths, config, backlog, null, now, outside?.gateway.status === "down");
+  return platformsComponent(
+    paths,
+    config,
+    backlog,
+    null,
+    now,
+    gatewayDown || outside?.gateway.status === "down",
+  );
 }
 
 /** The exit code the contract gives each overall status. */

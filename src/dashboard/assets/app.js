@@ -93,6 +93,18 @@ function gatewayTile(gw, reported) {
   return tile("gateway", own.status, own.detail, null, extra);
 }
 
+/**
+ * The layers whose state only the running gateway knows, though the store has a view of them: a
+ * chat platform's connection is held inside the gateway, and the store's outbox cannot say it is
+ * lost. While the gateway answers, its component is the one shown, as tenax status does.
+ */
+const LIVE_FIRST = new Set(["platforms"]);
+function liveFirst(name, stored, gw) {
+  const live = gw.reachable === true && gw.health?.served === true ? gw.health.components[name] : undefined;
+  if (!LIVE_FIRST.has(name) || live === undefined) return stored;
+  return { ...stored, status: live.status, detail: live.detail, next: live.next ?? null };
+}
+
 /** Layers only the running gateway can see (its /health components the status report lacks). */
 // The scheduler runs inside the gateway: its tile is there even before the gateway was ever seen.
 const gatewayOnly = new Map([["scheduler", null]]);
@@ -197,8 +209,9 @@ function renderLayers(layers, gw) {
     tiles.push(tile("config", "down", layers.error.message, layers.error.hint));
     worse("down");
   } else {
-    for (const [name, c] of Object.entries(layers.report.components)) {
+    for (const [name, stored] of Object.entries(layers.report.components)) {
       if (name === "gateway") continue;
+      const c = liveFirst(name, stored, gw);
       tiles.push(name === "providers" ? providersTile(c) : tile(name, c.status, c.detail, c.next));
       worse(c.status);
     }

@@ -4,6 +4,7 @@
 // getUpdates offset) even when its handler failed, and Tenax confirms an update only after the
 // sink committed it. The loop outlives the Bot API being down for minutes: every failure waits
 // (retry_after when Telegram names it, else growing steps) and is shown in status().
+import { createHash, timingSafeEqual } from "node:crypto";
 import { Api } from "grammy";
 import type { Update } from "grammy/types";
 import { stepBackoff } from "../../core/backoff.js";
@@ -128,7 +129,9 @@ export class TelegramAdapter implements PlatformAdapter {
    * through the sink. Resolves true once committed (answer 200); false for a wrong secret (401).
    */
   async receiveWebhook(update: Update, secretHeader: string | undefined): Promise<boolean> {
-    if (this.options.webhookSecret !== undefined && secretHeader !== this.options.webhookSecret) return false;
+    const secret = this.options.webhookSecret;
+    if (secret !== undefined && (secretHeader === undefined || !sameSecret(secretHeader, secret)))
+      return false;
     await this.handle([update]);
     return true;
   }
@@ -330,4 +333,10 @@ function keyboard(buttons: { text: string; data: string }[][] | undefined) {
 function toPlatformFailure(failure: ReturnType<typeof classifyTelegramError>): PlatformFailure {
   if (failure.plainText) return formattingRejected(failure.message);
   return failure.retryable ? retryable(failure.message, failure.retryAfterMs) : permanent(failure.message);
+}
+
+/** Compared in constant time (over digests, so the length is not told either). */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (v: string) => createHash("sha256").update(v).digest();
+  return timingSafeEqual(digest(given), digest(expected));
 }
