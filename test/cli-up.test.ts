@@ -222,9 +222,14 @@ describe("tenax up", () => {
     );
 
     // Back by itself, at the address clients know, and it serves; the dashboard never went away.
+    // The new gateway may answer a moment before up has seen its listening line and said so
+    // (state "starting" then, with advice to wait): back is when up says it runs.
     const back = await gatewayView(
       dashboard,
-      (v) => v.reachable === true && v.supervisor?.gateway.restarts === 1,
+      (v) =>
+        v.reachable === true &&
+        v.supervisor?.gateway.restarts === 1 &&
+        v.supervisor.gateway.state === "running",
     );
     expect(back.url).toBe(up.url);
     expect(back.advice).toBeNull();
