@@ -187,6 +187,7 @@ export class CronOutbox {
     () => this.deliverDue(),
     () => this.stopped,
   );
+
   constructor(private readonly options: OutboxOptions) {
     this.store = options.store;
     this.now = options.now ?? Date.now;

@@ -101,6 +101,7 @@ export class PlatformOutbox {
     () => this.deliverDue(),
     () => this.stopping.signal.aborted,
   );
+
   constructor(private readonly options: PlatformOutboxOptions) {
     this.store = options.store;
     this.now = options.now ?? Date.now;
