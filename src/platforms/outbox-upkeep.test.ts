@@ -168,8 +168,22 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
         t.clock.now,
       ),
     ]);
+    // And one waits out a 429's retry_after: Telegram's word is kept to the letter.
+    const { entry: limited } = outboxEntryOp(
+      { message: send("3", "rate limited"), id: "limited" },
+      t.clock.now,
+    );
+    await t.store.write([
+      putOp(
+        OUTBOX_KIND,
+        limited.key,
+        { ...limited, attempts: 1, asked_wait: true, next_at: t.clock.now + 30_000 },
+        t.clock.now,
+      ),
+    ]);
     const before = platform.performed.length;
     expect(await outbox.wake("fake")).toBe(1);
+    expect(state(t.store, limited.key)).toMatchObject({ state: "pending", next_at: t.clock.now + 30_000 });
     expect(platform.performed.length).toBe(before + 1);
     expect(state(t.store, key)).toMatchObject({ state: "delivered", attempts: 7 });
     expect(state(t.store, held.key)).toMatchObject({

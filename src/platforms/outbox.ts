@@ -210,7 +210,8 @@ export class PlatformOutbox {
 
   /**
    * The platform answers again (its adapter reconnected): what waits out a backoff step is due
-   * now, not up to minutes later. An entry an attempt holds (its lease) is left alone, and each is
+   * now, not up to minutes later. An entry an attempt holds (its lease), or one waiting out a
+   * wait the platform asked for (a 429's retry_after), is left alone, and each is
    * moved only over the text just read, so a process that changed it meanwhile keeps its word.
    * Resolves with how many entries were woken, once the pass that sends them has ended.
    */
@@ -220,7 +221,8 @@ export class PlatformOutbox {
     for (const row of this.store.listRecords(OUTBOX_KIND)) {
       const entry = parseEntry(row.value);
       if (entry === null || entry.platform !== platform || entry.state !== "pending") continue;
-      if (entry.next_at <= now || entry.leased === true) continue;
+      // Not a lease, nor a wait the platform asked for: a 429's retry_after is kept to the letter.
+      if (entry.next_at <= now || entry.leased === true || entry.asked_wait === true) continue;
       const text = this.store.getRecordText(OUTBOX_KIND, entry.key);
       if (text === null) continue;
       try {
@@ -375,6 +377,7 @@ export class PlatformOutbox {
       op: outcome.op,
       attempts,
       last_error: error.message,
+      asked_wait: error.retry_after_ms !== null,
       ...(giveUp ? { state: "given_up" as const, next_at: now } : { next_at: now + wait }),
     };
     try {

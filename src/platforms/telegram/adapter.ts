@@ -62,6 +62,9 @@ export interface TelegramStatus {
 type GrammySignal = Parameters<Api["getMe"]>[0];
 const bridged = (signal: AbortSignal | undefined): GrammySignal => signal as unknown as GrammySignal;
 
+/** The failures that mean Telegram was not reached (or not as this bot). */
+const CONNECTION_FAILURES = new Set(["network", "server_error", "unauthorized"]);
+
 // A bot waits at most 15 s to notice Telegram is back; a poll is one small request.
 const DEFAULT_BACKOFF = { stepsMs: [1, 2, 5, 10].map((s) => s * 1000), capMs: 15_000 };
 
@@ -145,7 +148,9 @@ export class TelegramAdapter implements PlatformAdapter {
       const failure = classifyTelegramError(error);
       if (failure.code === "not_modified")
         return { ok: true, message_id: op.type === "edit" ? op.message_id : null };
-      this.trouble(failure.message);
+      // Only a failure to reach Telegram is a lost connection; a 429 or a refused chat is an
+      // answer from it (and a "connected again" after it would wake waits Telegram asked for).
+      if (CONNECTION_FAILURES.has(failure.code)) this.trouble(failure.message);
       return { ok: false, error: toPlatformFailure(failure) };
     }
   }
