@@ -164,6 +164,20 @@ describe("Telegram through a real gateway", () => {
     ]);
   });
 
+  it("a turn that ends during the drain is answered before the gateway exits, after the stop notice", async () => {
+    const { sim, tg, home } = await setup();
+    sim.script([{ type: "reply", text: "slow answer", chunk_size: 1, chunk_delay_ms: 100 }]);
+    const gw = await gateway(home);
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "take your time" });
+    await until("the model call under way", () => sim.requests().length === 1);
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    expect(texts(tg, OWNER)).toEqual([
+      "Tenax is shutting down; your running request is cut short.",
+      "slow answer",
+    ]);
+  });
+
   it("a stop notice Telegram never answers does not hold the stop: the gateway exits within the drain and the notice's bound", async () => {
     const { sim, tg, home } = await setup();
     sim.script([{ type: "hang", phase: "before_headers" }]);

@@ -114,6 +114,12 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     quiesce: () => service.stop(),
     async stop() {
       service.stop();
+      // The answers of turns the drain saw end are committed before the store closes (bounded:
+      // one that cannot be written stays pending and is answered from the store at the next start).
+      const within = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+      await Promise.race([service.idle(), within(5_000)]);
+      // And sent, if the platform takes them at once; what it does not waits for the next start.
+      await Promise.race([platforms.outbox.kick(), within(3_000)]);
       await platforms.stop();
     },
   };
