@@ -3,7 +3,7 @@
 // waiting on the agent's ApprovalBook (or the one given) for the chat to decide.
 import type { Agent } from "../agent/agent.js";
 import type { ApprovalBook } from "../agent/approvals/approval-book.js";
-import { TurnInterrupt } from "../agent/turn-failure.js";
+import { RunningTurns } from "../agent/running-turns.js";
 import type { ChatHost } from "./chat-host.js";
 
 /** The agent as a chat host, and a stop for its turns as a shutdown stops them (left for a resume). */
@@ -17,40 +17,30 @@ export function agentChatHost(
   cwd: string,
   approvals: ApprovalBook = agent.approvals,
 ): AgentChatHost {
-  const running = new Map<string, AbortController>();
+  const running = new RunningTurns();
   return {
-    interruptAll(reason) {
-      for (const controller of running.values()) controller.abort(new TurnInterrupt("shutting_down", reason));
-      return running.size;
-    },
+    interruptAll: (reason) => running.interruptAll(reason, "shutting_down"),
     newSessionOp: (options) => agent.newSessionOp(options),
     async start(request) {
-      if (running.has(request.sessionId)) {
+      if (running.isRunning(request.sessionId)) {
         throw Object.assign(new Error(`session ${request.sessionId} is running a turn`), {
           code: "session_queue_full",
         });
       }
-      const controller = new AbortController();
-      running.set(request.sessionId, controller);
-      const result = agent
-        .turn({
+      const result = running.run(request.sessionId, (signal) =>
+        agent.turn({
           sessionId: request.sessionId,
           text: request.text,
           cwd,
-          signal: controller.signal,
+          signal,
           onEvent: (event) => request.onEvent(event),
           approvals: { requestedBy: request.requestedBy },
-        })
-        .finally(() => running.delete(request.sessionId));
+        }),
+      );
       return { result };
     },
-    interrupt(sessionId, reason) {
-      const controller = running.get(sessionId);
-      if (!controller) return false;
-      controller.abort(new TurnInterrupt("stopped", reason));
-      return true;
-    },
-    isRunning: (sessionId) => running.has(sessionId),
+    interrupt: (sessionId, reason) => running.interrupt(sessionId, reason),
+    isRunning: (sessionId) => running.isRunning(sessionId),
     pendingApprovals: (sessionId) => approvals.pending().filter((r) => r.session_id === sessionId),
     getApproval: (approvalId) => approvals.get(approvalId),
     decide: (approvalId, decision, decidedBy) => approvals.decide(approvalId, decision, decidedBy),
