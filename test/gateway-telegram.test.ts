@@ -4,16 +4,16 @@
 // refused without reaching the model, one notice per chat at a stop, "back online" and the
 // answers after the restart, every message delivered exactly once through faults and a kill -9,
 // and a dangerous command run only when approved with the button.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../src/llm/simulator/server.js";
 import { startTelegramSim, type TelegramSim } from "../src/platforms/telegram/sim/server.js";
 import { markRestartRequested } from "../src/profile/restart-marker.js";
+import { scriptApproveThenDeny } from "./helpers/approval-victims.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
-import { tempDir } from "./helpers/tmp.js";
 
 beforeAll(() => requireBuild());
 
@@ -261,23 +261,7 @@ describe("Telegram through a real gateway", () => {
 
   it("a dangerous command approved with the button runs; denied, it does not", async () => {
     const { sim, tg, home } = await setup({ exec: "ask" });
-    const dir = tempDir("tenax-victim-");
-    mkdirSync(join(dir, "a"));
-    mkdirSync(join(dir, "b"));
-    writeFileSync(join(dir, "a", "keep.txt"), "x");
-    writeFileSync(join(dir, "b", "keep.txt"), "x");
-    sim.script([
-      {
-        type: "tool_calls",
-        calls: [{ name: "terminal", arguments: { command: `rm -rf ${join(dir, "a")}` } }],
-      },
-      { type: "reply", text: "removed a" },
-      {
-        type: "tool_calls",
-        calls: [{ name: "terminal", arguments: { command: `rm -rf ${join(dir, "b")}` } }],
-      },
-      { type: "reply", text: "b stays" },
-    ]);
+    const { a, b } = scriptApproveThenDeny(sim);
     await gateway(home);
     const press = async (data: (buttons: string[]) => string) => {
       let message: ReturnType<TelegramSim["sentMessages"]>[number] | undefined;
@@ -298,11 +282,11 @@ describe("Telegram through a real gateway", () => {
     tg.injectMessage({ chat: OWNER, from: OWNER, text: "clean a" });
     await press((b) => b[0] ?? "");
     await until("the first answer", () => texts(tg, OWNER).includes("removed a"));
-    expect(existsSync(join(dir, "a"))).toBe(false);
+    expect(existsSync(a)).toBe(false);
     tg.injectMessage({ chat: OWNER, from: OWNER, text: "clean b" });
     await press((b) => b[1] ?? "");
     await until("the second answer", () => texts(tg, OWNER).includes("b stays"));
-    expect(existsSync(join(dir, "b", "keep.txt"))).toBe(true);
+    expect(existsSync(join(b, "keep.txt"))).toBe(true);
     // Both presses were answered, and each approval message now says what was decided.
     expect(tg.callbackAnswers()).toHaveLength(2);
     const decided = tg

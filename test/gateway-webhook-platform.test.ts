@@ -3,13 +3,14 @@
 // back to a real callback server on 127.0.0.1 with the configured token and an Idempotency-Key.
 // A message posted twice runs once, a callback failing 503 gets its answer once it recovers,
 // /status works as a command, and a dangerous command runs only when the button approves it.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { scriptApproveThenDeny } from "./helpers/approval-victims.js";
 import { type CallbackServer, startCallbackServer } from "./helpers/callback-server.js";
 import { requireBuild } from "./helpers/cli.js";
 import { expectError, type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
-import { tempDir } from "./helpers/tmp.js";
 
 beforeAll(() => requireBuild());
 
@@ -133,23 +134,7 @@ describe("the webhook platform through a real gateway", () => {
 
   it("a dangerous command runs when the button approves it, and not when it denies it", async () => {
     const { sim, cb, gw } = await setup("ask");
-    const dir = tempDir("tenax-victim-");
-    for (const sub of ["a", "b"]) {
-      mkdirSync(join(dir, sub));
-      writeFileSync(join(dir, sub, "keep.txt"), "x");
-    }
-    sim.script([
-      {
-        type: "tool_calls",
-        calls: [{ name: "terminal", arguments: { command: `rm -rf ${join(dir, "a")}` } }],
-      },
-      { type: "reply", text: "removed a" },
-      {
-        type: "tool_calls",
-        calls: [{ name: "terminal", arguments: { command: `rm -rf ${join(dir, "b")}` } }],
-      },
-      { type: "reply", text: "b stays" },
-    ]);
+    const { a, b } = scriptApproveThenDeny(sim);
     const press = async (n: number, pick: 0 | 1) => {
       await until(
         "an approval request with buttons",
@@ -169,11 +154,11 @@ describe("the webhook platform through a real gateway", () => {
     expect((await post(gw, message("a-1", "clean a"))).status).toBe(202);
     await press(1, 0);
     await until("the first answer", () => texts(cb).includes("removed a"));
-    expect(existsSync(join(dir, "a"))).toBe(false);
+    expect(existsSync(a)).toBe(false);
     expect((await post(gw, message("a-2", "clean b"))).status).toBe(202);
     await press(2, 1);
     await until("the second answer", () => texts(cb).includes("b stays"));
-    expect(existsSync(join(dir, "b", "keep.txt"))).toBe(true);
+    expect(existsSync(join(b, "keep.txt"))).toBe(true);
     // Each approval request was edited to say what was decided.
     await until(
       "both decisions posted as edits",
