@@ -3,6 +3,7 @@
 // outage, sends with formatting, buttons, threads and parts, and each failure classified.
 import { afterEach, describe, expect, it } from "vitest";
 import type { InboundEvent } from "../adapter.js";
+import { attempt } from "../outbox-send.js";
 import { TelegramAdapter, type TelegramAdapterOptions } from "./adapter.js";
 import { startTelegramSim, type TelegramSim } from "./sim/server.js";
 
@@ -235,6 +236,40 @@ describe("Telegram adapter: sending", () => {
     expect(sim.sentMessages(42)[0]?.text).toBe("edited");
     await adapter.perform({ type: "typing", chat: chat("42") });
     expect(sim.chatActions(42).map((a) => a.action)).toEqual(["typing"]);
+  });
+
+  it("formatting Telegram refuses is resent as plain text through the outbox, once", async () => {
+    const { sim, adapter } = await setup();
+    sim.fault({
+      type: "error",
+      method: "sendMessage",
+      status: 400,
+      description: 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0',
+    });
+    const refused = await adapter.perform({
+      type: "send",
+      chat: chat("42"),
+      text: "**bold**",
+      format: "markdown",
+    });
+    expect(refused).toMatchObject({ ok: false, error: { plain_text: true } });
+    // The outbox's attempt does the resend within the same attempt, as plain text.
+    sim.fault({
+      type: "error",
+      method: "sendMessage",
+      status: 400,
+      description: 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0',
+    });
+    const outcome = await attempt(
+      adapter,
+      { type: "send", chat: chat("42"), text: "**bold** <x>", format: "markdown" },
+      null,
+      5_000,
+      new AbortController().signal,
+      "k",
+    );
+    expect(outcome).toMatchObject({ kind: "delivered", op: { format: "plain" } });
+    expect(sim.sentMessages(42).map((m) => [m.text, m.parse_mode ?? null])).toEqual([["**bold** <x>", null]]);
   });
 
   it("classifies each failure: 429 with retry_after, a 502, a cut connection, a blocked chat, an unknown chat", async () => {
