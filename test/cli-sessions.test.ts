@@ -226,6 +226,30 @@ describe("commands printed by sessions errors work as printed", () => {
     expect(text).toMatch(/suspended after 3 interruptions\s+suspended/);
   });
 
+  it("list and show give every session a title: its own, else its first question, else a placeholder", async () => {
+    const home = tempDir();
+    const store = await openStore(profilePaths(home, "default"), { integrityCheckTimeoutMs: 0 });
+    // As `tenax chat` makes them: no title of their own.
+    const asked = await store.createSession();
+    await store.appendMessage({ session_id: asked, role: "user", content: "how do wombats\n  dig burrows?" });
+    const empty = await store.createSession({ source: "cli" });
+    await releaseStore(store);
+
+    const listed = JSON.parse(tenax(home, ["sessions", "list", "--json"]).stdout).sessions as Array<{
+      id: string;
+      title: string;
+      title_source: string;
+    }>;
+    expect(listed.map((s) => [s.id, s.title, s.title_source])).toEqual([
+      [empty, "cli session (no user message)", "placeholder"],
+      [asked, "how do wombats dig burrows?", "first_message"],
+    ]);
+    expect(tenax(home, ["sessions", "list"]).stdout).toMatch(/\s+how do wombats dig burrows\?\n/);
+    expect(tenax(home, ["sessions", "show", asked]).stdout).toMatch(
+      new RegExp(`^session ${asked} {2}how do wombats dig burrows\\?$`, "m"),
+    );
+  });
+
   it("a missing profile: the printed create command makes it", () => {
     const home = tempDir();
     const missing = tenax(home, ["--profile", "lab", "sessions", "list"]);

@@ -170,6 +170,26 @@ describe("the gateway app in-process", () => {
     expect(key.json().error.code).toBe("invalid_idempotency_key");
   });
 
+  it("/api/sessions: every session has a title (a `tenax chat` one its first question) and its last turn", async () => {
+    const { app, store } = await setup();
+    const id = await store.createSession({ source: "cli" });
+    const turn = await store.startTurn(id, 60_000, "pid:1", {
+      role: "user",
+      content: "why is the sky\nblue?",
+    });
+    await store.updateTurn({ id: turn, status: "failed", error: "rate_limit: refused (429)" });
+    const listed = (await app.inject({ url: "/api/sessions", headers: auth })).json();
+    expect(listed.data).toHaveLength(1);
+    expect(listed.data[0]).toMatchObject({
+      id,
+      title: "why is the sky blue?",
+      title_source: "first_message",
+      last_turn: { id: turn, state: "failed", error: "rate_limit: refused (429)" },
+    });
+    const one = (await app.inject({ url: `/api/sessions/${id}`, headers: auth })).json();
+    expect(one).toMatchObject({ title: "why is the sky blue?", last_turn: { state: "failed" } });
+  });
+
   it("lists tenax and every configured model with its window, and finds an id with a slash", async () => {
     const { app } = await setup();
     const list = (await app.inject({ url: "/v1/models", headers: auth })).json();

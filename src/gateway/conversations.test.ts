@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { openStore, releaseStore } from "../store/registry.js";
-import { cleanTitle, conversationHash, plainTitle } from "./conversations.js";
+import { cleanTitle, conversationHash } from "./conversations.js";
 
 const said = (role: "user" | "assistant", content: string) => ({ role, content });
 
@@ -53,15 +53,6 @@ describe("conversation fingerprints", () => {
 });
 
 describe("titles", () => {
-  it("the plain title is the first message on one line, cut at a word to 60 characters", () => {
-    expect(plainTitle("  just\na   question  ")).toBe("just a question");
-    const long = plainTitle(`${"a very long question about many things ".repeat(4)}end`);
-    expect(long).toBe("a very long question about many things a very long…");
-    expect(long.length).toBeLessThanOrEqual(60);
-    expect(plainTitle("x".repeat(100))).toHaveLength(60);
-    expect(plainTitle("   ")).toBe("untitled");
-  });
-
   it("a title model's answer loses quotes, a Title: prefix and the end stop; nothing left is null", () => {
     expect(cleanTitle('"Title: Trip to the Alps."\nmore')).toBe("Trip to the Alps");
     expect(cleanTitle("  ")).toBeNull();

@@ -6,11 +6,9 @@
 import { createHash } from "node:crypto";
 import type { TurnResult } from "../agent/turn.js";
 import type { ModelRouter } from "../llm/router.js";
+import { plainTitle } from "../store/session-title.js";
 import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
-
-/** The longest plain title, in characters (the first message, cut at a word). */
-export const TITLE_MAX_CHARS = 60;
 
 type Said = Pick<ChatMessage, "role" | "content">;
 
@@ -27,15 +25,6 @@ export function conversationHash(base: string | null, messages: readonly Said[])
       .update(JSON.stringify([hash, m.role, m.content]))
       .digest("hex");
   return hash;
-}
-
-/** The first message as a title: one line, trimmed, at most TITLE_MAX_CHARS, cut at a word. */
-export function plainTitle(text: string): string {
-  const line = text.replace(/\s+/g, " ").trim();
-  if (line.length <= TITLE_MAX_CHARS) return line || "untitled";
-  const cut = line.slice(0, TITLE_MAX_CHARS - 1);
-  const space = cut.lastIndexOf(" ");
-  return `${(space > TITLE_MAX_CHARS / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
 /** What a title model answered, as a title; null when nothing usable is left. */

@@ -2,6 +2,7 @@
 // checks in rows.ts, so one bad row never takes a listing down.
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
+import { ERROR_MAX_CHARS } from "./last-turn.js";
 import {
   type MessageView,
   type SessionView,
@@ -32,26 +33,47 @@ function prepared(db: Database.Database, sql: string, pluck = false): Database.S
   return statement;
 }
 
+/** Enough of the first user message for a title (TITLE_MAX_CHARS) once its spaces are folded. */
+const FIRST_MESSAGE_CHARS = 400;
+
 export interface ListOptions {
   limit?: number;
   offset?: number;
 }
 
+/**
+ * A session with what every listing shows beside it, each an index lookup: its message count; the
+ * start of its first user message, only while it has no title (the fallback title, see
+ * session-title.ts; the text of a multi-part message is its text parts); and its last turn, in
+ * getTurns's order. Only version 1 columns: a reader may open an old store.
+ */
 const SESSION_COLUMNS = `s.id, s.title, s.source, s.model, s.parent_session_id, s.created_at, s.updated_at, s.metadata,
-  (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count`;
+  (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count,
+  CASE WHEN s.title IS NULL OR trim(s.title, char(32, 9, 10, 13)) = '' THEN (
+    SELECT CASE
+      WHEN m.content_kind = 'parts' AND typeof(m.content) = 'text' AND json_valid(m.content) THEN (
+        SELECT substr(group_concat(json_extract(p.value, '$.text'), ' '), 1, ${FIRST_MESSAGE_CHARS})
+        FROM json_each(m.content) p WHERE p.type = 'object')
+      ELSE substr(m.content, 1, ${FIRST_MESSAGE_CHARS}) END
+    FROM messages m WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.seq LIMIT 1
+  ) END AS first_user_text,
+  t.id AS last_turn_id, t.status AS last_turn_status, t.interrupt_count AS last_turn_interrupts,
+  substr(t.error, 1, ${ERROR_MAX_CHARS}) AS last_turn_error`;
+
+const SESSION_FROM = `sessions s LEFT JOIN turns t ON t.rowid = (
+  SELECT rowid FROM turns WHERE session_id = s.id ORDER BY started_at DESC, rowid DESC LIMIT 1)`;
 
 export function listSessions(db: Database.Database, options: ListOptions = {}): SessionView[] {
   // ORDER BY the rowid as a tiebreak keeps the listing stable when timestamps are equal or broken.
-  const rows = db
-    .prepare(
-      `SELECT ${SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ? OFFSET ?`,
-    )
-    .all(options.limit ?? 50, options.offset ?? 0) as Record<string, unknown>[];
+  const rows = prepared(
+    db,
+    `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ? OFFSET ?`,
+  ).all(options.limit ?? 50, options.offset ?? 0) as Record<string, unknown>[];
   return rows.map(toSessionView);
 }
 
 export function getSession(db: Database.Database, id: string): SessionView | null {
-  const row = prepared(db, `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id = ?`).get(id) as
+  const row = prepared(db, `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} WHERE s.id = ?`).get(id) as
     | Record<string, unknown>
     | undefined;
   return row ? toSessionView(row) : null;

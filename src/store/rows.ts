@@ -1,12 +1,16 @@
 // Rows as read back from SQLite, checked one by one. A damaged or odd row (a timestamp stored as
 // text or out of range, broken JSON) is returned with warnings instead of taking a listing down.
+import { type LastTurn, lastTurn } from "./last-turn.js";
+import { sessionTitle, type TitleSource } from "./session-title.js";
 
 /** Largest plausible timestamp: the last millisecond of year 9999. */
 const MAX_TIME_MS = 253_402_300_799_999;
 
 export interface SessionView {
   id: string;
-  title: string | null;
+  /** Never empty: the stored title, else one made from the first user message (session-title.ts). */
+  title: string;
+  title_source: TitleSource;
   source: string;
   model: string | null;
   parent_session_id: string | null;
@@ -14,6 +18,8 @@ export interface SessionView {
   updated_at: number | null;
   metadata: unknown;
   message_count: number;
+  /** What became of its last turn; null when it never had one. */
+  last_turn: LastTurn | null;
   warnings: string[];
 }
 
@@ -95,16 +101,27 @@ function int(raw: unknown, fallback: number): number {
 
 export function toSessionView(row: Raw): SessionView {
   const warnings: string[] = [];
+  const source = text(row.source, "source", warnings) ?? "?";
+  const firstUser = text(row.first_user_text, "first user message", warnings);
   return {
     id: text(row.id, "id", warnings) ?? "",
-    title: text(row.title, "title", warnings),
-    source: text(row.source, "source", warnings) ?? "?",
+    ...sessionTitle(text(row.title, "title", warnings), firstUser, source),
+    source,
     model: text(row.model, "model", warnings),
     parent_session_id: text(row.parent_session_id, "parent_session_id", warnings),
     created_at: checkTime(row.created_at, "created_at", warnings),
     updated_at: checkTime(row.updated_at, "updated_at", warnings),
     metadata: json(row.metadata, "metadata", warnings),
     message_count: int(row.message_count, 0),
+    last_turn:
+      row.last_turn_id === null || row.last_turn_id === undefined
+        ? null
+        : lastTurn({
+            id: text(row.last_turn_id, "last turn id", warnings) ?? "",
+            status: text(row.last_turn_status, "last turn status", warnings) ?? "?",
+            interrupt_count: int(row.last_turn_interrupts, 0),
+            error: text(row.last_turn_error, "last turn error", warnings),
+          }),
     warnings,
   };
 }

@@ -7,7 +7,7 @@ import type { MessageView, SessionView } from "../../store/rows.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
 import { withReader, withWriter } from "../store-access.js";
-import { describeLastTurn, lastTurn } from "../turn-state.js";
+import { describeLastTurn } from "../turn-state.js";
 import { registerRecoverCommands } from "./sessions-recover.js";
 
 interface JsonOpt {
@@ -26,8 +26,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .action((opts: JsonOpt & { limit: number; offset: number }) =>
       cli.run(opts.json, (out) =>
         withReader(cli.profile(), (reader) => {
-          const listed = reader?.listSessions({ limit: opts.limit, offset: opts.offset }) ?? [];
-          const rows = listed.map((s) => ({ ...s, last_turn: lastTurn(reader?.getTurns(s.id) ?? []) }));
+          const rows = reader?.listSessions({ limit: opts.limit, offset: opts.offset }) ?? [];
           warnRows(
             out,
             rows.map((s) => [`session ${s.id}`, s.warnings]),
@@ -49,7 +48,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
                 String(s.message_count),
                 s.source,
                 describeLastTurn(s.last_turn),
-                s.title ?? "",
+                s.title,
               ]),
             ),
           );
@@ -71,7 +70,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
             out.document({ session, messages });
             return 0;
           }
-          out.line(`session ${session.id}  ${session.title ?? ""}`.trimEnd());
+          out.line(`session ${session.id}  ${session.title}`);
           out.line(
             `created ${formatTime(session.created_at)}  updated ${formatTime(session.updated_at)}  source ${session.source}`,
           );
