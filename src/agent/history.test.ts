@@ -41,6 +41,33 @@ describe("buildHistory", () => {
     ]);
   });
 
+  it("reads a session's tool calls in either stored shape: the agent's own and the OpenAI wire format", () => {
+    seq = 0;
+    // A session begun through the gateway's model mode (wire format), continued as an agent turn.
+    const history = buildHistory(
+      [
+        m("user", "list"),
+        m("assistant", null, {
+          tool_calls: [{ id: "w1", type: "function", function: { name: "look", arguments: '{"at":"."}' } }],
+        }),
+        m("tool", "a b", { tool_call_id: "w1" }),
+        m("assistant", null, { tool_calls: [{ id: "a1", name: "terminal", arguments: '{"command":"ls"}' }] }),
+        m("tool", "x", { tool_call_id: "a1" }),
+      ],
+      { system: "s" },
+    );
+    expect(history.slice(2)).toEqual([
+      { role: "assistant", content: null, tool_calls: [{ id: "w1", name: "look", arguments: '{"at":"."}' }] },
+      { role: "tool", content: "a b", tool_call_id: "w1" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "a1", name: "terminal", arguments: '{"command":"ls"}' }],
+      },
+      { role: "tool", content: "x", tool_call_id: "a1" },
+    ]);
+  });
+
   it("answers a tool call whose result was never stored, so providers accept the request", () => {
     seq = 0;
     const call = { id: "c1", name: "terminal", arguments: '{"command":"make"}' };

@@ -4,6 +4,7 @@
 // compaction notes) are for people reading the transcript and are never sent as turns.
 import type { ChatMessage, ToolCall } from "../llm/provider.js";
 import type { MessageView } from "../store/rows.js";
+import { storedToolCalls } from "../store/tool-calls.js";
 
 /** The role of transcript entries that are Tenax's own notes, not part of the conversation. */
 export const MARKER_ROLE = "marker";
@@ -133,16 +134,13 @@ export function toChatMessage(message: MessageView): ChatMessage | null {
   }
 }
 
+/** A stored message's tool calls as the model sends them; a call without an id or a name is left out. */
 export function toolCallsOf(raw: unknown[] | null): ToolCall[] {
-  if (!raw) return [];
-  return raw.flatMap((c) => {
-    if (typeof c !== "object" || c === null) return [];
-    const call = c as Record<string, unknown>;
-    if (typeof call.id !== "string" || typeof call.name !== "string") return [];
-    return [
-      { id: call.id, name: call.name, arguments: typeof call.arguments === "string" ? call.arguments : "{}" },
-    ];
-  });
+  return storedToolCalls(raw).flatMap((call) =>
+    call.id === null || call.name === null
+      ? []
+      : [{ id: call.id, name: call.name, arguments: call.arguments }],
+  );
 }
 
 /**

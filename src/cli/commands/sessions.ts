@@ -4,6 +4,7 @@ import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { UsageError } from "../../core/errors.js";
 import type { MessageView, SessionView } from "../../store/rows.js";
+import { storedToolCalls } from "../../store/tool-calls.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
 import { withReader, withWriter } from "../store-access.js";
@@ -308,10 +309,7 @@ function renderMessage(m: MessageView): string {
   const head = `[${m.seq}] ${m.role}${m.name ? ` (${m.name})` : ""}${m.tool_call_id ? ` for ${m.tool_call_id}` : ""}  ${formatTime(m.created_at)}`;
   const lines = [head];
   if (m.content !== null && m.content !== "") lines.push(m.content);
-  for (const call of m.tool_calls ?? []) {
-    const fn = (call as { function?: { name?: string; arguments?: string } }).function;
-    lines.push(fn ? `→ ${fn.name ?? "?"}(${fn.arguments ?? ""})` : `→ ${JSON.stringify(call)}`);
-  }
+  for (const call of storedToolCalls(m.tool_calls)) lines.push(`→ ${call.name ?? "?"}(${call.arguments})`);
   return lines.join("\n");
 }
 
