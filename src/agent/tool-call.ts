@@ -3,7 +3,7 @@
 // how it went. A tool that throws becomes a JSON error result; only an interrupt ends the turn.
 import type { ToolCall } from "../llm/provider.js";
 import type { Guardrails } from "./guardrails.js";
-import { summarizeToolResult } from "./tool-summary.js";
+import { errorResult, summarizeToolResult } from "./tool-summary.js";
 import { type Tool, type ToolContext, ToolError, type TurnToolContext } from "./tools/types.js";
 import type { AgentEvent, TurnDeps } from "./turn.js";
 
@@ -90,10 +90,6 @@ function parseArguments(text: string): Record<string, unknown> {
     throw new ToolError("the arguments must be a JSON object");
   }
   return parsed as Record<string, unknown>;
-}
-
-function errorResult(message: string, details: Record<string, unknown> = {}): string {
-  return JSON.stringify({ error: message, ...details });
 }
 
 function bounded(text: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { summarizeToolResult } from "./tool-summary.js";
+import { errorResult, isErrorResult, summarizeToolResult, toolTarget } from "./tool-summary.js";
 
 const json = (v: unknown) => JSON.stringify(v);
 
@@ -57,5 +57,31 @@ describe("summarizeToolResult", () => {
         text: "read_file: no such file: a.txt",
       },
     );
+  });
+});
+
+describe("toolTarget", () => {
+  it("the command or path a call works on, on one line; an unknown tool's plain arguments", () => {
+    expect(toolTarget("terminal", json({ command: "ls -la\n  wc -l" }))).toBe("ls -la ⏎ wc -l");
+    expect(toolTarget("terminal", json({ command: "sleep 9", background: true }))).toBe(
+      "sleep 9  (background)",
+    );
+    expect(toolTarget("read_file", json({ path: "a.ts", offset: 40 }))).toBe("a.ts from line 40");
+    expect(toolTarget("write_file", json({ path: "out.txt", content: "x" }))).toBe("out.txt");
+    expect(toolTarget("memory", json({ action: "add", text: "x" }))).toBe("add");
+    expect(toolTarget("mcp__files__read", json({ path: "/a", lines: 5, deep: { x: 1 } }))).toBe(
+      "path=/a lines=5",
+    );
+    expect(toolTarget("terminal", "{not json")).toBe("{not json");
+  });
+});
+
+describe("errorResult", () => {
+  it("a failed tool's result is told apart from a tool's own output when read back", () => {
+    const failed = errorResult("read_file: no such file: a.txt", { path: "a.txt" });
+    expect(JSON.parse(failed)).toEqual({ error: "read_file: no such file: a.txt", path: "a.txt" });
+    expect(isErrorResult(failed)).toBe(true);
+    expect(isErrorResult(json({ exit_code: 1, stdout: "", stderr: "error: nope" }))).toBe(false);
+    expect(isErrorResult("error: plain text")).toBe(false);
   });
 });

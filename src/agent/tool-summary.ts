@@ -1,6 +1,8 @@
-// A tool result in a few words, for people watching a turn (`tenax chat`, run events): "12 lines",
-// "exit 1: no such file", "wrote 120 bytes". Computed from the result as it is stored, so it says
-// nothing the transcript does not; never the whole output.
+// A tool call and its result in a few words, for people watching a turn or reading it later
+// (`tenax chat`, run events, the dashboard's transcript): what it worked on ("ls -la", "src/a.ts")
+// and how it went ("12 lines", "exit 1: no such file", "wrote 120 bytes"). Computed from the call
+// and the result as they are stored, so it says nothing the transcript does not; never the whole
+// output.
 export interface ToolSummary {
   /** False when the tool failed, or its command did (a non-zero exit, a signal, a timeout). */
   ok: boolean;
@@ -8,6 +10,58 @@ export interface ToolSummary {
 }
 
 const MAX_CHARS = 100;
+
+/** A failed tool's result, as the model reads it and the store keeps it: {"error": message, ...}. */
+export function errorResult(message: string, details: Record<string, unknown> = {}): string {
+  return JSON.stringify({ error: message, ...details });
+}
+
+/** Whether a stored tool result is a failed tool's (errorResult's shape). */
+export function isErrorResult(result: string): boolean {
+  return typeof parseObject(result)?.error === "string";
+}
+
+/** The command or path a tool call works on, from its arguments as the model sent them. */
+export function toolTarget(name: string, argumentsJson: string): string {
+  let args: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(argumentsJson);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
+      args = parsed as Record<string, unknown>;
+  } catch {
+    return oneLine(argumentsJson);
+  }
+  const str = (key: string): string | null => (typeof args[key] === "string" ? (args[key] as string) : null);
+  switch (name) {
+    case "terminal":
+      return `${oneLine(str("command") ?? "")}${args.background === true ? "  (background)" : ""}`;
+    case "read_file": {
+      const from = typeof args.offset === "number" ? ` from line ${args.offset}` : "";
+      return `${str("path") ?? ""}${from}`;
+    }
+    case "write_file":
+    case "patch":
+      return str("path") ?? "";
+    case "search_files":
+      return `${oneLine(str("pattern") ?? "")} in ${str("path") ?? "."}`;
+    case "process":
+      return [str("action"), str("id")].filter((s) => s !== null).join(" ");
+    case "session_search":
+      return oneLine(str("query") ?? "");
+    case "delegate_task":
+      return oneLine(str("title") ?? str("task") ?? "");
+    default:
+      return oneLine(str("action") ?? scalars(args));
+  }
+}
+
+/** An unknown tool's (an MCP server's) arguments as `key=value`, the plain ones only. */
+function scalars(args: Record<string, unknown>): string {
+  return Object.entries(args)
+    .filter(([, v]) => typeof v === "string" || typeof v === "number" || typeof v === "boolean")
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(" ");
+}
 
 /** Summarize `result` (the tool message's content) of tool `name`; `failed` when the tool threw. */
 export function summarizeToolResult(name: string, result: string, failed: boolean): ToolSummary {
@@ -89,6 +143,11 @@ function lines(text: string): string {
   if (text === "") return "no output";
   const count = text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
   return plural(count, "line");
+}
+
+function oneLine(text: string, max = 120): string {
+  const line = text.replace(/\s*\n\s*/g, " ⏎ ").trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 }
 
 function firstLine(text: string): string {

@@ -1,6 +1,6 @@
 // The words of `tenax chat`'s status output, as plain text: a tool call and its result, a retry
 // and the key notes folded into it. status-view.ts decides when each is shown and how.
-import type { ToolSummary } from "../../agent/tool-summary.js";
+import { type ToolSummary, toolTarget } from "../../agent/tool-summary.js";
 import type { RetryEvent } from "../../llm/retry.js";
 import type { StatusEvent } from "../../llm/route-events.js";
 
@@ -8,40 +8,6 @@ export type Rotated = Extract<StatusEvent, { type: "credential_rotated" }>;
 export type Exhausted = Extract<StatusEvent, { type: "credentials_exhausted" }>;
 export type Retry = Extract<RetryEvent, { type: "retry" }>;
 export type GaveUp = Extract<RetryEvent, { type: "retry_exhausted" }>;
-
-/** The command or path a tool call works on, from its arguments as the model sent them. */
-export function toolTarget(name: string, argumentsJson: string): string {
-  let args: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(argumentsJson);
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
-      args = parsed as Record<string, unknown>;
-  } catch {
-    return oneLine(argumentsJson);
-  }
-  const str = (key: string): string | null => (typeof args[key] === "string" ? (args[key] as string) : null);
-  switch (name) {
-    case "terminal":
-      return `${oneLine(str("command") ?? "")}${args.background === true ? "  (background)" : ""}`;
-    case "read_file": {
-      const from = typeof args.offset === "number" ? ` from line ${args.offset}` : "";
-      return `${str("path") ?? ""}${from}`;
-    }
-    case "write_file":
-    case "patch":
-      return str("path") ?? "";
-    case "search_files":
-      return `${oneLine(str("pattern") ?? "")} in ${str("path") ?? "."}`;
-    case "process":
-      return [str("action"), str("id")].filter((s) => s !== null).join(" ");
-    case "session_search":
-      return oneLine(str("query") ?? "");
-    case "delegate_task":
-      return oneLine(str("title") ?? str("task") ?? "");
-    default:
-      return oneLine(str("action") ?? "");
-  }
-}
 
 export function toolStartLine(name: string, argumentsJson: string): string {
   const target = toolTarget(name, argumentsJson);
