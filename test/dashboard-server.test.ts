@@ -92,6 +92,8 @@ describe("dashboard server", () => {
     const found = await get(`${url}/api/search?q=wombats`);
     expect(found.status).toBe(200);
     expect((found.body.hits as { session_id: string }[]).map((h) => h.session_id)).toEqual([id]);
+    // Each hit's session as the list shows it, so a search result has its title too.
+    expect(found.body.sessions).toEqual({ [id]: expect.objectContaining({ id, title: "wombat plans" }) });
 
     expect((await get(`${url}/api/search?q=`)).status).toBe(400);
     const missing = await get(`${url}/api/sessions/s_nope`);

@@ -22,11 +22,17 @@ export interface DashboardOptions {
   now?: () => number;
 }
 
+const JS = "text/javascript; charset=utf-8";
 const ASSETS: Record<string, { file: string; type: string }> = {
   "/": { file: "index.html", type: "text/html; charset=utf-8" },
-  "/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
+  "/app.js": { file: "app.js", type: JS },
+  "/dom.js": { file: "dom.js", type: JS },
+  "/transcript.js": { file: "transcript.js", type: JS },
   "/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
 };
+
+/** The routes of the page's files. */
+export const ASSET_ROUTES: readonly string[] = Object.keys(ASSETS);
 
 /** The page's files: next to this module in src/, or in src/ of the clone when running from dist/. */
 function assetsDir(): string {
@@ -81,7 +87,7 @@ export class Dashboard {
     return EVENTS_CAPABILITIES.some((name) => list.includes(name));
   }
 
-  /** A page file by its route (`/`, `/app.js`, `/style.css`), read once at start. */
+  /** A page file by its route (ASSET_ROUTES), read once at start. */
   asset(route: string): { body: Buffer; type: string } | undefined {
     return this.assets.get(route);
   }

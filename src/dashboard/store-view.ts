@@ -9,8 +9,9 @@ import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import { openReader } from "../store/registry.js";
-import type { MessageView, SessionView } from "../store/rows.js";
+import type { SessionView } from "../store/rows.js";
 import type { SearchResult, StoreReader } from "../store/store-reader.js";
+import { type TranscriptMessage, transcriptView } from "./transcript-view.js";
 
 /**
  * An answer the page can show as it is: HTTP status, a code, what went wrong and what to run
@@ -71,24 +72,34 @@ export function listSessions(paths: ProfilePaths, limit: number, offset: number)
   return withStore(paths, (reader) => reader.listSessions({ limit, offset }), []);
 }
 
-export function searchSessions(paths: ProfilePaths, query: string): SearchResult {
-  return withStore(paths, (reader) => reader.search(query, { limit: 50 }), {
-    query,
-    order: "relevance",
-    hits: [],
-    pending: 0,
-  });
+/** The hits, and each of their sessions as the list shows it (title, last turn). */
+export function searchSessions(
+  paths: ProfilePaths,
+  query: string,
+): SearchResult & { sessions: Record<string, SessionView> } {
+  return withStore(
+    paths,
+    (reader) => {
+      const result = reader.search(query, { limit: 50 });
+      const sessions = new Map<string, SessionView | null>();
+      for (const hit of result.hits)
+        if (!sessions.has(hit.session_id)) sessions.set(hit.session_id, reader.getSession(hit.session_id));
+      const found = [...sessions].filter((entry): entry is [string, SessionView] => entry[1] !== null);
+      return { ...result, sessions: Object.fromEntries(found) };
+    },
+    { query, order: "relevance", hits: [], pending: 0, sessions: {} },
+  );
 }
 
 export function transcript(
   paths: ProfilePaths,
   id: string,
-): { session: SessionView; messages: MessageView[] } {
+): { session: SessionView; messages: TranscriptMessage[] } {
   const found = withStore(
     paths,
     (reader) => {
       const session = reader.getSession(id);
-      return session === null ? null : { session, messages: reader.getMessages(id) };
+      return session === null ? null : { session, messages: transcriptView(reader.getMessages(id)) };
     },
     null,
   );

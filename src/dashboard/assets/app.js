@@ -1,34 +1,11 @@
 // The dashboard page: polls the dashboard server's JSON and redraws. Every piece of text goes in
-// through textContent (el() below), never as HTML: transcripts and error messages are untrusted.
+// through textContent (el() in dom.js), never as HTML: transcripts and error messages are untrusted.
+import { $, clock, el, when } from "/dom.js";
+import { messageNode, turnMark } from "/transcript.js";
 
 const POLL_MS = 1000;
 const state = { profile: "default", selected: null, query: "", eventsAfter: 0, lastEvents: [] };
 
-/** An element with attributes and children; strings become text nodes, so nothing is parsed as HTML. */
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === null || value === undefined) continue;
-    if (key === "class") node.className = value;
-    else node.setAttribute(key, String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-const $ = (id) => document.getElementById(id);
-const pad = (n) => String(n).padStart(2, "0");
-function clock(ms) {
-  const d = new Date(ms);
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-function when(ms) {
-  if (ms === null || ms === undefined) return "?";
-  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
-}
 /** A command for this profile, exactly as it should be typed. */
 function command(args) {
   return ["tenax", ...(state.profile === "default" ? [] : ["--profile", state.profile]), ...args].join(" ");
@@ -262,21 +239,28 @@ function renderCredentials(credentials) {
 }
 
 function sessionItem(s, snippet) {
+  // A search hit whose session could not be read has no title: its id stands in.
+  const title = s.title ?? s.id;
   const item = el(
     "li",
-    { "data-session": s.id, class: s.id === state.selected ? "selected" : null },
-    el("div", { class: "title" }, s.title || s.id),
+    {
+      "data-session": s.id,
+      "data-turn-state": s.last_turn?.state ?? null,
+      class: s.id === state.selected ? "selected" : null,
+    },
+    el("div", { class: `title${s.title_source === "placeholder" ? " placeholder" : ""}` }, title),
     el(
       "div",
       { class: "muted" },
       [
         s.title ? s.id : null,
-        s.message_count === null ? null : `${s.message_count} messages`,
+        s.message_count === null ? null : `${s.message_count} message${s.message_count === 1 ? "" : "s"}`,
         when(s.updated_at),
       ]
         .filter(Boolean)
         .join(" · "),
     ),
+    turnMark(s.last_turn, 120),
     snippet ? el("div", { class: "snippet" }, snippet) : null,
   );
   item.addEventListener("click", () => openSession(s.id));
@@ -297,11 +281,9 @@ async function refreshSessions() {
     for (const hit of body.hits) {
       if (seen.has(hit.session_id)) continue;
       seen.add(hit.session_id);
+      const session = body.sessions?.[hit.session_id] ?? { id: hit.session_id, title: null };
       items.push(
-        sessionItem(
-          { id: hit.session_id, title: null, message_count: null, updated_at: hit.message.created_at },
-          hit.snippet,
-        ),
+        sessionItem({ ...session, message_count: null, updated_at: hit.message.created_at }, hit.snippet),
       );
     }
     note.textContent = `${items.length} session(s) match "${state.query}"${body.pending ? `; ${body.pending} message(s) not indexed yet` : ""}`;
@@ -325,16 +307,11 @@ async function openSession(id) {
     $("transcript").replaceChildren(el("p", { class: "down" }, body.error.message));
     return;
   }
-  $("transcript-title").textContent = body.session.title || body.session.id;
-  const messages = body.messages.map((m) =>
-    el(
-      "div",
-      { class: "message", "data-role": m.role },
-      el("div", { class: "role" }, `${m.role}${m.name ? ` (${m.name})` : ""} · ${when(m.created_at)}`),
-      el("pre", { class: "content" }, m.content ?? (m.tool_calls ? JSON.stringify(m.tool_calls) : "")),
-    ),
-  );
+  $("transcript-title").textContent = body.session.title;
+  const mark = turnMark(body.session.last_turn);
+  const messages = body.messages.map(messageNode).filter(Boolean);
   $("transcript").replaceChildren(
+    ...(mark ? [mark] : []),
     ...(messages.length ? messages : [el("p", { class: "muted" }, "no messages")]),
   );
 }

@@ -1,9 +1,9 @@
-// The page and its two files, under the Content-Security-Policy of every dashboard answer.
+// The page and its files, under the Content-Security-Policy of every dashboard answer.
 import type { App } from "../../http/app.js";
-import type { Dashboard } from "../server.js";
+import { ASSET_ROUTES, type Dashboard } from "../server.js";
 
 export function registerPageRoutes(app: App, dashboard: Dashboard): void {
-  for (const route of ["/", "/app.js", "/style.css"])
+  for (const route of ASSET_ROUTES)
     app.route({
       method: ["GET", "HEAD"],
       url: route,
