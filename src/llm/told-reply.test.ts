@@ -153,6 +153,25 @@ describe("ToldReply, append-only: a new attempt goes on from what the listener h
     expect(renamed.end).toMatchObject({ diverged: { reason: "reply_diverged" } });
   });
 
+  it("calls are matched by their indices in order, which need not start at 0", () => {
+    const call = (id: string): Attempt => ({
+      events: [
+        { type: "tool_call_delta", index: 3, id, name: "f", arguments: "" },
+        { type: "tool_call_delta", index: 3, arguments: "{}" },
+        { type: "tool_call", id, name: "f", arguments: "{}" },
+      ],
+      end: { text: "", tool_calls: [{ id, name: "f", arguments: "{}" }] },
+    });
+    const { listener, end } = run(true, call("call_a"), 1, call("call_b"));
+    expect(listener.calls[3]).toEqual({ id: "call_a", name: "f", arguments: "{}" });
+    expect(listener.whole).toEqual([{ id: "call_a", name: "f", arguments: "{}" }]);
+    expect(end).toEqual({ text: "", tool_calls: [{ id: "call_a", name: "f", arguments: "{}" }] });
+    // With no restart, the reply is the attempt's own, as the provider ended it.
+    const told = new ToldReply(true);
+    for (const event of call("call_c").events) told.pass(event);
+    expect(told.settle(call("call_c").end)).toEqual(call("call_c").end);
+  });
+
   it("log probabilities are judged by their tokens: the listener keeps the ones it has and gets the rest", () => {
     const withLogprobs = (value: number): Attempt => ({
       events: [...reply].flatMap((c): RouteEvent[] => [

@@ -82,22 +82,32 @@ export class ToldReply {
    * ended short of what the listener has.
    */
   settle<R extends ReplyEnd>(end: R): R | { diverged: ClassifiedError } {
+    // Without a restart caught up, the listener has this attempt's own reply.
+    if (this.replay === null) return end;
     const t = this.told;
     if (!end.text.startsWith(t.text))
       return this.diverged(`its text ended after ${end.text.length} of the ${t.text.length} characters sent`);
-    for (const [index, call] of t.calls) {
-      const now = end.tool_calls[index];
-      if (now === undefined || now.name !== call.name || !now.arguments.startsWith(call.arguments))
+    // A reply's calls come in the order of their indices (which need not start at 0).
+    const order = this.callOrder();
+    for (const [at, index] of order.entries()) {
+      const call = t.calls.get(index);
+      const now = end.tool_calls[at];
+      if (
+        call === undefined ||
+        now === undefined ||
+        now.name !== call.name ||
+        !now.arguments.startsWith(call.arguments)
+      )
         return this.diverged(`its tool call ${index} is not the one sent`);
     }
-    if (t.whole.some((call, i) => !sameCall(call, end.tool_calls[i])))
+    if (t.whole.some((call, at) => !sameCall(call, end.tool_calls[at])))
       return this.diverged("its tool calls are not the ones sent");
     if (t.logprobs.length > (end.logprobs?.length ?? 0))
       return this.diverged("it has fewer log probabilities than were sent");
     this.replay = null;
     return {
       ...end,
-      tool_calls: end.tool_calls.map((call, i) => ({ ...call, id: t.calls.get(i)?.id || call.id })),
+      tool_calls: end.tool_calls.map((call, at) => ({ ...call, id: this.idAt(at) ?? call.id })),
       ...(t.logprobs.length > 0 ? { logprobs: [...t.logprobs] } : {}),
     };
   }
@@ -149,7 +159,7 @@ export class ToldReply {
       return { event: null };
     }
     // The id the listener was given with the call's pieces, if it was.
-    const id = this.told.calls.get(index)?.id || call.id;
+    const id = (this.replay === null ? null : this.idAt(index)) ?? call.id;
     this.told.whole.push({ ...call, id });
     return { event: { type: "tool_call", ...call, id } };
   }
@@ -171,6 +181,18 @@ export class ToldReply {
         return this.diverged(`its tokens differ from token ${at} of the log probabilities sent`);
     }
     return { event: fresh.length === 0 ? null : { type: "logprobs", content: fresh } };
+  }
+
+  /** The indices of the calls the listener has, in the order a reply lists its calls. */
+  private callOrder(): number[] {
+    return [...this.told.calls.keys()].sort((a, b) => a - b);
+  }
+
+  /** The id the listener has for the reply's call at this place, if it has one. */
+  private idAt(at: number): string | null {
+    const index = this.callOrder()[at];
+    const id = index === undefined ? "" : (this.told.calls.get(index)?.id ?? "");
+    return id === "" ? null : id;
   }
 
   private diverged(how: string): { diverged: ClassifiedError } {
