@@ -115,7 +115,7 @@ describe("tenax gateway run: the API", () => {
     expect(sent[0]?.content).toMatch(/^You are Tenax[\s\S]*\n\nbe brief$/);
   });
 
-  it("a provider stream that restarts mid-reply does not repeat text; a different retry says what to drop", async () => {
+  it("a provider stream that restarts mid-reply does not repeat text; a different retry ends it with an error", async () => {
     const { home, sim } = await simProfile();
     const gw = await startGateway(home);
     const stream = async (content: string) => {
@@ -123,36 +123,49 @@ describe("tenax gateway run: the API", () => {
         gw,
         JSON.stringify({ stream: true, messages: [{ role: "user", content }] }),
       );
-      const events = (await response.text())
+      const session = response.headers.get("x-session-id") ?? "";
+      const blocks = (await response.text())
         .split("\n\n")
         .filter((b) => b.startsWith("data: {") || b.startsWith("event:"));
       let text = "";
-      const restarts: { discard_chars: number }[] = [];
-      for (const block of events) {
+      const named: string[] = [];
+      let error: { code?: string } | null = null;
+      for (const block of blocks) {
+        if (block.startsWith("event:")) named.push(block.slice(6, block.indexOf("\n")).trim());
         const data = JSON.parse(block.slice(block.indexOf("data: ") + 6));
-        if (block.startsWith("event: stream_restart")) {
-          restarts.push(data.tenax);
-          text = text.slice(0, text.length - data.tenax.discard_chars);
-        } else text += data.choices?.[0]?.delta?.content ?? "";
+        if (data.error) error = data.error;
+        else text += data.choices?.[0]?.delta?.content ?? "";
       }
-      return { text, restarts };
+      const shown = (await (await gw.fetch(`/api/sessions/${session}`)).json()) as {
+        messages: { role: string; content: string | null }[];
+      };
+      const answers = shown.messages.filter((m) => m.role === "assistant").map((m) => m.content);
+      return { text, named, error, answers };
     };
-    // The same reply again after the drop: the client gets it once, with no restart to handle.
+    // The same reply again after the drop: the client gets it once, with nothing to take back.
     sim.script([{ type: "drop", after_chunks: 2 }]);
     const same = await stream("a question long enough for several chunks of reply text");
     expect(sim.requests().map((r) => r.ended)).toEqual(["dropped", "completed"]);
-    expect(same.restarts).toEqual([]);
-    expect(same.text).toBe("echo: a question long enough for several chunks of reply text");
-    // A different reply after the drop: one restart event, and a client that honours it has the new text.
+    expect(same).toEqual({
+      text: "echo: a question long enough for several chunks of reply text",
+      named: [],
+      error: null,
+      answers: ["echo: a question long enough for several chunks of reply text"],
+    });
+    // A different reply after the drop: the client keeps what it was sent and the stream ends with
+    // the error; the session holds no answer the client never saw.
     sim.reset();
     sim.script([
       { type: "drop", after_chunks: 2 },
       { type: "reply", text: "something else entirely" },
     ]);
     const other = await stream("another question long enough for several chunks");
-    expect(other.restarts).toHaveLength(1);
-    expect(other.restarts[0]?.discard_chars).toBeGreaterThan(0);
-    expect(other.text).toBe("something else entirely");
+    expect(other).toEqual({
+      text: "echo: an",
+      named: [],
+      error: expect.objectContaining({ code: "reply_diverged", type: "provider_error" }),
+      answers: [],
+    });
   });
 
   it("answers every bad input in the OpenAI error shape with its status", async () => {

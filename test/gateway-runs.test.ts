@@ -254,6 +254,42 @@ describe("tenax gateway run: the runs API", () => {
     expect(sim.requests()).toHaveLength(2);
   });
 
+  it("a resumed run whose stream starts over with something else ends with that reply alone", async () => {
+    const { home, sim } = await simProfile();
+    const gw = await startGateway(home);
+    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+    const run = await started(await submit(gw, user("hang")));
+    await until(() => sim.requests().length === 1);
+    gw.child.kill("SIGKILL");
+    await gw.exited;
+    // The resumed turn's stream says "alpha beta gamma", drops, and its retry says something else.
+    sim.script([
+      { type: "drop", after_chunks: 3, text: "alpha beta gamma delta" },
+      { type: "reply", text: "the resumed answer" },
+    ]);
+    const again = await startGateway(home);
+    const { events, ended } = await readEvents(again, run.run_id, { after: 0 });
+    expect(ended).toBe(true);
+    const resumedAt = events.findIndex((e) => e.event === "run.resumed");
+    expect(resumedAt).toBeGreaterThan(0);
+    // A follower that drops what each stream_restart says ends with the run's reply.
+    let followed = "";
+    for (const e of events.slice(resumedAt)) {
+      if (e.event === "text") followed += String(e.data.delta);
+      if (e.event === "stream_restart")
+        followed = followed.slice(0, followed.length - Number(e.data.discard_chars));
+    }
+    expect(await state(again, run.run_id)).toMatchObject({
+      status: "completed",
+      reply: "the resumed answer",
+    });
+    expect(events.find((e) => e.event === "stream_restart")?.data).toMatchObject({
+      discard_chars: "alpha beta gamma".length,
+    });
+    expect(followed).toBe("the resumed answer");
+    expect(sim.requests()).toHaveLength(3);
+  });
+
   it("a run left running by a killed gateway, its turn not resumed, is settled at the next start", async () => {
     const { home, sim } = await simProfile("auto_resume: false");
     const gw = await startGateway(home);

@@ -35,6 +35,15 @@ describe("which layer gave up, and why", () => {
     expect(failure.next).toMatch(/^retry later/);
   });
 
+  it("a reply a retry could not go on with is the retry layer's, and asks for the request again", () => {
+    const failure = thrownFailure(gaveUp("reply_diverged", { give_up: "not_retryable", attempts: 2 }));
+    expect(failure).toMatchObject({ layer: "retry", code: "reply_diverged", retry_after_ms: null });
+    expect(failure.message).toBe(
+      "the retry layer could not go on with the reply of main/big-model: reply_diverged: simulated reply_diverged",
+    );
+    expect(failure.next).toMatch(/^send the request again: the text received so far is not an answer/);
+  });
+
   it("a provider's wait past the cap is the retry layer's too, and the wait is kept", () => {
     const failure = thrownFailure(
       gaveUp("rate_limit", { give_up: "retry_after_too_long" }, { retry_after_ms: 90_000 }),

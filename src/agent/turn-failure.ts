@@ -148,6 +148,9 @@ function providerFailure(error: ProviderError, overflow: OverflowState | null): 
         ? "ran but could not make it fit"
         : "could not run (it is off, cooling down after failures, or past its passes for this turn)"
     }`;
+  } else if (classified.reason === "reply_diverged") {
+    layer = "retry";
+    message = `the retry layer could not go on with the reply of ${name}: ${what}`;
   } else if (tried !== null) {
     layer = "fallback";
     message = `the fallback layer gave up: every model of the chain failed this turn (${tried}); the last, ${name}: ${what}`;
@@ -211,6 +214,8 @@ function nextStep(classified: ClassifiedError, provider: string): string {
     case "invalid_request":
     case "thinking_signature":
       return "the provider refused the request Tenax built: report it with logs/gateway.log";
+    case "reply_diverged":
+      return "send the request again: the text received so far is not an answer (the provider's stream broke mid-reply and its retry said something else)";
     default: {
       const never: never = classified.reason;
       return `retry later (${String(never)})`;

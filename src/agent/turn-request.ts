@@ -15,6 +15,12 @@ export interface TurnRequest {
    */
   maxOutputTokens?: number;
   params?: SamplingParams;
+  /**
+   * The turn's text streams to a client that cannot take any of it back (an OpenAI client): a
+   * model call whose stream breaks mid-reply goes on only with an attempt that says the same
+   * first, or fails (the router's `appendOnly`).
+   */
+  appendOnly?: boolean;
 }
 
 /** The system prompt the turn's model calls are sent with. */

@@ -303,6 +303,7 @@ export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnRe
     callModel(route, { system, compaction: view.compaction, transcript: view.transcript }, settings, specs, {
       signal,
       emit,
+      appendOnly: input.request?.appendOnly === true,
     });
 
   /** What the next model call is built from: the transcript as stored now, with its compaction. */
@@ -496,7 +497,7 @@ async function callModel(
   view: TranscriptView & { system: string | null },
   settings: ReturnType<typeof callSettings>,
   tools: ToolSpec[],
-  on: { signal: AbortSignal; emit: (e: AgentEvent) => void },
+  on: { signal: AbortSignal; emit: (e: AgentEvent) => void; appendOnly: boolean },
 ): Promise<Completion> {
   const messages = buildHistory(view.transcript, { system: view.system, compaction: view.compaction });
   // A turn reports each tool call once whole (tool_started): its streamed pieces and the token
@@ -506,7 +507,7 @@ async function callModel(
   };
   return route.complete(
     { messages, ...settings, ...(tools.length > 0 ? { tools } : {}) },
-    { signal: on.signal, onEvent },
+    { signal: on.signal, onEvent, appendOnly: on.appendOnly },
   );
 }
 

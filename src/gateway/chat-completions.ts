@@ -9,7 +9,6 @@ import type { TurnFailure } from "../agent/turn-failure.js";
 import { SseStream } from "../core/sse.js";
 import type { HttpError } from "../http/http-error.js";
 import { failureError } from "./failure-status.js";
-import { type CatchUpPiece, type CatchUpRestart, StreamCatchUp } from "./stream-catch-up.js";
 
 export interface CompletionMeta {
   id: string;
@@ -97,8 +96,6 @@ export function completionBody(meta: CompletionMeta, result: TurnResult) {
 export class CompletionStream {
   private ended = false;
   private shutdownSent = false;
-  /** The text of the model call in progress, as the client has it. */
-  private readonly catchUp = new StreamCatchUp<CatchUpPiece>();
   private readonly sse: SseStream;
 
   constructor(
@@ -126,45 +123,13 @@ export class CompletionStream {
     return this.sse.dropped;
   }
 
-  onEvent(event: AgentEvent): void {
-    if (event.type === "text" && event.delta !== "") {
-      this.text(event.delta);
-      return;
-    }
-    // A provider stream that failed mid-reply starts over (or another model takes over): the
-    // client already has the start of it.
-    if (event.type === "stream_restart" || event.type === "fallback") this.catchUp.restarted();
-    // The next model call of the turn (after tools, or continuing a cut reply) is new text.
-    if (event.type === "tool_started" || event.type === "continuation") this.catchUp.reset();
-  }
-
   /**
-   * Text of the model call in progress. After a restart the new attempt usually says the same
-   * thing again: what the client already has is not sent twice. When the new attempt says
-   * something else, a `stream_restart` event (a chunk with no choices, like `shutdown`) tells the
-   * client how many characters to drop, and the new text follows.
+   * The turn's text as it streams. The client keeps all of it: the turn's model calls are
+   * append-only (a restarted stream goes on from what was sent, or the turn fails), so nothing
+   * sent is ever taken back.
    */
-  private text(delta: string): void {
-    const step = this.catchUp.add({ key: "text", text: delta });
-    if (step.type === "send") this.chunk({ content: step.fresh }, null);
-    if (step.type === "restart") this.restartWith(step);
-  }
-
-  /** Tell the client to drop what it has of this model call's text, and send the new attempt's. */
-  private restartWith(restart: CatchUpRestart<CatchUpPiece>): void {
-    const data = {
-      ...this.base(),
-      choices: [],
-      tenax: {
-        event: "stream_restart",
-        discard_chars: restart.dropped.get("text")?.length ?? 0,
-        message:
-          "the provider restarted its reply and it differs from what was sent: drop the last discard_chars characters of this reply",
-      },
-    };
-    this.write(`event: stream_restart\ndata: ${JSON.stringify(data)}\n\n`);
-    const text = restart.pieces.map((p) => p.text).join("");
-    if (text !== "") this.chunk({ content: text }, null);
+  onEvent(event: AgentEvent): void {
+    if (event.type === "text" && event.delta !== "") this.chunk({ content: event.delta }, null);
   }
 
   /**
@@ -184,9 +149,6 @@ export class CompletionStream {
       this.fail(turnError(result));
       return;
     }
-    // A restarted attempt that ended shorter than what was sent: the client drops the rest.
-    const restart = this.catchUp.settle();
-    if (restart) this.restartWith(restart);
     const last = {
       ...this.base(result),
       choices: [{ index: 0, delta: {}, finish_reason: finishReason(result), logprobs: null }],

@@ -39,6 +39,8 @@ function turnRequest(request: ChatRequest, gateway: ChatHost): TurnRequest {
       : { system: { text: request.system, mode: gateway.clientSystem ?? "append" } }),
     ...(request.maxTokens === null ? {} : { maxOutputTokens: request.maxTokens }),
     ...(Object.keys(request.params).length === 0 ? {} : { params: request.params }),
+    // What an OpenAI client was streamed it keeps: a restarted stream may only go on from it.
+    ...(request.stream ? { appendOnly: true } : {}),
   };
 }
 

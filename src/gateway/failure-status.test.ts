@@ -26,6 +26,7 @@ const EXPECTED: [FailureCode, number, string][] = [
   ["model_not_found", 502, "provider_error"],
   ["invalid_request", 502, "provider_error"],
   ["thinking_signature", 502, "provider_error"],
+  ["reply_diverged", 502, "provider_error"],
   ["auth", 502, "provider_error"],
   ["auth_permanent", 502, "provider_error"],
   ["billing", 502, "provider_error"],

@@ -31,6 +31,8 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   model_not_found: upstream,
   invalid_request: upstream,
   thinking_signature: upstream,
+  // The provider's stream broke mid-reply and its retry said something else than what was sent.
+  reply_diverged: upstream,
   auth: upstream,
   auth_permanent: upstream,
   billing: upstream,

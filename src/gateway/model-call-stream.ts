@@ -1,28 +1,18 @@
 // The SSE answer to one model call, in OpenAI's chunk format: text and tool-call pieces
 // (`delta.tool_calls[{index, id, type, function: {name, arguments}}]`) as the provider writes them,
-// then the finish reason, usage when asked, and [DONE]; or one final `data: {"error"}` event. When
-// the resilience core starts the reply over (a retried stream, a fallback), what the client already
-// has is not sent twice; a new attempt that says something else is announced by a `stream_restart`
-// event (a chunk with no choices) telling the client to drop what it has, and is then sent whole.
+// then the finish reason, usage when asked, and [DONE]; or one final `data: {"error"}` event. The
+// call is append-only: a stream the resilience core restarts goes on from what the client has, or
+// the call fails (told-reply.ts), so nothing sent is ever taken back.
 import type { ServerResponse } from "node:http";
 import { SseStream } from "../core/sse.js";
 import type { HttpError } from "../http/http-error.js";
 import type { Completion } from "../llm/model-call.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import { type AnswerMeta, openAIFinishReason, tenaxPart, wireUsage } from "./model-call-answer.js";
-import { type CatchUpPiece, type CatchUpRestart, StreamCatchUp } from "./stream-catch-up.js";
-
-/** One piece of the reply, keyed by what it adds to: the text, a call's header or its arguments. */
-interface Piece extends CatchUpPiece {
-  /** The chunk delta that carries the part of it the client lacks (a call's header goes whole). */
-  delta: (fresh: string) => Record<string, unknown>;
-}
 
 export class ModelCallStream {
   private readonly sse: SseStream;
   private ended = false;
-  /** What the client has, per key, of the reply in progress. */
-  private readonly catchUp = new StreamCatchUp<Piece>();
   /** Tool calls whose header (id, name) the client has, by index. */
   private readonly headed = new Set<number>();
 
@@ -51,72 +41,32 @@ export class ModelCallStream {
   onEvent(event: RouteEvent): void {
     switch (event.type) {
       case "text":
-        if (event.delta !== "")
-          this.piece({ key: "text", text: event.delta, delta: (fresh) => ({ content: fresh }) });
+        if (event.delta !== "") this.chunk({ content: event.delta });
         return;
       case "tool_call_delta": {
         const { index } = event;
         if (event.id !== undefined || event.name !== undefined) {
-          const id = event.id ?? "";
-          const name = event.name ?? "";
-          this.piece({
-            key: `call:${index}:name`,
-            text: name,
-            delta: () => ({
-              tool_calls: [{ index, id, type: "function", function: { name, arguments: "" } }],
-            }),
-          });
-          this.headed.add(index);
+          if (!this.headed.has(index)) {
+            const fn = { name: event.name ?? "", arguments: "" };
+            this.chunk({ tool_calls: [{ index, id: event.id ?? "", type: "function", function: fn }] });
+            this.headed.add(index);
+          } else if (event.name) this.chunk({ tool_calls: [{ index, function: { name: event.name } }] });
         }
         if (event.arguments !== "")
-          this.piece({
-            key: `call:${index}:args`,
-            text: event.arguments,
-            delta: (fresh) => ({ tool_calls: [{ index, function: { arguments: fresh } }] }),
-          });
+          this.chunk({ tool_calls: [{ index, function: { arguments: event.arguments } }] });
         return;
       }
       case "logprobs":
         // Sent with no delta of their own, after the tokens they describe.
-        if (!this.catchUp.replaying)
-          this.write(this.chunkText({}, null, { content: event.content, refusal: null }));
-        return;
-      case "stream_restart":
-      case "fallback":
-        this.catchUp.restarted();
+        this.write(this.chunkText({}, null, { content: event.content, refusal: null }));
         return;
       default:
         return;
     }
   }
 
-  private piece(piece: Piece): void {
-    const step = this.catchUp.add(piece);
-    if (step.type === "send") this.write(this.chunkText(piece.delta(step.fresh)));
-    if (step.type === "restart") this.restart(step);
-  }
-
-  /** The new attempt says something else: the client drops what it has and gets it from the start. */
-  private restart(restart: CatchUpRestart<Piece>): void {
-    this.write(
-      `event: stream_restart\ndata: ${JSON.stringify({
-        ...this.base(),
-        choices: [],
-        tenax: {
-          event: "stream_restart",
-          message:
-            "the provider restarted its reply and it differs from what was sent: drop this reply so far",
-        },
-      })}\n\n`,
-    );
-    for (const p of restart.pieces) this.write(this.chunkText(p.delta(p.text)));
-  }
-
   finish(completion: Completion, fellBack: boolean): void {
     if (this.ended) return;
-    // A restarted attempt that ended shorter than what was sent is not what the client has.
-    const restart = this.catchUp.settle();
-    if (restart) this.restart(restart);
     // A call the provider gave only whole reaches the client whole.
     completion.tool_calls.forEach((call, index) => {
       if (this.headed.has(index)) return;

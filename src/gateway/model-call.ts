@@ -105,7 +105,10 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       try {
         completion = await route.complete(call.request, {
           signal: controller.signal,
-          ...(open ? { onEvent: heldUntil(told, (event: RouteEvent) => open.onEvent(event)) } : {}),
+          // What the client was streamed it keeps: a restarted stream may only go on from it.
+          ...(open
+            ? { onEvent: heldUntil(told, (event: RouteEvent) => open.onEvent(event)), appendOnly: true }
+            : {}),
         });
       } catch (error) {
         // A question never made durable was never stored: the store's error is the call's.

@@ -80,6 +80,12 @@ export class RunLog {
   onAgentEvent(event: AgentEvent): void {
     if (event.type === "turn_started") this.state.turn_id = event.turn_id;
     if (event.type === "text") this.state.reply += event.delta;
+    // A model call started over (a retry, another model): what it had said is not part of the reply.
+    if ((event.type === "stream_restart" || event.type === "fallback") && event.discard_chars > 0)
+      this.state.reply = this.state.reply.slice(
+        0,
+        Math.max(0, this.state.reply.length - event.discard_chars),
+      );
     // Agent events are plain JSON values; the cast only widens the union to a record.
     this.append(event as unknown as Pending);
   }

@@ -22,6 +22,9 @@ export const ERROR_REASONS = [
   "format_error",
   "thinking_signature",
   "aborted",
+  // Tenax's own: a stream that broke after part of its reply reached a client that cannot take it
+  // back, and whose new attempt said something else (told-reply.ts).
+  "reply_diverged",
   "unknown",
 ] as const;
 

@@ -40,6 +40,8 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   // Retryable once the caller strips the thinking blocks it replayed; nothing else helps.
   thinking_signature: flags(true, false, false, false),
   aborted: flags(false, false, false, false), // ours: never retried, never an error to recover from
+  // Ours too: no attempt or model can make what the client was sent true after the fact.
+  reply_diverged: flags(false, false, false, false),
   // A failure we cannot name: one bounded retry (the policy caps it), then another model.
   unknown: flags(true, false, true, false),
 };

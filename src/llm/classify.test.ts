@@ -34,6 +34,7 @@ const EXPECTED_FLAGS: Record<ErrorReason, Flags> = {
   format_error: F(true, false, true, false),
   thinking_signature: F(true, false, false, false),
   aborted: F(false, false, false, false),
+  reply_diverged: F(false, false, false, false),
   unknown: F(true, false, true, false),
 };
 

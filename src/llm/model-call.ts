@@ -15,6 +15,7 @@ import type { CredentialPool, PickedKey } from "./credential-pool.js";
 import type { ChatRequest, Provider, ToolCall, Usage } from "./provider.js";
 import { withRetry } from "./retry.js";
 import type { RouteListener, Target } from "./route-events.js";
+import { ToldReply } from "./told-reply.js";
 
 export interface ModelLimits {
   context_window: number;
@@ -56,6 +57,11 @@ export interface CallOptions {
   onEvent: RouteListener;
   /** The request's estimated size, for events. */
   contextTokens: number | null;
+  /**
+   * What the listener has been told of the reply, shared with the other targets of the same call
+   * (the fallback chain); a new one, for a listener that can take text back, when not given.
+   */
+  told?: ToldReply;
 }
 
 /** Calls one target until it answers or the retry layer gives up; rejects with a ProviderError. */
@@ -68,9 +74,9 @@ export async function callTarget(
 ): Promise<Completion> {
   const { deps } = settings;
   const emit = options.onEvent;
+  const told = options.told ?? new ToldReply(false);
   let attempts = 0;
-  // Whether any part of a reply reached the listener from an attempt that then failed.
-  let delivered = false;
+  // Why the last attempt failed, when it had told the listener part of the reply.
   let restartReason: ErrorReason | null = null;
 
   const attempt = async (attemptNo: number, signal: AbortSignal | undefined): Promise<Completion> => {
@@ -84,15 +90,9 @@ export async function callTarget(
       try {
         key = await runtime.pool.pick(deps.clock.now());
         if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
+        const dropped = told.begin();
         if (restartReason !== null) {
-          emit({
-            type: "stream_restart",
-            layer: "retry",
-            provider: target.provider,
-            model: target.model,
-            reason: restartReason,
-            message: `${target.provider}/${target.model}: the reply so far is dropped; trying again from the start`,
-          });
+          emit(restartEvent(target, restartReason, dropped, told.appendOnly));
           restartReason = null;
         }
         sentAt = deps.clock.now();
@@ -101,10 +101,8 @@ export async function callTarget(
           { ...request, model: target.model },
           key.key,
           signal,
-          (e) => {
-            delivered = true;
-            emit(e);
-          },
+          told,
+          emit,
         );
       } finally {
         release();
@@ -114,10 +112,10 @@ export async function callTarget(
         return { ...outcome.completion, provider: target.provider, model: target.model, attempts };
       }
       const classified = outcome.error;
-      if (delivered) {
-        restartReason = classified.reason;
-        delivered = false;
-      }
+      // Nothing of this is the key's or the provider's to answer for, and no attempt can undo it.
+      if (classified.reason === "reply_diverged")
+        throw new ProviderError(classified, target.provider, target.model);
+      if (told.any) restartReason = classified.reason;
       if (classified.reason === "aborted") throw new ProviderError(classified, target.provider, target.model);
       const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now());
       if ((verdict === "cooled" || verdict === "disabled") && rotations < runtime.pool.size) {
@@ -169,35 +167,60 @@ type StreamOutcome =
   | { ok: true; completion: Omit<Completion, "provider" | "model" | "attempts"> }
   | { ok: false; error: ClassifiedError };
 
+/** The event that tells the listener a new attempt starts after part of the reply reached it. */
+function restartEvent(target: Target, reason: ErrorReason, dropped: number, appendOnly: boolean) {
+  const name = `${target.provider}/${target.model}`;
+  return {
+    type: "stream_restart" as const,
+    layer: "retry" as const,
+    provider: target.provider,
+    model: target.model,
+    reason,
+    discard_chars: dropped,
+    message: appendOnly
+      ? `${name}: trying again; what was already sent stays, and the new attempt goes on only if it says the same first`
+      : `${name}: the reply so far is dropped; trying again from the start`,
+  };
+}
+
+/**
+ * One attempt's stream, its reply passed to the listener through what it has been told (a new
+ * attempt may only go on from it, for an append-only listener). Leaving the loop early (a reply
+ * that says something else) ends the provider's request.
+ */
 async function streamOnce(
   provider: Provider,
   request: ChatRequest,
   apiKey: string,
   signal: AbortSignal | undefined,
+  told: ToldReply,
   forward: RouteListener,
 ): Promise<StreamOutcome> {
   for await (const event of provider.stream(request, signal ? { apiKey, signal } : { apiKey })) {
     switch (event.type) {
-      case "done":
-        return {
-          ok: true,
-          completion: {
-            text: event.text,
-            tool_calls: event.tool_calls,
-            finish_reason: event.finish_reason,
-            usage: event.usage,
-            ...(event.logprobs ? { logprobs: event.logprobs } : {}),
-          },
-        };
+      case "done": {
+        const settled = told.settle({
+          text: event.text,
+          tool_calls: event.tool_calls,
+          finish_reason: event.finish_reason,
+          usage: event.usage,
+          ...(event.logprobs ? { logprobs: event.logprobs } : {}),
+        });
+        if ("diverged" in settled) return { ok: false, error: settled.diverged };
+        return { ok: true, completion: settled };
+      }
       case "error":
         return { ok: false, error: event.error };
       case "text":
       case "tool_call":
       case "tool_call_delta":
       case "logprobs":
-      case "usage":
-        forward(event);
+      case "usage": {
+        const passed = told.pass(event);
+        if ("diverged" in passed) return { ok: false, error: passed.diverged };
+        if (passed.event !== null) forward(passed.event);
         break;
+      }
       default: {
         const unhandled: never = event;
         return unhandled;

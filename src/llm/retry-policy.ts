@@ -56,6 +56,8 @@ export const RETRY_POLICY: Readonly<Record<ErrorReason, ReasonPolicy>> = {
   thinking_signature: never,
   // Our own caller stopped the work; trying again would defy it.
   aborted: never,
+  // What the client was sent stays sent: another attempt would have to say it again by chance.
+  reply_diverged: never,
 };
 
 export type GiveUpWhy = "not_retryable" | "attempts_spent" | "retry_after_too_long" | "aborted";

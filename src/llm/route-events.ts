@@ -48,20 +48,27 @@ export type StatusEvent =
       message: string;
     }
   | {
-      /** A stream failed after part of its reply was delivered: the next attempt starts over. */
+      /**
+       * A stream failed after part of its reply was delivered, and the next attempt starts: the
+       * listener drops the last `discard_chars` characters of the text it has (all this call told
+       * it), or none when the call is append-only and the attempt must go on from them.
+       */
       type: "stream_restart";
       layer: "retry";
       provider: string;
       model: string;
       reason: ErrorReason;
+      discard_chars: number;
       message: string;
     }
   | {
+      /** Another model takes the call over; `discard_chars` as for `stream_restart`. */
       type: "fallback";
       layer: "fallback";
       from: Target;
       to: Target;
       reason: ErrorReason;
+      discard_chars: number;
       message: string;
     }
   | {

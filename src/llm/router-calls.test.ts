@@ -189,11 +189,78 @@ describe("concurrency and aborts at the simulator", () => {
     expect(done.text).toContain("hello there");
     expect(s.requests()).toHaveLength(2);
     expect(rec.types()).toEqual(["retry", "stream_restart"]);
+    // The listener is told exactly how much to drop: what the cut attempt said ("echo: he").
+    expect(rec.status()[1]).toMatchObject({ discard_chars: 8 });
     const restartAt = rec.events.findIndex((e) => e.type === "stream_restart");
     const after = rec.events
       .slice(restartAt)
       .filter((e) => e.type === "text")
       .map((e) => (e as { delta: string }).delta);
     expect(after.join("")).toBe(done.text);
+  });
+});
+
+describe("a stream that broke after part of its reply was told, for a listener that cannot take it back", () => {
+  /** main drops every attempt after "echo: hello", and the call falls back to backup. */
+  async function falling(backup: SimStep[]) {
+    const main = await sim();
+    const other = await sim();
+    main.script([
+      { type: "drop", after_chunks: 3 },
+      { type: "drop", after_chunks: 3 },
+    ]);
+    other.script(backup);
+    const rt = await runtime({
+      model: { provider: "main", name: "echo" },
+      providers: {
+        main: { type: "simulator", base_url: main.url },
+        backup: { type: "simulator", base_url: other.url },
+      },
+      fallback: [{ provider: "backup", name: "echo" }],
+      retry: { max_attempts: 2 },
+    });
+    const rec = recorder();
+    const text = () => rec.events.map((e) => (e.type === "text" ? e.delta : "")).join("");
+    return { rt, rec, text, main, other };
+  }
+
+  it("another model that says the same goes on from what was told; nothing is dropped or told twice", async () => {
+    const { rt, rec, text, other } = await falling([]);
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent, appendOnly: true });
+    expect(done).toMatchObject({ provider: "backup", text: "echo: hello there" });
+    expect(text()).toBe("echo: hello there");
+    expect(other.requests()).toHaveLength(1);
+    expect(rec.types()).toEqual(["retry", "stream_restart", "retry_exhausted", "fallback"]);
+    expect(rec.status()[1]).toMatchObject({ type: "stream_restart", discard_chars: 0 });
+    expect(rec.status()[3]).toMatchObject({ type: "fallback", discard_chars: 0 });
+  });
+
+  it("another model that says something else fails the call with reply_diverged, and tells nothing of it", async () => {
+    const { rt, rec, text } = await falling([{ type: "reply", text: "a different answer" }]);
+    const error = await rejected(
+      rt.router.turn().complete(hello, { onEvent: rec.onEvent, appendOnly: true }),
+    );
+    expect(error.classified).toMatchObject({ reason: "reply_diverged", retryable: false, fallback: false });
+    expect(error.classified.message).toMatch(
+      /said something else: its text differs from character 0 of the 16 sent/,
+    );
+    expect(text()).toBe("echo: hello ther");
+  });
+
+  it("a listener that can take text back is told to drop it when another model takes over", async () => {
+    const { rt, rec, text } = await falling([{ type: "reply", text: "a different answer" }]);
+    const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
+    expect(done.text).toBe("a different answer");
+    const fallback = rec.status().find((e) => e.type === "fallback");
+    expect(fallback).toMatchObject({ discard_chars: 16 });
+    // What the listener has once it dropped what each event said.
+    let kept = "";
+    for (const e of rec.events) {
+      if (e.type === "text") kept += e.delta;
+      if (e.type === "stream_restart" || e.type === "fallback")
+        kept = kept.slice(0, kept.length - e.discard_chars);
+    }
+    expect(kept).toBe("a different answer");
+    expect(text()).toContain("echo: hello ther");
   });
 });

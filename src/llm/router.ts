@@ -22,6 +22,7 @@ import {
   type Target,
 } from "./route-events.js";
 import { estimateTokens } from "./tokens.js";
+import { ToldReply } from "./told-reply.js";
 
 /** A request without its model: the router picks the model. */
 export type RouteRequest = Omit<ChatRequest, "model">;
@@ -49,6 +50,13 @@ export interface RouterOptions {
 export interface RouteOptions {
   signal?: AbortSignal;
   onEvent?: RouteListener;
+  /**
+   * The listener cannot take back any of the reply it was told (an OpenAI client assembling a
+   * stream): after a stream breaks mid-reply, a retry or another model may only go on from what it
+   * has, or the call fails with `reply_diverged` (told-reply.ts). Otherwise the listener is told
+   * to drop it (`stream_restart`, `fallback`) and gets the new attempt whole.
+   */
+  appendOnly?: boolean;
 }
 
 /** Output reserved for a side task whose request does not say, when the model's limit is unknown. */
@@ -102,7 +110,7 @@ export class ModelRouter {
   call(
     target: Target,
     request: RouteRequest,
-    options: RouteOptions & { contextTokens: number },
+    options: RouteOptions & { contextTokens: number; told?: ToldReply },
   ): Promise<Completion> {
     // The model's configured output budget, unless the caller set one (a side task's own budget):
     // without it the Anthropic client would fall back to its default and cut long replies short.
@@ -115,6 +123,7 @@ export class ModelRouter {
       ...(options.signal ? { signal: options.signal } : {}),
       onEvent: this.listener(options.onEvent),
       contextTokens: options.contextTokens,
+      told: options.told ?? new ToldReply(options.appendOnly === true),
     });
     const report = this.options.onOutcome;
     if (!report) return called;
@@ -278,7 +287,9 @@ export class TurnRoute {
   async complete(request: RouteRequest, options: RouteOptions = {}): Promise<Completion> {
     const emit = this.router.listener(options.onEvent);
     const contextTokens = estimateTokens(request.messages, request.tools);
-    const callOptions = { ...options, contextTokens };
+    // One account of what the listener has, whichever model ends up answering.
+    const told = new ToldReply(options.appendOnly === true);
+    const callOptions = { ...options, contextTokens, told };
     let failure: unknown;
     try {
       return await this.router.call(this.active, request, callOptions);
@@ -311,6 +322,7 @@ export class TurnRoute {
         from,
         to: candidate,
         reason: reasonOf(failure),
+        discard_chars: told.begin(),
         message: `falling back from ${from.provider}/${from.model} to ${candidate.provider}/${candidate.model} for the rest of this turn: ${messageOf(failure)}`,
       });
       try {

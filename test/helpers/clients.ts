@@ -122,7 +122,7 @@ export async function askEvery(
 }
 
 /** Status, code and message wherever each library keeps them (its own error, or the cause it wraps). */
-function described(error: unknown): Pick<Outcome, "status" | "code" | "message"> {
+export function described(error: unknown): Pick<Outcome, "status" | "code" | "message"> {
   const layers: Record<string, unknown>[] = [];
   for (
     let e: unknown = error;

@@ -115,6 +115,10 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
     says: "stopped",
     todo: () => "nothing to do: the turn was stopped on purpose",
   },
+  reply_diverged: {
+    says: "the reply stream was cut off, and its retry said something else than what was already shown",
+    todo: () => "try again (/retry): the text shown so far is not an answer",
+  },
   unknown: {
     says: "failed in a way Tenax could not classify",
     todo: () =>

@@ -146,6 +146,7 @@ describe("ChatView on a log (no terminal)", () => {
       from: target,
       to: { provider: "b", model: "m" },
       reason: "auth",
+      discard_chars: 0,
       message: "falling back from sim/echo to b/m",
     });
     expect(lines(h.stderr()).slice(1)).toEqual([

@@ -55,10 +55,8 @@ export const chatChunkSchema = z.object({
     )
     .nullish(),
   usage: usageSchema.nullish(),
-  /** Tenax's own notes in a stream: `shutdown`, and `stream_restart` with the characters to drop. */
-  tenax: z
-    .object({ event: z.string().nullish(), discard_chars: z.number().int().nonnegative().nullish() })
-    .nullish(),
+  /** Tenax's own notes in a stream (`shutdown`); the chat stream never takes back what it sent. */
+  tenax: z.object({ event: z.string().nullish() }).nullish(),
 });
 
 export type ChatCompletion = z.infer<typeof chatCompletionSchema>;

@@ -109,18 +109,18 @@ describe("ResponseStreamEncoder", () => {
     expect(built?.output_text).toBe("Let me check.");
   });
 
-  it("a reply cut by the output limit is incomplete; a restarted reply ends with the text it really had", () => {
+  it("a reply cut by the output limit is incomplete, with exactly the text its deltas carried", () => {
     const { encoder, events } = setup();
     encoder.start();
-    encoder.chunk(text("hello wor"));
-    // The provider restarted, and said something else: the chat route drops what it sent.
-    encoder.chunk({ choices: [], tenax: { event: "stream_restart", discard_chars: 9 } });
-    encoder.chunk(text("hello there"));
+    encoder.chunk(text("hello "));
+    encoder.chunk(text("there"));
     encoder.chunk({ choices: [{ delta: {}, finish_reason: "length" }] });
     const response = encoder.end();
     encoder.completed(response);
     expect(response.status).toBe("incomplete");
     expect(response.incomplete_details).toEqual({ reason: "max_output_tokens" });
+    const deltas = events.flatMap((e) => (e.type === "response.output_text.delta" ? [e.delta] : []));
+    expect(deltas.join("")).toBe("hello there");
     expect(response.output_text).toBe("hello there");
     expect(events.at(-1)?.type).toBe("response.incomplete");
     expect(accumulated(events)?.output_text).toBe("hello there");

@@ -57,7 +57,6 @@ export class ResponseStreamEncoder {
 
   /** One chunk of the chat stream. */
   chunk(chunk: ChatChunk): void {
-    if (chunk.tenax?.event === "stream_restart") this.discard(chunk.tenax.discard_chars ?? 0);
     if (chunk.usage) this.usage = chunk.usage;
     const choice = chunk.choices?.[0];
     if (!choice) return;
@@ -119,12 +118,6 @@ export class ResponseStreamEncoder {
       delta,
       logprobs: [],
     });
-  }
-
-  /** A restarted provider stream: the last `chars` characters sent are not part of the reply. */
-  private discard(chars: number): void {
-    if (this.text === null || chars === 0) return;
-    this.text.text = this.text.text.slice(0, Math.max(0, this.text.text.length - chars));
   }
 
   private callDelta(delta: ToolCallDelta): void {

@@ -77,7 +77,10 @@ export async function answer(
   res.end("data: [DONE]\n\n");
 }
 
-/** Start an answer, then hang, drop the socket, or send a broken chunk. */
+/**
+ * Start an answer (`result`, or the default echo), then hang, drop the socket, or send a broken
+ * chunk.
+ */
 export async function interrupt(
   exchange: Exchange,
   request: ChatRequest,
@@ -85,10 +88,11 @@ export async function interrupt(
   prompt: number,
   afterChunks: number,
   how: "hang" | "drop" | "malformed",
-  raw?: string,
+  options: { raw?: string | undefined; result?: Answer | undefined } = {},
 ): Promise<void> {
   const { res, record } = exchange;
-  const result = replyAnswer(defaultReplyText(request), "stop", prompt);
+  const result = options.result ?? replyAnswer(defaultReplyText(request), "stop", prompt);
+  const raw = options.raw;
   if (request.stream) {
     const chunks = streamChunks(meta, result, {
       chunkSize: DEFAULT_CHUNK_SIZE,
@@ -102,7 +106,11 @@ export async function interrupt(
     }
   } else {
     // Without a stream there are no chunks: send the headers and the first half of the body.
-    const body = JSON.stringify(completionObject(meta, { content: result.text }, "stop", result.usage));
+    const message = {
+      content: result.text,
+      ...(result.toolCalls.length > 0 ? { tool_calls: result.toolCalls } : {}),
+    };
+    const body = JSON.stringify(completionObject(meta, message, result.finishReason, result.usage));
     res.writeHead(200, { "content-type": "application/json" });
     res.write(body.slice(0, Math.floor(body.length / 2)));
   }

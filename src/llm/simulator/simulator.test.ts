@@ -236,6 +236,48 @@ describe("simulator over the official openai client", () => {
     expect(s.requests()[0]?.ended).toBe("dropped");
   });
 
+  it("drops a stream that was saying the scripted text, or making the scripted tool calls", async () => {
+    const s = await start();
+    s.script([
+      { type: "drop", after_chunks: 3, text: "alpha beta gamma delta" },
+      { type: "drop", after_chunks: 3, calls: [{ name: "get_weather", arguments: { city: "Paris" } }] },
+    ]);
+    const read = async () => {
+      const stream = await client(s).chat.completions.create({
+        model: "echo",
+        messages: hello,
+        stream: true,
+      });
+      const seen: unknown[] = [];
+      const error = await (async () => {
+        for await (const chunk of stream) seen.push(chunk.choices[0]?.delta);
+      })().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      return seen;
+    };
+    expect(await read()).toEqual([
+      { role: "assistant", content: "", refusal: null },
+      { content: "alpha be" },
+      { content: "ta gamma" },
+    ]);
+    expect(await read()).toEqual([
+      { role: "assistant", content: "", refusal: null },
+      {
+        tool_calls: [
+          {
+            index: 0,
+            id: "call_sim2_0",
+            type: "function",
+            function: { name: "get_weather", arguments: "" },
+          },
+        ],
+      },
+      { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] },
+    ]);
+    await s.idle();
+    expect(s.requests().map((r) => r.ended)).toEqual(["dropped", "dropped"]);
+  });
+
   it("drops a non-streamed answer halfway through its body", async () => {
     const s = await start();
     s.script([{ type: "drop" }]);

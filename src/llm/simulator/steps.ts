@@ -62,6 +62,10 @@ const dropStep = z.strictObject({
   type: z.literal("drop"),
   /** How many chunks to send before destroying the socket (default 1). */
   after_chunks: afterChunks.optional(),
+  /** What the cut stream was saying (default: the echo a request without a step gets). */
+  text: z.string().optional(),
+  /** Tool calls the cut stream was making, after its text. */
+  calls: z.array(toolCallSchema).min(1).optional(),
 });
 
 const malformedStep = z.strictObject({

@@ -4,7 +4,7 @@
 // hangs and cut connections are the step's own.
 import type { App } from "../../../http/app.js";
 import { parseWith } from "../../../http/validate.js";
-import { answer, interrupt, replyAnswer } from "../answer.js";
+import { type Answer, answer, interrupt, replyAnswer } from "../answer.js";
 import type { SimRouteDeps } from "../app.js";
 import {
   contextOverflow,
@@ -16,7 +16,7 @@ import {
   waitUntilClosed,
 } from "../respond.js";
 import type { Exchange } from "../state.js";
-import type { SimStep } from "../steps.js";
+import type { SimStep, SimToolCall } from "../steps.js";
 import {
   type ChatRequest,
   type CompletionMeta,
@@ -92,20 +92,11 @@ async function respond(
           delayMs: step.chunk_delay_ms,
         },
       );
-    case "tool_calls": {
-      const toolCalls = toWireToolCalls(step.calls, `sim${record.seq}`);
-      const text = step.text ?? "";
-      const chars =
-        text.length + toolCalls.reduce((n, c) => n + c.function.name.length + c.function.arguments.length, 0);
-      return answer(
-        exchange,
-        request,
-        meta,
-        { text, toolCalls, finishReason: "tool_calls", usage: usageFor(prompt, chars) },
-        sleep,
-        { chunkSize: step.chunk_size, delayMs: step.chunk_delay_ms },
-      );
-    }
+    case "tool_calls":
+      return answer(exchange, request, meta, callsAnswer(step.calls, step.text, record.seq, prompt), sleep, {
+        chunkSize: step.chunk_size,
+        delayMs: step.chunk_delay_ms,
+      });
     case "error": {
       const isText = step.text !== undefined;
       const payload = isText
@@ -123,18 +114,36 @@ async function respond(
     case "hang":
       if (step.phase === "before_headers") return waitUntilClosed(exchange.closed);
       return interrupt(exchange, request, meta, prompt, step.after_chunks ?? 1, "hang");
-    case "drop":
-      return interrupt(exchange, request, meta, prompt, step.after_chunks ?? 1, "drop");
+    case "drop": {
+      const said =
+        step.calls !== undefined
+          ? callsAnswer(step.calls, step.text, record.seq, prompt)
+          : step.text !== undefined
+            ? replyAnswer(step.text, "stop", prompt)
+            : undefined;
+      return interrupt(exchange, request, meta, prompt, step.after_chunks ?? 1, "drop", { result: said });
+    }
     case "malformed":
       if (!request.stream) {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(step.raw ?? DEFAULT_MALFORMED_JSON);
         return;
       }
-      return interrupt(exchange, request, meta, prompt, step.after_chunks ?? 1, "malformed", step.raw);
+      return interrupt(exchange, request, meta, prompt, step.after_chunks ?? 1, "malformed", {
+        raw: step.raw,
+      });
     default: {
       const unreachable: never = step;
       throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
     }
   }
+}
+
+/** A reply that calls tools (after its text, if any), with ids unique to the request when unscripted. */
+function callsAnswer(calls: SimToolCall[], text: string | undefined, seq: number, prompt: number): Answer {
+  const toolCalls = toWireToolCalls(calls, `sim${seq}`);
+  const said = text ?? "";
+  const chars =
+    said.length + toolCalls.reduce((n, c) => n + c.function.name.length + c.function.arguments.length, 0);
+  return { text: said, toolCalls, finishReason: "tool_calls", usage: usageFor(prompt, chars) };
 }
