@@ -304,7 +304,8 @@ export class Store extends StoreReadView {
     const recover = recoverCommand(this.location.path, this.location.profile);
     this.corrupt = { detail, since: this.deps.clock.now(), recover };
     this.index.stop();
-    this.walSync?.close();
+    // What was committed before is synced now; a group whose sync comes later is answered by this.
+    this.walSync?.seal();
     // A read-only connection holding its shared lock makes the writer's close skip the checkpoint
     // (only the last connection checkpoints), and being read-only it can never checkpoint itself.
     try {
