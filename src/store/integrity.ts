@@ -13,11 +13,26 @@ export interface IntegrityResult {
   detail: string[];
   checked_at: number;
   duration_ms: number;
+  /**
+   * CPU time of the check's thread, its start included, where the system tells it (Linux's
+   * /proc/thread-self); less than duration_ms on a busy machine, where the thread waits its turn.
+   */
+  cpu_ms?: number;
 }
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
+const { readFileSync } = require("node:fs");
 const Database = require(workerData.driver);
+// utime and stime of this thread, in clock ticks of 10 ms (USER_HZ), after the name in parentheses.
+const cpuMs = () => {
+  try {
+    const stat = readFileSync("/proc/thread-self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ms = (Number(fields[11]) + Number(fields[12])) * 10;
+    return Number.isFinite(ms) ? ms : undefined;
+  } catch { return undefined; }
+};
 let rows;
 try {
   const db = new Database(workerData.path, { readonly: true, fileMustExist: true, timeout: 5000 });
@@ -25,9 +40,9 @@ try {
     rows = db.pragma((workerData.mode === "full" ? "integrity_check" : "quick_check") + "(20)", { simple: false })
       .map((r) => String(Object.values(r)[0]));
   } finally { db.close(); }
-  parentPort.postMessage({ ok: rows.length === 1 && rows[0] === "ok", detail: rows });
+  parentPort.postMessage({ ok: rows.length === 1 && rows[0] === "ok", detail: rows, cpu_ms: cpuMs() });
 } catch (error) {
-  parentPort.postMessage({ ok: false, error: String(error && error.code || ""), detail: [String(error && error.message || error)] });
+  parentPort.postMessage({ ok: false, error: String(error && error.code || ""), detail: [String(error && error.message || error)], cpu_ms: cpuMs() });
 }
 `;
 
@@ -49,13 +64,14 @@ export function checkIntegrity(path: string, options: IntegrityOptions): Promise
     let settled = false;
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, mode, driver: driverPath } });
     worker.unref();
-    const finish = (status: IntegrityStatus, detail: string[]) => {
+    const finish = (status: IntegrityStatus, detail: string[], cpuMs?: number) => {
       const result: IntegrityResult = {
         status,
         mode,
         detail,
         checked_at: now(),
         duration_ms: now() - started,
+        ...(cpuMs === undefined ? {} : { cpu_ms: cpuMs }),
       };
       if (settled) {
         options.onLate?.(result);
@@ -76,9 +92,9 @@ export function checkIntegrity(path: string, options: IntegrityOptions): Promise
       });
     }, options.timeoutMs);
     timer.unref();
-    worker.once("message", (msg: { ok: boolean; error?: string; detail: string[] }) => {
+    worker.once("message", (msg: { ok: boolean; error?: string; detail: string[]; cpu_ms?: number }) => {
       const corrupt = msg.ok === false && (msg.error === undefined || /CORRUPT|NOTADB/.test(msg.error));
-      finish(msg.ok ? "ok" : corrupt ? "corrupt" : "unknown", msg.detail.slice(0, 20));
+      finish(msg.ok ? "ok" : corrupt ? "corrupt" : "unknown", msg.detail.slice(0, 20), msg.cpu_ms);
       void worker.terminate();
     });
     worker.once("error", (error) => finish("unknown", [error.message]));

@@ -12,8 +12,11 @@ interface Call {
   at: number;
 }
 
-/** A target whose checks answer at once, each saying it ran `costMs` (a worker's wall time). */
-function fakeTarget(now: () => number, costMs = 50) {
+/**
+ * A target whose checks answer at once, each saying it ran `costMs` (a worker's wall time) and,
+ * when given, used `cpuMs` of its thread's CPU.
+ */
+function fakeTarget(now: () => number, costMs = 50, cpuMs?: number) {
   const calls: Call[] = [];
   const answers: { state: IntegrityStatus[]; search: (IntegrityStatus | null)[] } = { state: [], search: [] };
   const result = (status: IntegrityStatus, mode: "quick" | "full"): IntegrityResult => ({
@@ -22,6 +25,7 @@ function fakeTarget(now: () => number, costMs = 50) {
     detail: status === "ok" ? ["ok"] : ["Tree 7 page 12: btreeInitPage() returns error code 11"],
     checked_at: now(),
     duration_ms: costMs,
+    ...(cpuMs === undefined ? {} : { cpu_ms: cpuMs }),
   });
   const target: VerifyTarget & { failNext: boolean } = {
     failNext: false,
@@ -42,10 +46,10 @@ function fakeTarget(now: () => number, costMs = 50) {
   return { target, calls, answers };
 }
 
-function setup(everyMs: number, cpuShare: number, costMs = 50) {
+function setup(everyMs: number, cpuShare: number, costMs = 50, cpuMs?: number) {
   const time = fakeTimers();
   const scheduler = new Scheduler({ now: time.now, timers: time.timers });
-  const { target, calls, answers } = fakeTarget(time.now, costMs);
+  const { target, calls, answers } = fakeTarget(time.now, costMs, cpuMs);
   const verifier = new StoreVerifier({
     target,
     everyMs,
@@ -93,6 +97,15 @@ describe("the store verifier's pacing", () => {
     const busy = s.calls.length * 3000;
     const elapsed = (starts.at(-1) ?? 0) + 300_000 - (starts[0] ?? 0);
     expect(busy / elapsed).toBeLessThanOrEqual(0.01);
+  });
+
+  it("paces by a check's CPU time where known: on a busy machine a check is long, not costly", async () => {
+    // 3 s long, 300 ms of CPU: at 1% the next may start 30 s after, so the 60 s slots hold.
+    const s = setup(120_000, 0.01, 3000, 300);
+    s.verifier.start();
+    await s.run(250_000);
+    expect(s.offsets()).toEqual(["state.db@60", "search.db@120", "state.db@180", "search.db@240"]);
+    expect(s.verifier.health().last_pass?.busy_ms).toBe(600);
   });
 
   it("stops for good once state.db is damaged; damage in search.db only moves on", async () => {

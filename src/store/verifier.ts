@@ -55,7 +55,7 @@ const SLICES: readonly Slice[] = [
 export interface VerifierPass {
   started_at: number;
   ended_at: number;
-  /** How long the checks ran (worker threads' wall time: at least their CPU time). */
+  /** The checks' CPU time (their threads'), or their length where the system does not tell. */
   busy_ms: number;
   state: IntegrityResult["status"] | null;
   search: IntegrityResult["status"] | "skipped" | null;
@@ -159,7 +159,8 @@ export class StoreVerifier {
       else pass.search = "unknown";
       return 0;
     }
-    const busy = result?.duration_ms ?? 0;
+    // What the check cost a core: its thread's CPU time where known, else (conservatively) its length.
+    const busy = result === null ? 0 : (result.cpu_ms ?? result.duration_ms);
     pass.busy_ms += busy;
     if (slice.file === "state.db") pass.state = result?.status ?? null;
     else pass.search = result?.status ?? "skipped";
