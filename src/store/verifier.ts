@@ -151,7 +151,7 @@ export class StoreVerifier {
     this.wake(started + Math.max(this.slotMs(), busy / this.options.cpuShare));
   }
 
-  /** Check one file; returns how long the check ran. Damage in state.db ends the verifier. */
+  /** Check one file; returns what the check cost a core (ms). Damage in state.db ends the verifier. */
   private async runSlice(slice: Slice, pass: VerifierPass): Promise<number> {
     let result: IntegrityResult | null;
     try {
