@@ -3,7 +3,8 @@
 // JSON to bench/out; streamed text against its length, and the memory 1,000 finished subagents
 // leave behind; the gateway's added latency, throughput and first-token time beside Portkey's
 // gateway (bench/gateway-peer.ts); and what Fastify and Hono add to one route over node:http
-// (bench/http-framework.ts). Every knob is an environment variable (see BENCH_* below);
+// (bench/http-framework.ts); and what the store's continuous verification costs and how soon it
+// finds damage (bench/store-verify.ts). Every knob is an environment variable (see BENCH_* below);
 // BENCH_MESSAGES sets the size of the search store (default 1M).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -44,6 +45,7 @@ import { QUERY_KINDS, queryMix, runSearchBench, type SearchResultSet } from "./s
 import { judgeSlowDiskAim, runSlowDiskBench, type SlowDiskResult, slowDiskLines } from "./slow-disk.js";
 import { median } from "./stats.js";
 import { ensureFixture } from "./store-fixture.js";
+import { judgeVerifyAims, runVerifyBench, type VerifyResult, verifyLines } from "./store-verify.js";
 import { judgeStreamAim, runStreamBench, type StreamResult, streamLines } from "./stream-text.js";
 import { judgeSubagentAim, runSubagentBench, type SubagentResult, subagentLines } from "./subagents.js";
 import { diagnoseWrites, type WriteDiagnosis } from "./write-diagnosis.js";
@@ -70,6 +72,7 @@ const SUITES = [
   "framework",
   "slowdisk",
   "cron",
+  "verify",
 ] as const;
 
 const Env = z.object({
@@ -127,6 +130,14 @@ const Env = z.object({
   BENCH_CRON_LAG_JOBS: count(10_000),
   BENCH_CRON_LAG_SECONDS: count(150),
   BENCH_CRON_CHANGE_SECONDS: z.coerce.number().int().min(0).default(10),
+  /** The verify suite: the store's size in messages (160,000: about 100 MB), seconds run, its settings, damage trials. */
+  BENCH_VERIFY_MESSAGES: count(160_000),
+  BENCH_VERIFY_SECONDS: z.coerce.number().positive().default(300),
+  BENCH_VERIFY_BASELINE_SECONDS: z.coerce.number().positive().default(60),
+  BENCH_VERIFY_INTERVAL: z.coerce.number().positive().default(120),
+  BENCH_VERIFY_CPU_PERCENT: z.coerce.number().positive().max(100).default(1),
+  BENCH_VERIFY_TRIALS: count(3),
+  BENCH_VERIFY_REPEATS: count(3),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -377,6 +388,25 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let verify: VerifyResult | null = null;
+  if (only.has("verify")) {
+    log(`store verification: a store of ${int(env.BENCH_VERIFY_MESSAGES)} messages`);
+    const fixture = await ensureFixture(out, env.BENCH_VERIFY_MESSAGES, log);
+    verify = await runVerifyBench(
+      fixture,
+      work,
+      {
+        seconds: env.BENCH_VERIFY_SECONDS,
+        baselineSeconds: env.BENCH_VERIFY_BASELINE_SECONDS,
+        intervalS: env.BENCH_VERIFY_INTERVAL,
+        cpuPercent: env.BENCH_VERIFY_CPU_PERCENT,
+        trials: env.BENCH_VERIFY_TRIALS,
+        engineRepeats: env.BENCH_VERIFY_REPEATS,
+      },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
@@ -388,6 +418,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     ...(framework ? judgeFrameworkAims(framework) : []),
     ...(slowDisk ? [judgeSlowDiskAim(slowDisk)] : []),
     ...(cron ? judgeCronAims(cron) : []),
+    ...(verify ? judgeVerifyAims(verify) : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -415,6 +446,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     framework,
     slow_disk: slowDisk,
     cron,
+    verify,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -444,6 +476,7 @@ function print(r: {
   framework: FrameworkResult | null;
   slow_disk: SlowDiskResult | null;
   cron: CronBenchResult | null;
+  verify: VerifyResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -575,6 +608,7 @@ function print(r: {
   if (r.framework) lines.push(...frameworkLines(r.framework));
   if (r.slow_disk) lines.push("", ...slowDiskLines(r.slow_disk));
   if (r.cron) lines.push(...cronLines(r.cron));
+  if (r.verify) lines.push(...verifyLines(r.verify));
   lines.push(
     "\naims",
     table(

@@ -4,8 +4,8 @@
 // writer stops at once, as if a write had met the damage.
 import { beforeAll, describe, expect, it } from "vitest";
 import { openStore, releaseStore } from "../src/store/registry.js";
-import { requireBuild } from "./helpers/cli.js";
-import { btreePages, checkpoint, overwritePages } from "./helpers/corrupt.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { btreePages, checkpoint, copyPage, overwritePages } from "./helpers/corrupt.js";
 import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -91,4 +91,41 @@ describe("the store's health and its writer", () => {
     const body = (await refused.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("store_unavailable");
   }, 60_000);
+
+  it("`tenax status` says the store is down when the gateway's page check found damage no read of its own meets", async () => {
+    // A pass every 2 s, or as often as the checks' 1% of a core allows (a few seconds here).
+    const paths = profileWith("health: { probe_interval: 0.5, integrity_interval: 2 }\n");
+    const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+    for (let i = 0; i < 40; i++) {
+      const id = await store.createSession({ title: `old session ${i}` });
+      await store.appendMessages(
+        Array.from({ length: 20 }, (_, m) => ({
+          session_id: id,
+          role: "user",
+          content: `old ${m} ${"w".repeat(300)}`,
+        })),
+      );
+    }
+    await releaseStore(store);
+    checkpoint(paths.state);
+    const gw = await startGateway(paths.home);
+    // A well-formed leaf in another leaf's place: every read still works, here and in the gateway.
+    const leaves = btreePages(paths.state, "messages").filter((p) => p.pagetype === "leaf");
+    expect(leaves.length).toBeGreaterThan(10);
+    copyPage(paths.state, leaves[8]?.pageno as number, leaves[3]?.pageno as number);
+    await expect.poll(() => storeStatus(gw), { timeout: 60_000 }).toBe("down");
+
+    const run = await tenaxAsync(paths.home, ["status", "--json"]);
+    const report = JSON.parse(run.stdout) as {
+      status: string;
+      components: { store: { status: string; detail: string; next: string | null; messages: number } };
+    };
+    expect(report.components.store).toMatchObject({
+      status: "down",
+      next: `tenax sessions recover --source ${paths.state} --inspect-only`,
+    });
+    expect(report.components.store.detail).toMatch(/^the gateway says: SQLite's page check found damage/);
+    expect(report.status).toBe("down");
+    expect(run.status).toBe(2);
+  }, 120_000);
 });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { fakeTimers } from "../../test/helpers/fake-time.js";
 import { Scheduler } from "./scheduler.js";
 
 const schedulers: Scheduler[] = [];
@@ -15,6 +16,26 @@ function make(onError?: (job: string, error: unknown) => void): Scheduler {
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("Scheduler", () => {
+  it("runs on the timers it is given: an hour of jobs on fake time, one timer armed at a time", async () => {
+    const time = fakeTimers();
+    const s = new Scheduler({ now: time.now, timers: time.timers });
+    schedulers.push(s);
+    const runs: string[] = [];
+    s.every("minutely", 60_000, () => void runs.push(`every@${(time.now() - time.start) / 1000}`));
+    s.at("once", time.start + 90_000, () => void runs.push(`at@${(time.now() - time.start) / 1000}`));
+    expect(time.pending).toBe(1);
+    time.advance(59_999);
+    expect(runs).toEqual([]);
+    time.advance(1);
+    await Promise.resolve();
+    time.advance(60_000);
+    await Promise.resolve();
+    expect(runs).toEqual(["every@60", "at@90", "every@120"]);
+    expect(time.pending).toBe(1);
+    s.stop();
+    expect(time.pending).toBe(0);
+  });
+
   it("runs many jobs on one timer, each at its own period", async () => {
     const s = make();
     const runs = { fast: 0, slow: 0 };

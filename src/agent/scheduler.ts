@@ -1,6 +1,7 @@
 // The one periodic scheduler of a process: lease heartbeats, watchdogs and checks all register
 // here, and a single timer wakes for whichever is due first. No timer or interval per session or
 // per subagent. A job that throws is reported and rescheduled; one that returns false stops.
+import { backgroundTimers, type Timers } from "../core/deps.js";
 
 export interface Job {
   readonly name: string;
@@ -10,6 +11,8 @@ export interface Job {
 
 export interface SchedulerOptions {
   now?: () => number;
+  /** The one timer it arms (real, unref'd, by default; fake time in tests, with `now`). */
+  timers?: Timers;
   /** Where a job's failure is reported (it is rescheduled all the same). */
   onError?: (job: string, error: unknown) => void;
 }
@@ -25,16 +28,18 @@ interface Entry {
 
 export class Scheduler {
   private readonly entries = new Set<Entry>();
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timer: unknown = null;
   private timerDue = Number.POSITIVE_INFINITY;
   private stopped = false;
   /** How late the timer fired, recently: the scheduler's lag (an event loop kept busy shows here). */
   private readonly lags: { at: number; ms: number }[] = [];
   private readonly now: () => number;
+  private readonly timers: Timers;
   private readonly onError: (job: string, error: unknown) => void;
 
   constructor(options: SchedulerOptions = {}) {
     this.now = options.now ?? Date.now;
+    this.timers = options.timers ?? backgroundTimers;
     this.onError = options.onError ?? (() => {});
   }
 
@@ -95,13 +100,12 @@ export class Scheduler {
     this.disarm();
     if (soonest === Number.POSITIVE_INFINITY) return;
     this.timerDue = soonest;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, soonest - this.now()));
-    // Background bookkeeping must never keep a finished process alive.
-    this.timer.unref?.();
+    // Background bookkeeping never keeps a finished process alive: the default timers are unref'd.
+    this.timer = this.timers.set(() => this.tick(), Math.max(0, soonest - this.now()));
   }
 
   private disarm(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.timer !== null) this.timers.clear(this.timer);
     this.timer = null;
     this.timerDue = Number.POSITIVE_INFINITY;
   }

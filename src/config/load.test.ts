@@ -300,4 +300,16 @@ describe("loadConfig warnings", () => {
     chmodSync(paths.config, 0o600);
     expect(loadConfig(paths, {}).warnings).toEqual([]);
   });
+
+  it("warns, at its line, when the store's page check runs less often than every 5 minutes", () => {
+    // The interval `tenax init` wrote before the store was checked continuously.
+    const paths = profileWith("gateway: { port: 9000 }\nhealth:\n  integrity_interval: 1800\n");
+    expect(loadConfig(paths, {}).warnings).toEqual([
+      `${paths.config}:3: health.integrity_interval: 1800 lets damage to pages no write touches go unseen for up to 30 min; 120 (the default) checks the whole store every 2 min within 1% of a core`,
+    ]);
+    for (const every of [0, 120, 300]) {
+      const fine = profileWith(`health: { integrity_interval: ${every} }\n`);
+      expect(loadConfig(fine, {}).warnings).toEqual([]);
+    }
+  });
 });

@@ -80,6 +80,9 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     throw configProblemsError(file, problems, hints.join("\n"));
   }
   warnings.push(...permissionWarnings(paths, substitution.literalSecret));
+  const verify = verifyIntervalWarning(result.data);
+  if (verify !== null)
+    warnings.push(`${file}:${locate(doc, lines, ["health", "integrity_interval"], "value").line}: ${verify}`);
   const keyed = withDefaultGatewayKey(result.data, paths, env, dotenv);
   return {
     config: keyed.config,
@@ -189,6 +192,19 @@ function retype(scalar: Scalar, value: string): unknown {
   if (/^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/.test(value)) return Number(value);
   if (value === "true" || value === "false") return value === "true";
   return value;
+}
+
+/** Beyond this, damage to pages no write touches goes unseen longer than Tenax promises. */
+const VERIFY_PROMISE_S = 300;
+
+/**
+ * `health.integrity_interval` set longer than the promise: most often the 1800 s that `tenax init`
+ * wrote before the store was checked continuously, kept in an older config.yaml.
+ */
+function verifyIntervalWarning(config: TenaxConfig): string | null {
+  const every = config.health.integrity_interval;
+  if (every <= VERIFY_PROMISE_S) return null;
+  return `health.integrity_interval: ${every} lets damage to pages no write touches go unseen for up to ${Math.round(every / 60)} min; 120 (the default) checks the whole store every 2 min within 1% of a core`;
 }
 
 function permissionWarnings(paths: ProfilePaths, literalSecret: boolean): string[] {

@@ -52,7 +52,8 @@ describe("configSchema", () => {
       health: {
         probe_interval: 5,
         probe_timeout: 10,
-        integrity_interval: 1800,
+        integrity_interval: 120,
+        integrity_cpu_percent: 1,
         provider_probe: "connect",
         provider_probe_interval: 60,
         provider_probe_timeout: 5,

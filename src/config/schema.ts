@@ -184,11 +184,20 @@ const health = z.strictObject({
     .number({ error: "expected a number of seconds (more than 0)" })
     .positive({ error: "expected a number of seconds (more than 0)" })
     .default(10),
-  /** SQLite's page check of the store while the gateway runs, every this many seconds (0: never). */
+  /**
+   * While the gateway runs, every page of the store (state.db, then search.db) is checked by SQLite
+   * at least this often, in seconds (0: never), unless `integrity_cpu_percent` calls for longer.
+   */
   integrity_interval: z
     .number({ error: "expected a number of seconds (0 turns the check off)" })
     .min(0, { error: "expected a number of seconds (0 turns the check off)" })
-    .default(1800),
+    .default(120),
+  /** The largest share of one core those checks take on average, in percent. */
+  integrity_cpu_percent: z
+    .number({ error: "expected a percentage of one core (more than 0, at most 100)" })
+    .positive({ error: "expected a percentage of one core (more than 0, at most 100)" })
+    .max(100, { error: "expected a percentage of one core (more than 0, at most 100)" })
+    .default(1),
   /**
    * How the gateway looks at providers nobody called lately: a TCP connect, `GET /models` with the
    * configured key, or not at all (a provider never called then stays unknown). None costs a token.

@@ -103,7 +103,8 @@ logs:                   # logs/gateway.log, one JSON object a line
 health:                 # the gateway's background checks behind /health
   probe_interval: 5     # seconds between checks of the store, keys and disk
   probe_timeout: 10     # a check that takes longer is stopped and reported
-  integrity_interval: 1800  # seconds between SQLite page checks of the store (0: never)
+  integrity_interval: 120   # seconds: SQLite checks every page of the store at least this often (0: never)
+  integrity_cpu_percent: 1  # of one core at most, on average, for those checks (a big store: less often)
   provider_probe: connect   # how providers nobody called lately are looked at: connect (TCP),
                             # models (GET /models with the key) or off; none costs a token
   provider_probe_interval: 60  # seconds between those looks

@@ -49,3 +49,18 @@ export function seededRandom(seed: number): Random {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * A one-shot timer, as setTimeout and clearTimeout give it: what a scheduler arms, passed in so a
+ * test can run it on fake time (test/helpers/fake-time.ts). Background timers never keep a
+ * finished process alive, so the real ones are unref'd.
+ */
+export interface Timers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export const backgroundTimers: Timers = {
+  set: (fn, ms) => setTimeout(fn, ms).unref(),
+  clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};

@@ -45,6 +45,8 @@ export function startObservability(input: {
   /** The cron engine's numbers once it runs in this gateway (it may start after this). */
   cronStats?: MonitorOptions["cronStats"];
   platformsLive?: MonitorOptions["platformsLive"];
+  /** The clock the monitor reads (the scheduler's: a test runs both on fake time). */
+  now?: () => number;
 }): Observability {
   const { paths, config, store, scheduler, log } = input;
   const hub = new EventHub({
@@ -64,9 +66,11 @@ export function startObservability(input: {
     intervalMs: config.health.probe_interval * 1000,
     timeoutMs: config.health.probe_timeout * 1000,
     integrityIntervalMs: config.health.integrity_interval * 1000,
+    integrityCpuShare: config.health.integrity_cpu_percent / 100,
     ...(input.providers ? { providers: input.providers } : {}),
     ...(input.cronStats ? { cronStats: input.cronStats } : {}),
     ...(input.platformsLive ? { platformsLive: input.platformsLive } : {}),
+    ...(input.now ? { now: input.now } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {
     const g = input.gateway();

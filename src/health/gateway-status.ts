@@ -54,6 +54,11 @@ export interface OutsideView {
   cron?: CronComponent;
   /** The gateway's platforms component (it holds the connections), when its /health has one. */
   platforms?: PlatformsComponent;
+  /**
+   * The store as the gateway's writer knows it, when its /health says the store is down: damage
+   * its page check found in pages no read of status touches, or a failed sync of the disk.
+   */
+  storeDown?: Component;
 }
 
 /**
@@ -194,6 +199,7 @@ export async function probeGatewayFromOutside(
       providers: liveProviders(body.components?.providers?.providers),
       ...cronOf(body.components?.cron),
       ...platformsOf(body.components?.platforms),
+      ...storeDownOf(body.components?.store),
     };
   } catch (error) {
     return {
@@ -251,6 +257,15 @@ function platformsOf(raw: unknown): { platforms?: PlatformsComponent } {
     ...rest
   } = c as PlatformsComponent & { checked_at?: unknown; age_ms?: unknown };
   return { platforms: { ...rest, next: rest.next ?? null } };
+}
+
+/** The gateway's store component when it says the store is down (with what to run), else nothing. */
+function storeDownOf(raw: unknown): { storeDown?: Component } {
+  const c = raw as Partial<Component> | null | undefined;
+  if (typeof c !== "object" || c === null || c.status !== "down" || typeof c.detail !== "string") return {};
+  return {
+    storeDown: { status: "down", detail: c.detail, next: typeof c.next === "string" ? c.next : null },
+  };
 }
 
 /** Each provider's record as the gateway's /health lists it; anything not shaped like one is left out. */

@@ -13,7 +13,8 @@ import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.j
 import type { ProfilePaths } from "../profile/paths.js";
 import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
-import type { Store } from "../store/store.js";
+import type { Store, StoreHealth } from "../store/store.js";
+import { StoreVerifier, type VerifierHealth } from "../store/verifier.js";
 import { gatewayCronComponent } from "./cron-component.js";
 import type { CronMetricsInput } from "./cron-metrics.js";
 import { readCronSnapshot } from "./cron-snapshot.js";
@@ -68,8 +69,13 @@ export interface MonitorOptions {
   firstLayers?: LayerProbe;
   intervalMs?: number;
   timeoutMs?: number;
-  /** How often SQLite's page check runs on the store (0: never); it may take minutes on a big one. */
+  /**
+   * Every page of the store is checked at least this often (store/verifier.ts), in slices under
+   * `integrityCpuShare` of one core (a bigger store is checked less often); 0: never.
+   */
   integrityIntervalMs?: number;
+  /** The largest share of one core the store's checks take on average (default 0.01). */
+  integrityCpuShare?: number;
   /**
    * The agent's live view of its providers (every call's outcome) and the key a `models` probe
    * sends; without it the providers component is the store's record alone, and nothing is probed.
@@ -139,14 +145,11 @@ export class BackgroundProbe<T> {
 /** The longest a start waits on the first look at the providers (HealthMonitor.firstProviderLook). */
 export const FIRST_PROVIDER_LOOK_MS = 1000;
 
-/** A quick check of a very big store can take minutes; it runs in its own thread all the while. */
-const INTEGRITY_TIMEOUT_MS = 10 * 60_000;
-
 export class HealthMonitor {
   readonly layers: BackgroundProbe<StatusReport>;
   readonly disk: BackgroundProbe<DiskReading>;
-  /** A store can go bad while every read still works: the page check finds it. */
-  readonly integrity: BackgroundProbe<IntegrityResult>;
+  /** A store can go bad while every read still works: its continuous page check finds it. */
+  readonly integrity: StoreVerifier;
   /** Providers nobody called lately, looked at without a model call (health.provider_probe). */
   readonly providerProbe: ProviderProber | null;
   /** Settles when the first look at the providers has ended (each under its deadline); never rejects. */
@@ -166,11 +169,13 @@ export class HealthMonitor {
     this.layers = new BackgroundProbe(this.heeded(options.layers), timeout, this.now);
     this.disk = new BackgroundProbe(() => readDisk(options.paths), timeout, this.now);
     // Through the writer, so damage found stops its writes at once (and a damaged index is rebuilt).
-    this.integrity = new BackgroundProbe(
-      () => options.store.checkIntegrity("quick", INTEGRITY_TIMEOUT_MS),
-      INTEGRITY_TIMEOUT_MS + 1000,
-      this.now,
-    );
+    this.integrity = new StoreVerifier({
+      target: options.store,
+      everyMs: options.integrityIntervalMs ?? 0,
+      cpuShare: options.integrityCpuShare ?? 0.01,
+      now: this.now,
+      wakeAt: (name, at, fn) => options.scheduler.at(name, at, fn),
+    });
     const health = options.config.health;
     this.providerProbe =
       options.providers && health.provider_probe !== "off"
@@ -210,9 +215,7 @@ export class HealthMonitor {
       scheduler.every("health: disk", Math.max(this.intervalMs, 10_000), () => this.disk.once()),
       scheduler.every("health: tick", 1000, () => true),
     );
-    const every = this.options.integrityIntervalMs ?? 0;
-    if (every > 0)
-      this.jobs.push(scheduler.every("health: store integrity", every, () => this.integrity.once()));
+    this.integrity.start();
   }
 
   /**
@@ -255,6 +258,7 @@ export class HealthMonitor {
 
   close(): void {
     for (const job of this.jobs.splice(0)) job.cancel();
+    this.integrity.stop();
     this.providerProbe?.close();
     this.unsubscribe();
   }
@@ -337,9 +341,11 @@ export class HealthMonitor {
     for (const name of names) {
       out[name] = this.fromProbe(state, now, name, (report) => ({ ...report.components[name] }));
     }
+    const live = this.options.store.health();
     out.store = withIntegrity(
-      mergeLiveStore(out.store as HealthComponent, this.options.store),
-      this.integrity.state,
+      mergeLiveStore(out.store as HealthComponent, live),
+      live.integrity,
+      this.integrity.health(),
       this.options.paths,
     );
     out.providers = this.providersNow(now);
@@ -439,8 +445,7 @@ export class HealthMonitor {
 }
 
 /** The writer's own view of the store: a write that failed, a corruption seen, writes spooled. */
-function mergeLiveStore(component: HealthComponent, store: Store): HealthComponent {
-  const live = store.health();
+function mergeLiveStore(component: HealthComponent, live: StoreHealth): HealthComponent {
   const extra = {
     writable: live.writable,
     spooled_records: live.spooled_records,
@@ -477,16 +482,24 @@ function mergeLiveStore(component: HealthComponent, store: Store): HealthCompone
   };
 }
 
-/** The last page check while running: damage found makes the store down, with the salvage command. */
+/**
+ * The last page check (the continuous verifier's, or the one run as the store opened): damage found
+ * makes the store down, with the salvage command.
+ */
 function withIntegrity(
   component: HealthComponent,
-  state: ProbeState<IntegrityResult>,
+  result: IntegrityResult | null,
+  verifier: VerifierHealth,
   paths: ProfilePaths,
 ): HealthComponent {
-  const result = state.value;
-  if (result === null) return component;
-  const extra = { integrity: result.status, integrity_checked_at: result.checked_at };
-  if (result.status !== "corrupt") return { ...component, ...extra };
+  const extra = {
+    integrity: result?.status ?? null,
+    integrity_checked_at: result?.checked_at ?? null,
+    // The last whole pass over state.db and search.db, and when the next slice runs.
+    verified_at: verifier.last_pass?.ended_at ?? null,
+    verify_next_at: verifier.next_at,
+  };
+  if (result?.status !== "corrupt") return { ...component, ...extra };
   return {
     ...component,
     ...extra,

@@ -99,10 +99,10 @@ export interface StatusInput {
 
 export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const { paths, config, reader, now } = input;
-  const store = storeComponent(paths, reader, input.readerError);
   const ledger = readLedger(reader);
   // The gateway's live view first: its throttled writes to the store may lag it by a few seconds.
   const outside = input.gateway ? await input.gateway() : null;
+  const store = withGatewayStore(storeComponent(paths, reader, input.readerError), outside);
   const providers = providersComponent(paths, config, providerRecords(config, reader, outside), now);
   const credentials = await credentialsComponent(paths, config, ledger.states, now);
   if (ledger.problem) {
@@ -248,6 +248,25 @@ function storeComponent(
   } catch (error) {
     return unreadableStore(paths, error, "read", spooled);
   }
+}
+
+/**
+ * The gateway's writer may know the store is down while every read here still works (damage its
+ * page check found in pages no read touches, a failed sync): its word wins, and the local read
+ * keeps what it counted.
+ */
+function withGatewayStore(
+  local: StatusReport["components"]["store"],
+  outside: OutsideView | null,
+): StatusReport["components"]["store"] {
+  const down = outside?.storeDown;
+  if (down === undefined || local.status === "down") return local;
+  return {
+    ...local,
+    status: "down",
+    detail: `the gateway says: ${down.detail}`,
+    next: down.next ?? local.next,
+  };
 }
 
 /** A store that cannot be opened or read: down, and `damaged` when that is damage in the file. */

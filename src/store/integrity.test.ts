@@ -58,6 +58,9 @@ describe("the integrity check", () => {
     const { store } = await storeWithMessages(100);
     const result = await store.checkIntegrity("full");
     expect(result).toMatchObject({ status: "ok", mode: "full" });
+    // The CPU its thread used (Linux tells it): what the verifier paces itself by.
+    expect(result.cpu_ms).toBeGreaterThanOrEqual(0);
+    expect(result.cpu_ms).toBeLessThanOrEqual(result.duration_ms + 20);
     expect(store.health().integrity).toBe(result);
     await releaseStore(store);
   });

@@ -49,6 +49,7 @@ export class Store extends StoreReadView {
   private readonly walSync: WalSync | null;
   private integrity: IntegrityResult | null = null;
   private ledger: StoreCredentials | null = null;
+  private closed = false;
   readonly index: SearchQueue;
 
   private constructor(
@@ -300,11 +301,13 @@ export class Store extends StoreReadView {
 
   /** Sticky: never write through this handle again, and close it without a WAL checkpoint. */
   private markCorrupt(detail: string): void {
-    if (this.corrupt !== null) return;
+    // A check that ends after close() finds a store this process no longer holds.
+    if (this.corrupt !== null || this.closed) return;
     const recover = recoverCommand(this.location.path, this.location.profile);
     this.corrupt = { detail, since: this.deps.clock.now(), recover };
     this.index.stop();
-    this.walSync?.close();
+    // What was committed before is synced now; a group whose sync comes later is answered by this.
+    this.walSync?.seal();
     // A read-only connection holding its shared lock makes the writer's close skip the checkpoint
     // (only the last connection checkpoints), and being read-only it can never checkpoint itself.
     try {
@@ -506,22 +509,55 @@ export class Store extends StoreReadView {
     timeoutMs = 60_000,
     options: { search?: boolean } = {},
   ): Promise<IntegrityResult> {
-    const onState = (result: IntegrityResult) => {
+    const search = options.search === false ? null : this.checkSearch(timeoutMs);
+    const result = await this.checkState(mode, timeoutMs);
+    await search;
+    return result;
+  }
+
+  /**
+   * SQLite's check of state.db, on a read-only connection of its own in a worker thread: damage
+   * marks the store corrupt, exactly as a write that meets it. `announce: "changes"` (the
+   * verifier's routine passes) emits `store.integrity` only when the status differs from the last.
+   */
+  async checkState(
+    mode: "quick" | "full",
+    timeoutMs: number,
+    announce: "always" | "changes" = "always",
+  ): Promise<IntegrityResult> {
+    const onResult = (result: IntegrityResult) => {
+      const previous = this.integrity?.status;
       this.integrity = result;
-      this.emit({ type: "store.integrity", path: this.location.path, result });
+      if (announce === "always" || previous !== result.status)
+        this.emit({ type: "store.integrity", path: this.location.path, result });
       if (result.status === "corrupt")
         this.markCorrupt(`integrity check failed: ${result.detail.join("; ")}`);
     };
-    const onSearch = (result: IntegrityResult) => {
-      if (result.status === "corrupt") this.index.degrade(new Error(result.detail.join("; ")));
+    const result = await checkIntegrity(this.location.path, { mode, timeoutMs, onLate: onResult });
+    onResult(result);
+    return result;
+  }
+
+  /**
+   * search.db's check while the index is in use (null when it is not: being rebuilt, paused or
+   * already degraded). Damage there is scoped to search: the index is rebuilt from state.db.
+   * `scope: "tables"` checks the b-trees of its tables without FTS5's own check of the index's
+   * contents, a tenth of the cost (the verifier's routine slice).
+   */
+  async checkSearch(timeoutMs: number, scope: "file" | "tables" = "file"): Promise<IntegrityResult | null> {
+    if (!this.index.ready) return null;
+    const onResult = (result: IntegrityResult) => {
+      // A check that ends after close() has no index to rebuild here.
+      if (result.status === "corrupt" && !this.closed)
+        this.index.degrade(new Error(result.detail.join("; ")));
     };
-    const searchCheck =
-      this.index.ready && options.search !== false
-        ? checkIntegrity(this.location.searchPath, { mode: "quick", timeoutMs, onLate: onSearch })
-        : null;
-    const result = await checkIntegrity(this.location.path, { mode, timeoutMs, onLate: onState });
-    onState(result);
-    if (searchCheck) onSearch(await searchCheck);
+    const result = await checkIntegrity(this.location.searchPath, {
+      mode: "quick",
+      scope,
+      timeoutMs,
+      onLate: onResult,
+    });
+    onResult(result);
     return result;
   }
 
@@ -550,6 +586,7 @@ export class Store extends StoreReadView {
       this.db = null;
     }
     this.walSync?.close();
+    this.closed = true;
     // The guard of a corrupt store is left open on purpose: closing it last could not checkpoint
     // (it is read-only), but keeping it means no other handle of ours can become the last one.
   }

@@ -1,9 +1,10 @@
 // The WAL sync off the event loop: a write is acknowledged once its WAL frames are synced; a
 // failed sync ends this process's writing for good (spooled, health down), never a quiet loss.
-import { existsSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { until } from "../../test/helpers/gateway.js";
 import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
 import { openStore, releaseStore } from "./registry.js";
 import { readSpool } from "./spool.js";
@@ -64,6 +65,43 @@ describe("WalSync", () => {
 });
 
 describe("the store with its WAL synced off the event loop", () => {
+  it("damage found between a write's commit and its sync is damage, not a failed disk: the write is synced and acknowledged", async () => {
+    const pending: Array<(error: NodeJS.ErrnoException | null) => void> = [];
+    let blockingSyncs = 0;
+    const paths = tempProfile();
+    const store = await openStore(paths, {
+      integrityCheckTimeoutMs: 0,
+      walFiles: {
+        openSync: (path, flags) => openSync(path, flags),
+        fdatasync: (_fd, done) => pending.push(done),
+        fdatasyncSync: () => {
+          blockingSyncs++;
+        },
+        closeSync: (fd) => closeSync(fd),
+      },
+    });
+    const created = store.createSession({ title: "before" });
+    await until(() => pending.length === 1);
+    pending.shift()?.(null);
+    const session = await created;
+    const write = store.appendMessage({ session_id: session, role: "user", content: "committed" });
+    await until(() => pending.length === 1);
+    // The search queue commits while that sync runs (by itself 25 ms after the write, or now), so
+    // the write waits for one sync more; the page check then finds damage (in a page no write
+    // touches) before that next sync starts.
+    store.index.flush();
+    expect(store.health().search.pending).toBe(0);
+    store.reportDamage("integrity check failed: Tree 7 page 12: btreeInitPage() returns error code 11");
+    pending.shift()?.(null);
+    await expect(write).resolves.toMatchObject({ seq: 1, duplicate: false });
+    expect(blockingSyncs).toBe(1); // what was committed was synced as the writer stopped
+    const health = store.health();
+    expect(health.disk_failure).toBeNull();
+    expect(health.corrupt?.detail).toMatch(/integrity check failed/);
+    await expect(store.createSession({ title: "after" })).rejects.toMatchObject({ code: "store_corrupt" });
+    await releaseStore(store);
+  });
+
   it("a staged write is readable once applied, before it is durable; a refused one rejects both", async () => {
     const paths = tempProfile();
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });

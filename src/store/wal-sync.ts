@@ -34,6 +34,8 @@ export class WalSync {
   private closed = false;
   /** Waiters for a next sync were served by the final sync at close. */
   private finalSynced = false;
+  /** Nothing is written after the final sync (see `seal`): it answers every later sync. */
+  private sealed = false;
   /** Commits outside the groups so far (see `touched`). */
   private touches = 0;
 
@@ -50,6 +52,7 @@ export class WalSync {
   /** Resolves once every frame written to the WAL before this call is on disk. */
   sync(): Promise<void> {
     if (this.failure !== null) return Promise.reject(this.failure);
+    if (this.sealed) return Promise.resolve();
     if (this.running === null) return this.start();
     // The running sync may have begun before the caller's frames were written: the next one.
     this.next ??= this.running.then(
@@ -87,10 +90,32 @@ export class WalSync {
     if (this.running === null) this.closeFd();
   }
 
+  /**
+   * The connection has stopped writing for good (the store met damage): sync what it wrote, now,
+   * blocking, and close. A sync asked for later, for frames written before (a group committed just
+   * before the damage was found, a resync after a commit outside the groups), is answered by that
+   * one, since nothing can have been written after it; it is never a failed disk.
+   */
+  seal(): void {
+    if (this.closed) return;
+    if (this.failure === null) {
+      try {
+        this.files.fdatasyncSync(this.open());
+        this.sealed = true;
+      } catch (error) {
+        // No WAL file: nothing was written, so nothing to sync. Any other error: syncs get it.
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") this.sealed = true;
+        else this.failed(error);
+      }
+    }
+    this.close();
+  }
+
   private afterRunning(): Promise<void> {
     this.next = null;
     if (this.failure !== null) return Promise.reject(this.failure);
-    if (this.closed) return this.finalSynced ? Promise.resolve() : Promise.reject(this.closedError());
+    if (this.closed)
+      return this.finalSynced || this.sealed ? Promise.resolve() : Promise.reject(this.closedError());
     return this.start();
   }
 

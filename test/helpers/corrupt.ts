@@ -1,6 +1,7 @@
-// Damage a store the way disks and stray programs do: garbage, zeros or truncation, page by page.
+// Damage a store the way disks and stray programs do: garbage, zeros, truncation, or a well-formed page
+// written in the wrong place, page by page.
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from "node:fs";
 import Database from "better-sqlite3";
 import { seededRandom } from "../../src/core/deps.js";
 
@@ -90,4 +91,58 @@ export function garbageAfterHeader(path: string, seed: number): void {
     "garbage",
     seed,
   );
+}
+
+/** A copy of page `from` over page `to`: a well-formed page in the wrong place (a misdirected write). */
+export function copyPage(path: string, from: number, to: number): void {
+  const buf = Buffer.alloc(PAGE);
+  const fd = openSync(path, "r+");
+  try {
+    readSync(fd, buf, 0, PAGE, (from - 1) * PAGE);
+    writeSync(fd, buf, 0, PAGE, (to - 1) * PAGE);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The first freelist trunk page the main file's header names (0: no free pages). */
+export function freelistTrunk(path: string): number {
+  const header = Buffer.alloc(100);
+  const fd = openSync(path, "r");
+  try {
+    readSync(fd, header, 0, 100, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return header.readUInt32BE(32);
+}
+
+/** The pages of a table's overflow chains (long values), read through dbstat. */
+export function overflowPages(path: string, name: string): number[] {
+  return btreePages(path, name)
+    .filter((p) => p.pagetype === "overflow")
+    .map((p) => p.pageno);
+}
+
+/**
+ * Swap the first two child page numbers of a table's interior page: every byte stays plausible (a
+ * page number in range, a well-formed page), but the tree's order is broken.
+ */
+export function swapChildren(path: string, pgno: number): void {
+  const buf = Buffer.alloc(PAGE);
+  const fd = openSync(path, "r+");
+  try {
+    readSync(fd, buf, 0, PAGE, (pgno - 1) * PAGE);
+    const base = pgno === 1 ? 100 : 0;
+    if (buf[base] !== 5 || buf.readUInt16BE(base + 3) < 2)
+      throw new Error(`page ${pgno} is not a table interior page with two cells`);
+    const first = buf.readUInt16BE(base + 12);
+    const second = buf.readUInt16BE(base + 14);
+    const a = buf.readUInt32BE(first);
+    buf.writeUInt32BE(buf.readUInt32BE(second), first);
+    buf.writeUInt32BE(a, second);
+    writeSync(fd, buf, 0, PAGE, (pgno - 1) * PAGE);
+  } finally {
+    closeSync(fd);
+  }
 }
