@@ -39,6 +39,7 @@ function turnRequest(request: ChatRequest, gateway: ChatHost): TurnRequest {
       : { system: { text: request.system, mode: gateway.clientSystem ?? "append" } }),
     ...(request.maxTokens === null ? {} : { maxOutputTokens: request.maxTokens }),
     ...(Object.keys(request.params).length === 0 ? {} : { params: request.params }),
+    ...(request.responseFormat === null ? {} : { responseFormat: request.responseFormat }),
   };
 }
 
