@@ -112,6 +112,12 @@ describe("configSchema", () => {
       },
       { path: "gateway.connections", message: 'Unrecognized key: "idle"' },
     ]);
+    expect(issues({ dashboard: { connections: { headers_timeout: 90, request_timeout: 30 } } })).toEqual([
+      {
+        path: "dashboard.connections.headers_timeout",
+        message: "headers_timeout must not be longer than request_timeout (the head is part of the request)",
+      },
+    ]);
   });
 
   it("fills provider and auxiliary defaults", () => {
