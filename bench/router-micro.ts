@@ -141,6 +141,7 @@ function routerOver(
           name: "main",
           provider,
           pool: new CredentialPool("main", [KEY], { ledger }),
+          base_url: "http://canned.invalid/v1",
           limiter: new ConcurrencyLimiter(8),
           models: {},
         },

@@ -301,6 +301,7 @@ function cannedRuntime(fetch: ReturnType<typeof cannedFetch>): ModelRuntime {
             request: wireFromFetch(fetch),
           }),
           pool: new CredentialPool("main", [KEY], { ledger: new MemoryCredentialLedger() }),
+          base_url: "http://canned.invalid/v1",
           limiter: new ConcurrencyLimiter(8),
           models: { [MODEL]: { context_window: 10_000_000, max_output_tokens: 4096 } },
         },

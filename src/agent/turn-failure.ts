@@ -201,6 +201,8 @@ function nextStep(classified: ClassifiedError, provider: string): string {
     case "auth":
     case "auth_permanent":
       return `the gateway operator must replace the key in providers.${provider}.api_keys (config.yaml or .env); retrying will not help until then`;
+    case "key_required":
+      return `the gateway operator must add the server's key as providers.${provider}.api_keys (config.yaml or .env); each turn calls the server again, so one with a key set answers`;
     case "billing":
       return `the gateway operator must add credit to the account of providers.${provider} or replace its key; retrying will not help until then`;
     case "model_not_found":

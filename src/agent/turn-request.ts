@@ -1,7 +1,7 @@
-// What a caller of one turn asks of its model calls: an API client's own system text, output cap
-// and sampling parameters (the gateway's `model: "tenax"`). They hold for every model call of the
+// What a caller of one turn asks of its model calls: an API client's own system text, output cap,
+// sampling parameters and response format (the gateway's `model: "tenax"`). They hold for every model call of the
 // turn and for that turn only: they are not history, and the session's next turn has its own.
-import type { SamplingParams } from "../llm/provider.js";
+import type { ResponseFormat, SamplingParams } from "../llm/provider.js";
 
 export interface TurnRequest {
   /**
@@ -21,6 +21,8 @@ export interface TurnRequest {
    * first, or fails (the router's `appendOnly`).
    */
   appendOnly?: boolean;
+  /** The shape every model call is asked for, so the reply that ends the turn has it (JSON for a schema). */
+  responseFormat?: ResponseFormat;
 }
 
 /** The system prompt the turn's model calls are sent with. */
@@ -35,11 +37,13 @@ export function turnSystem(profile: string | null, request: TurnRequest | undefi
 export function callSettings(request: TurnRequest | undefined): {
   max_output_tokens?: number;
   params?: SamplingParams;
+  response_format?: ResponseFormat;
 } {
   if (request === undefined) return {};
   const params = request.params ?? {};
   return {
     ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
     ...(Object.keys(params).length > 0 ? { params } : {}),
+    ...(request.responseFormat === undefined ? {} : { response_format: request.responseFormat }),
   };
 }

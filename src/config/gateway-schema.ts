@@ -2,6 +2,7 @@
 // and host names it answers, its limits. The checks of a key and an origin are exported for the
 // places that meet them outside config.yaml (the environment, .env).
 import { z } from "zod";
+import { connectionsSchema } from "./connections-schema.js";
 import { flag, host, port } from "./schema-parts.js";
 
 /**
@@ -108,6 +109,8 @@ export const gatewaySchema = z
       .int({ error: "expected a whole number of KiB (64 or more)" })
       .min(64, { error: "expected a whole number of KiB (64 or more)" })
       .default(1024),
+    /** Timeouts and the cap on connections: what keeps a flood of idle sockets from taking it down. */
+    connections: connectionsSchema.prefault({}),
   })
   .refine((g) => g.auth !== "none" || g.api_key === undefined, {
     error: "auth: none turns the API key off, so api_key would never be checked; remove one of the two",

@@ -46,8 +46,23 @@ describe("configSchema", () => {
         auth: "key",
         cors_origins: [],
         allowed_hosts: [],
+        connections: {
+          headers_timeout: 10,
+          request_timeout: 60,
+          keep_alive_timeout: 5,
+          max_connections: 1000,
+        },
       },
-      dashboard: { host: "127.0.0.1", port: 8080 },
+      dashboard: {
+        host: "127.0.0.1",
+        port: 8080,
+        connections: {
+          headers_timeout: 10,
+          request_timeout: 60,
+          keep_alive_timeout: 5,
+          max_connections: 1000,
+        },
+      },
       logs: { max_mb: 10, keep: 3 },
       health: {
         probe_interval: 5,
@@ -73,6 +88,37 @@ describe("configSchema", () => {
       platforms: {},
     });
     expect(usesBuiltInSimulator(config)).toBe(true);
+  });
+
+  it("takes the connection limits of the gateway and the dashboard, and names a bad one", () => {
+    const config = configSchema.parse({
+      dashboard: { connections: { headers_timeout: 0.5, max_connections: 50 } },
+    });
+    expect(config.dashboard.connections).toEqual({
+      headers_timeout: 0.5,
+      request_timeout: 60,
+      keep_alive_timeout: 5,
+      max_connections: 50,
+    });
+    expect(
+      issues({ gateway: { connections: { headers_timeout: 0, max_connections: 2.5, idle: 3 } } }),
+    ).toEqual([
+      {
+        path: "gateway.connections.headers_timeout",
+        message: "expected a number of seconds (more than 0, at most 600)",
+      },
+      {
+        path: "gateway.connections.max_connections",
+        message: "expected a whole number of connections (10 or more)",
+      },
+      { path: "gateway.connections", message: 'Unrecognized key: "idle"' },
+    ]);
+    expect(issues({ dashboard: { connections: { headers_timeout: 90, request_timeout: 30 } } })).toEqual([
+      {
+        path: "dashboard.connections.headers_timeout",
+        message: "headers_timeout must not be longer than request_timeout (the head is part of the request)",
+      },
+    ]);
   });
 
   it("fills provider and auxiliary defaults", () => {

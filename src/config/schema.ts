@@ -5,6 +5,7 @@ import { z } from "zod";
 import { PROVIDER_TYPES } from "../llm/runtime-config.js";
 import { simStepSchema } from "../llm/simulator/steps.js";
 import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
+import { connectionsSchema } from "./connections-schema.js";
 import { cronSchema } from "./cron-schema.js";
 import { gatewaySchema } from "./gateway-schema.js";
 import { platformsSchema } from "./platforms-schema.js";
@@ -163,6 +164,7 @@ const retry = z.strictObject({ max_attempts: intBetween(1, 20).default(4) });
 const dashboard = z.strictObject({
   host: host().default("127.0.0.1"),
   port: port().default(8080),
+  connections: connectionsSchema.prefault({}),
 });
 
 /** The gateway's log file (logs/gateway.log): rotated at max_mb, keeping `keep` old files. */

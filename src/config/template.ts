@@ -91,6 +91,12 @@ gateway:
   session_queue: 8      # messages that wait, in order, for a session's running turn; more get 429
   auto_resume: true     # after a crash, resume the turns it interrupted (suspended at the 3rd)
   run_retention_hours: 24   # background runs (/v1/runs) and their events are kept this long
+  # connections:        # what keeps a flood of idle sockets from taking it down (docs/SECURITY.md);
+  #                     # the dashboard takes the same section. Seconds, and a count:
+  #   headers_timeout: 10     # a connection sends a complete request head this soon, or is closed
+  #   request_timeout: 60     # receiving a whole request; never cuts a long answer or stream
+  #   keep_alive_timeout: 5   # an idle connection waits this long for its next request
+  #   max_connections: 1000   # past it the longest-idle connection makes room (keep it above 511)
 
 dashboard:
   host: 127.0.0.1

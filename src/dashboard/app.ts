@@ -2,6 +2,7 @@
 // headers (a page elsewhere pointing its own name at 127.0.0.1 must not read the transcripts), only
 // GET and HEAD, the security headers on every answer, and errors as {"error":{"code","message",
 // "hint"}}, the shape the page reads. It never listens: the `tenax dashboard` command does.
+import { connectionLimits } from "../config/connections-schema.js";
 import { type App, createApp } from "../http/app.js";
 import { loopbackHostHeader } from "../http/host-header.js";
 import type { HttpError } from "../http/http-error.js";
@@ -22,6 +23,7 @@ export const SECURITY_HEADERS = {
 export function buildDashboardApp(dashboard: Dashboard): App {
   const app = createApp({
     headers: SECURITY_HEADERS,
+    connections: connectionLimits(dashboard.config.dashboard.connections),
     errorBody: (error: HttpError) => ({
       error: { code: error.code, message: error.message, hint: error.details.error?.hint ?? null },
     }),

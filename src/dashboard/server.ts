@@ -96,6 +96,10 @@ export class Dashboard {
     return this.options.paths;
   }
 
+  get config(): TenaxConfig {
+    return this.options.config;
+  }
+
   /** What the page's event list shows: whether the gateway serves events, and the ones after `after`. */
   events(after: number) {
     return {

@@ -5,6 +5,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Agent } from "../agent/agent.js";
+import { connectionLimits } from "../config/connections-schema.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { newId } from "../core/ids.js";
 import { type App, createApp, refuseOtherMethods } from "../http/app.js";
@@ -81,6 +82,7 @@ export function buildGatewayApp(input: GatewayAppDeps): App {
   };
   const app = createApp({
     bodyLimit: deps.bodyLimit,
+    connections: connectionLimits(input.config.gateway.connections),
     mapError: storeUnavailable,
     pathPartName: (path) =>
       path.startsWith("/api/sessions/")

@@ -37,7 +37,29 @@ describe("parseChatRequest", () => {
       system: null,
       maxTokens: 10,
       params: { temperature: 0.2 },
+      responseFormat: null,
     });
+  });
+
+  it("takes response_format for every model call of the turn, checked like a model call's", () => {
+    const schema = { type: "object", properties: { a: { type: "string" } }, required: ["a"] };
+    const parsed = parseChatRequest({
+      messages: [{ role: "user", content: "x" }],
+      response_format: { type: "json_schema", json_schema: { name: "thing", schema, strict: true } },
+    });
+    expect(parsed.responseFormat).toEqual({ type: "json_schema", name: "thing", schema, strict: true });
+    expect(
+      parseChatRequest({
+        messages: [{ role: "user", content: "x" }],
+        response_format: { type: "json_object" },
+      }).responseFormat,
+    ).toEqual({ type: "json_object" });
+    const bad = refusal({ messages: [{ role: "user", content: "x" }], response_format: { type: "yaml" } });
+    expect([bad.status, bad.code, bad.message.startsWith("response_format")]).toEqual([
+      400,
+      "invalid_field",
+      true,
+    ]);
   });
 
   it("ignores a refused field left empty: tools: [] or null asks for nothing", () => {

@@ -1,12 +1,14 @@
 // The body of POST /v1/chat/completions for `model: "tenax"` (an agent turn), as a zod schema: the
 // OpenAI fields a whole turn honours (the client's system messages, max_tokens, stop, sampling,
-// user) or can safely ignore are accepted; anything else is refused by name, so a client never
+// user, response_format: each model call of the turn is asked for that shape, so the final reply
+// has it) or can safely ignore are accepted; anything else is refused by name, so a client never
 // believes a field took effect when it did not. Errors are mapped to the OpenAI shape in one place
 // (src/http/validate.ts).
 import { z } from "zod";
 import { badRequest } from "../http/http-error.js";
 import { parseWith } from "../http/validate.js";
-import type { SamplingParams } from "../llm/provider.js";
+import type { ResponseFormat, SamplingParams } from "../llm/provider.js";
+import { RESPONSE_FORMAT, toResponseFormat } from "./response-format.js";
 import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
 
 /** Refused with a reason: the agent owns its tools and its output format. */
@@ -18,7 +20,6 @@ const REFUSED: Record<string, string> = {
   functions: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
   function_call: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
   parallel_tool_calls: `the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
-  response_format: `structured output is not supported by an agent turn, whose reply is the agent's text; ${USE_A_MODEL}`,
   logprobs: "log probabilities are not available from a whole agent turn",
   top_logprobs: "log probabilities are not available from a whole agent turn",
   logit_bias: "logit bias is not supported",
@@ -41,6 +42,8 @@ export interface ChatRequest {
   /** The client's cap on each model call's output (max_completion_tokens, else max_tokens). */
   maxTokens: number | null;
   params: SamplingParams;
+  /** The shape every model call of the turn is asked for (so the final reply has it); null: free text. */
+  responseFormat: ResponseFormat | null;
 }
 
 const ROLES = ["user", "assistant", "system", "developer"] as const;
@@ -112,6 +115,7 @@ const chatBody = z
         .refine((n) => n === undefined || n === 1, { message: "n must be 1: an agent turn gives one reply" })
         .optional(),
       ...SAMPLING_FIELDS,
+      response_format: RESPONSE_FORMAT.nullish(),
       presence_penalty: ignored,
       frequency_penalty: ignored,
       metadata: ignored,
@@ -132,6 +136,7 @@ const chatBody = z
       system: own.length > 0 ? own.map((m) => m.content).join("\n\n") : null,
       maxTokens,
       params,
+      responseFormat: body.response_format == null ? null : toResponseFormat(body.response_format),
     };
   });
 

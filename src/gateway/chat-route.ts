@@ -41,6 +41,7 @@ function turnRequest(request: ChatRequest, gateway: ChatHost): TurnRequest {
     ...(Object.keys(request.params).length === 0 ? {} : { params: request.params }),
     // What an OpenAI client was streamed it keeps: a restarted stream may only go on from it.
     ...(request.stream ? { appendOnly: true } : {}),
+    ...(request.responseFormat === null ? {} : { responseFormat: request.responseFormat }),
   };
 }
 

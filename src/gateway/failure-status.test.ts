@@ -29,6 +29,7 @@ const EXPECTED: [FailureCode, number, string][] = [
   ["reply_diverged", 502, "provider_error"],
   ["auth", 502, "provider_error"],
   ["auth_permanent", 502, "provider_error"],
+  ["key_required", 502, "provider_error"],
   ["billing", 502, "provider_error"],
   ["rate_limit", 503, "provider_error"],
   ["overloaded", 503, "provider_error"],

@@ -35,6 +35,7 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   reply_diverged: upstream,
   auth: upstream,
   auth_permanent: upstream,
+  key_required: upstream,
   billing: upstream,
   // Waiting helps: every key cools down, or the provider is at capacity (Retry-After when known).
   rate_limit: wait,

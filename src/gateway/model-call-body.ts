@@ -3,8 +3,9 @@
 // as it came, for OpenAI-compatible providers. A bad field is a 400 that names its path.
 import { z } from "zod";
 import { HttpError } from "../http/http-error.js";
-import type { ChatMessage, ContentPart, ResponseFormat, ToolChoice, ToolSpec } from "../llm/provider.js";
+import type { ChatMessage, ContentPart, ToolChoice, ToolSpec } from "../llm/provider.js";
 import type { RouteRequest } from "../llm/router.js";
+import { RESPONSE_FORMAT, toResponseFormat } from "./response-format.js";
 import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
 
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
@@ -65,20 +66,6 @@ const toolChoice = z.union([
   z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string().min(1) }) }),
 ]);
 
-const responseFormat = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("text") }),
-  z.strictObject({ type: z.literal("json_object") }),
-  z.strictObject({
-    type: z.literal("json_schema"),
-    json_schema: z.strictObject({
-      name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, "expected 1 to 64 letters, digits, _ or -"),
-      description: z.string().optional(),
-      schema: z.record(z.string(), z.unknown()).optional(),
-      strict: z.boolean().nullish(),
-    }),
-  }),
-]);
-
 const refused = (why: string) =>
   z
     .unknown()
@@ -94,7 +81,7 @@ const KNOWN = {
   tools: z.array(tool).nullish(),
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
-  response_format: responseFormat.nullish(),
+  response_format: RESPONSE_FORMAT.nullish(),
   ...SAMPLING_FIELDS,
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
@@ -129,7 +116,7 @@ export function parseModelCallBody(body: Record<string, unknown>): ModelCallBody
     ...(b.parallel_tool_calls != null && tools.length > 0
       ? { parallel_tool_calls: b.parallel_tool_calls }
       : {}),
-    ...(b.response_format != null ? { response_format: toFormat(b.response_format) } : {}),
+    ...(b.response_format != null ? { response_format: toResponseFormat(b.response_format) } : {}),
     ...(maxTokens != null ? { max_output_tokens: maxTokens } : {}),
     ...(Object.keys(params).length > 0 ? { params } : {}),
     ...(Object.keys(extra).length > 0 ? { extra } : {}),
@@ -190,18 +177,6 @@ function toTool(t: z.infer<typeof tool>): ToolSpec {
 
 function toToolChoice(choice: z.infer<typeof toolChoice>): ToolChoice {
   return typeof choice === "string" ? choice : { name: choice.function.name };
-}
-
-function toFormat(format: z.infer<typeof responseFormat>): ResponseFormat {
-  if (format.type !== "json_schema") return { type: format.type };
-  const s = format.json_schema;
-  return {
-    type: "json_schema",
-    name: s.name,
-    ...(s.schema === undefined ? {} : { schema: s.schema }),
-    ...(s.description === undefined ? {} : { description: s.description }),
-    ...(s.strict == null ? {} : { strict: s.strict }),
-  };
 }
 
 /** `messages[1].content[0].image_url.url`: where a zod issue is, as a client writes it. */

@@ -6,6 +6,7 @@
 import { connect } from "node:net";
 import type { ProviderType, TenaxConfig } from "../config/schema.js";
 import { classify } from "../llm/classify.js";
+import { keyRequired, refusesTheKey } from "../llm/key-required.js";
 import type { ProviderHealthRecorder } from "../llm/provider-health.js";
 import type { ProviderObservation } from "../llm/provider-state.js";
 import { DEFAULT_BASE_URLS } from "../llm/runtime.js";
@@ -124,10 +125,13 @@ async function probeModels(
   } catch {
     // A body cut off: the status says enough.
   }
-  const classified = classify(
+  const said = classify(
     { status: response.status, headers: Object.fromEntries(response.headers), body, phase: "headers" },
     now(),
   );
+  // A server that needs no key, by config, refused the look: the same missing key a call would meet.
+  const classified =
+    !subject.keyed && refusesTheKey(said) ? keyRequired(said, subject.provider, subject.base_url) : said;
   return {
     ok: false,
     at: now(),

@@ -7,7 +7,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
 import { mergeRecords, type ProviderRecord, readProviderRecord } from "../llm/provider-state.js";
-import { DEFAULT_BASE_URLS, NO_KEY } from "../llm/runtime.js";
+import { DEFAULT_BASE_URLS } from "../llm/runtime.js";
 import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
@@ -49,7 +49,10 @@ export interface ProviderKeys {
   provider: string;
   type: string;
   base_url: string | null;
-  /** False for a server that needs no key (api_keys left out). */
+  /**
+   * False for a server that needs no key (api_keys left out): `keys` then holds the one pseudo-key
+   * it is called with, which may cool down (a rate limit) but is never disabled.
+   */
   keyed: boolean;
   keys: PoolKeyState[];
 }
@@ -373,13 +376,13 @@ async function credentialsComponent(
   const ledger = new SnapshotLedger(states);
   const providers: ProviderKeys[] = [];
   for (const [name, settings] of Object.entries(config.providers)) {
-    const pool = new CredentialPool(name, settings.api_keys ?? [NO_KEY], { ledger });
+    const pool = new CredentialPool(name, settings.api_keys ?? null, { ledger });
     providers.push({
       provider: name,
       type: settings.type,
       base_url:
         settings.base_url ?? (settings.type === "simulator" ? null : DEFAULT_BASE_URLS[settings.type]),
-      keyed: settings.api_keys !== undefined,
+      keyed: pool.keyed,
       keys: await pool.state(now),
     });
   }
@@ -391,7 +394,10 @@ async function credentialsComponent(
   const problems = providers.flatMap((p) =>
     p.keys
       .filter((k) => k.status !== "ok")
-      .map((k) => `${p.provider} key ${k.position + 1} (${k.fingerprint}) ${describeKey(k, now)}`),
+      .map(
+        (k) =>
+          `${p.provider} ${p.keyed ? `key ${k.position + 1} (${k.fingerprint})` : "(no key)"} ${describeKey(k, now)}`,
+      ),
   );
   const disabled = providers.some((p) => p.keys.some((k) => k.status === "disabled"));
   const next = disabled
@@ -401,7 +407,6 @@ async function credentialsComponent(
       : null;
   const level: Level =
     chain.length > 0 && chain.every((p) => !usable(p)) ? "down" : problems.length > 0 ? "degraded" : "ok";
-  const total = providers.reduce((n, p) => n + p.keys.length, 0);
   return {
     status: level,
     detail:
@@ -409,10 +414,20 @@ async function credentialsComponent(
         ? problems.join("; ")
         : providers.length === 0
           ? "no keys needed (built-in simulator)"
-          : `${total} key${total === 1 ? "" : "s"}, all usable`,
+          : allUsable(providers),
     next,
     providers,
   };
+}
+
+/** The keys when none is cooling or disabled, and the providers that need none, by name. */
+function allUsable(providers: readonly ProviderKeys[]): string {
+  const total = providers.reduce((n, p) => n + (p.keyed ? p.keys.length : 0), 0);
+  const keyless = providers.filter((p) => !p.keyed).map((p) => p.provider);
+  const parts = total > 0 ? [`${total} key${total === 1 ? "" : "s"}, all usable`] : [];
+  if (keyless.length > 0)
+    parts.push(`${keyless.join(", ")} need${keyless.length === 1 ? "s" : ""} no key (api_keys left out)`);
+  return parts.join("; ");
 }
 
 function describeKey(key: PoolKeyState, now: number): string {

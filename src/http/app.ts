@@ -7,6 +7,12 @@
 // a client sends as it is (`config.rawBody`). The app never listens: the entry point does (listen.ts).
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { errorMessage } from "../core/errors.js";
+import {
+  ConnectionGuard,
+  type ConnectionLimits,
+  type ConnectionStats,
+  DEFAULT_CONNECTION_LIMITS,
+} from "./connection-guard.js";
 import { HttpError, methodNotAllowed, typeForStatus } from "./http-error.js";
 import {
   MAX_BODY_BYTES,
@@ -58,6 +64,8 @@ export interface AppOptions {
   errorHeaders?: (request: FastifyRequest) => Record<string, string>;
   /** The error body, when the app's clients expect another shape than toJSON(). */
   errorBody?: (error: HttpError) => unknown;
+  /** How long a connection may take to send its request, and how many are held (connection-guard.ts). */
+  connections?: Partial<ConnectionLimits>;
 }
 
 /** Every method a route may be asked with; the ones it does not take are a 405. */
@@ -70,6 +78,14 @@ interface PathRoutes {
 }
 
 const routesOf = new WeakMap<App, Map<string, PathRoutes>>();
+const guardOf = new WeakMap<App, ConnectionGuard>();
+
+/** What the app's connection guard has done: connections held, waiting, closed, refused. */
+export function connectionStats(app: App): ConnectionStats {
+  const guard = guardOf.get(app);
+  if (!guard) throw new Error("connectionStats takes an app made by createApp");
+  return guard.stats();
+}
 
 export function createApp(options: AppOptions = {}): App {
   const bodyLimit = options.bodyLimit ?? MAX_BODY_BYTES;
@@ -80,9 +96,7 @@ export function createApp(options: AppOptions = {}): App {
     bodyLimit,
     // HEAD is served where a route says so (GET /health/live), as before: not on every GET.
     exposeHeadRoutes: false,
-    // Node's own defaults, which Fastify would change.
-    keepAliveTimeout: 5_000,
-    requestTimeout: 300_000,
+    // The server's timeouts and connection limit are the connection guard's, set below.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 4096 },
     clientErrorHandler: answerClientError,
     // A URL the router cannot decode is answered only after the gate, like any request.
@@ -96,6 +110,7 @@ export function createApp(options: AppOptions = {}): App {
       send(reply, toHttpError(error, request, options, bodyLimit));
     },
   });
+  guardOf.set(app, new ConnectionGuard(app.server, { ...DEFAULT_CONNECTION_LIMITS, ...options.connections }));
   const routes = new Map<string, PathRoutes>();
   routesOf.set(app, routes);
   app.addHook("onRoute", (route) => {

@@ -51,8 +51,11 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
       code: "invalid_http",
     },
   });
+  // Then closed outright: the server allows half-open sockets, so a peer that never closes its
+  // side (a flood of stalled request heads) would otherwise hold the descriptor forever.
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }

@@ -15,6 +15,7 @@ export const ERROR_REASONS = [
   "long_context_tier",
   "auth",
   "auth_permanent",
+  "key_required",
   "billing",
   "model_not_found",
   "content_policy_blocked",

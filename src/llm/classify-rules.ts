@@ -32,6 +32,9 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   long_context_tier: flags(false, false, true, false), // this account lacks the tier; another model may not need it
   auth: flags(false, true, true, false), // next key; if every key is bad, another provider has its own pool
   auth_permanent: flags(false, true, true, false),
+  // Never a rule's: the key pool names it, when a server called without a key refuses the call.
+  // No key to rotate, and the same call is refused again; another provider may need none.
+  key_required: flags(false, false, true, false),
   billing: flags(false, true, true, false),
   model_not_found: flags(false, false, true, false),
   content_policy_blocked: flags(false, false, true, false),

@@ -27,6 +27,7 @@ const EXPECTED_FLAGS: Record<ErrorReason, Flags> = {
   long_context_tier: F(false, false, true, false),
   auth: F(false, true, true, false),
   auth_permanent: F(false, true, true, false),
+  key_required: F(false, false, true, false),
   billing: F(false, true, true, false),
   model_not_found: F(false, false, true, false),
   content_policy_blocked: F(false, false, true, false),

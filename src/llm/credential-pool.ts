@@ -1,7 +1,9 @@
 // One provider's API keys, tried in config order: a key that hit a rate limit cools down until its
 // reset, a key the provider refused is disabled until it changes, a key out of credit rests for
 // hours. The state lives in a ledger (state.db when given one) so every process of the profile
-// skips the same keys; it names keys by fingerprint only.
+// skips the same keys; it names keys by fingerprint only. A provider configured without api_keys
+// (a server that needs none) is a pool of one pseudo-key that cools down like any key but is never
+// disabled: a refusal is a key missing from the config, and every call tries the server again.
 import { ConfigError } from "../core/errors.js";
 import {
   type CredentialState,
@@ -27,6 +29,9 @@ export interface PoolTimings {
   other_rotate_cooldown_ms: number;
 }
 
+/** The key a provider without api_keys is called with: local servers ignore it, the SDKs need one. */
+export const NO_KEY = "no-key";
+
 export const DEFAULT_POOL_TIMINGS: PoolTimings = {
   rate_limit_cooldown_ms: 60_000,
   last_key_rate_limit_cap_ms: 30_000,
@@ -48,8 +53,12 @@ export interface PickedKey extends PoolKey {
   readonly recorded: number;
 }
 
-/** What report() did: the caller rotates (calls next() again) unless told to retry the same key. */
-export type PoolVerdict = "retry_same_key" | "cooled" | "disabled" | "unchanged";
+/**
+ * What report() did: the caller rotates (calls next() again) after `cooled` or `disabled`, and
+ * retries the same key after `retry_same_key`. `key_required`: a keyless provider was refused, so
+ * there is nothing to rotate or disable; the configuration lacks a key.
+ */
+export type PoolVerdict = "retry_same_key" | "cooled" | "disabled" | "unchanged" | "key_required";
 
 /** One key as `tenax status` shows it: never the key itself. */
 export interface PoolKeyState {
@@ -76,14 +85,19 @@ export class CredentialPool {
   /** Verdicts this pool started to record, per key: a pick whose count still matches saw them all. */
   private readonly recorded = new Map<string, number>();
 
+  /** False for a provider configured without api_keys: its server needs no key. */
+  readonly keyed: boolean;
+
+  /** `keys` null: the provider has no api_keys (a server that needs none). */
   constructor(
     readonly provider: string,
-    keys: readonly string[],
+    keys: readonly string[] | null,
     options: CredentialPoolOptions = {},
   ) {
     const seen = new Set<string>();
+    this.keyed = keys !== null;
     this.keys = [];
-    for (const key of keys) {
+    for (const key of keys ?? [NO_KEY]) {
       if (key.length === 0) throw new ConfigError(`provider '${provider}' has an empty API key`);
       const fingerprint = keyFingerprint(key);
       if (seen.has(fingerprint)) continue;
@@ -112,7 +126,7 @@ export class CredentialPool {
   /** The same key as `next`, with what the ledger said of it, for `reportSuccess` after the call. */
   async pick(now: number): Promise<PickedKey | null> {
     const known = new Map((await this.ledger.get(this.provider)).map((s) => [s.fingerprint, s]));
-    const key = this.keys.find((k) => isUsable(known.get(k.fingerprint), now));
+    const key = this.keys.find((k) => isUsable(this.effective(known.get(k.fingerprint)), now));
     if (key === undefined) return null;
     // Spelt out: a spread here cost about a microsecond a call on Node 20.
     return {
@@ -150,6 +164,7 @@ export class CredentialPool {
       }
       case "auth":
       case "auth_permanent":
+        if (!this.keyed) return "key_required";
         // Keyed by fingerprint: a replaced key is a new fingerprint and starts fresh.
         await this.record(fingerprint, {
           status: "disabled",
@@ -197,7 +212,7 @@ export class CredentialPool {
   async state(now: number): Promise<PoolKeyState[]> {
     const known = new Map((await this.ledger.get(this.provider)).map((s) => [s.fingerprint, s]));
     return this.keys.map(({ fingerprint }, position) => {
-      const s = known.get(fingerprint);
+      const s = this.effective(known.get(fingerprint));
       if (!s || (s.status === "cooling" && isUsable(s, now))) {
         return {
           position,
@@ -217,6 +232,14 @@ export class CredentialPool {
         failures: s.failures,
       };
     });
+  }
+
+  /**
+   * A key's state as the pool judges it. A keyless pool's pseudo-key is never disabled: a row that
+   * says so (an older Tenax disabled it after a 401) reads as none, and the next success clears it.
+   */
+  private effective(state: CredentialState | undefined): CredentialState | undefined {
+    return this.keyed || state?.status !== "disabled" ? state : undefined;
   }
 
   private fingerprints(): string[] {

@@ -12,6 +12,7 @@ import {
 } from "./classified-error.js";
 import type { ConcurrencyLimiter } from "./concurrency.js";
 import type { CredentialPool, PickedKey } from "./credential-pool.js";
+import { keyRequiredError } from "./key-required.js";
 import type { ChatRequest, Provider, ToolCall, Usage } from "./provider.js";
 import { withRetry } from "./retry.js";
 import type { RouteListener, Target } from "./route-events.js";
@@ -27,6 +28,8 @@ export interface ProviderRuntime {
   name: string;
   provider: Provider;
   pool: CredentialPool;
+  /** Where it is called (the base URL), for the messages that must name the server. */
+  base_url: string;
   limiter: ConcurrencyLimiter;
   /** Known model limits; a model not listed has an unknown window. */
   models: Readonly<Record<string, ModelLimits>>;
@@ -118,6 +121,7 @@ export async function callTarget(
       if (told.any) restartReason = classified.reason;
       if (classified.reason === "aborted") throw new ProviderError(classified, target.provider, target.model);
       const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now());
+      if (verdict === "key_required") throw keyRequiredError(classified, target, runtime.base_url);
       if ((verdict === "cooled" || verdict === "disabled") && rotations < runtime.pool.size) {
         const keys = await runtime.pool.state(deps.clock.now());
         const state = keys.find((k) => k.fingerprint === key.fingerprint);

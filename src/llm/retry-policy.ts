@@ -48,6 +48,7 @@ export const RETRY_POLICY: Readonly<Record<ErrorReason, ReasonPolicy>> = {
   long_context_tier: never,
   auth: never,
   auth_permanent: never,
+  key_required: never,
   billing: never,
   model_not_found: never,
   content_policy_blocked: never,

@@ -27,9 +27,6 @@ export const DEFAULT_BASE_URLS = {
   anthropic: "https://api.anthropic.com",
 } as const;
 
-/** The key a provider without api_keys is called with: local servers ignore it, the SDKs need one. */
-export const NO_KEY = "no-key";
-
 /** The primary model when config names none: the built-in simulator. */
 export const BUILT_IN_TARGET: Target = { provider: "simulator", model: "echo" };
 
@@ -76,14 +73,15 @@ export async function createModelRuntime(
   const runtimes = new Map<string, ProviderRuntime>();
   try {
     for (const [name, settings] of Object.entries(providers)) {
-      const { provider, models } = await createClient(name, settings, simulators);
+      const { provider, models, baseURL } = await createClient(name, settings, simulators);
       runtimes.set(name, {
         name,
         provider: redactingProvider(provider, options.redactor ?? Redactor.none),
-        pool: new CredentialPool(name, settings.api_keys ?? [NO_KEY], {
+        pool: new CredentialPool(name, settings.api_keys ?? null, {
           ledger,
           ...(options.poolTimings ? { timings: options.poolTimings } : {}),
         }),
+        base_url: baseURL,
         limiter: new ConcurrencyLimiter(settings.max_concurrency),
         models,
       });
@@ -117,28 +115,18 @@ async function createClient(
   name: string,
   settings: ProviderSettings,
   simulators: Map<string, Simulator>,
-): Promise<{ provider: Provider; models: Record<string, ModelLimits> }> {
+): Promise<{ provider: Provider; models: Record<string, ModelLimits>; baseURL: string }> {
   const timeouts = toTimeouts(settings.timeouts);
   const models: Record<string, ModelLimits> = { ...settings.models };
   switch (settings.type) {
-    case "openai":
-      return {
-        provider: createOpenAIProvider({
-          name,
-          baseURL: settings.base_url ?? DEFAULT_BASE_URLS.openai,
-          timeouts,
-        }),
-        models,
-      };
-    case "anthropic":
-      return {
-        provider: createAnthropicProvider({
-          name,
-          baseURL: settings.base_url ?? DEFAULT_BASE_URLS.anthropic,
-          timeouts,
-        }),
-        models,
-      };
+    case "openai": {
+      const baseURL = settings.base_url ?? DEFAULT_BASE_URLS.openai;
+      return { provider: createOpenAIProvider({ name, baseURL, timeouts }), models, baseURL };
+    }
+    case "anthropic": {
+      const baseURL = settings.base_url ?? DEFAULT_BASE_URLS.anthropic;
+      return { provider: createAnthropicProvider({ name, baseURL, timeouts }), models, baseURL };
+    }
     case "simulator": {
       // A simulator serves the models config lists, or its defaults; their windows are known exactly.
       const served =
@@ -157,7 +145,7 @@ async function createClient(
         if (settings.script) sim.script(settings.script);
         baseURL = sim.url;
       }
-      return { provider: createOpenAIProvider({ name, baseURL, timeouts }), models };
+      return { provider: createOpenAIProvider({ name, baseURL, timeouts }), models, baseURL };
     }
     default: {
       const never: never = settings.type;

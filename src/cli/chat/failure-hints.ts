@@ -45,6 +45,11 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
     says: "the provider refused the API key for good",
     todo: (w) => `replace the key in ${w.key}.api_keys in config.yaml; a replaced key is tried again at once`,
   },
+  key_required: {
+    says: "the server refused a call made without a key",
+    todo: (w) =>
+      `add the server's key as ${w.key}.api_keys in config.yaml (or a variable in .env it names); the next turn calls it again`,
+  },
   billing: {
     says: "the account is out of credit or over its spending limit",
     todo: (w) =>

@@ -1,7 +1,9 @@
 // Writing a chat completion's answer on the raw response, as a provider sends it: whole or as SSE
-// chunks at a scripted pace, or started and then hung, cut off or broken on cue.
+// chunks at a scripted pace (cut where the request's stop sequences and output cap say), or started
+// and then hung, cut off or broken on cue.
 import type { Sleep } from "../../core/deps.js";
 import { sendJson, waitUntilClosed } from "./respond.js";
+import { limited } from "./shape.js";
 import type { Exchange } from "./state.js";
 import {
   type ChatRequest,
@@ -39,11 +41,12 @@ export async function answer(
   exchange: Exchange,
   request: ChatRequest,
   meta: CompletionMeta,
-  result: Answer,
+  given: Answer,
   sleep: Sleep,
   pacing: Pacing = {},
 ): Promise<void> {
   const { res } = exchange;
+  const result = limited(given, request);
   if (!request.stream) {
     const message = {
       content: result.text.length > 0 || result.toolCalls.length === 0 ? result.text : null,

@@ -12,6 +12,27 @@ export const chatRequestSchema = z.looseObject({
   max_tokens: z.number().int().nullish(),
   max_completion_tokens: z.number().int().nullish(),
   tools: z.array(z.unknown()).nullish(),
+  tool_choice: z
+    .union([
+      z.enum(["none", "auto", "required"]),
+      z.looseObject({ type: z.literal("function"), function: z.looseObject({ name: z.string() }) }),
+    ])
+    .nullish(),
+  response_format: z
+    .discriminatedUnion("type", [
+      z.looseObject({ type: z.literal("text") }),
+      z.looseObject({ type: z.literal("json_object") }),
+      z.looseObject({
+        type: z.literal("json_schema"),
+        json_schema: z.looseObject({
+          name: z.string(),
+          schema: z.record(z.string(), z.unknown()).nullish(),
+          strict: z.boolean().nullish(),
+        }),
+      }),
+    ])
+    .nullish(),
+  stop: z.union([z.string(), z.array(z.string())]).nullish(),
   logprobs: z.boolean().nullish(),
 });
 

@@ -15,13 +15,13 @@ import {
   simError,
   waitUntilClosed,
 } from "../respond.js";
+import { defaultAnswer, forcedTool } from "../shape.js";
 import type { Exchange } from "../state.js";
 import type { SimStep, SimToolCall } from "../steps.js";
 import {
   type ChatRequest,
   type CompletionMeta,
   chatRequestSchema,
-  defaultReplyText,
   errorBody,
   errorTypeForStatus,
   promptTokens,
@@ -49,6 +49,7 @@ export function registerChatRoutes(app: App, deps: SimRouteDeps): void {
     const reserve = chat.max_completion_tokens ?? chat.max_tokens ?? 0;
     if (prompt + reserve > model.context_window)
       throw simError(400, contextOverflow(model.context_window, prompt, reserve));
+    forcedTool(chat);
 
     reply.hijack();
     const step = deps.state.nextStep();
@@ -78,7 +79,7 @@ async function respond(
   const { res, record } = exchange;
   const { sleep } = deps;
   if (!step)
-    return answer(exchange, request, meta, replyAnswer(defaultReplyText(request), "stop", prompt), sleep);
+    return answer(exchange, request, meta, defaultAnswer(request, prompt, `sim${record.seq}`), sleep);
   switch (step.type) {
     case "reply":
       return answer(
