@@ -12,6 +12,7 @@ import {
   mergeRecords,
   type ProviderObservation,
   type ProviderRecord,
+  probeCountsAgainstProvider,
   providerCondition,
   providerRecordOp,
   type RecordSource,
@@ -99,6 +100,7 @@ export class ProviderHealthRecorder {
 
   /** A background probe answered (or could not reach the provider). */
   observeProbe(provider: string, observation: ProviderObservation): void {
+    if (!probeCountsAgainstProvider(observation)) return;
     bump(this.counters.probes, `${provider} ${observation.ok}`, {
       provider,
       outcome: observation.ok ? "ok" : "failed",
