@@ -275,6 +275,7 @@ export class HealthMonitor {
   /** The report /health answers with: cheap, synchronous, never waits for a probe. */
   report(cron: CronMetricsInput | null = this.cronView()): HealthReport {
     const now = this.now();
+    // In the model's order (COMPONENT_NAMES), as every voice lists them.
     const components: Record<string, HealthComponent> = {
       gateway: this.gatewayComponent(now),
       ...this.layerComponents(now),
@@ -324,7 +325,7 @@ export class HealthMonitor {
     return {
       ...base,
       status: "ok",
-      detail: `serving${g.address ? ` on ${g.address}` : ""} for ${formatDuration(now - g.startedAt)}; ${g.turnsInFlight} of at most ${g.maxTurns} turns running`,
+      detail: `serving${g.address ? ` on ${g.address}` : ""} (pid ${process.pid}) for ${formatDuration(now - g.startedAt)}; ${g.turnsInFlight} of at most ${g.maxTurns} turns running`,
       next: null,
     };
   }
