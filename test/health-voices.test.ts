@@ -72,7 +72,6 @@ async function agree(
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     last = await listen(home, gateway, dashboard, page);
-    if (process.env.DEBUG_VOICES) console.log(new Date().toISOString(), JSON.stringify(last));
     if (same(last)) break;
     await new Promise((r) => setTimeout(r, 500));
   }
