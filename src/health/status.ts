@@ -4,7 +4,12 @@
 // process is running; the dashboard tells the same report, and the gateway's layer check reads it.
 import type { TenaxConfig } from "../config/schema.js";
 import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
-import { type ProviderRecord, readProviderRecord } from "../llm/provider-state.js";
+import {
+  mergeRecords,
+  type ProviderRecord,
+  parseProviderRecord,
+  readProviderRecord,
+} from "../llm/provider-state.js";
 import { DEFAULT_BASE_URLS, NO_KEY } from "../llm/runtime.js";
 import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
 import { tenaxCommand } from "../profile/command-hint.js";
@@ -20,7 +25,12 @@ import { type CompressionComponent, compressionComponent } from "./compression-c
 import { type CronComponent, cronComponent } from "./cron-component.js";
 import { diskComponent, readDisk } from "./disk.js";
 import { formatDuration } from "./duration.js";
-import type { GatewayComponent, OutsideView, SchedulerComponent } from "./gateway-status.js";
+import type {
+  GatewayComponent,
+  OutsideView,
+  ReportedComponent,
+  SchedulerComponent,
+} from "./gateway-status.js";
 import { configuredPlatforms, type PlatformsComponent, platformsComponent } from "./platforms-component.js";
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
 import { type StoreComponent, storeComponent } from "./store-component.js";
@@ -101,17 +111,28 @@ export interface StatusInput {
   now: number;
   /**
    * Look at the gateway from outside (tenax status and the dashboard do; the gateway itself does
-   * not): its /health, when it answers with one, speaks for every layer it names, so every voice
-   * says what the gateway says; the layers it does not name are read here, from the store.
+   * not): its /health, when it answers with one, speaks for the layers only it can see
+   * (GATEWAY_SEES); the others are read here, from the same store, by the same functions.
    */
   gateway?: () => Promise<OutsideView>;
 }
 
 /**
+ * The layers with an input only the running gateway has, whose component it computes live: the
+ * writer's state and its page check (store), the engine's numbers (cron), the chat connections
+ * (platforms), and the disk it measures. The providers are one function of two inputs, the store's
+ * records and the gateway's live view of its calls: each voice merges the gateway's view with its
+ * own read of the store. Every other layer is a function of the store alone, so each voice
+ * computes it itself, from the same records, and is no staler than its own read.
+ */
+export const GATEWAY_SEES = ["store", "cron", "platforms", "disk"] as const;
+
+/**
  * A profile's health as every voice outside the gateway tells it (`tenax status`, the dashboard),
  * and as the gateway's layer check reads it (without `gateway`). Each layer is computed by one
- * function, the one the gateway's /health uses too: from the gateway's answer when it gave one,
- * else from what this process can read, saying so the same way wherever it is read.
+ * function, the one the gateway's /health uses too, over the same inputs: the gateway's answer for
+ * what only it can see, the store for the rest; with no gateway, what this process can read,
+ * saying what it cannot see the same way wherever it is read.
  */
 export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const { paths, config, reader, now } = input;
@@ -135,23 +156,24 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   };
   if (outside === null) return report(paths, local);
   const seen = outside.health?.components ?? {};
-  // The gateway's own component where its /health has one: it sees what no other process can (the
-  // writer's state, its live calls, the scheduler's numbers, the platforms' connections).
-  const said = <T extends Component>(name: string, mine: T): T => {
+  // The gateway's own component for what only it sees, when its /health has one.
+  const said = <T extends Component>(name: (typeof GATEWAY_SEES)[number], mine: T): T => {
     const theirs = seen[name];
     return theirs === undefined ? mine : { ...mine, ...theirs };
   };
   return report(paths, {
     gateway: outside.gateway,
     store: said("store", local.store),
-    providers: said("providers", local.providers),
-    credentials: said("credentials", local.credentials),
-    compression: said("compression", local.compression),
+    providers: seen.providers
+      ? providersComponent(paths, config, providerRecords(config, reader, liveRecords(seen.providers)), now)
+      : local.providers,
+    credentials: local.credentials,
+    compression: local.compression,
     scheduler: outside.scheduler,
-    tools: said("tools", local.tools),
+    tools: local.tools,
     cron: said("cron", local.cron),
     platforms: said("platforms", local.platforms),
-    disk: seen.disk ?? (await localDisk(paths)),
+    disk: said("disk", await localDisk(paths)),
   });
 }
 
@@ -227,10 +249,14 @@ export function worst(levels: readonly ComponentLevel[]): Level {
   return levels.includes("degraded") ? "degraded" : "ok";
 }
 
-/** Each provider's record as the store holds it (every process that calls a provider writes it). */
+/**
+ * Each provider's record: the store's (every process that calls a provider writes it), merged with
+ * the running gateway's live one when it said (its throttled writes may lag it by a few seconds).
+ */
 function providerRecords(
   config: TenaxConfig,
   reader: StoreReader | null,
+  live: ReadonlyMap<string, ProviderRecord> = new Map(),
 ): Map<string, ProviderRecord | null> {
   const records = new Map<string, ProviderRecord | null>();
   for (const { provider } of configuredProviders(config)) {
@@ -240,9 +266,22 @@ function providerRecords(
     } catch {
       // A store that cannot be read is the store component's news.
     }
-    records.set(provider, stored);
+    records.set(provider, mergeRecords(stored, live.get(provider) ?? null));
   }
   return records;
+}
+
+/** Each provider's record as the gateway's /health lists it; anything not shaped like one is left out. */
+function liveRecords(component: ReportedComponent | undefined): Map<string, ProviderRecord> {
+  const out = new Map<string, ProviderRecord>();
+  const list = component?.providers;
+  if (!Array.isArray(list)) return out;
+  for (const entry of list as unknown[]) {
+    const name = (entry as { provider?: unknown } | null)?.provider;
+    const record = parseProviderRecord(entry);
+    if (typeof name === "string" && record !== null) out.set(name, record);
+  }
+  return out;
 }
 
 function readLedger(reader: StoreReader | null): { states: CredentialState[]; problem: string | null } {
