@@ -298,7 +298,7 @@ describe("tenax up", () => {
     await expect
       .poll(() => banner.textContent(), { timeout: 5000 })
       .toMatch(
-        /^gateway unreachable since \d\d:\d\d:\d\d — connection refused at .*\. Tenax up \(pid \d+\) gave up restarting the gateway after 3 unclean exits within 5 min \(a crash loop\); the gateway was killed by SIGKILL .*\. Fix what \S+gateway\.log shows, then run: tenax up$/,
+        /^gateway unreachable since \d\d:\d\d:\d\d — http:\/\/\S+ does not answer \(connection refused: nothing listens there\)\. Tenax up \(pid \d+\) gave up restarting the gateway after 3 unclean exits within 5 min \(a crash loop\); the gateway was killed by SIGKILL .*\. Fix what \S+gateway\.log shows, then run: tenax up$/,
       );
     expect(await banner.getAttribute("data-manager")).toBe("up");
     const command = (await banner.locator("code").textContent()) ?? "";

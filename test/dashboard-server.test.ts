@@ -186,22 +186,23 @@ describe("gateway probe", () => {
       config,
       deps: {
         clock: { now: () => now },
-        fetch: async (input, init) => {
-          const url = String(input);
-          seen.push({ url, auth: new Headers(init?.headers).get("authorization") });
+        look: async (url, options) => {
+          seen.push({ url, auth: options.headers?.authorization ?? null });
           const result = answer(url);
-          if (result instanceof Error) throw result;
-          return result;
+          if (result instanceof Error)
+            return {
+              kind: "no_answer",
+              why: "refused",
+              message: "connection refused: nothing listens there",
+            };
+          return { kind: "answer", status: result.status, body: await result.json() };
         },
       },
     });
     return { probe, seen, tick: (ms: number) => (now += ms) };
   }
 
-  const refused = () =>
-    Object.assign(new TypeError("fetch failed"), {
-      cause: Object.assign(new Error("x"), { code: "ECONNREFUSED" }),
-    });
+  const refused = () => new Error("ECONNREFUSED");
 
   it("says since when the gateway is unreachable, keeps that time, and clears it when it is back", async () => {
     let up = false;
@@ -214,7 +215,9 @@ describe("gateway probe", () => {
     );
     const first = await probe.probe();
     expect(first).toMatchObject({ reachable: false, source: "pid_file", url: "http://127.0.0.1:1" });
-    expect(first.error).toMatch(/connection refused at http:\/\/127\.0\.0\.1:1\/health/);
+    expect(first.error).toBe(
+      "http://127.0.0.1:1 does not answer (connection refused: nothing listens there)",
+    );
     const since = first.unreachable_since;
     tick(3000);
     expect((await probe.probe()).unreachable_since).toBe(since);
@@ -241,7 +244,7 @@ describe("gateway probe", () => {
     expect(seen.map((s) => s.url)).toEqual(["http://127.0.0.1:1/health"]);
     expect(view).toMatchObject({ reachable: false, source: "config", health: null });
     expect(view.error).toBe(
-      "http://127.0.0.1:1 answers, but this profile's gateway is not running there (no live pid file): another profile's gateway or another program holds the port",
+      "something answers on http://127.0.0.1:1, but this profile has no gateway pid file: another profile's gateway or another program holds the port",
     );
   });
 
@@ -268,6 +271,6 @@ describe("gateway probe", () => {
     );
     expect((await down.probe.probe()).health).toMatchObject({ served: true, status: "down" });
     const refusedKey = probeWith(() => Response.json({ error: {} }, { status: 401 }));
-    expect((await refusedKey.probe.probe()).error).toMatch(/refused the dashboard's API key \(401\)/);
+    expect((await refusedKey.probe.probe()).error).toMatch(/its \/health refused this profile's key \(401\)/);
   });
 });

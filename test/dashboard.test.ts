@@ -104,7 +104,7 @@ describe("dashboard in Chromium", () => {
     await expect
       .poll(() => banner.textContent(), { timeout: 5000 })
       .toMatch(
-        /^gateway unreachable since \d\d:\d\d:\d\d — connection refused at .*\. Not running\. tenax gateway run \(or tenax gateway start for the service\)\.$/,
+        /^gateway unreachable since \d\d:\d\d:\d\d — http:\/\/127\.0\.0\.1:\d+ does not answer \(connection refused: nothing listens there\)\. Not running\. tenax gateway run \(or tenax gateway start for the service\)\.$/,
       );
     const printed = (await banner.locator("code").textContent()) ?? "";
     expect(printed).toBe("tenax gateway run");

@@ -24,6 +24,15 @@ describe("which layer gave up, and why", () => {
     );
   });
 
+  it("our own process out of file descriptors is the process layer's, whoever's retries ran out", () => {
+    const failure = thrownFailure(gaveUp("local_resources", { give_up: "attempts_spent", attempts: 4 }));
+    expect(failure).toMatchObject({ code: "local_resources", layer: "process" });
+    expect(failure.message).toBe(
+      "Tenax's own process could not call main/big-model: simulated local_resources",
+    );
+    expect(failure.next).toMatch(/raise its open-file limit .*providers\.main is not at fault$/);
+  });
+
   it("spent retries are the retry layer's, with the attempts and the time", () => {
     const failure = thrownFailure(
       gaveUp("server_error", { give_up: "attempts_spent", attempts: 4, elapsed_ms: 12_345 }),

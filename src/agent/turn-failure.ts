@@ -9,6 +9,8 @@ import type { Target } from "../llm/route-events.js";
 /** Who stopped the turn short of an answer. */
 export type FailureLayer =
   | "provider"
+  /** Tenax's own process (out of file descriptors): no provider was reached. */
+  | "process"
   | "retry"
   | "credentials"
   | "fallback"
@@ -141,7 +143,10 @@ function providerFailure(error: ProviderError, overflow: OverflowState | null): 
   const elapsed = typeof error.data.elapsed_ms === "number" ? error.data.elapsed_ms : null;
   let layer: FailureLayer;
   let message: string;
-  if (classified.compress) {
+  if (classified.reason === "local_resources") {
+    layer = "process";
+    message = `Tenax's own process could not call ${name}: ${classified.message}`;
+  } else if (classified.compress) {
     layer = "compression";
     message = `the conversation is too large for ${name} (${what}) and compression ${
       overflow?.compressed
@@ -188,6 +193,8 @@ function nextStep(classified: ClassifiedError, provider: string): string {
   switch (classified.reason) {
     case "unreachable":
       return `start the provider, or fix providers.${provider}.base_url in config.yaml (the gateway operator's job); tenax status shows every provider`;
+    case "local_resources":
+      return `retry ${wait}; the gateway operator must raise its open-file limit (ulimit -n, LimitNOFILE=) or end what holds its connections open: providers.${provider} is not at fault`;
     case "rate_limit":
       return `retry ${wait}; more keys in providers.${provider}.api_keys raise the limit`;
     case "overloaded":

@@ -76,7 +76,8 @@ export function newRun(
 
 /**
  * The claim of what `job` owes at `now`, given its slot as stored (`slotText`, the JSON the
- * store holds, which the claim is checked against).
+ * store holds, which the claim is checked against). `watchedSince`: when the planning scheduler
+ * began watching (null for a one-off tick), as the missed-run rule takes it.
  */
 export function planClaim(
   job: JobRecord,
@@ -84,9 +85,10 @@ export function planClaim(
   slotText: string | null,
   owner: string,
   now: number,
+  watchedSince: number | null = null,
 ): ClaimPlan {
   const since = owedSince(job, slot);
-  const plan = planMissed(job.schedule, { since, now, catchUp: job.catch_up });
+  const plan = planMissed(job.schedule, { since, now, catchUp: job.catch_up, watchedSince });
   const skipped = plan.skipped.map((s) =>
     newRun(
       job,

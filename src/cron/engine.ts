@@ -36,6 +36,11 @@ interface Entry {
   /** The job record's version in the store (recordVersions): a reload reads only what changed. */
   version: string;
   next: number | null;
+  /**
+   * When this scheduler, watching, read this version of the job: it cannot wake for an occurrence
+   * before it knew of it (a job added elsewhere is seen within refreshMs), so that is not lag either.
+   */
+  knownAt: number;
 }
 
 const LAG_WINDOW_MS = 3_600_000;
@@ -56,6 +61,11 @@ export class CronEngine {
   private ticking: Promise<TickReport> | null = null;
   private again = false;
   private readonly lags: { at: number; ms: number }[] = [];
+  /**
+   * When this engine began watching (startOn): occurrences before it fell due while no scheduler
+   * ran, and are missed, not late. Null for a one-off tick.
+   */
+  private watchingSince: number | null = null;
   private stopped = false;
   /** The first load on startOn, read in slices; refresh waits for it. */
   private loading: Promise<void> | null = null;
@@ -69,6 +79,7 @@ export class CronEngine {
   /** Run on the scheduler: wake at the soonest due time, and look for changed jobs every few seconds. */
   startOn(scheduler: Scheduler): void {
     this.scheduler = scheduler;
+    this.watchingSince = this.now();
     scheduler.every("cron: changed jobs", this.options.refreshMs ?? 5_000, () => {
       if (this.refresh()) this.arm();
     });
@@ -159,7 +170,7 @@ export class CronEngine {
     const { job } = entry;
     const slotText = this.store.getRecordText(SLOT_KIND, job.name);
     const slot = readSlot(this.store, job.name);
-    const claim = planClaim(job, slot, slotText, this.runner.owner, now);
+    const claim = planClaim(job, slot, slotText, this.runner.owner, now, this.watchingSince);
     entry.next = claim.plan.next;
     if (claim.ops.length === 0) return;
     // Fault injection for the race tests: a pause between reading the slot and writing the claim,
@@ -191,9 +202,12 @@ export class CronEngine {
     if (run === null) return;
     report.claimed.push(run);
     if (!run.missed) {
-      // The scheduler's lag: how late an on-time run was claimed (a catch-up is late by design).
+      // The scheduler's lag: how late an on-time run was claimed after the scheduler could have
+      // woken for it (a catch-up is late by design, and an occurrence from before the scheduler ran
+      // is one: downtime is missed runs, not lag).
       const claimedAt = this.now();
-      this.lags.push({ at: claimedAt, ms: Math.max(0, claimedAt - run.occurrence) });
+      const from = Math.max(run.occurrence, entry.knownAt);
+      this.lags.push({ at: claimedAt, ms: Math.max(0, claimedAt - from) });
       if (this.lags.length > 100_000) this.lags.shift();
     }
     if (run.missed)
@@ -238,7 +252,13 @@ export class CronEngine {
     if (this.entries.get(name)?.version === version) return false;
     const job = readJob(this.store, name);
     if (job === null) return this.entries.delete(name);
-    this.entries.set(name, { job, version, next: nextAfter(job.schedule, owedSinceOf(this.store, job)) });
+    this.entries.set(name, {
+      job,
+      version,
+      next: nextAfter(job.schedule, owedSinceOf(this.store, job)),
+      // A one-off tick has no watch to be late for: its lateness counts from the occurrence.
+      knownAt: this.watchingSince === null ? Number.NEGATIVE_INFINITY : this.now(),
+    });
     return true;
   }
 

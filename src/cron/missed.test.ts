@@ -86,6 +86,22 @@ describe("planMissed", () => {
     ]);
   });
 
+  it("takes an occurrence from before the scheduler began watching as missed, however recent", () => {
+    const s = cron("*/5 * * * *");
+    const input = { since: T("2026-06-01T11:58:00Z"), now: T("2026-06-01T12:00:30Z"), catchUp: true };
+    // The gateway started at 12:00:20: the 12:00 occurrence fell due while no scheduler ran.
+    const restarted = planMissed(s, { ...input, watchedSince: T("2026-06-01T12:00:20Z") });
+    expect(restarted).toMatchObject({ due: null, catchUp: T("2026-06-01T12:00:00Z"), skipped: [] });
+    // Watching since before it: a wake 30 s late is due (and its lateness is the scheduler's lag).
+    const watching = planMissed(s, { ...input, watchedSince: T("2026-06-01T11:00:00Z") });
+    expect(watching).toMatchObject({ due: T("2026-06-01T12:00:00Z"), catchUp: null });
+    const strict = planMissed(s, { ...input, catchUp: false, watchedSince: T("2026-06-01T12:00:20Z") });
+    expect(strict.due).toBeNull();
+    expect(strict.skipped).toEqual([
+      { at: T("2026-06-01T12:00:00Z"), count: 1, reason: "missed by 30 s; catch_up is off" },
+    ]);
+  });
+
   it("catches up a one-shot missed within 2 hours and skips one missed longer", () => {
     const s = parseSchedule("2026-06-01T08:00:00Z", { timezone: "UTC", now: T("2026-06-01T07:00:00Z") });
     expect(

@@ -8,7 +8,10 @@ export const GRACE_MIN_MS = 2 * 60_000;
 export const GRACE_MAX_MS = 2 * 3_600_000;
 /** A one-shot has no period; it may still run this late. */
 export const ONCE_GRACE_MS = GRACE_MAX_MS;
-/** An occurrence at most this late is simply due (a tick's lag), not missed. */
+/**
+ * An occurrence at most this late is simply due (a tick's lag), not missed: unless it fell due
+ * before the scheduler that plans began watching (MissedInput.watchedSince).
+ */
 export const ON_TIME_MS = 60_000;
 /** Skipped occurrences listed one by one; older ones are one summary entry with a count. */
 export const LISTED_MAX = 50;
@@ -44,6 +47,13 @@ export interface MissedInput {
   now: number;
   /** The job's catch_up setting; false records every missed occurrence as skipped. */
   catchUp: boolean;
+  /**
+   * When the scheduler that plans began watching (a gateway's start). An occurrence before it fell
+   * due while no scheduler ran: it is missed however recently, never a due run claimed late (whose
+   * lateness would read as the scheduler's lag). Left out by a one-off `tenax cron tick`, whose
+   * runs are always a little late: there an occurrence at most ON_TIME_MS late is due.
+   */
+  watchedSince?: number | null;
 }
 
 /** Half the period around the occurrence, clamped to 2 minutes .. 2 hours; 2 hours for a one-shot. */
@@ -75,9 +85,10 @@ export function planMissed(schedule: Schedule, input: MissedInput): MissedPlan {
   let due: number | null = null;
   let catchUp: number | null = null;
   const newest = recent[0];
+  const watched = input.watchedSince ?? Number.NEGATIVE_INFINITY;
   if (newest !== undefined) {
     const late = now - newest;
-    if (late <= ON_TIME_MS) due = newest;
+    if (late <= ON_TIME_MS && newest >= watched) due = newest;
     else if (input.catchUp && late <= graceFor(schedule, newest)) catchUp = newest;
   }
   const run = due ?? catchUp;

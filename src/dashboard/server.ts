@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { TenaxConfig } from "../config/schema.js";
 import { type GatewayAdvice, gatewayAdvice } from "../health/gateway-advice.js";
+import type { OutsideView } from "../health/gateway-status.js";
 import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { readUpState, type UpState } from "../profile/up-state.js";
@@ -145,14 +146,24 @@ export class Dashboard {
     };
   }
 
+  /**
+   * Every layer as `tenax status` tells it, from the probe's last look at the gateway (the first
+   * look is awaited): the tiles, the overall state and status agree component by component.
+   */
   cachedLayers(): Promise<LayersView> {
     const now = this.now();
     const cacheMs = this.options.layersCacheMs ?? 1000;
     if (this.layers === null || now - this.layers.at >= cacheMs)
-      this.layers = {
-        at: now,
-        view: readLayers(this.options.paths, now, this.probe.current.reachable === false),
-      };
+      this.layers = { at: now, view: readLayers(this.options.paths, now, () => this.lastLook()) };
     return this.layers.view;
+  }
+
+  private async lastLook(): Promise<OutsideView> {
+    const seen = this.probe.outside;
+    if (seen !== null) return seen;
+    await this.probe.refresh();
+    const first = this.probe.outside;
+    if (first === null) throw new Error("the gateway probe ended without a look (a bug in Tenax)");
+    return first;
   }
 }

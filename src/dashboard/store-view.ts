@@ -4,7 +4,8 @@
 import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
-import { collectStatus, type StatusReport } from "../health/status.js";
+import type { OutsideView } from "../health/gateway-status.js";
+import { collectStatus, openForStatus, type StatusReport } from "../health/status.js";
 import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
@@ -31,40 +32,27 @@ export type LayersView =
   | { ok: false; error: { code: string; message: string; hint: string | null } };
 
 /**
- * Every layer as `tenax status` sees it; a config that does not load is the answer itself.
- * `gatewayDown`: the dashboard's probe finds no gateway (the chat platforms are then down).
+ * Every layer exactly as `tenax status` tells it (one function, collectStatus, over the same
+ * inputs): `gateway` is the dashboard probe's last look at the gateway, in place of status's own.
+ * A config that does not load is the answer itself.
  */
-export async function readLayers(paths: ProfilePaths, now: number, gatewayDown = false): Promise<LayersView> {
+export async function readLayers(
+  paths: ProfilePaths,
+  now: number,
+  gateway: () => Promise<OutsideView>,
+): Promise<LayersView> {
   let loaded: ReturnType<typeof loadConfig>;
   try {
     loaded = loadConfig(paths);
   } catch (error) {
     return { ok: false, error: describe(error, "config_invalid") };
   }
-  let reader: StoreReader | null = null;
-  let openProblem: unknown = null;
-  if (existsSync(paths.state)) {
-    try {
-      reader = openReader(paths);
-    } catch (error) {
-      openProblem = error;
-    }
-  }
+  const opened = openForStatus(paths);
   try {
-    const report = await collectStatus({ paths, config: loaded.config, reader, now, gatewayDown });
-    if (openProblem !== null) {
-      const { message, hint } = describe(openProblem, "store_open");
-      report.components.store = {
-        ...report.components.store,
-        status: "down",
-        detail: `${paths.state} cannot be opened: ${message}`,
-        next: hint ?? recoverCommand(paths.state, paths.name),
-      };
-      report.status = "down";
-    }
+    const report = await collectStatus({ paths, config: loaded.config, ...opened, now, gateway });
     return { ok: true, report, config_warnings: loaded.warnings };
   } finally {
-    reader?.close();
+    opened.reader?.close();
   }
 }
 

@@ -44,6 +44,7 @@ const EXPECTED: [FailureCode, number, string][] = [
   ["stopped", 409, "conflict_error"],
   ["client_closed", 499, "invalid_request_error"],
   ["store_unavailable", 503, "unavailable_error"],
+  ["local_resources", 503, "unavailable_error"],
   ["turn_failed", 500, "server_error"],
 ];
 

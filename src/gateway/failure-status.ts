@@ -46,6 +46,8 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   long_context_tier: tooLarge,
   // The provider's moderation refused the input; the caller can rephrase, as with OpenAI's own 400.
   content_policy_blocked: tooLarge,
+  // The gateway's own process is out of file descriptors: its failure, not the provider's; a wait may help.
+  local_resources: { status: 503, type: "unavailable_error" },
   // The turn ran and a guardrail stopped it: nothing to retry as is, and no one's bug.
   identical_call_limit: { status: 422, type: "guardrail_error" },
   max_iterations: { status: 422, type: "guardrail_error" },

@@ -1,20 +1,17 @@
-// The gateway and scheduler layers as `tenax status` sees them from outside: the pid file says
-// which process should serve and where, /health/live says whether it does, and the gateway's own
-// /health gives the scheduler's lag (the scheduler runs inside the gateway).
+// The gateway as `tenax status` and the dashboard see it from outside, in one look: the pid file
+// says which process should serve and where, the gateway's own /health whether it does and what
+// it sees of every layer (the scheduler's lag among them: the scheduler runs inside the gateway).
 import { readFileSync } from "node:fs";
 import { currentGatewayKey } from "../config/gateway-key.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { errorMessage } from "../core/errors.js";
-import { type ProviderRecord, parseProviderRecord } from "../llm/provider-state.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import { readDashboardPid } from "../profile/dashboard-pid.js";
 import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { describeExit, readUpState, type UpState } from "../profile/up-state.js";
-import type { CronComponent } from "./cron-component.js";
 import { gatewayAdvice } from "./gateway-advice.js";
-import type { PlatformsComponent } from "./platforms-component.js";
-import type { Component } from "./status.js";
+import { httpLook, type Look, type LookFn } from "./http-look.js";
+import type { Component, ComponentLevel, Level } from "./status.js";
 
 export interface GatewayComponent extends Component {
   url: string;
@@ -45,20 +42,40 @@ function underUp(up: UpState): string {
   return `run by tenax up (pid ${up.pid})${history}`;
 }
 
+/** The scheduler runs inside the gateway: only its /health can say how late it wakes. */
+export type SchedulerComponent = Component & { lag_ms: number | null; max_lag_ms: number | null };
+
+/** A component as the gateway's /health gives it: the one model's shape, with its own figures. */
+export type ReportedComponent = Component & Record<string, unknown>;
+
+/**
+ * This profile's gateway as seen from outside (tenax status, the dashboard): what answers where it
+ * serves, its own component and its scheduler's, and its /health when it answered with one, whose
+ * components then speak for every layer they name.
+ */
 export interface OutsideView {
+  url: string;
+  source: "pid_file" | "up" | "config";
+  /** What went wrong in the look (no answer, another's gateway, no health report); null when it served one. */
+  problem: string | null;
+  /** The HTTP status this profile's gateway answered /health with; null when it did not answer. */
+  answered: number | null;
   gateway: GatewayComponent;
-  scheduler: Component & { lag_ms: number | null; max_lag_ms: number | null };
-  /** The gateway's live view of each provider (fresher than the store by up to a few seconds). */
-  providers?: Map<string, ProviderRecord>;
-  /** The gateway's cron component (with its scheduler's numbers), when its /health has one. */
-  cron?: CronComponent;
-  /** The gateway's platforms component (it holds the connections), when its /health has one. */
-  platforms?: PlatformsComponent;
+  scheduler: SchedulerComponent;
+  health: { http_status: number; status: Level; components: Record<string, ReportedComponent> } | null;
+  checked_at: number;
+}
+
+export interface LookAtGatewayOptions {
+  look?: LookFn;
+  /** How long the look may take in all (default 1.5 s). */
+  timeoutMs?: number;
+  now?: () => number;
   /**
-   * The store as the gateway's writer knows it, when its /health says the store is down: damage
-   * its page check found in pages no read of status touches, or a failed sync of the disk.
+   * Whether a dashboard of this profile runs outside any tenax up (then the advice is
+   * `tenax gateway run`, as `tenax up` would find its port taken); read from dashboard.pid when left out.
    */
-  storeDown?: Component;
+  dashboardRunning?: boolean;
 }
 
 /**
@@ -98,184 +115,177 @@ function httpUrl(host: string, port: number): string {
   return `http://${reach.includes(":") ? `[${reach}]` : reach}:${port}`;
 }
 
-export async function probeGatewayFromOutside(
+/**
+ * One look at this profile's gateway: GET /health where it serves. Only a live pid file makes what
+ * answers this profile's gateway; nothing answering is down (with the advice for the way it was
+ * started), and a gateway whose /health says nothing usable is degraded. Never throws, and always
+ * ends within the timeout (httpLook).
+ */
+export async function lookAtGateway(
   paths: ProfilePaths,
   config: TenaxConfig,
-  timeoutMs = 1500,
+  options: LookAtGatewayOptions = {},
 ): Promise<OutsideView> {
-  const { url } = gatewayTarget(paths, config);
+  const look = options.look ?? httpLook;
+  const now = options.now ?? Date.now;
+  const timeoutMs = options.timeoutMs ?? 1500;
+  const { url, source } = gatewayTarget(paths, config);
   const holder = readGatewayPid(paths.pid);
   const up = readUpState(paths);
-  const start = tenaxCommand(paths.name, ["up"]);
   const key = currentGatewayKey(paths, config);
   const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
-  let live: string | null = null;
-  try {
-    const response = await fetch(`${url}/health/live`, { signal: AbortSignal.timeout(timeoutMs) });
-    if (response.status !== 200) live = `${url}/health/live answered ${response.status}`;
-    await response.body?.cancel();
-  } catch (error) {
-    const code = (error as { cause?: { code?: string } }).cause?.code;
-    live = `${url} does not answer (${code ?? errorMessage(error)})`;
-  }
-  // This profile's gateway crashed (its pid file names a process that is gone), and something else
-  // answers where it served: another profile's gateway or another program took the port. It is not
-  // this profile's gateway, so it is neither "serving" nor asked for this profile's health.
-  if (live === null && holder.pid !== null && !holder.running)
-    live = `${url} answers, but not as this profile's gateway (another program or profile holds the port)`;
-  if (live !== null) {
+  const answer = await look(`${url}/health`, { headers, timeoutMs });
+  const seen = { url, source, checked_at: now() };
+  const supervisor = up === null ? {} : { supervisor: supervisorOf(up) };
+  if (answer.kind === "no_answer") {
     const advice = gatewayAdvice({
       paths,
-      now: Date.now(),
+      now: now(),
       up,
       holder,
       launch: readGatewayLaunch(paths.pid),
-      dashboardRunning: up === null && readDashboardPid(paths).running,
+      dashboardRunning: options.dashboardRunning ?? (up === null && readDashboardPid(paths).running),
     });
-    const gateway: GatewayComponent = {
-      status: "down",
-      url,
-      pid: holder.pid,
-      detail: advice.situation === "not running" ? `not running: ${live}` : `${advice.situation}; ${live}`,
-      next: advice.next,
-      ...(up === null ? {} : { supervisor: supervisorOf(up) }),
-    };
+    const problem = `${url} does not answer (${answer.message})`;
     return {
-      gateway,
-      scheduler: {
-        status: "down",
-        detail: "runs inside the gateway, which is not running: no lease renewals, watchdog or health checks",
-        next: null,
-        lag_ms: null,
-        max_lag_ms: null,
-      },
-    };
-  }
-  if (holder.pid === null)
-    return {
+      ...seen,
+      problem,
+      answered: null,
       gateway: {
         status: "down",
         url,
-        pid: null,
-        detail: `something answers on ${url}, but this profile has no gateway pid file: another profile's gateway or another program holds the port`,
-        next: `${tenaxCommand(paths.name, ["doctor"])} names what holds the port; then ${start}, or set gateway.port`,
+        pid: holder.pid,
+        detail:
+          advice.situation === "not running" ? `not running: ${problem}` : `${advice.situation}; ${problem}`,
+        next: advice.next,
+        ...supervisor,
       },
-      scheduler: {
-        status: "down",
-        detail: "runs inside this profile's gateway, which is not running",
-        next: null,
-        lag_ms: null,
-        max_lag_ms: null,
-      },
+      scheduler: schedulerUnseen("down", NOT_RUNNING),
+      health: null,
     };
-  const gateway: GatewayComponent = {
-    status: "ok",
-    detail: `serving on ${url} (pid ${holder.pid})${up === null ? "" : `, ${underUp(up)}`}`,
-    next: null,
-    url,
-    pid: holder.pid,
-    ...(up === null ? {} : { supervisor: supervisorOf(up) }),
-  };
-  try {
-    const response = await fetch(`${url}/health`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    const body = (await response.json()) as {
-      components?: Record<
-        string,
-        { status?: string; detail?: string; lag_ms?: number; max_lag_ms?: number; providers?: unknown }
-      >;
-    };
-    const s = body.components?.scheduler;
-    if (!s || (s.status !== "ok" && s.status !== "degraded" && s.status !== "down"))
-      throw new Error(`its /health answered ${response.status} without a scheduler component`);
+  }
+  // Something answers, but no live pid file says this profile's gateway serves there: another
+  // profile's gateway or another program holds the port. Its health is not this profile's.
+  if (!holder.running) {
+    const start = tenaxCommand(paths.name, ["up"]);
+    const problem =
+      holder.pid !== null
+        ? `${url} answers, but not as this profile's gateway (another program or profile holds the port)`
+        : `something answers on ${url}, but this profile has no gateway pid file: another profile's gateway or another program holds the port`;
     return {
-      gateway,
-      scheduler: {
-        status: s.status,
-        detail: s.detail ?? "",
-        next: s.status === "ok" ? null : `curl -s ${url}/health shows every layer as the gateway sees it`,
-        lag_ms: s.lag_ms ?? null,
-        max_lag_ms: s.max_lag_ms ?? null,
-      },
-      providers: liveProviders(body.components?.providers?.providers),
-      ...cronOf(body.components?.cron),
-      ...platformsOf(body.components?.platforms),
-      ...storeDownOf(body.components?.store),
-    };
-  } catch (error) {
-    return {
+      ...seen,
+      problem,
+      answered: null,
       gateway: {
-        ...gateway,
-        status: "degraded",
-        detail: `${gateway.detail}, but its /health does not answer properly (${errorMessage(error)})`,
-        next: `curl -s ${url}/health; the log is ${paths.logs}/gateway.log`,
+        status: "down",
+        url,
+        pid: holder.pid,
+        detail:
+          holder.pid !== null
+            ? `not running: gateway pid ${holder.pid} is gone without a clean stop (a crash); ${problem}`
+            : problem,
+        next: `${tenaxCommand(paths.name, ["doctor"])} names what holds the port; then ${start}, or set gateway.port`,
+        ...supervisor,
       },
-      scheduler: {
-        status: "degraded",
-        detail: "unknown: the gateway's /health did not say",
-        next: null,
-        lag_ms: null,
-        max_lag_ms: null,
-      },
+      scheduler: schedulerUnseen("down", NOT_RUNNING),
+      health: null,
     };
   }
-}
-
-/** The cron component as the gateway's /health gives it, when it is shaped like one. */
-function cronOf(raw: unknown): { cron?: CronComponent } {
-  const c = raw as Partial<CronComponent> | null | undefined;
-  if (
-    typeof c !== "object" ||
-    c === null ||
-    (c.status !== "ok" && c.status !== "degraded" && c.status !== "down") ||
-    typeof c.detail !== "string" ||
-    typeof c.jobs !== "number"
-  )
-    return {};
-  // The gateway's fields as sent; its age fields are /health's, not status's.
-  const {
-    checked_at: _c,
-    age_ms: _a,
-    ...rest
-  } = c as CronComponent & { checked_at?: unknown; age_ms?: unknown };
-  return { cron: { ...rest, next: rest.next ?? null } };
-}
-
-/** The platforms component as the gateway's /health gives it, when it is shaped like one. */
-function platformsOf(raw: unknown): { platforms?: PlatformsComponent } {
-  const c = raw as Partial<PlatformsComponent> | null | undefined;
-  if (
-    typeof c !== "object" ||
-    c === null ||
-    (c.status !== "ok" && c.status !== "degraded" && c.status !== "down") ||
-    typeof c.detail !== "string" ||
-    !Array.isArray(c.platforms)
-  )
-    return {};
-  const {
-    checked_at: _c,
-    age_ms: _a,
-    ...rest
-  } = c as PlatformsComponent & { checked_at?: unknown; age_ms?: unknown };
-  return { platforms: { ...rest, next: rest.next ?? null } };
-}
-
-/** The gateway's store component when it says the store is down (with what to run), else nothing. */
-function storeDownOf(raw: unknown): { storeDown?: Component } {
-  const c = raw as Partial<Component> | null | undefined;
-  if (typeof c !== "object" || c === null || c.status !== "down" || typeof c.detail !== "string") return {};
+  const serving = `serving on ${url} (pid ${holder.pid})`;
+  const health = readReport(answer);
+  if (health === null) {
+    const why =
+      answer.status === 401
+        ? `its /health refused this profile's key (401): the gateway runs with another gateway.api_key or TENAX_API_KEY than ${paths.env} holds`
+        : `its /health answered ${answer.status} without a health report`;
+    return {
+      ...seen,
+      problem: why,
+      answered: answer.status,
+      gateway: {
+        status: "degraded",
+        url,
+        pid: holder.pid,
+        detail: `${serving}, but ${why}`,
+        next: `curl -s ${url}/health; the log is ${paths.logs}/gateway.log`,
+        ...supervisor,
+      },
+      scheduler: schedulerUnseen("degraded", "unknown: the gateway's /health did not say"),
+      health: null,
+    };
+  }
+  // The gateway's own component says how it is (stopping is degraded); from outside, which process
+  // it is and who runs it come first.
+  const own = health.components.gateway;
+  const runBy = up === null ? "" : `, ${underUp(up)}`;
+  const turns =
+    typeof own?.turns_in_flight === "number" && typeof own.max_turns === "number"
+      ? `; ${own.turns_in_flight} of at most ${own.max_turns} turns running`
+      : "";
+  const said = own === undefined ? "" : own.status === "ok" ? turns : `; ${own.detail}`;
+  const scheduler = health.components.scheduler;
   return {
-    storeDown: { status: "down", detail: c.detail, next: typeof c.next === "string" ? c.next : null },
+    ...seen,
+    problem: null,
+    answered: answer.status,
+    gateway: {
+      ...(own ?? {}),
+      status: own?.status === "down" || own?.status === "degraded" ? own.status : "ok",
+      detail: `${serving}${runBy}${said}`,
+      next: own?.next ?? null,
+      url,
+      pid: holder.pid,
+      ...supervisor,
+    },
+    scheduler:
+      scheduler === undefined
+        ? schedulerUnseen("degraded", "unknown: the gateway's /health did not say")
+        : {
+            ...scheduler,
+            lag_ms: numberOrNull(scheduler.lag_ms),
+            max_lag_ms: numberOrNull(scheduler.max_lag_ms),
+          },
+    health,
   };
 }
 
-/** Each provider's record as the gateway's /health lists it; anything not shaped like one is left out. */
-function liveProviders(list: unknown): Map<string, ProviderRecord> {
-  const out = new Map<string, ProviderRecord>();
-  if (!Array.isArray(list)) return out;
-  for (const entry of list as unknown[]) {
-    const name = (entry as { provider?: unknown } | null)?.provider;
-    const record = parseProviderRecord(entry);
-    if (typeof name === "string" && record !== null) out.set(name, record);
-  }
-  return out;
+const NOT_RUNNING =
+  "runs inside the gateway, which is not running: no lease renewals, watchdog or health checks";
+
+function schedulerUnseen(status: Level, detail: string): SchedulerComponent {
+  return { status, detail, next: null, lag_ms: null, max_lag_ms: null };
+}
+
+function numberOrNull(value: unknown): number | null {
+  return typeof value === "number" ? value : null;
+}
+
+/** The gateway's /health report (200, or 503 when down), each component shaped as the model's. */
+function readReport(answer: Extract<Look, { kind: "answer" }>): OutsideView["health"] {
+  const body = answer.body as { status?: unknown; components?: unknown } | null;
+  if (answer.status !== 200 && answer.status !== 503) return null;
+  if (typeof body !== "object" || body === null || !isLevel(body.status)) return null;
+  const components: Record<string, ReportedComponent> = {};
+  if (typeof body.components === "object" && body.components !== null)
+    for (const [name, raw] of Object.entries(body.components as Record<string, unknown>)) {
+      const component = reportedComponent(raw);
+      if (component !== null) components[name] = component;
+    }
+  return { http_status: answer.status, status: body.status, components };
+}
+
+/** A component shaped as the model's ({status, detail, next} and its figures); null otherwise. */
+export function reportedComponent(raw: unknown): ReportedComponent | null {
+  if (typeof raw !== "object" || raw === null) return null;
+  const c = raw as Record<string, unknown>;
+  if (!isComponentLevel(c.status) || typeof c.detail !== "string") return null;
+  return { ...c, status: c.status, detail: c.detail, next: typeof c.next === "string" ? c.next : null };
+}
+
+function isLevel(value: unknown): value is Level {
+  return value === "ok" || value === "degraded" || value === "down";
+}
+
+function isComponentLevel(value: unknown): value is ComponentLevel {
+  return isLevel(value) || value === "unknown";
 }

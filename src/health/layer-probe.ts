@@ -22,19 +22,27 @@ export type LayerProbe = (signal: AbortSignal) => Promise<StatusReport>;
 
 /**
  * Probes in a worker thread (the built file next to this one). Aborting a probe ends its thread,
- * so a hung SQLite call cannot pile up threads.
+ * so a hung SQLite call cannot pile up threads. The first thread starts at once, while the gateway
+ * still starts: loading its modules takes seconds on a busy machine, and a first look that had to
+ * wait for that would read as a store check that does not answer.
  */
 export function workerProbe(
   paths: ProfilePaths,
   config: TenaxConfig,
 ): LayerProbe & { close(): Promise<void> } {
-  let worker: Worker | null = null;
   let seq = 0;
+  let worker: Worker | null = null;
   const spawn = () => {
     const w = new Worker(new URL("./probe-worker.js", import.meta.url), { workerData: { paths, config } });
     w.unref();
+    // A thread that fails between probes (no probe listens then) is replaced by the next probe.
+    w.on("error", () => undefined);
+    w.once("exit", () => {
+      if (worker === w) worker = null;
+    });
     return w;
   };
+  worker = spawn();
   const probe = (signal: AbortSignal) =>
     new Promise<StatusReport>((resolve, reject) => {
       if (worker === null) worker = spawn();

@@ -164,6 +164,36 @@ describe("HealthMonitor: providers", () => {
     expect(s.monitor.report().status).toBe("ok");
   });
 
+  it("a call that met the gateway's own EMFILE makes the gateway degraded with the fix, and leaves the provider alone", async () => {
+    const s = await setup({
+      model: { provider: "main", name: "m" },
+      providers: { main: { type: "openai", base_url: "http://127.0.0.1:9/v1" } },
+      health: { provider_probe: "off" },
+    });
+    s.monitor.start();
+    await until(() => s.monitor.report().components.store?.status === "ok");
+    const at = Date.now();
+    s.recorder.observeCall({ provider: "main", model: "m", at, ok: true });
+    const emfile = classify({
+      status: null,
+      headers: {},
+      body: null,
+      transport: { code: "EMFILE", message: "connect EMFILE 127.0.0.1:9 - Local (undefined:undefined)" },
+      phase: "connect",
+      endpoint: "http://127.0.0.1:9/v1",
+    });
+    s.recorder.observeCall({ provider: "main", model: "m", at: at + 1, ok: false, error: emfile });
+    const report = s.monitor.report();
+    expect(report.components.providers?.status).toBe("ok");
+    expect(report.components.gateway).toMatchObject({ status: "degraded" });
+    expect(report.components.gateway?.detail).toMatch(
+      /^\d+ s ago this process could not open a connection to main \(a call\): Tenax's own process is out of file descriptors \(EMFILE\)/,
+    );
+    expect(report.components.gateway?.next).toMatch(
+      new RegExp(`^raise the gateway's open-file limit .*: ls /proc/${process.pid}/fd \\| wc -l$`),
+    );
+  });
+
   it("the models probe sends the configured key, and no model call", async () => {
     const sim = await startSimulator();
     afterThisTest(() => sim.close());

@@ -20,6 +20,7 @@ import type { CronMetricsInput } from "./cron-metrics.js";
 import { readCronSnapshot } from "./cron-snapshot.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
 import type { EventHub, FeedEvent } from "./event-hub.js";
+import { type GatewayView, gatewayComponent } from "./gateway-component.js";
 import type { LayerProbe } from "./layer-probe.js";
 import {
   configuredPlatforms,
@@ -45,14 +46,7 @@ export interface HealthReport {
   components: Record<string, HealthComponent>;
 }
 
-/** What the monitor needs to know of the gateway it runs in. */
-export interface GatewayView {
-  stopping: boolean;
-  turnsInFlight: number;
-  maxTurns: number;
-  startedAt: number;
-  address: string | null;
-}
+export type { GatewayView } from "./gateway-component.js";
 
 export interface MonitorOptions {
   paths: ProfilePaths;
@@ -279,8 +273,17 @@ export class HealthMonitor {
   /** The report /health answers with: cheap, synchronous, never waits for a probe. */
   report(cron: CronMetricsInput | null = this.cronView()): HealthReport {
     const now = this.now();
+    // In the model's order (COMPONENT_NAMES), as every voice lists them.
     const components: Record<string, HealthComponent> = {
-      gateway: this.gatewayComponent(now),
+      gateway: {
+        ...gatewayComponent(
+          this.options.gateway(),
+          this.options.providers?.recorder.localExhaustion() ?? null,
+          now,
+        ),
+        checked_at: now,
+        age_ms: 0,
+      },
       ...this.layerComponents(now),
       scheduler: this.schedulerComponent(now),
       // Read live: a pending approval is shown the moment it is committed.
@@ -313,24 +316,6 @@ export class HealthMonitor {
       // A store that cannot be read is the store component's news.
     }
     return platformsComponent(paths, config, backlog, this.options.platformsLive?.() ?? null, now);
-  }
-
-  private gatewayComponent(now: number): HealthComponent {
-    const g = this.options.gateway();
-    const base = { checked_at: now, age_ms: 0, turns_in_flight: g.turnsInFlight, max_turns: g.maxTurns };
-    if (g.stopping)
-      return {
-        ...base,
-        status: "degraded",
-        detail: `stopping: takes no new turns, ${g.turnsInFlight} still running`,
-        next: "wait for the restarted gateway; `tenax gateway status` shows the service",
-      };
-    return {
-      ...base,
-      status: "ok",
-      detail: `serving${g.address ? ` on ${g.address}` : ""} for ${formatDuration(now - g.startedAt)}; ${g.turnsInFlight} of at most ${g.maxTurns} turns running`,
-      next: null,
-    };
   }
 
   /** store, providers, credentials, compression: the probe's report, plus what only this process knows. */

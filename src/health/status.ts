@@ -1,12 +1,15 @@
 // `tenax status` as data: each layer of a profile, read without starting anything (the store
-// read-only, the key ledger from it, config as loaded), with a status, one line for people, and
-// the command that fixes or diagnoses it. Works whether or not any Tenax process is running.
-import { existsSync } from "node:fs";
-import { readCooldown } from "../agent/compression-state.js";
+// read-only, the key ledger from it, config as loaded, one look at the gateway), with a status, one
+// line for people, and the command that fixes or diagnoses it. Works whether or not any Tenax
+// process is running; the dashboard tells the same report, and the gateway's layer check reads it.
 import type { TenaxConfig } from "../config/schema.js";
-import { TenaxError } from "../core/errors.js";
 import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
-import { mergeRecords, type ProviderRecord, readProviderRecord } from "../llm/provider-state.js";
+import {
+  mergeRecords,
+  type ProviderRecord,
+  parseProviderRecord,
+  readProviderRecord,
+} from "../llm/provider-state.js";
 import { DEFAULT_BASE_URLS } from "../llm/runtime.js";
 import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
 import { tenaxCommand } from "../profile/command-hint.js";
@@ -17,17 +20,24 @@ import {
   type CredentialUpdate,
   isUsable,
 } from "../store/credential-ledger.js";
-import { recoverCommand } from "../store/open-database.js";
-import { openReader } from "../store/registry.js";
-import { readSpool } from "../store/spool.js";
 import type { StoreReader } from "../store/store-reader.js";
+import { type CompressionComponent, compressionComponent } from "./compression-component.js";
 import { type CronComponent, cronComponent } from "./cron-component.js";
+import { diskComponent, readDisk } from "./disk.js";
 import { formatDuration } from "./duration.js";
-import type { OutsideView } from "./gateway-status.js";
+import type {
+  GatewayComponent,
+  OutsideView,
+  ReportedComponent,
+  SchedulerComponent,
+} from "./gateway-status.js";
 import { configuredPlatforms, type PlatformsComponent, platformsComponent } from "./platforms-component.js";
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
+import { type StoreComponent, storeComponent } from "./store-component.js";
 import { type ToolsComponent, toolsComponent } from "./tools-component.js";
 
+// Where `tenax status` and the dashboard open the store for a look.
+export { openForStatus } from "./store-component.js";
 export { formatDuration };
 
 /** A whole profile's health, and what `tenax status` exits with. */
@@ -61,27 +71,38 @@ export interface StatusReport {
   profile: string;
   status: Level;
   components: {
-    store: Component & {
-      sessions: number | null;
-      messages: number | null;
-      spooled_writes: number;
-      /** A read met damage in state.db (not a lock or a missing file): the writer must stop too. */
-      damaged?: boolean;
-    };
+    /** This profile's gateway, seen from outside (pid file, its /health): when the caller looked. */
+    gateway?: GatewayComponent;
+    store: StoreComponent;
     providers: ProvidersComponent;
     credentials: Component & { providers: ProviderKeys[] };
-    compression: Component & { enabled: boolean; failures: number; cooldown_until: number | null };
+    compression: CompressionComponent;
     /** The exec policy, the file roots and the approvals waiting. */
     tools: ToolsComponent;
-    /** The cron jobs: the running gateway's view when it answers, else the store's alone. */
+    /** The cron jobs. */
     cron: CronComponent;
-    /** The chat platforms: the running gateway's view when it answers, else the store's outbox alone. */
+    /** The chat platforms. */
     platforms: PlatformsComponent;
-    /** From outside the gateway (pid file, port): present when the caller probed it. */
-    gateway?: OutsideView["gateway"];
-    scheduler?: OutsideView["scheduler"];
+    /** Inside the gateway: only its /health can say. Present when the caller looked at the gateway. */
+    scheduler?: SchedulerComponent;
+    /** Free space under the profile and what the store and logs take. */
+    disk?: Component & Record<string, unknown>;
   };
 }
+
+/** Every component of the one model, in the order every voice lists them. */
+export const COMPONENT_NAMES = [
+  "gateway",
+  "store",
+  "providers",
+  "credentials",
+  "compression",
+  "scheduler",
+  "tools",
+  "cron",
+  "platforms",
+  "disk",
+] as const satisfies readonly (keyof StatusReport["components"])[];
 
 export interface StatusInput {
   paths: ProfilePaths;
@@ -91,80 +112,125 @@ export interface StatusInput {
   /** Why the store could not be opened read-only (damage, another owner, a newer schema...). */
   readerError?: unknown;
   now: number;
-  /** Probe the gateway and its scheduler from outside too (`tenax status` does; the gateway itself does not). */
-  gateway?: () => Promise<OutsideView>;
   /**
-   * Known elsewhere that no gateway answers (the dashboard's probe), without probing here: the chat
-   * platforms are then down, as nothing connects them.
+   * Look at the gateway from outside (tenax status and the dashboard do; the gateway itself does
+   * not): its /health, when it answers with one, speaks for the layers only it can see
+   * (GATEWAY_SEES); the others are read here, from the same store, by the same functions.
    */
-  gatewayDown?: boolean;
+  gateway?: () => Promise<OutsideView>;
 }
 
+/**
+ * The layers with an input only the running gateway has, whose component it computes live: the
+ * writer's state and its page check (store), the engine's numbers (cron), the chat connections
+ * (platforms), and the disk it measures. The providers are one function of two inputs, the store's
+ * records and the gateway's live view of its calls: each voice merges the gateway's view with its
+ * own read of the store. Every other layer is a function of the store alone, so each voice
+ * computes it itself, from the same records, and is no staler than its own read.
+ */
+export const GATEWAY_SEES = ["store", "cron", "platforms", "disk"] as const;
+
+/**
+ * A profile's health as every voice outside the gateway tells it (`tenax status`, the dashboard),
+ * and as the gateway's layer check reads it (without `gateway`). Each layer is computed by one
+ * function, the one the gateway's /health uses too, over the same inputs: the gateway's answer for
+ * what only it can see, the store for the rest; with no gateway, what this process can read,
+ * saying what it cannot see the same way wherever it is read.
+ */
 export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const { paths, config, reader, now } = input;
-  const ledger = readLedger(reader);
-  // The gateway's live view first: its throttled writes to the store may lag it by a few seconds.
   const outside = input.gateway ? await input.gateway() : null;
-  const store = withGatewayStore(storeComponent(paths, reader, input.readerError), outside);
-  const providers = providersComponent(paths, config, providerRecords(config, reader, outside), now);
+  // Nothing runs the jobs or connects the chat platforms while no gateway answers.
+  const gatewayDown = outside?.gateway.status === "down";
+  const ledger = readLedger(reader);
   const credentials = await credentialsComponent(paths, config, ledger.states, now);
   if (ledger.problem) {
     credentials.status = worst([credentials.status, "degraded"]);
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
-  const compression = compressionComponent(config, reader, now);
-  const tools = toolsComponent(paths, config, reader, now);
-  const cron = cronStatus(paths, config, reader, now, outside);
-  const platforms = platformsStatus(paths, config, reader, now, outside, input.gatewayDown === true);
-  const components: StatusReport["components"] = outside
-    ? {
-        gateway: outside.gateway,
-        store,
-        providers,
-        credentials,
-        compression,
-        tools,
-        cron,
-        platforms,
-        scheduler: outside.scheduler,
-      }
-    : { store, providers, credentials, compression, tools, cron, platforms };
-  return { profile: paths.name, status: worst(Object.values(components).map((c) => c.status)), components };
+  const local: StatusReport["components"] = {
+    store: storeComponent(paths, reader, input.readerError),
+    providers: providersComponent(paths, config, providerRecords(config, reader), now),
+    credentials,
+    compression: compressionComponent(config, reader, now),
+    tools: toolsComponent(paths, config, reader, now),
+    cron: cronStatus(paths, config, reader, now, gatewayDown),
+    platforms: platformsStatus(paths, config, reader, now, gatewayDown),
+  };
+  if (outside === null) return report(paths, local);
+  const seen = outside.health?.components ?? {};
+  // The gateway's own component for what only it sees, when its /health has one.
+  const said = <T extends Component>(name: (typeof GATEWAY_SEES)[number], mine: T): T => {
+    const theirs = seen[name];
+    return theirs === undefined ? mine : { ...mine, ...theirs };
+  };
+  return report(paths, {
+    gateway: outside.gateway,
+    store: said("store", local.store),
+    providers: seen.providers
+      ? providersComponent(paths, config, providerRecords(config, reader, liveRecords(seen.providers)), now)
+      : local.providers,
+    credentials: local.credentials,
+    compression: local.compression,
+    scheduler: outside.scheduler,
+    tools: local.tools,
+    cron: said("cron", local.cron),
+    platforms: said("platforms", local.platforms),
+    disk: said("disk", await localDisk(paths)),
+  });
+}
+
+function report(paths: ProfilePaths, components: StatusReport["components"]): StatusReport {
+  const levels = COMPONENT_NAMES.flatMap((name) => {
+    const c = components[name];
+    return c === undefined ? [] : [c.status];
+  });
+  return { profile: paths.name, status: worst(levels), components };
+}
+
+/** The disk as this process reads it, when the gateway did not say. */
+async function localDisk(paths: ProfilePaths): Promise<Component & Record<string, unknown>> {
+  try {
+    return diskComponent(await readDisk(paths));
+  } catch (error) {
+    return {
+      status: "degraded",
+      detail: `${paths.dir} cannot be read for its free space: ${messageOf(error)}`,
+      next: `check the disk under ${paths.dir} (df -h)`,
+    };
+  }
 }
 
 /**
- * The gateway's own cron component when it answered (it holds the scheduler's numbers); else the
- * same rules over the store alone, saying where the scheduler would run.
+ * The jobs as the store holds them, saying where the scheduler would run when no gateway does.
+ * The gateway's own component, when it answers, has the scheduler's numbers too.
  */
 function cronStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
   reader: StoreReader | null,
   now: number,
-  outside: OutsideView | null,
+  gatewayDown: boolean,
 ): CronComponent {
-  if (outside?.cron) return outside.cron;
   const cron = cronComponent(reader, now, null, {
     profile: paths.name,
     ...(config.cron.timezone ? { timezone: config.cron.timezone } : {}),
   });
-  if (outside === null || outside.gateway.status !== "down" || cron.enabled === 0) return cron;
+  if (!gatewayDown || cron.enabled === 0) return cron;
   return {
     ...cron,
     detail: `${cron.detail}; no gateway runs, so nothing runs them: the scheduler runs only inside a gateway (${tenaxCommand(paths.name, ["up"])}) or with ${tenaxCommand(paths.name, ["cron", "tick"])}`,
   };
 }
 
-/** The gateway's own platforms component when it answered (it knows the connections); else the store's outbox. */
+/** The chat platforms as the store's outbox shows them; nothing connects them while no gateway runs. */
 function platformsStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
   reader: StoreReader | null,
   now: number,
-  outside: OutsideView | null,
   gatewayDown: boolean,
 ): PlatformsComponent {
-  if (outside?.platforms) return outside.platforms;
   const names = configuredPlatforms(config);
   let backlog: Record<string, PlatformBacklog> = {};
   try {
@@ -172,14 +238,7 @@ function platformsStatus(
   } catch {
     // A store that cannot be read is the store component's news.
   }
-  return platformsComponent(
-    paths,
-    config,
-    backlog,
-    null,
-    now,
-    gatewayDown || outside?.gateway.status === "down",
-  );
+  return platformsComponent(paths, config, backlog, null, now, gatewayDown);
 }
 
 /** The exit code the contract gives each overall status. */
@@ -193,11 +252,14 @@ export function worst(levels: readonly ComponentLevel[]): Level {
   return levels.includes("degraded") ? "degraded" : "ok";
 }
 
-/** Each provider's record: the store's, merged with the running gateway's when it said. */
+/**
+ * Each provider's record: the store's (every process that calls a provider writes it), merged with
+ * the running gateway's live one when it said (its throttled writes may lag it by a few seconds).
+ */
 function providerRecords(
   config: TenaxConfig,
   reader: StoreReader | null,
-  outside: OutsideView | null,
+  live: ReadonlyMap<string, ProviderRecord> = new Map(),
 ): Map<string, ProviderRecord | null> {
   const records = new Map<string, ProviderRecord | null>();
   for (const { provider } of configuredProviders(config)) {
@@ -207,140 +269,22 @@ function providerRecords(
     } catch {
       // A store that cannot be read is the store component's news.
     }
-    records.set(provider, mergeRecords(stored, outside?.providers?.get(provider) ?? null));
+    records.set(provider, mergeRecords(stored, live.get(provider) ?? null));
   }
   return records;
 }
 
-function storeComponent(
-  paths: ProfilePaths,
-  reader: StoreReader | null,
-  openError: unknown,
-): StatusReport["components"]["store"] {
-  const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
-  if (openError !== undefined) return unreadableStore(paths, openError, "opened", spooled);
-  const spoolNote =
-    spooled > 0
-      ? {
-          status: "degraded" as const,
-          detail: `${spooled} writes wait in ${paths.spool}`,
-          next: recoverCommand(paths.state, paths.name),
-        }
-      : null;
-  if (reader === null) {
-    return {
-      status: spoolNote ? "degraded" : "ok",
-      detail: spoolNote?.detail ?? `no store yet; ${paths.state} is created on first use`,
-      next: spoolNote?.next ?? null,
-      sessions: null,
-      messages: null,
-      spooled_writes: spooled,
-    };
+/** Each provider's record as the gateway's /health lists it; anything not shaped like one is left out. */
+function liveRecords(component: ReportedComponent | undefined): Map<string, ProviderRecord> {
+  const out = new Map<string, ProviderRecord>();
+  const list = component?.providers;
+  if (!Array.isArray(list)) return out;
+  for (const entry of list as unknown[]) {
+    const name = (entry as { provider?: unknown } | null)?.provider;
+    const record = parseProviderRecord(entry);
+    if (typeof name === "string" && record !== null) out.set(name, record);
   }
-  try {
-    const stats = reader.stats();
-    const base = `${stats.path}: ${stats.sessions} sessions, ${stats.messages} messages`;
-    return {
-      status: spoolNote ? "degraded" : "ok",
-      detail: spoolNote ? `${base}; ${spoolNote.detail}` : base,
-      next: spoolNote?.next ?? null,
-      sessions: stats.sessions,
-      messages: stats.messages,
-      spooled_writes: spooled,
-    };
-  } catch (error) {
-    return unreadableStore(paths, error, "read", spooled);
-  }
-}
-
-/**
- * The gateway's writer may know the store is down while every read here still works (damage its
- * page check found in pages no read touches, a failed sync): its word wins, and the local read
- * keeps what it counted.
- */
-function withGatewayStore(
-  local: StatusReport["components"]["store"],
-  outside: OutsideView | null,
-): StatusReport["components"]["store"] {
-  const down = outside?.storeDown;
-  if (down === undefined || local.status === "down") return local;
-  return {
-    ...local,
-    status: "down",
-    detail: `the gateway says: ${down.detail}`,
-    next: down.next ?? local.next,
-  };
-}
-
-/** A store that cannot be opened or read: down, and `damaged` when that is damage in the file. */
-function unreadableStore(
-  paths: ProfilePaths,
-  error: unknown,
-  what: "opened" | "read",
-  spooled: number,
-): StatusReport["components"]["store"] {
-  return {
-    status: "down",
-    damaged: TenaxError.isInstance(error) && error.code === "store_corrupt",
-    detail: `${paths.state} cannot be ${what}: ${messageOf(error)}`,
-    next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
-    sessions: null,
-    messages: null,
-    spooled_writes: spooled,
-  };
-}
-
-/**
- * Open the store read-only for a status look, or say why it cannot be: a store that cannot even
- * be opened (damage in its header, another owner, a newer schema) is the store layer's news, not
- * a failed status.
- */
-export function openForStatus(paths: ProfilePaths): { reader: StoreReader | null; readerError?: unknown } {
-  if (!existsSync(paths.state)) return { reader: null };
-  try {
-    return { reader: openReader(paths) };
-  } catch (error) {
-    return { reader: null, readerError: error };
-  }
-}
-
-/** The summarizer is a dependency of its own: a failing one cools down, and status says until when. */
-function compressionComponent(
-  config: TenaxConfig,
-  reader: StoreReader | null,
-  now: number,
-): StatusReport["components"]["compression"] {
-  const enabled = config.compression.enabled;
-  let cooldown: ReturnType<typeof readCooldown> = null;
-  try {
-    cooldown = reader ? readCooldown(reader) : null;
-  } catch {
-    // A store that cannot be read is the store component's news.
-  }
-  if (cooldown !== null && cooldown.cooldown_until > now) {
-    return {
-      status: "degraded",
-      detail: `the summarizer failed ${cooldown.failures} time${cooldown.failures === 1 ? "" : "s"} in a row (${cooldown.last_error}); automatic compression waits ${formatDuration(cooldown.cooldown_until - now)} more`,
-      next: "check the auxiliary compression model in config.yaml; a provider-proven overflow still gets one attempt",
-      enabled,
-      failures: cooldown.failures,
-      cooldown_until: cooldown.cooldown_until,
-    };
-  }
-  return {
-    status: "ok",
-    detail: enabled
-      ? `on at ${Math.round(config.compression.threshold * 100)}% of the window${
-          config.auxiliary.compression
-            ? `, summarizer ${config.auxiliary.compression.provider}/${config.auxiliary.compression.name}`
-            : ", summarized by the primary model"
-        }`
-      : "off (compression.enabled: false)",
-    next: null,
-    enabled,
-    failures: cooldown?.failures ?? 0,
-    cooldown_until: null,
-  };
+  return out;
 }
 
 function readLedger(reader: StoreReader | null): { states: CredentialState[]; problem: string | null } {

@@ -10,6 +10,7 @@ export const ERROR_REASONS = [
   "timeout",
   "stream_drop",
   "unreachable",
+  "local_resources",
   "context_overflow",
   "payload_too_large",
   "long_context_tier",

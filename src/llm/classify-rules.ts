@@ -27,6 +27,9 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   timeout: flags(true, false, true, false),
   stream_drop: flags(true, false, true, false), // a provider that keeps dropping streams is worth leaving
   unreachable: flags(true, false, true, false), // down or restarting: a later try or another provider may answer
+  // Our own process is out of descriptors or socket memory: the provider was never reached and is not
+  // at fault, and another provider would meet the same limit; a later try, once connections close, may pass.
+  local_resources: flags(true, false, false, false),
   context_overflow: flags(false, false, false, true), // the same request fails again; a smaller one may not
   payload_too_large: flags(false, false, false, true),
   long_context_tier: flags(false, false, true, false), // this account lacks the tier; another model may not need it
@@ -91,6 +94,12 @@ const TIMEOUT_CODES = new Set([
 ]);
 const isTimeout = (t: NonNullable<Facts["transport"]>): boolean =>
   t.name === "timeouterror" || TIMEOUT_CODES.has(t.code);
+
+/**
+ * The local system refused a socket: this process's open-file limit (EMFILE), the machine's file
+ * table (ENFILE), or kernel memory for sockets (ENOBUFS, ENOMEM). Nothing left this machine.
+ */
+export const LOCAL_RESOURCE_CODES: ReadonlySet<string> = new Set(["emfile", "enfile", "enobufs", "enomem"]);
 
 const LONG_CONTEXT_TIER = [
   /extra usage is required for (?:long|1m) context/,
@@ -179,6 +188,11 @@ export const RULES: readonly Rule[] = [
     reason: "aborted",
     why: "our own signal ended the call: an abort is never retried",
     test: (f) => f.aborted,
+  },
+  {
+    reason: "local_resources",
+    why: "EMFILE and its kin come from our own process or machine before any packet left: never the provider's fault",
+    test: (f) => f.transport !== null && LOCAL_RESOURCE_CODES.has(f.transport.code),
   },
   {
     reason: "format_error",

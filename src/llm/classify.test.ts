@@ -22,6 +22,7 @@ const EXPECTED_FLAGS: Record<ErrorReason, Flags> = {
   timeout: F(true, false, true, false),
   stream_drop: F(true, false, true, false),
   unreachable: F(true, false, true, false),
+  local_resources: F(true, false, false, false),
   context_overflow: F(false, false, false, true),
   payload_too_large: F(false, false, false, true),
   long_context_tier: F(false, false, true, false),
@@ -163,6 +164,45 @@ describe("classify: messages", () => {
     expect(refused("EWHATEVER", "something odd", "http://h/v1").message).toBe(
       "could not connect to http://h/v1 (EWHATEVER: something odd): is the provider running, and is base_url right?",
     );
+  });
+});
+
+describe("classify: our own process out of file descriptors", () => {
+  // The shape the openai and Anthropic clients give: a connection error whose cause chain ends in
+  // Node's socket error (as describeTransport reads it), before any byte left this machine.
+  const local = (code: string) =>
+    classify(
+      failure({
+        phase: "connect",
+        transport: {
+          name: "Error",
+          code,
+          message: `connect ${code} 127.0.0.1:4000 - Local (undefined:undefined)`,
+        },
+        endpoint: "http://127.0.0.1:4000/v1",
+      }),
+      NOW,
+    );
+
+  it("is local_resources, not unreachable: retried later, never a reason to blame or leave the provider", () => {
+    for (const code of ["EMFILE", "ENFILE", "ENOBUFS", "ENOMEM"]) {
+      const result = local(code);
+      expect(result).toMatchObject({
+        reason: "local_resources",
+        retryable: true,
+        rotate_credential: false,
+        fallback: false,
+        compress: false,
+      });
+    }
+  });
+
+  it("says whose resource ran out and what to do, and that the provider is not at fault", () => {
+    expect(local("EMFILE").message).toBe(
+      "Tenax's own process is out of file descriptors (EMFILE) while connecting to http://127.0.0.1:4000/v1: the provider was not reached and is not at fault; raise its open-file limit (ulimit -n, LimitNOFILE=) and see what holds connections open (ls /proc/PID/fd)",
+    );
+    expect(local("ENFILE").message).toMatch(/^this machine is out of file descriptors \(ENFILE\)/);
+    expect(local("EMFILE").message.length).toBeLessThanOrEqual(MESSAGE_MAX_CHARS);
   });
 });
 

@@ -132,6 +132,31 @@ describe("ProviderHealthRecorder", () => {
     expect(s.recorder.view().get("main")?.last_call?.ok).toBe(true);
   });
 
+  it("our own process out of file descriptors (EMFILE) says nothing of the provider, from a call or a probe", async () => {
+    const s = await setup();
+    s.recorder.observeCall(s.call(true));
+    s.advance(5000);
+    const emfile = classify({
+      status: null,
+      headers: {},
+      body: null,
+      transport: { code: "EMFILE", message: "connect EMFILE 127.0.0.1:9 - Local (undefined:undefined)" },
+      phase: "connect",
+    });
+    s.recorder.observeCall(s.call(false, emfile));
+    s.recorder.observeProbe("main", {
+      ok: false,
+      at: Date.now() + 6000,
+      model: null,
+      reason: emfile.reason,
+      message: emfile.message,
+    });
+    const record = s.recorder.view().get("main");
+    expect(record?.last_call?.ok).toBe(true);
+    expect(record?.last_probe ?? null).toBeNull();
+    expect(record?.failing_since).toBeNull();
+  });
+
   it("folds in what another process wrote, so the newest of each fact survives", async () => {
     const s = await setup();
     // Another process (a `tenax chat`) saw the probe reach it, later than this one looked.

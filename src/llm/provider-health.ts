@@ -12,6 +12,7 @@ import {
   mergeRecords,
   type ProviderObservation,
   type ProviderRecord,
+  probeCountsAgainstProvider,
   providerCondition,
   providerRecordOp,
   type RecordSource,
@@ -64,8 +65,20 @@ export interface ProviderCounters {
   probes: Map<string, { provider: string; outcome: "ok" | "failed"; count: number }>;
 }
 
+/**
+ * The last time this process could not even open a connection to a provider (EMFILE and its kin,
+ * `local_resources`): no provider's fault, so it is kept apart, for the gateway's own component.
+ */
+export interface LocalExhaustion {
+  at: number;
+  provider: string;
+  source: "call" | "probe";
+  message: string;
+}
+
 export class ProviderHealthRecorder {
   private readonly entries = new Map<string, Entry>();
+  private local: LocalExhaustion | null = null;
   private readonly throttle: WriteThrottle;
   readonly counters: ProviderCounters = { calls: new Map(), failures: new Map(), probes: new Map() };
 
@@ -75,6 +88,8 @@ export class ProviderHealthRecorder {
 
   /** A model call ended (router.call): an answer, or a failure the classifier named. */
   observeCall(outcome: CallOutcome): void {
+    if (!outcome.ok && outcome.error.reason === "local_resources")
+      this.noteLocal(outcome.provider, "call", outcome.at, outcome.error.message);
     if (!outcome.ok && !countsAgainstProvider(outcome.error)) return;
     const observation: ProviderObservation = outcome.ok
       ? { ok: true, at: outcome.at, model: outcome.model, reason: null, message: null }
@@ -99,11 +114,25 @@ export class ProviderHealthRecorder {
 
   /** A background probe answered (or could not reach the provider). */
   observeProbe(provider: string, observation: ProviderObservation): void {
+    if (observation.reason === "local_resources")
+      this.noteLocal(provider, "probe", observation.at, observation.message ?? "");
+    if (!probeCountsAgainstProvider(observation)) return;
     bump(this.counters.probes, `${provider} ${observation.ok}`, {
       provider,
       outcome: observation.ok ? "ok" : "failed",
     });
     this.observe(provider, "probe", observation);
+  }
+
+  /** When this process last ran out of descriptors reaching a provider; null if it never did. */
+  localExhaustion(): LocalExhaustion | null {
+    return this.local;
+  }
+
+  private noteLocal(provider: string, source: "call" | "probe", at: number, message: string): void {
+    if (this.local !== null && this.local.at > at) return;
+    const redactor = this.options.redactor;
+    this.local = { at, provider, source, message: redactor ? redactor.redactMessage(message) : message };
   }
 
   /** The live view: every provider this process has observed or read. */

@@ -5,7 +5,8 @@
 // the dashboard and the gateway's /health. The rules are one pure function, `judgeProviders`.
 import { z } from "zod";
 import type { RecordPutOp } from "../store/ops.js";
-import type { ClassifiedError } from "./classified-error.js";
+import { type ClassifiedError, ERROR_REASONS } from "./classified-error.js";
+import { REASON_FLAGS } from "./classify-rules.js";
 
 export const PROVIDER_RECORD_KIND = "component";
 
@@ -82,6 +83,16 @@ export function providerRecordOp(provider: string, record: ProviderRecord, now: 
  */
 export function countsAgainstProvider(error: Pick<ClassifiedError, "reason" | "fallback">): boolean {
   return error.fallback && error.reason !== "aborted";
+}
+
+/**
+ * Whether a failed probe says something about the provider: not when its reason is one no call would
+ * count either (the prober's own process out of file descriptors reached no provider).
+ */
+export function probeCountsAgainstProvider(observation: Pick<ProviderObservation, "ok" | "reason">): boolean {
+  if (observation.ok) return true;
+  const reason = ERROR_REASONS.find((r) => r === observation.reason);
+  return reason === undefined || countsAgainstProvider({ reason, ...REASON_FLAGS[reason] });
 }
 
 /** A record with one more observation; an observation older than the one it would replace is ignored. */

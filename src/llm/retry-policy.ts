@@ -40,6 +40,8 @@ export const RETRY_POLICY: Readonly<Record<ErrorReason, ReasonPolicy>> = {
   // Nothing answered (refused, DNS, TLS, reset before the headers): a server that is down or
   // restarting takes seconds, not milliseconds, to come back, so it waits like a server error.
   unreachable: { retry: true, base_ms: 1_000, max_ms: 15_000 },
+  // Our own process is out of file descriptors: connections closing meanwhile may free some.
+  local_resources: { retry: true, base_ms: 1_000, max_ms: 15_000 },
   // Retried only when the classifier marked this particular failure retryable.
   unknown: { retry: true, base_ms: 1_000, max_ms: 15_000 },
   // The same request will fail the same way: the caller compresses, rotates or falls back instead.

@@ -1,5 +1,6 @@
 // The words for an endpoint that never answered (refused, DNS, TLS, reset before the headers):
 // which address, what went wrong in plain terms, and the question to ask, instead of a bare errno.
+// And for a call that never left this machine (out of file descriptors): whose fault that is.
 
 /** What a transport code means, and what to check; matched on the lower-cased code. */
 const CAUSES: readonly { codes: readonly string[]; what: string; check: string }[] = [
@@ -44,6 +45,43 @@ export function unreachableMessage(
   const label = code === "" ? (typeof transport.name === "string" ? transport.name : "") : transport.code;
   const detail = label && !message.includes(label) ? `${label}: ${message}` : message;
   return `${where} (${detail || "no answer"}): is the provider running, and is base_url right?`;
+}
+
+/** What each local refusal means, and its fix: the process's or the machine's, never the provider's. */
+const LOCAL: Readonly<Record<string, { what: string; fix: string }>> = {
+  emfile: {
+    what: "Tenax's own process is out of file descriptors (EMFILE)",
+    fix: "raise its open-file limit (ulimit -n, LimitNOFILE=) and see what holds connections open (ls /proc/PID/fd)",
+  },
+  enfile: {
+    what: "this machine is out of file descriptors (ENFILE)",
+    fix: "find the process holding them (lsof) or raise fs.file-max",
+  },
+  enobufs: {
+    what: "this machine is out of memory for sockets (ENOBUFS)",
+    fix: "look at memory and the open connections (ss -s) on this machine",
+  },
+  enomem: {
+    what: "this machine is out of memory for sockets (ENOMEM)",
+    fix: "look at memory and the open connections (ss -s) on this machine",
+  },
+};
+
+/**
+ * "Tenax's own process is out of file descriptors (EMFILE) while connecting to URL: the provider
+ * was not reached and is not at fault; raise its open-file limit ...".
+ */
+export function localResourcesMessage(
+  transport: { code?: string | undefined; message: string },
+  endpoint: string | null | undefined,
+): string {
+  const code = typeof transport.code === "string" ? transport.code.toLowerCase() : "";
+  const local = LOCAL[code] ?? {
+    what: `this machine refused a socket (${transport.code ?? transport.message})`,
+    fix: "look at the process's open files and the machine's memory",
+  };
+  const where = endpoint ? `connecting to ${withoutUserInfo(endpoint)}` : "connecting to the provider";
+  return `${local.what} while ${where}: the provider was not reached and is not at fault; ${local.fix}`;
 }
 
 /** A base URL may carry a user and password; the message names the address only. */

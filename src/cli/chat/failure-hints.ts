@@ -36,6 +36,11 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
     todo: (w) =>
       `nothing answered at that address: start the provider's server, or fix ${w.key}.base_url in config.yaml (host, port, DNS name, TLS); tenax status shows every provider`,
   },
+  local_resources: {
+    says: "Tenax's own process could not open a connection",
+    todo: () =>
+      "the provider is not at fault: raise the open-file limit (ulimit -n, or LimitNOFILE= for the service) or end what holds connections open, then /retry",
+  },
   auth: {
     says: "the provider refused the API key",
     todo: (w) =>
@@ -161,10 +166,10 @@ export function explainFailure(failure: TurnFailure): Explained {
   const target = `${failure.provider}/${model}`;
   const status = failure.status === null ? "" : ` (HTTP ${failure.status})`;
   // The classifier's words already name the address and the cause ("could not connect to URL
-  // (connection refused): is the provider running?").
-  if (failure.reason === "unreachable")
+  // (connection refused): is the provider running?"), or whose fault it is (EMFILE: ours).
+  if (failure.reason === "unreachable" || failure.reason === "local_resources")
     return {
-      headline: `turn failed (${layer}, unreachable): ${target}: ${failure.message}${tried}`,
+      headline: `turn failed (${layer}, ${failure.reason}): ${target}: ${failure.message}${tried}`,
       todo: hint.todo(where),
     };
   return {

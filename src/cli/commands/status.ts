@@ -2,7 +2,7 @@
 // Exit 0 healthy, 1 degraded, 2 down. It reads the store read-only and starts nothing.
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
-import { probeGatewayFromOutside } from "../../health/gateway-status.js";
+import { lookAtGateway } from "../../health/gateway-status.js";
 import { collectStatus, exitCodeFor, openForStatus, type StatusReport } from "../../health/status.js";
 import type { Cli } from "../main.js";
 
@@ -26,7 +26,7 @@ export function registerStatusCommand(program: Command, cli: Cli): void {
             config,
             ...opened,
             now: Date.now(),
-            gateway: () => probeGatewayFromOutside(paths, config),
+            gateway: () => lookAtGateway(paths, config),
           });
         } finally {
           opened.reader?.close();

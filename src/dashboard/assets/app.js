@@ -29,81 +29,31 @@ function tile(name, level, detail, next, extra = []) {
   );
 }
 
-/** The gateway as the dashboard's probe sees it right now; it never assumes a route exists. */
-function gatewayTile(gw, reported) {
+/** What the probe adds to the gateway's tile: its capabilities and what tenax up says of it. */
+function gatewayExtras(gw) {
   const caps = gw.capabilities;
-  const capText =
-    caps === null
-      ? null
-      : caps.served
-        ? `capabilities: ${caps.list.join(", ") || "none"}`
-        : `GET /api/capabilities not served (HTTP ${caps.http_status})`;
   const extra = [];
-  if (capText) extra.push(el("div", { class: "next" }, capText));
-  if (reported)
-    extra.push(el("div", { class: "next" }, `tenax status: ${reported.status}, ${reported.detail}`));
+  if (caps !== null)
+    extra.push(
+      el(
+        "div",
+        { class: "next" },
+        caps.served
+          ? `capabilities: ${caps.list.join(", ") || "none"}`
+          : `GET /api/capabilities not served (HTTP ${caps.http_status})`,
+      ),
+    );
+  if (gw.health?.served) extra.push(el("div", { class: "next" }, `GET /health: ${gw.health.status} overall`));
   if (gw.supervisor) extra.push(el("div", { class: "next" }, supervisorLine(gw.supervisor)));
+  return extra;
+}
+
+/** The gateway alone, when no report can be made (config.yaml does not load): as the probe sees it. */
+function gatewayTile(gw) {
+  const extra = gatewayExtras(gw);
   if (gw.reachable === null) return tile("gateway", "degraded", `probing ${gw.url}…`, null, extra);
-  if (!gw.reachable)
-    return tile(
-      "gateway",
-      "down",
-      `unreachable since ${clock(gw.unreachable_since)}: ${gw.error}${gw.advice ? `; ${gw.advice.situation}` : ""}`,
-      gw.advice ? gw.advice.next : null,
-      extra,
-    );
-  if (gw.advice)
-    return tile("gateway", "down", `${gw.url} answers, but ${gw.advice.situation}`, gw.advice.next, extra);
-  if (gw.error) return tile("gateway", "degraded", `${gw.url}: ${gw.error}`, null, extra);
-  if (!gw.health?.served)
-    return tile(
-      "gateway",
-      "degraded",
-      `${gw.url} answers, but GET /health is not served (HTTP ${gw.health?.http_status ?? "?"}), so its components are unknown`,
-      null,
-      extra,
-    );
-  // The tile is the gateway process itself; the other layers of its /health have tiles of their own.
-  const own = gw.health.components.gateway;
-  extra.unshift(el("div", { class: "next" }, `GET /health: ${gw.health.status} overall`));
-  if (!own) return tile("gateway", gw.health.status, `${gw.url} answers /health`, null, extra);
-  return tile("gateway", own.status, own.detail, null, extra);
-}
-
-/**
- * The layers whose state only the running gateway knows, though the store has a view of them: a
- * chat platform's connection is held inside the gateway, and the store's outbox cannot say it is
- * lost. While the gateway answers, its component is the one shown, as tenax status does.
- */
-const LIVE_FIRST = new Set(["platforms"]);
-function liveFirst(name, stored, gw) {
-  const live = gw.reachable === true && gw.health?.served === true ? gw.health.components[name] : undefined;
-  if (!LIVE_FIRST.has(name) || live === undefined) return stored;
-  return { ...stored, status: live.status, detail: live.detail, next: live.next ?? null };
-}
-
-/** Layers only the running gateway can see (its /health components the status report lacks). */
-// The scheduler runs inside the gateway: its tile is there even before the gateway was ever seen.
-const gatewayOnly = new Map([["scheduler", null]]);
-function gatewayLayerTiles(gw, known) {
-  const live = gw.reachable === true && gw.health?.served === true;
-  if (live)
-    for (const [name, c] of Object.entries(gw.health.components))
-      if (name !== "gateway" && !known.has(name)) gatewayOnly.set(name, c);
-  const tiles = [];
-  for (const [name, c] of gatewayOnly) {
-    if (known.has(name)) continue;
-    if (!live)
-      tiles.push(
-        tile(name, "unknown", "unknown: it runs inside the gateway, whose /health cannot be read", null),
-      );
-    else if (c === null) tiles.push(tile(name, "unknown", "the gateway's /health does not report it", null));
-    else
-      tiles.push(
-        tile(name, c.status, c.detail, null, [el("div", { class: "next" }, "from the gateway's /health")]),
-      );
-  }
-  return tiles;
+  if (!gw.reachable) return tile("gateway", "down", gw.error, gw.advice ? gw.advice.next : null, extra);
+  return tile("gateway", gw.health?.status ?? "degraded", gw.error ?? `${gw.url} answers`, null, extra);
 }
 
 /**
@@ -176,36 +126,29 @@ function renderBanner(gw) {
   banner.hidden = false;
 }
 
+/**
+ * Every layer as `tenax status` reports it (the dashboard computes it with the same function from
+ * the same look at the gateway): one tile per component, in the model's order, and the overall
+ * state the report's. The page adds nothing of its own to a state.
+ */
 function renderLayers(layers, gw) {
-  const tiles = [];
-  let overall = "ok";
-  const worse = (level) => {
-    if (level === "down" || (level === "degraded" && overall === "ok")) overall = level;
-  };
-  if (!layers.ok) {
-    tiles.push(tile("config", "down", layers.error.message, layers.error.hint));
-    worse("down");
-  } else {
-    for (const [name, stored] of Object.entries(layers.report.components)) {
-      if (name === "gateway") continue;
-      const c = liveFirst(name, stored, gw);
-      tiles.push(name === "providers" ? providersTile(c) : tile(name, c.status, c.detail, c.next));
-      worse(c.status);
-    }
-    renderCredentials(layers.report.components.credentials);
-  }
-  const g = gatewayTile(gw, layers.ok ? layers.report.components.gateway : undefined);
-  worse(g.dataset.status);
-  tiles.unshift(g);
-  const known = new Set(layers.ok ? Object.keys(layers.report.components) : []);
-  for (const t of gatewayLayerTiles(gw, known)) {
-    if (t.dataset.status !== "unknown") worse(t.dataset.status);
-    tiles.push(t);
-  }
-  $("layers").replaceChildren(...tiles);
   const pill = $("overall");
-  pill.textContent = overall;
-  pill.className = `pill ${overall}`;
+  if (!layers.ok) {
+    const tiles = [tile("config", "down", layers.error.message, layers.error.hint), gatewayTile(gw)];
+    $("layers").replaceChildren(...tiles);
+    pill.textContent = "down";
+    pill.className = "pill down";
+    return;
+  }
+  const tiles = Object.entries(layers.report.components).map(([name, c]) =>
+    name === "providers"
+      ? providersTile(c)
+      : tile(name, c.status, c.detail, c.next, name === "gateway" ? gatewayExtras(gw) : []),
+  );
+  renderCredentials(layers.report.components.credentials);
+  $("layers").replaceChildren(...tiles);
+  pill.textContent = layers.report.status;
+  pill.className = `pill ${layers.report.status}`;
 }
 
 function renderCredentials(credentials) {

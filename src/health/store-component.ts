@@ -1,0 +1,96 @@
+// The store layer as a health component: the store read-only (sessions, messages), the writes
+// waiting in the spool, and a store that cannot be opened or read (damaged, locked, newer) as
+// `down` with the command that salvages it.
+import { existsSync } from "node:fs";
+import { TenaxError } from "../core/errors.js";
+import type { ProfilePaths } from "../profile/paths.js";
+import { recoverCommand } from "../store/open-database.js";
+import { openReader } from "../store/registry.js";
+import { readSpool } from "../store/spool.js";
+import type { StoreReader } from "../store/store-reader.js";
+import type { Component } from "./status.js";
+
+export type StoreComponent = Component & {
+  sessions: number | null;
+  messages: number | null;
+  spooled_writes: number;
+  /** A read met damage in state.db (not a lock or a missing file): the writer must stop too. */
+  damaged?: boolean;
+};
+
+export function storeComponent(
+  paths: ProfilePaths,
+  reader: StoreReader | null,
+  openError: unknown,
+): StoreComponent {
+  const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
+  if (openError !== undefined) return unreadableStore(paths, openError, "opened", spooled);
+  const spoolNote =
+    spooled > 0
+      ? {
+          status: "degraded" as const,
+          detail: `${spooled} writes wait in ${paths.spool}`,
+          next: recoverCommand(paths.state, paths.name),
+        }
+      : null;
+  if (reader === null) {
+    return {
+      status: spoolNote ? "degraded" : "ok",
+      detail: spoolNote?.detail ?? `no store yet; ${paths.state} is created on first use`,
+      next: spoolNote?.next ?? null,
+      sessions: null,
+      messages: null,
+      spooled_writes: spooled,
+    };
+  }
+  try {
+    const stats = reader.stats();
+    const base = `${stats.path}: ${stats.sessions} sessions, ${stats.messages} messages`;
+    return {
+      status: spoolNote ? "degraded" : "ok",
+      detail: spoolNote ? `${base}; ${spoolNote.detail}` : base,
+      next: spoolNote?.next ?? null,
+      sessions: stats.sessions,
+      messages: stats.messages,
+      spooled_writes: spooled,
+    };
+  } catch (error) {
+    return unreadableStore(paths, error, "read", spooled);
+  }
+}
+
+/** A store that cannot be opened or read: down, and `damaged` when that is damage in the file. */
+function unreadableStore(
+  paths: ProfilePaths,
+  error: unknown,
+  what: "opened" | "read",
+  spooled: number,
+): StoreComponent {
+  return {
+    status: "down",
+    damaged: TenaxError.isInstance(error) && error.code === "store_corrupt",
+    detail: `${paths.state} cannot be ${what}: ${messageOf(error)}`,
+    next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
+    sessions: null,
+    messages: null,
+    spooled_writes: spooled,
+  };
+}
+
+/**
+ * Open the store read-only for a status look, or say why it cannot be: a store that cannot even
+ * be opened (damage in its header, another owner, a newer schema) is the store layer's news, not
+ * a failed status.
+ */
+export function openForStatus(paths: ProfilePaths): { reader: StoreReader | null; readerError?: unknown } {
+  if (!existsSync(paths.state)) return { reader: null };
+  try {
+    return { reader: openReader(paths) };
+  } catch (error) {
+    return { reader: null, readerError: error };
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
