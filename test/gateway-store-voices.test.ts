@@ -124,7 +124,12 @@ describe("the store's health and its writer", () => {
       status: "down",
       next: `tenax sessions recover --source ${paths.state} --inspect-only`,
     });
-    expect(report.components.store.detail).toMatch(/^the gateway says: SQLite's page check found damage/);
+    // One voice: status tells the store as the gateway's writer found it, word for word.
+    expect(report.components.store.detail).toMatch(/^SQLite's page check found damage/);
+    const health = (await (await gw.fetch("/health")).json()) as {
+      components: Record<string, { detail: string }>;
+    };
+    expect(report.components.store.detail).toBe(health.components.store?.detail);
     expect(report.status).toBe("down");
     expect(run.status).toBe(2);
   }, 120_000);
