@@ -1,6 +1,7 @@
-// What a caller of one turn asks of its model calls: an API client's own system text, output cap
-// and sampling parameters (the gateway's `model: "tenax"`). They hold for every model call of the
-// turn and for that turn only: they are not history, and the session's next turn has its own.
+// What a caller of one turn asks of its model calls: an API client's own system text, output cap,
+// sampling parameters and the OpenAI fields it sends on (the gateway's `model: "tenax"`). They hold
+// for every model call of the turn and for that turn only: they are not history, and the
+// session's next turn has its own.
 import type { SamplingParams } from "../llm/provider.js";
 
 export interface TurnRequest {
@@ -15,6 +16,8 @@ export interface TurnRequest {
    */
   maxOutputTokens?: number;
   params?: SamplingParams;
+  /** OpenAI-wire fields sent as they came with each call (ChatRequest.extra): metadata, store, ... */
+  extra?: Record<string, unknown>;
 }
 
 /** The system prompt the turn's model calls are sent with. */
@@ -29,11 +32,14 @@ export function turnSystem(profile: string | null, request: TurnRequest | undefi
 export function callSettings(request: TurnRequest | undefined): {
   max_output_tokens?: number;
   params?: SamplingParams;
+  extra?: Record<string, unknown>;
 } {
   if (request === undefined) return {};
   const params = request.params ?? {};
+  const extra = request.extra ?? {};
   return {
     ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
     ...(Object.keys(params).length > 0 ? { params } : {}),
+    ...(Object.keys(extra).length > 0 ? { extra } : {}),
   };
 }

@@ -37,6 +37,7 @@ describe("parseChatRequest", () => {
       system: null,
       maxTokens: 10,
       params: { temperature: 0.2 },
+      extra: {},
     });
   });
 

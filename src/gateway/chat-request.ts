@@ -1,13 +1,16 @@
 // The body of POST /v1/chat/completions for `model: "tenax"` (an agent turn), as a zod schema: the
-// OpenAI fields a whole turn honours (the client's system messages, max_tokens, stop, sampling,
-// user) or can safely ignore are accepted; anything else is refused by name, so a client never
-// believes a field took effect when it did not. Errors are mapped to the OpenAI shape in one place
-// (src/http/validate.ts).
+// OpenAI fields a whole turn honours (the client's system messages, max_tokens, stop, sampling and
+// penalties, user) and the ones it sends on with each of its model calls (metadata, store,
+// reasoning_effort, ...: as the model mode does) are accepted; anything else is refused by name,
+// so a client never believes a field took effect when it did not. Errors are mapped to the OpenAI
+// shape in one place (src/http/validate.ts).
 import { z } from "zod";
+import type { TurnRequest } from "../agent/turn-request.js";
 import { badRequest } from "../http/http-error.js";
 import { parseWith } from "../http/validate.js";
 import type { SamplingParams } from "../llm/provider.js";
 import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
+import { includeObfuscation } from "./stream-options.js";
 
 /** Refused with a reason: the agent owns its tools and its output format. */
 const USE_A_MODEL =
@@ -22,6 +25,7 @@ const REFUSED: Record<string, string> = {
   logprobs: "log probabilities are not available from a whole agent turn",
   top_logprobs: "log probabilities are not available from a whole agent turn",
   logit_bias: "logit bias is not supported",
+  web_search_options: `web search is a tool OpenAI runs; the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
   audio: "audio output is not supported",
   modalities: "only text is supported",
   prediction: "predicted outputs are not supported",
@@ -41,6 +45,8 @@ export interface ChatRequest {
   /** The client's cap on each model call's output (max_completion_tokens, else max_tokens). */
   maxTokens: number | null;
   params: SamplingParams;
+  /** Fields sent on as they came with each model call of the turn (PASSED_ON); empty for none. */
+  extra: Record<string, unknown>;
 }
 
 const ROLES = ["user", "assistant", "system", "developer"] as const;
@@ -92,8 +98,29 @@ const message = z.looseObject(
   { error: "must be an object" },
 );
 
-/** Accepted and ignored: the profile's config decides them for every turn. */
-const ignored = z.unknown().optional();
+const text = (what: string) => z.string({ error: `must be ${what}` }).nullish();
+
+/**
+ * OpenAI fields sent on, as they came, with each model call of the turn: a provider on the OpenAI
+ * wire applies them (the model mode sends them on the same way). Checked for their type only; the
+ * provider judges the value.
+ */
+const PASSED_ON = {
+  metadata: z
+    .record(z.string(), z.string({ error: "must be an object of strings" }), {
+      error: "must be an object of strings",
+    })
+    .nullish(),
+  store: z.boolean({ error: "must be true or false" }).nullish(),
+  service_tier: text("a service tier such as auto, default, flex or priority"),
+  reasoning_effort: text("a reasoning effort such as low, medium or high"),
+  verbosity: text("a verbosity such as low, medium or high"),
+  prompt_cache_key: text("a string"),
+  prompt_cache_options: z.record(z.string(), z.unknown(), { error: "must be an object" }).nullish(),
+  prompt_cache_retention: text("a retention such as in_memory or 24h"),
+  safety_identifier: text("a string"),
+  moderation: z.record(z.string(), z.unknown(), { error: "must be an object" }).nullish(),
+};
 
 const chatBody = z
   .strictObject(
@@ -104,7 +131,10 @@ const chatBody = z
         .min(1, { error: "must be a non-empty array of messages" }),
       stream: z.boolean({ error: "must be true or false" }).optional(),
       stream_options: z
-        .looseObject({ include_usage: z.unknown().optional() }, { error: "must be an object" })
+        .strictObject(
+          { include_usage: z.unknown().optional(), include_obfuscation: includeObfuscation },
+          { error: "must be an object" },
+        )
         .nullable()
         .optional(),
       n: z
@@ -112,10 +142,7 @@ const chatBody = z
         .refine((n) => n === undefined || n === 1, { message: "n must be 1: an agent turn gives one reply" })
         .optional(),
       ...SAMPLING_FIELDS,
-      presence_penalty: ignored,
-      frequency_penalty: ignored,
-      metadata: ignored,
-      store: ignored,
+      ...PASSED_ON,
     },
     { error: "the request body must be a JSON object" },
   )
@@ -125,6 +152,9 @@ const chatBody = z
       m.role === "system" || m.role === "developer" ? m.content !== "" : false,
     );
     const { maxTokens, params } = samplingOf(body);
+    const extra: Record<string, unknown> = {};
+    for (const key of Object.keys(PASSED_ON) as (keyof typeof PASSED_ON)[])
+      if (body[key] != null) extra[key] = body[key];
     return {
       messages,
       stream: body.stream === true,
@@ -132,6 +162,7 @@ const chatBody = z
       system: own.length > 0 ? own.map((m) => m.content).join("\n\n") : null,
       maxTokens,
       params,
+      extra,
     };
   });
 
@@ -152,4 +183,20 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
   const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in REFUSED)));
   return parseWith(chatBody, rest);
+}
+
+/**
+ * What the client asks of the turn's model calls: its system text (after the profile's prompt, or
+ * instead of it: gateway.client_system), output cap, sampling and the fields sent on.
+ */
+export function turnRequestOf(
+  request: ChatRequest,
+  clientSystem: "append" | "replace" = "append",
+): TurnRequest {
+  return {
+    ...(request.system === null ? {} : { system: { text: request.system, mode: clientSystem } }),
+    ...(request.maxTokens === null ? {} : { maxOutputTokens: request.maxTokens }),
+    ...(Object.keys(request.params).length === 0 ? {} : { params: request.params }),
+    ...(Object.keys(request.extra).length === 0 ? {} : { extra: request.extra }),
+  };
 }

@@ -1,11 +1,14 @@
 // The body of POST /v1/chat/completions in the model-gateway mode: the OpenAI fields Tenax knows,
 // checked by a zod schema and turned into the internal request; every other top-level field is kept
-// as it came, for OpenAI-compatible providers. A bad field is a 400 that names its path.
+// as it came, for OpenAI-compatible providers. What the answer could not carry back (audio output)
+// or Tenax cannot do (n > 1, obfuscation padding) is refused. A bad field is a 400 that names its
+// path.
 import { z } from "zod";
 import { HttpError } from "../http/http-error.js";
 import type { ChatMessage, ContentPart, ResponseFormat, ToolChoice, ToolSpec } from "../llm/provider.js";
 import type { RouteRequest } from "../llm/router.js";
 import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
+import { includeObfuscation } from "./stream-options.js";
 
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.strictObject({
@@ -79,6 +82,9 @@ const responseFormat = z.discriminatedUnion("type", [
   }),
 ]);
 
+const AUDIO =
+  "only text output is relayed (the answer holds text and tool calls): leave audio and modalities out";
+
 const refused = (why: string) =>
   z
     .unknown()
@@ -90,7 +96,9 @@ const KNOWN = {
   model: z.string(),
   messages: z.array(message).min(1, "expected at least one message"),
   stream: z.boolean().nullish(),
-  stream_options: z.strictObject({ include_usage: z.boolean().nullish() }).nullish(),
+  stream_options: z
+    .strictObject({ include_usage: z.boolean().nullish(), include_obfuscation: includeObfuscation })
+    .nullish(),
   tools: z.array(tool).nullish(),
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
@@ -101,6 +109,9 @@ const KNOWN = {
   n: z.literal(1, "only n: 1 is supported (one choice per call)").nullish(),
   functions: refused("functions is the deprecated form of tools: send tools instead"),
   function_call: refused("function_call is the deprecated form of tool_choice: send tool_choice instead"),
+  // Sent on, these would have the provider answer with audio that the answer here has no room for.
+  audio: refused(AUDIO),
+  modalities: z.array(z.literal("text", AUDIO)).nullish(),
 };
 
 const bodySchema = z.looseObject(KNOWN);
