@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { BIN, cliEnvironment, printedCommands, ROOT, requireBuild, runAsync } from "./helpers/cli.js";
+import { freePort } from "./helpers/dashboard.js";
 import { type FakeHealth, fakeEnvironment, fakeHealthServer, fakeSystemd } from "./helpers/fake-systemd.js";
 import { simProfile, startGateway } from "./helpers/gateway.js";
 import type { ListeningProcess } from "./helpers/listening.js";
@@ -68,7 +69,7 @@ describe.skipIf(!wired)("tenax gateway service commands, through the real CLI", 
 
   it("without systemd, says a gateway under tenax up runs, with both pids, and exits 0", async () => {
     requireBuild();
-    const { home } = await simProfile();
+    const { home } = await simProfile(`port: ${await freePort()}`);
     const up = await startGateway(home, ["--gateway-port", "0", "--dashboard-port", "0"], ["up"]);
     running.push(up);
     const gatewayPid = pidOf(home);
@@ -109,7 +110,9 @@ describe.skipIf(!wired)("tenax gateway service commands, through the real CLI", 
 
   it("without systemd, says a gateway runs in the foreground as it was started, and exits 0", async () => {
     requireBuild();
-    const { home } = await simProfile();
+    // Its configured port is one nothing serves, for the look once it has stopped (never 8642,
+    // where another gateway of this machine may answer).
+    const { home } = await simProfile(`port: ${await freePort()}`);
     const gateway = await startGateway(home, ["--port", "0"]);
     running.push(gateway);
     const status = await tenaxRun(home, ["gateway", "status"], { PATH: tempDir("tenax-empty-path-") });
