@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
+import { freePort } from "./helpers/dashboard.js";
 import { runToEnd } from "./helpers/listening.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -109,5 +110,24 @@ describe("tenax dashboard on an address it cannot open", () => {
       `config error: ${paths.config}:3: dashboard.host: refusing to serve the dashboard on 0.0.0.0`,
     );
     expect(run.status).toBe(1);
+  });
+});
+
+describe("tenax doctor on a host nothing can listen on", () => {
+  it("names the host, not another process holding the port", async () => {
+    requireBuild();
+    const paths = profile(
+      `gateway: { host: "${NOT_LOCAL}", port: ${await freePort()} }\ndashboard: { port: ${await freePort()} }\n`,
+    );
+    const run = await runToEnd(paths.home, ["doctor"]);
+    expect(run.output).toMatch(
+      new RegExp(
+        `fail +ports +gateway\\.host: "${NOT_LOCAL.replaceAll(".", "\\.")}" is not an address of this machine`,
+      ),
+    );
+    expect(run.output).not.toContain("held by another process");
+    expect(run.output).toContain(
+      `next (ports): set the host in ${paths.config} to an address of this machine`,
+    );
   });
 });
