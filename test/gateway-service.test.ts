@@ -240,7 +240,6 @@ describe("without systemd", () => {
     const env = { ...s.env, PATH: tempDir("tenax-empty-path-") };
     for (const args of [
       ["gateway", "install"],
-      ["gateway", "status"],
       ["gateway", "restart"],
     ]) {
       const run = await s.run(args, env);
@@ -250,6 +249,19 @@ describe("without systemd", () => {
       expect(run.stderr).toContain("loginctl enable-linger");
     }
     expect(existsSync(s.unitFile())).toBe(false);
+  });
+
+  it("status needs no systemd: with nothing running it is down, says why there is no unit, and what to run", async () => {
+    const s = await setup({ healthy: false });
+    const run = await s.run(["gateway", "status"], { ...s.env, PATH: tempDir("tenax-empty-path-") });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(2);
+    expect(run.stdout).toContain("gateway of profile 'default': down");
+    expect(run.stdout).toContain("  runs    not running");
+    expect(run.stdout).toContain(
+      "  unit    none: systemd --user is not available here (no systemctl command on PATH)",
+    );
+    expect(run.stdout).toContain("next: tenax up (or tenax gateway run in the foreground)");
   });
 
   it("says so when systemctl cannot reach the user bus", async () => {

@@ -19,6 +19,7 @@ import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { ApprovalBook } from "./approvals/approval-book.js";
 import { ExecGate } from "./approvals/exec-gate.js";
+import type { CompressionEvent } from "./compression.js";
 import { judgeCommand } from "./exec-policy/index.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
 import { DEFAULT_GRACE_MS, pidAlive } from "./process-group.js";
@@ -42,6 +43,12 @@ import {
   type TurnInput,
   type TurnResult,
 } from "./turn.js";
+
+/** What `/compress` did: the compaction made (null: none) and the compressor's events of the call. */
+export interface ManualCompression {
+  compaction: Compaction | null;
+  events: CompressionEvent[];
+}
 
 export const DEFAULT_SYSTEM_PROMPT = `You are Tenax, an agent running on the operator's own machine. Use the tools to look before you act: read files before changing them, run commands to check your work, and keep a todo list for work of several steps. Say plainly what you did and what failed. When a tool returns an error, read it and change something before trying again.`;
 
@@ -252,12 +259,17 @@ export class Agent {
     }
   }
 
-  /** `/compress`: compress a session's context now, whatever its size; null when nothing was done. */
-  async compress(sessionId: string, signal?: AbortSignal): Promise<Compaction | null> {
+  /**
+   * `/compress`: compress a session's context now, whatever its size. Says what happened: the
+   * compaction (null when nothing was done) and the compressor's events of this call, in order,
+   * since no turn listens to them.
+   */
+  async compress(sessionId: string, signal?: AbortSignal): Promise<ManualCompression> {
+    const events: CompressionEvent[] = [];
     const compressor = this.turnDeps.compressor;
-    if (!compressor) return null;
+    if (!compressor) return { compaction: null, events };
     const primary = this.runtime.router.primary;
-    return compressor.compress(
+    const compaction = await compressor.compress(
       {
         sessionId,
         turnId: null,
@@ -268,9 +280,11 @@ export class Agent {
         lastInputTokens: null,
         reason: "manual",
         signal: signal ?? new AbortController().signal,
+        onEvent: (event) => events.push(event),
       },
       { attempts: 0, overflowBypassUsed: false },
     );
+    return { compaction, events };
   }
 
   /** The system prompt sent first in every request. */

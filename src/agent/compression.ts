@@ -116,6 +116,8 @@ export interface CompressionInput {
   lastInputTokens: number | null;
   reason: CompressionReason;
   signal: AbortSignal;
+  /** Hears this call's own events as well as the compressor's listener does (`/compress` tells them). */
+  onEvent?: (event: CompressionEvent) => void;
 }
 
 /** One turn's compression budget; start each turn with newTurnCompressionState(). */
@@ -226,7 +228,7 @@ export class Compressor {
     turn.attempts += 1;
     const before = this.estimate(input.transcript, input.system, previous);
     const size: Measured = { before, measured: input.lastInputTokens ?? before };
-    this.emit({
+    this.emit(input, {
       ...this.base(input),
       type: "compression_started",
       tokens_before: before,
@@ -257,7 +259,7 @@ export class Compressor {
     const failed = nextCooldown(cooldown, now, attempt.error, settings.cooldown_seconds);
     this.cooldownCache = failed;
     await this.tryWrite([cooldownOp(failed, now)]);
-    this.emit({
+    this.emit(input, {
       ...this.base(input),
       type: "compression_failed",
       why: attempt.kind === "empty" ? "empty_summary" : "summarizer_failed",
@@ -286,9 +288,13 @@ export class Compressor {
     | { kind: "failed" | "empty"; error: string }
   > {
     let tried: Array<Target & { why: "context_window" | "failed" }> | null = null;
+    // Each candidate's own failure, in the provider's words: the reason a failure is told with.
+    const failures: string[] = [];
     const forward = this.options.onRouteEvent;
     const onEvent = (event: RouteEvent) => {
       if (event.type === "auxiliary_exhausted") tried = event.tried;
+      if (event.type === "auxiliary_skipped" && event.why === "failed")
+        failures.push(event.message.replace(/^[a-z_]+: /, ""));
       forward?.(event);
     };
     let completion: Completion | null;
@@ -313,7 +319,8 @@ export class Compressor {
     const described =
       list.map((t) => `${t.provider}/${t.model}: ${t.why}`).join(", ") || "the chain is empty";
     if (list.every((t) => t.why === "context_window")) return { kind: "no_summarizer", why: described };
-    return { kind: "failed", error: `every summarizer failed (${described})` };
+    const why = failures.length > 0 ? failures.join("; ") : described;
+    return { kind: "failed", error: list.length > 1 ? `every summarizer failed: ${why}` : why };
   }
 
   private async succeed(
@@ -362,7 +369,7 @@ export class Compressor {
     const note = `compressed ${plan.messages} messages (seq ${range(plan)}${fresh}) into a summary of ${summaryTokens} tokens (${size.before} → ${after} tokens); the originals stay in the transcript`;
     const saved = await this.persist(input, compaction, note, ops);
     if (!saved) return null;
-    this.emit({
+    this.emit(input, {
       ...this.base(input),
       type: "compression_done",
       tokens_before: size.before,
@@ -401,7 +408,7 @@ export class Compressor {
     const note = `dropped ${plan.messages} messages (seq ${range(plan)}) from what the model sees, without a summary: ${because}; the originals stay in the transcript`;
     const saved = await this.persist(input, compaction, note, []);
     if (!saved) return null;
-    this.emit({
+    this.emit(input, {
       ...this.base(input),
       type: "compression_dropped",
       why,
@@ -442,7 +449,7 @@ export class Compressor {
       await store.write([record, marker, ...extra]);
       return true;
     } catch (error) {
-      this.emit({
+      this.emit(input, {
         ...this.base(input),
         type: "compression_failed",
         why: "store",
@@ -467,7 +474,7 @@ export class Compressor {
       if (turn.reported.includes(why)) return null;
       turn.reported.push(why);
     }
-    this.emit({ ...this.base(input), type: "compression_skipped", why, until, message });
+    this.emit(input, { ...this.base(input), type: "compression_skipped", why, until, message });
     return null;
   }
 
@@ -522,11 +529,13 @@ export class Compressor {
     };
   }
 
-  private emit(event: CompressionEvent): void {
-    try {
-      this.options.onEvent?.(event);
-    } catch {
-      // A broken listener must not break compression.
+  private emit(input: CompressionInput, event: CompressionEvent): void {
+    for (const listener of [this.options.onEvent, input.onEvent]) {
+      try {
+        listener?.(event);
+      } catch {
+        // A broken listener must not break compression.
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 // What a caller of one turn asks of its model calls: an API client's own system text, output cap,
-// sampling parameters and response format (the gateway's `model: "tenax"`). They hold for every model call of the
-// turn and for that turn only: they are not history, and the session's next turn has its own.
+// sampling parameters, response format and the OpenAI fields it sends on (the gateway's
+// `model: "tenax"`). They hold for every model call of the turn and for that turn only: they are
+// not history, and the session's next turn has its own.
 import type { ResponseFormat, SamplingParams } from "../llm/provider.js";
 
 export interface TurnRequest {
@@ -23,6 +24,8 @@ export interface TurnRequest {
   appendOnly?: boolean;
   /** The shape every model call is asked for, so the reply that ends the turn has it (JSON for a schema). */
   responseFormat?: ResponseFormat;
+  /** OpenAI-wire fields sent as they came with each call (ChatRequest.extra): metadata, store, ... */
+  extra?: Record<string, unknown>;
 }
 
 /** The system prompt the turn's model calls are sent with. */
@@ -38,12 +41,15 @@ export function callSettings(request: TurnRequest | undefined): {
   max_output_tokens?: number;
   params?: SamplingParams;
   response_format?: ResponseFormat;
+  extra?: Record<string, unknown>;
 } {
   if (request === undefined) return {};
   const params = request.params ?? {};
+  const extra = request.extra ?? {};
   return {
     ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
     ...(Object.keys(params).length > 0 ? { params } : {}),
     ...(request.responseFormat === undefined ? {} : { response_format: request.responseFormat }),
+    ...(Object.keys(extra).length > 0 ? { extra } : {}),
   };
 }

@@ -88,6 +88,8 @@ export interface TurnCompressor {
       lastInputTokens: number | null;
       reason: "threshold" | "overflow" | "manual";
       signal: AbortSignal;
+      /** This call's own listener (`/compress`), besides the compressor's. */
+      onEvent?: (event: CompressionEvent) => void;
     },
     turn: { attempts: number; overflowBypassUsed: boolean },
   ): Promise<Compaction | null>;

@@ -2,7 +2,7 @@
 // every problem into one error that names the file, line and key (secrets shown as `***`).
 import { readFileSync, statSync } from "node:fs";
 import { type Document, isMap, LineCounter, parseDocument, type Scalar } from "yaml";
-import { commandLine, errorMessage } from "../core/errors.js";
+import { type ConfigError, commandLine, errorMessage } from "../core/errors.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import { loadEnvFile, lookupVariable } from "../profile/env-file.js";
 import { fileReadError } from "../profile/fs-errors.js";
@@ -24,6 +24,13 @@ export interface LoadedConfig {
   secretVariables: string[];
   /** Where gateway.api_key came from ("none": no key yet, or auth: none). */
   gatewayKeySource: GatewayKeySource;
+  /**
+   * The config error for a value the schema took but the machine refuses (a host that does not
+   * resolve): the file, line and key, as every config error names them.
+   */
+  problemAt(path: KeyPath, message: string, hint: string): ConfigError;
+  /** The line of config.yaml that sets `path`; null when the file does not set it (its default holds). */
+  lineOf(path: KeyPath): number | null;
 }
 
 /**
@@ -45,6 +52,13 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
         warnings: [],
         secretVariables: [],
         gatewayKeySource: keyed.source,
+        problemAt: (path, message, hint) =>
+          configProblemsError(
+            file,
+            [{ line: 0, path: formatKeyPath(path), message: unset(file, message) }],
+            hint,
+          ),
+        lineOf: () => null,
       };
     }
     throw fileReadError(error, file);
@@ -90,7 +104,18 @@ export function loadConfig(paths: ProfilePaths, env: NodeJS.ProcessEnv = process
     warnings,
     secretVariables: [...substitution.secretVariables],
     gatewayKeySource: keyed.source,
+    problemAt: (path, message, hint) => {
+      const { line } = locate(doc, lines, path, "value");
+      const said = doc.hasIn(path) ? message : unset(file, message);
+      return configProblemsError(file, [{ line, path: formatKeyPath(path), message: said }], hint);
+    },
+    lineOf: (path) => (doc.hasIn(path) ? locate(doc, lines, path, "value").line : null),
   };
+}
+
+/** A problem of a key the file does not set: its default is what failed. */
+function unset(file: string, message: string): string {
+  return `${message} (not set in ${file}: this is the default)`;
 }
 
 /** The document as plain data; aliases are expanded, but a flood of them is refused. */

@@ -8,6 +8,7 @@ import { isSecretPath, REDACTED } from "./secrets.js";
 import { formatKeyPath, type KeyPath, locate } from "./yaml-nodes.js";
 
 export interface ConfigProblem {
+  /** 0 for a problem of a file that does not exist (a default that fails). */
   line: number;
   column?: number;
   /** The key path as people read it (`providers.main.max_concurrency`); empty for the whole file. */
@@ -18,6 +19,7 @@ export interface ConfigProblem {
 export function formatProblem(file: string, problem: ConfigProblem): string {
   const where = problem.column === undefined ? `${problem.line}` : `${problem.line}:${problem.column}`;
   const key = problem.path === "" ? "" : `${problem.path}: `;
+  if (problem.line === 0) return `config error: ${file}: ${key}${problem.message}`;
   return `config error: ${file}:${where}: ${key}${problem.message}`;
 }
 

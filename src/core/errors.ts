@@ -53,11 +53,18 @@ export class UsageError extends TenaxError {
   }
 }
 
+const CONFIG_INVALID = "config_invalid";
+
 export class ConfigError extends TenaxError {
   override readonly name = "ConfigError";
   constructor(message: string, options: TenaxErrorOptions = {}) {
-    super("config_invalid", message, { exitCode: 1, ...options });
+    super(CONFIG_INVALID, message, { exitCode: 1, ...options });
   }
+}
+
+/** A ConfigError, also one made by another copy of this module. */
+export function isConfigError(value: unknown): value is ConfigError {
+  return TenaxError.isInstance(value) && value.code === CONFIG_INVALID;
 }
 
 export function errorMessage(error: unknown): string {

@@ -104,6 +104,8 @@ describe("the gateway app in-process", () => {
         "responses",
         "sessions",
         "runs",
+        // Always served (they answer that no platform is configured): listed too.
+        "platforms",
       ],
     });
   });

@@ -20,7 +20,7 @@ import { createModelCallHandler } from "./model-call.js";
 import type { ModelCallHandler } from "./model-call-handler.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { registerResponsesRoutes } from "./responses/routes.js";
-import { registerCapabilityRoutes } from "./routes/capabilities.js";
+import { checkCapabilities, registerCapabilityRoutes } from "./routes/capabilities.js";
 import { registerChatRoutes } from "./routes/chat.js";
 import { registerHealthRoutes } from "./routes/health.js";
 import { type JobRoutesOptions, registerJobRoutes } from "./routes/jobs.js";
@@ -141,6 +141,7 @@ export function buildGatewayApp(input: GatewayAppDeps): App {
       status: () => ({ status: "ok", detail: "no chat platforms configured", platforms: [] }),
     },
   );
+  checkCapabilities(app);
   refuseOtherMethods(app);
   return app;
 }

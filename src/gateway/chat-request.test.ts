@@ -38,6 +38,7 @@ describe("parseChatRequest", () => {
       maxTokens: 10,
       params: { temperature: 0.2 },
       responseFormat: null,
+      extra: {},
     });
   });
 

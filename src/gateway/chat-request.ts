@@ -1,15 +1,18 @@
 // The body of POST /v1/chat/completions for `model: "tenax"` (an agent turn), as a zod schema: the
-// OpenAI fields a whole turn honours (the client's system messages, max_tokens, stop, sampling,
-// user, response_format: each model call of the turn is asked for that shape, so the final reply
-// has it) or can safely ignore are accepted; anything else is refused by name, so a client never
-// believes a field took effect when it did not. Errors are mapped to the OpenAI shape in one place
-// (src/http/validate.ts).
+// OpenAI fields a whole turn honours (the client's system messages, max_tokens, stop, sampling and
+// penalties, user, response_format: each model call of the turn is asked for that shape, so the
+// final reply has it) and the ones it sends on with each of its model calls (metadata, store,
+// reasoning_effort, ...: as the model mode does) are accepted; anything else is refused by name,
+// so a client never believes a field took effect when it did not. Errors are mapped to the OpenAI
+// shape in one place (src/http/validate.ts).
 import { z } from "zod";
+import type { TurnRequest } from "../agent/turn-request.js";
 import { badRequest } from "../http/http-error.js";
 import { parseWith } from "../http/validate.js";
 import type { ResponseFormat, SamplingParams } from "../llm/provider.js";
 import { RESPONSE_FORMAT, toResponseFormat } from "./response-format.js";
 import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
+import { includeObfuscation } from "./stream-options.js";
 
 /** Refused with a reason: the agent owns its tools and its output format. */
 const USE_A_MODEL =
@@ -23,6 +26,7 @@ const REFUSED: Record<string, string> = {
   logprobs: "log probabilities are not available from a whole agent turn",
   top_logprobs: "log probabilities are not available from a whole agent turn",
   logit_bias: "logit bias is not supported",
+  web_search_options: `web search is a tool OpenAI runs; the agent (model tenax) runs its own tools; ${USE_A_MODEL}`,
   audio: "audio output is not supported",
   modalities: "only text is supported",
   prediction: "predicted outputs are not supported",
@@ -44,6 +48,8 @@ export interface ChatRequest {
   params: SamplingParams;
   /** The shape every model call of the turn is asked for (so the final reply has it); null: free text. */
   responseFormat: ResponseFormat | null;
+  /** Fields sent on as they came with each model call of the turn (PASSED_ON); empty for none. */
+  extra: Record<string, unknown>;
 }
 
 const ROLES = ["user", "assistant", "system", "developer"] as const;
@@ -95,8 +101,29 @@ const message = z.looseObject(
   { error: "must be an object" },
 );
 
-/** Accepted and ignored: the profile's config decides them for every turn. */
-const ignored = z.unknown().optional();
+const text = (what: string) => z.string({ error: `must be ${what}` }).nullish();
+
+/**
+ * OpenAI fields sent on, as they came, with each model call of the turn: a provider on the OpenAI
+ * wire applies them (the model mode sends them on the same way). Checked for their type only; the
+ * provider judges the value.
+ */
+const PASSED_ON = {
+  metadata: z
+    .record(z.string(), z.string({ error: "must be an object of strings" }), {
+      error: "must be an object of strings",
+    })
+    .nullish(),
+  store: z.boolean({ error: "must be true or false" }).nullish(),
+  service_tier: text("a service tier such as auto, default, flex or priority"),
+  reasoning_effort: text("a reasoning effort such as low, medium or high"),
+  verbosity: text("a verbosity such as low, medium or high"),
+  prompt_cache_key: text("a string"),
+  prompt_cache_options: z.record(z.string(), z.unknown(), { error: "must be an object" }).nullish(),
+  prompt_cache_retention: text("a retention such as in_memory or 24h"),
+  safety_identifier: text("a string"),
+  moderation: z.record(z.string(), z.unknown(), { error: "must be an object" }).nullish(),
+};
 
 const chatBody = z
   .strictObject(
@@ -107,7 +134,10 @@ const chatBody = z
         .min(1, { error: "must be a non-empty array of messages" }),
       stream: z.boolean({ error: "must be true or false" }).optional(),
       stream_options: z
-        .looseObject({ include_usage: z.unknown().optional() }, { error: "must be an object" })
+        .strictObject(
+          { include_usage: z.unknown().optional(), include_obfuscation: includeObfuscation },
+          { error: "must be an object" },
+        )
         .nullable()
         .optional(),
       n: z
@@ -116,10 +146,7 @@ const chatBody = z
         .optional(),
       ...SAMPLING_FIELDS,
       response_format: RESPONSE_FORMAT.nullish(),
-      presence_penalty: ignored,
-      frequency_penalty: ignored,
-      metadata: ignored,
-      store: ignored,
+      ...PASSED_ON,
     },
     { error: "the request body must be a JSON object" },
   )
@@ -129,6 +156,9 @@ const chatBody = z
       m.role === "system" || m.role === "developer" ? m.content !== "" : false,
     );
     const { maxTokens, params } = samplingOf(body);
+    const extra: Record<string, unknown> = {};
+    for (const key of Object.keys(PASSED_ON) as (keyof typeof PASSED_ON)[])
+      if (body[key] != null) extra[key] = body[key];
     return {
       messages,
       stream: body.stream === true,
@@ -137,6 +167,7 @@ const chatBody = z
       maxTokens,
       params,
       responseFormat: body.response_format == null ? null : toResponseFormat(body.response_format),
+      extra,
     };
   });
 
@@ -157,4 +188,24 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
   const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in REFUSED)));
   return parseWith(chatBody, rest);
+}
+
+/**
+ * What the client asks of the turn's model calls: its system text (after the profile's prompt, or
+ * instead of it: gateway.client_system), output cap, sampling, response format, the fields sent
+ * on, and whether what was streamed must stay as it was (appendOnly).
+ */
+export function turnRequestOf(
+  request: ChatRequest,
+  clientSystem: "append" | "replace" = "append",
+): TurnRequest {
+  return {
+    ...(request.system === null ? {} : { system: { text: request.system, mode: clientSystem } }),
+    ...(request.maxTokens === null ? {} : { maxOutputTokens: request.maxTokens }),
+    ...(Object.keys(request.params).length === 0 ? {} : { params: request.params }),
+    ...(Object.keys(request.extra).length === 0 ? {} : { extra: request.extra }),
+    // What an OpenAI client was streamed it keeps: a restarted stream may only go on from it.
+    ...(request.stream ? { appendOnly: true } : {}),
+    ...(request.responseFormat === null ? {} : { responseFormat: request.responseFormat }),
+  };
 }

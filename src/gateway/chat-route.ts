@@ -4,7 +4,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TurnResult } from "../agent/turn.js";
 import { TurnInterrupt } from "../agent/turn-failure.js";
-import type { TurnRequest } from "../agent/turn-request.js";
 import { badRequest, HttpError, headerValue } from "../http/http-error.js";
 import { sendError, sendJson } from "../http/node-http.js";
 import {
@@ -14,7 +13,7 @@ import {
   failed,
   turnError,
 } from "./chat-completions.js";
-import { type ChatRequest, parseChatRequest } from "./chat-request.js";
+import { parseChatRequest, turnRequestOf } from "./chat-request.js";
 import type { LaunchedTurn, LaunchRequest, TurnWatcher } from "./gateway.js";
 import { SHUTDOWN_MESSAGE, storeUnavailable, unavailable } from "./gateway-errors.js";
 
@@ -29,20 +28,6 @@ export interface ChatHost {
   streamBufferBytes?: number;
   /** Where the client's system messages go (gateway.client_system). */
   clientSystem?: "append" | "replace";
-}
-
-/** What the client asks of the turn's model calls. */
-function turnRequest(request: ChatRequest, gateway: ChatHost): TurnRequest {
-  return {
-    ...(request.system === null
-      ? {}
-      : { system: { text: request.system, mode: gateway.clientSystem ?? "append" } }),
-    ...(request.maxTokens === null ? {} : { maxOutputTokens: request.maxTokens }),
-    ...(Object.keys(request.params).length === 0 ? {} : { params: request.params }),
-    // What an OpenAI client was streamed it keeps: a restarted stream may only go on from it.
-    ...(request.stream ? { appendOnly: true } : {}),
-    ...(request.responseFormat === null ? {} : { responseFormat: request.responseFormat }),
-  };
 }
 
 /** One agent turn for a chat whose body was read (and its model found to be tenax). */
@@ -103,7 +88,7 @@ export async function serveChat(
         ? { earlier: request.messages.slice(0, lastUser) }
         : { sessionId: requested }),
       text: request.messages[lastUser]?.content ?? "",
-      request: turnRequest(request, gateway),
+      request: turnRequestOf(request, gateway.clientSystem),
       ...(watcher ? { watcher } : {}),
       signal: hangup.signal,
     });

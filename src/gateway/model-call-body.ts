@@ -1,12 +1,15 @@
 // The body of POST /v1/chat/completions in the model-gateway mode: the OpenAI fields Tenax knows,
 // checked by a zod schema and turned into the internal request; every other top-level field is kept
-// as it came, for OpenAI-compatible providers. A bad field is a 400 that names its path.
+// as it came, for OpenAI-compatible providers. What the answer could not carry back (audio output)
+// or Tenax cannot do (n > 1, obfuscation padding) is refused. A bad field is a 400 that names its
+// path.
 import { z } from "zod";
 import { HttpError } from "../http/http-error.js";
 import type { ChatMessage, ContentPart, ToolChoice, ToolSpec } from "../llm/provider.js";
 import type { RouteRequest } from "../llm/router.js";
 import { RESPONSE_FORMAT, toResponseFormat } from "./response-format.js";
 import { SAMPLING_FIELDS, samplingOf } from "./sampling.js";
+import { includeObfuscation } from "./stream-options.js";
 
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.strictObject({
@@ -66,6 +69,9 @@ const toolChoice = z.union([
   z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string().min(1) }) }),
 ]);
 
+const AUDIO =
+  "only text output is relayed (the answer holds text and tool calls): leave audio and modalities out";
+
 const refused = (why: string) =>
   z
     .unknown()
@@ -77,7 +83,9 @@ const KNOWN = {
   model: z.string(),
   messages: z.array(message).min(1, "expected at least one message"),
   stream: z.boolean().nullish(),
-  stream_options: z.strictObject({ include_usage: z.boolean().nullish() }).nullish(),
+  stream_options: z
+    .strictObject({ include_usage: z.boolean().nullish(), include_obfuscation: includeObfuscation })
+    .nullish(),
   tools: z.array(tool).nullish(),
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
@@ -88,6 +96,9 @@ const KNOWN = {
   n: z.literal(1, "only n: 1 is supported (one choice per call)").nullish(),
   functions: refused("functions is the deprecated form of tools: send tools instead"),
   function_call: refused("function_call is the deprecated form of tool_choice: send tool_choice instead"),
+  // Sent on, these would have the provider answer with audio that the answer here has no room for.
+  audio: refused(AUDIO),
+  modalities: z.array(z.literal("text", AUDIO)).nullish(),
 };
 
 const bodySchema = z.looseObject(KNOWN);

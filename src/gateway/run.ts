@@ -285,7 +285,10 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     listening: () => listeningAt,
     health: observed.routes,
     runs,
-    runOptions: { maxBufferedBytes: config.gateway.stream_buffer_kb * 1024 },
+    runOptions: {
+      maxBufferedBytes: config.gateway.stream_buffer_kb * 1024,
+      clientSystem: config.gateway.client_system,
+    },
     cron: { jobs, runNow: (name) => cron.runNow(name) },
     platforms: {
       webhook: chat?.platforms.webhook ?? null,

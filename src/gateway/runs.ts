@@ -10,6 +10,7 @@ import {
 } from "../agent/approvals/approval-records.js";
 import type { Scheduler } from "../agent/scheduler.js";
 import { TurnInterrupt } from "../agent/turn-failure.js";
+import type { TurnRequest } from "../agent/turn-request.js";
 import { TenaxError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import type { Store } from "../store/store.js";
@@ -55,6 +56,8 @@ export interface RunSubmission {
   /** For a new session: the conversation before the new user message. */
   earlier?: ChatMessage[];
   text: string;
+  /** What the client asks of the turn's model calls (system text, output cap, sampling, ...). */
+  request?: TurnRequest;
   idempotencyKey?: string;
   /** What makes two submissions "the same" for an Idempotency-Key (see fingerprint()). */
   fingerprint: string;
@@ -319,6 +322,7 @@ export class RunRegistry {
         ? { sessionId: submission.sessionId }
         : { earlier: submission.earlier ?? [] }),
       text: submission.text,
+      ...(submission.request === undefined ? {} : { request: submission.request }),
       watcher,
       signal: stopper.signal,
       approvals: { requestedBy: `runs API, run ${runId}` },

@@ -19,8 +19,11 @@ export interface Check {
 export interface DoctorDeps {
   /** The output of `command --version`, or null when it cannot run. */
   version(command: string): string | null;
-  /** Whether a TCP port can be bound on the host right now. */
-  portFree(host: string, port: number): Promise<boolean>;
+  /**
+   * Try to bind a TCP port on the host right now: null when it could, else why not (a BindError
+   * when its cause is known: the port in use, or a host that is no address of this machine).
+   */
+  tryBind(host: string, port: number): Promise<unknown>;
   /** Run with the profile's writer (opened only when no gateway holds the profile). */
   withWriter<T>(body: (store: Store) => Promise<T>): Promise<T>;
   env: NodeJS.ProcessEnv;

@@ -4,24 +4,25 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import type { TenaxConfig } from "../config/schema.js";
+import { BindError, bindError } from "../http/bind-error.js";
 import { readDashboardPid } from "../profile/dashboard-pid.js";
 import { readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { configuredPorts } from "../profile/ports.js";
 import type { Check, DoctorDeps } from "./doctor-check.js";
 
-export const bindable = (host: string, port: number): Promise<boolean> =>
+export const tryBind = (host: string, port: number): Promise<unknown> =>
   new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.once("error", () => resolve(false));
-    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(true)));
+    server.once("error", (error) => resolve(bindError(error, host, port, { name: "doctor" })));
+    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(null)));
   });
 
 export async function portsCheck(
   paths: ProfilePaths,
   config: TenaxConfig | null,
-  deps: Pick<DoctorDeps, "portFree">,
+  deps: Pick<DoctorDeps, "tryBind">,
 ): Promise<Check> {
   const lenient = configuredPorts(paths.config);
   const wanted: { what: string; host: string; port: number | null }[] = [
@@ -44,13 +45,20 @@ export async function portsCheck(
   ];
   const notes: string[] = [];
   const taken: { what: string; port: number }[] = [];
+  // A host nothing can listen on is that, not a port another process holds.
+  const hosts: string[] = [];
   for (const { what, host, port } of wanted) {
     if (port === null) {
       notes.push(`${what} port unknown (config.yaml does not load)`);
       continue;
     }
-    if (await deps.portFree(host, port)) {
+    const problem = await deps.tryBind(host, port);
+    if (problem === null) {
       notes.push(`${what} ${host}:${port} free`);
+      continue;
+    }
+    if (BindError.isBindError(problem) && problem.setting === "host") {
+      hosts.push(`${what}.host: ${problem.message}`);
       continue;
     }
     const own = ownerOf(owners, what, port);
@@ -62,6 +70,13 @@ export async function portsCheck(
     }
     taken.push({ what, port });
   }
+  if (hosts.length > 0)
+    return {
+      name: "ports",
+      status: "fail",
+      detail: [...hosts, ...notes].join("; "),
+      next: `set the host in ${paths.config} to an address of this machine: 127.0.0.1 (this machine only), 0.0.0.0 (every interface), or one that ip -brief address lists`,
+    };
   if (taken.length === 0) return { name: "ports", status: "ok", detail: notes.join("; ") };
   const first = taken[0]?.port ?? 0;
   return {

@@ -197,6 +197,16 @@ export function refuseOtherMethods(app: App): void {
   }
 }
 
+/**
+ * The routes an app made by createApp has registered so far: each path and the methods it takes
+ * (the 405 answers of refuseOtherMethods left out). What a gateway serves is read from here.
+ */
+export function registeredRoutes(app: App): ReadonlyMap<string, ReadonlySet<string>> {
+  const routes = routesOf.get(app);
+  if (!routes) throw new Error("registeredRoutes takes an app made by createApp");
+  return new Map([...routes].map(([url, path]) => [url, path.methods]));
+}
+
 /** A JSON route's body: what the parser read, or the 415/400 when there was none to read. */
 export function jsonBodyOf(request: FastifyRequest): unknown {
   if (request.body !== undefined) return request.body;

@@ -1,11 +1,13 @@
 // Opening a port, the one place each entry point (gateway, dashboard, simulator) does it: the
 // `--port` flag read the same way, the app's server bound to exactly the host given (not every
-// address a name resolves to), a port in use named as such, and the server closed with every
+// address a name resolves to), a failure to bind named for what it is (bind-error.ts: a port in
+// use, a host that does not resolve or is not this machine's), and the server closed with every
 // connection it still holds (open event streams included).
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { TenaxError, UsageError } from "../core/errors.js";
+import { UsageError } from "../core/errors.js";
 import type { App } from "./app.js";
+import { bindError } from "./bind-error.js";
 
 export { isLoopback } from "./host-header.js";
 
@@ -20,7 +22,7 @@ export function parsePort(value: string, flag = "--port"): number {
 export interface ListenOptions {
   /** What serves here, for the error: gateway, dashboard, simulator. */
   name: string;
-  /** How to choose another port, for the error. */
+  /** How to choose another port, for a port in use. */
   hint?: string;
 }
 
@@ -32,11 +34,10 @@ export async function listen(app: App, host: string, port: number, options: List
     const onError = (error: NodeJS.ErrnoException) => {
       server.off("listening", onListening);
       reject(
-        error.code === "EADDRINUSE"
-          ? new TenaxError(`${options.name}_port_in_use`, `port ${port} on ${host} is already in use`, {
-              hint: options.hint ?? "stop what uses it, or choose another port with --port P",
-            })
-          : error,
+        bindError(error, host, port, {
+          name: options.name,
+          portHint: options.hint ?? "stop what uses it, or choose another port with --port P",
+        }),
       );
     };
     const onListening = () => {

@@ -61,6 +61,10 @@ export type ResponseFormat =
 export interface SamplingParams {
   temperature?: number;
   top_p?: number;
+  /** Lowers the chance of a token by how often it appeared so far (-2 to 2); the OpenAI wire only. */
+  frequency_penalty?: number;
+  /** Lowers the chance of any token that appeared so far (-2 to 2); the OpenAI wire only. */
+  presence_penalty?: number;
   /** Sequences that end the reply where they would appear (not included in it). */
   stop?: string[];
   seed?: number;

@@ -20,6 +20,7 @@ import { TenaxError } from "../../core/errors.js";
 import type { Target } from "../../llm/route-events.js";
 import { estimateTokens } from "../../llm/tokens.js";
 import type { ProfilePaths } from "../../profile/paths.js";
+import { describeCompression } from "./compress-outcome.js";
 
 /** User-role messages Tenax writes itself (continue and resume notes), never the user's. */
 const TENAX_NOTES = new Set([CONTINUE_NAME, RESUME_NAME]);
@@ -187,12 +188,10 @@ export class ChatSession {
         return "continue";
       case "/compress": {
         const session = this.current ?? (await this.open());
-        const made = await this.agent.compress(session, signal);
-        this.out.info(
-          made
-            ? `compressed ${made.messages} messages`
-            : "nothing was compressed (see the status lines above for why)",
-        );
+        const outcome = describeCompression(await this.agent.compress(session, signal));
+        for (const line of outcome.lines)
+          if (outcome.level === "error") this.out.error(line);
+          else this.out.info(line);
         return "continue";
       }
       case "/context":

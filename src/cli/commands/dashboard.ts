@@ -9,6 +9,7 @@ import { buildDashboardApp } from "../../dashboard/app.js";
 import { Dashboard } from "../../dashboard/server.js";
 import { closeApp, isLoopback, listen, parsePort, urlHost } from "../../http/listen.js";
 import { removeDashboardPid, writeDashboardPid } from "../../profile/dashboard-pid.js";
+import { checkListenHost, explainBindError, type ListenSettings } from "../listen-settings.js";
 import { type Cli, VERSION } from "../main.js";
 import type { Output } from "../output.js";
 
@@ -44,15 +45,19 @@ async function serve(
 ): Promise<number> {
   const port = flags.port === undefined ? undefined : parsePort(flags.port, "--port");
   const paths = cli.profile();
-  const { config, warnings } = loadConfig(paths);
+  const loaded = loadConfig(paths);
+  const { config, warnings } = loaded;
   for (const w of warnings) out.warn(w);
   const host = flags.host ?? config.dashboard.host;
-  if (!isLoopback(host))
-    throw new TenaxError(
-      "dashboard_unprotected",
-      `refusing to serve the dashboard on ${host}: it has no login and shows every transcript of the profile`,
-      { hint: "serve it on 127.0.0.1 and reach it through an SSH tunnel (ssh -L)", exitCode: 2 },
-    );
+  const settings: ListenSettings = { section: "dashboard", file: paths.config, loaded, flags };
+  // First whether it can listen there at all: a name that does not resolve is that, not a refusal.
+  await checkListenHost(host, "dashboard", settings);
+  if (!isLoopback(host)) {
+    const why = `refusing to serve the dashboard on ${host}: it has no login and shows every transcript of the profile`;
+    const hint = "serve it on 127.0.0.1 and reach it through an SSH tunnel (ssh -L)";
+    if (flags.host === undefined) throw loaded.problemAt(["dashboard", "host"], why, hint);
+    throw new TenaxError("dashboard_unprotected", why, { hint, exitCode: 2 });
+  }
   const dashboard = new Dashboard({ paths, config, version: VERSION });
   const app = buildDashboardApp(dashboard);
   const stopSignal = new Promise<string>((resolve) => {
@@ -63,6 +68,8 @@ async function serve(
   const bound = await listen(app, host, port ?? config.dashboard.port, {
     name: "dashboard",
     hint: "stop what uses it, or choose another port with --port P (or dashboard.port in config.yaml)",
+  }).catch((error: unknown) => {
+    throw explainBindError(error, settings);
   });
   dashboard.start();
   // `tenax doctor` tells this dashboard on its port from a stranger by this file.

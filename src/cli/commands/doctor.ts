@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { type DoctorReport, doctorExitCode, runDoctor } from "../../health/doctor.js";
-import { bindable } from "../../health/doctor-ports.js";
+import { tryBind } from "../../health/doctor-ports.js";
 import type { Cli } from "../main.js";
 import { withWriter } from "../store-access.js";
 
@@ -23,7 +23,7 @@ export function registerDoctorCommand(program: Command, cli: Cli): void {
           loadConfig: () => loadConfig(paths),
           deps: {
             version,
-            portFree: bindable,
+            tryBind,
             withWriter: (body) => withWriter(paths, body),
             env: process.env,
             now: Date.now,

@@ -1,17 +1,17 @@
 // `tenax gateway install|uninstall|start|stop|restart|status`: the profile's gateway as a
-// systemd --user unit (see src/gateway/service; install and uninstall are in gateway-install.ts). Status exits 0 running and healthy, 1 degraded,
-// 2 down; restart says so only once the new process has stayed up.
+// systemd --user unit (see src/gateway/service; install and uninstall are in gateway-install.ts,
+// status, which also knows a gateway run without the unit, in gateway-status.ts); restart says so
+// only once the new process has stayed up.
 
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../../core/deps.js";
-import { commandLine, TenaxError, UsageError } from "../../core/errors.js";
-import { isConfigErrorExit } from "../../gateway/service/exit-codes.js";
+import { TenaxError, UsageError } from "../../core/errors.js";
 import { type ProbeLive, type ProbeTarget, probeLive } from "../../gateway/service/health-probe.js";
 import { restartAndVerify } from "../../gateway/service/restart.js";
 import {
   createSystemctl,
-  isRunning,
+  diagnosisCommands,
   type Systemctl,
   systemctlOk,
   unitState,
@@ -21,6 +21,7 @@ import { tenaxCommand } from "../../profile/command-hint.js";
 import { markRestartRequested } from "../../profile/restart-marker.js";
 import type { Cli } from "../main.js";
 import { registerGatewayInstallCommands } from "./gateway-install.js";
+import { registerGatewayStatusCommand } from "./gateway-status.js";
 
 /** What tests replace; production uses the process environment, the real clock and fetch. */
 export interface GatewayServiceDeps {
@@ -69,37 +70,7 @@ export function registerGatewayServiceCommands(
       );
   }
 
-  gateway
-    .command("status")
-    .description("the unit's state and /health/live: exit 0 running and healthy, 1 degraded, 2 down")
-    .option("--json", "print one JSON document")
-    .action((flags: { json?: boolean }) =>
-      cli.run(flags.json, async (out) => {
-        const { paths, unit, target } = context();
-        const state = await unitState(systemctl(), unit);
-        const live = await probe(target, 2_000);
-        const running = isRunning(state);
-        const status = running && live.ok ? "ok" : running || live.ok ? "degraded" : "down";
-        if (out.json) out.document({ unit, status, state, live });
-        out.line(`gateway of profile '${paths.name}': ${status}`);
-        if (state.loadState === "not-found") {
-          out.line(`  unit    ${unit} is not installed`);
-        } else {
-          out.line(
-            `  unit    ${unit} ${state.activeState} (${state.subState}), pid ${state.mainPid || "none"}, ${state.restarts} automatic restart(s), last exit status ${state.exitStatus}`,
-          );
-        }
-        out.line(`  health  ${live.detail}`);
-        if (isConfigErrorExit(state.exitStatus) && !running) {
-          out.line(
-            `  the gateway last exited with ${state.exitStatus}: a configuration error, so systemd did not restart it`,
-          );
-          out.line(`next: ${tenaxCommand(paths.name, ["doctor"])}`);
-        }
-        for (const line of nextSteps(paths.name, unit, state.loadState, running, live.ok)) out.line(line);
-        return status === "ok" ? 0 : status === "degraded" ? 1 : 2;
-      }),
-    );
+  registerGatewayStatusCommand(gateway, cli, env, systemctl, probe);
 
   gateway
     .command("restart")
@@ -139,14 +110,6 @@ export function registerGatewayServiceCommands(
     );
 }
 
-/** The commands that show why a unit did not stay up, exactly as a shell takes them. */
-export function diagnosisCommands(unit: string): string[] {
-  return [
-    commandLine(["journalctl", "--user", "-u", unit, "-n", "50", "--no-pager"]),
-    commandLine(["systemctl", "--user", "status", unit]),
-  ];
-}
-
 function printDiagnosis(unit: string, detail: string, attempts: number): void {
   const tries = attempts === 1 ? "one restart" : `${attempts} restarts`;
   process.stderr.write(`error: the gateway did not stay up after ${tries}: ${detail}\n`);
@@ -161,24 +124,6 @@ async function requireInstalled(systemctl: Systemctl, unit: string, profile: str
       hint: `Install it with: ${tenaxCommand(profile, ["gateway", "install"])}`,
     });
   }
-}
-
-function nextSteps(
-  profile: string,
-  unit: string,
-  loadState: string,
-  running: boolean,
-  healthy: boolean,
-): string[] {
-  if (running && healthy) return [];
-  if (loadState === "not-found") return [`next: ${tenaxCommand(profile, ["gateway", "install"])}`];
-  if (!running && healthy) {
-    return [
-      `note: a gateway answers, but not from ${unit} (one started by hand?); stop it before starting the unit`,
-    ];
-  }
-  if (!running) return [`next: ${tenaxCommand(profile, ["gateway", "start"])}`];
-  return diagnosisCommands(unit).map((command) => `next: ${command}`);
 }
 
 function seconds(value: string, flag: string): number {

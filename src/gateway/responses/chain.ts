@@ -42,8 +42,8 @@ export function storedResponse(store: ResponseStore, id: string): ResponseView {
   return found;
 }
 
-/** Every item of the chain that ends with `last` (its input and output included), oldest first. */
-export function replayChain(store: ResponseStore, last: ResponseView): InputItem[] {
+/** The stored responses of the chain that ends with `last`, oldest first (`last` included). */
+export function chainLinks(store: ResponseStore, last: ResponseView): ResponseView[] {
   const links: ResponseView[] = [last];
   const seen = new Set([last.id]);
   for (let at = last; at.previous_response_id !== null; ) {
@@ -64,9 +64,15 @@ export function replayChain(store: ResponseStore, last: ResponseView): InputItem
     links.push(previous);
     at = previous;
   }
-  const items = links
-    .reverse()
-    .flatMap((link) => [...link.input, ...outputAsInput(link.output as OutputItem[])]);
+  return links.reverse();
+}
+
+/** Every item of the chain that ends with `last` (its input and output included), oldest first. */
+export function replayChain(store: ResponseStore, last: ResponseView): InputItem[] {
+  const items = chainLinks(store, last).flatMap((link) => [
+    ...link.input,
+    ...outputAsInput(link.output as OutputItem[]),
+  ]);
   const parsed = itemsSchema.safeParse(items);
   if (!parsed.success)
     throw new HttpError(

@@ -3,6 +3,7 @@
 // refused by name with a 400, so a client never believes a field took effect when it did not.
 import { z } from "zod";
 import { badRequest, HttpError } from "../../http/http-error.js";
+import { includeObfuscation } from "../stream-options.js";
 
 const text = z.string();
 
@@ -77,7 +78,7 @@ export const responsesRequestSchema = z.strictObject({
   previous_response_id: z.string().min(1).nullish(),
   store: z.boolean().nullish(),
   stream: z.boolean().nullish(),
-  stream_options: z.object({ include_obfuscation: z.boolean().nullish() }).nullish(),
+  stream_options: z.strictObject({ include_obfuscation: includeObfuscation }).nullish(),
   tools: z.array(functionTool).nullish(),
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
@@ -109,6 +110,8 @@ const REFUSED: Record<string, string> = {
   max_tool_calls: "max_tool_calls is not served; leave it out",
   prompt_cache_key: "prompt caching keys are not forwarded; leave prompt_cache_key out",
   prompt_cache_retention: "prompt cache retention is not served; leave it out",
+  prompt_cache_options: "prompt caching options are not forwarded; leave prompt_cache_options out",
+  moderation: "moderation settings are not forwarded; leave moderation out",
   safety_identifier: "safety identifiers are not forwarded; send user instead",
   context_management: "context management is done by Tenax itself; leave it out",
 };

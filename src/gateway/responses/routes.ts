@@ -1,10 +1,11 @@
 // The Responses API routes: POST /v1/responses (create-response.ts), GET and DELETE
-// /v1/responses/ID. Bodies, errors (the OpenAI shape), auth, Host and Origin checks are the app's,
+// /v1/responses/ID, GET /v1/responses/ID/input_items (input-items.ts). Bodies, errors (the OpenAI shape), auth, Host and Origin checks are the app's,
 // as for every route.
 import type { FastifyInstance } from "fastify";
 import { responseNotFound } from "./chain.js";
 import { InnerCalls } from "./chat-call.js";
 import { createResponse, type ResponsesDeps } from "./create-response.js";
+import { listInputItems } from "./input-items.js";
 import type { OutputItem } from "./response-object.js";
 
 export type { ResponsesDeps } from "./create-response.js";
@@ -25,6 +26,12 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ResponsesDep
       .join("");
     const headers = found.session_id ? { "x-session-id": found.session_id } : {};
     reply.headers(headers).send({ ...found.response, output, output_text: text });
+  });
+
+  app.get<{ Params: { id: string } }>("/v1/responses/:id/input_items", async (request, reply) => {
+    const list = listInputItems(deps.store, request.params.id, request.query);
+    const sessionId = deps.store.getResponse(request.params.id)?.session_id;
+    reply.headers(sessionId ? { "x-session-id": sessionId } : {}).send(list);
   });
 
   app.delete<{ Params: { id: string } }>("/v1/responses/:id", async (request, reply) => {

@@ -16,7 +16,7 @@ import { SseStream } from "../../core/sse.js";
 import { type App, jsonBodyOf } from "../../http/app.js";
 import { badRequest, HttpError, headerValue } from "../../http/http-error.js";
 import { parseWith } from "../../http/validate.js";
-import { parseChatRequest } from "../chat-request.js";
+import { parseChatRequest, turnRequestOf } from "../chat-request.js";
 import { FINISHED, type RunEvent, type RunState } from "../run-records.js";
 import { fingerprint, type RunRegistry } from "../runs.js";
 
@@ -25,6 +25,8 @@ export interface RunRoutesOptions {
   keepaliveMs?: number;
   /** What one follower may hold unsent before it is dropped (SseStream's bound by default). */
   maxBufferedBytes?: number;
+  /** Where the client's system messages go (gateway.client_system), as for a chat. */
+  clientSystem?: "append" | "replace";
 }
 
 const MAX_KEY_LENGTH = 255;
@@ -53,7 +55,7 @@ const submitHeaders = z.object({
 
 export function registerRunRoutes(app: App, registry: RunRegistry, options: RunRoutesOptions = {}): void {
   app.post("/v1/runs", { config: { jsonBody: true } }, async (request, reply) => {
-    const { status, body, headers } = await submit(registry, request);
+    const { status, body, headers } = await submit(registry, request, options);
     return reply.code(status).headers(headers).send(body);
   });
   app.post("/v1/runs/:id/stop", async (request, reply) => {
@@ -113,6 +115,7 @@ export function registerRunRoutes(app: App, registry: RunRegistry, options: RunR
 async function submit(
   registry: RunRegistry,
   http: FastifyRequest,
+  options: RunRoutesOptions,
 ): Promise<{ status: number; body: unknown; headers: Record<string, string> }> {
   const { "x-session-id": sessionId, "idempotency-key": key } = parseWith(
     submitHeaders,
@@ -131,6 +134,7 @@ async function submit(
   const { state, created } = await registry.submit({
     ...(sessionId !== undefined ? { sessionId } : { earlier: request.messages.slice(0, lastUser) }),
     text: request.messages[lastUser]?.content ?? "",
+    request: turnRequestOf(request, options.clientSystem),
     ...(key !== undefined ? { idempotencyKey: key } : {}),
     fingerprint: fingerprint(sessionId, body),
   });

@@ -1,6 +1,6 @@
 // Running `systemctl --user` (execFile, never a shell) and reading a unit's state from `show`.
 import { execFile } from "node:child_process";
-import { TenaxError } from "../../core/errors.js";
+import { commandLine, TenaxError } from "../../core/errors.js";
 
 export interface SystemctlResult {
   code: number;
@@ -15,8 +15,10 @@ export type Systemctl = (args: readonly string[]) => Promise<SystemctlResult>;
 const NO_BUS_RE =
   /Failed to connect to (user scope )?bus|Failed to get D-Bus connection|\$DBUS_SESSION_BUS_ADDRESS|XDG_RUNTIME_DIR|System has not been booted with systemd/i;
 
+const UNAVAILABLE = "systemd_unavailable";
+
 export function systemdUnavailable(detail: string): TenaxError {
-  return new TenaxError("systemd_unavailable", `systemd --user is not available here (${detail})`, {
+  return new TenaxError(UNAVAILABLE, `systemd --user is not available here (${detail})`, {
     hint: [
       "Run the gateway in the foreground instead: tenax gateway run",
       "Or, on a systemd machine where you log in without a user session (ssh, a container), let your",
@@ -105,7 +107,31 @@ export async function unitState(systemctl: Systemctl, unit: string): Promise<Uni
   return parseShow(result.stdout);
 }
 
+/**
+ * The unit's state, or why systemd --user cannot be asked: for what needs no systemd to answer
+ * (status, which also knows a gateway run by tenax up or by hand).
+ */
+export async function unitStateIfAvailable(
+  systemctl: Systemctl,
+  unit: string,
+): Promise<{ state: UnitState } | { unavailable: TenaxError }> {
+  try {
+    return { state: await unitState(systemctl, unit) };
+  } catch (error) {
+    if (TenaxError.isInstance(error) && error.code === UNAVAILABLE) return { unavailable: error };
+    throw error;
+  }
+}
+
 /** Running: active with a main process. */
 export function isRunning(state: UnitState): boolean {
   return state.activeState === "active" && state.mainPid > 0;
+}
+
+/** The commands that show why a unit did not stay up, exactly as a shell takes them. */
+export function diagnosisCommands(unit: string): string[] {
+  return [
+    commandLine(["journalctl", "--user", "-u", unit, "-n", "50", "--no-pager"]),
+    commandLine(["systemctl", "--user", "status", unit]),
+  ];
 }

@@ -76,9 +76,10 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
 // --- Translation: our OpenAI-style history to the Messages API. ---
 
 /**
- * The Messages API has no seed, no log probabilities and no JSON mode that every model takes: seed
- * and logprobs are not sent, `extra` (OpenAI-wire fields) is not either, and a response_format
- * becomes an instruction in the system prompt (asked for, not enforced).
+ * The Messages API has no seed, no penalties, no log probabilities and no JSON mode that every
+ * model takes: seed, frequency_penalty, presence_penalty and logprobs are not sent, `extra`
+ * (OpenAI-wire fields) is not either, and a response_format becomes an instruction in the system
+ * prompt (asked for, not enforced).
  */
 function toParams(request: ChatRequest, defaultMaxTokens: number): StreamParams {
   const system = request.messages.flatMap((m) => (m.role === "system" ? [m.content] : []));

@@ -38,6 +38,8 @@ export function toParams(
     ...(request.max_output_tokens === undefined ? {} : { [maxTokensField]: request.max_output_tokens }),
     ...(p.temperature === undefined ? {} : { temperature: p.temperature }),
     ...(p.top_p === undefined ? {} : { top_p: p.top_p }),
+    ...(p.frequency_penalty === undefined ? {} : { frequency_penalty: p.frequency_penalty }),
+    ...(p.presence_penalty === undefined ? {} : { presence_penalty: p.presence_penalty }),
     ...(p.stop === undefined ? {} : { stop: p.stop }),
     ...(p.seed === undefined ? {} : { seed: p.seed }),
     ...(p.user === undefined ? {} : { user: p.user }),
