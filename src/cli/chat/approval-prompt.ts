@@ -30,9 +30,11 @@ function choices(event: ApprovalRequestedEvent): string[] {
 
 export function approvalQuestion(event: ApprovalRequestedEvent): string {
   const keep =
-    event.pattern === ""
-      ? " (no pattern can stand for this command, so it is approved one run at a time)"
-      : `, [s] always in this session, [a] always (adds "${event.pattern}" to tools.exec.allow)`;
+    event.pattern !== ""
+      ? `, [s] always in this session, [a] always (adds "${event.pattern}" to tools.exec.allow)`
+      : event.dangers.length > 0
+        ? " (a dangerous command is approved one run at a time)"
+        : " (no pattern can say exactly this command, so it is approved one run at a time)";
   return `approve ${event.tool}: ${event.command}? [y] once, [n] deny${keep}`;
 }
 
