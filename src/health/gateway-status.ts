@@ -1,7 +1,6 @@
 // The gateway and scheduler layers as `tenax status` sees them from outside: the pid file says
 // which process should serve and where, /health/live says whether it does, and the gateway's own
 // /health gives the scheduler's lag (the scheduler runs inside the gateway).
-import { readFileSync } from "node:fs";
 import { currentGatewayKey } from "../config/gateway-key.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage } from "../core/errors.js";
@@ -10,6 +9,7 @@ import { tenaxCommand } from "../profile/command-hint.js";
 import { readDashboardPid } from "../profile/dashboard-pid.js";
 import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import { dashboardAddress, gatewayAddress, reachUrl } from "../profile/serving.js";
 import { describeExit, readUpState, type UpState } from "../profile/up-state.js";
 import type { CronComponent } from "./cron-component.js";
 import { gatewayAdvice } from "./gateway-advice.js";
@@ -21,6 +21,8 @@ export interface GatewayComponent extends Component {
   pid: number | null;
   /** What the profile's live `tenax up` says of its gateway, when one runs. */
   supervisor?: Supervisor;
+  /** Where the profile's dashboard serves, when one runs (its pid file, or the tenax up running it). */
+  dashboard_url?: string;
 }
 
 export type Supervisor = Pick<
@@ -58,39 +60,18 @@ export interface OutsideView {
 
 /**
  * Where the gateway serves: the address a live gateway wrote in its pid file (it records the port
- * it bound, which matters with --port 0), else, while a live `tenax up` restarts it, the address up
- * keeps for it, else config's.
+ * it bound, which matters with --port 0), else, while a live `tenax up` runs it, the address up
+ * keeps for it (the --gateway-port it was given, before the gateway binds and while it restarts),
+ * else config's.
  */
 export function gatewayTarget(
   paths: ProfilePaths,
   config: TenaxConfig,
 ): { url: string; source: "pid_file" | "up" | "config" } {
-  try {
-    const info = JSON.parse(readFileSync(paths.pid, "utf8")) as {
-      pid?: unknown;
-      host?: unknown;
-      port?: unknown;
-    };
-    if (
-      typeof info.pid === "number" &&
-      typeof info.host === "string" &&
-      typeof info.port === "number" &&
-      readGatewayPid(paths.pid).running
-    )
-      return { url: httpUrl(info.host, info.port), source: "pid_file" };
-  } catch {
-    // No pid file (no gateway running) or a bare pid: up or config says where it would serve.
-  }
-  const up = readUpState(paths)?.gateway;
-  if (up !== undefined && up.host !== null && up.port !== null)
-    return { url: httpUrl(up.host, up.port), source: "up" };
-  return { url: httpUrl(config.gateway.host, config.gateway.port), source: "config" };
-}
-
-function httpUrl(host: string, port: number): string {
-  // A gateway bound to every interface is reached through loopback.
-  const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
-  return `http://${reach.includes(":") ? `[${reach}]` : reach}:${port}`;
+  const serving = gatewayAddress(paths);
+  if (serving !== null)
+    return { url: reachUrl(serving.host ?? config.gateway.host, serving.port), source: serving.source };
+  return { url: reachUrl(config.gateway.host, config.gateway.port), source: "config" };
 }
 
 export async function probeGatewayFromOutside(
@@ -101,6 +82,12 @@ export async function probeGatewayFromOutside(
   const { url } = gatewayTarget(paths, config);
   const holder = readGatewayPid(paths.pid);
   const up = readUpState(paths);
+  const dashboard = dashboardAddress(paths);
+  const dashboardUrl =
+    dashboard === null
+      ? {}
+      : { dashboard_url: reachUrl(dashboard.host ?? config.dashboard.host, dashboard.port) };
+  const dashboardNote = dashboard === null ? "" : `; the dashboard serves on ${dashboardUrl.dashboard_url}`;
   const start = tenaxCommand(paths.name, ["up"]);
   const key = currentGatewayKey(paths, config);
   const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
@@ -131,9 +118,10 @@ export async function probeGatewayFromOutside(
       status: "down",
       url,
       pid: holder.pid,
-      detail: advice.situation === "not running" ? `not running: ${live}` : `${advice.situation}; ${live}`,
+      detail: `${advice.situation === "not running" ? `not running: ${live}` : `${advice.situation}; ${live}`}${dashboardNote}`,
       next: advice.next,
       ...(up === null ? {} : { supervisor: supervisorOf(up) }),
+      ...dashboardUrl,
     };
     return {
       gateway,
@@ -163,13 +151,15 @@ export async function probeGatewayFromOutside(
         max_lag_ms: null,
       },
     };
+  const serving = `serving on ${url} (pid ${holder.pid})${up === null ? "" : `, ${underUp(up)}`}`;
   const gateway: GatewayComponent = {
     status: "ok",
-    detail: `serving on ${url} (pid ${holder.pid})${up === null ? "" : `, ${underUp(up)}`}`,
+    detail: `${serving}${dashboardNote}`,
     next: null,
     url,
     pid: holder.pid,
     ...(up === null ? {} : { supervisor: supervisorOf(up) }),
+    ...dashboardUrl,
   };
   try {
     const response = await fetch(`${url}/health`, { headers, signal: AbortSignal.timeout(timeoutMs) });
@@ -200,7 +190,7 @@ export async function probeGatewayFromOutside(
       gateway: {
         ...gateway,
         status: "degraded",
-        detail: `${gateway.detail}, but its /health does not answer properly (${errorMessage(error)})`,
+        detail: `${serving}, but its /health does not answer properly (${errorMessage(error)})${dashboardNote}`,
         next: `curl -s ${url}/health; the log is ${paths.logs}/gateway.log`,
       },
       scheduler: {

@@ -10,7 +10,7 @@ import type { Command } from "commander";
 import { realSleep, systemClock } from "../../core/deps.js";
 import { parsePort } from "../../http/listen.js";
 import { tenaxCommand } from "../../profile/command-hint.js";
-import { readDashboardPid } from "../../profile/dashboard-pid.js";
+import { readDashboardPidInfo } from "../../profile/dashboard-pid.js";
 import type { ProfilePaths } from "../../profile/paths.js";
 import { recordSelf } from "../../profile/tenax-process.js";
 import { readUpState, type UpState, upStateFile, writeUpState } from "../../profile/up-state.js";
@@ -87,7 +87,16 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
   });
-  const dashboard: UpState["dashboard"] = { pid: null, pid_start: null, state: "starting", last_exit: null };
+  const dashboard: UpState["dashboard"] = {
+    pid: null,
+    pid_start: null,
+    // Where it will serve, from the start (port 0: once it listens, from its pid file).
+    host: flags.dashboardHost ?? null,
+    port:
+      flags.dashboardPort === undefined || flags.dashboardPort === "0" ? null : Number(flags.dashboardPort),
+    state: "starting",
+    last_exit: null,
+  };
   const startedAt = clock.now();
   // Who up is, beyond its pid: readers and a second up trust the file only while this process runs.
   const self = recordSelf();
@@ -167,10 +176,13 @@ function startDashboard(
   const handle = { child, stopping: false };
   state.pid = child.pid;
   state.pid_start = child.start;
-  // It writes dashboard.pid once it listens.
+  // It writes dashboard.pid, with the address it bound, once it listens.
   void (async () => {
     while (child.alive() && state.state === "starting") {
-      if (readDashboardPid(paths).pid === child.pid) {
+      const listening = readDashboardPidInfo(paths);
+      if (listening !== null && listening.pid === child.pid) {
+        state.host = listening.host;
+        state.port = listening.port;
         state.state = "running";
         changed();
         return;

@@ -54,8 +54,9 @@ export class GatewaySupervisor {
       state: "starting",
       pid: null,
       pid_start: null,
-      host: null,
-      port: null,
+      // What up was given, from the start: the gateway's address before it binds (port 0: once bound).
+      host: options.host ?? null,
+      port: options.port === undefined || options.port === "0" ? null : Number(options.port),
       restarts: 0,
       next_restart_at: null,
       last_exit: null,
