@@ -44,7 +44,8 @@ export interface ProbeDeps {
 
 export interface GatewayProbeOptions {
   paths: ProfilePaths;
-  config: TenaxConfig;
+  /** The profile's config, or how to get it as it is now (config.yaml may be edited while it runs). */
+  config: TenaxConfig | (() => TenaxConfig);
   /** How often to look (default 1000 ms) and how long one request may take (default 1500 ms). */
   intervalMs?: number;
   timeoutMs?: number;
@@ -63,7 +64,7 @@ export class GatewayProbe {
     this.deps = { fetch: globalThis.fetch, clock: systemClock, ...options.deps };
     this.intervalMs = options.intervalMs ?? 1000;
     this.timeoutMs = options.timeoutMs ?? 1500;
-    const target = gatewayTarget(options.paths, options.config);
+    const target = gatewayTarget(options.paths, this.config());
     this.view = {
       ...target,
       reachable: null,
@@ -73,6 +74,11 @@ export class GatewayProbe {
       capabilities: null,
       checked_at: null,
     };
+  }
+
+  private config(): TenaxConfig {
+    const { config } = this.options;
+    return typeof config === "function" ? config() : config;
   }
 
   /** What the last probe found. */
@@ -85,7 +91,7 @@ export class GatewayProbe {
    * started after the dashboard (as `tenax up` starts them) may have just written its key to .env.
    */
   authHeaders(): Record<string, string> {
-    const key = currentGatewayKey(this.options.paths, this.options.config);
+    const key = currentGatewayKey(this.options.paths, this.config());
     return key === undefined ? {} : { authorization: `Bearer ${key}` };
   }
 
@@ -120,7 +126,7 @@ export class GatewayProbe {
   /** One look at the gateway; never throws. */
   async probe(): Promise<GatewayView> {
     // A restarted gateway may listen on another port: the pid file says where, each time.
-    const target = gatewayTarget(this.options.paths, this.options.config);
+    const target = gatewayTarget(this.options.paths, this.config());
     const now = () => this.deps.clock.now();
     const answered = await this.get(`${target.url}/health`);
     // No live pid file or up state says this profile's gateway serves there: whatever answers on

@@ -14,7 +14,8 @@ import { type LayersView, readLayers } from "./store-view.js";
 
 export interface DashboardOptions {
   paths: ProfilePaths;
-  config: TenaxConfig;
+  /** The profile's config, or how to get it as it is now (config.yaml may be edited while it runs). */
+  config: TenaxConfig | (() => TenaxConfig);
   version: string;
   probe?: Partial<Pick<GatewayProbeOptions, "intervalMs" | "timeoutMs" | "deps">>;
   /** How long one status report is reused (default 1000 ms): many open pages, one read. */

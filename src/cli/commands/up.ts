@@ -1,7 +1,8 @@
 // `tenax up` (what `npm start` runs): the profile's gateway (`tenax gateway run`) and dashboard
 // (`tenax dashboard`) as two independent children that up supervises, so either can die while the
 // other stays up and the dashboard can show a dead gateway. The gateway is restarted with backoff
-// until a crash loop; up.json says what up is doing. SIGTERM or SIGINT drains the gateway, then
+// until a crash loop, and after a config error once the config is edited (the dashboard shows the
+// error meanwhile); up.json says what up is doing. SIGTERM or SIGINT drains the gateway, then
 // stops the dashboard, and up exits with the gateway's code; if up itself dies, both children see
 // its pipe close and stop by themselves (the gateway drains).
 
@@ -17,6 +18,7 @@ import { readUpState, type UpState, upStateFile, writeUpState } from "../../prof
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { spawnTenax, type TenaxChild } from "../up/child.js";
+import { onceChanged } from "../up/file-change.js";
 import { GatewaySupervisor } from "../up/gateway-supervisor.js";
 import { RestartPolicy } from "../up/restart-policy.js";
 import { REVIVE_SIGNAL, reviveGateway } from "../up/revive.js";
@@ -84,6 +86,8 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
       if (dashboard.state === "running") out.line("tenax up: the dashboard keeps serving, and shows this");
       idle();
     },
+    // A gateway that cannot start on its config is started again once the config is edited.
+    watchConfig: (changed) => onceChanged([paths.config, paths.env], changed),
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
   });
@@ -109,9 +113,10 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
     gateway: { ...gateway.state },
     dashboard: { ...dashboard },
   });
-  // Nothing left to run: the gateway will not restart and the dashboard is gone.
+  // Nothing left to run: the gateway will not restart (a crash loop; after a config error up waits
+  // for the config to change) and the dashboard is gone.
   const idle = () => {
-    if (gateway.state.state !== "gave_up" || dashboard.state !== "stopped") return;
+    if (gateway.state.gave_up?.reason !== "crash_loop" || dashboard.state !== "stopped") return;
     out.warn("tenax up: neither the gateway nor the dashboard runs any more; stopping");
     wake();
   };
