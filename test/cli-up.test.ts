@@ -16,7 +16,7 @@ import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, runPrintedAsync, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
 import { simProfile, startGateway, until } from "./helpers/gateway.js";
-import { type ListeningProcess, runToEnd, startListening } from "./helpers/listening.js";
+import { type ListeningProcess, startListening } from "./helpers/listening.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 beforeAll(() => {
