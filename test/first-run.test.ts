@@ -1,7 +1,8 @@
 // The first run, from nothing: a machine with no ~/.tenax (through HOME) and a TENAX_HOME that
 // does not exist yet. Commands that need the profile create its folder (0700, with spool/, logs/,
 // cron/); commands that only look answer cleanly and create nothing; a named profile that does
-// not exist stays an error that says how to create it. All through the built CLI.
+// not exist stays an error that says how to create it; a first start calls itself that, not an
+// unclean stop. All through the built CLI.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -66,10 +67,24 @@ describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, thro
     expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
     expect(await chatCompletion(gw.url, fresh.key, "hello from nothing")).toBe("echo: hello from nothing");
     expect(gw.stderr()).not.toMatch(/a bug in Tenax/);
+    // A brand-new store had no gateway before: nothing was stopped, cleanly or not.
+    expect(gw.stdout()).toContain("first gateway start on this profile's store");
+    expect(`${gw.stdout()}${gw.stderr()}`).not.toMatch(/clean-shutdown marker|not clean/);
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
     expect(existsSync(join(fresh.home, "gateway.pid"))).toBe(false);
     expect(existsSync(join(fresh.home, ".clean_shutdown"))).toBe(true);
+    // The next start had one, which stopped cleanly; after a kill -9, the one after says it was not.
+    const again = await startListening(fresh.home, ["gateway", "run", "--port", "0"], "gateway", fresh.env);
+    expect(again.stdout()).toContain("the last gateway stop was clean");
+    again.child.kill("SIGKILL");
+    await again.exited;
+    const third = await startListening(fresh.home, ["gateway", "run", "--port", "0"], "gateway", fresh.env);
+    expect(third.stdout()).toMatch(
+      /no clean-shutdown marker: the last gateway stop was not clean \(that gateway, pid \d+, started /,
+    );
+    third.child.kill("SIGTERM");
+    expect(await third.exited).toBe(0);
   });
 
   it("`up` (what npm start runs) starts the gateway and the dashboard", async () => {
@@ -86,6 +101,8 @@ describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, thro
     const page = await fetch(`${dashboard}/`);
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/<title>Tenax dashboard<\/title>/);
+    expect(up.stdout()).toContain("first gateway start on this profile's store");
+    expect(`${up.stdout()}${up.stderr()}`).not.toMatch(/clean-shutdown marker|not clean/);
     up.child.kill("SIGTERM");
     expect(await up.exited).toBe(0);
     expect(up.stderr()).not.toMatch(/a bug in Tenax/);

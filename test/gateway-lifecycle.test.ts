@@ -105,7 +105,7 @@ describe("tenax gateway run: lifecycle", () => {
     const { home, sim, paths } = await simProfile("drain_timeout: 20");
     sim.script([{ type: "reply", text: "one two three four five six", chunk_size: 4, chunk_delay_ms: 150 }]);
     const gw = await startGateway(home);
-    expect(gw.stdout()).toContain("the last gateway stop was not clean");
+    expect(gw.stdout()).toContain("first gateway start on this profile's store");
     expect(existsSync(paths.pid)).toBe(true);
     let refused: Response | null = null;
     const chunks = await streamThroughSigterm(gw, sim, () => {

@@ -9,9 +9,9 @@ import { BindError, type BindSetting, checkHost } from "../http/bind-error.js";
 export interface ListenSettings {
   /** The config section that holds host and port: gateway, dashboard. */
   section: "gateway" | "dashboard";
-  /** The profile's config.yaml, and what was loaded from it. */
+  /** The profile's config.yaml, and what was loaded from it (null: it does not load, defaults hold). */
   file: string;
-  loaded: LoadedConfig;
+  loaded: LoadedConfig | null;
   /** `--host` and `--port` as given (undefined: the config's value is used). */
   flags: { host?: string | undefined; port?: string | undefined };
 }
@@ -27,7 +27,9 @@ export function explainBindError(error: unknown, settings: ListenSettings): unkn
   const options = { cause: error, ...(error.hint === undefined ? {} : { hint: error.hint }) };
   if (error.lasting) {
     if (fromFlag) return new UsageError(`${flag}: ${error.message}`, options);
-    return settings.loaded.problemAt(key, error.message, `${error.hint ?? "change it"} (or pass ${flag})`);
+    const hint = `${error.hint ?? "change it"} (or pass ${flag})`;
+    if (settings.loaded !== null) return settings.loaded.problemAt(key, error.message, hint);
+    return new TenaxError(error.code, `${error.message} (${origin(key, settings)})`, { ...options, hint });
   }
   const where = fromFlag ? `given as ${flag}` : origin(key, settings);
   return new TenaxError(error.code, `${error.message} (${where})`, { ...options, data: error.data });
@@ -35,6 +37,7 @@ export function explainBindError(error: unknown, settings: ListenSettings): unkn
 
 /** `gateway.port at /home/me/.tenax/config.yaml:4`, or that it is the default. */
 function origin(key: string[], settings: ListenSettings): string {
+  if (settings.loaded === null) return `${key.join(".")}: its default, as ${settings.file} does not load`;
   const line = settings.loaded.lineOf(key);
   return line === null
     ? `${key.join(".")}: its default, not set in ${settings.file}`

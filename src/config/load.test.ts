@@ -59,7 +59,7 @@ describe("loadConfig", () => {
     });
   });
 
-  it("accepts a model listed with its context_window only, as README shows, with a default output budget", () => {
+  it("accepts a model listed with its context_window only, as docs/CONFIG.md shows, with a default output budget", () => {
     const paths = profileWith(
       `model: { provider: main, name: big }
 providers:

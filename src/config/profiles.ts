@@ -18,6 +18,7 @@ import {
   DEFAULT_GATEWAY_PORT,
   type PortProbe,
 } from "../profile/ports.js";
+import { dashboardAddress, gatewayAddress } from "../profile/serving.js";
 import { loadConfig } from "./load.js";
 import { type TenaxConfig, usesBuiltInSimulator } from "./schema.js";
 import { redactConfig } from "./secrets.js";
@@ -30,9 +31,15 @@ export interface ProfileInfo {
   dir: string;
   config_file: string;
   config_exists: boolean;
-  /** From config.yaml, read leniently; null when it cannot be read as a number. */
+  /**
+   * Where each serves while it runs (its pid file, or the profile's tenax up, which keeps the ports
+   * it was given as flags), else config.yaml's, read leniently; null when that cannot be read as
+   * a number.
+   */
   gateway_port: number | null;
   dashboard_port: number | null;
+  /** What config.yaml says (read leniently as above), whatever runs. */
+  configured_ports: { gateway: number | null; dashboard: number | null };
   gateway_pid: number | null;
   gateway_running: boolean;
 }
@@ -65,14 +72,16 @@ export function profileInfo(home: string, name: string): ProfileInfo {
   const paths = profilePaths(home, name);
   const ports = configuredPorts(paths.config);
   const gateway = readGatewayPid(paths.pid);
+  const serving = { gateway: gatewayAddress(paths), dashboard: dashboardAddress(paths) };
   return {
     name,
     is_default: name === DEFAULT_PROFILE,
     dir: paths.dir,
     config_file: paths.config,
     config_exists: existsSync(paths.config),
-    gateway_port: ports.gateway,
-    dashboard_port: ports.dashboard,
+    gateway_port: serving.gateway?.port ?? ports.gateway,
+    dashboard_port: serving.dashboard?.port ?? ports.dashboard,
+    configured_ports: ports,
     gateway_pid: gateway.pid,
     gateway_running: gateway.running,
   };
@@ -200,10 +209,13 @@ export function showProfile(
   };
   try {
     const loaded = loadConfig(paths, env);
+    const { gateway, dashboard } = loaded.config;
+    const running = { gateway: gatewayAddress(paths), dashboard: dashboardAddress(paths) };
     return {
       ...base,
-      gateway_port: loaded.config.gateway.port,
-      dashboard_port: loaded.config.dashboard.port,
+      gateway_port: running.gateway?.port ?? gateway.port,
+      dashboard_port: running.dashboard?.port ?? dashboard.port,
+      configured_ports: { gateway: gateway.port, dashboard: dashboard.port },
       config_source: loaded.source,
       uses_simulator: usesBuiltInSimulator(loaded.config),
       config: redactConfig(loaded.config),

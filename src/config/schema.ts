@@ -31,7 +31,7 @@ export function defaultMaxOutputTokens(contextWindow: number): number {
   return Math.max(1, Math.min(DEFAULT_MAX_OUTPUT_TOKENS, Math.floor(contextWindow / 4)));
 }
 
-// max_output_tokens may be left out (README lists a model with its context_window alone): it
+// max_output_tokens may be left out (docs/CONFIG.md lists a model with its context_window alone): it
 // defaults to 4096, or a quarter of the window when that is smaller, so a request still fits.
 const modelLimits = z
   .strictObject({

@@ -135,7 +135,7 @@ cron:
   default_timeout: 600  # seconds a run may take when its job sets no --timeout
   run_retention_days: 30  # how long run records are kept
 
-# --- Chat platforms (README: "Connect a Telegram bot") --------------------------------------------
+# --- Chat platforms (docs/PLATFORMS.md: "Connect a Telegram bot") ---------------------------------
 # platforms:
 #   telegram:
 #     token: "\${TELEGRAM_BOT_TOKEN}"   # from @BotFather; put TELEGRAM_BOT_TOKEN=... in this profile's .env

@@ -118,7 +118,7 @@ export function checkTarget(target: string, checkPlatform?: (name: string) => st
     if (why !== null)
       throw invalid(
         `delivery to ${text}: ${why}`,
-        "add platforms.telegram to config.yaml (README: Connect a Telegram bot)",
+        "add platforms.telegram to config.yaml (docs/PLATFORMS.md: Connect a Telegram bot)",
       );
     return text;
   }

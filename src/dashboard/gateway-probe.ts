@@ -49,7 +49,8 @@ export interface ProbeDeps {
 
 export interface GatewayProbeOptions {
   paths: ProfilePaths;
-  config: TenaxConfig;
+  /** The profile's config, or how to get it as it is now (config.yaml may be edited while it runs). */
+  config: TenaxConfig | (() => TenaxConfig);
   /** How often to look (default 1000 ms) and how long one request may take (default 1500 ms). */
   intervalMs?: number;
   timeoutMs?: number;
@@ -69,7 +70,7 @@ export class GatewayProbe {
     this.deps = { look: httpLook, clock: systemClock, ...options.deps };
     this.intervalMs = options.intervalMs ?? 1000;
     this.timeoutMs = options.timeoutMs ?? 1500;
-    const target = gatewayTarget(options.paths, options.config);
+    const target = gatewayTarget(options.paths, this.config());
     this.view = {
       ...target,
       reachable: null,
@@ -79,6 +80,11 @@ export class GatewayProbe {
       capabilities: null,
       checked_at: null,
     };
+  }
+
+  private config(): TenaxConfig {
+    const { config } = this.options;
+    return typeof config === "function" ? config() : config;
   }
 
   /** What the last probe found. */
@@ -99,7 +105,7 @@ export class GatewayProbe {
    * started after the dashboard (as `tenax up` starts them) may have just written its key to .env.
    */
   authHeaders(): Record<string, string> {
-    const key = currentGatewayKey(this.options.paths, this.options.config);
+    const key = currentGatewayKey(this.options.paths, this.config());
     return key === undefined ? {} : { authorization: `Bearer ${key}` };
   }
 
@@ -135,7 +141,7 @@ export class GatewayProbe {
   async probe(): Promise<GatewayView> {
     const now = () => this.deps.clock.now();
     // A restarted gateway may listen on another port: the pid file says where, each time.
-    const seen = await lookAtGateway(this.options.paths, this.options.config, {
+    const seen = await lookAtGateway(this.options.paths, this.config(), {
       look: this.deps.look,
       timeoutMs: this.timeoutMs,
       now,

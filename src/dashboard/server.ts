@@ -15,7 +15,8 @@ import { type LayersView, readLayers } from "./store-view.js";
 
 export interface DashboardOptions {
   paths: ProfilePaths;
-  config: TenaxConfig;
+  /** The profile's config, or how to get it as it is now (config.yaml may be edited while it runs). */
+  config: TenaxConfig | (() => TenaxConfig);
   version: string;
   probe?: Partial<Pick<GatewayProbeOptions, "intervalMs" | "timeoutMs" | "deps">>;
   /** How long one status report is reused (default 1000 ms): many open pages, one read. */
@@ -97,8 +98,10 @@ export class Dashboard {
     return this.options.paths;
   }
 
+  /** The config in force now (a live one is read again when config.yaml changed). */
   get config(): TenaxConfig {
-    return this.options.config;
+    const { config } = this.options;
+    return typeof config === "function" ? config() : config;
   }
 
   /** What the page's event list shows: whether the gateway serves events, and the ones after `after`. */

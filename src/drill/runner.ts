@@ -61,8 +61,20 @@ export interface DrillOptions {
   keep?: boolean;
   /** Called once the scratch folder exists, before the first scenario. */
   onStart?: (scratch: string) => void;
+  /** Called as each row starts, before its fault goes in (for progress output). */
+  onRowStart?: (start: RowStart) => void;
   /** Called as each row is known (for progress output). */
   onRow?: (row: DrillRow) => void;
+}
+
+/** A row about to run: which of how many, its fault and layer, and how long it may take. */
+export interface RowStart {
+  /** From 0. */
+  index: number;
+  total: number;
+  fault: string;
+  expected_layer: string;
+  deadline_ms: number;
 }
 
 const DEFAULT_DEADLINE_MS = 25_000;
@@ -80,6 +92,13 @@ export async function runDrill(
     for (const [i, scenario] of scenarios.entries()) {
       const home = join(scratch, `${String(i + 1).padStart(2, "0")}-${slug(scenario.fault)}`);
       const deadline = options.deadlineMs ?? scenario.deadline_ms ?? DEFAULT_DEADLINE_MS;
+      options.onRowStart?.({
+        index: i,
+        total: scenarios.length,
+        fault: scenario.fault,
+        expected_layer: scenario.expected_layer,
+        deadline_ms: deadline,
+      });
       const row = await runScenario(scenario, home, deadline);
       rows.push(row);
       options.onRow?.(row);

@@ -37,6 +37,7 @@ import { Gateway, type TurnWatcher } from "./gateway.js";
 import { gatewayLog, startObservability } from "./observability.js";
 import { acquirePidFile, type PidLock } from "./pid-file.js";
 import { RunRegistry } from "./runs.js";
+import { lastGatewayStart, lastStopLine, recordGatewayStart } from "./start-record.js";
 import { StopRequest } from "./stop-request.js";
 
 export interface RunGatewayOptions {
@@ -167,13 +168,15 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   info(keyLine(paths, keyed.source));
   const clean = existsSync(paths.cleanShutdown);
   rmSync(paths.cleanShutdown, { force: true });
-  info(
-    clean
-      ? "the last gateway stop was clean"
-      : "no clean-shutdown marker: the last gateway stop was not clean (or this is the first start)",
-  );
   // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
   const opened = await openAgent(paths, config, { storeSettings: options.storeSettings, secrets });
+  info(lastStopLine(clean, lastGatewayStart(opened.store)));
+  await recordGatewayStart(opened.store, { pid: process.pid, started_at: Date.now() }).catch(
+    (error: unknown) =>
+      warn(
+        `could not record this start in the store (${errorMessage(error)}): the next start may call itself the first`,
+      ),
+  );
   for (const line of describeProcessReap(opened.reapedProcesses)) warn(line);
   // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
   // crashed gateway's turns first; they are still this gateway's to resume.

@@ -82,16 +82,15 @@ describe("gatewayAdvice", () => {
         }),
       });
     const config = configError(78);
-    expect(config.situation).toBe(
-      "the gateway cannot start on its configuration (exit 78), so tenax up (pid 4242) does not restart it",
-    );
+    const waits =
+      "tenax up (pid 4242) starts it again once /home/u/.tenax/profiles/work/config.yaml or /home/u/.tenax/profiles/work/.env changes";
+    expect(config.situation).toBe(`the gateway cannot start on its configuration (exit 78); ${waits}`);
     // A usage error (exit 2: a refused flag or setting) is told as what it was, the same way.
-    expect(configError(2).situation).toBe(
-      "the gateway cannot start on its configuration (exit 2), so tenax up (pid 4242) does not restart it",
-    );
+    expect(configError(2).situation).toBe(`the gateway cannot start on its configuration (exit 2); ${waits}`);
     expect(config.next).toBe(
-      "fix /home/u/.tenax/profiles/work/config.yaml (tenax --profile work doctor names the problem), then run: tenax --profile work up",
+      "fix /home/u/.tenax/profiles/work/config.yaml (the config layer shows the error, with its line); to see it again, run: tenax --profile work doctor",
     );
+    expect(config.command).toBe("tenax --profile work doctor");
   });
 
   it("under tenax up, a gateway that holds its pid file but does not answer can be killed for a new one", () => {

@@ -134,13 +134,15 @@ function underUp(input: AdviceInput, up: UpState): GatewayAdvice {
       };
     }
     case "gave_up":
-      if (g.gave_up?.reason === "config_error")
+      if (g.gave_up?.reason === "config_error") {
+        const doctor = tenaxCommand(paths.name, ["doctor"]);
         return {
           manager: "up",
-          situation: `the gateway cannot start on its configuration (exit ${g.last_exit?.code ?? "?"}), so ${by} does not restart it`,
-          next: `fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${again}`,
-          command: again,
+          situation: `the gateway cannot start on its configuration (exit ${g.last_exit?.code ?? "?"}); ${by} starts it again once ${paths.config} or ${paths.env} changes`,
+          next: `fix ${paths.config} (the config layer shows the error, with its line); to see it again, run: ${doctor}`,
+          command: doctor,
         };
+      }
       return {
         manager: "up",
         situation: `${by} gave up restarting the gateway after ${g.unclean_exits} unclean exits within ${window} (a crash loop); ${last}`,

@@ -1,13 +1,13 @@
 // The gateway as `tenax status` and the dashboard see it from outside, in one look: the pid file
 // says which process should serve and where, the gateway's own /health whether it does and what
 // it sees of every layer (the scheduler's lag among them: the scheduler runs inside the gateway).
-import { readFileSync } from "node:fs";
 import { currentGatewayKey } from "../config/gateway-key.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import { readDashboardPid } from "../profile/dashboard-pid.js";
 import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import { dashboardAddress, gatewayAddress, reachUrl } from "../profile/serving.js";
 import { describeExit, readUpState, type UpState } from "../profile/up-state.js";
 import { gatewayAdvice } from "./gateway-advice.js";
 import { httpLook, type Look, type LookFn } from "./http-look.js";
@@ -18,6 +18,8 @@ export interface GatewayComponent extends Component {
   pid: number | null;
   /** What the profile's live `tenax up` says of its gateway, when one runs. */
   supervisor?: Supervisor;
+  /** Where the profile's dashboard serves, when one runs (its pid file, or the tenax up running it). */
+  dashboard_url?: string;
 }
 
 export type Supervisor = Pick<
@@ -80,39 +82,18 @@ export interface LookAtGatewayOptions {
 
 /**
  * Where the gateway serves: the address a live gateway wrote in its pid file (it records the port
- * it bound, which matters with --port 0), else, while a live `tenax up` restarts it, the address up
- * keeps for it, else config's.
+ * it bound, which matters with --port 0), else, while a live `tenax up` runs it, the address up
+ * keeps for it (the --gateway-port it was given, before the gateway binds and while it restarts),
+ * else config's.
  */
 export function gatewayTarget(
   paths: ProfilePaths,
   config: TenaxConfig,
 ): { url: string; source: "pid_file" | "up" | "config" } {
-  try {
-    const info = JSON.parse(readFileSync(paths.pid, "utf8")) as {
-      pid?: unknown;
-      host?: unknown;
-      port?: unknown;
-    };
-    if (
-      typeof info.pid === "number" &&
-      typeof info.host === "string" &&
-      typeof info.port === "number" &&
-      readGatewayPid(paths.pid).running
-    )
-      return { url: httpUrl(info.host, info.port), source: "pid_file" };
-  } catch {
-    // No pid file (no gateway running) or a bare pid: up or config says where it would serve.
-  }
-  const up = readUpState(paths)?.gateway;
-  if (up !== undefined && up.host !== null && up.port !== null)
-    return { url: httpUrl(up.host, up.port), source: "up" };
-  return { url: httpUrl(config.gateway.host, config.gateway.port), source: "config" };
-}
-
-function httpUrl(host: string, port: number): string {
-  // A gateway bound to every interface is reached through loopback.
-  const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
-  return `http://${reach.includes(":") ? `[${reach}]` : reach}:${port}`;
+  const serving = gatewayAddress(paths);
+  if (serving !== null)
+    return { url: reachUrl(serving.host ?? config.gateway.host, serving.port), source: serving.source };
+  return { url: reachUrl(config.gateway.host, config.gateway.port), source: "config" };
 }
 
 /**
@@ -132,11 +113,17 @@ export async function lookAtGateway(
   const { url, source } = gatewayTarget(paths, config);
   const holder = readGatewayPid(paths.pid);
   const up = readUpState(paths);
+  const dashboard = dashboardAddress(paths);
+  const dashboardUrl =
+    dashboard === null
+      ? {}
+      : { dashboard_url: reachUrl(dashboard.host ?? config.dashboard.host, dashboard.port) };
+  const dashboardNote = dashboard === null ? "" : `; the dashboard serves on ${dashboardUrl.dashboard_url}`;
   const key = currentGatewayKey(paths, config);
   const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
   const answer = await look(`${url}/health`, { headers, timeoutMs });
   const seen = { url, source, checked_at: now() };
-  const supervisor = up === null ? {} : { supervisor: supervisorOf(up) };
+  const supervisor = { ...(up === null ? {} : { supervisor: supervisorOf(up) }), ...dashboardUrl };
   if (answer.kind === "no_answer") {
     const advice = gatewayAdvice({
       paths,
@@ -155,8 +142,7 @@ export async function lookAtGateway(
         status: "down",
         url,
         pid: holder.pid,
-        detail:
-          advice.situation === "not running" ? `not running: ${problem}` : `${advice.situation}; ${problem}`,
+        detail: `${advice.situation === "not running" ? `not running: ${problem}` : `${advice.situation}; ${problem}`}${dashboardNote}`,
         next: advice.next,
         ...supervisor,
       },
@@ -180,10 +166,11 @@ export async function lookAtGateway(
         status: "down",
         url,
         pid: holder.pid,
-        detail:
+        detail: `${
           holder.pid !== null
             ? `not running: gateway pid ${holder.pid} is gone without a clean stop (a crash); ${problem}`
-            : problem,
+            : problem
+        }${dashboardNote}`,
         next: `${tenaxCommand(paths.name, ["doctor"])} names what holds the port; then ${start}, or set gateway.port`,
         ...supervisor,
       },
@@ -206,7 +193,7 @@ export async function lookAtGateway(
         status: "degraded",
         url,
         pid: holder.pid,
-        detail: `${serving}, but ${why}`,
+        detail: `${serving}, but ${why}${dashboardNote}`,
         next: `curl -s ${url}/health; the log is ${paths.logs}/gateway.log`,
         ...supervisor,
       },
@@ -231,7 +218,7 @@ export async function lookAtGateway(
     gateway: {
       ...(own ?? {}),
       status: own?.status === "down" || own?.status === "degraded" ? own.status : "ok",
-      detail: `${serving}${runBy}${said}`,
+      detail: `${serving}${runBy}${said}${dashboardNote}`,
       next: own?.next ?? null,
       url,
       pid: holder.pid,

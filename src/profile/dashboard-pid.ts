@@ -37,3 +37,15 @@ export function removeDashboardPid(paths: ProfilePaths, pid: number): void {
 export function readDashboardPid(paths: ProfilePaths): GatewayProcess {
   return readGatewayPid(dashboardPidFile(paths));
 }
+
+/** What the file records (pid, host, port), or null when there is none or it is not shaped so. */
+export function readDashboardPidInfo(paths: ProfilePaths): DashboardPidInfo | null {
+  try {
+    const info = JSON.parse(readFileSync(dashboardPidFile(paths), "utf8")) as Partial<DashboardPidInfo>;
+    const { pid, started_at, host, port } = info;
+    if (typeof pid !== "number" || typeof host !== "string" || typeof port !== "number") return null;
+    return { pid, started_at: typeof started_at === "number" ? started_at : 0, host, port };
+  } catch {
+    return null;
+  }
+}

@@ -1,8 +1,10 @@
 // What `tenax up` is doing, in `up.json` of the profile: the gateway child's state (starting,
 // running, restarting in N s, gave up after a crash loop), its last exit and restart count, and
-// the dashboard child's pid. Written atomically by up on every change; read by the dashboard (its
-// banner), `tenax status` and `tenax doctor`, which trust it only while up's own process (its pid
-// with the start time recorded beside it, running this Tenax's `up`) is alive.
+// the dashboard child's pid, and where each serves (the ports up was given, so that what the
+// profile shows and probes is where up runs them). Written atomically by up on every change; read
+// by the dashboard (its banner), `tenax status`, `tenax profile` and `tenax doctor`, which trust it
+// only while up's own process (its pid with the start time recorded beside it, running this
+// Tenax's `up`) is alive.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
@@ -40,7 +42,11 @@ const upStateSchema = z.strictObject({
     /** The gateway child now running (or starting), null between two of them. */
     pid: pid.nullable(),
     pid_start: start,
-    /** Where it serves; every restart keeps the port (also when up was given port 0). */
+    /**
+     * Where it serves: the --gateway-host and --gateway-port up was given (null: config.yaml's)
+     * from the start, then the address it bound; every restart keeps the port (also when up was
+     * given port 0).
+     */
     host: z.string().nullable(),
     port: z.number().int().min(1).max(65_535).nullable(),
     /** How many times up started it again after an exit. */
@@ -56,6 +62,9 @@ const upStateSchema = z.strictObject({
   dashboard: z.strictObject({
     pid: pid.nullable(),
     pid_start: start,
+    /** Where it serves: up's --dashboard-host and --dashboard-port, then the address it bound. */
+    host: z.string().nullable().optional(),
+    port: z.number().int().min(1).max(65_535).nullable().optional(),
     /** Running once it listens (its dashboard.pid names it). */
     state: z.enum(["starting", "running", "stopped"]),
     last_exit: exitSchema.nullable(),

@@ -130,6 +130,12 @@ function visitCommand(node: Command, ctx: Context, found: Analysis): void {
   const redirects = node.redirects.map((r) => ({
     operator: r.operator,
     target: r.type === "HereDoc" ? "" : (r.target?.value ?? ""),
+    ...(r.descriptor === undefined
+      ? {}
+      : {
+          descriptor:
+            r.descriptor.type === "FileDescriptor" ? String(r.descriptor.value) : `{${r.descriptor.name}}`,
+        }),
   }));
   for (const item of unwrap(words, ctx.wrappers)) {
     if (item.kind === "script") {

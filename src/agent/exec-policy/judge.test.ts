@@ -72,11 +72,11 @@ describe("judgeCommand", () => {
     expect(asked).toMatchObject({
       decision: "ask",
       unlisted: ["npm run build"],
-      pattern: "npm run *",
+      pattern: "npm run build",
       dangers: [],
     });
     expect(asked.reason).toContain('"npm run build"');
-    expect(asked.reason).toContain('add a pattern such as "npm run *" to tools.exec.allow');
+    expect(asked.reason).toContain('add a pattern such as "npm run build" to tools.exec.allow');
     const refused = judgeCommand("npm run build", policy("allowlist"));
     expect(refused.decision).toBe("deny");
     expect(refused.reason).toContain("tools.exec.mode is allowlist");
@@ -122,26 +122,62 @@ describe("judgeCommand", () => {
   });
 
   it.each([
-    ["npm run build", "npm run *"],
-    ["npm test", "npm test *"],
-    ["git commit -m 'fix it'", "git commit *"],
-    ["rm -rf build", "rm *"],
-    ["make", "make *"],
-    ["./build.sh --fast", "./build.sh *"],
-    ["CI=1 npm test", "CI=1 npm test *"],
-    ["timeout 60 npm test", "npm test *"],
-    ["ls && cargo build --release", "cargo build *"],
-    ["ls", "ls *"],
+    ["npm run build", "npm run build"],
+    ["npm test", "npm test"],
+    ["rm build", "rm build"],
+    ["rm -rf build", "rm -rf build"],
+    ["make", "make"],
+    ["./build.sh --fast", "./build.sh --fast"],
+    ["CI=1 npm test", "CI=1 npm test"],
+    ["timeout 60 npm test", "npm test"],
+    ["ls && cargo build --release", "cargo build --release"],
+    ["npm test > test.log 2>&1", "npm test > test.log"],
+    ["ls", "ls"],
+    // No pattern can say exactly these: a word with a space or a `*`, one known only when it
+    // runs, arguments that arrive when it runs, a here-document.
+    ["git commit -m 'fix it'", ""],
+    ["rm *.o", ""],
     ["$CMD run", ""],
-  ])("suggests %s → %s for always", (command, pattern) => {
+    ["rm $DIR/build", ""],
+    ["find . -name '*.tmp' | xargs rm", ""],
+    ["cat <<EOF > notes.txt\nhi\nEOF", ""],
+    // Dangerous: asked for every run, so no pattern at all.
+    ["rm -rf ~", ""],
+    ["rm -rf /", ""],
+    ["git push --force origin main", ""],
+    ["sudo apt-get update", ""],
+    ["npm run build && rm -rf ~", ""],
+  ])("suggests %s → %j for always", (command, pattern) => {
     expect(judgeCommand(command, policy("ask")).pattern).toBe(pattern);
   });
 
-  it("suggests a pattern that allows the command it was suggested for", () => {
-    for (const command of ["npm run build", "git commit -m 'x y'", "CI=1 npm test", "make"]) {
+  it("suggests a pattern that allows the command it was suggested for, and nothing that does more", () => {
+    for (const command of ["npm run build", "rm build", "CI=1 npm test", "make", "npm test > test.log"]) {
       const { pattern } = judgeCommand(command, policy("ask"));
       expect(judgeCommand(command, policy("allowlist", [pattern])).decision).toBe("run");
     }
+    const rm = judgeCommand("rm build", policy("ask")).pattern;
+    for (const more of [
+      "rm -rf build",
+      "rm -r build",
+      "rm -f build",
+      "rm build ~/notes",
+      "rm ~/notes",
+      "rm build > ~/.bashrc",
+      "xargs rm build",
+      "A=1 rm build",
+    ])
+      expect(judgeCommand(more, policy("allowlist", [rm])).decision, more).toBe("deny");
+    // Harmless wrappers and redirections a pattern need not name still run.
+    for (const same of ["timeout 5 rm build", "/bin/rm build", "rm build 2>/dev/null", "rm build 2>&1"])
+      expect(judgeCommand(same, policy("allowlist", [rm])).decision, same).toBe("run");
+  });
+
+  it("a pattern without a redirection does not allow a command that writes a file; a rest pattern does", () => {
+    expect(judgeCommand("npm test > out.log", policy("allowlist", ["npm test"])).decision).toBe("deny");
+    expect(judgeCommand("npm test > out.log", policy("allowlist", ["npm test *"])).decision).toBe("run");
+    expect(judgeCommand("find . | xargs rm", policy("allowlist", ["rm"])).decision).toBe("deny");
+    expect(judgeCommand("find . | xargs rm", policy("allowlist", ["rm *"])).decision).toBe("run");
   });
 });
 

@@ -87,7 +87,10 @@ export function judgeCommand(
   const open = found.commands.filter((c) => !isReadOnlySimple(c) && !allows(c, patterns));
   const unlisted = found.parsed ? [...new Set(open.map((c) => c.text))] : [command];
   const first = open[0] ?? found.commands[0];
-  const pattern = found.parsed && first !== undefined ? suggestPattern(first) : "";
+  // A dangerous command asks for every run, so no pattern is offered for it: one would not spare
+  // the next approval, and the wider ones it used to be ("rm *" for rm -rf ~) let the commands
+  // beside it run unasked.
+  const pattern = found.parsed && first !== undefined && dangers.length === 0 ? suggestPattern(first) : "";
   const judged = { dangers, unlisted, pattern };
   const firstUnlisted = unlisted[0];
   if (policy.mode === "allowlist" && firstUnlisted !== undefined)

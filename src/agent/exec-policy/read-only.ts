@@ -22,12 +22,16 @@ const INPUT = new Set(["<", "<<", "<<-", "<<<"]);
  */
 export type RedirectRule = "strict" | "policy";
 
-function redirectReads(redirect: { operator: string; target: string }, rule: RedirectRule): boolean {
-  if (INPUT.has(redirect.operator)) return true;
-  if (rule === "strict") return false;
+/** A copy of a descriptor (2>&1, <&-) or output thrown away (> /dev/null): no file is read or written. */
+export function isQuietRedirect(redirect: { operator: string; target: string }): boolean {
   if ((redirect.operator === ">&" || redirect.operator === "<&") && /^(\d+|-)$/.test(redirect.target))
     return true;
   return [">", ">>", "&>", "&>>"].includes(redirect.operator) && redirect.target === "/dev/null";
+}
+
+function redirectReads(redirect: { operator: string; target: string }, rule: RedirectRule): boolean {
+  if (INPUT.has(redirect.operator)) return true;
+  return rule === "policy" && isQuietRedirect(redirect);
 }
 
 /** Whether a simple command only reads, given how its redirections are judged. */

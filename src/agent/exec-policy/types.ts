@@ -49,8 +49,8 @@ export interface SimpleCommand {
   known: boolean[];
   /** Wrappers looked through, outermost first (sudo, env, xargs, ...). */
   wrappers: string[];
-  /** Redirections, with the target as the parser read it. */
-  redirects: Array<{ operator: string; target: string }>;
+  /** Redirections, with the target as the parser read it and the descriptor when one is written (`2` of 2>). */
+  redirects: Array<{ operator: string; target: string; descriptor?: string }>;
   /** More arguments arrive only when it runs (xargs), so its targets are unknown. */
   moreArgs: boolean;
 }

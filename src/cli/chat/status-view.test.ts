@@ -297,4 +297,32 @@ describe("ChatView on a terminal", () => {
     expect(h.stderr()).toContain("\r\x1b[0J");
     expect(h.stderr()).not.toMatch(SGR);
   });
+
+  it("while an answer is typed nothing is drawn in place; the spinner comes back once it is in", () => {
+    const h = harness(true);
+    h.view.beginTurn(target);
+    h.view.event({
+      type: "tool_started",
+      turn_id: "t",
+      id: "c",
+      name: "terminal",
+      arguments: '{"command":"rm -rf ~"}',
+    });
+    h.advance(500);
+    expect(h.stderr()).toMatch(/terminal · 0\.5s$/);
+    const release = h.view.holdLive();
+    // The spinner's line is erased, and the question goes where the answer follows.
+    expect(h.stderr().endsWith("\r\x1b[0J")).toBe(true);
+    h.view.info("approve terminal: rm -rf ~? [y] once, [n] deny");
+    const asked = h.stderr();
+    expect(asked.endsWith("approve terminal: rm -rf ~? [y] once, [n] deny\n")).toBe(true);
+    expect(h.ticking()).toBe(false);
+    h.advance(2000);
+    expect(h.stderr()).toBe(asked);
+    release();
+    release();
+    h.advance(300);
+    expect(h.ticking()).toBe(true);
+    expect(h.stderr().slice(asked.length)).toMatch(/terminal · 2\.8s$/);
+  });
 });

@@ -3,6 +3,8 @@
 // model call or a tool runs, and while a retry waits a block with the failure, the context size and
 // a countdown, which collapses into the same one line a log gets once the next attempt starts.
 // A key cooled by the same failure the retry waits on is said in that retry's line, not its own.
+// While the user types an answer (an approval), the live area is held: nothing is redrawn over the
+// line being typed, and the spinner comes back once the answer is in.
 import type { AgentEvent, TurnResult } from "../../agent/turn.js";
 import type { Target } from "../../llm/route-events.js";
 import {
@@ -82,6 +84,8 @@ export class ChatView {
   private rotated: Rotated | null = null;
   private exhausted: Exhausted | null = null;
   private gaveUp: GaveUp | null = null;
+  /** Questions waiting for a typed answer: while any is open, nothing is drawn in place. */
+  private holds = 0;
 
   constructor(
     private readonly io: ViewIO,
@@ -104,6 +108,26 @@ export class ChatView {
 
   error(text: string): void {
     this.line(`${this.p.red("error:")} ${text}`);
+  }
+
+  /**
+   * Someone is about to type an answer on the terminal: the live area is put away and stays away
+   * until the returned release is called (once per hold), so no redraw erases what is typed.
+   */
+  holdLive(): () => void {
+    this.holds++;
+    this.area?.clear();
+    this.stopTimer();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.holds--;
+      if (this.holds === 0 && this.live !== null && this.area !== null) {
+        this.timer ??= this.deps.every(FRAME_MS, () => this.tick());
+        this.draw();
+      }
+    };
   }
 
   beginTurn(target: Target): void {
@@ -318,12 +342,17 @@ export class ChatView {
     if (this.area === null) return;
     if (next === null) {
       this.area.clear();
-      this.timer?.cancel();
-      this.timer = null;
+      this.stopTimer();
       return;
     }
+    if (this.holds > 0) return;
     this.timer ??= this.deps.every(FRAME_MS, () => this.tick());
     this.draw();
+  }
+
+  private stopTimer(): void {
+    this.timer?.cancel();
+    this.timer = null;
   }
 
   private tick(): void {
@@ -344,7 +373,7 @@ export class ChatView {
   private draw(): void {
     const area = this.area;
     const live = this.live;
-    if (area === null || live === null) return;
+    if (area === null || live === null || this.holds > 0) return;
     // Never over an unfinished reply line: the erase would take the reply with it. A spinner waits
     // for the reply's line to end; a tool or a retry's wait ends it.
     if (this.midLine) {

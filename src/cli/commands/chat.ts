@@ -65,8 +65,15 @@ export function registerChatCommand(program: Command, cli: Cli): void {
           const lines = new LineQueue();
           const approver = {
             who: `tenax chat, pid ${process.pid} (${userInfo().username})`,
-            ask: (event: ApprovalRequestedEvent, signal: AbortSignal) =>
-              askApproval(event, lines.fresh, (line) => view.info(line), signal),
+            ask: async (event: ApprovalRequestedEvent, signal: AbortSignal) => {
+              // Nothing is redrawn over the answer while it is typed.
+              const release = view.holdLive();
+              try {
+                return await askApproval(event, lines.fresh, (line) => view.info(line), signal);
+              } finally {
+                release();
+              }
+            },
           };
           const chat = new ChatSession(opened.agent, paths, config, process.cwd(), view, approver);
           await chat.open(flags.session);
@@ -127,6 +134,13 @@ async function interactive(chat: ChatSession, view: ChatView, lines: LineQueue):
   // Lines go to an approval's question first, else wait their turn (typed ahead during a turn).
   rl.on("line", (line) => lines.push(line));
   rl.on("close", () => lines.close());
+  // On a terminal a question's answer is typed after its own prompt, which the line editor keeps
+  // (and redraws, on a backspace) until the answer is in; then the chat's "> " is back.
+  if (process.stdin.isTTY && process.stdout.isTTY)
+    lines.usePrompt((prompt) => {
+      rl.setPrompt(prompt ?? "> ");
+      if (prompt !== null) rl.prompt();
+    });
   process.stderr.write(
     `session ${chat.sessionId} — /help lists the commands, Ctrl-C interrupts, /exit leaves\n`,
   );

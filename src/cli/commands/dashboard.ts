@@ -2,7 +2,7 @@
 // SIGTERM or SIGINT. It reads the store read-only and probes the gateway; it runs whether or not
 // the gateway does, which is the point: it shows when the gateway is down.
 import type { Command } from "commander";
-import { loadConfig } from "../../config/load.js";
+import { LiveConfig } from "../../config/live-config.js";
 import { TenaxError } from "../../core/errors.js";
 import { parentPipe } from "../../core/parent-pipe.js";
 import { buildDashboardApp } from "../../dashboard/app.js";
@@ -10,8 +10,9 @@ import { Dashboard } from "../../dashboard/server.js";
 import { closeApp, isLoopback, listen, parsePort, urlHost } from "../../http/listen.js";
 import { removeDashboardPid, writeDashboardPid } from "../../profile/dashboard-pid.js";
 import { checkListenHost, explainBindError, type ListenSettings } from "../listen-settings.js";
+import { configuredPorts } from "../../profile/ports.js";
 import { type Cli, VERSION } from "../main.js";
-import type { Output } from "../output.js";
+import { type Output, reportError } from "../output.js";
 
 export interface DashboardFlags {
   host?: string;
@@ -45,27 +46,47 @@ async function serve(
 ): Promise<number> {
   const port = flags.port === undefined ? undefined : parsePort(flags.port, "--port");
   const paths = cli.profile();
-  const loaded = loadConfig(paths);
-  const { config, warnings } = loaded;
-  for (const w of warnings) out.warn(w);
+  // A config that does not load is shown on the page (its config tile), not a reason to stop: the
+  // dashboard serves on, with the last config that loaded (at first the defaults), and picks up
+  // the fixed one. Under tenax up the gateway prints the config's errors and warnings; printed
+  // here too, each would be said twice.
+  const live = new LiveConfig(paths);
+  const problem = live.problem;
+  const underUp = upGone !== undefined;
+  if (!underUp) {
+    for (const w of live.lastLoaded?.warnings ?? []) out.warn(w);
+    if (problem !== null) {
+      reportError(problem, false);
+      out.warn(
+        "the dashboard serves anyway, on the defaults, and shows this error until config.yaml is fixed",
+      );
+    }
+  }
+  const config = live.current();
   const host = flags.host ?? config.dashboard.host;
+  // The port config.yaml asks for, read leniently while the file as a whole does not load.
+  const configuredPort =
+    problem === null
+      ? config.dashboard.port
+      : (configuredPorts(paths.config).dashboard ?? config.dashboard.port);
+  const loaded = live.lastLoaded;
   const settings: ListenSettings = { section: "dashboard", file: paths.config, loaded, flags };
   // First whether it can listen there at all: a name that does not resolve is that, not a refusal.
   await checkListenHost(host, "dashboard", settings);
   if (!isLoopback(host)) {
     const why = `refusing to serve the dashboard on ${host}: it has no login and shows every transcript of the profile`;
     const hint = "serve it on 127.0.0.1 and reach it through an SSH tunnel (ssh -L)";
-    if (flags.host === undefined) throw loaded.problemAt(["dashboard", "host"], why, hint);
+    if (flags.host === undefined && loaded !== null) throw loaded.problemAt(["dashboard", "host"], why, hint);
     throw new TenaxError("dashboard_unprotected", why, { hint, exitCode: 2 });
   }
-  const dashboard = new Dashboard({ paths, config, version: VERSION });
+  const dashboard = new Dashboard({ paths, config: () => live.current(), version: VERSION });
   const app = buildDashboardApp(dashboard);
   const stopSignal = new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
     void upGone?.then(() => resolve("tenax up stopped"));
   });
-  const bound = await listen(app, host, port ?? config.dashboard.port, {
+  const bound = await listen(app, host, port ?? configuredPort, {
     name: "dashboard",
     hint: "stop what uses it, or choose another port with --port P (or dashboard.port in config.yaml)",
   }).catch((error: unknown) => {

@@ -2,11 +2,14 @@
 // TENAX_HOME against the simulator, and which layer caught it; exit 1 when any was not caught.
 import type { Command } from "commander";
 import { UsageError } from "../../core/errors.js";
-import { formatMs, REPORT_HEADERS, reportCells, reportSummary } from "../../drill/report.js";
-import { runDrill, type Scenario } from "../../drill/runner.js";
+import { REPORT_HEADERS, reportCells, reportSummary } from "../../drill/report.js";
+import { type DrillReport, runDrill, type Scenario } from "../../drill/runner.js";
 import { DRILL_SCENARIOS } from "../../drill/scenarios.js";
+import { terminalCaps } from "../chat/terminal-style.js";
+import { DrillProgress } from "../drill-progress.js";
 import type { Cli } from "../main.js";
 import { type Output, table } from "../output.js";
+import { writeStd } from "../std-streams.js";
 
 interface DrillFlags {
   json?: boolean;
@@ -33,17 +36,28 @@ export function registerDrillCommand(program: Command, cli: Cli): void {
     );
 }
 
-/** Run the scenarios, print the table (or the JSON document); 0 when every row passed, else 1. */
-export async function drill(out: Output, scenarios: readonly Scenario[], keep: boolean): Promise<number> {
-  const report = await runDrill(scenarios, {
-    keep,
-    onStart: (scratch) =>
-      out.line(`drill: scratch homes under ${scratch} (your own profiles are not touched)`),
-    onRow: (row) =>
-      out.line(
-        `${row.result === "pass" ? "ok  " : "FAIL"} ${row.fault} (${row.caught_by ?? "not caught"}, ${row.detect_ms === null ? "-" : formatMs(row.detect_ms)})`,
-      ),
-  });
+/**
+ * Run the scenarios, print the table (or the JSON document); 0 when every row passed, else 1.
+ * Each row's start and result go to stderr as they happen (`progress`), in --json mode too.
+ */
+export async function drill(
+  out: Output,
+  scenarios: readonly Scenario[],
+  keep: boolean,
+  progress: DrillProgress = stderrProgress(),
+): Promise<number> {
+  let report: DrillReport;
+  try {
+    report = await runDrill(scenarios, {
+      keep,
+      onStart: (scratch) =>
+        out.line(`drill: scratch homes under ${scratch} (your own profiles are not touched)`),
+      onRowStart: (start) => progress.started(start),
+      onRow: (row) => progress.finished(row),
+    });
+  } finally {
+    progress.close();
+  }
   if (out.json) {
     out.document({
       ok: report.ok,
@@ -59,4 +73,13 @@ export async function drill(out: Output, scenarios: readonly Scenario[], keep: b
     out.line(`scratch homes: ${report.scratch}${keep ? " (kept)" : " (removed)"}`);
   }
   return report.ok ? 0 : 1;
+}
+
+/** Progress on stderr: a live line on a terminal, plain lines in a log or a pipe. */
+function stderrProgress(): DrillProgress {
+  return new DrillProgress({
+    write: (text) => writeStd("stderr", text),
+    caps: terminalCaps(process.stderr, process.env),
+    columns: () => process.stderr.columns ?? 80,
+  });
 }

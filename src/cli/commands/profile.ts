@@ -84,8 +84,11 @@ export function registerProfileCommands(program: Command, cli: Cli): void {
         );
         out.line(`  .env       ${details.env_file}${details.env_exists ? "" : " (none)"}`);
         out.line(`  store      ${details.state_file}${details.state_exists ? "" : " (not created yet)"}`);
-        out.line(`  gateway    port ${portText(details.gateway_port)}, ${gatewayText(details)}`);
-        out.line(`  dashboard  port ${portText(details.dashboard_port)}`);
+        const configured = details.configured_ports;
+        out.line(
+          `  gateway    port ${portText(details.gateway_port, configured.gateway)}, ${gatewayText(details)}`,
+        );
+        out.line(`  dashboard  port ${portText(details.dashboard_port, configured.dashboard)}`);
         if (details.uses_simulator) out.line("  model      the built-in simulator (no provider configured)");
         else if (details.config?.model) {
           out.line(
@@ -128,8 +131,12 @@ export function registerProfileCommands(program: Command, cli: Cli): void {
     );
 }
 
-function portText(port: number | null): string {
-  return port === null ? "?" : String(port);
+/** The port, and config.yaml's when what runs serves elsewhere (tenax up --gateway-port, --port 0). */
+function portText(port: number | null, configured?: number | null): string {
+  const text = port === null ? "?" : String(port);
+  return configured === undefined || configured === port
+    ? text
+    : `${text} (config.yaml: ${portText(configured)})`;
 }
 
 function gatewayText(p: ProfileInfo): string {

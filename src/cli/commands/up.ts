@@ -1,7 +1,8 @@
 // `tenax up` (what `npm start` runs): the profile's gateway (`tenax gateway run`) and dashboard
 // (`tenax dashboard`) as two independent children that up supervises, so either can die while the
 // other stays up and the dashboard can show a dead gateway. The gateway is restarted with backoff
-// until a crash loop; up.json says what up is doing. SIGTERM or SIGINT drains the gateway, then
+// until a crash loop, and after a config error once the config is edited (the dashboard shows the
+// error meanwhile); up.json says what up is doing. SIGTERM or SIGINT drains the gateway, then
 // stops the dashboard, and up exits with the gateway's code; if up itself dies, both children see
 // its pipe close and stop by themselves (the gateway drains).
 
@@ -10,13 +11,14 @@ import type { Command } from "commander";
 import { realSleep, systemClock } from "../../core/deps.js";
 import { parsePort } from "../../http/listen.js";
 import { tenaxCommand } from "../../profile/command-hint.js";
-import { readDashboardPid } from "../../profile/dashboard-pid.js";
+import { readDashboardPidInfo } from "../../profile/dashboard-pid.js";
 import type { ProfilePaths } from "../../profile/paths.js";
 import { recordSelf } from "../../profile/tenax-process.js";
 import { readUpState, type UpState, upStateFile, writeUpState } from "../../profile/up-state.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { spawnTenax, type TenaxChild } from "../up/child.js";
+import { onceChanged } from "../up/file-change.js";
 import { GatewaySupervisor } from "../up/gateway-supervisor.js";
 import { RestartPolicy } from "../up/restart-policy.js";
 import { REVIVE_SIGNAL, reviveGateway } from "../up/revive.js";
@@ -84,10 +86,21 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
       if (dashboard.state === "running") out.line("tenax up: the dashboard keeps serving, and shows this");
       idle();
     },
+    // A gateway that cannot start on its config is started again once the config is edited.
+    watchConfig: (changed) => onceChanged([paths.config, paths.env], changed),
     info: (line) => out.line(line),
     warn: (line) => out.warn(line),
   });
-  const dashboard: UpState["dashboard"] = { pid: null, pid_start: null, state: "starting", last_exit: null };
+  const dashboard: UpState["dashboard"] = {
+    pid: null,
+    pid_start: null,
+    // Where it will serve, from the start (port 0: once it listens, from its pid file).
+    host: flags.dashboardHost ?? null,
+    port:
+      flags.dashboardPort === undefined || flags.dashboardPort === "0" ? null : Number(flags.dashboardPort),
+    state: "starting",
+    last_exit: null,
+  };
   const startedAt = clock.now();
   // Who up is, beyond its pid: readers and a second up trust the file only while this process runs.
   const self = recordSelf();
@@ -100,9 +113,10 @@ async function supervise(paths: ProfilePaths, out: Output, flags: UpFlags): Prom
     gateway: { ...gateway.state },
     dashboard: { ...dashboard },
   });
-  // Nothing left to run: the gateway will not restart and the dashboard is gone.
+  // Nothing left to run: the gateway will not restart (a crash loop; after a config error up waits
+  // for the config to change) and the dashboard is gone.
   const idle = () => {
-    if (gateway.state.state !== "gave_up" || dashboard.state !== "stopped") return;
+    if (gateway.state.gave_up?.reason !== "crash_loop" || dashboard.state !== "stopped") return;
     out.warn("tenax up: neither the gateway nor the dashboard runs any more; stopping");
     wake();
   };
@@ -167,10 +181,13 @@ function startDashboard(
   const handle = { child, stopping: false };
   state.pid = child.pid;
   state.pid_start = child.start;
-  // It writes dashboard.pid once it listens.
+  // It writes dashboard.pid, with the address it bound, once it listens.
   void (async () => {
     while (child.alive() && state.state === "starting") {
-      if (readDashboardPid(paths).pid === child.pid) {
+      const listening = readDashboardPidInfo(paths);
+      if (listening !== null && listening.pid === child.pid) {
+        state.host = listening.host;
+        state.port = listening.port;
         state.state = "running";
         changed();
         return;

@@ -1,7 +1,8 @@
 // `tenax up`'s hold on its gateway child: start `tenax gateway run`, learn from the pid file when it
 // listens and on which port, and when it exits, follow the restart policy (again at once after a
-// clean exit, after a backoff after a crash, never after a config error or a crash loop). Its state
-// is the `gateway` part of up.json; every change is reported through onChange.
+// clean exit, after a backoff after a crash, never after a crash loop; after a config error, once
+// the config it failed on changes). Its state is the `gateway` part of up.json; every change is
+// reported through onChange.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Clock, realSleep, type Sleep } from "../../core/deps.js";
@@ -27,6 +28,11 @@ export interface GatewaySupervisorOptions {
   onChange(): void;
   /** The gateway will not run again until revived: a crash loop or a config error. */
   onGaveUp(): void;
+  /**
+   * Call `changed` once the files the gateway's config is read from change; returns a cancel.
+   * After a config error the gateway is started again then (without it, only a revive does).
+   */
+  watchConfig?(changed: (file: string) => void): () => void;
   info(line: string): void;
   warn(line: string): void;
 }
@@ -42,6 +48,7 @@ export class GatewaySupervisor {
   readonly state: GatewayState;
   private child: TenaxChild | null = null;
   private cancelRestart: (() => void) | null = null;
+  private cancelWatch: (() => void) | null = null;
   private stopping = false;
   private readonly sleep: Sleep;
   private readonly after: (ms: number, fn: () => void) => () => void;
@@ -54,8 +61,9 @@ export class GatewaySupervisor {
       state: "starting",
       pid: null,
       pid_start: null,
-      host: null,
-      port: null,
+      // What up was given, from the start: the gateway's address before it binds (port 0: once bound).
+      host: options.host ?? null,
+      port: options.port === undefined || options.port === "0" ? null : Number(options.port),
       restarts: 0,
       next_restart_at: null,
       last_exit: null,
@@ -70,14 +78,19 @@ export class GatewaySupervisor {
     this.launch();
   }
 
-  /** Start the gateway again after up gave up on it (a second `tenax up` asked); false if it had not. */
-  revive(): boolean {
+  /**
+   * Start the gateway again after up gave up on it (a second `tenax up` asked, or the config it
+   * failed on changed: `why`); false if it had not.
+   */
+  revive(why = "asked to start the gateway again"): boolean {
     if (this.state.state !== "gave_up" || this.stopping) return false;
+    this.cancelWatch?.();
+    this.cancelWatch = null;
     this.options.policy.reset();
     this.state.gave_up = null;
     this.state.unclean_exits = 0;
     this.state.restarts++;
-    this.options.info(`tenax up: asked to start the gateway again (restart ${this.state.restarts})`);
+    this.options.info(`tenax up: ${why} (restart ${this.state.restarts})`);
     this.launch();
     return true;
   }
@@ -92,6 +105,8 @@ export class GatewaySupervisor {
     this.stopping = true;
     this.cancelRestart?.();
     this.cancelRestart = null;
+    this.cancelWatch?.();
+    this.cancelWatch = null;
     const child = this.child;
     this.state.state = "stopping";
     this.state.next_restart_at = null;
@@ -170,11 +185,19 @@ export class GatewaySupervisor {
     if (decision.action === "give_up") {
       this.state.state = "gave_up";
       this.state.gave_up = { reason: decision.reason, at: now };
+      const watch = decision.reason === "config_error" ? this.options.watchConfig : undefined;
       this.options.warn(
-        decision.reason === "config_error"
-          ? `the gateway cannot start on its configuration (exit ${exit.code}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
-          : `${was}, its unclean exit ${decision.unclean} within ${formatWindow(this.state.window_ms)}: tenax up gave up restarting it (a crash loop). Fix what ${join(paths.logs, "gateway.log")} shows, then run: ${up}`,
+        decision.reason !== "config_error"
+          ? `${was}, its unclean exit ${decision.unclean} within ${formatWindow(this.state.window_ms)}: tenax up gave up restarting it (a crash loop). Fix what ${join(paths.logs, "gateway.log")} shows, then run: ${up}`
+          : watch === undefined
+            ? `the gateway cannot start on its configuration (exit ${exit.code}), so tenax up does not restart it. Fix ${paths.config} (${tenaxCommand(paths.name, ["doctor"])} names the problem), then run: ${up}`
+            : `the gateway cannot start on its configuration (exit ${exit.code}; its error is above, and on the dashboard): tenax up starts it again once ${paths.config} or ${paths.env} changes`,
       );
+      if (watch !== undefined)
+        this.cancelWatch = watch((file) => {
+          this.cancelWatch = null;
+          this.revive(`${file} changed: starting the gateway again`);
+        });
       this.options.onChange();
       this.options.onGaveUp();
       return;

@@ -26,7 +26,7 @@ const notConfigured = (platform: string, what: string) =>
     404,
     "not_found_error",
     "platform_not_configured",
-    `${what} needs platforms.${platform} in config.yaml, which this gateway does not have (README: chat platforms)`,
+    `${what} needs platforms.${platform} in config.yaml, which this gateway does not have (docs/PLATFORMS.md)`,
   );
 
 const notCommitted = (error: unknown) =>
