@@ -9,8 +9,8 @@ import { buildDashboardApp } from "../../dashboard/app.js";
 import { Dashboard } from "../../dashboard/server.js";
 import { closeApp, isLoopback, listen, parsePort, urlHost } from "../../http/listen.js";
 import { removeDashboardPid, writeDashboardPid } from "../../profile/dashboard-pid.js";
-import { checkListenHost, explainBindError, type ListenSettings } from "../listen-settings.js";
 import { configuredPorts } from "../../profile/ports.js";
+import { checkListenHost, explainBindError, type ListenSettings } from "../listen-settings.js";
 import { type Cli, VERSION } from "../main.js";
 import { type Output, reportError } from "../output.js";
 
