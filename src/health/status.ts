@@ -166,7 +166,10 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   };
   return report(paths, {
     gateway: outside.gateway,
-    store: said("store", local.store),
+    // While both find the store well, this read's counts are the fresher (the gateway's layer
+    // check runs every few seconds); any trouble the gateway's writer knows is its word.
+    store:
+      seen.store?.status === "ok" && local.store.status === "ok" ? local.store : said("store", local.store),
     providers: seen.providers
       ? providersComponent(paths, config, providerRecords(config, reader, liveRecords(seen.providers)), now)
       : local.providers,
