@@ -31,7 +31,7 @@ import { Scheduler } from "./scheduler.js";
 import { defineTool } from "./tools/define-tool.js";
 import { durableTools } from "./tools/durable.js";
 import { FileRoots, fileAndProcessTools } from "./tools/index.js";
-import { secretWord } from "./tools/secret-files.js";
+import { commandPlace } from "./tools/secret-files.js";
 import { type Tool, ToolError } from "./tools/types.js";
 import {
   type AgentEvent,
@@ -133,7 +133,11 @@ export class Agent {
       book: this.approvals,
       mode: config.tools.exec.mode,
       judge: (command, approved, cwd) =>
-        judgeCommand(command, { ...config.tools.exec, secretFile: secretWord(cwd, options.paths) }, approved),
+        judgeCommand(
+          command,
+          { ...config.tools.exec, place: commandPlace(cwd, options.paths, this.processes.environment()) },
+          approved,
+        ),
     });
     const base = [
       ...fileAndProcessTools(this.processes, {

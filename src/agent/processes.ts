@@ -172,6 +172,11 @@ export class ProcessRegistry {
     return this.owner === null ? {} : markEnv(this.profile, this.owner, taskId);
   }
 
+  /** The environment a command of `taskId` gets (what its `$NAME`s are, for the exec policy). */
+  environment(taskId = ""): Record<string, string> {
+    return childEnvironment(this.secrets, this.mark(taskId), process.env, this.envAllow);
+  }
+
   /** Starts `sh -c command` as the leader of a new process group; rejects if it cannot start. */
   async start(command: string, options: StartOptions): Promise<ProcessInfo> {
     return (await this.launch(command, options)).info();
