@@ -107,11 +107,6 @@ export class ProcessRegistry {
     this.sandbox = options.sandbox ?? null;
   }
 
-  /** What runs the commands, for people: the sandbox, or null when they run on the machine. */
-  get sandboxDescription(): string | null {
-    return this.sandbox?.description ?? null;
-  }
-
   /** The mark of a command of `taskId` (none without an owner identity). */
   private mark(taskId: string): Record<string, string> {
     return this.owner === null ? {} : markEnv(this.profile, this.owner, taskId);

@@ -29,12 +29,16 @@ export function bwrapArgs(layout: SandboxLayout, cwd: string, options: BwrapOpti
   // folder made for nothing, and on a root it would be made in the real folder).
   const shown = [...layout.system.filter((s) => s.link === undefined).map((s) => s.path), ...layout.readOnly];
   shown.push(...roots);
-  let masked = false;
-  for (const mask of layout.masks) {
+  // Parents first; one inside a folder already hidden is hidden with it (its own tmpfs would
+  // only leave its path behind as empty folders).
+  const hidden: string[] = [];
+  for (const mask of [...layout.masks].sort((a, b) => a.path.length - b.path.length)) {
     if (!shown.some((path) => within(mask.path, path))) continue;
+    if (hidden.some((folder) => within(mask.path, folder))) continue;
     args.push(...(mask.folder ? ["--tmpfs", mask.path] : ["--ro-bind", "/dev/null", mask.path]));
-    if (mask.folder && within(cwd, mask.path)) masked = true;
+    if (mask.folder) hidden.push(mask.path);
   }
+  const masked = hidden.some((folder) => within(cwd, folder));
   // A working folder inside a hidden one (cwd = TENAX_HOME) is an empty folder on its tmpfs.
   if (masked) args.push("--dir", cwd);
   args.push("--chdir", cwd);

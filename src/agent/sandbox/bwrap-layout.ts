@@ -61,7 +61,7 @@ function exists(path: string): boolean {
   }
 }
 
-function real(path: string): string {
+export function real(path: string): string {
   try {
     return realpathSync(path);
   } catch {
@@ -106,8 +106,9 @@ export function sandboxLayout(input: LayoutInput): SandboxLayout {
   if (!within(resolver, "/etc")) readOnly.add(resolver);
   for (const path of [...readOnly])
     if (!shown(path) || system.some((s) => within(path, s.path))) readOnly.delete(path);
+  // Real paths: a root that is a link into a hidden place must be judged (and hidden) as that place.
   const roots = input.roots.map((r) =>
-    r === "~" ? home : r.startsWith("~/") ? join(home, r.slice(2)) : resolve(r),
+    real(r === "~" ? home : r.startsWith("~/") ? join(home, r.slice(2)) : r),
   );
   const masks: SandboxLayout["masks"] = [];
   for (const path of new Set([...hidden, ...HOME_SECRETS.map((p) => join(home, p)), ...ETC_SECRETS]))

@@ -4,7 +4,7 @@
 // mechanics with bwrap as the group's leader (exit codes, what a command leaves running, kill,
 // a graceful SIGTERM, timeouts, a task's cleanup). Without bubblewrap the sandboxed part is
 // skipped with a loud reason; CI installs it (.ci/run).
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -103,10 +103,14 @@ describe.skipIf(BWRAP === null)("a command in the bubblewrap sandbox", () => {
       expect(seen.stdout, command).not.toContain(SECRET);
       expect(seen.stdout, command).not.toContain("MAIN_KEY");
     }
-    // Its working folder inside the profile is an empty folder of its own.
+    // Its working folder inside the profile is an empty folder of its own, reached by a link too.
     const inside = await run(reg, "pwd; ls -A; cat .env", m.profile);
     expect(inside.stdout).toBe(`${m.profile}\n`);
     expect(inside.stderr).toContain(".env");
+    symlinkSync(m.tenax, join(m.root, "link-to-tenax"));
+    const linked = await run(reg, "ls -A; cat .env", join(m.root, "link-to-tenax"));
+    expect(linked.stdout).toBe("");
+    expect(linked.stderr).toContain(".env");
     // A root that holds Tenax's home (cwd = the home) shows the rest but not it, nor ~/.ssh.
     const home = await run(reg, "ls -A; ls -A .tenax .ssh; cat project/README", m.home);
     expect(home.stdout).toContain("project");

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import { TenaxError } from "../../core/errors.js";
 import { bwrapArgs } from "./bwrap-args.js";
-import { type LayoutInput, type SandboxLayout, sandboxLayout, within } from "./bwrap-layout.js";
+import { type LayoutInput, real, type SandboxLayout, sandboxLayout, within } from "./bwrap-layout.js";
 import { supervised } from "./supervisor.js";
 
 export type SandboxMode = "auto" | "bwrap" | "none";
@@ -40,7 +40,9 @@ export class BwrapSandbox implements CommandSandbox {
     return `${this.version} (${this.bwrap})`;
   }
 
-  spawn(command: string, cwd: string, env: Record<string, string>): SandboxedSpawn {
+  spawn(command: string, given: string, env: Record<string, string>): SandboxedSpawn {
+    // The real path: a working folder that is a link into Tenax's home is hidden as that home.
+    const cwd = real(given);
     const args = [...bwrapArgs(this.layout, cwd, { root: this.root }), "--", ...supervised(command)];
     // A TMPDIR the sandbox does not show would fail every program that makes a temp file.
     const tmp = env.TMPDIR;
