@@ -21,6 +21,8 @@ import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway
 beforeAll(() => requireBuild());
 
 const BWRAP = whichBwrap(process.env.PATH) !== null;
+/** Each way round starts a gateway, a dashboard and six CLI commands: minutes on a loaded machine. */
+const SLOW = 240_000;
 if (!BWRAP)
   console.warn(
     "\n*** SKIPPED: the sandboxed attacks need bubblewrap (apt-get install bubblewrap); CI installs it. ***\n",
@@ -227,17 +229,22 @@ describe("the agent's commands never bring Tenax's secrets to any surface, howev
       expect(results.size).toBe(ATTACKS.length * 4);
       for (const [command, result] of results) expect(result, command).toMatch(/not run: /);
     },
+    SLOW,
   );
 
-  it("with the exec policy alone (ask, sandbox none): each attack waits for an approval, and nothing shows", async () => {
-    const { secrets, surfaces, results } = await attackEverySurface(
-      "tools: { exec: { mode: ask, sandbox: none } }",
-    );
-    expect(leaks(secrets, surfaces)).toEqual([]);
-    expect(results.size).toBe(ATTACKS.length * 4);
-    for (const [command, result] of results)
-      expect(result, command).toMatch(/not run: .*(secret-file|unknown-path)/);
-  });
+  it(
+    "with the exec policy alone (ask, sandbox none): each attack waits for an approval, and nothing shows",
+    async () => {
+      const { secrets, surfaces, results } = await attackEverySurface(
+        "tools: { exec: { mode: ask, sandbox: none } }",
+      );
+      expect(leaks(secrets, surfaces)).toEqual([]);
+      expect(results.size).toBe(ATTACKS.length * 4);
+      for (const [command, result] of results)
+        expect(result, command).toMatch(/not run: .*(secret-file|unknown-path)/);
+    },
+    SLOW,
+  );
 
   it.skipIf(!BWRAP)(
     "with the sandbox alone (full, bwrap): each attack runs and finds nothing to read",
@@ -250,16 +257,25 @@ describe("the agent's commands never bring Tenax's secrets to any surface, howev
       for (const [command, result] of results) expect(result, command).toMatch(/"exit_code"/);
       expect([...results.values()].join("\n")).not.toContain("[redacted:");
     },
+    SLOW,
   );
 
-  it("with redaction alone (full, sandbox none): each attack reads the secrets, and none of it shows", async () => {
-    const { secrets, surfaces, results } = await attackEverySurface(
-      "tools: { exec: { mode: full, sandbox: none } }",
-    );
-    expect(leaks(secrets, surfaces)).toEqual([]);
-    // The commands did reach the secrets: their output holds a marker where each key was.
-    const all = [...results.values()].join("\n");
-    const named = new Set([...all.matchAll(/\[redacted:((?:[^[\]]|\[\d+\])*)\]/g)].map((m) => m[1]));
-    expect([...named].sort()).toEqual(["TELEGRAM_BOT_TOKEN", "gateway.api_key", "providers.sim.api_keys[0]"]);
-  });
+  it(
+    "with redaction alone (full, sandbox none): each attack reads the secrets, and none of it shows",
+    async () => {
+      const { secrets, surfaces, results } = await attackEverySurface(
+        "tools: { exec: { mode: full, sandbox: none } }",
+      );
+      expect(leaks(secrets, surfaces)).toEqual([]);
+      // The commands did reach the secrets: their output holds a marker where each key was.
+      const all = [...results.values()].join("\n");
+      const named = new Set([...all.matchAll(/\[redacted:((?:[^[\]]|\[\d+\])*)\]/g)].map((m) => m[1]));
+      expect([...named].sort()).toEqual([
+        "TELEGRAM_BOT_TOKEN",
+        "gateway.api_key",
+        "providers.sim.api_keys[0]",
+      ]);
+    },
+    SLOW,
+  );
 });
