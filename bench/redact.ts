@@ -1,6 +1,8 @@
 // What redaction by value costs: 1 MB of text with 50 secrets of 16 to 64 characters (a few of
-// them in it), redacted whole, as the store and the tool layer do, and as a stream of 4-character
-// deltas, as a model's reply goes through the provider boundary. Run it with
+// them in it), redacted whole, as the store does, and as a stream of 4-character deltas, as a
+// model's reply goes through the provider boundary; then as tools' output is (redactOutput: whole
+// secrets and spread-out runs), whole as the tool layer does and in 64 KiB pieces as a command's
+// pipe gives it, with a few secrets spread one character a line in it. Run it with
 // `npx tsc -p bench/tsconfig.json && node dist-bench/bench/redact.js`.
 import { randomBytes } from "node:crypto";
 import { type NamedSecret, Redactor } from "../src/core/redact.js";
@@ -17,6 +19,10 @@ export interface RedactFigures {
   stream_cpu_ms: number;
   stream_deltas: number;
   stream_cpu_ns_per_delta: number;
+  /** redactOutput of the text whole, and in 64 KiB pieces through outputStream. */
+  output_ms: number;
+  output_cpu_ms: number;
+  output_pieces_cpu_ms: number;
 }
 
 export function runRedactBench(runs = 15): RedactFigures {
@@ -61,6 +67,31 @@ export function runRedactBench(runs = 15): RedactFigures {
     streamCpu.push(cpuMs(cpu));
     if (streamed !== out) throw new Error("the stream redacted differently from the whole text");
   }
+  // Tools' output: the same text with a few secrets spread out, one character a line.
+  let spread = text;
+  for (let k = 1; k <= 5; k++) {
+    const at = Math.floor((spread.length * k) / 6);
+    spread = `${spread.slice(0, at)}\n${[...(secrets[k]?.value ?? "")].join("\n")}\n${spread.slice(at)}`;
+  }
+  const output: number[] = [];
+  const outputCpu: number[] = [];
+  const outputPieces: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    let cpu = process.cpuUsage();
+    const out = redactor.redactOutput(spread);
+    output.push(performance.now() - t);
+    outputCpu.push(cpuMs(cpu));
+    if (secrets.slice(1, 6).some((s) => !out.includes(`[redacted:${s.name}]`)))
+      throw new Error("a spread-out secret was left in the text");
+    cpu = process.cpuUsage();
+    const pipe = redactor.outputStream();
+    let piped = "";
+    for (let at = 0; at < spread.length; at += 65_536) piped += pipe.push(spread.slice(at, at + 65_536));
+    piped += pipe.end();
+    outputPieces.push(cpuMs(cpu));
+    if (secrets.some((s) => piped.includes(s.value))) throw new Error("the pipe let a secret through");
+  }
   const deltas = Math.ceil(text.length / 4);
   const streamCpuMs = median(streamCpu);
   return {
@@ -73,6 +104,9 @@ export function runRedactBench(runs = 15): RedactFigures {
     stream_cpu_ms: Number(streamCpuMs.toFixed(2)),
     stream_deltas: deltas,
     stream_cpu_ns_per_delta: Math.round((streamCpuMs * 1e6) / deltas),
+    output_ms: Number(median(output).toFixed(2)),
+    output_cpu_ms: Number(median(outputCpu).toFixed(2)),
+    output_pieces_cpu_ms: Number(median(outputPieces).toFixed(2)),
   };
 }
 

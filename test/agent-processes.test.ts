@@ -1,15 +1,22 @@
 // The task's processes never outlive it, even those that left its process groups: a command that
 // runs `setsid sleep &` (its own session) or forks twice from a new session, in a turn or in a
-// subagent's task, is ended when that task ends; what runs is recorded in the store meanwhile.
+// subagent's task, is ended when that task ends, on the machine and in the bubblewrap sandbox
+// alike; what runs is recorded in the store meanwhile.
 import { describe, expect, it } from "vitest";
 import { PROCESS_KIND } from "../src/agent/process-ledger.js";
+import { whichBwrap } from "../src/agent/sandbox/sandbox.js";
 import { setupAgent } from "./helpers/agent.js";
 import { markOf, processesOf, running, theProcess, watch } from "./helpers/procs.js";
 import { waitUntil } from "./helpers/tool-context.js";
 
-describe("processes that leave their group", () => {
+/** Where commands run: on the machine, and in the sandbox where bubblewrap is installed (CI). */
+const SANDBOXES = whichBwrap(process.env.PATH) === null ? ["none"] : ["none", "bwrap"];
+
+describe.each(SANDBOXES)("processes that leave their group (sandbox: %s)", (sandbox) => {
+  const tools = { tools: { exec: { mode: "full", sandbox } } };
+
   it("are gone when the turn that started them ends", async () => {
-    const { sim, agent, session, project, paths } = await setupAgent();
+    const { sim, agent, session, project, paths } = await setupAgent(tools);
     const profile = markOf(paths.dir);
     watch(["sleep", "302"], profile);
     watch(["sleep", "306"], profile);
@@ -48,7 +55,7 @@ describe("processes that leave their group", () => {
   });
 
   it("are gone when the subagent's task that started them ends, while the parent turn goes on", async () => {
-    const { sim, agent, session, project, paths } = await setupAgent();
+    const { sim, agent, session, project, paths } = await setupAgent(tools);
     const profile = markOf(paths.dir);
     watch(["sleep", "305"], profile);
     sim.script([
@@ -68,7 +75,9 @@ describe("processes that leave their group", () => {
     stop.abort();
     expect((await turn).status).toBe("interrupted");
   });
+});
 
+describe("processes a task runs", () => {
   it("records what runs in the store, with pid and start time, and removes it once reaped", async () => {
     const { sim, agent, session, project, store, paths } = await setupAgent();
     const profile = markOf(paths.dir);

@@ -107,6 +107,7 @@ describe("tenax doctor", () => {
       "sqlite",
       "git",
       "policy",
+      "sandbox",
     ]);
     expect(report.checks.filter((c: CheckJson) => c.status === "fail")).toEqual([]);
     expect(checkOf(run, "store integrity").detail).toMatch(/quick check ok/);

@@ -4,7 +4,7 @@
 // are still there) or approved (it runs), expires as denied, and survives a gateway killed while it
 // is pending: the resumed turn waits on the same record. A chat completion, which no one can answer
 // for, has the same command denied at once, with a reason the model can read.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Simulator } from "../src/llm/simulator/server.js";
@@ -38,11 +38,21 @@ interface Approval {
 }
 
 /** A folder with a file in it, and the dangerous command that would remove everything there. */
-function victim() {
-  const dir = tempDir("tenax-victim-");
+function victim(victims: string) {
+  const dir = mkdtempSync(join(victims, "victim-"));
   mkdirSync(join(dir, "sub"));
   writeFileSync(join(dir, "sub", "keep.txt"), "precious\n");
   return { dir, file: join(dir, "sub", "keep.txt"), command: `cd ${dir} && rm -rf *` };
+}
+
+/**
+ * A gateway's profile whose commands ask, with a folder for victims that its commands may write
+ * (a working root: in the sandbox, a command reaches nothing else of the machine).
+ */
+async function askingProfile(exec = "mode: ask") {
+  const victims = tempDir("tenax-victims-");
+  const made = await simProfile("", `tools: { exec: { ${exec} }, files: { roots: ["${victims}"] } }`);
+  return { ...made, victims };
 }
 
 function script(sim: Simulator, command: string) {
@@ -110,10 +120,10 @@ function lastToolResult(sim: Simulator): string {
 
 describe("tenax gateway run: approvals for what the exec policy holds back", () => {
   it("a run's dangerous command waits; denied it leaves the files, approved it runs; the stream tells both", async () => {
-    const { sim, home } = await simProfile("", "tools: { exec: { mode: ask } }");
+    const { sim, home, victims } = await askingProfile();
     const gw = await startGateway(home);
     try {
-      const denied = victim();
+      const denied = victim(victims);
       script(sim, denied.command);
       const first = await submitRun(gw, "clean up");
       const asked = await pendingOf(gw, first);
@@ -155,7 +165,7 @@ describe("tenax gateway run: approvals for what the exec policy holds back", () 
       expect(types).toContain("approval_requested");
       expect(types).toContain("approval_decided");
 
-      const approved = victim();
+      const approved = victim(victims);
       script(sim, approved.command);
       const second = await submitRun(gw, "clean up again");
       const again = await pendingOf(gw, second);
@@ -171,10 +181,10 @@ describe("tenax gateway run: approvals for what the exec policy holds back", () 
   });
 
   it("a pending approval expires as denied after tools.exec.approval_timeout", async () => {
-    const { sim, home } = await simProfile("", "tools: { exec: { mode: ask, approval_timeout: 1 } }");
+    const { sim, home, victims } = await askingProfile("mode: ask, approval_timeout: 1");
     const gw = await startGateway(home);
     try {
-      const target = victim();
+      const target = victim(victims);
       script(sim, target.command);
       const run = await submitRun(gw, "clean up");
       expect((await finished(gw, run)).status).toBe("completed");
@@ -187,8 +197,8 @@ describe("tenax gateway run: approvals for what the exec policy holds back", () 
   });
 
   it("survives a gateway killed while it is pending: the resumed turn waits on the same record", async () => {
-    const { sim, home } = await simProfile("", "tools: { exec: { mode: ask } }");
-    const target = victim();
+    const { sim, home, victims } = await askingProfile();
+    const target = victim(victims);
     script(sim, target.command);
     const first = await startGateway(home);
     const run = await submitRun(first, "clean up");
@@ -210,10 +220,10 @@ describe("tenax gateway run: approvals for what the exec policy holds back", () 
   });
 
   it("a chat completion's dangerous command is denied at once, with a reason the model reads", async () => {
-    const { sim, home } = await simProfile("", "tools: { exec: { mode: ask } }");
+    const { sim, home, victims } = await askingProfile();
     const gw = await startGateway(home);
     try {
-      const target = victim();
+      const target = victim(victims);
       script(sim, target.command);
       const started = Date.now();
       const response = await gw.fetch("/v1/chat/completions", {

@@ -2,10 +2,13 @@
 // SIGKILL leaves a background sleep, a sleep that cleared its environment and a setsid'd one, and
 // the next gateway ends all three before it serves, saying so; a `tenax chat` running a command
 // beside the gateway keeps it (its owner lives), and once that chat is killed, the next chat ends it.
+// That net is for commands run on the machine (tools.exec.sandbox none); in the bubblewrap sandbox
+// they die with the killed gateway at once, and the next one has nothing to reap.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { whichBwrap } from "../src/agent/sandbox/sandbox.js";
 import { BIN, cliEnvironment, ROOT, requireBuild, tenaxAsync, testGatewayKey } from "./helpers/cli.js";
 import { type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
 import { markOf, processesOf, running, theProcess, watch } from "./helpers/procs.js";
@@ -13,8 +16,11 @@ import { markOf, processesOf, running, theProcess, watch } from "./helpers/procs
 beforeAll(() => requireBuild());
 
 /** A profile on a simulator whose gateway needs a key, given both ways a gateway may read it. */
-async function keyedProfile() {
-  const made = await simProfile(`api_key: "\${TENAX_API_KEY}"`);
+async function keyedProfile(sandbox = "none") {
+  const made = await simProfile(
+    `api_key: "\${TENAX_API_KEY}"`,
+    `tools: { exec: { mode: full, sandbox: ${sandbox} } }`,
+  );
   // The key every tenax child of this home gets; in .env too, as a first start would write it.
   const key = testGatewayKey(made.home);
   writeFileSync(made.paths.env, `TENAX_API_KEY=${key}\n`, { mode: 0o600 });
@@ -128,4 +134,40 @@ describe("processes left by a Tenax process that died", () => {
       await kill9(chat);
     }
   });
+
+  it.skipIf(whichBwrap(process.env.PATH) === null)(
+    "in the bubblewrap sandbox, die with the killed gateway at once: the next one has nothing to reap",
+    async () => {
+      const { sim, home, key, profile } = await keyedProfile("bwrap");
+      watch(["sleep", "300"], profile);
+      watch(["sleep", "302"], profile);
+      watch(["sleep", "301.7"]);
+      sim.script([
+        {
+          type: "tool_calls",
+          calls: [
+            { name: "terminal", arguments: { command: "sleep 300", background: true } },
+            { name: "terminal", arguments: { command: "exec env -i sleep 301.7", background: true } },
+            { name: "terminal", arguments: { command: "setsid sleep 302 &" } },
+          ],
+        },
+        { type: "hang", phase: "before_headers" },
+        { type: "reply", text: "resumed and done" },
+      ]);
+      const first = await startGateway(home);
+      send(first.url, key, "start the sleepers");
+      await until(() => sim.requests().length === 2, 20_000);
+      const sleepers = [
+        theProcess(["sleep", "300"], profile),
+        theProcess(["sleep", "301.7"]),
+        theProcess(["sleep", "302"], profile),
+      ];
+      expect(sleepers.map(running)).toEqual([true, true, true]);
+      await kill9(first);
+      await until(() => sleepers.every((s) => !running(s)), 5_000);
+      const second = await startGateway(home);
+      expect(`${second.stdout()}${second.stderr()}`).not.toMatch(/reaped process/);
+      await kill9(second);
+    },
+  );
 });

@@ -58,8 +58,13 @@ const resumedRequests = (sim: Simulator) =>
 
 describe("tenax gateway run: resume after a crash", () => {
   it("resumes a killed turn exactly once, keeps what was saved, and does not repeat a call in flight", async () => {
-    const { sim, paths, home } = await simProfile();
-    const log = join(tempDir(), "log.txt");
+    // The log's folder is a working root: in the sandbox a command writes nothing else.
+    const logs = tempDir();
+    const { sim, paths, home } = await simProfile(
+      "",
+      `tools: { exec: { mode: full }, files: { roots: ["${logs}"] } }`,
+    );
+    const log = join(logs, "log.txt");
     // The tool appends, then takes long enough for the kill to find it in flight.
     sim.script([
       {

@@ -14,6 +14,7 @@ import { scriptApproveThenDeny } from "./helpers/approval-victims.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
+import { tempDir } from "./helpers/tmp.js";
 
 beforeAll(() => requireBuild());
 
@@ -26,7 +27,7 @@ afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
 
-async function setup(options: { exec?: string; allowed?: number[] } = {}) {
+async function setup(options: { exec?: string; allowed?: number[]; roots?: string[] } = {}) {
   const sim = await startSimulator();
   const tg = await startTelegramSim({
     token: TOKEN,
@@ -38,7 +39,7 @@ async function setup(options: { exec?: string; allowed?: number[] } = {}) {
     [
       "model: { provider: sim, name: echo }",
       `providers:\n  sim: { type: simulator, base_url: "${sim.url}" }`,
-      `tools: { exec: { mode: ${options.exec ?? "full"} } }`,
+      `tools: { exec: { mode: ${options.exec ?? "full"} }, files: { roots: ${JSON.stringify(options.roots ?? [])} } }`,
       "gateway: { drain_timeout: 2 }",
       `platforms:\n  telegram: { token: "${TOKEN}", api_root: "${tg.apiRoot}", allowed_users: [${allowed.join(", ")}], poll_timeout: 1 }`,
       "",
@@ -260,8 +261,9 @@ describe("Telegram through a real gateway", () => {
   });
 
   it("a dangerous command approved with the button runs; denied, it does not", async () => {
-    const { sim, tg, home } = await setup({ exec: "ask" });
-    const { a, b } = scriptApproveThenDeny(sim);
+    const victims = tempDir("tenax-victims-");
+    const { sim, tg, home } = await setup({ exec: "ask", roots: [victims] });
+    const { a, b } = scriptApproveThenDeny(sim, victims);
     await gateway(home);
     const press = async (data: (buttons: string[]) => string) => {
       let message: ReturnType<TelegramSim["sentMessages"]>[number] | undefined;

@@ -11,17 +11,18 @@ import { scriptApproveThenDeny } from "./helpers/approval-victims.js";
 import { type CallbackServer, startCallbackServer } from "./helpers/callback-server.js";
 import { requireBuild } from "./helpers/cli.js";
 import { expectError, type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
+import { tempDir } from "./helpers/tmp.js";
 
 beforeAll(() => requireBuild());
 
 const CALLBACK_TOKEN = "cb-secret-token";
 
-async function setup(exec = "full") {
+async function setup(exec = "full", roots: string[] = []) {
   const cb = await startCallbackServer();
   const { sim, home } = await simProfile(
     "drain_timeout: 2",
     [
-      `tools: { exec: { mode: ${exec} } }`,
+      `tools: { exec: { mode: ${exec} }, files: { roots: ${JSON.stringify(roots)} } }`,
       `platforms:\n  webhook: { callback_url: "${cb.url}", token: "${CALLBACK_TOKEN}" }`,
     ].join("\n"),
   );
@@ -133,8 +134,9 @@ describe("the webhook platform through a real gateway", () => {
   });
 
   it("a dangerous command runs when the button approves it, and not when it denies it", async () => {
-    const { sim, cb, gw } = await setup("ask");
-    const { a, b } = scriptApproveThenDeny(sim);
+    const victims = tempDir("tenax-victims-");
+    const { sim, cb, gw } = await setup("ask", [victims]);
+    const { a, b } = scriptApproveThenDeny(sim, victims);
     const press = async (n: number, pick: 0 | 1) => {
       await until(
         "an approval request with buttons",

@@ -28,11 +28,12 @@ import { ProcessLedger } from "./process-ledger.js";
 import { type ProcessReapReport, reapOrphanProcesses } from "./process-reaper.js";
 import { ProcessRegistry } from "./processes.js";
 import { type ReapedTurn, type ReapOptions, reapDeadTurns } from "./reap.js";
+import { chooseSandbox, type SandboxChoice } from "./sandbox/sandbox.js";
 import { Scheduler } from "./scheduler.js";
 import { defineTool } from "./tools/define-tool.js";
 import { durableTools } from "./tools/durable.js";
 import { FileRoots, fileAndProcessTools } from "./tools/index.js";
-import { secretWord } from "./tools/secret-files.js";
+import { commandPlace } from "./tools/secret-files.js";
 import { type Tool, ToolError } from "./tools/types.js";
 import {
   type AgentEvent,
@@ -73,6 +74,8 @@ export interface AgentOptions {
    * tools' child processes. Read from config, `.env` and the environment when left out.
    */
   secrets?: ProfileSecrets;
+  /** Where the tools' commands run; chosen from tools.exec.sandbox when left out. */
+  sandbox?: SandboxChoice;
 }
 
 /** The profile as its commands' marks name it: its folder's real path, however it was reached. */
@@ -103,6 +106,8 @@ export class Agent {
     readonly secrets: ProfileSecrets,
     /** How this process saw each provider answer or fail; written to the store when it changes. */
     readonly providerHealth: ProviderHealthRecorder,
+    /** Where the tools' commands run (tools.exec.sandbox), and why. */
+    readonly sandbox: SandboxChoice,
   ) {
     this.scheduler = new Scheduler({ now: () => deps.clock.now() });
     // A change held back by the write throttle is written within a second or so.
@@ -113,6 +118,7 @@ export class Agent {
       secrets,
       envAllow: options.config.tools.exec.env,
       profile: this.profileMark,
+      sandbox: sandbox.sandbox,
       ...(owner === null
         ? {}
         : {
@@ -140,7 +146,11 @@ export class Agent {
       book: this.approvals,
       mode: config.tools.exec.mode,
       judge: (command, approved, cwd) =>
-        judgeCommand(command, { ...config.tools.exec, secretFile: secretWord(cwd, options.paths) }, approved),
+        judgeCommand(
+          command,
+          { ...config.tools.exec, place: commandPlace(cwd, options.paths, this.processes.environment()) },
+          approved,
+        ),
     });
     const base = [
       ...fileAndProcessTools(this.processes, {
@@ -167,6 +177,15 @@ export class Agent {
 
   static async create(options: AgentOptions): Promise<Agent> {
     const deps: Deps = { ...defaultDeps, ...options.deps };
+    // Before anything starts: tools.exec.sandbox bwrap without bubblewrap refuses here.
+    const sandbox =
+      options.sandbox ??
+      (await chooseSandbox(options.config.tools.exec.sandbox, {
+        profile: options.paths,
+        roots: options.config.tools.files.roots,
+        env: process.env,
+        execPath: process.execPath,
+      }));
     const secrets = options.secrets ?? loadProfileSecrets(options.paths, { config: options.config });
     const providerHealth = new ProviderHealthRecorder({
       store: options.store,
@@ -182,7 +201,7 @@ export class Agent {
         ...(options.onStatus ? { onStatus: options.onStatus } : {}),
         onOutcome: (outcome) => providerHealth.observeCall(outcome),
       }));
-    return new Agent(options, runtime, deps, secrets, providerHealth);
+    return new Agent(options, runtime, deps, secrets, providerHealth, sandbox);
   }
 
   get store(): Store {

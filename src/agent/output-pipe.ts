@@ -1,6 +1,7 @@
 // A child's output stream into its bounded buffer, with the profile's secrets redacted on the way
 // in: the buffer keeps a head and a tail and polls read from any byte, so redacting later could
-// meet a secret cut in two. A secret split across two chunks of the pipe is still caught.
+// meet a secret cut in two. A secret split across two chunks of the pipe is still caught, and so
+// is one spread out or cut up (Redactor.redactOutput): a poll never sees what the buffer never got.
 
 import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
@@ -14,7 +15,7 @@ export function pipeOutput(stream: Readable | null, buffer: OutputBuffer, redact
     return;
   }
   const decoder = new StringDecoder("utf8");
-  const text = redactor.stream();
+  const text = redactor.outputStream();
   const write = (s: string) => {
     if (s !== "") buffer.write(Buffer.from(s, "utf8"));
   };

@@ -33,18 +33,26 @@ export function groupAlive(pgid: number): boolean {
   if (!send(-pgid, 0)) return false;
   if (!LINUX) return true;
   // The group exists, but perhaps only as zombies: look for a living member.
+  const members = livingMembers(pgid, 1);
+  return members === null || members.length > 0;
+}
+
+/** The living members of a group (at most `limit`), from /proc; null where /proc cannot be read. */
+function livingMembers(pgid: number, limit = Number.POSITIVE_INFINITY): number[] | null {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
   } catch {
-    return true;
+    return null;
   }
+  const found: number[] = [];
   for (const entry of entries) {
     if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
     const stat = readStat(entry);
-    if (stat !== null && stat.pgrp === pgid && !dead(stat.state)) return true;
+    if (stat !== null && stat.pgrp === pgid && !dead(stat.state)) found.push(Number(entry));
+    if (found.length >= limit) break;
   }
-  return false;
+  return found;
 }
 
 export interface KillGroupOptions {
@@ -54,6 +62,11 @@ export interface KillGroupOptions {
   killWaitMs?: number;
   pollMs?: number;
   sleep?: Sleep;
+  /**
+   * A member left out of SIGTERM (SIGKILL still reaches it): a sandbox's bwrap, whose end takes
+   * everything in the sandbox with it at once, before it could end gracefully.
+   */
+  spare?: number;
 }
 
 export const DEFAULT_GRACE_MS = 2_000;
@@ -72,11 +85,13 @@ async function waitGone(pgid: number, ms: number, pollMs: number, sleep: Sleep):
  * in the kernel), so the caller can say so.
  */
 export async function killGroup(pgid: number, options: KillGroupOptions = {}): Promise<boolean> {
-  const { graceMs = DEFAULT_GRACE_MS, killWaitMs = 5_000, pollMs = 20, sleep = realSleep } = options;
+  const { graceMs = DEFAULT_GRACE_MS, killWaitMs = 5_000, pollMs = 20, sleep = realSleep, spare } = options;
   if (!groupAlive(pgid)) return true;
-  send(-pgid, "SIGTERM");
+  const members = spare === undefined ? null : livingMembers(pgid);
+  const targets = members === null ? [-pgid] : members.filter((pid) => pid !== spare);
+  for (const target of targets) send(target, "SIGTERM");
   // A stopped process only acts on SIGTERM once continued.
-  send(-pgid, "SIGCONT");
+  for (const target of targets) send(target, "SIGCONT");
   if (await waitGone(pgid, graceMs, pollMs, sleep)) return true;
   send(-pgid, "SIGKILL");
   return waitGone(pgid, killWaitMs, pollMs, sleep);

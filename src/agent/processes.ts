@@ -3,81 +3,39 @@
 // environment with its task and this process (process-marks.ts) and recorded in the ledger while it
 // runs (process-ledger.ts). When a task ends, its groups are killed, and so is every process carrying
 // its mark (one that left the group with `setsid`), and nobody else's. Exit is observed through the
-// child's own events: no timer per process.
-import { type ChildProcess, spawn } from "node:child_process";
+// child's own events: no timer per process. In a sandbox (sandbox/), the group's leader is bwrap
+// (process-spawn.ts says when the shell in it ended), and bwrap is spared SIGTERM, so what runs in
+// the sandbox can end gracefully before the SIGKILL that ends the sandbox.
+import type { ChildProcess } from "node:child_process";
 import { GATEWAY_KEY_VARIABLE } from "../config/gateway-key.js";
 import type { ProfileSecrets } from "../config/profile-secrets.js";
 import { type Clock, realSleep, type Sleep, systemClock } from "../core/deps.js";
 import { Redactor } from "../core/redact.js";
 import { childEnvironment } from "./child-env.js";
-import { OutputBuffer } from "./output-buffer.js";
-import { pipeOutput } from "./output-pipe.js";
-import { DEFAULT_GRACE_MS, groupAlive, killGroup, readStat } from "./process-group.js";
+import type { OutputBuffer } from "./output-buffer.js";
+import { DEFAULT_GRACE_MS, groupAlive, killGroup } from "./process-group.js";
 import { killProcesses, type ProcessIdentity, selfIdentity } from "./process-identity.js";
 import type { ProcessLedger } from "./process-ledger.js";
 import { markEnv, type ScanFilter, scanMarked } from "./process-marks.js";
+import { spawnCommand } from "./process-spawn.js";
+import type {
+  KillResult,
+  PollResult,
+  ProcessHandle,
+  ProcessInfo,
+  ProcessRegistryOptions,
+  StartOptions,
+} from "./process-types.js";
+import type { CommandSandbox } from "./sandbox/sandbox.js";
 
-export interface ProcessRegistryOptions {
-  /** Time a group has after SIGTERM before SIGKILL. */
-  graceMs?: number;
-  /** Kept per stream: the first bytes and a ring of the latest. */
-  headBytes?: number;
-  tailBytes?: number;
-  /** At most this many bytes per stream in one poll. */
-  pollBytes?: number;
-  /** Finished processes kept for a last poll; past this the oldest are forgotten. */
-  maxFinished?: number;
-  clock?: Clock;
-  sleep?: Sleep;
-  /**
-   * The profile's secrets: commands do not inherit them, and their output is kept with them
-   * redacted. By default only TENAX_API_KEY is kept from commands.
-   */
-  secrets?: ProfileSecrets;
-  /** The profile's folder, written in every command's mark. */
-  profile?: string;
-  /** Names of this process's variables commands inherit beyond the base list (tools.exec.env). */
-  envAllow?: readonly string[];
-  /** Where the commands that run are recorded durably (the agent's store). */
-  ledger?: ProcessLedger;
-}
-
-export interface StartOptions {
-  cwd: string;
-  taskId: string;
-  env?: Record<string, string>;
-  /** A terminal call waiting for this command; it turns background if it leaves processes behind. */
-  foreground?: boolean;
-}
-
-export interface ProcessInfo {
-  id: string;
-  task_id: string;
-  command: string;
-  cwd: string;
-  pid: number;
-  foreground: boolean;
-  /** Running while any process of its group lives, even after the shell itself exited. */
-  status: "running" | "exited";
-  /** The shell's exit code and signal, null until it exited. */
-  exit_code: number | null;
-  signal: string | null;
-  started_at: string;
-  ended_at: string | null;
-  output_bytes: { stdout: number; stderr: number };
-}
-
-export interface PollResult extends ProcessInfo {
-  /** Output since this reader's last poll. */
-  stdout: string;
-  stderr: string;
-  omitted_bytes?: { stdout: number; stderr: number };
-}
-
-export interface KillResult extends ProcessInfo {
-  /** False when something of the group survived even SIGKILL. */
-  killed: boolean;
-}
+export type {
+  KillResult,
+  PollResult,
+  ProcessHandle,
+  ProcessInfo,
+  ProcessRegistryOptions,
+  StartOptions,
+} from "./process-types.js";
 
 interface Entry {
   id: string;
@@ -86,6 +44,8 @@ interface Entry {
   cwd: string;
   pid: number;
   foreground: boolean;
+  /** Started in a sandbox: `pid` is bwrap's, which SIGTERM spares. */
+  sandboxed: boolean;
   child: ChildProcess;
   startedAt: number;
   endedAt: number | null;
@@ -97,28 +57,6 @@ interface Entry {
   cursors: Map<string, { stdout: number; stderr: number }>;
   exited: Promise<void>;
   closed: Promise<void>;
-}
-
-/** A running command as its starter holds it: valid even after a cleanup forgot the process. */
-export interface ProcessHandle {
-  readonly id: string;
-  info(): ProcessInfo;
-  alive(): boolean;
-  /** Resolves true when the shell exits, false if `signal` fires first. */
-  waitForExit(signal: AbortSignal): Promise<boolean>;
-  /** Waits up to `ms` for the output pipes to close after the shell exited; true if they did. */
-  settle(ms: number): Promise<boolean>;
-  /** All output from the start, head and tail when longer than maxBytes a stream. */
-  output(maxBytes: number): {
-    stdout: string;
-    stderr: string;
-    omitted_bytes: { stdout: number; stderr: number };
-  };
-  kill(): Promise<KillResult>;
-  /** A foreground command that left processes behind: they stay, as a background process. */
-  keepInBackground(): ProcessInfo;
-  /** Drops the process from the registry once nothing of it is alive. */
-  forget(): void;
 }
 
 function waitForExit(entry: Entry, signal: AbortSignal): Promise<boolean> {
@@ -148,6 +86,7 @@ export class ProcessRegistry {
   private readonly profile: string;
   private readonly ledger: ProcessLedger | null;
   private readonly envAllow: readonly string[];
+  private readonly sandbox: CommandSandbox | null;
   /** This process as the owner in every mark; null where /proc is missing (nothing is marked). */
   private readonly owner: ProcessIdentity | null = selfIdentity();
   /** Tasks that started a command since their last cleanup: only their end needs a /proc scan. */
@@ -165,11 +104,17 @@ export class ProcessRegistry {
     this.profile = options.profile ?? "";
     this.ledger = options.ledger ?? null;
     this.envAllow = options.envAllow ?? [];
+    this.sandbox = options.sandbox ?? null;
   }
 
   /** The mark of a command of `taskId` (none without an owner identity). */
   private mark(taskId: string): Record<string, string> {
     return this.owner === null ? {} : markEnv(this.profile, this.owner, taskId);
+  }
+
+  /** The environment a command of `taskId` gets (what its `$NAME`s are, for the exec policy). */
+  environment(taskId = ""): Record<string, string> {
+    return childEnvironment(this.secrets, this.mark(taskId), process.env, this.envAllow);
   }
 
   /** Starts `sh -c command` as the leader of a new process group; rejects if it cannot start. */
@@ -180,25 +125,15 @@ export class ProcessRegistry {
   /** Like start, with a handle that stays valid even after a cleanup forgot the process. */
   async launch(command: string, requested: StartOptions): Promise<ProcessHandle> {
     const options = { ...requested, env: { ...requested.env, ...this.mark(requested.taskId) } };
-    const child = spawn("/bin/sh", ["-c", command], {
+    const spawned = await spawnCommand(command, {
       cwd: options.cwd,
       env: childEnvironment(this.secrets, options.env, process.env, this.envAllow),
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+      sandbox: this.sandbox,
+      redactor: this.secrets.redactor,
+      headBytes: this.headBytes,
+      tailBytes: this.tailBytes,
     });
-    // Read before the event loop runs, so the child cannot have been reaped yet.
-    const start = child.pid === undefined ? undefined : readStat(child.pid)?.start;
-    await new Promise<void>((resolve, reject) => {
-      child.once("spawn", resolve);
-      child.once("error", reject);
-    });
-    // Later errors (none expected once spawned) must not crash the process.
-    child.on("error", () => {});
-    const pid = child.pid as number;
-    const stdout = new OutputBuffer(this.headBytes, this.tailBytes);
-    const stderr = new OutputBuffer(this.headBytes, this.tailBytes);
-    pipeOutput(child.stdout, stdout, this.secrets.redactor);
-    pipeOutput(child.stderr, stderr, this.secrets.redactor);
+    const { child, pid, start, stdout, stderr } = spawned;
     const entry: Entry = {
       id: `proc_${this.nextId++}`,
       taskId: options.taskId,
@@ -206,6 +141,7 @@ export class ProcessRegistry {
       cwd: options.cwd,
       pid,
       foreground: options.foreground ?? false,
+      sandboxed: this.sandbox !== null,
       child,
       startedAt: this.clock.now(),
       endedAt: null,
@@ -214,19 +150,16 @@ export class ProcessRegistry {
       stdout,
       stderr,
       cursors: new Map(),
-      exited: new Promise((resolve) => {
-        child.once("exit", (code, signal) => {
-          entry.exitCode = code;
-          entry.signal = signal;
-          entry.endedAt = this.clock.now();
-          resolve();
-        });
+      exited: spawned.ended.then(({ code, signal }) => {
+        entry.exitCode = code;
+        entry.signal = signal;
+        entry.endedAt = this.clock.now();
       }),
-      closed: new Promise((resolve) => child.once("close", () => resolve())),
+      closed: spawned.closed,
     };
     this.entries.set(entry.id, entry);
     this.launched.add(entry.taskId);
-    if (start !== undefined && Number.isFinite(start)) {
+    if (start !== null) {
       void this.ledger?.add(entry.id, {
         pid,
         start,
@@ -308,7 +241,12 @@ export class ProcessRegistry {
 
   /** Ends the entries' groups and, with `escaped`, every process carrying a matching mark. */
   private async cleanup(entries: Entry[], escaped: ScanFilter | null): Promise<string[]> {
-    await Promise.all([...entries.map((entry) => this.stop(entry)), escaped && this.stopMarked(escaped)]);
+    // A sandbox's bwrap carries the mark too; its own stop spares it SIGTERM, and so does the scan.
+    const spared = new Set(entries.filter((e) => e.sandboxed).map((e) => e.pid));
+    await Promise.all([
+      ...entries.map((entry) => this.stop(entry)),
+      escaped && this.stopMarked(escaped, spared),
+    ]);
     for (const entry of entries) this.entries.delete(entry.id);
     const ids = entries.map((entry) => entry.id);
     await this.ledger?.remove(ids);
@@ -320,9 +258,9 @@ export class ProcessRegistry {
    * init after a double fork). Looked for again after each round, since what it killed may have
    * started more meanwhile; three rounds bound a command that forks without end.
    */
-  private async stopMarked(filter: ScanFilter): Promise<void> {
+  private async stopMarked(filter: ScanFilter, spared: ReadonlySet<number>): Promise<void> {
     for (let round = 0; round < 3; round++) {
-      const found = await scanMarked(filter);
+      const found = (await scanMarked(filter)).filter((p) => !spared.has(p.pid));
       if (found.length === 0) return;
       await killProcesses(
         found.map((p) => ({ ...p, group: true })),
@@ -332,7 +270,11 @@ export class ProcessRegistry {
   }
 
   private async stop(entry: Entry): Promise<boolean> {
-    const gone = await killGroup(entry.pid, { graceMs: this.graceMs, sleep: this.sleep });
+    const gone = await killGroup(entry.pid, {
+      graceMs: this.graceMs,
+      sleep: this.sleep,
+      ...(entry.sandboxed ? { spare: entry.pid } : {}),
+    });
     // With the group gone the shell is dead too, and its exit event is on its way.
     if (gone) await entry.exited;
     return gone;

@@ -1,6 +1,7 @@
 // One tool call of a turn: the guardrails' verdict, the tool run with the turn's context (its
 // arguments parsed and checked), the result committed as a tool message, and the guardrails told
 // how it went. A tool that throws becomes a JSON error result; only an interrupt ends the turn.
+import type { Redactor } from "../core/redact.js";
 import type { ToolCall } from "../llm/provider.js";
 import type { Guardrails } from "./guardrails.js";
 import { errorResult, summarizeToolResult } from "./tool-summary.js";
@@ -29,25 +30,25 @@ export async function runToolCall(
     arguments: call.arguments,
   });
   const tool = tools.get(call.name);
-  // The real leak path: a command's output (`env`, a config file) reaches neither the model nor
-  // the store with a secret in it. Redacted before it is cut, so no cut leaves part of one.
-  const redact = (text: string) => agent.redactor?.redact(text) ?? text;
+  // The real leak path: a command's output (`env`, a config file, `grep -o . .env`) reaches neither
+  // the model nor the store with a secret in it, whole or spread out. Redacted before it is cut,
+  // so no cut leaves part of one.
+  const redact = (value: unknown) => redactedResult(agent.redactor, value);
   let result: string;
   let failed = false;
   const verdict = guard.before(call.name, call.arguments);
   if (verdict.action === "block") {
-    result = errorResult(verdict.message);
+    result = redact(errorResult(verdict.message));
     failed = true;
   } else if (!tool) {
-    result = errorResult(
-      `there is no tool named ${call.name}; the tools are: ${[...tools.keys()].join(", ")}`,
+    result = redact(
+      errorResult(`there is no tool named ${call.name}; the tools are: ${[...tools.keys()].join(", ")}`),
     );
     failed = true;
   } else {
     try {
       const args = parseArguments(call.arguments);
-      const value = await tool.run(args, context);
-      result = bounded(redact(typeof value === "string" ? value : JSON.stringify(value ?? null)));
+      result = bounded(redact(await tool.run(args, context)));
     } catch (e) {
       if (context.signal.aborted) throw context.signal.reason;
       failed = true;
@@ -90,6 +91,17 @@ function parseArguments(text: string): Record<string, unknown> {
     throw new ToolError("the arguments must be a JSON object");
   }
   return parsed as Record<string, unknown>;
+}
+
+/**
+ * A tool's result as the text the model and the store get, with the profile's secrets redacted:
+ * each string of it read for secrets whole and spread out before JSON escapes (`\n` between the
+ * characters of `grep -o .`) could split a run, then the JSON text for whole secrets once more.
+ */
+function redactedResult(redactor: Redactor | undefined, value: unknown): string {
+  if (redactor === undefined) return typeof value === "string" ? value : JSON.stringify(value ?? null);
+  if (typeof value === "string") return redactor.redactOutput(value);
+  return redactor.redact(JSON.stringify(redactor.redactOutputDeep(value ?? null)));
 }
 
 function bounded(text: string): string {

@@ -81,7 +81,7 @@ describe("configSchema", () => {
         integrity_check_timeout_ms: 2000,
       },
       tools: {
-        exec: { mode: "ask", allow: [], approval_timeout: 300, env: [] },
+        exec: { mode: "ask", allow: [], approval_timeout: 300, env: [], sandbox: "auto" },
         files: { mode: "roots", roots: [] },
       },
       cron: { enabled: true, max_concurrent: 4, default_timeout: 600, run_retention_days: 30 },

@@ -123,6 +123,7 @@ tools:
     allow: []           # patterns that run without an approval, e.g. ["npm test", "npm run *"]
     approval_timeout: 300  # seconds before a pending approval counts as denied
     env: []             # more of Tenax's environment variables that commands inherit
+    sandbox: auto       # auto (bubblewrap when installed) | bwrap (required) | none; see tenax doctor
   files:                # where read_file, write_file, patch and search_files act
     mode: roots         # roots: the working folder and the roots below; full: anywhere
     roots: []           # absolute or ~/... folders or files; secret files stay refused

@@ -9,7 +9,18 @@ function issues(input: unknown): Array<{ path: string; message: string }> {
 
 describe("tools.exec", () => {
   it("asks by default, allows nothing extra and waits 300 s for an approval", () => {
-    expect(execSchema.parse({})).toEqual({ mode: "ask", allow: [], approval_timeout: 300, env: [] });
+    expect(execSchema.parse({})).toEqual({
+      mode: "ask",
+      allow: [],
+      approval_timeout: 300,
+      env: [],
+      sandbox: "auto",
+    });
+  });
+
+  it("runs commands in a sandbox where one is available, by default", () => {
+    for (const sandbox of ["auto", "bwrap", "none"])
+      expect(execSchema.parse({ sandbox }).sandbox).toBe(sandbox);
   });
 
   it("takes each mode, patterns and a timeout", () => {
@@ -39,5 +50,8 @@ describe("tools.exec", () => {
         { path: "approval_timeout", message: "expected a number of seconds (a positive integer)" },
       ]);
     expect(issues({ approvals: 3 })).toEqual([{ path: "", message: expect.stringContaining("approvals") }]);
+    expect(issues({ sandbox: "firejail" })).toEqual([
+      { path: "sandbox", message: "expected one of auto, bwrap, none" },
+    ]);
   });
 });

@@ -36,5 +36,13 @@ export const execSchema = z.strictObject({
    * TERM and the rest of the base list (src/agent/child-env.ts); never one of Tenax's secrets.
    */
   env: z.array(variableName, { error: "expected a list of variable names" }).default([]),
+  /**
+   * Where commands run. bwrap: in a bubblewrap sandbox (a pid namespace of their own; only the
+   * system's folders read-only, the working folder and tools.files.roots read-write; never
+   * Tenax's home, the profile or the credential stores), and Tenax refuses to start without it;
+   * auto (the default): there when bubblewrap is installed and works, else on the machine (tenax
+   * doctor says which); none: on the machine. docs/SECURITY.md says what each reaches.
+   */
+  sandbox: z.enum(["auto", "bwrap", "none"], { error: "expected one of auto, bwrap, none" }).default("auto"),
 });
 export type ExecConfig = z.infer<typeof execSchema>;

@@ -1,6 +1,8 @@
 // Redaction by value: every secret Tenax knows (keys, tokens, values from `.env`) replaced by a
 // marker naming it, `[redacted:NAME]`, in one precompiled pass, wherever text leaves the process
-// or is stored. A stream redactor does the same for text that arrives in pieces.
+// or is stored. A stream redactor does the same for text that arrives in pieces. What tools print
+// is also read for secrets spread out or cut up (redact-spread.ts).
+import { SpreadMatcher, type SpreadStream } from "./redact-spread.js";
 
 /** A secret and the name its marker shows: a config key path or a variable name. */
 export interface NamedSecret {
@@ -52,6 +54,8 @@ export class Redactor {
   private readonly trie: TrieNode = { next: new Map() };
   /** The longest form, in UTF-16 units. */
   readonly maxLength: number;
+  /** Every run of 8 characters of a secret, for what tools print (redactOutput). */
+  private readonly spread: SpreadMatcher;
 
   constructor(secrets: readonly NamedSecret[]) {
     const kept = secrets.filter((s) => s.value.length >= MIN_SECRET_LENGTH);
@@ -76,6 +80,10 @@ export class Redactor {
     this.pattern = ordered.length > 0 ? new RegExp(source, "g") : null;
     this.sticky = ordered.length > 0 ? new RegExp(source, "y") : null;
     for (const form of ordered) this.insert(form);
+    this.spread = new SpreadMatcher(
+      [...this.values].map((value) => ({ name: this.forms.get(value) as string, value })),
+      redactionMarker,
+    );
   }
 
   /** How many distinct secret values it redacts. */
@@ -130,6 +138,26 @@ export class Redactor {
   /** A redactor for one stream of text deltas (one model call's reply). */
   stream(): StreamRedactor {
     return new StreamRedactor(this);
+  }
+
+  /**
+   * For what a tool or command prints, which a prompt-injected model may have shaped to get past
+   * `redact`: every secret, then every run of 8 or more of a secret's characters read with
+   * everything but letters and digits left out (`grep -o .`, `cut -c 11-40`, `od -c`, `rev`).
+   */
+  redactOutput(text: string): string {
+    if (this.pattern === null) return text;
+    return this.spread.redact(this.redact(text));
+  }
+
+  /** redactOutput on every string of a JSON-like value, before JSON escapes (`\n`) split a run. */
+  redactOutputDeep<T>(value: T): T {
+    return this.redactDeep(value, (text) => this.redactOutput(text));
+  }
+
+  /** redactOutput for a command's output as its pipe gives it, piece by piece. */
+  outputStream(): OutputRedactor {
+    return new OutputRedactor(this.stream(), this.spread.stream());
   }
 
   /**
@@ -239,6 +267,25 @@ export class StreamRedactor {
     const rest = this.redactor.redact(this.pending);
     this.pending = "";
     return rest;
+  }
+}
+
+/**
+ * A command's output in pieces: whole secrets as StreamRedactor finds them (a piece's end that
+ * could begin one is held back), then the runs of spread-out secrets in what it lets through.
+ */
+export class OutputRedactor {
+  constructor(
+    private readonly exact: StreamRedactor,
+    private readonly spread: SpreadStream,
+  ) {}
+
+  push(piece: string): string {
+    return this.spread.push(this.exact.push(piece));
+  }
+
+  end(): string {
+    return this.spread.push(this.exact.end());
   }
 }
 

@@ -1,6 +1,7 @@
 // `tenax doctor` as data: each check of a profile's installation (config, ports, permissions,
-// store, stale files and turns, service unit, SQLite, git) with a status, one line for people,
-// the next command when it is not ok, and what `--fix` would do or did. Only safe repairs.
+// store, stale files and turns, service unit, SQLite, git, policy, sandbox) with a status, one
+// line for people, the next command when it is not ok, and what `--fix` would do or did. Only
+// safe repairs.
 import type { LoadedConfig } from "../config/load.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { Check, CheckStatus, DoctorDeps } from "./doctor-check.js";
@@ -15,6 +16,7 @@ import {
 import { staleLocksCheck } from "./doctor-locks.js";
 import { policyCheck } from "./doctor-policy.js";
 import { portsCheck } from "./doctor-ports.js";
+import { sandboxCheck } from "./doctor-sandbox.js";
 import { searchIndexCheck, spoolCheck, staleSessionsCheck, storeIntegrityCheck } from "./doctor-store.js";
 
 export type { Check, CheckStatus, DoctorDeps } from "./doctor-check.js";
@@ -51,6 +53,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   checks.push(sqliteCheck(deps));
   checks.push(gitCheck(config.config, deps));
   checks.push(policyCheck(config.config));
+  checks.push(await sandboxCheck(paths, config.config, deps.env));
   return { profile: paths.name, status: worstOf(checks), fix, checks };
 }
 

@@ -1,6 +1,7 @@
 // An agent on a real store in a temp profile, over a simulator on real HTTP, with a session and a
 // project folder; all of it closed after each test. `extra` adds config keys. Commands run
-// (tools.exec.mode full) unless `extra.tools` sets a policy.
+// (tools.exec.mode full), on the machine (sandbox none: these tests read the pids and marks of
+// what commands start), unless `extra.tools` sets a policy.
 import { afterEach } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import { configSchema } from "../../src/config/schema.js";
@@ -25,8 +26,9 @@ export async function setupAgent(extra: Record<string, unknown> = {}) {
     providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
     retry: { max_attempts: 1 },
     // These tests drive the agent's mechanics; the exec policy is tested on its own
-    // (test/exec-approvals.test.ts), so commands run unless a test asks for a policy.
-    tools: { exec: { mode: "full" } },
+    // (test/exec-approvals.test.ts) and so is the sandbox (src/agent/sandbox/sandbox.test.ts,
+    // test/agent-secrets.test.ts), so commands run unless a test asks for a policy.
+    tools: { exec: { mode: "full", sandbox: "none" } },
     ...extra,
   });
   const agent = await Agent.create({ paths, config, store });

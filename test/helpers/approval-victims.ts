@@ -1,13 +1,16 @@
 // Two folders a dangerous command would remove, and the simulator scripted to ask for both in
 // turn ("removed a", then "b stays"): how the chat tests show an approved command runs and a
-// denied one does not.
+// denied one does not. They are made in `dir`, which the profile should list in
+// tools.files.roots: in the sandbox, a command reaches nothing else of the machine.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Simulator } from "../../src/llm/simulator/server.js";
 import { tempDir } from "./tmp.js";
 
-export function scriptApproveThenDeny(sim: Simulator): { a: string; b: string } {
-  const dir = tempDir("tenax-victim-");
+export function scriptApproveThenDeny(
+  sim: Simulator,
+  dir = tempDir("tenax-victim-"),
+): { a: string; b: string } {
   const [a, b] = ["a", "b"].map((sub) => {
     mkdirSync(join(dir, sub));
     writeFileSync(join(dir, sub, "keep.txt"), "x");

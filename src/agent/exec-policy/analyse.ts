@@ -19,7 +19,20 @@ export interface Analysis {
   dangers: Danger[];
   /** False when the parser found an error anywhere, or the nesting went too deep to follow. */
   parsed: boolean;
+  /**
+   * The variables the command line sets, each time with the word it is given, or null where the
+   * value comes only when it runs (`read X`, `for X;`, an array): what `$X` may be (scope.ts).
+   */
+  bindings: Binding[];
 }
+
+export interface Binding {
+  name: string;
+  value: Word | null;
+}
+
+/** Programs that set the variables they are given as arguments (after their options). */
+const SETTERS = new Set(["read", "mapfile", "readarray", "getopts", "let", "unset"]);
 
 /** Scripts inside scripts (bash -c "eval '...'") deeper than this are not followed. */
 const MAX_DEPTH = 8;
@@ -32,6 +45,8 @@ interface Context {
   wrappers: readonly string[];
   /** Assignments of the command whose script this is: `LD_PRELOAD=x sh -c 'ls'` gives them to ls. */
   assignments: readonly string[];
+  /** The words of the wrappers around the shell whose script this is (`env -C DIR sh -c ...`). */
+  outer: readonly CommandWord[];
   depth: number;
 }
 
@@ -52,7 +67,7 @@ const PATTERNS = new Set(["Glob", "ExtendedGlob", "BraceExpansion"]);
 
 function commandWord(word: Word, program = false): CommandWord {
   const patterned = program && (word.parts ?? []).some((part) => PATTERNS.has(part.type));
-  return { value: word.value, known: known(word) && !patterned };
+  return { value: word.value, known: known(word) && !patterned, node: word };
 }
 
 /** `{rm,-rf,/}` is the words rm -rf /: a program word that is one brace list splits into its words. */
@@ -81,18 +96,19 @@ function programs(found: Analysis): string[] {
 }
 
 function empty(): Analysis {
-  return { commands: [], dangers: [], parsed: true };
+  return { commands: [], dangers: [], parsed: true, bindings: [] };
 }
 
 function merge(into: Analysis, from: Analysis): void {
   into.commands.push(...from.commands);
   into.dangers.push(...from.dangers);
+  into.bindings.push(...from.bindings);
   if (!from.parsed) into.parsed = false;
 }
 
 function collectScript(
   source: string,
-  outer: { wrappers: readonly string[]; assignments: readonly string[] },
+  outer: { wrappers: readonly string[]; assignments: readonly string[]; outer?: readonly CommandWord[] },
   depth: number,
   found: Analysis,
 ): void {
@@ -100,7 +116,30 @@ function collectScript(
     found.parsed = false;
     return;
   }
-  visit(parse(source), { source, wrappers: outer.wrappers, assignments: outer.assignments, depth }, found);
+  const ctx = {
+    source,
+    wrappers: outer.wrappers,
+    assignments: outer.assignments,
+    outer: outer.outer ?? [],
+    depth,
+  };
+  visit(parse(source), ctx, found);
+}
+
+/** What a simple command sets: its assignments, `export A=1`, `read A`, `printf -v A`. */
+function bindingsOf(node: Command, words: readonly CommandWord[]): Binding[] {
+  const found: Binding[] = [];
+  const assigned = [...node.prefix, ...node.args].filter((p) => p.type === "Assignment");
+  for (const a of assigned) found.push({ name: a.name, value: a.value.type === "Word" ? a.value : null });
+  const program = words[0]?.known ? baseName(words[0].value) : "";
+  const names = words.slice(1).filter((w) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(w.value));
+  if (SETTERS.has(program)) for (const w of names) found.push({ name: w.value, value: null });
+  if (program === "printf") {
+    const at = words.findIndex((w) => w.value === "-v");
+    const name = words[at + 1];
+    if (at > 0 && name !== undefined) found.push({ name: name.value, value: null });
+  }
+  return found;
 }
 
 /** The substitutions inside a command's words and redirections: what `sh "$(curl ...)"` would run. */
@@ -136,12 +175,18 @@ function visitCommand(node: Command, ctx: Context, found: Analysis): void {
           descriptor:
             r.descriptor.type === "FileDescriptor" ? String(r.descriptor.value) : `{${r.descriptor.name}}`,
         }),
+    node: r.type === "HereDoc" ? undefined : r.target,
   }));
+  found.bindings.push(...bindingsOf(node, words));
   for (const item of unwrap(words, ctx.wrappers)) {
     if (item.kind === "script") {
       collectScript(
         item.script,
-        { wrappers: item.wrappers, assignments: [...assignments, ...item.assignments] },
+        {
+          wrappers: item.wrappers,
+          assignments: [...assignments, ...item.assignments],
+          outer: [...ctx.outer, ...item.outer],
+        },
         ctx.depth + 1,
         found,
       );
@@ -152,6 +197,8 @@ function visitCommand(node: Command, ctx: Context, found: Analysis): void {
       assignments: [...assignments, ...item.assignments],
       words: item.words.map((w) => w.value),
       known: item.words.map((w) => w.known),
+      nodes: item.words.map((w) => w.node),
+      outer: [...ctx.outer, ...item.outer],
       wrappers: item.wrappers,
       redirects,
       moreArgs: item.moreArgs,
@@ -166,7 +213,11 @@ function visitCommand(node: Command, ctx: Context, found: Analysis): void {
       for (const r of node.redirects) {
         const body =
           r.type === "HereDoc" ? r.body.text : r.type === "HereString" ? r.target?.value : undefined;
-        const outer = { wrappers: [...item.wrappers, program], assignments: simple.assignments };
+        const outer = {
+          wrappers: [...item.wrappers, program],
+          assignments: simple.assignments,
+          outer: simple.outer,
+        };
         if (body !== undefined) collectScript(body, outer, ctx.depth + 1, found);
       }
     }
@@ -234,6 +285,9 @@ function visit(node: SyntaxNode, given: Context, found: Analysis): void {
     return;
   }
   if (node.type === "Command") visitCommand(node, ctx, found);
+  // A loop's variable takes each word of its list in turn; with no list, the script's arguments.
+  if (node.type === "For" || node.type === "Select")
+    for (const value of node.wordlist ?? [null]) found.bindings.push({ name: node.name.value, value });
   if (node.type === "Function" && isForkBomb(node))
     found.dangers.push({
       rule: "fork-bomb",
@@ -246,6 +300,6 @@ function visit(node: SyntaxNode, given: Context, found: Analysis): void {
 /** The simple commands a command line may run, and the dangers its shape shows. */
 export function analyse(command: string): Analysis {
   const found = empty();
-  collectScript(command, { wrappers: [], assignments: [] }, 0, found);
+  collectScript(command, { wrappers: [], assignments: [], outer: [] }, 0, found);
   return found;
 }

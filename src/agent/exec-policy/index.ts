@@ -2,4 +2,4 @@
 // refused (tools.exec), judged from the command as a shell parses it.
 export { judgeCommand } from "./judge.js";
 export { matchesPattern } from "./patterns.js";
-export type { Danger, ExecMode, ExecPolicy, Judgement } from "./types.js";
+export type { CommandPlace, Danger, ExecMode, ExecPolicy, Judgement } from "./types.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { secretWord } from "../tools/secret-files.js";
+import { commandPlace } from "../tools/secret-files.js";
 import { type ExecMode, judgeCommand, matchesPattern } from "./index.js";
 
 /** `ls` inside `depth` levels of sh -c, each quoted for the one outside it. */
@@ -208,9 +208,9 @@ describe("matchesPattern", () => {
 
 describe("secret files named by a command", () => {
   const home = "/home/op/.tenax";
-  const secretFile = secretWord("/work/project", { home, dir: home });
+  const place = commandPlace("/work/project", { home, dir: home }, { HOME: "/home/op" });
   const judged = (command: string, mode: ExecMode = "ask", allow: string[] = []) =>
-    judgeCommand(command, { mode, allow, secretFile });
+    judgeCommand(command, { mode, allow, place });
 
   it.each([
     "cat /etc/shadow",

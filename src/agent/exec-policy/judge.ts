@@ -4,7 +4,8 @@ import { analyse } from "./analyse.js";
 import { commandDangers } from "./dangers.js";
 import { allows, suggestPattern } from "./patterns.js";
 import { isReadOnlySimple } from "./read-only.js";
-import type { Danger, ExecPolicy, Judgement, SimpleCommand } from "./types.js";
+import { secretPathDangers } from "./secret-paths.js";
+import type { Danger, ExecPolicy, Judgement } from "./types.js";
 
 function quote(text: string): string {
   const line = text.replace(/\s+/g, " ").trim();
@@ -33,21 +34,6 @@ function unlistedReason(
       ? "set tools.exec.mode to ask to approve it"
       : `${add}, or set tools.exec.mode to ask to approve it`;
   return `${what}, and tools.exec.mode is allowlist, so it is refused (${open}).`;
-}
-
-/** A word (argument or redirection target) that names a secret file makes the command ask. */
-function secretDangers(command: SimpleCommand, policy: ExecPolicy): Danger[] {
-  const check = policy.secretFile;
-  if (!check) return [];
-  const words = [...command.words.slice(1), ...command.redirects.map((r) => r.target)];
-  for (const word of words) {
-    const what = check(word);
-    if (what !== null)
-      return [
-        { rule: "secret-file", text: command.text, why: `it names ${what}, which only an approval may open` },
-      ];
-  }
-  return [];
 }
 
 /**
@@ -81,7 +67,7 @@ export function judgeCommand(
   const dangers = [
     ...found.dangers,
     ...found.commands.flatMap(commandDangers),
-    ...found.commands.flatMap((c) => secretDangers(c, policy)),
+    ...(policy.place === undefined ? [] : secretPathDangers(found, policy.place)),
   ];
   const patterns = [...policy.allow, ...approved];
   const open = found.commands.filter((c) => !isReadOnlySimple(c) && !allows(c, patterns));

@@ -1,5 +1,6 @@
 // The exec policy's values: the policy in force, the dangers found in a command, and the judgement
 // the terminal tool acts on.
+import type { Word } from "unbash";
 
 export type ExecMode = "deny" | "allowlist" | "ask" | "full";
 
@@ -8,10 +9,25 @@ export interface ExecPolicy {
   /** Command patterns that run without an approval (tools.exec.allow). */
   allow: readonly string[];
   /**
-   * What a word of a command names when it is a secret file (a profile's .env, an SSH key, ...),
-   * or null: such a command needs an approval even when read-only or allow-listed.
+   * Where the command runs and what it cannot open without an approval: a word that names a
+   * secret file (a profile's .env, an SSH key, /proc/PID/environ, ...), or that cannot be known
+   * before it runs, makes a command ask even when it is read-only or allow-listed.
    */
-  secretFile?: (word: string) => string | null;
+  place?: CommandPlace;
+}
+
+/** Where a command runs, and the files it must not open unasked (see secret-paths.ts). */
+export interface CommandPlace {
+  /** The working folder it starts in (absolute). */
+  cwd: string;
+  /** The environment it gets: what `$NAME` is when it runs. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** What an absolute path is when it is a secret file (by its name or its real path), or null. */
+  secretPath(path: string): string | null;
+  /** What secret a folder holds somewhere under it (for a command that reads a tree), or null. */
+  holdsSecrets(path: string): string | null;
+  /** A folder's entry names, to expand a pattern as the shell will; null when it cannot be read. */
+  list(dir: string): readonly string[] | null;
 }
 
 export interface Danger {
@@ -47,10 +63,20 @@ export interface SimpleCommand {
   words: string[];
   /** Whether each of `words` is known before the command runs (no expansion in it). */
   known: boolean[];
+  /** Each of `words` as the parser read it (quotes, expansions), where there is one. */
+  nodes: (Word | undefined)[];
+  /**
+   * Words of the wrappers looked through (their options and the values of those: `xargs -a FILE`,
+   * `env -C DIR`), which may name files too.
+   */
+  outer: { value: string; known: boolean; node?: Word | undefined }[];
   /** Wrappers looked through, outermost first (sudo, env, xargs, ...). */
   wrappers: string[];
-  /** Redirections, with the target as the parser read it and the descriptor when one is written (`2` of 2>). */
-  redirects: Array<{ operator: string; target: string; descriptor?: string }>;
+  /**
+   * Redirections, with the target as the parser read it (its text and its word) and the descriptor
+   * when one is written (`2` of 2>).
+   */
+  redirects: Array<{ operator: string; target: string; node?: Word | undefined; descriptor?: string }>;
   /** More arguments arrive only when it runs (xargs), so its targets are unknown. */
   moreArgs: boolean;
 }

@@ -1,15 +1,26 @@
 // Looks through the programs that run another program (env, sudo, nice, timeout, xargs, find -exec,
 // ...) and finds the script that a shell -c, eval or su -c runs, so the policy judges what really runs.
+import type { Word } from "unbash";
 
 /** A word of a simple command: its value with quotes removed, and whether it is known before it runs. */
 export interface CommandWord {
   value: string;
   known: boolean;
+  /** The word as the parser read it, when it was one word of the command line. */
+  node?: Word | undefined;
 }
 
 export type Unwrapped =
-  | { kind: "command"; words: CommandWord[]; assignments: string[]; wrappers: string[]; moreArgs: boolean }
-  | { kind: "script"; script: string; assignments: string[]; wrappers: string[] };
+  | {
+      kind: "command";
+      words: CommandWord[];
+      assignments: string[];
+      wrappers: string[];
+      moreArgs: boolean;
+      /** The wrappers' own words (options and their values: `xargs -a FILE`, `env -C DIR`). */
+      outer: CommandWord[];
+    }
+  | { kind: "script"; script: string; assignments: string[]; wrappers: string[]; outer: CommandWord[] };
 
 const SYSTEM_BIN = /^\/(usr\/(local\/)?)?s?bin\/[^/]+$|^\/opt\/homebrew\/bin\/[^/]+$/;
 
@@ -110,9 +121,17 @@ function script(
   word: CommandWord | null | undefined,
   words: CommandWord[],
   wrappers: string[],
-  outer: { assignments: string[]; moreArgs: boolean },
+  outer: { assignments: string[]; moreArgs: boolean; outer: CommandWord[] },
 ): Unwrapped {
-  if (word?.known) return { kind: "script", script: word.value, assignments: outer.assignments, wrappers };
+  if (word?.known)
+    return {
+      kind: "script",
+      script: word.value,
+      assignments: outer.assignments,
+      wrappers,
+      // The shell's own words (sh -c SCRIPT NAME ARGS...) stay with what its script runs.
+      outer: [...outer.outer, ...words.slice(1).filter((w) => w !== word)],
+    };
   return { kind: "command", words, wrappers, ...outer };
 }
 
@@ -155,18 +174,26 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
   let words = given.map((word, i) => (i === 0 ? normaliseProgram(word) : word));
   const wrappers = [...outer];
   const assignments: string[] = [];
+  const consumed: CommandWord[] = [];
   let moreArgs = false;
   for (;;) {
     const first = words[0];
     const program = first?.known ? baseName(first.value) : "";
-    const here = (): Unwrapped => ({ kind: "command", words, assignments, wrappers, moreArgs });
+    const here = (): Unwrapped => ({
+      kind: "command",
+      words,
+      assignments,
+      wrappers,
+      moreArgs,
+      outer: consumed,
+    });
     if (first === undefined || !first.known) return [here()];
     if (SHELLS.has(program))
-      return [script(shellScript(words), words, [...wrappers], { assignments, moreArgs })];
+      return [script(shellScript(words), words, [...wrappers], { assignments, moreArgs, outer: consumed })];
     if (program === "eval") {
       const rest = words.slice(1);
       const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
-      return [script(joined, words, [...wrappers], { assignments, moreArgs })];
+      return [script(joined, words, [...wrappers], { assignments, moreArgs, outer: consumed })];
     }
     if (program === "su") {
       const at = words.findIndex((w) => w.value === "-c" || w.value === "--command");
@@ -176,11 +203,12 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
           script({ ...inline, value: inline.value.slice(10) }, words, [...wrappers, "su"], {
             assignments,
             moreArgs,
+            outer: consumed,
           }),
         ];
       return at < 0
         ? [here()]
-        : [script(words[at + 1], words, [...wrappers, "su"], { assignments, moreArgs })];
+        : [script(words[at + 1], words, [...wrappers, "su"], { assignments, moreArgs, outer: consumed })];
     }
     if (program === "find") return [here(), ...findCommands(words, wrappers)];
     if (program === "command" && words.some((w) => w.value === "-v" || w.value === "-V")) return [here()];
@@ -191,7 +219,7 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
       if (at >= 0) {
         const rest = words.slice(at + 1);
         const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
-        return [script(joined, words, [...wrappers, program], { assignments, moreArgs })];
+        return [script(joined, words, [...wrappers, program], { assignments, moreArgs, outer: consumed })];
       }
     }
     if (program === "watch") {
@@ -202,7 +230,7 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
       const rest = words.slice(at);
       if (rest.length === 0) return [here()];
       const joined = { value: rest.map((w) => w.value).join(" "), known: rest.every((w) => w.known) };
-      return [script(joined, words, [...wrappers, program], { assignments, moreArgs })];
+      return [script(joined, words, [...wrappers, program], { assignments, moreArgs, outer: consumed })];
     }
     const valueOptions = VALUE_OPTIONS[program];
     if (valueOptions === undefined) return [here()];
@@ -223,12 +251,14 @@ export function unwrap(given: readonly CommandWord[], outer: readonly string[] =
             assignments,
             wrappers: [...wrappers, program],
             moreArgs: true,
+            outer: [...consumed, ...words.slice(1)],
           },
         ];
       return [here()];
     }
     wrappers.push(program);
     if (program === "xargs") moreArgs = true;
+    consumed.push(...words.slice(1, next));
     words = words.slice(next).map((word, i) => (i === 0 ? normaliseProgram(word) : word));
   }
 }

@@ -103,6 +103,10 @@ describe("FileRoots", () => {
     ["/etc/shadow", "secret", () => ["/etc/shadow"]],
     ["/etc/shadow in full mode", "secret", () => ["/etc/shadow", { mode: "full" }]],
     ["/etc/gshadow in full mode", "secret", () => ["/etc/gshadow", { mode: "full" }]],
+    ["Tenax's own environment in full mode", "secret", () => ["/proc/self/environ", { mode: "full" }]],
+    ["another process's environment in full mode", "secret", () => ["/proc/1/environ", { mode: "full" }]],
+    ["a thread's memory in full mode", "secret", () => ["/proc/1/task/1/mem", { mode: "full" }]],
+    ["/proc/cpuinfo in full mode", "ok", () => ["/proc/cpuinfo", { mode: "full" }]],
     [
       "the profile's .env, its folder a root",
       "secret",

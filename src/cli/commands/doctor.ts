@@ -11,7 +11,9 @@ import { withWriter } from "../store-access.js";
 export function registerDoctorCommand(program: Command, cli: Cli): void {
   program
     .command("doctor")
-    .description("check config, ports, permissions, store, stale files and turns, service unit, SQLite, git")
+    .description(
+      "check config, ports, permissions, store, stale files and turns, service unit, SQLite, git, policy, sandbox",
+    )
     .option("--fix", "repair what is safe to repair (file modes, stale pid and lock files, dead turns)")
     .option("--json", "print one JSON document")
     .action((flags: { fix?: boolean; json?: boolean }) =>
