@@ -40,7 +40,9 @@ describe("tenax status", () => {
     expect(run.stdout).toMatch(new RegExp(`gateway\\s+ok\\s+serving on ${gw.url} \\(pid ${gw.child.pid}\\)`));
     expect(run.stdout).toMatch(/store\s+ok\s+.*state\.db: 20 sessions, 100 messages/);
     expect(run.stdout).toMatch(/providers\s+ok\s+none configured: the built-in local simulator answers/);
-    expect(run.stdout).toMatch(/scheduler\s+ok\s+\d+ jobs; woke \d+ ms late/);
+    expect(run.stdout).toMatch(
+      /scheduler\s+ok\s+\d+ of the gateway's own timers \(health checks, leases, upkeep\); woke \d+ ms late/,
+    );
     // The policy in force, with the defaults: commands ask, files stay in the working folder.
     expect(run.stdout).toMatch(/tools\s+ok\s+commands: ask \(.*\); files: the working folder only/);
     expect(run.stdout).toMatch(/cron\s+ok\s+no cron jobs\n/);

@@ -377,7 +377,7 @@ export class HealthMonitor {
     const status: Level = lag.max_ms > 10_000 ? "down" : lag.max_ms > 1000 ? "degraded" : "ok";
     return {
       status,
-      detail: `${lag.jobs} jobs; woke ${lag.last_ms} ms late last time, at worst ${lag.max_ms} ms in the last minute`,
+      detail: `${lag.jobs} of the gateway's own timers (health checks, leases, upkeep); woke ${lag.last_ms} ms late last time, at worst ${lag.max_ms} ms in the last minute`,
       next:
         status === "ok"
           ? null

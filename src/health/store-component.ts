@@ -45,7 +45,7 @@ export function storeComponent(
   }
   try {
     const stats = reader.stats();
-    const base = `${stats.path}: ${stats.sessions} sessions, ${stats.messages} messages`;
+    const base = `${stats.path}: ${stats.sessions} session${stats.sessions === 1 ? "" : "s"}, ${stats.messages} message${stats.messages === 1 ? "" : "s"}`;
     return {
       status: spoolNote ? "degraded" : "ok",
       detail: spoolNote ? `${base}; ${spoolNote.detail}` : base,
