@@ -16,6 +16,13 @@ afterEach(() => {
   for (const s of sockets.splice(0)) s.destroy();
 });
 
+/**
+ * An echo model that may answer 8 MB in one reply: the simulator cuts a reply at the request's
+ * max_tokens, as a provider does, and the agent asks for at most the model's max_output_tokens
+ * (and for no more than fits its window).
+ */
+const LONG_REPLIES = { echo: { context_window: 4_000_000, max_output_tokens: 2_500_000 } };
+
 /** A raw GET that is sent and then never read: the kernel's buffers fill, then the server's. */
 function stalled(gw: GatewayProcess, path: string): Socket {
   const { hostname, port } = new URL(gw.url);
@@ -107,7 +114,7 @@ describe("slow readers", () => {
   }, 180_000);
 
   it("drops a run's follower that stops reading; it resumes with Last-Event-ID and misses nothing", async () => {
-    const { home, sim } = await simProfile("stream_buffer_kb: 64");
+    const { home, sim } = await simProfile("stream_buffer_kb: 64", undefined, LONG_REPLIES);
     const gw = await startGateway(home);
     // 8 MB (more than the kernel holds for a socket, about 4 MB, and the bound), in pieces slow
     // enough to span many of the run log's batches.
@@ -144,7 +151,7 @@ describe("slow readers", () => {
   }, 120_000);
 
   it("drops a streamed chat client that stops reading, and its turn still completes and is saved", async () => {
-    const { home, sim } = await simProfile("stream_buffer_kb: 64");
+    const { home, sim } = await simProfile("stream_buffer_kb: 64", undefined, LONG_REPLIES);
     const gw = await startGateway(home);
     const text = "0123456789".repeat(800_000);
     sim.script([{ type: "reply", text, chunk_size: 4000 }]);

@@ -20,11 +20,21 @@ afterEach(async () => {
  * Its commands run (tools.exec.mode full): these tests are of the gateway, and the exec policy
  * has tests of its own; `tools` replaces that section.
  */
-export async function simProfile(gateway = "", tools = "tools: { exec: { mode: full } }") {
-  const sim = await startSimulator();
+/**
+ * A profile whose model is `sim/echo` on a simulator of its own. `gateway`: keys of the gateway
+ * section; `models`: the simulator's models (such as an echo with a larger window), which the
+ * profile's provider entry lists too, so both sides agree on each model's limits.
+ */
+export async function simProfile(
+  gateway = "",
+  tools = "tools: { exec: { mode: full } }",
+  models?: Record<string, { context_window: number; max_output_tokens: number }>,
+) {
+  const sim = await startSimulator(models ? { models } : {});
   sims.push(sim);
+  const listed = models ? `, models: ${JSON.stringify(models)}` : "";
   const paths = profileWith(
-    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}" }\n${gateway ? `gateway: { ${gateway} }\n` : ""}${tools}\n`,
+    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}"${listed} }\n${gateway ? `gateway: { ${gateway} }\n` : ""}${tools}\n`,
   );
   return { sim, paths, home: paths.home };
 }
