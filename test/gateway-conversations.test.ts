@@ -176,7 +176,9 @@ describe("stateless clients keep one session per conversation", () => {
   });
 
   it("the plain first message is the title when the title model fails, hangs, or is not configured", async () => {
-    const { home, titler } = await titledProfile(1);
+    // 5 s: the check that the title request is still open after the reply came is made well within it,
+    // even when a loaded machine stalls for a second.
+    const { home, titler } = await titledProfile(5);
     const gw = await startGateway(home);
     titler.script([{ type: "error", status: 400, body: { error: { message: "no titles today" } } }]);
     const failed = await answer(gw, [user("why is the sky blue")]);
@@ -184,7 +186,7 @@ describe("stateless clients keep one session per conversation", () => {
     expect(titler.requests()).toHaveLength(1);
 
     // A title model that never answers: the reply does not wait for it, and the title falls back
-    // once auxiliary.title.timeout (1 s) has passed.
+    // once auxiliary.title.timeout (5 s) has passed.
     titler.script([{ type: "hang", phase: "before_headers" }]);
     const long = `${"a very long question about many things ".repeat(4)}end`;
     const slow = await answer(gw, [user(long)]);
