@@ -69,7 +69,7 @@ describe("tenax chat status, piped", () => {
     const shown = lines(run.stderr);
     expect(shown).toHaveLength(1);
     expect(shown[0]).toMatch(
-      /^\[retry\] rate_limit \(HTTP 429\) from sim\/echo: key [0-9a-f]{12} cooling down, no other key usable; attempt 2 of 4 in 1\.\ds, turn \d+\.\ds, context ~\d+ tokens$/,
+      /^\[retry\] rate_limit \(HTTP 429\) from sim\/echo: sim cooling down \(it needs no key\); attempt 2 of 4 in 1\.\ds, turn \d+\.\ds, context ~\d+ tokens$/,
     );
     expect(run.stderr).not.toContain("[credentials]");
     expect(run.stderr + run.stdout).not.toContain(ESC);

@@ -134,12 +134,13 @@ export async function callTarget(
           provider: target.provider,
           model: target.model,
           from: key.fingerprint,
+          keyed: runtime.pool.keyed,
           reason: classified.reason,
           status: classified.status,
           verdict,
           cooldown_until: state?.cooldown_until ?? null,
           next_key: next,
-          message: `${target.provider}: key ${key.fingerprint} ${
+          message: `${target.provider}: ${runtime.pool.keyed ? `key ${key.fingerprint}` : "(no key)"} ${
             verdict === "disabled" ? "disabled" : "cooling down"
           } after ${classified.reason}; ${
             next === null
@@ -253,10 +254,13 @@ async function exhausted(
   const recorded = soonest?.reason ?? keys.find((k) => k.status === "disabled")?.reason ?? null;
   const reason = asReason(recorded, soonest ? "rate_limit" : "auth");
   const nextAt = soonest?.cooldown_until ?? null;
-  const message =
-    nextAt === null
+  const wait = `${Math.max(0, (nextAt ?? now) - now)} ms`;
+  // A provider that needs no key has none to rotate: the server itself is cooling down.
+  const message = !runtime.pool.keyed
+    ? `${target.provider} (it needs no key) is cooling down (${reason}); it is called again in ${wait}`
+    : nextAt === null
       ? `every key of ${target.provider} is disabled (${reason}); replace the key in config.yaml`
-      : `every key of ${target.provider} is cooling down (${reason}); the first is usable again in ${Math.max(0, nextAt - now)} ms`;
+      : `every key of ${target.provider} is cooling down (${reason}); the first is usable again in ${wait}`;
   emit({
     type: "credentials_exhausted",
     layer: "credentials",
@@ -264,6 +268,7 @@ async function exhausted(
     model: target.model,
     reason,
     next_usable_at: nextAt,
+    keyed: runtime.pool.keyed,
     message,
   });
   const classified: ClassifiedError = {

@@ -24,6 +24,8 @@ export type StatusEvent =
       model: string;
       /** The key that failed, by fingerprint. */
       from: string;
+      /** False for a provider that needs no key: `from` is then the server itself, cooling down. */
+      keyed: boolean;
       reason: ErrorReason;
       /** The HTTP status of the failure, null when there was no response. */
       status: number | null;
@@ -45,6 +47,8 @@ export type StatusEvent =
       reason: ErrorReason;
       /** When the first cooling key becomes usable again; null when every key is disabled. */
       next_usable_at: number | null;
+      /** False for a provider that needs no key: the server itself is cooling down. */
+      keyed: boolean;
       message: string;
     }
   | {

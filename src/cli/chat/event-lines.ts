@@ -22,6 +22,9 @@ export function toolEndLine(summary: ToolSummary | undefined, ok: boolean, ms: n
 /** The key notes held for the retry they led to: "key 12ab… cooling down, no other key usable". */
 export function keyNotes(rotated: Rotated | null, exhausted: Exhausted | null): string | null {
   const parts: string[] = [];
+  // A provider that needs no key: the server itself cools down, and there is no other key to try.
+  if (rotated && !rotated.keyed) return `${rotated.provider} cooling down (it needs no key)`;
+  if (exhausted && !exhausted.keyed) return `${exhausted.provider} cooling down (it needs no key)`;
   if (rotated)
     parts.push(`key ${rotated.from} ${rotated.verdict === "disabled" ? "disabled" : "cooling down"}`);
   if (exhausted && rotated) parts.push("no other key usable");

@@ -61,6 +61,7 @@ const rotated = (next: string | null): AgentEvent => ({
   provider: "sim",
   model: "echo",
   from: "aaaaaaaaaaaa",
+  keyed: true,
   reason: "rate_limit",
   status: 429,
   verdict: "cooled",
@@ -76,6 +77,7 @@ const exhausted: AgentEvent = {
   model: "echo",
   reason: "rate_limit",
   next_usable_at: T0 + 2000,
+  keyed: true,
   message: "every key of sim is cooling down (rate_limit); the first is usable again in 2000 ms",
 };
 
@@ -116,6 +118,17 @@ const result = (over: Partial<TurnResult> = {}): TurnResult => ({
 const lines = (text: string) => text.split("\n").filter((l) => l !== "");
 
 describe("ChatView on a log (no terminal)", () => {
+  it("a 429 from a provider that needs no key says the server cools down, not a key", () => {
+    const h = harness(false);
+    h.view.beginTurn(target);
+    h.view.event({ ...rotated(null), keyed: false } as AgentEvent);
+    h.view.event({ ...exhausted, keyed: false } as AgentEvent);
+    h.view.event(retry());
+    expect(lines(h.stderr())).toEqual([
+      "[retry] rate_limit (HTTP 429) from sim/echo: sim cooling down (it needs no key); attempt 2 of 4 in 2.1s, turn 0.0s, context ~321 tokens",
+    ]);
+  });
+
   it("a 429 that cools the only key and waits is one line, saying both", () => {
     const h = harness(false);
     h.view.beginTurn(target);
