@@ -140,15 +140,20 @@ export async function callTarget(
           verdict,
           cooldown_until: state?.cooldown_until ?? null,
           next_key: next,
-          message: `${target.provider}: ${runtime.pool.keyed ? `key ${key.fingerprint}` : "(no key)"} ${
-            verdict === "disabled" ? "disabled" : "cooling down"
-          } after ${classified.reason}; ${
-            next === null
-              ? "no other key is usable"
-              : next === key.fingerprint
-                ? "its cooldown is over, so it is tried again"
-                : `next key ${next}`
-          }`,
+          message: runtime.pool.keyed
+            ? `${target.provider}: key ${key.fingerprint} ${
+                verdict === "disabled" ? "disabled" : "cooling down"
+              } after ${classified.reason}; ${
+                next === null
+                  ? "no other key is usable"
+                  : next === key.fingerprint
+                    ? "its cooldown is over, so it is tried again"
+                    : `next key ${next}`
+              }`
+            : // A provider that needs no key has one pseudo-key, never disabled: the server cools down.
+              `${target.provider} (it needs no key) is cooling down after ${classified.reason}; ${
+                next === null ? "it is called again when the cooldown ends" : "its cooldown is over"
+              }`,
         });
         continue;
       }
