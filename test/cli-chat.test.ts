@@ -142,7 +142,10 @@ describe("tenax chat", () => {
     child.stdout.setEncoding("utf8").on("data", (c: string) => {
       stdout += c;
     });
-    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    // With the signal too: a process killed by one (code null) says which.
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on("close", (code, signal) => resolve({ code, signal })),
+    );
     const until = async (what: () => boolean) => {
       const deadline = Date.now() + 10_000;
       while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -164,6 +167,10 @@ describe("tenax chat", () => {
     child.kill("SIGINT");
     await new Promise((r) => setTimeout(r, 100));
     child.kill("SIGINT");
-    expect(await closed).toBe(0);
+    expect({ ...(await closed), stderr: stderr.slice(-400) }).toEqual({
+      code: 0,
+      signal: null,
+      stderr: expect.any(String),
+    });
   });
 });
