@@ -275,8 +275,10 @@ export class ProcessRegistry {
       sleep: this.sleep,
       ...(entry.sandboxed ? { spare: entry.pid } : {}),
     });
-    // With the group gone the shell is dead too, and its exit event is on its way.
+    // With the group gone the shell is dead too, and its exit event is on its way; in a sandbox,
+    // bwrap's too (entryAlive reads it).
     if (gone) await entry.exited;
+    if (gone && entry.sandboxed) await bwrapExited(entry.child);
     return gone;
   }
 
@@ -328,7 +330,12 @@ export class ProcessRegistry {
   }
 
   private entryAlive(entry: Entry): boolean {
-    return entry.endedAt === null || groupAlive(entry.pid);
+    if (entry.endedAt === null) return true;
+    // In a sandbox, bwrap runs as long as anything in it does (the supervisor stays for what a
+    // command left) and everything in it dies with its pid namespace. The namespace's init, being
+    // torn down, may linger in the group a moment after bwrap exits: that is no process left running.
+    if (entry.sandboxed) return entry.child.exitCode === null && entry.child.signalCode === null;
+    return groupAlive(entry.pid);
   }
 
   private require(id: string): Entry {
@@ -372,4 +379,10 @@ export class ProcessRegistry {
       output_bytes: { stdout: entry.stdout.total, stderr: entry.stderr.total },
     };
   }
+}
+
+/** When bwrap (a sandboxed entry's child) has exited and Node has said so. */
+function bwrapExited(child: Entry["child"]): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
 }
