@@ -260,6 +260,23 @@ describe("Telegram through a real gateway", () => {
     expect(texts(tg, OWNER)).toEqual(["echo: alpha", "echo: beta"]);
   });
 
+  it("kill -9 during a send: the restart takes the dead gateway's lease over at once", async () => {
+    const { tg, home } = await setup();
+    // The send hangs: the first gateway holds the entry's lease (10 s attempt + 30 s margin) when killed.
+    tg.fault({ type: "hang", method: "sendMessage" });
+    const first = await gateway(home);
+    tg.injectMessage({ chat: OWNER, from: OWNER, text: "alpha" });
+    await until("the answer's send under way", () => tg.calls("sendMessage").length >= 1);
+    first.child.kill("SIGKILL");
+    await first.exited;
+    tg.reset();
+    await gateway(home);
+    // Well before the lease would end: the lease names a process that is gone.
+    await tg.waitForMessages(OWNER, 1, { timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(texts(tg, OWNER)).toEqual(["echo: alpha"]);
+  });
+
   it("a dangerous command approved with the button runs; denied, it does not", async () => {
     const victims = tempDir("tenax-victims-");
     const { sim, tg, home } = await setup({ exec: "ask", roots: [victims] });

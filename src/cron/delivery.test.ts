@@ -6,8 +6,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { deadOwnerTag } from "../../test/helpers/dead-owner.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { Scheduler } from "../agent/scheduler.js";
+import { ownerOf } from "../core/process-owner.js";
 import { listOutboxEntries, OUTBOX_KIND as PLATFORM_OUTBOX_KIND } from "../platforms/outbox-records.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { openStore, releaseStore } from "../store/registry.js";
@@ -335,6 +337,33 @@ describe("CronOutbox", () => {
     expect(count(second.run_key)).toBe(2);
     expect(listOutbox(again.store).map((e) => e.state)).toEqual(["delivered", "delivered"]);
     await releaseStore(again.store);
+  });
+
+  it("takes over at once a lease whose process was killed, and waits out one a live process holds", async () => {
+    const hook = await receiver([status(200)]);
+    const t = await setup();
+    const j = job(`webhook:${hook.url}`);
+    const killed = run(j, 1);
+    const live = run(j, 2);
+    await t.store.write([
+      ...outboxOps(killed, j, null, t.clock.now),
+      ...outboxOps(live, j, null, t.clock.now),
+    ]);
+    const leaseEnd = t.clock.now + 40_000;
+    const lease = async (key: string, by: string) => {
+      const e = entry(t.store, key) as OutboxRecord;
+      await t.store.write([
+        putOp(OUTBOX_KIND, key, { ...e, next_at: leaseEnd, leased_by: by }, t.clock.now + 1),
+      ]);
+    };
+    await lease(`${killed.run_key}/result`, await deadOwnerTag());
+    await lease(`${live.run_key}/result`, ownerOf());
+    const outbox = t.outbox(t.store);
+    expect(await outbox.deliverDue()).toEqual({ delivered: 1, failed: 0, given_up: 0 });
+    expect(hook.seen.map((s) => s.headers["idempotency-key"])).toEqual([`${killed.run_key}/result`]);
+    expect(entry(t.store, `${killed.run_key}/result`)).not.toHaveProperty("leased_by");
+    t.clock.now = leaseEnd;
+    expect((await outbox.deliverDue()).delivered).toBe(1);
   });
 
   it("sends an entry once when two passes, or two outboxes on one store, overlap", async () => {

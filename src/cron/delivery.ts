@@ -1,17 +1,19 @@
 // The durable outbox of cron results and notices. The engine writes a run's entries in the same
 // transaction as the run's end (outboxOps); CronOutbox sends what is due, at least once to the
 // target and never again once a success is recorded: each attempt is leased in the store first
-// (so processes sharing the store never send one entry at once), and the delivered mark is the
-// first thing written after a success.
+// (so processes sharing the store never send one entry at once; the lease names its process, and
+// a lease whose process has ended is over), and the delivered mark is the first thing written
+// after a success.
 
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import { Passes } from "../core/passes.js";
+import { ownerOf } from "../core/process-owner.js";
 import type { ChatRef } from "../platforms/adapter.js";
 import { outboxEntryOp } from "../platforms/outbox-records.js";
 import type { RecordPutOp } from "../store/ops.js";
-import { isRecordConflict, LEASE_MARGIN_MS } from "../store/record-ops.js";
+import { dueAt, isRecordConflict, LEASE_MARGIN_MS } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
 import { type SendOutcome, sendEntry } from "./delivery-send.js";
 import type { CronEvent } from "./host.js";
@@ -178,6 +180,8 @@ export class CronOutbox {
   private readonly maxAttempts: number;
   /** Entries being sent from this process: an overlapping pass leaves them alone. */
   private readonly held = new Set<string>();
+  /** Written on each lease: a restart after a kill takes over the dead process's leases at once. */
+  private readonly owner = ownerOf();
   /** Entries delivered whose mark could not be written yet: the next pass writes it, never resends. */
   private readonly unmarked = new Map<string, OutboxRecord>();
   private readonly jobs: SchedulerJob[] = [];
@@ -205,7 +209,7 @@ export class CronOutbox {
       const now = this.now();
       const due = this.entries().filter(
         (e) =>
-          e.state === "pending" && e.next_at <= now && !this.held.has(e.key) && !this.unmarked.has(e.key),
+          e.state === "pending" && dueAt(e, now) <= now && !this.held.has(e.key) && !this.unmarked.has(e.key),
       );
       for (const e of due) this.held.add(e.key);
       const queue = [...due];
@@ -307,9 +311,13 @@ export class CronOutbox {
     // may have delivered or leased it while this pass sent the entries before it.
     const fresh = outboxRecord.safeParse(JSON.parse(text));
     const start = this.now();
-    if (!fresh.success || fresh.data.state !== "pending" || fresh.data.next_at > start) return;
+    if (!fresh.success || fresh.data.state !== "pending" || dueAt(fresh.data, start) > start) return;
     // The lease: this process's attempt, written only if nobody changed the entry since it was read.
-    const leased: OutboxRecord = { ...fresh.data, next_at: start + this.timeoutMs + LEASE_MARGIN_MS };
+    const leased: OutboxRecord = {
+      ...fresh.data,
+      next_at: start + this.timeoutMs + LEASE_MARGIN_MS,
+      leased_by: this.owner,
+    };
     try {
       await this.store.write([claimOp(OUTBOX_KIND, entry.key, leased, text, start)]);
     } catch (error) {
@@ -338,6 +346,7 @@ export class CronOutbox {
     if (outcome.kind === "delivered") {
       const done: OutboxRecord = {
         ...leased,
+        leased_by: undefined,
         state: "delivered",
         attempts: leased.attempts + 1,
         delivered_at: now,
@@ -360,9 +369,17 @@ export class CronOutbox {
     const attempts = leased.attempts + 1;
     const giveUp = outcome.kind === "give_up" || attempts >= this.maxAttempts;
     const next: OutboxRecord = giveUp
-      ? { ...leased, state: "given_up", attempts, last_error: outcome.error, next_at: now }
+      ? {
+          ...leased,
+          leased_by: undefined,
+          state: "given_up",
+          attempts,
+          last_error: outcome.error,
+          next_at: now,
+        }
       : {
           ...leased,
+          leased_by: undefined,
           attempts,
           last_error: outcome.error,
           next_at:

@@ -135,7 +135,10 @@ export const outboxRecord = z.object({
   body: z.string(),
   state: z.enum(["pending", "delivered", "given_up"]),
   attempts: z.number().int().min(0),
+  /** When it may be tried next; while an attempt is under way, when its lease ends. */
   next_at: z.number(),
+  /** The process holding the lease (ownerOf), while an attempt is under way. */
+  leased_by: z.string().optional(),
   last_error: z.string().nullable(),
   created_at: z.number(),
   delivered_at: z.number().nullable(),

@@ -5,11 +5,11 @@
 // a crash is attached to its run again (watcherFor); runs a dead process claimed but never started
 // are taken over; runs a dead process left running and nobody resumed are settled (recover).
 import { TenaxError } from "../core/errors.js";
+import { ownerAlive, ownerOf } from "../core/process-owner.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
 import { newRun } from "./claim.js";
 import type { CronEvent, CronHost, CronTurnResult } from "./host.js";
-import { ownerAlive, ownerOf } from "./owner.js";
 import { claimOp, type JobRecord, listRuns, putOp, RUN_KIND, type RunRecord, readJob } from "./records.js";
 import { storedOutcome } from "./stored-outcome.js";
 

@@ -62,6 +62,8 @@ export const outboxEntry = z.object({
   next_at: z.number(),
   /** True while an attempt holds the entry (next_at is then the lease's end); absent in older records. */
   leased: z.boolean().optional(),
+  /** The process holding the lease (ownerOf); a lease whose process has ended is over. */
+  leased_by: z.string().optional(),
   /** True when next_at is a wait the platform asked for (Telegram's retry_after): wake keeps it. */
   asked_wait: z.boolean().optional(),
   last_error: z.string().nullable(),

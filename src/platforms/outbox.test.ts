@@ -2,8 +2,10 @@
 // restart, never twice at once from two outboxes, one chat's messages in order under retries,
 // retry_after honoured to the millisecond, the give-up bounds, and the backlog.
 import { describe, expect, it } from "vitest";
+import { deadOwnerTag } from "../../test/helpers/dead-owner.js";
 import { type Answer, FakePlatform } from "../../test/helpers/fake-platform.js";
 import { send, setup, state, T0 } from "../../test/helpers/platform-outbox.js";
+import { ownerOf } from "../core/process-owner.js";
 import { putOp } from "../store/record-ops.js";
 import { releaseStore } from "../store/registry.js";
 import { permanent, retryable } from "./adapter.js";
@@ -67,6 +69,39 @@ describe("PlatformOutbox: exactly once", () => {
     // The documented bound: the one message that reached the platform unmarked is sent once more.
     expect(platform.texts()).toEqual(["answer"]);
     await releaseStore(again.store);
+  });
+
+  it("a lease whose process has ended is over at once; one a live process holds runs its course", async () => {
+    const dead = await deadOwnerTag();
+    const t = await setup();
+    const leaseEnd = T0 + 10_000 + 30_000;
+    const killed = outboxEntryOp({ message: send("1", "from the killed gateway") }, T0);
+    const live = outboxEntryOp({ message: send("2", "from a live one") }, T0);
+    await t.store.write([killed.op, live.op]);
+    await t.store.write([
+      putOp(
+        OUTBOX_KIND,
+        killed.entry.key,
+        { ...killed.entry, next_at: leaseEnd, leased: true, leased_by: dead },
+        T0 + 1,
+      ),
+      putOp(
+        OUTBOX_KIND,
+        live.entry.key,
+        { ...live.entry, next_at: leaseEnd, leased: true, leased_by: ownerOf() },
+        T0 + 1,
+      ),
+    ]);
+    const platform = new FakePlatform();
+    const outbox = t.outbox(t.store, platform);
+    expect((await outbox.deliverDue()).delivered).toBe(1);
+    expect(platform.texts()).toEqual(["from the killed gateway"]);
+    expect(state(t.store, killed.entry.key)).toMatchObject({ state: "delivered" });
+    expect(state(t.store, killed.entry.key)).not.toHaveProperty("leased_by");
+    t.clock.now = leaseEnd;
+    expect((await outbox.deliverDue()).delivered).toBe(1);
+    expect(platform.texts()).toEqual(["from the killed gateway", "from a live one"]);
+    await releaseStore(t.store);
   });
 
   it("two outboxes on one store send an entry once, however their passes overlap", async () => {

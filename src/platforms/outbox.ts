@@ -2,7 +2,8 @@
 // is sent (with what produced it, when the caller commits outboxEntryOp with its own writes);
 // PlatformOutbox sends what is due through the platform's adapter:
 // - each attempt is leased in the store first (a record.claim over the text just read), so
-//   processes sharing the store never send one entry at the same time;
+//   processes sharing the store never send one entry at the same time; the lease names its
+//   process, and a lease whose process has ended is over (a restart after kill -9 resends at once);
 // - after a success the delivered mark, with the platform's message id, is the first write, so a
 //   restart never sends it again;
 // - one chat's entries go strictly in order: while the earliest pending one waits for a retry,
@@ -16,7 +17,8 @@ import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import { Passes } from "../core/passes.js";
-import { claimOp, isRecordConflict, LEASE_MARGIN_MS, putOp } from "../store/record-ops.js";
+import { ownerOf } from "../core/process-owner.js";
+import { claimOp, dueAt, isRecordConflict, LEASE_MARGIN_MS, putOp } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
 import type { PlatformAdapter } from "./adapter.js";
 import { type PlatformBacklog, readBacklog } from "./outbox-backlog.js";
@@ -94,6 +96,8 @@ export class PlatformOutbox {
   private readonly counts: OutboxStats = { delivered_total: {}, failed_total: {}, given_up_total: {} };
   private readonly jobs: SchedulerJob[] = [];
   private readonly stopping = new AbortController();
+  /** Written on each lease: a restart after a kill takes over the dead process's leases at once. */
+  private readonly owner = ownerOf();
   /** After a pass that found nothing to do: the kind's stamp then, and when something is due. */
   private idle: { stamp: string; until: number } | null = null;
 
@@ -146,7 +150,7 @@ export class PlatformOutbox {
       let soonest = now + IDLE_MAX_MS;
       for (const e of listOutboxEntries(this.store)) {
         if (e.state !== "pending" || this.unmarked.has(e.key) || !this.adapters.has(e.platform)) continue;
-        soonest = Math.min(soonest, e.next_at);
+        soonest = Math.min(soonest, dueAt(e, now));
         const lane = lanes.get(e.chat_key) ?? [];
         lane.push(e);
         lanes.set(e.chat_key, lane);
@@ -273,7 +277,7 @@ export class PlatformOutbox {
     const start = this.now();
     if (adapter === undefined || fresh === null) return "blocked";
     if (fresh.state !== "pending") return "sent";
-    if (fresh.next_at > start) return "blocked";
+    if (dueAt(fresh, start) > start) return "blocked";
     let messageId: string | null = null;
     if (fresh.op.type === "edit") {
       const resolved = this.editTarget(fresh);
@@ -300,7 +304,12 @@ export class PlatformOutbox {
       messageId = resolved;
     }
     // The lease: this process's attempt, written only if nobody changed the entry since it was read.
-    const leased: OutboxEntry = { ...fresh, next_at: start + this.timeoutMs + LEASE_MARGIN_MS, leased: true };
+    const leased: OutboxEntry = {
+      ...fresh,
+      next_at: start + this.timeoutMs + LEASE_MARGIN_MS,
+      leased: true,
+      leased_by: this.owner,
+    };
     try {
       await this.store.write([claimOp(OUTBOX_KIND, fresh.key, leased, text, start)]);
     } catch (error) {
@@ -345,6 +354,7 @@ export class PlatformOutbox {
       const done: OutboxEntry = {
         ...leased,
         leased: false,
+        leased_by: undefined,
         op: outcome.op,
         state: "delivered",
         attempts,
@@ -374,6 +384,7 @@ export class PlatformOutbox {
     const next: OutboxEntry = {
       ...leased,
       leased: false,
+      leased_by: undefined,
       op: outcome.op,
       attempts,
       last_error: error.message,

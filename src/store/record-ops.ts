@@ -2,6 +2,7 @@
 // durable records (cron, the chat platforms): a put (the newest updated_at wins), a claim (only
 // over the text the writer read), and the lease margin of an attempt leased by a claim.
 import { TenaxError } from "../core/errors.js";
+import { ownerGone } from "../core/process-owner.js";
 import type { RecordClaimOp, RecordPutOp } from "./ops.js";
 
 /**
@@ -9,6 +10,17 @@ import type { RecordClaimOp, RecordPutOp } from "./ops.js";
  * taken over by another process while it may still succeed.
  */
 export const LEASE_MARGIN_MS = 30_000;
+
+/**
+ * When a record with `next_at` may be taken: then, or now when a lease holds it whose holder
+ * (`leased_by`, an ownerOf tag) is known to have ended, so a process killed mid-attempt does not
+ * keep its entry for the lease's full length after a restart.
+ */
+export function dueAt(record: { next_at: number; leased_by?: string | undefined }, now: number): number {
+  return record.leased_by !== undefined && record.next_at > now && ownerGone(record.leased_by)
+    ? now
+    : record.next_at;
+}
 
 /** A record written whatever was there (newest updated_at wins); value null deletes it. */
 export function putOp(kind: string, key: string, value: unknown, at: number): RecordPutOp {
