@@ -1,6 +1,6 @@
 // `tenax chat` as users run it: one-shot with --json, continuing a session, and the interactive
 // slash commands through stdin, against a simulator whose requests show what the model was sent.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -10,8 +10,12 @@ import { profileWith } from "./helpers/temp-home.js";
 import { tempDir } from "./helpers/tmp.js";
 
 let sim: Simulator | undefined;
+/** Interactive chats a failed test left at their prompt: ended so none outlives the test. */
+const chats = new Set<ChildProcess>();
 beforeAll(() => requireBuild());
 afterEach(async () => {
+  for (const child of chats) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  chats.clear();
   await sim?.close();
   sim = undefined;
 });
@@ -31,6 +35,30 @@ const chatWithInput = (homeDir: string, input: string) => tenax(homeDir, ["chat"
 function sentMessages(s: Simulator, index: number): string {
   const body = s.requests()[index]?.body as { messages: unknown[] } | undefined;
   return JSON.stringify(body?.messages ?? null);
+}
+
+/** `tenax chat` at a prompt on pipes, with what it printed so far and how it ended. */
+function interactiveChat(dir: string) {
+  const child = spawn(process.execPath, [BIN, "chat"], { cwd: ROOT, env: cliEnvironment(dir) });
+  chats.add(child);
+  const seen = { stdout: "", stderr: "" };
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    seen.stderr += c;
+  });
+  child.stdout.setEncoding("utf8").on("data", (c: string) => {
+    seen.stdout += c;
+  });
+  // With the signal too: a process killed by one (code null) says which.
+  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("close", (code, signal) => resolve({ code, signal })),
+  );
+  return { child, seen, closed };
+}
+
+async function until(what: () => boolean) {
+  const deadline = Date.now() + 10_000;
+  while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(what()).toBe(true);
 }
 
 describe("tenax chat", () => {
@@ -133,41 +161,54 @@ describe("tenax chat", () => {
     const dir = await home();
     const s = sim as Simulator;
     s.script([{ type: "hang", phase: "mid_stream", after_chunks: 2 }]);
-    const child = spawn(process.execPath, [BIN, "chat"], { cwd: ROOT, env: cliEnvironment(dir) });
-    let stderr = "";
-    let stdout = "";
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
-    });
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-    });
-    // With the signal too: a process killed by one (code null) says which.
-    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.on("close", (code, signal) => resolve({ code, signal })),
-    );
-    const until = async (what: () => boolean) => {
-      const deadline = Date.now() + 10_000;
-      while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      expect(what()).toBe(true);
-    };
+    const { child, seen, closed } = interactiveChat(dir);
     child.stdin.write("tell me a long story\n");
-    await until(() => s.requests().length === 1 && stdout.includes("echo"));
+    await until(() => s.requests().length === 1 && seen.stdout.includes("echo"));
     child.kill("SIGINT");
-    await until(() => stderr.includes("(interrupted)"));
+    await until(() => seen.stderr.includes("(interrupted)"));
     await s.idle();
     expect(s.requests()[0]?.ended).toBe("client_closed");
     // Still there: the next message is a new turn.
     child.stdin.write("are you there?\n");
     // The interrupted question got no answer, and the model is told so before the next one.
-    await until(() => stdout.includes("echo: are you there?"));
+    await until(() => seen.stdout.includes("echo: are you there?"));
     const sent = JSON.stringify((s.requests()[1]?.body as { messages?: unknown } | null)?.messages);
     expect(sent).toContain("this turn was interrupted before a reply");
     expect(s.requests()[1]?.ended).toBe("completed");
+    const answered = seen.stderr.length;
     child.kill("SIGINT");
     await new Promise((r) => setTimeout(r, 100));
     child.kill("SIGINT");
-    expect({ ...(await closed), stderr: stderr.slice(-400) }).toEqual({
+    expect({ ...(await closed), stderr: seen.stderr.slice(-400) }).toEqual({
+      code: 0,
+      signal: null,
+      stderr: expect.any(String),
+    });
+    // The first of the two was a first press, whether the turn was still ending or over: never
+    // the second of the one that interrupted the turn before this message.
+    expect(seen.stderr.slice(answered)).toMatch(
+      /\(interrupting; Ctrl-C again to leave\)|\(Ctrl-C again to leave, or \/exit\)/,
+    );
+  });
+
+  it("after an interrupted turn and the next answer, one Ctrl-C at the prompt says how to leave and the chat goes on", async () => {
+    const dir = await home();
+    const s = sim as Simulator;
+    s.script([{ type: "hang", phase: "mid_stream", after_chunks: 2 }]);
+    const { child, seen, closed } = interactiveChat(dir);
+    child.stdin.write("tell me a long story\n");
+    await until(() => s.requests().length === 1 && seen.stdout.includes("echo"));
+    child.kill("SIGINT");
+    await until(() => seen.stderr.includes("(interrupted)"));
+    child.stdin.write("are you there?\n");
+    // The answer and the prompt after it: the turn is over, well within 2 s of the Ctrl-C above.
+    await until(() => seen.stdout.endsWith("echo: are you there?\n> "));
+    child.kill("SIGINT");
+    await until(() => seen.stderr.includes("(Ctrl-C again to leave, or /exit)"));
+    child.stdin.write("still here?\n");
+    await until(() => seen.stdout.includes("echo: still here?"));
+    child.stdin.end("/exit\n");
+    expect({ ...(await closed), stderr: seen.stderr.slice(-400) }).toEqual({
       code: 0,
       signal: null,
       stderr: expect.any(String),

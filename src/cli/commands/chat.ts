@@ -12,6 +12,7 @@ import { loadProfileSecrets } from "../../config/profile-secrets.js";
 import type { ModelRuntime } from "../../llm/runtime.js";
 import { askApproval, LineQueue } from "../chat/approval-prompt.js";
 import { ChatSession } from "../chat/chat-session.js";
+import { CtrlCPresses } from "../chat/ctrl-c.js";
 import { ChatView } from "../chat/status-view.js";
 import { terminalCaps } from "../chat/terminal-style.js";
 import type { Cli } from "../main.js";
@@ -145,25 +146,28 @@ async function interactive(chat: ChatSession, view: ChatView, lines: LineQueue):
     `session ${chat.sessionId} — /help lists the commands, Ctrl-C interrupts, /exit leaves\n`,
   );
   let running: AbortController | null = null;
-  let lastSigint = 0;
+  const presses = new CtrlCPresses();
   let leaving = false;
   // A running turn: Ctrl-C interrupts it. At the prompt: the first Ctrl-C says how to leave, a
-  // second within 2 s leaves. The handler stays to the end, so a late Ctrl-C never kills the
-  // process halfway through closing the store.
+  // second within 2 s leaves (CtrlCPresses). The handler stays to the end, so a late Ctrl-C never
+  // kills the process halfway through closing the store.
   const onSigint = () => {
     if (leaving) return;
-    const now = Date.now();
-    if (running && !running.signal.aborted) {
-      running.abort(new Error("interrupted by Ctrl-C"));
-      view.info("(interrupting; Ctrl-C again to leave)");
-    } else if (now - lastSigint < 2000) {
-      leaving = true;
-      running?.abort(new Error("leaving"));
-      rl.close();
-    } else {
-      process.stderr.write("\n(Ctrl-C again to leave, or /exit)\n");
+    const turnRunning = running !== null && !running.signal.aborted;
+    switch (presses.press(Date.now(), turnRunning)) {
+      case "interrupt":
+        running?.abort(new Error("interrupted by Ctrl-C"));
+        view.info("(interrupting; Ctrl-C again to leave)");
+        break;
+      case "leave":
+        leaving = true;
+        running?.abort(new Error("leaving"));
+        rl.close();
+        break;
+      case "hint":
+        process.stderr.write("\n(Ctrl-C again to leave, or /exit)\n");
+        break;
     }
-    lastSigint = now;
   };
   rl.on("SIGINT", onSigint);
   process.on("SIGINT", onSigint);
@@ -171,6 +175,8 @@ async function interactive(chat: ChatSession, view: ChatView, lines: LineQueue):
     rl.setPrompt("> ");
     rl.prompt();
     for (let line = await lines.next(); line !== null; line = await lines.next()) {
+      // The Ctrl-C that interrupted the last turn is no first press of a Ctrl-C after this line.
+      presses.lineTaken();
       running = new AbortController();
       const outcome = await chat.handle(line, running.signal);
       running = null;
