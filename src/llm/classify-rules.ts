@@ -27,6 +27,9 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   timeout: flags(true, false, true, false),
   stream_drop: flags(true, false, true, false), // a provider that keeps dropping streams is worth leaving
   unreachable: flags(true, false, true, false), // down or restarting: a later try or another provider may answer
+  // The host's certificate does not verify: a second handshake meets the same certificate and a key
+  // plays no part in it, so neither helps; another provider is another host with its own certificate.
+  ssl_cert_verification: flags(false, false, true, false),
   // Our own process is out of descriptors or socket memory: the provider was never reached and is not
   // at fault, and another provider would meet the same limit; a later try, once connections close, may pass.
   local_resources: flags(true, false, false, false),
@@ -40,11 +43,20 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   key_required: flags(false, false, true, false),
   billing: flags(false, true, true, false),
   model_not_found: flags(false, false, true, false),
+  // This model lacks a feature the request needs (tools, images, JSON mode): the same request fails
+  // again, on every key; another model of the chain may have the feature.
+  model_incompatible: flags(false, false, true, false),
+  // The request turned reasoning off on a model that always reasons: the same request fails again on
+  // any key. The router first sends it once more with reasoning left on (request-fixes.ts); when the
+  // request had not turned it off, or that fails too, another model may take it as it is.
+  reasoning_mandatory: flags(false, false, true, false),
   content_policy_blocked: flags(false, false, true, false),
   invalid_request: flags(false, false, false, false), // our bug: the same request fails everywhere
   format_error: flags(true, false, true, false), // a garbled body is usually a one-off; a second try is cheap
-  // Retryable once the caller strips the thinking blocks it replayed; nothing else helps.
-  thinking_signature: flags(true, false, false, false),
+  // The same request fails again on any key or wait: the router sends it once more without the thinking
+  // blocks it replayed (request-fixes.ts), and gives up if that fails too. Another model would be sent
+  // the same blocks, so the chain is no help.
+  thinking_signature: flags(false, false, false, false),
   aborted: flags(false, false, false, false), // ours: never retried, never an error to recover from
   // Ours too: no attempt or model can make what the client was sent true after the fact.
   reply_diverged: flags(false, false, false, false),
@@ -101,6 +113,39 @@ const isTimeout = (t: NonNullable<Facts["transport"]>): boolean =>
  */
 export const LOCAL_RESOURCE_CODES: ReadonlySet<string> = new Set(["emfile", "enfile", "enobufs", "enomem"]);
 
+/**
+ * Node's codes (OpenSSL's verify results, lower-cased) for a certificate the handshake would not
+ * accept: expired or not yet valid, signed by a CA this machine does not trust, or for another name.
+ * A TLS failure that is not about the certificate (a wrong scheme, a reset handshake) is not here.
+ */
+export const CERTIFICATE_CODES: ReadonlySet<string> = new Set([
+  "cert_has_expired",
+  "cert_not_yet_valid",
+  "cert_revoked",
+  "cert_rejected",
+  "cert_untrusted",
+  "cert_signature_failure",
+  "cert_chain_too_long",
+  "crl_has_expired",
+  "crl_not_yet_valid",
+  "depth_zero_self_signed_cert",
+  "self_signed_cert_in_chain",
+  "unable_to_get_issuer_cert",
+  "unable_to_get_issuer_cert_locally",
+  "unable_to_verify_leaf_signature",
+  "unable_to_decrypt_cert_signature",
+  "unable_to_decode_issuer_public_key",
+  "unable_to_get_crl",
+  "error_in_cert_not_before_field",
+  "error_in_cert_not_after_field",
+  "invalid_ca",
+  "invalid_purpose",
+  "path_length_exceeded",
+  "hostname_mismatch",
+  "err_tls_cert_altname_invalid",
+  "err_tls_cert_altname_format",
+]);
+
 const LONG_CONTEXT_TIER = [
   /extra usage is required for (?:long|1m) context/,
   /long[- ]context (?:beta|tier|access)[^.]{0,60}(?:not (?:yet )?(?:available|enabled|supported)|required)/,
@@ -110,6 +155,26 @@ const THINKING_SIGNATURE = [
   /signature[^.]{0,40}thinking/,
   /thinking[^.]{0,60}signature/,
   /thinking[^.]{0,80}blocks?[^.]{0,80}cannot be modified/,
+];
+/** What the request may ask of a model that not every model has, in the providers' own words. */
+const FEATURE =
+  "(?:tools?|tool_choice|tool use|tool calling|tool calls|functions?|function calling|parallel_tool_calls|images?|image_url|image input|vision|audio|multimodal|response_format|json mode|json_object|json_schema|structured outputs?|temperature|top_p|logprobs|top_logprobs|presence_penalty|frequency_penalty|logit_bias|stop|thinking|reasoning)";
+const MODEL_INCOMPATIBLE = [
+  new RegExp(`does not support ${FEATURE}\\b`),
+  new RegExp(`\\b'?${FEATURE}'?[^.]{0,60}(?:is|are) not supported (?:with|by|for|on) this model`),
+  new RegExp(`\\b${FEATURE}[^.]{0,40}only supported by (?:certain|some) models`),
+  new RegExp(`unsupported value: '?${FEATURE}'? does not support .{0,40}with this model`),
+  /(?:image|audio|multimodal) input is not supported/,
+  /no endpoints found that (?:support|can handle)/,
+  /function calling is not enabled/,
+];
+/** A local server started without the flag a feature needs; llama.cpp says so with a 500. */
+const SERVER_STARTED_WITHOUT = [/requires --(?:jinja|enable-auto-tool-choice|tool-call-parser)/];
+const REASONING_MANDATORY = [
+  /reasoning is (?:mandatory|required)/,
+  /(?:reasoning|thinking)(?: mode)?[^.]{0,40}cannot be (?:disabled|turned off)/,
+  /(?:reasoning|thinking)(?: mode)? (?:must|has to) be (?:enabled|on)\b/,
+  /reasoning_effort'? does not support '?none/,
 ];
 const TPM_SMALLER_THAN_REQUEST = [/request too large[^.]{0,120}tokens per min/];
 const BILLING_TYPES = [
@@ -195,6 +260,11 @@ export const RULES: readonly Rule[] = [
     test: (f) => f.transport !== null && LOCAL_RESOURCE_CODES.has(f.transport.code),
   },
   {
+    reason: "ssl_cert_verification",
+    why: "the host's certificate does not verify (expired, untrusted CA, wrong name): every retry meets the same certificate; the fix is on this machine or that host",
+    test: (f) => f.transport !== null && CERTIFICATE_CODES.has(f.transport.code),
+  },
+  {
     reason: "format_error",
     why: "a body we could not parse (a JSON error from the stream parser) is the provider's garbling",
     test: (f) => f.transport?.name === "syntaxerror",
@@ -256,6 +326,18 @@ export const RULES: readonly Rule[] = [
       anyType(f, "overloaded_error", "overloaded", "unavailable_error") ||
       ((f.status === null || f.status === 429 || f.status >= 500 || f.status < 400) &&
         says(f, ...OVERLOAD_WORDS)),
+  },
+  {
+    reason: "reasoning_mandatory",
+    why: "the request turned reasoning off and this model always reasons: sending it with reasoning left on, or another model, helps",
+    test: (f) => clientish(f) && says(f, ...REASONING_MANDATORY),
+  },
+  {
+    reason: "model_incompatible",
+    why: "the model lacks a feature the request needs (tools, images, JSON mode, a sampling parameter): checked before 'unsupported parameter' and 'no endpoints found', which these often say too, because another model may have it",
+    test: (f) =>
+      (clientish(f) && f.status !== 429 && says(f, ...MODEL_INCOMPATIBLE)) ||
+      says(f, ...SERVER_STARTED_WITHOUT),
   },
   {
     reason: "invalid_request",
