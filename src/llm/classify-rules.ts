@@ -1,6 +1,13 @@
 // The classifier's knowledge as data: what each reason means for the caller (its flags), and the ordered
 // rules that pick a reason from the facts of a failure. First match wins; each rule says why it exists.
+
 import type { ClassifiedError, ErrorReason } from "./classified-error.js";
+import {
+  CERTIFICATE_CODES,
+  MODEL_INCOMPATIBLE,
+  REASONING_MANDATORY,
+  SERVER_STARTED_WITHOUT,
+} from "./classify-capabilities.js";
 
 export type Flags = Pick<ClassifiedError, "retryable" | "rotate_credential" | "fallback" | "compress">;
 
@@ -113,39 +120,6 @@ const isTimeout = (t: NonNullable<Facts["transport"]>): boolean =>
  */
 export const LOCAL_RESOURCE_CODES: ReadonlySet<string> = new Set(["emfile", "enfile", "enobufs", "enomem"]);
 
-/**
- * Node's codes (OpenSSL's verify results, lower-cased) for a certificate the handshake would not
- * accept: expired or not yet valid, signed by a CA this machine does not trust, or for another name.
- * A TLS failure that is not about the certificate (a wrong scheme, a reset handshake) is not here.
- */
-export const CERTIFICATE_CODES: ReadonlySet<string> = new Set([
-  "cert_has_expired",
-  "cert_not_yet_valid",
-  "cert_revoked",
-  "cert_rejected",
-  "cert_untrusted",
-  "cert_signature_failure",
-  "cert_chain_too_long",
-  "crl_has_expired",
-  "crl_not_yet_valid",
-  "depth_zero_self_signed_cert",
-  "self_signed_cert_in_chain",
-  "unable_to_get_issuer_cert",
-  "unable_to_get_issuer_cert_locally",
-  "unable_to_verify_leaf_signature",
-  "unable_to_decrypt_cert_signature",
-  "unable_to_decode_issuer_public_key",
-  "unable_to_get_crl",
-  "error_in_cert_not_before_field",
-  "error_in_cert_not_after_field",
-  "invalid_ca",
-  "invalid_purpose",
-  "path_length_exceeded",
-  "hostname_mismatch",
-  "err_tls_cert_altname_invalid",
-  "err_tls_cert_altname_format",
-]);
-
 const LONG_CONTEXT_TIER = [
   /extra usage is required for (?:long|1m) context/,
   /long[- ]context (?:beta|tier|access)[^.]{0,60}(?:not (?:yet )?(?:available|enabled|supported)|required)/,
@@ -155,26 +129,6 @@ const THINKING_SIGNATURE = [
   /signature[^.]{0,40}thinking/,
   /thinking[^.]{0,60}signature/,
   /thinking[^.]{0,80}blocks?[^.]{0,80}cannot be modified/,
-];
-/** What the request may ask of a model that not every model has, in the providers' own words. */
-const FEATURE =
-  "(?:tools?|tool_choice|tool use|tool calling|tool calls|functions?|function calling|parallel_tool_calls|images?|image_url|image input|vision|audio|multimodal|response_format|json mode|json_object|json_schema|structured outputs?|temperature|top_p|logprobs|top_logprobs|presence_penalty|frequency_penalty|logit_bias|stop|thinking|reasoning)";
-const MODEL_INCOMPATIBLE = [
-  new RegExp(`does not support ${FEATURE}\\b`),
-  new RegExp(`\\b'?${FEATURE}'?[^.]{0,60}(?:is|are) not supported (?:with|by|for|on) this model`),
-  new RegExp(`\\b${FEATURE}[^.]{0,40}only supported by (?:certain|some) models`),
-  new RegExp(`unsupported value: '?${FEATURE}'? does not support .{0,40}with this model`),
-  /(?:image|audio|multimodal) input is not supported/,
-  /no endpoints found that (?:support|can handle)/,
-  /function calling is not enabled/,
-];
-/** A local server started without the flag a feature needs; llama.cpp says so with a 500. */
-const SERVER_STARTED_WITHOUT = [/requires --(?:jinja|enable-auto-tool-choice|tool-call-parser)/];
-const REASONING_MANDATORY = [
-  /reasoning is (?:mandatory|required)/,
-  /(?:reasoning|thinking)(?: mode)?[^.]{0,40}cannot be (?:disabled|turned off)/,
-  /(?:reasoning|thinking)(?: mode)? (?:must|has to) be (?:enabled|on)\b/,
-  /reasoning_effort'? does not support '?none/,
 ];
 const TPM_SMALLER_THAN_REQUEST = [/request too large[^.]{0,120}tokens per min/];
 const BILLING_TYPES = [
