@@ -193,6 +193,12 @@ function nextStep(classified: ClassifiedError, provider: string): string {
   switch (classified.reason) {
     case "unreachable":
       return `start the provider, or fix providers.${provider}.base_url in config.yaml (the gateway operator's job); tenax status shows every provider`;
+    case "ssl_cert_verification":
+      return `the gateway operator must fix what the message says (NODE_EXTRA_CA_CERTS for a private CA, the machine's clock, or the host name in providers.${provider}.base_url); retrying will not help until then`;
+    case "model_incompatible":
+      return `send the request to a model that has the feature it needs, or the gateway operator lists one under fallback in config.yaml; providers.${provider}'s model does not have it`;
+    case "reasoning_mandatory":
+      return "send the request with reasoning left on: this model cannot answer without it";
     case "local_resources":
       return `retry ${wait}; the gateway operator must raise its open-file limit (ulimit -n, LimitNOFILE=) or end what holds its connections open: providers.${provider} is not at fault`;
     case "rate_limit":

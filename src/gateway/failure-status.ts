@@ -25,12 +25,18 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   timeout: upstream,
   stream_drop: upstream,
   unreachable: upstream,
+  // The operator's setup (a CA, the clock, base_url's host name), not the client's request.
+  ssl_cert_verification: upstream,
   format_error: upstream,
   unknown: upstream,
   aborted: upstream,
   model_not_found: upstream,
   invalid_request: upstream,
   thinking_signature: upstream,
+  // The model configured lacks what the turn needs (tools, images, reasoning off): the operator's
+  // choice of model, which the client cannot change for an agent turn.
+  model_incompatible: upstream,
+  reasoning_mandatory: upstream,
   // The provider's stream broke mid-reply and its retry said something else than what was sent.
   reply_diverged: upstream,
   auth: upstream,

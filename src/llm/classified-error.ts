@@ -10,6 +10,8 @@ export const ERROR_REASONS = [
   "timeout",
   "stream_drop",
   "unreachable",
+  // The endpoint answered the handshake with a certificate this machine does not accept.
+  "ssl_cert_verification",
   "local_resources",
   "context_overflow",
   "payload_too_large",
@@ -19,6 +21,10 @@ export const ERROR_REASONS = [
   "key_required",
   "billing",
   "model_not_found",
+  // The model refuses a feature the request needs (tools, images, a JSON format, a parameter).
+  "model_incompatible",
+  // The model thinks whatever it is told: a request that turned reasoning off is refused.
+  "reasoning_mandatory",
   "content_policy_blocked",
   "invalid_request",
   "format_error",

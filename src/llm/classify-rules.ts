@@ -1,6 +1,13 @@
 // The classifier's knowledge as data: what each reason means for the caller (its flags), and the ordered
 // rules that pick a reason from the facts of a failure. First match wins; each rule says why it exists.
+
 import type { ClassifiedError, ErrorReason } from "./classified-error.js";
+import {
+  CERTIFICATE_CODES,
+  MODEL_INCOMPATIBLE,
+  REASONING_MANDATORY,
+  SERVER_STARTED_WITHOUT,
+} from "./classify-capabilities.js";
 
 export type Flags = Pick<ClassifiedError, "retryable" | "rotate_credential" | "fallback" | "compress">;
 
@@ -27,6 +34,9 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   timeout: flags(true, false, true, false),
   stream_drop: flags(true, false, true, false), // a provider that keeps dropping streams is worth leaving
   unreachable: flags(true, false, true, false), // down or restarting: a later try or another provider may answer
+  // The host's certificate does not verify: a second handshake meets the same certificate and a key
+  // plays no part in it, so neither helps; another provider is another host with its own certificate.
+  ssl_cert_verification: flags(false, false, true, false),
   // Our own process is out of descriptors or socket memory: the provider was never reached and is not
   // at fault, and another provider would meet the same limit; a later try, once connections close, may pass.
   local_resources: flags(true, false, false, false),
@@ -40,11 +50,20 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   key_required: flags(false, false, true, false),
   billing: flags(false, true, true, false),
   model_not_found: flags(false, false, true, false),
+  // This model lacks a feature the request needs (tools, images, JSON mode): the same request fails
+  // again, on every key; another model of the chain may have the feature.
+  model_incompatible: flags(false, false, true, false),
+  // The request turned reasoning off on a model that always reasons: the same request fails again on
+  // any key. The router first sends it once more with reasoning left on (request-fixes.ts); when the
+  // request had not turned it off, or that fails too, another model may take it as it is.
+  reasoning_mandatory: flags(false, false, true, false),
   content_policy_blocked: flags(false, false, true, false),
   invalid_request: flags(false, false, false, false), // our bug: the same request fails everywhere
   format_error: flags(true, false, true, false), // a garbled body is usually a one-off; a second try is cheap
-  // Retryable once the caller strips the thinking blocks it replayed; nothing else helps.
-  thinking_signature: flags(true, false, false, false),
+  // The same request fails again on any key or wait: the router sends it once more without the thinking
+  // blocks it replayed (request-fixes.ts), and gives up if that fails too. Another model would be sent
+  // the same blocks, so the chain is no help.
+  thinking_signature: flags(false, false, false, false),
   aborted: flags(false, false, false, false), // ours: never retried, never an error to recover from
   // Ours too: no attempt or model can make what the client was sent true after the fact.
   reply_diverged: flags(false, false, false, false),
@@ -195,6 +214,11 @@ export const RULES: readonly Rule[] = [
     test: (f) => f.transport !== null && LOCAL_RESOURCE_CODES.has(f.transport.code),
   },
   {
+    reason: "ssl_cert_verification",
+    why: "the host's certificate does not verify (expired, untrusted CA, wrong name): every retry meets the same certificate; the fix is on this machine or that host",
+    test: (f) => f.transport !== null && CERTIFICATE_CODES.has(f.transport.code),
+  },
+  {
     reason: "format_error",
     why: "a body we could not parse (a JSON error from the stream parser) is the provider's garbling",
     test: (f) => f.transport?.name === "syntaxerror",
@@ -256,6 +280,18 @@ export const RULES: readonly Rule[] = [
       anyType(f, "overloaded_error", "overloaded", "unavailable_error") ||
       ((f.status === null || f.status === 429 || f.status >= 500 || f.status < 400) &&
         says(f, ...OVERLOAD_WORDS)),
+  },
+  {
+    reason: "reasoning_mandatory",
+    why: "the request turned reasoning off and this model always reasons: sending it with reasoning left on, or another model, helps",
+    test: (f) => clientish(f) && says(f, ...REASONING_MANDATORY),
+  },
+  {
+    reason: "model_incompatible",
+    why: "the model lacks a feature the request needs (tools, images, JSON mode, a sampling parameter): checked before 'unsupported parameter' and 'no endpoints found', which these often say too, because another model may have it",
+    test: (f) =>
+      (clientish(f) && f.status !== 429 && says(f, ...MODEL_INCOMPATIBLE)) ||
+      says(f, ...SERVER_STARTED_WITHOUT),
   },
   {
     reason: "invalid_request",

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { NOW, ROWS } from "../../test/fixtures/classify-fixtures.js";
 import type { ClassifiedError, ErrorReason, ProviderFailure } from "./classified-error.js";
@@ -5,6 +6,7 @@ import { ERROR_REASONS } from "./classified-error.js";
 import { classify, MESSAGE_MAX_CHARS, redact } from "./classify.js";
 import { REASON_FLAGS, RULES } from "./classify-rules.js";
 import { parseDuration } from "./retry-after.js";
+import { RETRY_POLICY } from "./retry-policy.js";
 
 type Flags = Pick<ClassifiedError, "retryable" | "rotate_credential" | "fallback" | "compress">;
 
@@ -22,6 +24,7 @@ const EXPECTED_FLAGS: Record<ErrorReason, Flags> = {
   timeout: F(true, false, true, false),
   stream_drop: F(true, false, true, false),
   unreachable: F(true, false, true, false),
+  ssl_cert_verification: F(false, false, true, false),
   local_resources: F(true, false, false, false),
   context_overflow: F(false, false, false, true),
   payload_too_large: F(false, false, false, true),
@@ -31,10 +34,12 @@ const EXPECTED_FLAGS: Record<ErrorReason, Flags> = {
   key_required: F(false, false, true, false),
   billing: F(false, true, true, false),
   model_not_found: F(false, false, true, false),
+  model_incompatible: F(false, false, true, false),
+  reasoning_mandatory: F(false, false, true, false),
   content_policy_blocked: F(false, false, true, false),
   invalid_request: F(false, false, false, false),
   format_error: F(true, false, true, false),
-  thinking_signature: F(true, false, false, false),
+  thinking_signature: F(false, false, false, false),
   aborted: F(false, false, false, false),
   reply_diverged: F(false, false, false, false),
   unknown: F(true, false, true, false),
@@ -291,5 +296,34 @@ describe("classify: never throws on odd input", () => {
       NOW,
     );
     expect(result.retry_after_ms).toBe(7000);
+  });
+});
+
+describe("classify: the reason table of docs/RELIABILITY.md", () => {
+  it("says for every reason what its flags and the retry policy do", () => {
+    const doc = readFileSync(new URL("../../docs/RELIABILITY.md", import.meta.url), "utf8");
+    const start = doc.indexOf("| Reason ");
+    expect(start).toBeGreaterThan(0);
+    const rows = doc
+      .slice(start)
+      .split("\n\n")[0]
+      ?.split("\n")
+      .slice(2)
+      .map((line) => line.split("|").map((cell) => cell.trim()));
+    const seen: string[] = [];
+    const yes = (flag: boolean) => (flag ? "yes" : "no");
+    for (const [, reasons = "", retried, rotated, fallback] of rows ?? []) {
+      for (const reason of reasons.match(/`[a-z_]+`/g) ?? []) {
+        const name = reason.slice(1, -1) as ErrorReason;
+        const flags = REASON_FLAGS[name];
+        seen.push(name);
+        expect([retried, rotated, fallback], name).toEqual([
+          yes(flags.retryable && RETRY_POLICY[name].retry),
+          yes(flags.rotate_credential),
+          yes(flags.fallback),
+        ]);
+      }
+    }
+    expect(seen.sort()).toEqual([...ERROR_REASONS].sort());
   });
 });

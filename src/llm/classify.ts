@@ -6,7 +6,7 @@ import { redactKeyShapes } from "../core/redact.js";
 import type { ClassifiedError, ErrorReason, ProviderFailure } from "./classified-error.js";
 import { type Facts, REASON_FLAGS, RULES } from "./classify-rules.js";
 import { explicitRetryAfter, rateLimitReset, spokenRetryAfter } from "./retry-after.js";
-import { localResourcesMessage, unreachableMessage } from "./unreachable.js";
+import { certificateMessage, localResourcesMessage, unreachableMessage } from "./unreachable.js";
 
 /** The longest message we hand to people and logs. */
 export const MESSAGE_MAX_CHARS = 300;
@@ -175,6 +175,8 @@ function humanMessage(failure: ProviderFailure, body: BodyReading, reason: Error
   // Nothing answered: the address and what to check say more than an errno.
   if (reason === "unreachable" && transport && typeof transport === "object")
     return shorten(redact(unreachableMessage(transport, failure.endpoint)));
+  if (reason === "ssl_cert_verification" && transport && typeof transport === "object")
+    return shorten(redact(certificateMessage(transport, failure.endpoint)));
   if (reason === "local_resources" && transport && typeof transport === "object")
     return shorten(redact(localResourcesMessage(transport, failure.endpoint)));
   if (text === "" && transport && typeof transport === "object") {

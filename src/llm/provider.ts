@@ -14,10 +14,18 @@ export type ContentPart =
   | { type: "text"; text: string }
   | { type: "image"; url: string; detail?: "auto" | "low" | "high" };
 
+/**
+ * Reasoning a model gave with an earlier reply, replayed as it came (Anthropic's extended thinking):
+ * the provider checks its signature, so it is never changed, only sent whole or left out.
+ */
+export type ThinkingBlock =
+  | { type: "thinking"; thinking: string; signature: string }
+  | { type: "redacted_thinking"; data: string };
+
 export type ChatMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string | ContentPart[] }
-  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; thinking?: ThinkingBlock[] }
   | { role: "tool"; content: string; tool_call_id: string };
 
 /** The text of a message's content; images count for nothing. */

@@ -53,6 +53,11 @@ export const RETRY_POLICY: Readonly<Record<ErrorReason, ReasonPolicy>> = {
   key_required: never,
   billing: never,
   model_not_found: never,
+  model_incompatible: never,
+  // Sent again once with reasoning left on, by the router (request-fixes.ts), never as it was.
+  reasoning_mandatory: never,
+  // A certificate that did not verify will not verify a second later.
+  ssl_cert_verification: never,
   content_policy_blocked: never,
   invalid_request: never,
   format_error: never,

@@ -66,6 +66,19 @@ export type StatusEvent =
       message: string;
     }
   | {
+      /**
+       * The same request would fail again (reasoning turned off on a model that always reasons,
+       * replayed thinking refused): it is sent once more, changed as `message` says (request-fixes.ts).
+       */
+      type: "request_fixed";
+      layer: "retry";
+      provider: string;
+      model: string;
+      reason: ErrorReason;
+      status: number | null;
+      message: string;
+    }
+  | {
       /** Another model takes the call over; `discard_chars` as for `stream_restart`. */
       type: "fallback";
       layer: "fallback";

@@ -12,6 +12,7 @@ import {
   type ProviderRuntime,
 } from "./model-call.js";
 import type { ChatRequest } from "./provider.js";
+import { withRequestFix } from "./request-fixes.js";
 import { giveUpReason } from "./retry.js";
 import {
   type AuxiliaryTask,
@@ -119,12 +120,27 @@ export class ModelRouter {
       request.max_output_tokens === undefined && output !== undefined
         ? { ...request, max_output_tokens: output }
         : request;
-    const called = callTarget(this.runtime(target), target, sent, this.settings, {
-      ...(options.signal ? { signal: options.signal } : {}),
-      onEvent: this.listener(options.onEvent),
-      contextTokens: options.contextTokens,
-      told: options.told ?? new ToldReply(options.appendOnly === true),
-    });
+    const emit = this.listener(options.onEvent);
+    const reply = options.told ?? new ToldReply(options.appendOnly === true);
+    const once = (changed: RouteRequest) =>
+      callTarget(this.runtime(target), target, changed, this.settings, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        onEvent: emit,
+        contextTokens: options.contextTokens,
+        told: reply,
+      });
+    // A failure one change to the request clears (request-fixes.ts) is sent once more, changed.
+    const called = withRequestFix(sent, once, (fix, failure) =>
+      emit({
+        type: "request_fixed",
+        layer: "retry",
+        provider: target.provider,
+        model: target.model,
+        reason: failure.classified.reason,
+        status: failure.classified.status,
+        message: `${target.provider}/${target.model}: ${failure.classified.reason}: ${fix.does}`,
+      }),
+    );
     const report = this.options.onOutcome;
     if (!report) return called;
     const told = (outcome: CallOutcome) => {

@@ -47,6 +47,54 @@ export function unreachableMessage(
   return `${where} (${detail || "no answer"}): is the provider running, and is base_url right?`;
 }
 
+/** What a certificate failure means and what fixes it, by the lower-cased code Node gives it. */
+const CERTIFICATE: readonly { codes: RegExp; what: string; fix: string }[] = [
+  {
+    codes:
+      /^(?:cert_has_expired|cert_not_yet_valid|crl_has_expired|crl_not_yet_valid|error_in_cert_not_(?:before|after)_field)$/,
+    what: "it is outside its validity dates",
+    fix: "check this machine's clock (date -u); if it is right, the server must renew its certificate",
+  },
+  {
+    codes: /^(?:err_tls_cert_altname_invalid|err_tls_cert_altname_format|hostname_mismatch)$/,
+    what: "it is not for this host name",
+    fix: "put in base_url the host name the certificate names, or have it issued for this name",
+  },
+  {
+    codes:
+      /^(?:depth_zero_self_signed_cert|self_signed_cert_in_chain|unable_to_get_issuer_cert|unable_to_get_issuer_cert_locally|unable_to_verify_leaf_signature|cert_untrusted|invalid_ca)$/,
+    what: "it is signed by a CA this machine does not trust",
+    fix: "for a private CA, set NODE_EXTRA_CA_CERTS=/path/to/ca.pem for Tenax and restart it; else the server must send its full chain",
+  },
+];
+
+/**
+ * "the TLS certificate of llm.internal:8443 is not accepted: it is signed by a CA this machine
+ * does not trust (DEPTH_ZERO_SELF_SIGNED_CERT); for a private CA, set NODE_EXTRA_CA_CERTS=...".
+ * Every retry meets the same certificate, so the message says what to fix, and where, first.
+ */
+export function certificateMessage(
+  transport: { code?: string | undefined; message: string },
+  endpoint: string | null | undefined,
+): string {
+  const code = typeof transport.code === "string" ? transport.code : "";
+  const message = typeof transport.message === "string" ? transport.message : "";
+  const known = CERTIFICATE.find((c) => c.codes.test(code.toLowerCase()));
+  const where = `the TLS certificate of ${hostOf(endpoint)} is not accepted`;
+  if (known) return `${where}: ${known.what} (${code}); ${known.fix}`;
+  return `${where} (${code === "" ? message : `${code}: ${message}`}): check this machine's clock, the host name in base_url, and for a private CA NODE_EXTRA_CA_CERTS`;
+}
+
+/** host:port of a base URL, for the messages that name the server. */
+function hostOf(endpoint: string | null | undefined): string {
+  if (!endpoint) return "the provider";
+  try {
+    return new URL(endpoint).host;
+  } catch {
+    return withoutUserInfo(endpoint);
+  }
+}
+
 /** What each local refusal means, and its fix: the process's or the machine's, never the provider's. */
 const LOCAL: Readonly<Record<string, { what: string; fix: string }>> = {
   emfile: {

@@ -36,6 +36,11 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
     todo: (w) =>
       `nothing answered at that address: start the provider's server, or fix ${w.key}.base_url in config.yaml (host, port, DNS name, TLS); tenax status shows every provider`,
   },
+  ssl_cert_verification: {
+    says: "the provider's TLS certificate was not accepted",
+    todo: (w) =>
+      `the message above says why: for a private CA set NODE_EXTRA_CA_CERTS to its PEM file and restart Tenax; a clock far off (date -u) fails every certificate; ${w.key}.base_url must use the name the certificate is for`,
+  },
   local_resources: {
     says: "Tenax's own process could not open a connection",
     todo: () =>
@@ -103,6 +108,16 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
     todo: (w) =>
       `fix the model name (model.name, or the fallback entry for ${w.provider}) in config.yaml; the provider's model list has the valid names`,
   },
+  model_incompatible: {
+    says: "this model cannot do what the request needs (tools, images, a JSON format or a parameter)",
+    todo: (w) =>
+      `use a model that has the feature (/model), or list one under fallback in config.yaml; ${w.provider}'s model page says what ${w.model} supports`,
+  },
+  reasoning_mandatory: {
+    says: "this model always reasons, and the request turned reasoning off",
+    todo: () =>
+      "leave reasoning on for this model (drop reasoning_effort none or reasoning.enabled false), or list another model under fallback in config.yaml",
+  },
   content_policy_blocked: {
     says: "the provider's content filter refused the request",
     todo: () => "rephrase the request, or list a model of another provider under fallback in config.yaml",
@@ -118,7 +133,7 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
       `try again (/retry); if it goes on, check that ${w.key}.base_url points at an OpenAI-compatible API`,
   },
   thinking_signature: {
-    says: "the provider refused the reasoning replayed from earlier in the session",
+    says: "the provider refused the reasoning replayed from earlier in the session, even once it was left out",
     todo: () => "/new for a fresh session, or /branch and go on there",
   },
   aborted: {

@@ -218,6 +218,7 @@ export class ChatView {
       case "tool_call_delta":
       case "logprobs":
         return;
+      case "request_fixed":
       case "fallback_skipped":
       case "fallback_exhausted":
       case "auxiliary_skipped":

@@ -169,7 +169,8 @@ function toMessages(messages: ChatMessage[]): MessageParam[] {
         out.push({ role: "user", content: toContent(message.content) });
         break;
       case "assistant": {
-        const blocks: ContentBlockParam[] = [];
+        // Replayed thinking goes first, as the API returned it; the Messages API alone takes it.
+        const blocks: ContentBlockParam[] = [...(message.thinking ?? [])];
         if (message.content) blocks.push({ type: "text", text: message.content });
         for (const call of message.tool_calls ?? []) {
           blocks.push({ type: "tool_use", id: call.id, name: call.name, input: toolInput(call.arguments) });
