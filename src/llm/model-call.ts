@@ -143,7 +143,8 @@ export async function callTarget(
           status: classified.status,
           verdict,
           cooldown_until: state?.cooldown_until ?? null,
-          cooldown_ms: state?.cooldown_until == null ? null : Math.max(0, state.cooldown_until - deps.clock.now()),
+          cooldown_ms:
+            state?.cooldown_until == null ? null : Math.max(0, state.cooldown_until - deps.clock.now()),
           attempt: attemptNo,
           max_attempts: settings.maxAttempts,
           next_key: next,
