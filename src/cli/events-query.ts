@@ -35,7 +35,7 @@ export function parseSince(value: string, now: number): number {
     if (!Number.isNaN(at)) return at;
   }
   throw new UsageError(`--since: ${JSON.stringify(value)} is neither a duration nor an ISO time`, {
-    hint: "give a duration back from now, like --since 30s, 15m, 1h or 2d, or a time, like --since 2026-12-05T03:00:00Z",
+    hint: "give a duration back from now, for example --since 1h (or 30s, 15m, 2d), or a time, for example --since 2026-12-05T03:00:00Z",
   });
 }
 
@@ -57,7 +57,7 @@ export function parseEventsFlags(flags: EventsFlags, now: number): EventsQuery {
   const session = flags.session?.trim();
   if (session === "")
     throw new UsageError("--session: expected a session id (or the start of one)", {
-      hint: "for example --session sess_01J (tenax sessions list shows them)",
+      hint: "for example --session s_01j (tenax sessions list shows the ids)",
     });
   return {
     since: flags.since === undefined ? null : parseSince(flags.since, now),

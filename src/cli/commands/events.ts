@@ -60,36 +60,41 @@ function damagedLine(n: number): string {
 
 /** Print what the trail holds, then each new line as it is written, until SIGINT or SIGTERM. */
 async function follow(file: string, query: EventsQuery, out: Output): Promise<number> {
+  // Listened for first: a Ctrl-C while the lines already written are printed ends it cleanly too.
+  let stop = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
   // The tail holds the current file before the rotated ones are listed, so a rotation meanwhile
   // neither hides lines nor shows them twice.
   const tail = new TrailTail(file);
-  const old = readTrail(file, { rotatedOnly: true, skipIno: tail.ino });
   const print = (records: AuditRecord[]) => {
     for (const record of records)
       if (matches(record, query))
         writeStd("stdout", `${out.json ? JSON.stringify(record) : formatRecord(record)}\n`);
   };
-  print(old.records);
-  print(tail.poll());
-  if (old.damaged > 0) out.warn(damagedLine(old.damaged));
-  let damaged = tail.damaged;
-  if (!out.json) out.line(`following ${file} (Ctrl-C ends)`);
-  await new Promise<void>((resolve) => {
-    const timer = setInterval(() => {
-      print(tail.poll());
-      if (tail.damaged > damaged) out.warn(damagedLine(tail.damaged - damaged));
-      damaged = tail.damaged;
-    }, FOLLOW_POLL_MS);
-    const stop = () => {
-      clearInterval(timer);
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      resolve();
-    };
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
-  print(tail.poll());
-  tail.close();
+  let damaged = 0;
+  const poll = () => {
+    print(tail.poll());
+    if (tail.damaged > damaged) out.warn(damagedLine(tail.damaged - damaged));
+    damaged = tail.damaged;
+  };
+  try {
+    const old = readTrail(file, { rotatedOnly: true, skipIno: tail.ino });
+    print(old.records);
+    if (old.damaged > 0) out.warn(damagedLine(old.damaged));
+    poll();
+    if (!out.json) out.line(`following ${file} (Ctrl-C ends)`);
+    const timer = setInterval(poll, FOLLOW_POLL_MS);
+    await stopped;
+    clearInterval(timer);
+    poll();
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    tail.close();
+  }
   return 0;
 }
