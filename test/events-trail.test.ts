@@ -67,6 +67,16 @@ describe("tenax events", () => {
       ["retry", 2],
     ]);
 
+    // A direct model call (`model: PROVIDER/NAME`, the client's own tools) is audited too.
+    sim.script([unavailable()]);
+    const direct = await gw.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "sim/echo", messages: [{ role: "user", content: "direct" }] }),
+    });
+    expect(direct.status).toBe(200);
+    const directSession = direct.headers.get("x-session-id");
+
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
     // `tenax chat` writes its own retries to the same trail.
@@ -78,7 +88,7 @@ describe("tenax events", () => {
     const listed = await tenaxAsync(home, ["events", "--layer", "retry", "--json"]);
     expect(listed.status).toBe(0);
     const retries = JSON.parse(listed.stdout) as Line[];
-    const fromGateway = retries.filter((r) => r.source === "gateway");
+    const fromGateway = retries.filter((r) => r.source === "gateway" && r.session_id === sessionId);
     expect(fromGateway).toHaveLength(2);
     for (const [i, r] of fromGateway.entries()) {
       expect(r).toMatchObject({
@@ -97,6 +107,9 @@ describe("tenax events", () => {
       expect(r.delay_ms).toBeLessThanOrEqual(1000 * 2 ** i);
     }
     expect(retries.filter((r) => r.source === "chat").map((r) => r.session_id)).toEqual([chatSession]);
+    expect(retries.filter((r) => r.session_id === directSession)).toMatchObject([
+      { source: "gateway", provider: "sim", model: "echo", attempt: 1 },
+    ]);
 
     // For people: one line per event, filtered by session; the whole turn's story in order.
     const human = await tenaxAsync(home, ["events", "--session", sessionId ?? "?"]);
