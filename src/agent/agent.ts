@@ -287,6 +287,11 @@ export class Agent {
     }
   }
 
+  /** withTap for a listener there is. */
+  private withTapped(sessionId: string, listener: (event: AgentEvent) => void): (event: AgentEvent) => void {
+    return this.withTap(sessionId, listener) ?? listener;
+  }
+
   /** A turn's listener with `onTurnEvent` in front of it (which must not stop it if it throws). */
   private withTap(
     sessionId: string,
@@ -381,10 +386,11 @@ export class Agent {
               taskId: newTaskId(this.deps.clock.now()),
               // Its commands are approved through the parent's channel, which hears of them.
               approvals: parent.approvals,
-              onEvent: (event) => {
+              // Its status events go to this process's trail (as its own session's), when it has one.
+              onEvent: this.withTapped(sessionId, (event) => {
                 if (event.type === "approval_requested" || event.type === "approval_decided")
                   parent.emit(event);
-              },
+              }),
             },
           );
           if (result.status === "interrupted")
