@@ -266,7 +266,7 @@ describe("the gateway's health, metrics and events", () => {
     ).toBe(405);
   });
 
-  it("logs/gateway.log rotates at logs.max_mb and keeps logs.keep old files", async () => {
+  it("logs/gateway.log and the audit trail rotate at logs.max_mb and keep logs.keep old files", async () => {
     const { home, paths } = await simProfile();
     appendFileSync(paths.config, "logs: { max_mb: 0.002, keep: 1 }\n");
     const gw = await startGateway(home);
@@ -274,9 +274,15 @@ describe("the gateway's health, metrics and events", () => {
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
     const logs = join(paths.dir, "logs");
-    expect(readdirSync(logs).sort()).toEqual(["gateway.log", "gateway.log.1"]);
+    expect(readdirSync(logs).sort()).toEqual([
+      "events.jsonl",
+      "events.jsonl.1",
+      "gateway.log",
+      "gateway.log.1",
+    ]);
     for (const name of readdirSync(logs))
       expect(statSync(join(logs, name)).size).toBeLessThanOrEqual(0.002 * 1024 * 1024);
     expect(existsSync(join(logs, "gateway.log.2"))).toBe(false);
+    expect(existsSync(join(logs, "events.jsonl.2"))).toBe(false);
   });
 });

@@ -68,6 +68,11 @@ export interface AgentOptions {
   compressor?: TurnCompressor | null;
   /** Every status event of every turn (retries, rotation, fallback, ...), for health and logs. */
   onStatus?: (event: StatusEvent) => void;
+  /**
+   * Every event of every turn of this agent, with its session, and the compressor's outside a
+   * turn: the audit trail of a process that has no event feed (`tenax chat`, `tenax cron tick`).
+   */
+  onTurnEvent?: (sessionId: string, event: AgentEvent) => void;
   runtime?: ModelRuntime;
   /**
    * The profile's secrets: redacted from model output, tool output and status, and kept from the
@@ -256,10 +261,13 @@ export class Agent {
 
   async turn(input: TurnInput): Promise<TurnResult> {
     if (this.closed) throw new Error("the agent is closed");
-    const listener = input.onEvent;
+    const listener = this.withTap(input.sessionId, input.onEvent);
     if (listener) this.listeners.set(input.sessionId, listener);
     try {
-      return await runTurn(this.turnDeps, input);
+      return await runTurn(
+        this.turnDeps,
+        listener === input.onEvent ? input : { ...input, onEvent: listener },
+      );
     } finally {
       if (listener && this.listeners.get(input.sessionId) === listener)
         this.listeners.delete(input.sessionId);
@@ -271,11 +279,34 @@ export class Agent {
    * listener of the turn running on that session, if any.
    */
   dispatch(sessionId: string, event: AgentEvent): void {
+    const listener = this.listeners.get(sessionId) ?? this.withTap(sessionId, undefined);
     try {
-      this.listeners.get(sessionId)?.(event);
+      listener?.(event);
     } catch {
       // A broken listener never breaks the work that reports to it.
     }
+  }
+
+  /** withTap for a listener there is. */
+  private withTapped(sessionId: string, listener: (event: AgentEvent) => void): (event: AgentEvent) => void {
+    return this.withTap(sessionId, listener) ?? listener;
+  }
+
+  /** A turn's listener with `onTurnEvent` in front of it (which must not stop it if it throws). */
+  private withTap(
+    sessionId: string,
+    listener: ((event: AgentEvent) => void) | undefined,
+  ): ((event: AgentEvent) => void) | undefined {
+    const tap = this.options.onTurnEvent;
+    if (!tap) return listener;
+    return (event) => {
+      try {
+        tap(sessionId, event);
+      } catch {
+        // The trail never breaks the turn.
+      }
+      listener?.(event);
+    };
   }
 
   /**
@@ -355,10 +386,11 @@ export class Agent {
               taskId: newTaskId(this.deps.clock.now()),
               // Its commands are approved through the parent's channel, which hears of them.
               approvals: parent.approvals,
-              onEvent: (event) => {
+              // Its status events go to this process's trail (as its own session's), when it has one.
+              onEvent: this.withTapped(sessionId, (event) => {
                 if (event.type === "approval_requested" || event.type === "approval_decided")
                   parent.emit(event);
-              },
+              }),
             },
           );
           if (result.status === "interrupted")

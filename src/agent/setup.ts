@@ -12,10 +12,11 @@ import type { ProfilePaths } from "../profile/paths.js";
 import { openStore, releaseStore, type StoreSettings } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { Agent } from "./agent.js";
+import { type AuditSource, type AuditTrail, openAuditTrail } from "./audit-trail.js";
 import { Compressor } from "./compression.js";
 import type { ProcessReapReport } from "./process-reaper.js";
 import type { ReapedTurn } from "./reap.js";
-import type { TurnCompressor } from "./turn.js";
+import type { AgentEvent, TurnCompressor } from "./turn.js";
 
 export interface OpenAgentOptions {
   storeSettings?: StoreSettings;
@@ -27,11 +28,19 @@ export interface OpenAgentOptions {
   compressor?: null;
   /** The profile's secrets (loadProfileSecrets); read from config, `.env` and the environment when left out. */
   secrets?: ProfileSecrets;
+  /**
+   * Write this process's turn and store events to the audit trail (logs/events.jsonl), naming it
+   * `source`; `onFailure` is told once when the file cannot be written. The gateway leaves it out:
+   * its event feed writes the trail.
+   */
+  audit?: { source: AuditSource; onFailure?: (message: string) => void };
 }
 
 export interface OpenedAgent {
   agent: Agent;
   store: Store;
+  /** The audit trail this process writes, when `audit` asked for it. */
+  trail: AuditTrail | null;
   checkpoints: CheckpointStore | null;
   reaped: ReapedTurn[];
   /** What dead processes of the profile left running, ended before anything else ran. */
@@ -48,6 +57,10 @@ export async function openAgent(
   // runtime what providers return, the tools what commands print.
   const secrets = options.secrets ?? loadProfileSecrets(paths, { config });
   const store = await openStore(paths, { ...options.storeSettings, redactor: secrets.redactor });
+  const trail = options.audit
+    ? openAuditTrail(paths, config.logs, { ...options.audit, redactor: secrets.redactor })
+    : null;
+  const offStore = trail ? store.on((event) => trail.storeEvent(event)) : () => {};
   try {
     const checkpoints =
       config.checkpoints.enabled || options.checkpoints
@@ -61,6 +74,9 @@ export async function openAgent(
       secrets,
       ...(options.deps ? { deps: options.deps } : {}),
       ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+      ...(trail
+        ? { onTurnEvent: (sessionId: string, event: AgentEvent) => trail.turnEvent(sessionId, event) }
+        : {}),
       checkpoint: checkpoints ? (dir, reason) => checkpoints.snapshot(dir, reason) : null,
       // The compressor needs the router the agent builds, so it is looked up when a turn runs.
       compressor: {
@@ -82,15 +98,18 @@ export async function openAgent(
     return {
       agent,
       store,
+      trail,
       checkpoints,
       reaped,
       reapedProcesses,
       close: async () => {
         await agent.close();
+        offStore();
         await releaseStore(store);
       },
     };
   } catch (error) {
+    offStore();
     await releaseStore(store);
     throw error;
   }

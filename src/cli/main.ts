@@ -11,6 +11,7 @@ import { registerCronCommands } from "./commands/cron.js";
 import { registerDashboardCommand } from "./commands/dashboard.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerDrillCommand } from "./commands/drill.js";
+import { registerEventsCommand } from "./commands/events.js";
 import { registerGatewayCommands } from "./commands/gateway.js";
 import { registerGatewayServiceCommands } from "./commands/gateway-service.js";
 import { registerInitCommand } from "./commands/init.js";
@@ -75,6 +76,7 @@ export async function main(argv: string[]): Promise<number> {
   registerDashboardCommand(program, cli);
   registerDoctorCommand(program, cli);
   registerDrillCommand(program, cli);
+  registerEventsCommand(program, cli);
   registerGatewayServiceCommands(registerGatewayCommands(program, cli), cli);
   registerInitCommand(program, cli);
   registerChatCommand(program, cli);

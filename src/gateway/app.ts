@@ -78,6 +78,7 @@ export function buildGatewayApp(input: GatewayAppDeps): App {
         now,
         streamBufferBytes: input.config.gateway.stream_buffer_kb * 1024,
         stopping: () => input.gateway.isStopping,
+        onStatus: (sessionId, event) => input.health?.onTurnEvent(sessionId, event),
       }),
   };
   const app = createApp({

@@ -4,8 +4,9 @@
 // while the ring holds them). It also turns
 // every agent and store event into a feed event, and counts responses and finished turns.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { feedOfStoreEvent, feedOfTurnEvent } from "../agent/event-feed.js";
 import type { AgentEvent, StoreEvent } from "../agent/events.js";
-import { type EventHub, type PublishInput, parseLastEventId } from "../health/event-hub.js";
+import { type EventHub, parseLastEventId } from "../health/event-hub.js";
 import { type Counters, count, newCounters, renderMetrics } from "../health/metrics.js";
 import type { HealthMonitor } from "../health/monitor.js";
 
@@ -52,74 +53,18 @@ export class HealthRoutes {
   /** Feed events of the agent's turns: status events of every layer, and each turn's start and end. */
   onTurnEvent(sessionId: string, event: AgentEvent): void {
     if (event.type === "turn_finished") count(this.counters.turns, event.status);
-    const published = feedOf(sessionId, event);
+    const published = feedOfTurnEvent(sessionId, event);
     if (published) this.hub.publish(published);
   }
 
   onStoreEvent(event: StoreEvent): void {
-    if (event.type === "store.busy_retry") return;
-    const { type, ...data } = event;
-    this.hub.publish({ type, layer: "store", message: describeStoreEvent(event), data });
+    const published = feedOfStoreEvent(event);
+    if (published) this.hub.publish(published);
   }
 
   /** End the open event streams (at shutdown, so the server can close). */
   close(): void {
     this.closing.abort();
-  }
-}
-
-function feedOf(sessionId: string, event: AgentEvent): PublishInput | null {
-  if (event.type === "turn_started")
-    return {
-      type: event.type,
-      layer: "agent",
-      session_id: sessionId,
-      message: `turn ${event.turn_id} started`,
-      data: { turn_id: event.turn_id },
-    };
-  if (event.type === "turn_finished")
-    return {
-      type: event.type,
-      layer: "agent",
-      session_id: sessionId,
-      message: `turn ${event.turn_id} ${event.status}${event.error && event.status !== "completed" ? `: ${event.error}` : ""}`,
-      data: { ...event },
-    };
-  if (!("layer" in event) || typeof event.layer !== "string") return null;
-  const data = { ...event } as Record<string, unknown>;
-  const message = typeof data.message === "string" ? data.message : summarize(data);
-  return { type: event.type, layer: event.layer, session_id: sessionId, message, data };
-}
-
-/** One line for an event that carries no message of its own. */
-function summarize(data: Record<string, unknown>): string {
-  const parts = [String(data.type)];
-  for (const key of ["provider", "model", "reason", "attempt", "to", "from", "delay_ms"])
-    if (data[key] !== undefined && typeof data[key] !== "object") parts.push(`${key} ${String(data[key])}`);
-  return parts.join(", ");
-}
-
-function describeStoreEvent(event: StoreEvent): string {
-  switch (event.type) {
-    case "store.corrupt":
-      return `the store is corrupt (${event.detail}); writes are spooled. Recover: ${event.recover}`;
-    case "store.spooled":
-      return `${event.ops} write(s) spooled to ${event.file}: ${event.reason}`;
-    case "store.integrity":
-      return `integrity check: ${event.result.status}`;
-    case "search.degraded":
-      return `search degraded: ${event.detail}`;
-    case "search.resumed":
-      return `search resumed: ${event.indexed} waiting messages indexed`;
-    case "search.rebuilt":
-      return `search index rebuilt: ${event.messages} messages in ${event.duration_ms} ms`;
-    case "store.disk_failed":
-    case "store.busy_retry":
-      return event.type;
-    default: {
-      const unhandled: never = event;
-      return unhandled;
-    }
   }
 }
 

@@ -9,7 +9,7 @@ import { heldUntil } from "../core/held-until.js";
 import { type HttpError as GatewayErrorType, HttpError } from "../http/http-error.js";
 import { sendError, sendJson } from "../http/node-http.js";
 import type { Completion } from "../llm/model-call.js";
-import type { RouteEvent } from "../llm/route-events.js";
+import type { RouteEvent, StatusEvent } from "../llm/route-events.js";
 import type { ModelRouter } from "../llm/router.js";
 import type { Store } from "../store/store.js";
 import { failureError } from "./failure-status.js";
@@ -28,6 +28,8 @@ export interface ModelCallDeps {
   streamBufferBytes?: number;
   /** True while the gateway drains: new calls get 503. */
   stopping?: () => boolean;
+  /** Each status event of a call (retry, key rotation, fallback), with its session: the event feed and audit trail. */
+  onStatus?: (sessionId: string, event: StatusEvent) => void;
 }
 
 /**
@@ -101,14 +103,21 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       if (signal?.aborted) onInterrupt();
       else signal?.addEventListener("abort", onInterrupt, { once: true });
       const route = deps.router.turn(target);
+      const streamed = open ? heldUntil(told, (event: RouteEvent) => open.onEvent(event)) : null;
+      const status = deps.onStatus;
+      const onEvent = status
+        ? (event: RouteEvent) => {
+            if ("layer" in event) status(sessionId, event);
+            streamed?.(event);
+          }
+        : streamed;
       let completion: Completion;
       try {
         completion = await route.complete(call.request, {
           signal: controller.signal,
+          ...(onEvent ? { onEvent } : {}),
           // What the client was streamed it keeps: a restarted stream may only go on from it.
-          ...(open
-            ? { onEvent: heldUntil(told, (event: RouteEvent) => open.onEvent(event)), appendOnly: true }
-            : {}),
+          ...(open ? { appendOnly: true } : {}),
         });
       } catch (error) {
         // A question never made durable was never stored: the store's error is the call's.

@@ -1,7 +1,9 @@
 // What a gateway process sees of itself, made in one place: the event feed, the background health
-// monitor over the one health model, the routes that serve them, and the rotating log file that
-// every operator line and feed event also goes to.
+// monitor over the one health model, the routes that serve them, the rotating log file that
+// every operator line and feed event also goes to, and the audit trail (logs/events.jsonl) that
+// every feed event is written to as it is published.
 import { join } from "node:path";
+import { type AuditTrail, openAuditTrail } from "../agent/audit-trail.js";
 import type { Scheduler } from "../agent/scheduler.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { RotatingLog } from "../core/log-file.js";
@@ -18,6 +20,7 @@ export interface Observability {
   monitor: HealthMonitor;
   routes: HealthRoutes;
   log: RotatingLog;
+  trail: AuditTrail;
   close(): Promise<void>;
 }
 
@@ -76,6 +79,14 @@ export function startObservability(input: {
     const g = input.gateway();
     return { turns_in_flight: g.turnsInFlight, started_at: g.startedAt };
   });
+  // The feed is the gateway's one tap: every event of its turns, its store, cron, the chat
+  // platforms and its own lifecycle is published to it, and so written to the trail at once.
+  const trail = openAuditTrail(paths, config.logs, {
+    source: "gateway",
+    ...(input.redactor ? { redactor: input.redactor } : {}),
+    onFailure: (message) => log.write("warn", message),
+  });
+  const offTrail = hub.subscribe((event) => trail.record(event, event.at));
   const offFeed = hub.subscribe((event) => {
     if (event.type === "turn_started") return;
     log.write(event.layer === "store" || event.type.endsWith("exhausted") ? "warn" : "info", event.message, {
@@ -91,9 +102,11 @@ export function startObservability(input: {
     monitor,
     routes,
     log,
+    trail,
     close: async () => {
       routes.close();
       monitor.close();
+      offTrail();
       offFeed();
       offStore();
       await probe?.close();

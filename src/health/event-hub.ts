@@ -2,7 +2,7 @@
 // resume, store faults): numbered in order, the last few hundred kept in memory, so a client of
 // GET /api/events that reconnects with Last-Event-ID gets what it missed while the ring holds it.
 import type { ServerResponse } from "node:http";
-import type { TenaxEventType } from "../agent/events.js";
+import type { FeedInput } from "../agent/event-feed.js";
 import { Redactor } from "../core/redact.js";
 import { SseStream } from "../core/sse.js";
 
@@ -19,13 +19,8 @@ export interface FeedEvent {
   data: Record<string, unknown>;
 }
 
-export interface PublishInput {
-  type: TenaxEventType;
-  layer?: string | null;
-  session_id?: string | null;
-  message?: string;
-  data?: Record<string, unknown>;
-}
+/** What is published: an event as one status line (src/agent/event-feed.ts makes them). */
+export type PublishInput = FeedInput;
 
 type Subscriber = (event: FeedEvent) => void;
 

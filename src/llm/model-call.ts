@@ -95,7 +95,11 @@ export async function callTarget(
         if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
         const dropped = told.begin();
         if (restartReason !== null) {
-          emit(restartEvent(target, restartReason, dropped, told.appendOnly));
+          emit({
+            ...restartEvent(target, restartReason, dropped, told.appendOnly),
+            attempt: attemptNo,
+            max_attempts: settings.maxAttempts,
+          });
           restartReason = null;
         }
         sentAt = deps.clock.now();
@@ -139,6 +143,10 @@ export async function callTarget(
           status: classified.status,
           verdict,
           cooldown_until: state?.cooldown_until ?? null,
+          cooldown_ms:
+            state?.cooldown_until == null ? null : Math.max(0, state.cooldown_until - deps.clock.now()),
+          attempt: attemptNo,
+          max_attempts: settings.maxAttempts,
           next_key: next,
           message: runtime.pool.keyed
             ? `${target.provider}: key ${key.fingerprint} ${

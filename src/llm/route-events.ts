@@ -32,6 +32,11 @@ export type StatusEvent =
       /** cooled: skipped until cooldown_until; disabled: skipped until the key changes. */
       verdict: "cooled" | "disabled";
       cooldown_until: number | null;
+      /** How long the key is cooled from now; null when it is disabled, or its cooldown is over. */
+      cooldown_ms: number | null;
+      /** The retry layer's attempt this failure ended (1-based), and its budget. */
+      attempt: number;
+      max_attempts: number;
       /**
        * The key the pool offers next, as it stood when the key was cooled (the same key when its
        * cooldown has already ended); null when none is usable, so credentials_exhausted follows.
@@ -63,6 +68,9 @@ export type StatusEvent =
       model: string;
       reason: ErrorReason;
       discard_chars: number;
+      /** The attempt that starts (1-based), and the retry budget. */
+      attempt: number;
+      max_attempts: number;
       message: string;
     }
   | {

@@ -190,7 +190,7 @@ describe("concurrency and aborts at the simulator", () => {
     expect(s.requests()).toHaveLength(2);
     expect(rec.types()).toEqual(["retry", "stream_restart"]);
     // The listener is told exactly how much to drop: what the cut attempt said ("echo: he").
-    expect(rec.status()[1]).toMatchObject({ discard_chars: 8 });
+    expect(rec.status()[1]).toMatchObject({ discard_chars: 8, attempt: 2, max_attempts: 4 });
     const restartAt = rec.events.findIndex((e) => e.type === "stream_restart");
     const after = rec.events
       .slice(restartAt)

@@ -66,9 +66,19 @@ describe("credential rotation", () => {
       },
       deps,
     );
-    await rt.router.turn().complete(hello);
+    const rec = recorder();
+    await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
     expect(s.requests().map(keyOf)).toEqual(["sk-a", "sk-b"]);
     expect(deps.delays).toEqual([]); // no sleeping while another key is free
+    // The event says how long the key cools, and which attempt of the budget it ended (the trail's fields).
+    expect(rec.status()[0]).toMatchObject({
+      type: "credential_rotated",
+      provider: "main",
+      model: "echo",
+      cooldown_ms: 20_000,
+      attempt: 1,
+      max_attempts: 4,
+    });
     const [a] = await rt.router.runtime("main").pool.state(deps.clock.now());
     expect(a).toMatchObject({
       status: "cooling",

@@ -66,6 +66,9 @@ const rotated = (next: string | null): AgentEvent => ({
   status: 429,
   verdict: "cooled",
   cooldown_until: T0 + 2000,
+  cooldown_ms: 2000,
+  attempt: 1,
+  max_attempts: 4,
   next_key: next,
   message: `sim: key aaaaaaaaaaaa cooling down after rate_limit; ${next ? `next key ${next}` : "no other key is usable"}`,
 });

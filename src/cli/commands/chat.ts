@@ -43,6 +43,7 @@ export function registerChatCommand(program: Command, cli: Cli): void {
           storeSettings: storeSettings(config),
           secrets: loadProfileSecrets(paths, loaded),
           ...(flags.checkpoints ? { checkpoints: true } : {}),
+          audit: { source: "chat", onFailure: (message) => out.warn(message) },
         });
         try {
           if (opened.agent.runtime.builtIn) {

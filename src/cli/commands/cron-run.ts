@@ -3,6 +3,8 @@
 // and any number of ticks never run one occurrence twice.
 
 import { join } from "node:path";
+import type { AuditInput } from "../../agent/audit-trail.js";
+import type { CronEvent } from "../../agent/events.js";
 import { resumeInterrupted } from "../../agent/resume.js";
 import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
@@ -34,12 +36,19 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
   const opened = await openAgent(paths, config, {
     storeSettings: storeSettings(config),
     secrets: loadProfileSecrets(paths, loaded),
+    audit: { source: "cron", onFailure: (message) => out.warn(message) },
   });
+  // The cron engine's events and the resumed turns' go to the trail as the gateway's would.
+  const audit = (input: AuditInput) => opened.trail?.record(input);
   const hosts = agentHosts(opened.agent, process.cwd());
   const outbox = new CronOutbox({
     store: opened.store,
     outputDir: join(paths.cron, "output"),
-    onEvent: (event) => (event.type === "cron_delivered" ? out.line(event.message) : out.warn(event.message)),
+    onEvent: (event) => {
+      audit(cronFeed(event));
+      if (event.type === "cron_delivered") out.line(event.message);
+      else out.warn(event.message);
+    },
   });
   const engine = new CronEngine({
     store: opened.store,
@@ -48,6 +57,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     defaultTimeoutS: config.cron.default_timeout,
     sessionOp: (title) => opened.agent.newSessionOp({ title, source: "cron" }),
     onEvent: (event) => {
+      audit(cronFeed(event));
       out.line(event.message);
     },
     finishOps: finishOps(opened.store),
@@ -68,6 +78,8 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
       cwd: process.cwd(),
       watcherFor: (turnId, sessionId) => engine.runner.watcherFor(turnId, sessionId),
       turnOptionsFor: (_turnId, sessionId) => engine.runner.turnOptionsFor(sessionId),
+      onEvent: ({ type, layer, session_id, message, ...data }) =>
+        audit({ type, layer, session_id, message, data }),
     });
     for (const turn of report.skipped) out.warn(`cron: turn ${turn.turn_id} is not resumed: ${turn.reason}`);
     return report.resumed.length;
@@ -81,6 +93,10 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     outbox.stop();
     await opened.close();
   }
+}
+
+function cronFeed({ type, layer, message, ...data }: CronEvent): AuditInput {
+  return { type, layer, message, data };
 }
 
 function summary(run: RunRecord): string {
