@@ -17,6 +17,7 @@ import { readGatewayPid } from "../../profile/gateway-pid.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { storeSettings } from "../store-access.js";
+import { startCommandTracing } from "../telemetry.js";
 
 interface Opened {
   engine: CronEngine;
@@ -31,9 +32,13 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
   const loaded = loadConfig(paths);
   const { config, warnings } = loaded;
   for (const w of warnings) out.warn(w);
+  const tracing = await startCommandTracing(config, (line) => out.warn(line));
   const opened = await openAgent(paths, config, {
     storeSettings: storeSettings(config),
     secrets: loadProfileSecrets(paths, loaded),
+  }).catch(async (error: unknown) => {
+    await tracing?.shutdown();
+    throw error;
   });
   const hosts = agentHosts(opened.agent, process.cwd());
   const outbox = new CronOutbox({
@@ -80,6 +85,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     await outbox.kick();
     outbox.stop();
     await opened.close();
+    await tracing?.shutdown();
   }
 }
 
