@@ -54,6 +54,8 @@ class Counter {
   readonly counts: TelemetryCounts = { exported: 0, dropped: 0, failed_exports: 0 };
   /** Spans ended and not yet handed to the exporter: the batch processor's queue. */
   queued = 0;
+  /** Spans handed to the exporter whose export has not ended. */
+  inFlight = 0;
   failing = false;
 }
 
@@ -89,7 +91,9 @@ class CountingExporter implements SpanExporter {
   export(spans: ReadableSpan[], done: ExportCallback): void {
     const { counter } = this;
     counter.queued = Math.max(0, counter.queued - spans.length);
+    counter.inFlight += spans.length;
     this.inner.export(spans, (result: ExportResult) => {
+      counter.inFlight -= spans.length;
       if (result.code === EXPORT_SUCCESS) {
         counter.counts.exported += spans.length;
         if (counter.failing) this.report(`telemetry: exporting traces to ${this.where} works again`);
@@ -173,9 +177,10 @@ export function createOtelTracing(options: TracingOptions): OtelTracing {
   };
   return {
     sink,
+    // Once a stop gave up waiting, what is still queued or being sent is lost with the process.
     counts: () => ({
       ...counter.counts,
-      dropped: counter.counts.dropped + (shutdownLeft ? counter.queued : 0),
+      dropped: counter.counts.dropped + (shutdownLeft ? counter.queued + counter.inFlight : 0),
     }),
     async shutdown(timeoutMs) {
       let timer: ReturnType<typeof setTimeout> | undefined;
