@@ -13,7 +13,7 @@ export const telemetrySchema = z.strictObject({
   endpoint: httpUrl.optional(),
   headers: z
     .record(z.string().regex(headerName, { error: "expected an HTTP header name" }), text("a header value"), {
-      error: "expected a mapping of header names to values",
+      error: "expected a mapping of HTTP header names (letters, digits, -) to values",
     })
     .optional(),
   service_name: text("a service name").optional(),
