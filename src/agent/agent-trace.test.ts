@@ -11,6 +11,7 @@ import { createModelRuntime } from "../llm/runtime.js";
 import { startSimulator } from "../llm/simulator/server.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import { Compressor, newTurnCompressionState } from "./compression.js";
+import { Scheduler } from "./scheduler.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -104,5 +105,30 @@ describe("compression spans", () => {
     const [pass] = traces.named("tenax.compress");
     expect(pass).toMatchObject({ parent: null, error: "empty_summary", ended: true });
     expect(pass?.attributes["tenax.compression.outcome"]).toBe("failed");
+  });
+});
+
+describe("background work and traces", () => {
+  it("a scheduler armed during a turn runs its later jobs outside that turn's trace", async () => {
+    const traces = recordTraces();
+    const scheduler = new Scheduler();
+    const turn = startSpan("turn");
+    const inJob: string[] = [];
+    const ran = new Promise<void>((resolve) => {
+      withSpan(turn, () =>
+        scheduler.every("probe", 5, () => {
+          // What a job commits is traced only as part of a trace already started.
+          startSpan("tenax.store.commit", {}, { childOnly: true }).end();
+          inJob.push("ran");
+          resolve();
+          return false;
+        }),
+      );
+    });
+    await ran;
+    scheduler.stop();
+    turn.end();
+    expect(inJob).toEqual(["ran"]);
+    expect(traces.named("tenax.store.commit")).toEqual([]);
   });
 });

@@ -70,6 +70,15 @@ export function currentSpan(): TraceSpan {
   return (sink === null ? undefined : active.getStore()) ?? NOOP_SPAN;
 }
 
+/**
+ * Run `fn` outside every span: for what starts shared background work (a scheduler's one timer),
+ * which would otherwise carry the span active when it was armed into every later job.
+ */
+export function outsideSpans<T>(fn: () => T): T {
+  if (sink === null) return fn();
+  return active.exit(fn);
+}
+
 /** Run `fn` with `span` as the parent of the spans started inside it (across awaits). */
 export function withSpan<T>(span: TraceSpan, fn: () => T): T {
   if (span === NOOP_SPAN) return fn();
