@@ -194,7 +194,7 @@ describe("traces over OTLP/HTTP", () => {
     expect(turn.ms).toBeLessThan(Math.min(exportTimeoutMs * 0.7, base.ms * 5 + 1500));
     const stoppedAt = Date.now();
     gw.child.kill("SIGTERM");
-    await gw.exited;
+    expect(await gw.exited).toBe(0);
     const output = gw.stdout() + gw.stderr();
     expect(output).toMatch(
       /telemetry: 0 span\(s\) exported, [1-9]\d* dropped \(the collector took no more within 3 s/,

@@ -80,6 +80,7 @@ export async function startTracing(
   if (where === null) return null;
   // Loaded here and only here, so a process with telemetry off never loads the SDK.
   const { createOtelTracing } = await import("./trace-otel.js");
+  let reporting = true;
   const otel = createOtelTracing({
     url: settings?.endpoint === undefined ? null : where,
     headers: settings?.headers ?? null,
@@ -94,7 +95,10 @@ export async function startTracing(
       "OTEL_BSP_EXPORT_TIMEOUT",
       envInt(env, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000),
     ),
-    report: options.report,
+    // Past the stop, its log is closed and the stop line has counted what was lost.
+    report: (line) => {
+      if (reporting) options.report(line);
+    },
   });
   installTraceSink(otel.sink);
   return {
@@ -102,7 +106,9 @@ export async function startTracing(
     counts: () => otel.counts(),
     async shutdown(timeoutMs = TRACE_SHUTDOWN_MS) {
       installTraceSink(null);
-      return otel.shutdown(timeoutMs);
+      const flushed = await otel.shutdown(timeoutMs);
+      reporting = false;
+      return flushed;
     },
   };
 }
