@@ -10,8 +10,10 @@ import { startSpan, withSpan } from "../core/trace.js";
 import { createModelRuntime } from "../llm/runtime.js";
 import { startSimulator } from "../llm/simulator/server.js";
 import { openStore, releaseStore } from "../store/registry.js";
+import { traceTurn } from "./agent-trace.js";
 import { Compressor, newTurnCompressionState } from "./compression.js";
 import { Scheduler } from "./scheduler.js";
+import type { TurnResult } from "./turn.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -130,5 +132,30 @@ describe("background work and traces", () => {
     turn.end();
     expect(inJob).toEqual(["ran"]);
     expect(traces.named("tenax.store.commit")).toEqual([]);
+  });
+});
+
+describe("turn spans", () => {
+  const result = {
+    turn_id: "t_1",
+    status: "completed",
+    iterations: 1,
+    partial: false,
+    usage: { input_tokens: 1, output_tokens: 1 },
+    model: null,
+    finish_reason: "stop",
+    failure: null,
+  } as unknown as TurnResult;
+  it("a turn started while another turn's span is active is a trace of its own; a subagent's nests under its tool", async () => {
+    const traces = recordTraces();
+    const outer = startSpan("invoke_agent tenax");
+    await withSpan(outer, () => traceTurn({ sessionId: "s_2", text: "", cwd: "/" }, async () => result));
+    const tool = startSpan("execute_tool delegate_task");
+    await withSpan(tool, () => traceTurn({ sessionId: "s_3", text: "", cwd: "/" }, async () => result));
+    const [, second, , third] = traces.spans;
+    expect(second?.attributes["gen_ai.conversation.id"]).toBe("s_2");
+    expect(second?.parent).toBeNull();
+    expect(third?.attributes["gen_ai.conversation.id"]).toBe("s_3");
+    expect(third?.parent).toBe(tool);
   });
 });

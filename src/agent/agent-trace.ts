@@ -34,6 +34,7 @@ export function traceTurn(input: TurnInput, run: () => Promise<TurnResult>): Pro
       if (result.failure !== null) span.fail(result.failure.code);
       return result;
     },
+    { nestOnlyUnder: "execute_tool" },
   );
 }
 

@@ -27,6 +27,12 @@ export interface StartOptions {
   kind?: SpanKind;
   /** Only as part of a trace already started: nothing when no span is active (a store commit). */
   childOnly?: boolean;
+  /**
+   * A child only of an active span whose name starts with this, else the root of a trace of its
+   * own: a turn nests under the tool that started it (a subagent), never under another turn whose
+   * event or continuation happened to start it.
+   */
+  nestOnlyUnder?: string;
 }
 
 const NOOP_SPAN: TraceSpan = {
@@ -38,6 +44,8 @@ const NOOP_SPAN: TraceSpan = {
 
 let sink: TraceSink | null = null;
 const active = new AsyncLocalStorage<TraceSpan>();
+/** Each live span's name, for `nestOnlyUnder`. */
+const names = new WeakMap<TraceSpan, string>();
 
 /** Set (or, with null, remove) where spans go; once per process, at its start. */
 export function installTraceSink(next: TraceSink | null): void {
@@ -55,10 +63,14 @@ export function startSpan(
   options: StartOptions = {},
 ): TraceSpan {
   if (sink === null) return NOOP_SPAN;
-  const parent = active.getStore() ?? null;
+  let parent = active.getStore() ?? null;
   if (parent === null && options.childOnly === true) return NOOP_SPAN;
+  const under = options.nestOnlyUnder;
+  if (parent !== null && under !== undefined && !(names.get(parent) ?? "").startsWith(under)) parent = null;
   try {
-    return sink.start(name, options.kind ?? "internal", attributes, parent);
+    const span = sink.start(name, options.kind ?? "internal", attributes, parent);
+    names.set(span, name);
+    return span;
   } catch {
     // Tracing never breaks what it watches.
     return NOOP_SPAN;
