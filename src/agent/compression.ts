@@ -3,6 +3,7 @@
 // conversation is summarized by the auxiliary compression chain, or, with no summarizer able to
 // take it, dropped with a visible marker. Failures cool the summarizer down (kept in the store),
 // attempts per turn are bounded, and passes that save little pause automatic compression.
+
 import type { CompressionSettings } from "../config/schema.js";
 import type { Deps } from "../core/deps.js";
 import type { Completion } from "../llm/model-call.js";
@@ -12,6 +13,7 @@ import { estimateTokens } from "../llm/tokens.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
 import type { MessageView } from "../store/rows.js";
 import type { Store } from "../store/store.js";
+import { compressionSpanEvent, traceCompression } from "./agent-trace.js";
 import { type CompressionPlan, planCompaction, summaryRequest } from "./compression-plan.js";
 import {
   type CompressionCooldown,
@@ -167,7 +169,11 @@ export class Compressor {
    * summarizer failed while the request still fits). Never throws except an abort, which is
    * rethrown at once with nothing persisted and no cooldown recorded.
    */
-  async compress(input: CompressionInput, turn: TurnCompressionState): Promise<Compaction | null> {
+  compress(input: CompressionInput, turn: TurnCompressionState): Promise<Compaction | null> {
+    return traceCompression(input, () => this.compressNow(input, turn));
+  }
+
+  private async compressNow(input: CompressionInput, turn: TurnCompressionState): Promise<Compaction | null> {
     input.signal.throwIfAborted();
     const { settings, deps } = this.options;
     const now = deps.clock.now();
@@ -530,6 +536,7 @@ export class Compressor {
   }
 
   private emit(input: CompressionInput, event: CompressionEvent): void {
+    compressionSpanEvent(event);
     for (const listener of [this.options.onEvent, input.onEvent]) {
       try {
         listener?.(event);

@@ -2,6 +2,7 @@
 // here, and a single timer wakes for whichever is due first. No timer or interval per session or
 // per subagent. A job that throws is reported and rescheduled; one that returns false stops.
 import { backgroundTimers, type Timers } from "../core/deps.js";
+import { outsideSpans } from "../core/trace.js";
 
 export interface Job {
   readonly name: string;
@@ -101,7 +102,9 @@ export class Scheduler {
     if (soonest === Number.POSITIVE_INFINITY) return;
     this.timerDue = soonest;
     // Background bookkeeping never keeps a finished process alive: the default timers are unref'd.
-    this.timer = this.timers.set(() => this.tick(), Math.max(0, soonest - this.now()));
+    // Armed outside any trace: a timer armed during a turn would run every later job in its span.
+    const delay = Math.max(0, soonest - this.now());
+    this.timer = outsideSpans(() => this.timers.set(() => this.tick(), delay));
   }
 
   private disarm(): void {

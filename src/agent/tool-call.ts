@@ -3,6 +3,7 @@
 // how it went. A tool that throws becomes a JSON error result; only an interrupt ends the turn.
 import type { Redactor } from "../core/redact.js";
 import type { ToolCall } from "../llm/provider.js";
+import { traceToolCall } from "./agent-trace.js";
 import type { Guardrails } from "./guardrails.js";
 import { errorResult, summarizeToolResult } from "./tool-summary.js";
 import { type Tool, type ToolContext, ToolError, type TurnToolContext } from "./tools/types.js";
@@ -12,7 +13,7 @@ import type { AgentEvent, TurnDeps } from "./turn.js";
 const MAX_TOOL_RESULT_CHARS = 100_000;
 
 /** Run one tool call and commit its result; returns a halt message when the guardrails say stop. */
-export async function runToolCall(
+export function runToolCall(
   agent: TurnDeps,
   tools: Map<string, Tool>,
   guard: Guardrails,
@@ -20,6 +21,19 @@ export async function runToolCall(
   turnContext: TurnToolContext,
   emit: (e: AgentEvent) => void,
 ): Promise<string | null> {
+  return traceToolCall(call, tools.has(call.name), () =>
+    runToolCallNow(agent, tools, guard, call, turnContext, emit),
+  );
+}
+
+async function runToolCallNow(
+  agent: TurnDeps,
+  tools: Map<string, Tool>,
+  guard: Guardrails,
+  call: ToolCall,
+  turnContext: TurnToolContext,
+  emit: (e: AgentEvent) => void,
+): Promise<{ value: string | null; failed: boolean }> {
   const context: ToolContext = { ...turnContext, callId: call.id };
   const started = agent.deps.clock.now();
   emit({
@@ -77,7 +91,7 @@ export async function runToolCall(
     summary: summarizeToolResult(call.name, result, failed),
   });
   const after = guard.after(call.name, call.arguments, result, { failed, poller: tool?.poller === true });
-  return after.action === "halt" ? after.message : null;
+  return { value: after.action === "halt" ? after.message : null, failed };
 }
 
 function parseArguments(text: string): Record<string, unknown> {

@@ -18,6 +18,7 @@ import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter, TurnRoute } from "../llm/router.js";
 import type { WriteOp } from "../store/ops.js";
 import type { Store } from "../store/store.js";
+import { traceTurn } from "./agent-trace.js";
 import type { CompressionEvent } from "./compression.js";
 import { Guardrails } from "./guardrails.js";
 import { buildHistory, COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
@@ -191,7 +192,12 @@ export function cutByOutputLimit(finishReason: string | null): boolean {
   return finishReason === "length" || finishReason === "max_tokens";
 }
 
-export async function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnResult> {
+/** Run one turn (above), as one trace: every model call, tool, compression and commit of it nests under its span. */
+export function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnResult> {
+  return traceTurn(input, () => runTurnNow(agent, input));
+}
+
+async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult> {
   const { store, deps, limits } = agent;
   const leaseMs = limits.lease_seconds * 1000;
   const resumed = input.resume

@@ -10,6 +10,7 @@ import { cronSchema } from "./cron-schema.js";
 import { gatewaySchema } from "./gateway-schema.js";
 import { platformsSchema } from "./platforms-schema.js";
 import { flag, host, httpUrl, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
+import { telemetrySchema } from "./telemetry-schema.js";
 import { toolsSchema } from "./tools-schema.js";
 
 // The provider types and the built-in-simulator test are the model runtime's (llm/runtime-config.ts).
@@ -246,6 +247,7 @@ const configObject = z.strictObject({
   tools: toolsSchema.prefault({}),
   cron: cronSchema.prefault({}),
   platforms: platformsSchema.prefault({}),
+  telemetry: telemetrySchema.optional(),
 });
 
 /**

@@ -12,6 +12,7 @@ export const SECRET_PATHS: readonly (readonly string[])[] = [
   ["providers", "*", "api_keys"],
   ["gateway", "api_key"],
   ["platforms", "*", "token"],
+  ["telemetry", "headers", "*"],
 ];
 
 /** True for a secret key path or anything under one (a list of keys and each key in it). */

@@ -143,6 +143,16 @@ cron:
 #     allowed_users: [123456789]      # Telegram user ids that reach the agent; anyone else is refused
 #     mode: polling                   # polling (no public URL needed) | webhook (needs webhook_url)
 
+# --- Traces (OpenTelemetry over OTLP/HTTP; docs/OPERATIONS.md: "Traces") -----------------------
+# Off unless this section names an endpoint or OTEL_EXPORTER_OTLP_ENDPOINT is set; a key set here
+# wins over the OTEL_* variable that says the same. One trace per turn: model calls, tools,
+# compression, store commits; never a prompt, a reply or a secret.
+# telemetry:
+#   endpoint: http://127.0.0.1:4318   # the collector's OTLP/HTTP base (Jaeger, Tempo, an OTel collector)
+#   headers: { Authorization: "Bearer \${OTEL_TOKEN}" }   # secret values: redacted like keys
+#   service_name: tenax               # service.name of the spans (OTEL_SERVICE_NAME otherwise)
+#   enabled: true                     # false: no traces even when OTEL_* says where
+
 # --- Checkpoints and storage ---------------------------------------------------------------------
 checkpoints:
   enabled: false        # snapshot project files before the agent changes them

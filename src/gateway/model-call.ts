@@ -6,6 +6,7 @@
 // success; streamed, it is the final `data: {"error"}` event.
 import { interruptFailure, type TurnFailure, TurnInterrupt, thrownFailure } from "../agent/turn-failure.js";
 import { heldUntil } from "../core/held-until.js";
+import { type TraceSpan, traced } from "../core/trace.js";
 import { type HttpError as GatewayErrorType, HttpError } from "../http/http-error.js";
 import { sendError, sendJson } from "../http/node-http.js";
 import type { Completion } from "../llm/model-call.js";
@@ -16,7 +17,7 @@ import { failureError } from "./failure-status.js";
 import { asHttpError, unavailable } from "./gateway-errors.js";
 import { completionObject } from "./model-call-answer.js";
 import { parseModelCallBody } from "./model-call-body.js";
-import type { ModelCallHandler } from "./model-call-handler.js";
+import type { ModelCallHandler, ModelCallRequest } from "./model-call-handler.js";
 import { answerOp, requestOps } from "./model-call-session.js";
 import { ModelCallStream } from "./model-call-stream.js";
 
@@ -55,13 +56,29 @@ function callError(failure: TurnFailure, sessionId: string): HttpError {
 export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
   const now = deps.now ?? Date.now;
   let seq = 0;
-  return async ({ target, body, sessionId: requested, res, signal }) => {
+  // One trace per call: the session's commits and each model call (the fallback's too) nest under it.
+  return (request) =>
+    traced(
+      "tenax.model_call",
+      {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": request.target.model,
+        "tenax.provider": request.target.provider,
+      },
+      (span) => handle(request, span),
+    );
+
+  async function handle(
+    { target, body, sessionId: requested, res, signal }: ModelCallRequest,
+    span: TraceSpan,
+  ) {
     const echo: Record<string, string> = requested === undefined ? {} : { "x-session-id": requested };
     let stream: ModelCallStream | null = null;
     try {
       if (deps.stopping?.()) throw unavailable();
       const call = parseModelCallBody(body);
       const { sessionId, ops } = requestOps(deps.store, target, call.request.messages, requested);
+      span.set({ "gen_ai.conversation.id": sessionId });
       // Persist, then publish: the session and the question are committed before the provider is
       // asked, and durable before the client hears of them. Their sync runs while the provider
       // answers, so the answer waits for its own sync only, not for the question's before it too.
@@ -136,6 +153,8 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       sendJson(res, 200, completionObject(meta, completion, route.fallenBack), { "x-session-id": sessionId });
     } catch (error) {
       const failure: GatewayErrorType = asHttpError(error);
+      span.set({ "http.response.status_code": failure.status });
+      span.fail(failure.code);
       if (stream) return (stream as ModelCallStream).fail(failure);
       if (res.headersSent) {
         res.end();
@@ -153,5 +172,5 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
         ),
       );
     }
-  };
+  }
 }

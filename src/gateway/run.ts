@@ -19,6 +19,7 @@ import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secre
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
+import { startTracing, TRACE_SHUTDOWN_MS, type Tracing } from "../core/trace-start.js";
 import { CronOutbox } from "../cron/delivery.js";
 import { CronEngine } from "../cron/engine.js";
 import { finishOps } from "../cron/finish.js";
@@ -128,6 +129,10 @@ async function runLocked(options: RunGatewayOptions, stop: StopRequest): Promise
   const unwatchOutput = options.onOutputLost?.((what) =>
     out.warn(`${what}; the gateway keeps serving and its lines go on in ${log.file}`),
   );
+  // Before the agent opens, so the turns it resumes are traced too; flushed, bounded, at the end.
+  const tracing = await startTracing(keyed.config.telemetry, { version: options.version, report: out.warn });
+  if (tracing !== null)
+    out.info(`telemetry: exporting traces to ${tracing.where} (OpenTelemetry, OTLP/HTTP)`);
   try {
     if (lock.reclaimed !== null)
       out.warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
@@ -136,6 +141,7 @@ async function runLocked(options: RunGatewayOptions, stop: StopRequest): Promise
     log.write("error", `the gateway stopped on an error: ${errorMessage(error)}`);
     throw error;
   } finally {
+    if (tracing !== null) out.info(await tracingStopLine(tracing));
     unwatchOutput?.();
     lock.release();
     log.close();
@@ -432,6 +438,17 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   if (drained) writeFileSync(paths.cleanShutdown, `${new Date().toISOString()}\n`, { mode: 0o600 });
   info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");
   return 0;
+}
+
+/** Flush the last spans (at most TRACE_SHUTDOWN_MS) and say what became of this process's spans. */
+async function tracingStopLine(tracing: Tracing): Promise<string> {
+  const flushed = await tracing.shutdown(TRACE_SHUTDOWN_MS);
+  const { exported, dropped } = tracing.counts();
+  return `telemetry: ${exported} span(s) exported, ${dropped} dropped${
+    flushed
+      ? ""
+      : ` (the collector took no more within ${TRACE_SHUTDOWN_MS / 1000} s; what was left is dropped)`
+  }`;
 }
 
 /** Where the key is (never the key itself), or that there is none. */

@@ -33,6 +33,8 @@ export interface ProviderRuntime {
   limiter: ConcurrencyLimiter;
   /** Known model limits; a model not listed has an unknown window. */
   models: Readonly<Record<string, ModelLimits>>;
+  /** The provider's type (openai, anthropic, simulator), for traces (gen_ai.provider.name). */
+  system?: string;
 }
 
 export interface Completion {

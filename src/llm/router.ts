@@ -3,6 +3,7 @@
 // own chain, skipping any model whose context window cannot hold the task. Every move is an event.
 import type { Deps } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
+import { traceModelCall } from "./call-trace.js";
 import { ProviderError } from "./classified-error.js";
 import {
   type CallSettings,
@@ -46,6 +47,11 @@ export interface RouterOptions {
   onStatus?: (event: StatusEvent) => void;
   /** Told how every call to a target ended, success or classified failure (for provider health). */
   onOutcome?: (outcome: CallOutcome) => void;
+  /**
+   * The circuit breaker's state of a target (closed, open, half_open), for the model call's span
+   * (`tenax.circuit.state`); the breaker wires it in. Without it the span has no such attribute.
+   */
+  circuitState?: (target: Target) => string | null;
 }
 
 export interface RouteOptions {
@@ -100,7 +106,6 @@ export class ModelRouter {
     return [...this.options.providers.values()];
   }
 
-  /** Routing state for one turn: it starts on the primary and may fall back once. */
   /** Routing state for one turn, starting on `start` (the primary unless a chat chose another model). */
   turn(start: Target = this.options.primary): TurnRoute {
     this.runtime(start);
@@ -111,7 +116,12 @@ export class ModelRouter {
   call(
     target: Target,
     request: RouteRequest,
-    options: RouteOptions & { contextTokens: number; told?: ToldReply },
+    options: RouteOptions & {
+      contextTokens: number;
+      told?: ToldReply;
+      /** This call is the turn's fallback (for its span). */
+      fallback?: { from: Target; reason: string };
+    },
   ): Promise<Completion> {
     // The model's configured output budget, unless the caller set one (a side task's own budget):
     // without it the Anthropic client would fall back to its default and cut long replies short.
@@ -120,10 +130,19 @@ export class ModelRouter {
       request.max_output_tokens === undefined && output !== undefined
         ? { ...request, max_output_tokens: output }
         : request;
-    const emit = this.listener(options.onEvent);
+    const runtime = this.runtime(target);
+    const span = traceModelCall({
+      target,
+      system: runtime.system,
+      contextTokens: options.contextTokens,
+      maxOutputTokens: sent.max_output_tokens,
+      fallback: options.fallback,
+      circuitState: this.options.circuitState?.(target),
+    });
+    const emit = span.listener(this.listener(options.onEvent));
     const reply = options.told ?? new ToldReply(options.appendOnly === true);
     const once = (changed: RouteRequest) =>
-      callTarget(this.runtime(target), target, changed, this.settings, {
+      callTarget(runtime, target, changed, this.settings, {
         ...(options.signal ? { signal: options.signal } : {}),
         onEvent: emit,
         contextTokens: options.contextTokens,
@@ -140,6 +159,15 @@ export class ModelRouter {
         status: failure.classified.status,
         message: `${target.provider}/${target.model}: ${failure.classified.reason}: ${fix.does}`,
       }),
+    ).then(
+      (completion) => {
+        span.succeeded(completion);
+        return completion;
+      },
+      (error: unknown) => {
+        span.failed(error, options.signal?.aborted === true);
+        throw error;
+      },
     );
     const report = this.options.onOutcome;
     if (!report) return called;
@@ -342,7 +370,10 @@ export class TurnRoute {
         message: `falling back from ${from.provider}/${from.model} to ${candidate.provider}/${candidate.model} for the rest of this turn: ${messageOf(failure)}`,
       });
       try {
-        const completion = await this.router.call(candidate, request, callOptions);
+        const completion = await this.router.call(candidate, request, {
+          ...callOptions,
+          fallback: { from, reason: reasonOf(failure) },
+        });
         this.active = candidate;
         return completion;
       } catch (error) {

@@ -84,6 +84,7 @@ export async function createModelRuntime(
         base_url: baseURL,
         limiter: new ConcurrencyLimiter(settings.max_concurrency),
         models,
+        system: settings.type,
       });
     }
   } catch (error) {

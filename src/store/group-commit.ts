@@ -3,6 +3,7 @@
 // so one sync of the disk. Each write is a savepoint of its own, so a write that fails by itself
 // (an unknown session) is refused alone; a failure of the commit fails the whole group.
 import type Database from "better-sqlite3";
+import { startSpan } from "../core/trace.js";
 import { classifySqliteError } from "./errors.js";
 import type { ApplyOptions, OpResult, WriteOp } from "./ops.js";
 
@@ -87,18 +88,39 @@ export class GroupCommit {
   private async commitQueued(): Promise<void> {
     const group = this.queued.splice(0);
     if (group.length === 0) return;
+    // Part of the trace of the turn whose write opened the group; a commit outside a turn makes none.
+    const span = startSpan(
+      "tenax.store.commit",
+      {
+        "db.system.name": "sqlite",
+        "db.operation.name": "COMMIT",
+        "tenax.store.writes": group.length,
+        "tenax.store.ops": group.reduce((n, w) => n + w.ops.length, 0),
+      },
+      { childOnly: true },
+    );
     let outcomes: WriteOutcome[];
     try {
       outcomes = await this.committer.commit(group);
     } catch (error) {
+      span.fail(classifySqliteError(error));
+      span.end();
       this.committer.fail(group, error);
       return;
     }
     tellApplied(group, outcomes);
+    span.event("applied");
     // Acknowledged once on disk; the next group does not wait for this one's sync to commit.
     this.committer.durable().then(
-      () => settle(group, outcomes),
-      (error: unknown) => this.committer.fail(group, error),
+      () => {
+        span.end();
+        settle(group, outcomes);
+      },
+      (error: unknown) => {
+        span.fail(classifySqliteError(error));
+        span.end();
+        this.committer.fail(group, error);
+      },
     );
   }
 }

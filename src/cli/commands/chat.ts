@@ -17,6 +17,7 @@ import { ChatView } from "../chat/status-view.js";
 import { terminalCaps } from "../chat/terminal-style.js";
 import type { Cli } from "../main.js";
 import { storeSettings } from "../store-access.js";
+import { startCommandTracing } from "../telemetry.js";
 
 interface ChatFlags {
   query?: string;
@@ -39,11 +40,15 @@ export function registerChatCommand(program: Command, cli: Cli): void {
         const loaded = loadConfig(paths);
         const { config, warnings } = loaded;
         for (const w of warnings) out.warn(w);
+        const tracing = await startCommandTracing(config, (line) => out.warn(line));
         const opened = await openAgent(paths, config, {
           storeSettings: storeSettings(config),
           secrets: loadProfileSecrets(paths, loaded),
           ...(flags.checkpoints ? { checkpoints: true } : {}),
           audit: { source: "chat", onFailure: (message) => out.warn(message) },
+        }).catch(async (error: unknown) => {
+          await tracing?.shutdown();
+          throw error;
         });
         try {
           if (opened.agent.runtime.builtIn) {
@@ -82,6 +87,7 @@ export function registerChatCommand(program: Command, cli: Cli): void {
           return await interactive(chat, view, lines);
         } finally {
           await opened.close();
+          await tracing?.shutdown();
         }
       }),
     );

@@ -19,6 +19,7 @@ import { readGatewayPid } from "../../profile/gateway-pid.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
 import { storeSettings } from "../store-access.js";
+import { startCommandTracing } from "../telemetry.js";
 
 interface Opened {
   engine: CronEngine;
@@ -33,10 +34,14 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
   const loaded = loadConfig(paths);
   const { config, warnings } = loaded;
   for (const w of warnings) out.warn(w);
+  const tracing = await startCommandTracing(config, (line) => out.warn(line));
   const opened = await openAgent(paths, config, {
     storeSettings: storeSettings(config),
     secrets: loadProfileSecrets(paths, loaded),
     audit: { source: "cron", onFailure: (message) => out.warn(message) },
+  }).catch(async (error: unknown) => {
+    await tracing?.shutdown();
+    throw error;
   });
   // The cron engine's events and the resumed turns' go to the trail as the gateway's would.
   const audit = (input: AuditInput) => opened.trail?.record(input);
@@ -92,6 +97,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     await outbox.kick();
     outbox.stop();
     await opened.close();
+    await tracing?.shutdown();
   }
 }
 
