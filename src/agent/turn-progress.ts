@@ -238,7 +238,7 @@ export class TurnProgress {
   private deadline(entry: Entry, ran: number): void {
     const limit = this.options.deadlineMs;
     entry.stopping = true;
-    const message = `turn ${entry.turnId} of session ${entry.sessionId} ran for ${seconds(ran)}, past agent.turn_deadline (${seconds(limit)}), and is ended (it was in ${phaseWords(entry.phase)})`;
+    const message = `turn ${entry.turnId} of session ${entry.sessionId} ran for ${seconds(ran)}, past agent.turn_deadline (${seconds(limit)}), and is ended (while ${phaseWords(entry.phase)})`;
     entry.emit({
       type: "turn_deadline",
       layer: "lifecycle",
@@ -252,7 +252,7 @@ export class TurnProgress {
     entry.stop(
       new TurnInterrupt(
         "turn_deadline",
-        `it ran past agent.turn_deadline (${seconds(limit)}) while in ${phaseWords(entry.phase)}`,
+        `it ran past agent.turn_deadline (${seconds(limit)}) while ${phaseWords(entry.phase)}`,
       ),
     );
   }
