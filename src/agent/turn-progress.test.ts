@@ -59,6 +59,7 @@ describe("the turn progress tracker", () => {
     await tracker.check();
     deps.advance(1000);
     await tracker.check();
+    await tracker.settled();
     expect(events.map((e) => e.type)).toEqual(["turn_stalled"]);
     expect(events[0]).toMatchObject({
       session_id: session,
@@ -74,7 +75,7 @@ describe("the turn progress tracker", () => {
     turn.progress();
     expect(events.map((e) => e.type)).toEqual(["turn_stalled", "turn_stall_cleared"]);
     expect(events[1]).toMatchObject({ elapsed_ms: 3000 });
-    await tracker.check(); // the record's delete has been written by now
+    await tracker.settled();
     expect(stall()).toBeNull();
     await turn.end();
     expect(tracker.running()).toEqual([]);
@@ -150,6 +151,7 @@ describe("the turn progress tracker", () => {
     const { store, deps, tracker, turn, events, stops, stall, session } = await setup();
     deps.advance(2000);
     await tracker.check();
+    await tracker.settled();
     expect(stall()).not.toBeNull();
     const request: StopRecord = {
       session_id: session,

@@ -171,7 +171,7 @@ export class TurnProgress {
 
   /** One look at every running turn: stop requests, deadlines, stalls. */
   async check(): Promise<void> {
-    await this.writes;
+    // Never waits on the store's writes: a store that hangs does not keep a deadline from ending a turn.
     const now = this.options.clock.now();
     for (const entry of [...this.turns.values()]) {
       if (entry.ended || entry.stopping) continue;
@@ -190,7 +190,7 @@ export class TurnProgress {
       }
       const silent = now - entry.progressAt;
       if (!entry.stalled && entry.phase !== "approval" && silent >= this.options.stallAfterMs)
-        await this.stall(entry, silent);
+        this.stall(entry, silent);
     }
   }
 
@@ -209,10 +209,10 @@ export class TurnProgress {
       elapsed_ms: silent,
       message: `turn ${entry.turnId} of session ${entry.sessionId} made progress again after ${seconds(silent)} without any (${phaseWords(entry.phase)})`,
     });
-    this.write(STALL_KIND, entry, null);
+    void this.write(STALL_KIND, entry, null);
   }
 
-  private async stall(entry: Entry, silent: number): Promise<void> {
+  private stall(entry: Entry, silent: number): void {
     entry.stalled = true;
     entry.emit({
       type: "turn_stalled",
@@ -232,7 +232,7 @@ export class TurnProgress {
       started_at: entry.startedAt,
       owner: this.owner,
     };
-    await this.write(STALL_KIND, entry, record);
+    void this.write(STALL_KIND, entry, record);
   }
 
   private deadline(entry: Entry, ran: number): void {
@@ -255,6 +255,11 @@ export class TurnProgress {
         `it ran past agent.turn_deadline (${seconds(limit)}) while ${phaseWords(entry.phase)}`,
       ),
     );
+  }
+
+  /** Resolves once every record write asked for so far is done (or failed and was told). */
+  settled(): Promise<void> {
+    return this.writes;
   }
 
   /** Whether someone asked (through the store) to stop this turn; it is stopped if so. */
