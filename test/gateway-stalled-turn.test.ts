@@ -49,22 +49,28 @@ async function stalledIn(gw: GatewayProcess, since: number): Promise<{ ms: numbe
   }
 }
 
-const completion = (gw: GatewayProcess, stream: boolean) =>
+const completion = (gw: GatewayProcess, stream: boolean, content = "wait for it") =>
   gw.fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "tenax", stream, messages: [{ role: "user", content: "wait for it" }] }),
+    body: JSON.stringify({ model: "tenax", stream, messages: [{ role: "user", content }] }),
   });
 
 describe("a stalled turn in the gateway", () => {
-  it("is named in /health and tenax status within stall_after + 5 s, and ended at turn_deadline", async () => {
+  it("is named in /health and tenax status within stall_after + 5 s, and ended at turn_deadline (streamed or not)", async () => {
     // A deadline with room for `tenax status` to start and look while the turn is still stalled.
     const deadline = 15;
     const { home, sim } = await simProfile("", agentKeys(deadline));
     const gw = await startGateway(home);
-    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+    sim.script([
+      { type: "hang", phase: "mid_stream", after_chunks: 1 },
+      { type: "hang", phase: "mid_stream", after_chunks: 1 },
+    ]);
     const since = Date.now();
     const answer = completion(gw, false);
+    await until(() => sim.requests().length === 1);
+    // A streamed one beside it, in its own session: its end is the stream's last event.
+    const streamed = completion(gw, true, "and this one streamed").then((r) => r.text());
     const { ms, turns } = await stalledIn(gw, since);
     expect(ms).toBeLessThan((STALL_AFTER + 5) * 1000);
     expect(turns.status).toBe("degraded");
@@ -77,7 +83,7 @@ describe("a stalled turn in the gateway", () => {
     // tenax status says the same, from the store, with exit 1 (degraded).
     const status = await tenaxAsync(home, ["status", "--json"]);
     const report = JSON.parse(status.stdout) as { status: string; components: { turns: TurnsComponent } };
-    expect(report.components.turns.stalled.map((s) => s.session_id)).toEqual([stalled?.session_id]);
+    expect(report.components.turns.stalled.map((s) => s.session_id)).toContain(stalled?.session_id);
     expect(status.status).toBe(1);
 
     // The deadline ends it: the client gets the error, the provider request is closed.
@@ -86,27 +92,16 @@ describe("a stalled turn in the gateway", () => {
     const error = await expectError(response, 504, "turn_deadline");
     expect(error.message).toContain("agent.turn_deadline");
     expect(Date.now() - since).toBeGreaterThanOrEqual(deadline * 1000);
-    await until(() => sim.requests()[0]?.ended !== "open");
-    expect(sim.requests()[0]?.ended).toBe("client_closed");
-    // Nothing of it runs, and health has cleared.
-    const after = await turnsOf(gw);
-    expect(after.turns).toMatchObject({ status: "ok", running: 0, stalled: [] });
-  }, 30_000);
-
-  it("ends a streamed completion at turn_deadline with a final error event", async () => {
-    const { home, sim } = await simProfile("", agentKeys());
-    const gw = await startGateway(home);
-    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
-    const response = await completion(gw, true);
-    expect(response.status).toBe(200);
-    const text = await response.text();
-    const last = text
+    const last = (await streamed)
       .split("\n")
       .filter((l) => l.startsWith("data: ") && l !== "data: [DONE]")
       .at(-1);
     expect(JSON.parse(last?.slice(6) ?? "{}")).toMatchObject({ error: { code: "turn_deadline" } });
-    await until(() => sim.requests()[0]?.ended !== "open");
-    expect(sim.requests()[0]?.ended).toBe("client_closed");
+    await until(() => sim.requests().every((r) => r.ended !== "open"));
+    expect(sim.requests().map((r) => r.ended)).toEqual(["client_closed", "client_closed"]);
+    // Nothing of them runs, and health has cleared.
+    const after = await turnsOf(gw);
+    expect(after.turns).toMatchObject({ status: "ok", running: 0, stalled: [] });
   }, 30_000);
 
   it("is stalled in a tool that says nothing, and the deadline kills the command", async () => {
@@ -160,10 +155,12 @@ describe("a stalled turn in the gateway", () => {
     expect(sim.requests()[0]?.ended).toBe("client_closed");
 
     // Once no turn runs, stopping is a clear error; an unknown session too.
-    const again = await tenaxAsync(home, ["sessions", "stop", id]);
+    const [again, unknown] = await Promise.all([
+      tenaxAsync(home, ["sessions", "stop", id]),
+      tenaxAsync(home, ["sessions", "stop", "sess_nope"]),
+    ]);
     expect(again.status).toBe(1);
     expect(again.stderr).toContain("has no running turn");
-    const unknown = await tenaxAsync(home, ["sessions", "stop", "sess_nope"]);
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toContain("no session 'sess_nope'");
   }, 30_000);
