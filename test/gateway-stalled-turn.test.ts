@@ -5,6 +5,8 @@
 // provider request is closed and nothing of the turn runs any more. `tenax sessions stop` ends a
 // turn the gateway runs.
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { expectError, type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
@@ -60,7 +62,7 @@ describe("a stalled turn in the gateway", () => {
   it("is named in /health and tenax status within stall_after + 5 s, and ended at turn_deadline (streamed or not)", async () => {
     // A deadline with room for `tenax status` to start and look while the turn is still stalled.
     const deadline = 15;
-    const { home, sim } = await simProfile("", agentKeys(deadline));
+    const { home, sim, paths } = await simProfile("", agentKeys(deadline));
     const gw = await startGateway(home);
     sim.script([
       { type: "hang", phase: "mid_stream", after_chunks: 1 },
@@ -99,6 +101,13 @@ describe("a stalled turn in the gateway", () => {
     expect(JSON.parse(last?.slice(6) ?? "{}")).toMatchObject({ error: { code: "turn_deadline" } });
     await until(() => sim.requests().every((r) => r.ended !== "open"));
     expect(sim.requests().map((r) => r.ended)).toEqual(["client_closed", "client_closed"]);
+    // The log has the stall as a warning, with the command that ends it.
+    const warned = readFileSync(join(paths.logs, "gateway.log"), "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"type":"turn_stalled"'))
+      .map((l) => JSON.parse(l) as { level: string; message: string });
+    expect(warned[0]?.level).toBe("warn");
+    expect(warned[0]?.message).toContain("tenax sessions stop");
     // Nothing of them runs, and health has cleared.
     const after = await turnsOf(gw);
     expect(after.turns).toMatchObject({ status: "ok", running: 0, stalled: [] });
