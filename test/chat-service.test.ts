@@ -171,7 +171,7 @@ describe("chat service: commands run inline", () => {
     expect(t.sent("42")).toEqual([
       status,
       "Stopping the running turn.",
-      "Stopped: the turn was interrupted by /stop. Send /retry to run the message again.",
+      "Stopped: the turn was interrupted (by /stop, or from outside with tenax sessions stop). Send /retry to run the message again.",
       "echo: queued behind",
     ]);
     expect(s.status().telegram).toMatchObject({ running: 0, waiting: 0 });

@@ -45,6 +45,7 @@ describe("dashboard in Chromium", () => {
       "credentials",
       "compression",
       "tools",
+      "turns",
       "cron",
       "platforms",
       "scheduler",

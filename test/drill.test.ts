@@ -28,6 +28,7 @@ const EXPECTED: Record<string, string> = {
   "stream dropped": "retry",
   "compression call hangs": "compression",
   "interrupt during a tool": "agent",
+  "a stalled turn": "lifecycle",
   "killed (SIGKILL) mid-turn": "lifecycle",
   "during a cron run": "cron",
   "missed window": "cron",

@@ -97,6 +97,7 @@ describe("the gateway's health, metrics and events", () => {
         "scheduler",
         "store",
         "tools",
+        "turns",
       ].sort(),
     );
     for (const c of Object.values(health.components)) {

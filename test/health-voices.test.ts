@@ -104,7 +104,7 @@ describe("health has one voice", () => {
     const port = await freePort();
     const { sim, home, paths } = await simProfile(
       `port: ${port}, drain_timeout: 1`,
-      "tools: { exec: { mode: full } }\nretry: { max_attempts: 1 }\n",
+      "tools: { exec: { mode: full } }\nretry: { max_attempts: 1 }\nagent: { stall_after: 1, turn_deadline: 600 }\n",
     );
     const gateway = await startGateway(home, []);
     const dashboard = await startDashboard(home);
@@ -131,10 +131,28 @@ describe("health has one voice", () => {
       "compression",
       "scheduler",
       "tools",
+      "turns",
       "cron",
       "platforms",
       "disk",
     ]);
+
+    // degraded: a turn stalled on a provider gone silent mid-reply, named by every voice; ended
+    // from outside by `tenax sessions stop`, after which every voice says turns ok again.
+    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+    const stalled = turn(gateway, "take your time");
+    await agree(home, gateway, dashboard, page, { overall: "degraded", turns: "degraded" });
+    const named = (await (await gateway.fetch("/health")).json()) as {
+      components: { turns: { stalled: { session_id: string }[] } };
+    };
+    const session = named.components.turns.stalled[0]?.session_id ?? "";
+    expect(await page.locator('.tile[data-layer="turns"]').textContent()).toContain(
+      `tenax sessions stop ${session}`,
+    );
+    const stop = await tenaxAsync(home, ["sessions", "stop", session]);
+    expect(stop.status, stop.stderr).toBe(0);
+    expect((await stalled).status).toBe(409);
+    await agree(home, gateway, dashboard, page, { overall: "ok", turns: "ok" });
 
     // degraded: a cron job whose runs keep failing.
     await writeFailingJob(paths, "nightly-report", "rate_limit: the provider refused (429)");

@@ -44,6 +44,7 @@ import {
   type TurnInput,
   type TurnResult,
 } from "./turn.js";
+import { TurnProgress } from "./turn-progress.js";
 
 /** What `/compress` did: the compaction made (null: none) and the compressor's events of the call. */
 export interface ManualCompression {
@@ -99,6 +100,8 @@ export class Agent {
   readonly scheduler: Scheduler;
   /** What the exec policy holds back, waiting for someone to approve it (durable records). */
   readonly approvals: ApprovalBook;
+  /** Every running turn's progress: stalls, agent.turn_deadline and stop requests (turn-progress.ts). */
+  readonly progress: TurnProgress;
   private readonly subagents: ConcurrencyLimiter;
   private readonly turnDeps: TurnDeps;
   private readonly listeners = new Map<string, (event: AgentEvent) => void>();
@@ -147,6 +150,13 @@ export class Agent {
       clock: deps.clock,
       sleep: deps.sleep,
     });
+    this.progress = new TurnProgress({
+      clock: deps.clock,
+      stallAfterMs: config.agent.stall_after * 1000,
+      deadlineMs: config.agent.turn_deadline * 1000,
+      store: options.store,
+    });
+    this.scheduler.every("turn progress", this.progress.checkEveryMs, () => this.progress.check());
     const gate = new ExecGate({
       book: this.approvals,
       mode: config.tools.exec.mode,
@@ -177,6 +187,8 @@ export class Agent {
       compressor: options.compressor ?? null,
       redactor: secrets.redactor,
       awaitsApproval: (sessionId, turnId, callId) => this.approvals.isPending(sessionId, turnId, callId),
+      progress: this.progress,
+      taskOutput: (taskId) => this.processes.outputBytes(taskId),
     };
   }
 
@@ -279,6 +291,7 @@ export class Agent {
    * listener of the turn running on that session, if any.
    */
   dispatch(sessionId: string, event: AgentEvent): void {
+    this.progress.progressOf(sessionId);
     const listener = this.listeners.get(sessionId) ?? this.withTap(sessionId, undefined);
     try {
       listener?.(event);
@@ -376,8 +389,9 @@ export class Agent {
             source: "subagent",
             parent: parent.sessionId,
           });
+          // The subagent's work is its parent's progress; the parent's deadline covers it.
           const result = await runTurn(
-            { ...this.turnDeps, tools },
+            { ...this.turnDeps, tools, progress: null },
             {
               sessionId,
               text: args.task,
@@ -390,6 +404,7 @@ export class Agent {
               onEvent: this.withTapped(sessionId, (event) => {
                 if (event.type === "approval_requested" || event.type === "approval_decided")
                   parent.emit(event);
+                else this.progress.progressOf(parent.sessionId);
               }),
             },
           );

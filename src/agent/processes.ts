@@ -182,6 +182,14 @@ export class ProcessRegistry {
     return out;
   }
 
+  /** Bytes the processes of `taskId` have written so far (stdout and stderr), as far as they are known. */
+  outputBytes(taskId: string): number {
+    let total = 0;
+    for (const entry of this.entries.values())
+      if (entry.taskId === taskId) total += entry.stdout.total + entry.stderr.total;
+    return total;
+  }
+
   /** The process, or undefined when the id is unknown (or forgotten). */
   get(id: string): ProcessInfo | undefined {
     const entry = this.entries.get(id);

@@ -48,9 +48,13 @@ export interface ResumeOptions<W> {
   watcherFor?: (turnId: string, sessionId: string) => W | undefined;
   /**
    * How a resumed turn runs when its follower says so (asked after watcherFor): its own folder,
-   * and `unattended` when no one follows to approve (a cron run: held-back commands are denied).
+   * and `unattended` when no one follows to approve (a cron run: held-back commands are denied);
+   * `deadline: false` when it keeps its own (a cron run's --timeout) instead of agent.turn_deadline.
    */
-  turnOptionsFor?: (turnId: string, sessionId: string) => { cwd?: string; unattended?: boolean } | undefined;
+  turnOptionsFor?: (
+    turnId: string,
+    sessionId: string,
+  ) => { cwd?: string; unattended?: boolean; deadline?: boolean } | undefined;
   onEvent?: (event: LifecycleEvent) => void;
 }
 
@@ -136,6 +140,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
           cwd: own?.cwd ?? options.cwd,
           signal,
           onEvent,
+          ...(own?.deadline === false ? { deadline: false } : {}),
           // A run follows it: what it waits on (an approval left pending) can still be answered there.
           approvals:
             watcher === undefined || own?.unattended === true

@@ -24,9 +24,10 @@ export type GuardrailCode = "identical_call_limit" | "max_iterations";
 
 /**
  * Why a turn was interrupted: the client hung up, the gateway is shutting down, someone asked it to
- * stop (POST /v1/runs/ID/stop), or anything else that aborted it (a hung worker, Ctrl-C).
+ * stop (POST /v1/runs/ID/stop, `tenax sessions stop`), it ran past agent.turn_deadline, or anything
+ * else that aborted it (a hung worker, Ctrl-C).
  */
-export type InterruptCode = "client_closed" | "shutting_down" | "stopped" | "interrupted";
+export type InterruptCode = "client_closed" | "shutting_down" | "stopped" | "interrupted" | "turn_deadline";
 
 export type FailureCode = ErrorReason | GuardrailCode | InterruptCode | "store_unavailable" | "turn_failed";
 
@@ -79,12 +80,17 @@ export function interruptFailure(reason: unknown): TurnFailure {
     shutting_down: "retry against the restarted gateway",
     stopped: "submit it again to start over",
     interrupted: "send the request again",
+    turn_deadline:
+      "send it again, split into smaller steps, or raise agent.turn_deadline in config.yaml; `tenax events --type turn_stalled` shows where it stalled",
   };
   return {
     code,
     layer: "interrupt",
     // The marker's wording too: history.ts knows an unanswered question by "turn interrupted".
-    message: `turn interrupted: ${why}; nothing of it runs any more`,
+    message:
+      code === "turn_deadline"
+        ? `the turn was ended: ${why}; nothing of it runs any more`
+        : `turn interrupted: ${why}; nothing of it runs any more`,
     next: next[code],
     retry_after_ms: code === "shutting_down" ? 5_000 : null,
     classified: null,

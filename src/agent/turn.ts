@@ -34,6 +34,7 @@ import {
   type TurnFailure,
   thrownFailure,
 } from "./turn-failure.js";
+import type { ProgressEvent, TurnProgress } from "./turn-progress.js";
 import { callSettings, type TurnRequest, turnSystem } from "./turn-request.js";
 import { restartTurn, settleOpenCalls } from "./turn-resume.js";
 import { usageOp } from "./usage.js";
@@ -67,7 +68,8 @@ export type AgentEvent =
     }
   | { type: "checkpoint"; layer: "checkpoints"; project: string; result: SnapshotResult; message: string }
   | { type: "checkpoint_failed"; layer: "checkpoints"; message: string }
-  | CompressionEvent;
+  | CompressionEvent
+  | ProgressEvent;
 
 /** What the turn needs from context compression (src/agent/compression.ts implements it). */
 export interface TurnCompressor {
@@ -126,6 +128,10 @@ export interface TurnDeps {
    * runs it again, to wait on the same record.
    */
   awaitsApproval?: (sessionId: string, turnId: string, callId: string) => boolean;
+  /** The process's progress tracker (stalls, the deadline, stop requests); none: the turn is not watched. */
+  progress?: TurnProgress | null;
+  /** Bytes the task's processes have written so far (their output is a tool's progress). */
+  taskOutput?: (taskId: string) => number;
 }
 
 export interface TurnInput {
@@ -152,6 +158,8 @@ export interface TurnInput {
    * such a command is denied at once and the model reads why.
    */
   approvals?: ApprovalChannel | null;
+  /** False when the caller keeps its own deadline (cron's --timeout): agent.turn_deadline does not apply. */
+  deadline?: boolean;
 }
 
 export interface TurnResult {
@@ -221,7 +229,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     turnId = begun.id;
     durable = begun.durable;
   }
-  const emit = heldUntil(durable, safe(input.onEvent), {
+  const tell = heldUntil(durable, safe(input.onEvent), {
     type: "turn_started",
     session_id: input.sessionId,
     turn_id: turnId,
@@ -229,6 +237,22 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   const taskId = input.taskId ?? turnId;
 
   const controller = new AbortController();
+  // Every event the turn emits is progress; an approval asked for is a wait for a person, not a stall.
+  const tracked =
+    agent.progress?.begin({
+      sessionId: input.sessionId,
+      turnId,
+      deadline: input.deadline !== false,
+      emit: (event) => tell(event),
+      stop: (reason) => controller.abort(reason),
+      ...(agent.taskOutput ? { outputBytes: () => agent.taskOutput?.(taskId) ?? 0 } : {}),
+    }) ?? null;
+  const emit = (event: AgentEvent) => {
+    if (event.type === "approval_requested") tracked?.enter("approval");
+    else if (event.type === "approval_decided") tracked?.enter("tool");
+    else tracked?.progress();
+    tell(event);
+  };
   // A start that cannot be made durable stops the turn; runTurn then throws its error.
   durable.catch((error: unknown) => controller.abort(error));
   const onAbort = () => controller.abort(input.signal?.reason);
@@ -311,6 +335,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     callModel(route, { system, compaction: view.compaction, transcript: view.transcript }, settings, specs, {
       signal,
       emit,
+      progress: () => tracked?.progress(),
       appendOnly: input.request?.appendOnly === true,
     });
 
@@ -326,16 +351,19 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     if (reason === "threshold" && !agent.compressor.needed(sizes)) return false;
     // Compression tells of itself: not before the turn is durable and told.
     await durable;
+    tracked?.enter("compression");
     const made = await agent.compressor.compress(
       { ...sizes, sessionId: input.sessionId, turnId, reason, signal },
       compression,
     );
+    tracked?.enter("provider");
     if (made) lastInputTokens = null;
     return made !== null;
   };
 
   try {
     if (resumed) {
+      tracked?.enter("tool");
       const halt = await settleOpenCalls(
         store,
         input.sessionId,
@@ -358,6 +386,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
       let view = readView();
       if (await compressIfNeeded("threshold", view)) view = readView();
       let completion: Completion;
+      tracked?.enter("provider");
       try {
         completion = await ask(view);
       } catch (e) {
@@ -414,6 +443,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
       }
       // Nothing with side effects before the turn's start is durable.
       await durable;
+      tracked?.enter("tool");
       for (const call of calls) {
         if (signal.aborted) throw signal.reason;
         const halt = await runToolCall(agent, byName, guard, call, context, emit);
@@ -423,8 +453,9 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   } catch (e) {
     partial = true;
     if (signal.aborted) {
-      status = "interrupted";
       failure = interruptFailure(signal.reason);
+      // A turn ended by its deadline failed: nobody asked for it to stop.
+      status = failure.code === "turn_deadline" ? "failed" : "interrupted";
     } else if (e instanceof TurnHalted) {
       status = "failed";
       failure = guardrailFailure(e.code, e.message);
@@ -437,6 +468,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   } finally {
     ended = true;
     heartbeat.cancel();
+    await tracked?.end();
     input.signal?.removeEventListener("abort", onAbort);
     // The task's processes never outlive it, whether it completed, failed or was interrupted.
     await agent.cleanupTask(taskId).catch(() => {});
@@ -505,13 +537,14 @@ async function callModel(
   view: TranscriptView & { system: string | null },
   settings: ReturnType<typeof callSettings>,
   tools: ToolSpec[],
-  on: { signal: AbortSignal; emit: (e: AgentEvent) => void; appendOnly: boolean },
+  on: { signal: AbortSignal; emit: (e: AgentEvent) => void; progress: () => void; appendOnly: boolean },
 ): Promise<Completion> {
   const messages = buildHistory(view.transcript, { system: view.system, compaction: view.compaction });
   // A turn reports each tool call once whole (tool_started): its streamed pieces and the token
-  // log probabilities are for the model gateway's clients, not the turn's.
+  // log probabilities are for the model gateway's clients, not the turn's; they are progress all the same.
   const onEvent = (e: RouteEvent) => {
     if (e.type !== "tool_call_delta" && e.type !== "logprobs") on.emit(e);
+    else on.progress();
   };
   return route.complete(
     { messages, ...settings, ...(tools.length > 0 ? { tools } : {}) },

@@ -31,6 +31,8 @@ describe("configSchema", () => {
         failing_call_limit: 2,
         lease_seconds: 60,
         max_subagents: 3,
+        stall_after: 120,
+        turn_deadline: 1800,
       },
       retry: { max_attempts: 4 },
       gateway: {
@@ -119,6 +121,22 @@ describe("configSchema", () => {
         message: "headers_timeout must not be longer than request_timeout (the head is part of the request)",
       },
     ]);
+  });
+
+  it("takes agent.stall_after and agent.turn_deadline in seconds, the stall shorter than the deadline", () => {
+    expect(configSchema.parse({ agent: { stall_after: 2, turn_deadline: 6 } }).agent).toMatchObject({
+      stall_after: 2,
+      turn_deadline: 6,
+    });
+    expect(issues({ agent: { stall_after: 0 } })).toEqual([
+      { path: "agent.stall_after", message: "expected an integer from 1 to 86400" },
+    ]);
+    expect(issues({ agent: { turn_deadline: "soon" } })).toEqual([
+      { path: "agent.turn_deadline", message: "expected an integer from 1 to 604800" },
+    ]);
+    const [inverted] = issues({ agent: { stall_after: 600, turn_deadline: 300 } });
+    expect(inverted?.path).toBe("agent.stall_after");
+    expect(inverted?.message).toContain("stall_after must be less than turn_deadline");
   });
 
   it("fills provider and auxiliary defaults", () => {

@@ -142,22 +142,36 @@ const compression = z
 export type CompressionSettings = z.infer<typeof compression>;
 
 /** The turn loop's limits and guardrails. */
-const agent = z.strictObject({
-  /** Sent first in every request; the default says what Tenax is and how to use its tools. */
-  system_prompt: z.string({ error: "expected a string" }).optional(),
-  /** Model calls in one turn before it stops with a message. */
-  max_iterations: intBetween(1, 1000).default(50),
-  /** Times a reply cut by the output limit is continued before it is kept as partial. */
-  max_continuations: intBetween(0, 10).default(2),
-  /** The same call with the same arguments and the same result this many times in a row halts the turn. */
-  identical_call_limit: intBetween(2, 100).default(3),
-  /** The same call failing this many times in a row is blocked from running again in the turn. */
-  failing_call_limit: intBetween(1, 100).default(2),
-  /** A running turn's lease; its heartbeat renews it, so an expired lease means the turn died. */
-  lease_seconds: intBetween(5, 3600).default(60),
-  /** Subagents (delegate_task) running at once. */
-  max_subagents: intBetween(1, 64).default(3),
-});
+const agent = z
+  .strictObject({
+    /** Sent first in every request; the default says what Tenax is and how to use its tools. */
+    system_prompt: z.string({ error: "expected a string" }).optional(),
+    /** Model calls in one turn before it stops with a message. */
+    max_iterations: intBetween(1, 1000).default(50),
+    /** Times a reply cut by the output limit is continued before it is kept as partial. */
+    max_continuations: intBetween(0, 10).default(2),
+    /** The same call with the same arguments and the same result this many times in a row halts the turn. */
+    identical_call_limit: intBetween(2, 100).default(3),
+    /** The same call failing this many times in a row is blocked from running again in the turn. */
+    failing_call_limit: intBetween(1, 100).default(2),
+    /** A running turn's lease; its heartbeat renews it, so an expired lease means the turn died. */
+    lease_seconds: intBetween(5, 3600).default(60),
+    /** Subagents (delegate_task) running at once. */
+    max_subagents: intBetween(1, 64).default(3),
+    /**
+     * Seconds without progress (no provider bytes, no tool output, no event) after which a running
+     * turn is stalled: reported, not stopped. A wait for an approval never counts.
+     */
+    stall_after: intBetween(1, 86_400).default(120),
+    /** Seconds a turn may run before it is ended with code turn_deadline (cron jobs keep --timeout). */
+    turn_deadline: intBetween(1, 604_800).default(1800),
+  })
+  .refine((a) => a.stall_after < a.turn_deadline, {
+    error:
+      "stall_after must be less than turn_deadline: a turn is ended at its deadline, so it could never be seen stalled first",
+    path: ["stall_after"],
+    when: (payload) => payload.issues.length === 0,
+  });
 export type AgentConfig = z.infer<typeof agent>;
 
 const retry = z.strictObject({ max_attempts: intBetween(1, 20).default(4) });

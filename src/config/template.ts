@@ -70,6 +70,8 @@ agent:
   failing_call_limit: 2    # the same tool call failing this often is blocked for the rest of the turn
   lease_seconds: 60     # a running turn renews its lease; a hung one is noticed once it expires
   max_subagents: 3      # delegate_task subagents running at once
+  stall_after: 120      # seconds with no progress (provider bytes, tool output, events): the turn is stalled
+  turn_deadline: 1800   # seconds a turn may run before it is ended (code turn_deadline); cron keeps --timeout
 
 retry:
   max_attempts: 4       # attempts per model call (1 to 20) before falling back

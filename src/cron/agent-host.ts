@@ -49,6 +49,8 @@ export function agentCronHost(agent: Agent, cwd: string, running = new RunningTu
             cwd: request.cwd ?? cwd,
             signal,
             approvals: null,
+            // A job keeps its own --timeout: agent.turn_deadline is not its deadline.
+            deadline: false,
             ...(route ? { route } : {}),
           }),
         )

@@ -180,11 +180,16 @@ export class CronRunner {
     });
   }
 
-  /** For a turn resumed with watcherFor: in its job's folder, with no one to approve. */
-  turnOptionsFor(sessionId: string): { cwd?: string; unattended: true } | undefined {
+  /**
+   * For a turn resumed with watcherFor: in its job's folder, with no one to approve, and under the
+   * job's own --timeout rather than agent.turn_deadline.
+   */
+  turnOptionsFor(sessionId: string): { cwd?: string; unattended: true; deadline: false } | undefined {
     if (!this.resumedSessions.has(sessionId)) return undefined;
     const dir = this.resumedSessions.get(sessionId) ?? null;
-    return dir === null ? { unattended: true } : { cwd: dir, unattended: true };
+    return dir === null
+      ? { unattended: true, deadline: false }
+      : { cwd: dir, unattended: true, deadline: false };
   }
 
   /**

@@ -1,10 +1,12 @@
 // The agent's own layers: a summarizer call that hangs (compression times it out, starts its
-// cooldown, and the turn completes uncompressed) and an interrupt while a tool runs (the turn ends
-// interrupted with none of its processes left and no model call after it).
+// cooldown, and the turn completes uncompressed), an interrupt while a tool runs (the turn ends
+// interrupted with none of its processes left and no model call after it), and a provider gone
+// silent (the turn is seen stalled, then ended at its deadline).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { COMPONENT_KIND, COMPRESSION_COMPONENT_KEY } from "../agent/compression-state.js";
 import { pidAlive } from "../agent/process-group.js";
+import { STALL_KIND } from "../agent/turn-progress.js";
 import type { Store } from "../store/store.js";
 import type { Scenario } from "./runner.js";
 import { scratchSession } from "./scratch.js";
@@ -105,4 +107,49 @@ const interruptDuringTool: Scenario = {
   },
 };
 
-export const agentScenarios: readonly Scenario[] = [hungCompression, interruptDuringTool];
+/**
+ * A provider that goes silent mid-reply, under small limits (stalled after 1 s, ended at 3 s): the
+ * progress tracker tells the stall, records it for the health model, and ends the turn at its
+ * deadline (code turn_deadline) with the provider request closed and nothing of the turn left.
+ */
+const stalledTurn: Scenario = {
+  fault: "provider silent mid-stream: a stalled turn",
+  expected_layer: "lifecycle",
+  async run(context) {
+    const { sim, opened, session } = await scratchSession(context, "stalled", {
+      agent: { stall_after: 1, turn_deadline: 3 },
+    });
+    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+    let recorded = false;
+    // The fault is the provider's silence: it is there from the turn's only model call.
+    context.injected();
+    const { result, events } = await watchedTurn(context, opened, session, "say something slowly", {
+      watch: false,
+      onEvent: (event) => {
+        if (event.type === "turn_stalled") {
+          context.caught(event.layer);
+          // The health model reads the stall from the store once its record is written.
+          setTimeout(() => {
+            recorded = opened.store.getRecordText(STALL_KIND, event.turn_id) !== null;
+          }, 300);
+        }
+      },
+    });
+    await sim.idle();
+    const request = sim.requests()[0]?.ended ?? "none";
+    const left = opened.agent.processes.liveCount() + opened.agent.progress.running().length;
+    const stallLeft = opened.store.getRecordText(STALL_KIND, result.turn_id) !== null;
+    return {
+      ok:
+        result.status === "failed" &&
+        result.failure?.code === "turn_deadline" &&
+        recorded &&
+        !stallLeft &&
+        request === "client_closed" &&
+        left === 0,
+      detail: `turn ${result.status} (${result.failure?.code ?? "no failure"}); stall ${recorded ? "recorded for health" : "never recorded"}${stallLeft ? " and left behind" : ""}; provider request ${request}; ${left} left running; ${eventTrail(events)}`,
+    };
+  },
+};
+
+export const agentScenarios: readonly Scenario[] = [hungCompression, interruptDuringTool, stalledTurn];

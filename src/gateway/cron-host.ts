@@ -14,6 +14,8 @@ export function gatewayCronHost(gateway: Pick<Gateway, "launch" | "interrupt" | 
         const launched = await gateway.launch({
           sessionId: request.sessionId,
           text: request.text,
+          // A job keeps its own --timeout: agent.turn_deadline is not its deadline.
+          deadline: false,
           ...(request.model === null ? {} : { model: targetOf(request.model) }),
           ...(request.cwd === null ? {} : { cwd: request.cwd }),
         });

@@ -61,6 +61,8 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   shutting_down: { status: 503, type: "unavailable_error" },
   interrupted: { status: 503, type: "unavailable_error" },
   stopped: { status: 409, type: "conflict_error" },
+  // The turn ran past agent.turn_deadline and was ended: the gateway gave up waiting on it.
+  turn_deadline: { status: 504, type: "server_error" },
   client_closed: { status: 499, type: "invalid_request_error" },
   store_unavailable: { status: 503, type: "unavailable_error" },
   turn_failed: { status: 500, type: "server_error" },

@@ -62,6 +62,8 @@ export interface LaunchRequest {
   model?: Target;
   /** The folder the turn's tools start in, instead of the gateway's (a cron job's --dir). */
   cwd?: string;
+  /** False for a caller with its own deadline (a cron job's --timeout): agent.turn_deadline does not apply. */
+  deadline?: boolean;
 }
 
 export interface LaunchedTurn {
@@ -257,6 +259,7 @@ export class Gateway {
         onEvent,
         before,
         approvals: launch.approvals ?? null,
+        ...(launch.deadline === false ? { deadline: false } : {}),
         ...(request === undefined ? {} : { request }),
       });
       try {

@@ -32,6 +32,9 @@ export function gatewayLog(paths: ProfilePaths, config: TenaxConfig, redactor?: 
   });
 }
 
+/** Feed events the log writes as warnings (besides the store's and every `*_exhausted`). */
+const WARNINGS: ReadonlySet<string> = new Set(["turn_stalled", "turn_deadline"]);
+
 export function startObservability(input: {
   paths: ProfilePaths;
   config: TenaxConfig;
@@ -89,11 +92,17 @@ export function startObservability(input: {
   const offTrail = hub.subscribe((event) => trail.record(event, event.at));
   const offFeed = hub.subscribe((event) => {
     if (event.type === "turn_started") return;
-    log.write(event.layer === "store" || event.type.endsWith("exhausted") ? "warn" : "info", event.message, {
-      type: event.type,
-      layer: event.layer,
-      session_id: event.session_id,
-    });
+    log.write(
+      WARNINGS.has(event.type) || event.layer === "store" || event.type.endsWith("exhausted")
+        ? "warn"
+        : "info",
+      event.message,
+      {
+        type: event.type,
+        layer: event.layer,
+        session_id: event.session_id,
+      },
+    );
   });
   const offStore = store.on((event) => routes.onStoreEvent(event));
   monitor.start();

@@ -108,6 +108,7 @@ describe("HealthMonitor", () => {
       "compression",
       "scheduler",
       "tools",
+      "turns",
       "cron",
       "platforms",
       "disk",

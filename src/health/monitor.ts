@@ -32,6 +32,7 @@ import { configuredProviders, providersComponent } from "./provider-component.js
 import { ProviderProber, probeSubjects } from "./provider-probe.js";
 import { type Component, formatDuration, type Level, type StatusReport, worst } from "./status.js";
 import { toolsComponent } from "./tools-component.js";
+import { turnsComponent } from "./turns-component.js";
 
 export interface HealthComponent extends Component {
   /** When the result was taken (ms since the epoch), null before the first check. */
@@ -292,6 +293,8 @@ export class HealthMonitor {
         checked_at: now,
         age_ms: 0,
       },
+      // Read live: a stalled turn is named the moment its process records it.
+      turns: { ...turnsComponent(this.options.paths, this.options.store, now), checked_at: now, age_ms: 0 },
       // Read live too: a run's end or a given-up delivery shows at once.
       cron: {
         ...gatewayCronComponent(this.options.paths, this.options.config, cron, now),

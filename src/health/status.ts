@@ -35,6 +35,7 @@ import { configuredPlatforms, type PlatformsComponent, platformsComponent } from
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
 import { type StoreComponent, storeComponent } from "./store-component.js";
 import { type ToolsComponent, toolsComponent } from "./tools-component.js";
+import { type TurnsComponent, turnsComponent } from "./turns-component.js";
 
 // Where `tenax status` and the dashboard open the store for a look.
 export { openForStatus } from "./store-component.js";
@@ -79,6 +80,8 @@ export interface StatusReport {
     compression: CompressionComponent;
     /** The exec policy, the file roots and the approvals waiting. */
     tools: ToolsComponent;
+    /** The running turns, and each stalled one with the command that ends it. */
+    turns: TurnsComponent;
     /** The cron jobs. */
     cron: CronComponent;
     /** The chat platforms. */
@@ -99,6 +102,7 @@ export const COMPONENT_NAMES = [
   "compression",
   "scheduler",
   "tools",
+  "turns",
   "cron",
   "platforms",
   "disk",
@@ -154,6 +158,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     credentials,
     compression: compressionComponent(config, reader, now),
     tools: toolsComponent(paths, config, reader, now),
+    turns: turnsComponent(paths, reader, now),
     cron: cronStatus(paths, config, reader, now, gatewayDown),
     platforms: platformsStatus(paths, config, reader, now, gatewayDown),
   };
@@ -177,6 +182,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     compression: local.compression,
     scheduler: outside.scheduler,
     tools: local.tools,
+    turns: local.turns,
     cron: said("cron", local.cron),
     platforms: said("platforms", local.platforms),
     disk: said("disk", await localDisk(paths)),

@@ -15,7 +15,9 @@ export function turnAnswer(result: TurnResult): string {
   const said = result.reply.trim() === "" ? "" : `${result.reply}\n\n`;
   const failure = result.failure;
   if (result.status === "interrupted" && failure?.code === "stopped")
-    return `${said}Stopped: the turn was interrupted by /stop. Send /retry to run the message again.`;
+    return `${said}Stopped: the turn was interrupted (by /stop, or from outside with tenax sessions stop). Send /retry to run the message again.`;
+  if (failure?.code === "turn_deadline")
+    return `${said}Tenax gave up on this message: the turn ran past its deadline (agent.turn_deadline) and was ended. Send /retry to run it again.`;
   if (failure === null) return `${said}Tenax could not answer: ${result.error ?? "the turn failed"}.`;
   return `${said}Tenax could not answer (${failure.layer} layer): ${failure.message}. Next: ${failure.next}.`;
 }

@@ -233,7 +233,11 @@ export class ChatView {
       case "approval_requested":
       case "approval_decided":
       case "checkpoint":
-      case "checkpoint_failed": {
+      case "checkpoint_failed":
+      case "turn_stalled":
+      case "turn_stall_cleared":
+      case "turn_deadline":
+      case "turn_stop_requested": {
         this.flushNotes();
         const line = `[${e.layer}] ${e.message}`;
         this.line(QUIET_LAYERS.has(e.layer) ? this.p.dim(line) : this.p.yellow(line));

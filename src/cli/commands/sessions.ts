@@ -2,6 +2,8 @@
 // salvage commands. Read commands open the store read-only; a bad row is shown with a warning.
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
+import { stopSessionTurn } from "../../agent/turn-stop.js";
+import { realSleep } from "../../core/deps.js";
 import { UsageError } from "../../core/errors.js";
 import type { MessageView, SessionView } from "../../store/rows.js";
 import { storedToolCalls } from "../../store/tool-calls.js";
@@ -10,6 +12,7 @@ import { formatTime, type Output, table } from "../output.js";
 import { withReader, withWriter } from "../store-access.js";
 import { describeLastTurn } from "../turn-state.js";
 import { registerRecoverCommands } from "./sessions-recover.js";
+import { describeStop } from "./sessions-stop.js";
 
 interface JsonOpt {
   json?: boolean;
@@ -138,6 +141,28 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
           writeFileSync(opts.output, `${JSON.stringify(document, null, 2)}\n`);
           process.stderr.write(`exported ${messages.length} messages to ${opts.output}\n`);
           return 0;
+        }),
+      ),
+    );
+
+  sessions
+    .command("stop <id>")
+    .description("end the running (or stalled) turn of a session, whichever process runs it")
+    .option("--wait <seconds>", "how long to wait for its process to end it", parseCount, 15)
+    .option("--json", "print JSON")
+    .action((id: string, opts: JsonOpt & { wait: number }) =>
+      cli.run(opts.json, (out) =>
+        withWriter(cli.profile(), async (store) => {
+          const stopped = await stopSessionTurn(store, id, {
+            by: `tenax sessions stop (pid ${process.pid})`,
+            now: () => Date.now(),
+            sleep: realSleep,
+            waitMs: opts.wait * 1000,
+            profile: cli.profile().name,
+          });
+          if (out.json) out.document(stopped);
+          else out.line(describeStop(stopped));
+          return stopped.outcome === "pending" ? 1 : 0;
         }),
       ),
     );
