@@ -27,6 +27,8 @@ export const ERROR_REASONS = [
   // Tenax's own: a stream that broke after part of its reply reached a client that cannot take it
   // back, and whose new attempt said something else (told-reply.ts).
   "reply_diverged",
+  // Tenax's own: the model's circuit breaker is open (breaker.ts), so no request was sent to it.
+  "circuit_open",
   "unknown",
 ] as const;
 
@@ -89,16 +91,19 @@ export interface ProviderFailure {
 /** A provider call that failed, as the typed error layers above see it. */
 export class ProviderError extends TenaxError {
   override readonly name = "ProviderError";
+  /** `code` defaults to `provider_REASON`; a failure Tenax names itself may carry its own, and a hint. */
   constructor(
     readonly classified: ClassifiedError,
     readonly provider: string,
     readonly model: string,
+    options: { code?: string; hint?: string } = {},
   ) {
     super(
-      `provider_${classified.reason}`,
+      options.code ?? `provider_${classified.reason}`,
       `${provider}/${model}: ${classified.reason}: ${classified.message}`,
       {
         data: { provider, model, ...classified },
+        ...(options.hint === undefined ? {} : { hint: options.hint }),
       },
     );
   }

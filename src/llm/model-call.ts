@@ -3,6 +3,8 @@
 // (rotate to the next key at once) or the retry policy's (wait, then try again). Fallback to
 // another model is the router's business, not this one's.
 import type { Deps } from "../core/deps.js";
+import type { BreakerPass, CircuitBreakers } from "./breaker.js";
+import { circuitOpenError } from "./circuit-open.js";
 import {
   type ClassifiedError,
   ERROR_REASONS,
@@ -53,7 +55,11 @@ export interface CallSettings {
   deps: Deps;
   maxAttempts: number;
   maxRetryAfterMs?: number;
+  /** The models' circuit breakers; none: every attempt goes. */
+  breaker?: CircuitBreakers;
 }
+
+const NO_BREAKER: BreakerPass = { decision: "closed" };
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -86,29 +92,48 @@ export async function callTarget(
     attempts = attemptNo;
     // Each key is rotated away from at most once per attempt, so this loop is bounded by the pool.
     for (let rotations = 0; ; rotations++) {
-      const release = await runtime.limiter.acquire(signal);
-      let key: PickedKey | null;
-      let outcome: StreamOutcome;
+      // An open circuit sends nothing, before any wait for a slot: the router moves on at once.
+      const breaker = settings.breaker;
+      const pass = breaker ? await breaker.admit(target, emit) : NO_BREAKER;
+      if (pass.decision === "open") throw circuitOpenError(target, pass, deps.clock.now());
+      let key: PickedKey | null = null;
+      let outcome: StreamOutcome | null = null;
       let sentAt = 0;
       try {
-        key = await runtime.pool.pick(deps.clock.now());
-        if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
-        const dropped = told.begin();
-        if (restartReason !== null) {
-          emit(restartEvent(target, restartReason, dropped, told.appendOnly));
-          restartReason = null;
+        const release = await runtime.limiter.acquire(signal);
+        try {
+          key = await runtime.pool.pick(deps.clock.now());
+          if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
+          const dropped = told.begin();
+          if (restartReason !== null) {
+            emit(restartEvent(target, restartReason, dropped, told.appendOnly));
+            restartReason = null;
+          }
+          sentAt = deps.clock.now();
+          outcome = await streamOnce(
+            runtime.provider,
+            { ...request, model: target.model },
+            key.key,
+            signal,
+            told,
+            emit,
+          );
+        } finally {
+          release();
         }
-        sentAt = deps.clock.now();
-        outcome = await streamOnce(
-          runtime.provider,
-          { ...request, model: target.model },
-          key.key,
-          signal,
-          told,
-          emit,
-        );
       } finally {
-        release();
+        // What the request said of the model; nothing when none was sent or it was aborted.
+        if (breaker)
+          await breaker.report(
+            target,
+            pass,
+            outcome === null || (!outcome.ok && outcome.error.reason === "aborted")
+              ? null
+              : outcome.ok
+                ? { ok: true }
+                : { ok: false, error: outcome.error },
+            emit,
+          );
       }
       if (outcome.ok) {
         await runtime.pool.reportSuccess(key, deps.clock.now(), sentAt);

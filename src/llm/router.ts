@@ -3,6 +3,7 @@
 // own chain, skipping any model whose context window cannot hold the task. Every move is an event.
 import type { Deps } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
+import type { CircuitBreakers } from "./breaker.js";
 import { ProviderError } from "./classified-error.js";
 import {
   type CallSettings,
@@ -45,6 +46,11 @@ export interface RouterOptions {
   onStatus?: (event: StatusEvent) => void;
   /** Told how every call to a target ended, success or classified failure (for provider health). */
   onOutcome?: (outcome: CallOutcome) => void;
+  /**
+   * Each model's circuit breaker: an open one is skipped without spending the retry budget (the
+   * turn moves along the fallback chain, or fails with `circuit_open`). None: every call goes.
+   */
+  breaker?: CircuitBreakers;
 }
 
 export interface RouteOptions {
@@ -75,7 +81,13 @@ export class ModelRouter {
       deps: options.deps,
       maxAttempts: options.maxAttempts,
       ...(options.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: options.maxRetryAfterMs }),
+      ...(options.breaker ? { breaker: options.breaker } : {}),
     };
+  }
+
+  /** The models' circuit breakers, when the router has them. */
+  get breaker(): CircuitBreakers | null {
+    return this.options.breaker ?? null;
   }
 
   get primary(): Target {
@@ -141,8 +153,13 @@ export class ModelRouter {
         return completion;
       },
       (error: unknown) => {
-        // The caller's own abort says nothing of the provider; anything not a ProviderError is ours.
-        if (error instanceof ProviderError && !options.signal?.aborted)
+        // The caller's own abort says nothing of the provider; anything not a ProviderError is ours;
+        // a call its open circuit refused sent nothing (the breaker's record says it).
+        if (
+          error instanceof ProviderError &&
+          !options.signal?.aborted &&
+          error.classified.reason !== "circuit_open"
+        )
           told({ provider, model, at: this.options.deps.clock.now(), ok: false, error: error.classified });
         throw error;
       },
