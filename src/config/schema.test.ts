@@ -33,6 +33,7 @@ describe("configSchema", () => {
         max_subagents: 3,
       },
       retry: { max_attempts: 4 },
+      breaker: { enabled: true, failures: 5, window: 60, cooldown: 30, max_cooldown: 600 },
       gateway: {
         host: "127.0.0.1",
         port: 8642,

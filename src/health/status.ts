@@ -21,6 +21,7 @@ import {
   isUsable,
 } from "../store/credential-ledger.js";
 import type { StoreReader } from "../store/store-reader.js";
+import { readBreakerRecords } from "./circuits.js";
 import { type CompressionComponent, compressionComponent } from "./compression-component.js";
 import { type CronComponent, cronComponent } from "./cron-component.js";
 import { diskComponent, readDisk } from "./disk.js";
@@ -150,7 +151,13 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   }
   const local: StatusReport["components"] = {
     store: storeComponent(paths, reader, input.readerError),
-    providers: providersComponent(paths, config, providerRecords(config, reader), now),
+    providers: providersComponent(
+      paths,
+      config,
+      providerRecords(config, reader),
+      now,
+      readBreakerRecords(reader),
+    ),
     credentials,
     compression: compressionComponent(config, reader, now),
     tools: toolsComponent(paths, config, reader, now),
@@ -171,7 +178,13 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     store:
       seen.store?.status === "ok" && local.store.status === "ok" ? local.store : said("store", local.store),
     providers: seen.providers
-      ? providersComponent(paths, config, providerRecords(config, reader, liveRecords(seen.providers)), now)
+      ? providersComponent(
+          paths,
+          config,
+          providerRecords(config, reader, liveRecords(seen.providers)),
+          now,
+          readBreakerRecords(reader),
+        )
       : local.providers,
     credentials: local.credentials,
     compression: local.compression,
