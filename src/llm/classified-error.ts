@@ -50,6 +50,11 @@ export interface ClassifiedError {
   status: number | null;
   /** The provider's own message, shortened, for people. */
   message: string;
+  /**
+   * The provider's error names the model the request asked for (OpenAI's "Rate limit reached for
+   * gpt-4o ...", Groq's, OpenRouter's): a rate limit then holds for that model only, not the key.
+   */
+  model_named?: boolean;
 }
 
 /**
@@ -83,6 +88,8 @@ export interface ProviderFailure {
   phase?: "connect" | "headers" | "stream";
   /** The endpoint called (the provider's base URL), so an unreachable one is named in the message. */
   endpoint?: string | null;
+  /** The model the request asked for, so an error that names it is told apart (`model_named`). */
+  model?: string | null;
   /** Size of the request, when known, to tell a context overflow from other 400s. */
   request_tokens?: number | null;
   context_window?: number | null;

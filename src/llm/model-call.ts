@@ -102,7 +102,7 @@ export async function callTarget(
       try {
         const release = await runtime.limiter.acquire(signal);
         try {
-          key = await runtime.pool.pick(deps.clock.now());
+          key = await runtime.pool.pick(deps.clock.now(), target.model);
           if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
           const dropped = told.begin();
           if (restartReason !== null) {
@@ -136,7 +136,7 @@ export async function callTarget(
           );
       }
       if (outcome.ok) {
-        await runtime.pool.reportSuccess(key, deps.clock.now(), sentAt);
+        await runtime.pool.reportSuccess(key, deps.clock.now(), sentAt, target.model);
         return { ...outcome.completion, provider: target.provider, model: target.model, attempts };
       }
       const classified = outcome.error;
@@ -145,14 +145,15 @@ export async function callTarget(
         throw new ProviderError(classified, target.provider, target.model);
       if (told.any) restartReason = classified.reason;
       if (classified.reason === "aborted") throw new ProviderError(classified, target.provider, target.model);
-      const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now());
+      const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now(), target.model);
       if (verdict === "key_required") throw keyRequiredError(classified, target, runtime.base_url);
       if ((verdict === "cooled" || verdict === "disabled") && rotations < runtime.pool.size) {
-        const keys = await runtime.pool.state(deps.clock.now());
+        const keys = await runtime.pool.state(deps.clock.now(), target.model);
         const state = keys.find((k) => k.fingerprint === key.fingerprint);
         // Said here, from the same read, so a listener knows at once whether this is a rotation
         // or the start of "every key is cooling" (one line for the user, not two).
         const next = keys.find((k) => k.status === "ok")?.fingerprint ?? null;
+        const forModel = classified.reason === "rate_limit" && classified.model_named === true;
         emit({
           type: "credential_rotated",
           layer: "credentials",
@@ -168,7 +169,7 @@ export async function callTarget(
           message: runtime.pool.keyed
             ? `${target.provider}: key ${key.fingerprint} ${
                 verdict === "disabled" ? "disabled" : "cooling down"
-              } after ${classified.reason}; ${
+              }${forModel ? ` for ${target.model} only (the provider's error named it)` : ""} after ${classified.reason}; ${
                 next === null
                   ? "no other key is usable"
                   : next === key.fingerprint
@@ -276,7 +277,7 @@ async function exhausted(
   now: number,
   emit: RouteListener,
 ): Promise<ProviderError> {
-  const keys = await runtime.pool.state(now);
+  const keys = await runtime.pool.state(now, target.model);
   const cooling = keys
     .filter((k) => k.status === "cooling" && k.cooldown_until !== null)
     .sort((a, b) => (a.cooldown_until ?? 0) - (b.cooldown_until ?? 0));
