@@ -247,3 +247,35 @@ describe("one breaker shared by two processes through the store", () => {
     expect((await stillWaiting.admit(target, () => {})).decision).toBe("open");
   });
 });
+
+describe("a store that fails under the breaker", () => {
+  it("keeps this process's breaker in memory, from what it last read, and no call fails for it", async () => {
+    const shared = new MemoryBreakerRecords();
+    let broken = false;
+    const store = {
+      getRecordText: (_kind: string, key: string) => {
+        if (broken) throw new Error("database disk image is malformed");
+        return shared.read(key);
+      },
+      listRecords: () => [],
+      write: async (ops: Array<{ key: string; value: string; expect: string | null }>) => {
+        if (broken) throw new Error("the store is damaged");
+        for (const op of ops) await shared.claim(op.key, JSON.parse(op.value), op.expect);
+      },
+    };
+    const now = FAKE_START;
+    const b = new CircuitBreakers({
+      records: new StoreBreakerRecords(store, () => now),
+      settings,
+      now: () => now,
+    });
+    const fail = async () =>
+      b.report(target, await b.admit(target, () => {}), { ok: false, error: unwell }, () => {});
+    await fail();
+    await fail();
+    broken = true;
+    await fail();
+    // The third failure, counted in memory on top of the two the store held, opened it.
+    expect((await b.admit(target, () => {})).decision).toBe("open");
+  });
+});

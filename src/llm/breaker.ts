@@ -45,7 +45,12 @@ export interface BreakerStoreLike {
 
 /** Records in one process's memory: for tests, and for runs without a store. */
 export class MemoryBreakerRecords implements BreakerRecords {
-  private readonly texts = new Map<string, string>();
+  private readonly texts: Map<string, string>;
+
+  /** Start from known records' texts (what a store held before it failed). */
+  constructor(initial: ReadonlyMap<string, string> = new Map()) {
+    this.texts = new Map(initial);
+  }
 
   read(key: string): string | null {
     return this.texts.get(key) ?? null;
@@ -69,6 +74,8 @@ export class MemoryBreakerRecords implements BreakerRecords {
  */
 export class StoreBreakerRecords implements BreakerRecords {
   private local: MemoryBreakerRecords | null = null;
+  /** What each record last read as, to start this process's memory from should the store fail. */
+  private readonly lastRead = new Map<string, string>();
 
   constructor(
     private readonly store: BreakerStoreLike,
@@ -78,7 +85,9 @@ export class StoreBreakerRecords implements BreakerRecords {
   read(key: string): string | null {
     if (this.local !== null) return this.local.read(key);
     try {
-      return this.store.getRecordText(BREAKER_RECORD_KIND, key);
+      const text = this.store.getRecordText(BREAKER_RECORD_KIND, key);
+      if (text !== null) this.lastRead.set(key, text);
+      return text;
     } catch {
       return this.goLocal().read(key);
     }
@@ -88,6 +97,7 @@ export class StoreBreakerRecords implements BreakerRecords {
     if (this.local !== null) return this.local.claim(key, value, expect);
     try {
       await this.store.write([claimOp(BREAKER_RECORD_KIND, key, value, expect, this.now())]);
+      this.lastRead.set(key, JSON.stringify(value));
       return true;
     } catch (error) {
       if (isRecordConflict(error)) return false;
@@ -105,7 +115,7 @@ export class StoreBreakerRecords implements BreakerRecords {
   }
 
   private goLocal(): MemoryBreakerRecords {
-    this.local ??= new MemoryBreakerRecords();
+    this.local ??= new MemoryBreakerRecords(this.lastRead);
     return this.local;
   }
 }
@@ -183,8 +193,12 @@ export class CircuitBreakers {
       });
       return { decision: "probe", token };
     }
-    // Others kept writing: the model is busy being judged; this call waits for nothing and goes.
-    return { decision: "closed" };
+    // Only a probe's claim is written here: losing it this often means others took it first.
+    return {
+      decision: "open",
+      retry_at: this.options.now() + this.settings.cooldown_ms,
+      reason: asReason(parse(this.options.records.read(key))?.reason ?? null),
+    };
   }
 
   /** The attempt's end: an answer, a classified failure, or nothing learnt (null: aborted, no key). */
