@@ -26,6 +26,7 @@ const EXPECTED: Record<string, string> = {
   "dead first key": "credentials",
   "persistent overload": "fallback",
   "stream dropped": "retry",
+  "a model failing with 503s": "breaker",
   "compression call hangs": "compression",
   "interrupt during a tool": "agent",
   "a stalled turn": "lifecycle",

@@ -51,6 +51,9 @@ async function gatewayOn(setup: Setup = {}): Promise<{ gw: GatewayProcess; sim: 
   return { gw: await startGateway(paths.home, undefined, undefined, { TENAX_API_KEY: KEY }), sim };
 }
 
+/** Off for the tests that send every client to one failing model (see each). */
+const NO_BREAKER = "breaker: { enabled: false }";
+
 const steps = (step: SimStep, count = 20): SimStep[] => Array.from({ length: count }, () => step);
 
 /** Every outcome raised with `code` (and `status` where the library reports one), with no reply. */
@@ -73,7 +76,9 @@ function expectRaised(outcomes: Outcome[], code: string, status: number) {
 
 describe("a failed turn raises in every client, streamed and not", () => {
   it("a provider answering 503 every time: 502 server_error, naming the retry layer", async () => {
-    const { gw, sim } = await gatewayOn();
+    // Every client must meet the retry layer's failure: the breaker would rightly refuse the later
+    // ones with circuit_open (test/gateway-breaker.test.ts), so it is off here.
+    const { gw, sim } = await gatewayOn({ extra: NO_BREAKER });
     sim.script(steps({ type: "error", status: 503 }));
     const outcomes = expectRaised(await askEvery(gw.url, KEY, "hello"), "server_error", 502);
     expect(outcomes[0]?.message).toMatch(/the retry layer gave up on sim\/echo after 1 attempt .*503/);
@@ -130,7 +135,7 @@ describe("a failed turn raises in every client, streamed and not", () => {
   it("a provider port nothing listens on: 502 unreachable, saying where it could not connect", async () => {
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}/v1`;
-    const { gw } = await gatewayOn({ baseUrl });
+    const { gw } = await gatewayOn({ baseUrl, extra: NO_BREAKER });
     const outcomes = expectRaised(await askEvery(gw.url, KEY, "hello"), "unreachable", 502);
     for (const o of outcomes)
       expect(o.message).toContain(

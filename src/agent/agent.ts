@@ -10,6 +10,8 @@ import { addExecAllowPattern } from "../config/exec-allow-write.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
+import { CircuitBreakers, StoreBreakerRecords } from "../llm/breaker.js";
+import { breakerSettings } from "../llm/breaker-state.js";
 import { ConcurrencyLimiter } from "../llm/concurrency.js";
 import { ProviderHealthRecorder } from "../llm/provider-health.js";
 import type { StatusEvent } from "../llm/route-events.js";
@@ -217,6 +219,11 @@ export class Agent {
         redactor: secrets.redactor,
         ...(options.onStatus ? { onStatus: options.onStatus } : {}),
         onOutcome: (outcome) => providerHealth.observeCall(outcome),
+        breaker: new CircuitBreakers({
+          records: new StoreBreakerRecords(options.store, () => deps.clock.now()),
+          settings: breakerSettings(options.config.breaker),
+          now: () => deps.clock.now(),
+        }),
       }));
     return new Agent(options, runtime, deps, secrets, providerHealth, sandbox);
   }

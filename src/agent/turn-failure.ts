@@ -14,6 +14,8 @@ export type FailureLayer =
   | "retry"
   | "credentials"
   | "fallback"
+  /** The model's circuit breaker was open and no fallback was left. */
+  | "breaker"
   | "compression"
   | "guardrails"
   | "interrupt"
@@ -159,6 +161,9 @@ function providerFailure(error: ProviderError, overflow: OverflowState | null): 
         ? "ran but could not make it fit"
         : "could not run (it is off, cooling down after failures, or past its passes for this turn)"
     }`;
+  } else if (classified.reason === "circuit_open") {
+    layer = "breaker";
+    message = `the circuit breaker of ${name} is open and no model of the fallback chain was left: ${classified.message}`;
   } else if (classified.reason === "reply_diverged") {
     layer = "retry";
     message = `the retry layer could not go on with the reply of ${name}: ${what}`;
@@ -235,6 +240,8 @@ function nextStep(classified: ClassifiedError, provider: string): string {
     case "invalid_request":
     case "thinking_signature":
       return "the provider refused the request Tenax built: report it with logs/gateway.log";
+    case "circuit_open":
+      return `retry ${wait}, when the breaker lets one probe call through to ${provider}; a fallback model in config.yaml (fallback:) answers while its circuit is open`;
     case "reply_diverged":
       return "send the request again: the text received so far is not an answer (the provider's stream broke mid-reply and its retry said something else)";
     default: {

@@ -35,6 +35,7 @@ describe("configSchema", () => {
         turn_deadline: 1800,
       },
       retry: { max_attempts: 4 },
+      breaker: { enabled: true, failures: 5, window: 60, cooldown: 30, max_cooldown: 600 },
       gateway: {
         host: "127.0.0.1",
         port: 8642,

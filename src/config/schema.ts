@@ -176,6 +176,25 @@ export type AgentConfig = z.infer<typeof agent>;
 
 const retry = z.strictObject({ max_attempts: intBetween(1, 20).default(4) });
 
+/**
+ * Each model's circuit breaker (llm/breaker-state.ts), shared by every process of the profile:
+ * `failures` unwell failures in a row (5xx, timeouts, unreachable), each within `window` seconds of
+ * the last, open it; calls then skip it for `cooldown` seconds, after which one probe call goes;
+ * a failed probe doubles the cool-down, up to `max_cooldown`.
+ */
+const breaker = z
+  .strictObject({
+    enabled: flag().default(true),
+    failures: intBetween(1, 1000).default(5),
+    window: seconds().default(60),
+    cooldown: seconds().default(30),
+    max_cooldown: seconds().default(600),
+  })
+  .refine((b) => b.max_cooldown >= b.cooldown, {
+    error: "expected max_cooldown to be at least cooldown (seconds)",
+    path: ["max_cooldown"],
+  });
+
 const dashboard = z.strictObject({
   host: host().default("127.0.0.1"),
   port: port().default(8080),
@@ -252,6 +271,7 @@ const configObject = z.strictObject({
   compression: compression.prefault({}),
   agent: agent.prefault({}),
   retry: retry.prefault({}),
+  breaker: breaker.prefault({}),
   gateway: gatewaySchema.prefault({}),
   dashboard: dashboard.prefault({}),
   logs: logs.prefault({}),

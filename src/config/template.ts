@@ -76,6 +76,13 @@ agent:
 retry:
   max_attempts: 4       # attempts per model call (1 to 20) before falling back
 
+breaker:                # a circuit breaker per model, shared by every process of this profile
+  enabled: true
+  failures: 5           # failures in a row that say the model is unwell (5xx, timeouts, unreachable) open it
+  window: 60            # seconds: failures further apart than this start the count over
+  cooldown: 30          # seconds an open circuit skips the model (to the fallback, or circuit_open at once)
+  max_cooldown: 600     # after the cool-down one probe call goes; each failed probe doubles it up to this
+
 # --- Servers -------------------------------------------------------------------------------------
 gateway:
   host: 127.0.0.1       # loopback; on another host the key is a must (auth: none is refused)

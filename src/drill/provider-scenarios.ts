@@ -1,6 +1,7 @@
 // The provider layers' faults, each through the simulator and the real agent turn: a rate limit
 // (retry), a dead first key (credentials rotate), a persistent overload (fallback, then the
-// primary again on the next turn) and a stream dropped mid-reply (retry from the start).
+// primary again on the next turn), a stream dropped mid-reply (retry from the start) and a model
+// failing with 503s (its breaker opens, and the next turn skips it).
 
 import type { Scenario } from "./runner.js";
 import { scratchSession } from "./scratch.js";
@@ -99,4 +100,52 @@ const droppedStream: Scenario = {
   },
 };
 
-export const providerScenarios: readonly Scenario[] = [rateLimit, deadKey, overload, droppedStream];
+/**
+ * The breaker: the primary fails every attempt of the first turn with a 503, which opens its
+ * circuit (two failures here); the second turn goes straight to the fallback, sending the primary
+ * nothing. It passes with the circuit opened, both turns answered by the fallback, and at most half
+ * the primary's calls the retry budget alone would make over the two turns.
+ */
+const failingModel: Scenario = {
+  fault: "a model failing with 503s",
+  expected_layer: "breaker",
+  async run(context) {
+    const { sim, opened, session, config } = await scratchSession(context, "failing model", {
+      breaker: { failures: 2, cooldown: 300 },
+    });
+    const attempts = config.retry.max_attempts;
+    sim.script(Array.from({ length: attempts }, () => ({ type: "error", status: 503 }) as const));
+    context.injected();
+    // Only the breaker's events name the layer: the retries and the fallback around them are expected.
+    const breaker = (e: { type: string }) => {
+      if (e.type.startsWith("breaker_")) context.caught("breaker");
+    };
+    const first = await watchedTurn(context, opened, session, "hello", { watch: false, onEvent: breaker });
+    const before = requestedModels(sim.requests()).filter((m) => m === "main").length;
+    const second = await watchedTurn(context, opened, session, "and again", {
+      watch: false,
+      onEvent: breaker,
+    });
+    const calls = requestedModels(sim.requests()).filter((m) => m === "main").length;
+    const budget = 2 * attempts;
+    const opened_ = first.events.some((e) => e.type === "breaker_opened");
+    return {
+      ok:
+        opened_ &&
+        first.result.model?.model === "backup" &&
+        second.result.model?.model === "backup" &&
+        second.result.status === "completed" &&
+        calls === before &&
+        calls * 2 <= budget,
+      detail: `turn 1 ${first.result.status} on ${first.result.model?.model} after ${before} call(s) to main (${opened_ ? "circuit opened" : "circuit stayed closed"}); turn 2 ${second.result.status} on ${second.result.model?.model} with ${calls - before} call(s) to main; ${calls} call(s) to main where the retry budget alone makes ${budget}; ${eventTrail(first.events)}`,
+    };
+  },
+};
+
+export const providerScenarios: readonly Scenario[] = [
+  rateLimit,
+  deadKey,
+  overload,
+  droppedStream,
+  failingModel,
+];

@@ -36,6 +36,7 @@ const EXPECTED: [FailureCode, number, string][] = [
   ["billing", 502, "provider_error"],
   ["rate_limit", 503, "provider_error"],
   ["overloaded", 503, "provider_error"],
+  ["circuit_open", 503, "provider_error"],
   ["context_overflow", 400, "invalid_request_error"],
   ["payload_too_large", 400, "invalid_request_error"],
   ["long_context_tier", 400, "invalid_request_error"],
@@ -81,6 +82,7 @@ describe("the status of a failed turn", () => {
     ["a wait shorter than a second rounds up", provider("overloaded", 10), { "retry-after": "1" }],
     ["a rate limit with no known wait", provider("rate_limit"), {}],
     ["a 502 never carries one", provider("server_error", 5_000), {}],
+    ["an open circuit says when its probe goes", provider("circuit_open", 42_000), { "retry-after": "42" }],
     [
       "a drain that interrupted the turn",
       interruptFailure(new TurnInterrupt("shutting_down", "stop")),

@@ -46,6 +46,8 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   // Waiting helps: every key cools down, or the provider is at capacity (Retry-After when known).
   rate_limit: wait,
   overloaded: wait,
+  // The model's breaker is open and no fallback is left: Retry-After says when it is tried again.
+  circuit_open: wait,
   // The conversation is too large and nothing (compression, another model) could fix it.
   context_overflow: tooLarge,
   payload_too_large: tooLarge,

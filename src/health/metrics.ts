@@ -145,6 +145,7 @@ export function renderMetrics(
     metric("tenax_credential_keys", "gauge", "Provider keys by state (ok, cooling, disabled).", rows);
   }
   providerMetrics(metric, c.providers?.providers, providers);
+  circuitMetrics(metric, c.providers?.models);
   if (cron !== null) cronMetrics(metric, cron);
   platformMetrics(metric, (report.components.platforms as PlatformsComponent | undefined)?.platforms ?? []);
   return `${out.join("\n")}\n`;
@@ -156,6 +157,20 @@ type Emit = (
   help: string,
   rows: [Record<string, string>, number][],
 ) => void;
+
+const CIRCUIT_VALUE: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
+
+/** Each model's circuit breaker, as /health lists it (components.providers.models). */
+function circuitMetrics(metric: Emit, list: unknown): void {
+  if (!Array.isArray(list)) return;
+  const models = list as { provider: string; model: string; circuit: string }[];
+  metric(
+    "tenax_model_circuit",
+    "gauge",
+    "Each model's circuit breaker: 0 closed, 1 half_open (one probe call goes next), 2 open (calls skip it).",
+    models.map((m) => [{ provider: m.provider, model: m.model }, CIRCUIT_VALUE[m.circuit] ?? -1]),
+  );
+}
 
 /** Each provider's state as /health judges it, and this process's calls and probes of it. */
 function providerMetrics(metric: Emit, list: unknown, counters: ProviderCounters | null): void {

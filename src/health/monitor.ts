@@ -15,6 +15,7 @@ import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { Store, StoreHealth } from "../store/store.js";
 import { StoreVerifier, type VerifierHealth } from "../store/verifier.js";
+import { readBreakerRecords } from "./circuits.js";
 import { gatewayCronComponent } from "./cron-component.js";
 import type { CronMetricsInput } from "./cron-metrics.js";
 import { readCronSnapshot } from "./cron-snapshot.js";
@@ -353,7 +354,8 @@ export class HealthMonitor {
       const fromStore = stored.find((p) => p.provider === provider) ?? null;
       records.set(provider, mergeRecords(fromStore, live.get(provider) ?? null));
     }
-    const component = providersComponent(paths, config, records, now);
+    // Breakers are read from the store at once: every process writes each change there as it happens.
+    const component = providersComponent(paths, config, records, now, readBreakerRecords(this.options.store));
     const recent = [...this.lastProviderEvent.entries()];
     return {
       ...component,

@@ -5,6 +5,7 @@
 
 import type { ProviderType, TenaxConfig } from "../config/schema.js";
 import { usesBuiltInSimulator } from "../config/schema.js";
+import type { BreakerRecord } from "../llm/breaker-state.js";
 import {
   judgeProviders,
   type ProviderJudgement,
@@ -16,6 +17,7 @@ import {
 import { BUILT_IN_TARGET, DEFAULT_BASE_URLS } from "../llm/runtime.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import { chainAnswers, chainTargets, describeCircuit, type ModelCircuit, modelCircuits } from "./circuits.js";
 import { formatDuration } from "./duration.js";
 import { modelsUrl, type ProviderProbeMode } from "./provider-probe.js";
 
@@ -52,6 +54,8 @@ export interface ProvidersComponent {
   built_in_simulator: boolean;
   probe: ProviderProbeMode;
   providers: ProviderHealth[];
+  /** Each model's circuit breaker: `{provider, model, circuit}` and why and until when. */
+  models: ModelCircuit[];
 }
 
 export interface ConfiguredProvider {
@@ -78,6 +82,7 @@ export function providersComponent(
   config: TenaxConfig,
   records: ReadonlyMap<string, ProviderRecord | null>,
   now: number,
+  breakers: readonly BreakerRecord[] = [],
 ): ProvidersComponent {
   const builtIn = usesBuiltInSimulator(config);
   const primaryTarget = config.model ?? { provider: BUILT_IN_TARGET.provider, name: BUILT_IN_TARGET.model };
@@ -117,16 +122,47 @@ export function providersComponent(
   const detail = builtIn && judged.status === "ok" ? route : `${head}${route}; ${states.join("; ")}`;
   const summary = `${head}${route}`;
   const first = failing.find((p) => p.in_chain) ?? failing[0];
+  const circuits = circuitsPart(paths, config, judged, breakers, now);
   return {
-    status: judged.status,
-    detail,
-    summary,
-    next: first?.next ?? null,
+    status: circuits.status ?? judged.status,
+    detail: circuits.said ? `${detail}; ${circuits.said}` : detail,
+    summary: circuits.said ? `${summary}; ${circuits.said}` : summary,
+    next: first?.next ?? circuits.next,
     primary,
     fallback,
     built_in_simulator: builtIn,
     probe: mode,
     providers,
+    models: circuits.models,
+  };
+}
+
+/**
+ * What the circuits add: an open or half-open one makes the providers degraded, and down when no
+ * model of the chain may answer (each is open or its provider failing); said in words, with what to do.
+ */
+function circuitsPart(
+  paths: ProfilePaths,
+  config: TenaxConfig,
+  judged: ReturnType<typeof judgeProviders>,
+  breakers: readonly BreakerRecord[],
+  now: number,
+): { models: ModelCircuit[]; status: ProviderLevel | null; said: string; next: string | null } {
+  const models = modelCircuits(config, breakers, now);
+  const tripped = models.filter((m) => m.circuit !== "closed");
+  if (tripped.length === 0) return { models, status: null, said: "", next: null };
+  const failing = (provider: string) =>
+    judged.providers.find((j) => j.provider === provider)?.condition === "failing";
+  const chain = chainTargets(config);
+  const status: ProviderLevel =
+    judged.status === "down" || (chain.length > 0 && !chainAnswers(chain, models, failing))
+      ? "down"
+      : "degraded";
+  return {
+    models,
+    status,
+    said: tripped.map((c) => describeCircuit(c, now)).join("; "),
+    next: `an open circuit lets one probe call through when its cool-down ends (breaker: in ${paths.config}), and its success closes it; a fallback model (fallback:) answers meanwhile; ${tenaxCommand(paths.name, ["status"])} shows each circuit`,
   };
 }
 

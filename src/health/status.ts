@@ -3,7 +3,7 @@
 // line for people, and the command that fixes or diagnoses it. Works whether or not any Tenax
 // process is running; the dashboard tells the same report, and the gateway's layer check reads it.
 import type { TenaxConfig } from "../config/schema.js";
-import { CredentialPool, type PoolKeyState } from "../llm/credential-pool.js";
+import { CredentialPool, modelScope, type PoolKeyState } from "../llm/credential-pool.js";
 import {
   mergeRecords,
   type ProviderRecord,
@@ -21,6 +21,7 @@ import {
   isUsable,
 } from "../store/credential-ledger.js";
 import type { StoreReader } from "../store/store-reader.js";
+import { readBreakerRecords } from "./circuits.js";
 import { type CompressionComponent, compressionComponent } from "./compression-component.js";
 import { type CronComponent, cronComponent } from "./cron-component.js";
 import { diskComponent, readDisk } from "./disk.js";
@@ -154,7 +155,13 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   }
   const local: StatusReport["components"] = {
     store: storeComponent(paths, reader, input.readerError),
-    providers: providersComponent(paths, config, providerRecords(config, reader), now),
+    providers: providersComponent(
+      paths,
+      config,
+      providerRecords(config, reader),
+      now,
+      readBreakerRecords(reader),
+    ),
     credentials,
     compression: compressionComponent(config, reader, now),
     tools: toolsComponent(paths, config, reader, now),
@@ -176,7 +183,13 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     store:
       seen.store?.status === "ok" && local.store.status === "ok" ? local.store : said("store", local.store),
     providers: seen.providers
-      ? providersComponent(paths, config, providerRecords(config, reader, liveRecords(seen.providers)), now)
+      ? providersComponent(
+          paths,
+          config,
+          providerRecords(config, reader, liveRecords(seen.providers)),
+          now,
+          readBreakerRecords(reader),
+        )
       : local.providers,
     credentials: local.credentials,
     compression: local.compression,
@@ -352,6 +365,19 @@ async function credentialsComponent(
           `${p.provider} ${p.keyed ? `key ${k.position + 1} (${k.fingerprint})` : "(no key)"} ${describeKey(k, now)}`,
       ),
   );
+  // A key cooling for one model only (a rate limit whose error named it): the provider's other models keep it.
+  for (const p of providers) {
+    const prefix = modelScope(p.provider, "");
+    for (const s of states) {
+      if (!s.provider.startsWith(prefix) || isUsable(s, now)) continue;
+      const key = p.keys.find((k) => k.fingerprint === s.fingerprint);
+      const left =
+        s.cooldown_until === null ? "" : ` for ${formatDuration(Math.max(0, s.cooldown_until - now))} more`;
+      problems.push(
+        `${p.provider} key ${key ? key.position + 1 : "?"} (${s.fingerprint}) cooling down for ${s.provider.slice(prefix.length)} only after ${s.reason ?? "a failure"}${left}`,
+      );
+    }
+  }
   const disabled = providers.some((p) => p.keys.some((k) => k.status === "disabled"));
   const next = disabled
     ? `replace the disabled key in ${paths.config} (or its .env); a new key starts fresh. Then: ${tenaxCommand(paths.name, ["status"])}`

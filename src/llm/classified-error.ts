@@ -33,6 +33,8 @@ export const ERROR_REASONS = [
   // Tenax's own: a stream that broke after part of its reply reached a client that cannot take it
   // back, and whose new attempt said something else (told-reply.ts).
   "reply_diverged",
+  // Tenax's own: the model's circuit breaker is open (breaker.ts), so no request was sent to it.
+  "circuit_open",
   "unknown",
 ] as const;
 
@@ -54,6 +56,11 @@ export interface ClassifiedError {
   status: number | null;
   /** The provider's own message, shortened, for people. */
   message: string;
+  /**
+   * The provider's error names the model the request asked for (OpenAI's "Rate limit reached for
+   * gpt-4o ...", Groq's, OpenRouter's): a rate limit then holds for that model only, not the key.
+   */
+  model_named?: boolean;
 }
 
 /**
@@ -87,6 +94,8 @@ export interface ProviderFailure {
   phase?: "connect" | "headers" | "stream";
   /** The endpoint called (the provider's base URL), so an unreachable one is named in the message. */
   endpoint?: string | null;
+  /** The model the request asked for, so an error that names it is told apart (`model_named`). */
+  model?: string | null;
   /** Size of the request, when known, to tell a context overflow from other 400s. */
   request_tokens?: number | null;
   context_window?: number | null;
@@ -95,16 +104,19 @@ export interface ProviderFailure {
 /** A provider call that failed, as the typed error layers above see it. */
 export class ProviderError extends TenaxError {
   override readonly name = "ProviderError";
+  /** `code` defaults to `provider_REASON`; a failure Tenax names itself may carry its own, and a hint. */
   constructor(
     readonly classified: ClassifiedError,
     readonly provider: string,
     readonly model: string,
+    options: { code?: string; hint?: string } = {},
   ) {
     super(
-      `provider_${classified.reason}`,
+      options.code ?? `provider_${classified.reason}`,
       `${provider}/${model}: ${classified.reason}: ${classified.message}`,
       {
         data: { provider, model, ...classified },
+        ...(options.hint === undefined ? {} : { hint: options.hint }),
       },
     );
   }

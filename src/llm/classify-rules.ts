@@ -67,8 +67,51 @@ export const REASON_FLAGS: Readonly<Record<ErrorReason, Flags>> = {
   aborted: flags(false, false, false, false), // ours: never retried, never an error to recover from
   // Ours too: no attempt or model can make what the client was sent true after the fact.
   reply_diverged: flags(false, false, false, false),
+  // Ours: the model's breaker is open. Nothing was sent; another model may answer at once.
+  circuit_open: flags(false, false, true, false),
   // A failure we cannot name: one bounded retry (the policy caps it), then another model.
   unknown: flags(true, false, true, false),
+};
+
+/**
+ * Whether a failure says the model itself is unwell, so that it counts toward opening its circuit
+ * breaker (breaker.ts): the provider failing to answer (5xx, overload, timeouts, nothing reachable,
+ * streams cut). Never a request the model refused (a 400, a context overflow, a content refusal),
+ * a key's trouble (auth, billing, rate limits: the key pool's business), nor anything of ours.
+ */
+export const MODEL_UNWELL: Readonly<Record<ErrorReason, boolean>> = {
+  server_error: true,
+  overloaded: true,
+  timeout: true,
+  unreachable: true,
+  stream_drop: true, // a model that keeps cutting its streams is as unwell as one that fails them
+  // A key's budget or standing, not the model's health: the pool cools or disables the key.
+  rate_limit: false,
+  auth: false,
+  auth_permanent: false,
+  key_required: false,
+  billing: false,
+  // The request's fault, or its size: the next, different request may pass.
+  context_overflow: false,
+  payload_too_large: false,
+  long_context_tier: false,
+  invalid_request: false,
+  thinking_signature: false,
+  content_policy_blocked: false,
+  // Configuration, not health: no wait makes a missing model appear, a certificate verify, or a
+  // model gain the feature (tools, images, reasoning off) this request needs.
+  model_not_found: false,
+  ssl_cert_verification: false,
+  model_incompatible: false,
+  reasoning_mandatory: false,
+  // A garbled body is usually a one-off; a failure nobody can name proves nothing either way.
+  format_error: false,
+  unknown: false,
+  // Ours.
+  local_resources: false,
+  aborted: false,
+  reply_diverged: false,
+  circuit_open: false,
 };
 
 /** What the rules look at: the failure reduced to a few normalised facts. */

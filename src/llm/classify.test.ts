@@ -42,6 +42,7 @@ const EXPECTED_FLAGS: Record<ErrorReason, Flags> = {
   thinking_signature: F(false, false, false, false),
   aborted: F(false, false, false, false),
   reply_diverged: F(false, false, false, false),
+  circuit_open: F(false, false, true, false),
   unknown: F(true, false, true, false),
 };
 

@@ -30,7 +30,18 @@ export function classify(failure: ProviderFailure, now?: number): ClassifiedErro
     retry_after_ms: reason === "aborted" ? null : retryAfter(reason, headers, body, facts.text, now),
     status: typeof failure.status === "number" && Number.isFinite(failure.status) ? failure.status : null,
     message: humanMessage(failure, body, reason),
+    ...(namesModel(facts.text, failure.model) ? { model_named: true } : {}),
   };
+}
+
+/**
+ * Whether the error's text names the requested model as a whole word: `gpt-4o` in "for gpt-4o in
+ * organization", not in "gpt-4o-mini"; `llama-3.3-70b-versatile` in backquotes (Groq).
+ */
+function namesModel(text: string, model: string | null | undefined): boolean {
+  if (!model) return false;
+  const name = model.toLowerCase().replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+  return new RegExp(`(?<![\\w./:-])${name}(?![\\w-]|[.:/][\\w])`).test(text);
 }
 
 /** What we could read from a body, whatever shape it came in. */

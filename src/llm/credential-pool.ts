@@ -29,6 +29,14 @@ export interface PoolTimings {
   other_rotate_cooldown_ms: number;
 }
 
+/**
+ * The ledger's name for a key's state with one model of a provider: a rate limit whose error named
+ * the model (`model_named`) cools the key for that model only, the provider's other models keep it.
+ */
+export function modelScope(provider: string, model: string): string {
+  return `${provider}#${model}`;
+}
+
 /** The key a provider without api_keys is called with: local servers ignore it, the SDKs need one. */
 export const NO_KEY = "no-key";
 
@@ -123,22 +131,43 @@ export class CredentialPool {
     return picked === null ? null : (this.keys.find((k) => k.fingerprint === picked.fingerprint) ?? null);
   }
 
-  /** The same key as `next`, with what the ledger said of it, for `reportSuccess` after the call. */
-  async pick(now: number): Promise<PickedKey | null> {
+  /**
+   * The same key as `next`, with what the ledger said of it, for `reportSuccess` after the call.
+   * With `model`, a key cooling for that model alone (a rate limit that named it) is skipped too.
+   */
+  async pick(now: number, model?: string): Promise<PickedKey | null> {
     const known = new Map((await this.ledger.get(this.provider)).map((s) => [s.fingerprint, s]));
-    const key = this.keys.find((k) => isUsable(this.effective(known.get(k.fingerprint)), now));
+    const scoped = await this.scoped(model);
+    const key = this.keys.find(
+      (k) =>
+        isUsable(this.effective(known.get(k.fingerprint)), now) && isUsable(scoped.get(k.fingerprint), now),
+    );
     if (key === undefined) return null;
     // Spelt out: a spread here cost about a microsecond a call on Node 20.
     return {
       key: key.key,
       fingerprint: key.fingerprint,
-      clean: isClean(known.get(key.fingerprint)),
+      clean: isClean(known.get(key.fingerprint)) && isClean(scoped.get(key.fingerprint)),
       recorded: this.recorded.get(key.fingerprint) ?? 0,
     };
   }
 
-  /** Apply a failed call's classification to the key that made it. */
-  async report(fingerprint: string, classified: ClassifiedError, now: number): Promise<PoolVerdict> {
+  /** The keys' states with one model (none without a model). */
+  private async scoped(model: string | undefined): Promise<Map<string, CredentialState>> {
+    if (model === undefined) return new Map();
+    return new Map((await this.ledger.get(modelScope(this.provider, model))).map((s) => [s.fingerprint, s]));
+  }
+
+  /**
+   * Apply a failed call's classification to the key that made it. A rate limit whose error named
+   * the call's `model` cools the key for that model only.
+   */
+  async report(
+    fingerprint: string,
+    classified: ClassifiedError,
+    now: number,
+    model?: string,
+  ): Promise<PoolVerdict> {
     this.known(fingerprint);
     const t = this.timings;
     switch (classified.reason) {
@@ -147,9 +176,12 @@ export class CredentialPool {
           this.retriedOnce.add(fingerprint);
           return "retry_same_key";
         }
+        const scope = classified.model_named === true && model !== undefined ? model : undefined;
         const wanted = classified.retry_after_ms ?? t.rate_limit_cooldown_ms;
-        const cap = (await this.isLastUsable(fingerprint, now)) ? t.last_key_rate_limit_cap_ms : wanted;
-        await this.cool(fingerprint, "rate_limit", Math.min(wanted, cap), now);
+        const cap = (await this.isLastUsable(fingerprint, now, scope))
+          ? t.last_key_rate_limit_cap_ms
+          : wanted;
+        await this.cool(fingerprint, "rate_limit", Math.min(wanted, cap), now, scope);
         return "cooled";
       }
       case "billing": {
@@ -191,28 +223,29 @@ export class CredentialPool {
    * pick's read and `sentAt` are microseconds apart, with no I/O between, well inside the
    * ledger's millisecond clock). Anything else is read and cleared as before.
    */
-  async reportSuccess(key: string | PickedKey, now: number, sentAt = now): Promise<void> {
+  async reportSuccess(key: string | PickedKey, now: number, sentAt = now, model?: string): Promise<void> {
     const fingerprint = typeof key === "string" ? key : key.fingerprint;
     this.known(fingerprint);
     this.retriedOnce.delete(fingerprint);
     if (typeof key !== "string" && key.clean && key.recorded === (this.recorded.get(fingerprint) ?? 0))
       return;
+    const clear = { status: "ok" as const, failures: "reset" as const, now, unless_changed_after: sentAt };
     const state = (await this.ledger.get(this.provider)).find((s) => s.fingerprint === fingerprint);
     // Write only when there is something to clear, so a healthy key costs no write.
-    if (isClean(state)) return;
-    await this.record(fingerprint, {
-      status: "ok",
-      failures: "reset",
-      now,
-      unless_changed_after: sentAt,
-    });
+    if (!isClean(state)) await this.record(fingerprint, clear);
+    const withModel = (await this.scoped(model)).get(fingerprint);
+    if (model !== undefined && !isClean(withModel)) await this.record(fingerprint, clear, model);
   }
 
-  /** Every key in config order with its status at `now` (a cooldown that ended reads as ok). */
-  async state(now: number): Promise<PoolKeyState[]> {
+  /**
+   * Every key in config order with its status at `now` (a cooldown that ended reads as ok); with
+   * `model`, a key cooling for that model alone reads as cooling (the later cooldown of the two).
+   */
+  async state(now: number, model?: string): Promise<PoolKeyState[]> {
     const known = new Map((await this.ledger.get(this.provider)).map((s) => [s.fingerprint, s]));
+    const scoped = await this.scoped(model);
     return this.keys.map(({ fingerprint }, position) => {
-      const s = this.effective(known.get(fingerprint));
+      const s = stricter(this.effective(known.get(fingerprint)), scoped.get(fingerprint), now);
       if (!s || (s.status === "cooling" && isUsable(s, now))) {
         return {
           position,
@@ -252,27 +285,55 @@ export class CredentialPool {
     }
   }
 
-  /** No other key of the pool is usable now: this one is all that is left. */
-  private async isLastUsable(fingerprint: string, now: number): Promise<boolean> {
+  /** No other key of the pool is usable now (for `model`, when given): this one is all that is left. */
+  private async isLastUsable(fingerprint: string, now: number, model?: string): Promise<boolean> {
     const others = this.fingerprints().filter((f) => f !== fingerprint);
-    return (await this.ledger.usable(this.provider, others, now)).length === 0;
+    const usable = await this.ledger.usable(this.provider, others, now);
+    if (model === undefined) return usable.length === 0;
+    return (await this.ledger.usable(modelScope(this.provider, model), usable, now)).length === 0;
   }
 
   /** Every write of the pool goes here, counted before it starts, so no pick misses one in flight. */
-  private async record(fingerprint: string, update: CredentialUpdate): Promise<void> {
+  private async record(fingerprint: string, update: CredentialUpdate, model?: string): Promise<void> {
     this.recorded.set(fingerprint, (this.recorded.get(fingerprint) ?? 0) + 1);
-    await this.ledger.record(this.provider, fingerprint, update);
+    await this.ledger.record(
+      model === undefined ? this.provider : modelScope(this.provider, model),
+      fingerprint,
+      update,
+    );
   }
 
-  private async cool(fingerprint: string, reason: string, ms: number, now: number): Promise<void> {
-    await this.record(fingerprint, {
-      status: "cooling",
-      reason,
-      cooldown_until: now + Math.max(0, ms),
-      failures: "increment",
-      now,
-    });
+  private async cool(
+    fingerprint: string,
+    reason: string,
+    ms: number,
+    now: number,
+    model?: string,
+  ): Promise<void> {
+    await this.record(
+      fingerprint,
+      {
+        status: "cooling",
+        reason,
+        cooldown_until: now + Math.max(0, ms),
+        failures: "increment",
+        now,
+      },
+      model,
+    );
   }
+}
+
+/** Of a key's state and its state with one model, the one that keeps it out longer at `now`. */
+function stricter(
+  key: CredentialState | undefined,
+  model: CredentialState | undefined,
+  now: number,
+): CredentialState | undefined {
+  if (model === undefined || isUsable(model, now)) return key;
+  if (key === undefined || isUsable(key, now)) return model;
+  if (key.status === "disabled") return key;
+  return (model.cooldown_until ?? 0) > (key.cooldown_until ?? 0) ? model : key;
 }
 
 /** Nothing for a success to clear: no row yet, or a row that says ok with no failures. */

@@ -3,6 +3,8 @@
 // (rotate to the next key at once) or the retry policy's (wait, then try again). Fallback to
 // another model is the router's business, not this one's.
 import type { Deps } from "../core/deps.js";
+import type { BreakerPass, CircuitBreakers } from "./breaker.js";
+import { circuitOpenError } from "./circuit-open.js";
 import {
   type ClassifiedError,
   ERROR_REASONS,
@@ -55,7 +57,11 @@ export interface CallSettings {
   deps: Deps;
   maxAttempts: number;
   maxRetryAfterMs?: number;
+  /** The models' circuit breakers; none: every attempt goes. */
+  breaker?: CircuitBreakers;
 }
+
+const NO_BREAKER: BreakerPass = { decision: "closed" };
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -88,36 +94,55 @@ export async function callTarget(
     attempts = attemptNo;
     // Each key is rotated away from at most once per attempt, so this loop is bounded by the pool.
     for (let rotations = 0; ; rotations++) {
-      const release = await runtime.limiter.acquire(signal);
-      let key: PickedKey | null;
-      let outcome: StreamOutcome;
+      // An open circuit sends nothing, before any wait for a slot: the router moves on at once.
+      const breaker = settings.breaker;
+      const pass = breaker ? await breaker.admit(target, emit) : NO_BREAKER;
+      if (pass.decision === "open") throw circuitOpenError(target, pass, deps.clock.now());
+      let key: PickedKey | null = null;
+      let outcome: StreamOutcome | null = null;
       let sentAt = 0;
       try {
-        key = await runtime.pool.pick(deps.clock.now());
-        if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
-        const dropped = told.begin();
-        if (restartReason !== null) {
-          emit({
-            ...restartEvent(target, restartReason, dropped, told.appendOnly),
-            attempt: attemptNo,
-            max_attempts: settings.maxAttempts,
-          });
-          restartReason = null;
+        const release = await runtime.limiter.acquire(signal);
+        try {
+          key = await runtime.pool.pick(deps.clock.now(), target.model);
+          if (key === null) throw await exhausted(runtime, target, deps.clock.now(), emit);
+          const dropped = told.begin();
+          if (restartReason !== null) {
+            emit({
+              ...restartEvent(target, restartReason, dropped, told.appendOnly),
+              attempt: attemptNo,
+              max_attempts: settings.maxAttempts,
+            });
+            restartReason = null;
+          }
+          sentAt = deps.clock.now();
+          outcome = await streamOnce(
+            runtime.provider,
+            { ...request, model: target.model },
+            key.key,
+            signal,
+            told,
+            emit,
+          );
+        } finally {
+          release();
         }
-        sentAt = deps.clock.now();
-        outcome = await streamOnce(
-          runtime.provider,
-          { ...request, model: target.model },
-          key.key,
-          signal,
-          told,
-          emit,
-        );
       } finally {
-        release();
+        // What the request said of the model; nothing when none was sent or it was aborted.
+        if (breaker)
+          await breaker.report(
+            target,
+            pass,
+            outcome === null || (!outcome.ok && outcome.error.reason === "aborted")
+              ? null
+              : outcome.ok
+                ? { ok: true }
+                : { ok: false, error: outcome.error },
+            emit,
+          );
       }
       if (outcome.ok) {
-        await runtime.pool.reportSuccess(key, deps.clock.now(), sentAt);
+        await runtime.pool.reportSuccess(key, deps.clock.now(), sentAt, target.model);
         return { ...outcome.completion, provider: target.provider, model: target.model, attempts };
       }
       const classified = outcome.error;
@@ -126,14 +151,15 @@ export async function callTarget(
         throw new ProviderError(classified, target.provider, target.model);
       if (told.any) restartReason = classified.reason;
       if (classified.reason === "aborted") throw new ProviderError(classified, target.provider, target.model);
-      const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now());
+      const verdict = await runtime.pool.report(key.fingerprint, classified, deps.clock.now(), target.model);
       if (verdict === "key_required") throw keyRequiredError(classified, target, runtime.base_url);
       if ((verdict === "cooled" || verdict === "disabled") && rotations < runtime.pool.size) {
-        const keys = await runtime.pool.state(deps.clock.now());
+        const keys = await runtime.pool.state(deps.clock.now(), target.model);
         const state = keys.find((k) => k.fingerprint === key.fingerprint);
         // Said here, from the same read, so a listener knows at once whether this is a rotation
         // or the start of "every key is cooling" (one line for the user, not two).
         const next = keys.find((k) => k.status === "ok")?.fingerprint ?? null;
+        const forModel = classified.reason === "rate_limit" && classified.model_named === true;
         emit({
           type: "credential_rotated",
           layer: "credentials",
@@ -153,7 +179,7 @@ export async function callTarget(
           message: runtime.pool.keyed
             ? `${target.provider}: key ${key.fingerprint} ${
                 verdict === "disabled" ? "disabled" : "cooling down"
-              } after ${classified.reason}; ${
+              }${forModel ? ` for ${target.model} only (the provider's error named it)` : ""} after ${classified.reason}; ${
                 next === null
                   ? "no other key is usable"
                   : next === key.fingerprint
@@ -261,7 +287,7 @@ async function exhausted(
   now: number,
   emit: RouteListener,
 ): Promise<ProviderError> {
-  const keys = await runtime.pool.state(now);
+  const keys = await runtime.pool.state(now, target.model);
   const cooling = keys
     .filter((k) => k.status === "cooling" && k.cooldown_until !== null)
     .sort((a, b) => (a.cooldown_until ?? 0) - (b.cooldown_until ?? 0));

@@ -66,6 +66,8 @@ export const RETRY_POLICY: Readonly<Record<ErrorReason, ReasonPolicy>> = {
   aborted: never,
   // What the client was sent stays sent: another attempt would have to say it again by chance.
   reply_diverged: never,
+  // The breaker refused the call: the router moves on, or the caller waits for its half-open.
+  circuit_open: never,
 };
 
 export type GiveUpWhy = "not_retryable" | "attempts_spent" | "retry_after_too_long" | "aborted";

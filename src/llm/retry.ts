@@ -163,9 +163,15 @@ function gaveUp(
   attempts: number,
   elapsedMs: number,
 ): ProviderError {
-  const error = new ProviderError(classified, context.provider, context.model);
+  // A failure Tenax named itself (an open circuit) keeps its own code and hint.
+  const own = isProviderError(cause)
+    ? { code: cause.code, ...(cause.hint === undefined ? {} : { hint: cause.hint }) }
+    : {};
+  const error = new ProviderError(classified, context.provider, context.model, own);
   // The layer that failed under the retries (the key pool) stays named: what gave up is told by it.
   if (isProviderError(cause) && typeof cause.data.layer === "string") error.data.layer = cause.data.layer;
+  if (isProviderError(cause) && typeof cause.data.retry_at === "number")
+    error.data.retry_at = cause.data.retry_at;
   Object.assign(error.data, { give_up: why, attempts, elapsed_ms: elapsedMs });
   // ProviderError's constructor takes no cause; keep the original failure for whoever debugs it.
   error.cause = cause;

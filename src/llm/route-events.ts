@@ -13,7 +13,7 @@ export interface Target {
 export type AuxiliaryTask = "compression" | "title" | "vision";
 
 /** Which layer an event (or a final failure) belongs to. */
-export type Layer = "retry" | "credentials" | "fallback" | "auxiliary" | "provider";
+export type Layer = "retry" | "credentials" | "fallback" | "auxiliary" | "provider" | "breaker";
 
 export type StatusEvent =
   | (RetryEvent & { layer: "retry" })
@@ -84,6 +84,42 @@ export type StatusEvent =
       model: string;
       reason: ErrorReason;
       status: number | null;
+      message: string;
+    }
+  | {
+      /** A model's circuit opened: calls skip it until `retry_at`, then one probe goes (breaker.ts). */
+      type: "breaker_opened";
+      layer: "breaker";
+      provider: string;
+      model: string;
+      /** The last failure's reason (one that says the model is unwell). */
+      reason: ErrorReason;
+      /** Unwell failures in a row that opened it (or since it first opened). */
+      failures: number;
+      /** True when it opened again because its half-open probe call failed. */
+      probe_failed: boolean;
+      cooldown_ms: number;
+      retry_at: number;
+      message: string;
+    }
+  | {
+      /** The cool-down is over: this call is the one probe let through. */
+      type: "breaker_half_open";
+      layer: "breaker";
+      provider: string;
+      model: string;
+      /** Why it had opened. */
+      reason: ErrorReason | null;
+      message: string;
+    }
+  | {
+      /** A call answered: the circuit is closed and calls go to the model again. */
+      type: "breaker_closed";
+      layer: "breaker";
+      provider: string;
+      model: string;
+      /** Why it had opened. */
+      reason: ErrorReason | null;
       message: string;
     }
   | {

@@ -3,6 +3,7 @@
 // own chain, skipping any model whose context window cannot hold the task. Every move is an event.
 import type { Deps } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
+import type { CircuitBreakers } from "./breaker.js";
 import { traceModelCall } from "./call-trace.js";
 import { ProviderError } from "./classified-error.js";
 import {
@@ -48,10 +49,10 @@ export interface RouterOptions {
   /** Told how every call to a target ended, success or classified failure (for provider health). */
   onOutcome?: (outcome: CallOutcome) => void;
   /**
-   * The circuit breaker's state of a target (closed, open, half_open), for the model call's span
-   * (`tenax.circuit.state`); the breaker wires it in. Without it the span has no such attribute.
+   * Each model's circuit breaker: an open one is skipped without spending the retry budget (the
+   * turn moves along the fallback chain, or fails with `circuit_open`). None: every call goes.
    */
-  circuitState?: (target: Target) => string | null;
+  breaker?: CircuitBreakers;
 }
 
 export interface RouteOptions {
@@ -82,7 +83,13 @@ export class ModelRouter {
       deps: options.deps,
       maxAttempts: options.maxAttempts,
       ...(options.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: options.maxRetryAfterMs }),
+      ...(options.breaker ? { breaker: options.breaker } : {}),
     };
+  }
+
+  /** The models' circuit breakers, when the router has them. */
+  get breaker(): CircuitBreakers | null {
+    return this.options.breaker ?? null;
   }
 
   get primary(): Target {
@@ -99,6 +106,16 @@ export class ModelRouter {
     const runtime = this.options.providers.get(name);
     if (!runtime) throw new RangeError(`no runtime for provider '${name}'`);
     return runtime;
+  }
+
+  /** The target's circuit as its breaker last recorded it (the model call's span), or null. */
+  private circuitState(target: Target): string | null {
+    const breaker = this.options.breaker;
+    if (!breaker) return null;
+    return (
+      breaker.circuits([target]).find((c) => c.provider === target.provider && c.model === target.model)
+        ?.circuit ?? null
+    );
   }
 
   /** Every provider runtime, for status reports. */
@@ -137,7 +154,7 @@ export class ModelRouter {
       contextTokens: options.contextTokens,
       maxOutputTokens: sent.max_output_tokens,
       fallback: options.fallback,
-      circuitState: this.options.circuitState?.(target),
+      circuitState: this.circuitState(target),
     });
     const emit = span.listener(this.listener(options.onEvent));
     const reply = options.told ?? new ToldReply(options.appendOnly === true);
@@ -185,8 +202,13 @@ export class ModelRouter {
         return completion;
       },
       (error: unknown) => {
-        // The caller's own abort says nothing of the provider; anything not a ProviderError is ours.
-        if (error instanceof ProviderError && !options.signal?.aborted)
+        // The caller's own abort says nothing of the provider; anything not a ProviderError is ours;
+        // a call its open circuit refused sent nothing (the breaker's record says it).
+        if (
+          error instanceof ProviderError &&
+          !options.signal?.aborted &&
+          error.classified.reason !== "circuit_open"
+        )
           told({ provider, model, at: this.options.deps.clock.now(), ok: false, error: error.classified });
         throw error;
       },

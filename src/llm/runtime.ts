@@ -4,6 +4,7 @@
 import { type Deps, defaultDeps } from "../core/deps.js";
 import { Redactor } from "../core/redact.js";
 import { type CredentialStateStore, MemoryCredentialLedger } from "../store/credential-ledger.js";
+import type { CircuitBreakers } from "./breaker.js";
 import { ConcurrencyLimiter } from "./concurrency.js";
 import { CredentialPool, type PoolTimings } from "./credential-pool.js";
 import type { ModelLimits, ProviderRuntime } from "./model-call.js";
@@ -40,6 +41,8 @@ export interface RuntimeOptions {
   redactor?: Redactor;
   /** How every model call ended (provider health). */
   onOutcome?: (outcome: CallOutcome) => void;
+  /** The models' circuit breakers (shared through the profile's store); none: no breaker. */
+  breaker?: CircuitBreakers;
 }
 
 export interface ModelRuntime {
@@ -101,6 +104,7 @@ export async function createModelRuntime(
     maxAttempts: config.retry.max_attempts,
     ...(options.onStatus ? { onStatus: options.onStatus } : {}),
     ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+    ...(options.breaker ? { breaker: options.breaker } : {}),
   });
   return {
     router,

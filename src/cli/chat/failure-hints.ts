@@ -144,6 +144,11 @@ export const FAILURE_HINTS: Readonly<Record<FailureReason, { says: string; todo:
     says: "the reply stream was cut off, and its retry said something else than what was already shown",
     todo: () => "try again (/retry): the text shown so far is not an answer",
   },
+  circuit_open: {
+    says: "the model failed repeatedly and its circuit breaker is open, so it was not called",
+    todo: (w) =>
+      `try again once the breaker lets a probe call through (the message says when), or list a model of another provider under fallback in config.yaml; tenax status shows each model's circuit (${w.provider}/${w.model})`,
+  },
   unknown: {
     says: "failed in a way Tenax could not classify",
     todo: () =>

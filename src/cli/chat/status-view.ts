@@ -221,6 +221,9 @@ export class ChatView {
       case "request_fixed":
       case "fallback_skipped":
       case "fallback_exhausted":
+      case "breaker_opened":
+      case "breaker_half_open":
+      case "breaker_closed":
       case "auxiliary_skipped":
       case "auxiliary_routed":
       case "auxiliary_exhausted":

@@ -49,6 +49,14 @@ function render(report: StatusReport): string[] {
   for (const [name, component] of Object.entries(report.components)) {
     lines.push(`  ${name.padEnd(12)} ${component.status.padEnd(9)} ${component.detail}`);
   }
+  // Each model's circuit breaker, as /health lists it.
+  for (const m of report.components.providers.models) {
+    const retry =
+      m.circuit === "open" && m.retry_at !== null ? `, probe at ${new Date(m.retry_at).toISOString()}` : "";
+    const why =
+      m.circuit === "closed" ? "" : ` (${m.failures} failures${m.reason ? `, ${m.reason}` : ""}${retry})`;
+    lines.push(`    ${m.provider}/${m.model}: circuit ${m.circuit}${why}`);
+  }
   for (const provider of credentials.providers) {
     if (!provider.keyed) {
       lines.push(`    ${provider.provider}: no key (the server needs none)`);

@@ -78,7 +78,25 @@ function providersTile(c) {
       p.next && p.next !== c.next ? el("div", { class: "next" }, `next: ${p.next}`) : null,
     ),
   );
-  return tile("providers", c.status, c.summary ?? c.detail, c.next, lines);
+  // Each model's circuit breaker: closed, open (calls skip it) or half_open (one probe goes next).
+  const circuits = (c.models ?? []).map((m) =>
+    el(
+      "div",
+      {
+        class: `circuit ${m.circuit === "closed" ? "ok" : m.circuit === "open" ? "down" : "degraded"}`,
+        "data-model": `${m.provider}/${m.model}`,
+        "data-circuit": m.circuit,
+      },
+      el("span", { class: "state" }, m.circuit),
+      el("span", { class: "who" }, `${m.provider}/${m.model}`),
+      m.circuit === "closed"
+        ? ""
+        : ` ${m.failures} failure${m.failures === 1 ? "" : "s"}${m.reason ? ` (${m.reason})` : ""}${
+            m.circuit === "open" && m.retry_at ? `; probe at ${when(m.retry_at)}` : ""
+          }`,
+    ),
+  );
+  return tile("providers", c.status, c.summary ?? c.detail, c.next, [...lines, ...circuits]);
 }
 
 /** What tenax up says of the gateway: its state, restarts and last exit. */

@@ -56,20 +56,24 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
   return {
     name: options.name,
     stream: (request, call) =>
-      run(call, async (fetch, signal) => {
-        const { default: AnthropicClient } = await loadSdk();
-        const client: Anthropic = new AnthropicClient(
-          sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch),
-        );
-        const assembly = new Assembly();
-        // The key travels as the official SDK sends it (its version's auth header and API version).
-        return {
-          chunks: await client.messages.create(toParams(request, defaultMaxTokens), { signal }),
-          add: (event: StreamEvent) => assembly.add(event),
-          finish: () => assembly.finish(),
-          cutShort: "the stream ended before message_stop",
-        };
-      }),
+      run(
+        call,
+        async (fetch, signal) => {
+          const { default: AnthropicClient } = await loadSdk();
+          const client: Anthropic = new AnthropicClient(
+            sdkClientOptions(options.baseURL, call.apiKey, totalMs, fetch),
+          );
+          const assembly = new Assembly();
+          // The key travels as the official SDK sends it (its version's auth header and API version).
+          return {
+            chunks: await client.messages.create(toParams(request, defaultMaxTokens), { signal }),
+            add: (event: StreamEvent) => assembly.add(event),
+            finish: () => assembly.finish(),
+            cutShort: "the stream ended before message_stop",
+          };
+        },
+        request.model,
+      ),
   };
 }
 

@@ -24,22 +24,26 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
   return {
     name: options.name,
     stream: (chat, call) =>
-      run(call, async (_fetch, signal, state) => {
-        const assembly = new Assembly();
-        return {
-          chunks: await openChatStream(
-            request,
-            options.baseURL,
-            call.apiKey,
-            toParams(chat, maxTokensField),
-            signal,
-            state,
-          ),
-          add: (chunk: ChatCompletionChunk) => assembly.add(chunk),
-          finish: () => assembly.finish(),
-          cutShort: "the stream ended without a finish reason",
-        };
-      }),
+      run(
+        call,
+        async (_fetch, signal, state) => {
+          const assembly = new Assembly();
+          return {
+            chunks: await openChatStream(
+              request,
+              options.baseURL,
+              call.apiKey,
+              toParams(chat, maxTokensField),
+              signal,
+              state,
+            ),
+            add: (chunk: ChatCompletionChunk) => assembly.add(chunk),
+            finish: () => assembly.finish(),
+            cutShort: "the stream ended without a finish reason",
+          };
+        },
+        chat.model,
+      ),
   };
 }
 

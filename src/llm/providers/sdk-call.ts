@@ -33,6 +33,8 @@ export interface CallState {
   connectMs: number;
   /** The provider's base URL, so a call that reached nothing says where it tried. */
   endpoint?: string;
+  /** The model asked for, so an error naming it is told apart (a rate limit for that model only). */
+  model?: string;
 }
 
 /** How one SDK's errors look: its API error, its connection errors, and its error-body shape. */
@@ -89,8 +91,13 @@ export function sdkStreamer(options: SdkProviderOptions, errors: SdkErrors) {
   const clock = options.clock ?? systemClock;
   const timerDeps = options.timers ?? realTimers;
 
-  async function* run<Chunk>(call: StreamOptions, open: OpenSdkStream<Chunk>): AsyncGenerator<ProviderEvent> {
+  async function* run<Chunk>(
+    call: StreamOptions,
+    open: OpenSdkStream<Chunk>,
+    model?: string,
+  ): AsyncGenerator<ProviderEvent> {
     const state: CallState = {
+      ...(model === undefined ? {} : { model }),
       timers: startRequestTimers(timeouts, timerDeps),
       callerSignal: call.signal,
       headersSeen: false,
@@ -252,6 +259,7 @@ export function classifyThrown(
         headers: headerRecord(api.headers),
         body: state.errorText ?? (api.error === undefined ? null : sdk.errorBody(api.error)),
         phase: "headers",
+        model: state.model ?? null,
       },
       now,
     );
@@ -259,7 +267,13 @@ export function classifyThrown(
   if (api !== null && api.error !== undefined) {
     // An error event inside a 200 stream: its body carries the real reason.
     return classify(
-      { status: null, headers: headerRecord(api.headers), body: sdk.errorBody(api.error), phase },
+      {
+        status: null,
+        headers: headerRecord(api.headers),
+        body: sdk.errorBody(api.error),
+        phase,
+        model: state.model ?? null,
+      },
       now,
     );
   }
