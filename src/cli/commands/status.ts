@@ -45,30 +45,35 @@ function render(report: StatusReport): string[] {
   const lines = [
     `Tenax profile '${report.profile}': ${report.status}${broken.length > 0 ? ` (${broken.join(", ")})` : ""}`,
   ];
-  const { credentials } = report.components;
   for (const [name, component] of Object.entries(report.components)) {
     lines.push(`  ${name.padEnd(12)} ${component.status.padEnd(9)} ${component.detail}`);
-  }
-  // Each model's circuit breaker, as /health lists it.
-  for (const m of report.components.providers.models) {
-    const retry =
-      m.circuit === "open" && m.retry_at !== null ? `, probe at ${new Date(m.retry_at).toISOString()}` : "";
-    const why =
-      m.circuit === "closed" ? "" : ` (${m.failures} failures${m.reason ? `, ${m.reason}` : ""}${retry})`;
-    lines.push(`    ${m.provider}/${m.model}: circuit ${m.circuit}${why}`);
-  }
-  for (const provider of credentials.providers) {
-    if (!provider.keyed) {
-      lines.push(`    ${provider.provider}: no key (the server needs none)`);
-      continue;
-    }
-    for (const key of provider.keys) {
-      const state = key.status === "ok" ? "ok" : `${key.status} (${key.reason ?? "?"})`;
-      lines.push(`    ${provider.provider} key ${key.position + 1}: ${key.fingerprint} ${state}`);
-    }
+    // Under its own component: each model's circuit breaker (as /health lists it), each key.
+    if (name === "providers") lines.push(...circuitLines(report));
+    if (name === "credentials") lines.push(...keyLines(report));
   }
   for (const [name, component] of Object.entries(report.components)) {
     if (component?.next) lines.push(`next (${name}): ${component.next}`);
   }
   return lines;
+}
+
+function circuitLines(report: StatusReport): string[] {
+  return report.components.providers.models.map((m) => {
+    const retry =
+      m.circuit === "open" && m.retry_at !== null ? `, probe at ${new Date(m.retry_at).toISOString()}` : "";
+    const why =
+      m.circuit === "closed" ? "" : ` (${m.failures} failures${m.reason ? `, ${m.reason}` : ""}${retry})`;
+    return `    ${m.provider}/${m.model}: circuit ${m.circuit}${why}`;
+  });
+}
+
+function keyLines(report: StatusReport): string[] {
+  return report.components.credentials.providers.flatMap((provider) =>
+    provider.keyed
+      ? provider.keys.map((key) => {
+          const state = key.status === "ok" ? "ok" : `${key.status} (${key.reason ?? "?"})`;
+          return `    ${provider.provider} key ${key.position + 1}: ${key.fingerprint} ${state}`;
+        })
+      : [`    ${provider.provider}: no key (the server needs none)`],
+  );
 }
