@@ -1,6 +1,6 @@
 // Where a profile's files live: TENAX_HOME is the default profile, TENAX_HOME/profiles/NAME the others.
-import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { homedir, userInfo } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
 import { UsageError } from "../core/errors.js";
 
 export const DEFAULT_PROFILE = "default";
@@ -31,7 +31,10 @@ export interface ProfilePaths {
 export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
   const value = env.TENAX_HOME;
   if (value !== undefined && value.trim() !== "") return resolve(value);
-  return join(homedir(), ".tenax");
+  // An empty HOME (a bare `env HOME=` or a service without one) makes homedir() "": the account's
+  // own home then, never a .tenax in whatever folder the command happens to run in.
+  const home = homedir();
+  return join(isAbsolute(home) ? home : userInfo().homedir, ".tenax");
 }
 
 export function validateProfileName(name: string): string {
