@@ -98,6 +98,28 @@ describe("the audit trail", () => {
     expect(lines()).toHaveLength(3);
   });
 
+  it("leaves out a turn that went well with nothing on the way, and keeps one that had a retry", () => {
+    const { t, lines } = trail();
+    const done = (turn_id: string) =>
+      t.turnEvent("s_1", {
+        type: "turn_finished",
+        turn_id,
+        status: "completed",
+        partial: false,
+        error: null,
+        failure: null,
+      });
+    t.turnEvent("s_1", { type: "turn_started", session_id: "s_1", turn_id: "t_quiet" });
+    done("t_quiet");
+    t.turnEvent("s_1", { type: "turn_started", session_id: "s_1", turn_id: "t_retried" });
+    t.turnEvent("s_1", retry);
+    done("t_retried");
+    expect(lines().map((l) => [l.type, l.turn_id])).toEqual([
+      ["retry", "t_retried"],
+      ["turn_finished", "t_retried"],
+    ]);
+  });
+
   it("records any event by its type and layer: a new kind needs no change here", () => {
     // As another layer might publish it (not in today's union): written all the same.
     const record = auditRecord(

@@ -143,6 +143,8 @@ export class AuditTrail {
   private readonly now: () => number;
   /** The turn each session runs now, from its turn_started to its turn_finished. */
   private readonly running = new Map<string, string>();
+  /** Running turns that have a line: only their end, or an end that went wrong, is written. */
+  private readonly told = new Set<string>();
 
   constructor(
     readonly file: string,
@@ -188,7 +190,16 @@ export class AuditTrail {
         this.options.source,
       );
       if (sessionId !== null && input.type === "turn_finished") this.running.delete(sessionId);
-      if (record) this.log.append(record);
+      if (record === null) return;
+      // A turn that went well with nothing on the way (no retry, no fallback, ...) is no audit's
+      // business: a busy gateway's trail keeps its trouble, not a line for every quiet turn.
+      const id = record.turn_id;
+      if (input.type === "turn_finished") {
+        const quiet = input.data?.status === "completed" && (id === undefined || !this.told.has(id));
+        if (id !== undefined) this.told.delete(id);
+        if (quiet) return;
+      } else if (id !== undefined) this.told.add(id);
+      this.log.append(record);
     } catch {
       // An event that cannot be shaped (a cycle in its data) is lost, never the turn it reports on.
     }
