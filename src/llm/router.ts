@@ -3,6 +3,7 @@
 // own chain, skipping any model whose context window cannot hold the task. Every move is an event.
 import type { Deps } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
+import { tracingOn } from "../core/trace.js";
 import type { CircuitBreakers } from "./breaker.js";
 import { traceModelCall } from "./call-trace.js";
 import { ProviderError } from "./classified-error.js";
@@ -154,7 +155,8 @@ export class ModelRouter {
       contextTokens: options.contextTokens,
       maxOutputTokens: sent.max_output_tokens,
       fallback: options.fallback,
-      circuitState: this.circuitState(target),
+      // Read only for a span that goes somewhere: with tracing off it costs no store read.
+      circuitState: tracingOn() ? this.circuitState(target) : undefined,
     });
     const emit = span.listener(this.listener(options.onEvent));
     const reply = options.told ?? new ToldReply(options.appendOnly === true);
