@@ -323,7 +323,9 @@ describe("the model-gateway mode over the openai client", () => {
   });
 
   it("raises in the client when the call fails, streamed or not, and never answers an empty success", async () => {
-    const gw = await startModelGateway();
+    // Both calls must meet the retry and fallback layers' failure: the breaker would rightly refuse
+    // the second with circuit_open after five failures (test/gateway-breaker.test.ts), so it is off.
+    const gw = await startModelGateway({ breaker: false });
     const down = [err(500), err(500), err(500)];
     gw.main.script([...down, ...down]);
     gw.backup.script([...down, ...down]);

@@ -48,7 +48,12 @@ export interface ModelGateway {
  * `walFiles`, the file calls of the store's WAL syncs (a test that holds a sync back).
  */
 export async function startModelGateway(
-  options: { mainConcurrency?: number; walFiles?: WalFiles } = {},
+  options: {
+    mainConcurrency?: number;
+    walFiles?: WalFiles;
+    /** false: no circuit breaker, so every call spends the whole retry budget. */
+    breaker?: boolean;
+  } = {},
 ): Promise<ModelGateway> {
   const main = await startSimulator();
   cleanups.push(() => main.close());
@@ -84,6 +89,7 @@ export async function startModelGateway(
     fallback: [{ provider: "backup", name: "echo" }],
     retry: { max_attempts: 3 },
     gateway: { api_key: key },
+    ...(options.breaker === false ? { breaker: { enabled: false } } : {}),
   });
   const deps = fakeDeps();
   const agent = await Agent.create({ paths, config, store, deps });
