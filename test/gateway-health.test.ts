@@ -268,8 +268,16 @@ describe("the gateway's health, metrics and events", () => {
   });
 
   it("logs/gateway.log and the audit trail rotate at logs.max_mb and keep logs.keep old files", async () => {
-    const { home, paths } = await simProfile();
+    const { home, paths, sim } = await simProfile();
     appendFileSync(paths.config, "logs: { max_mb: 0.002, keep: 1 }\n");
+    // A quiet turn writes no audit line: six 503s, each answered by the retry after it, give the
+    // trail six retries (and their turns' ends), more than one 2 KiB file holds.
+    sim.script(
+      Array.from({ length: 6 }, (_, i) => [
+        { type: "error" as const, status: 503 },
+        { type: "reply" as const, text: `answer ${i}` },
+      ]).flat(),
+    );
     const gw = await startGateway(home);
     for (let i = 0; i < 12; i++) expect((await chat(gw, `turn ${i}`)).status).toBe(200);
     gw.child.kill("SIGTERM");
