@@ -175,8 +175,17 @@ function accessError(path: string, error: unknown): StoreOpenError {
   );
 }
 
+/**
+ * Tables but no schema version: another program's database. Both are read in one snapshot, since
+ * another process may be migrating this new store right now (cron ticks on a fresh profile): read
+ * apart, its tables could show up after the version was read as 0.
+ */
 function hasForeignTables(db: Database.Database): boolean {
-  return (db.prepare("SELECT count(*) FROM sqlite_schema").pluck().get() as number) > 0;
+  return db.transaction(
+    () =>
+      (db.pragma("user_version", { simple: true }) as number) === 0 &&
+      (db.prepare("SELECT count(*) FROM sqlite_schema").pluck().get() as number) > 0,
+  )();
 }
 
 function checkIdentity(db: Database.Database, path: string, options: OpenDatabaseOptions): void {
