@@ -40,8 +40,16 @@ export type StoreEvent =
   | { type: "search.resumed"; path: string; indexed: number };
 
 export interface StoreHealth {
+  /** The engine holding the store (port.ts). */
+  engine: "sqlite" | "postgres";
+  /** Where the store lives: state.db's path, or the database URL without its password. */
   path: string;
   writable: boolean;
+  /**
+   * The engine cannot be reached (PostgreSQL down or restarting): writes are refused with
+   * `store_unavailable` and spooled until it answers again. Always null for SQLite, a local file.
+   */
+  unavailable: { detail: string; since: number } | null;
   corrupt: { detail: string; since: number; recover: string } | null;
   /** A sync of the WAL failed: nothing more is written (or acknowledged) by this process. */
   disk_failure: { detail: string; since: number } | null;

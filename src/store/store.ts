@@ -16,7 +16,6 @@ import { openDatabase, recoverCommand } from "./open-database.js";
 import {
   type AppliedMessage,
   type ApplyOptions,
-  type ContentKind,
   OpApplier,
   type OpResult,
   type ResponsePutOp,
@@ -27,6 +26,7 @@ import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
 import { Spool, type SpoolRecord } from "./spool.js";
 import { StoreCredentials } from "./store-credentials.js";
+import { messageAppendOp, sessionCreateOp } from "./store-domain.js";
 import { StoreFailures } from "./store-failures.js";
 import { StoreReadView } from "./store-reader.js";
 import type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
@@ -343,35 +343,11 @@ export class Store extends StoreReadView {
 
   /** The write that creates a session, and its id (to commit it along with other writes). */
   sessionOp(input: NewSession = {}): { id: string; op: WriteOp } {
-    const id = input.id ?? newId("s_", this.deps.clock.now());
-    const op: WriteOp = {
-      op: "session.create",
-      id,
-      title: input.title ?? null,
-      source: input.source ?? "cli",
-      model: input.model ?? null,
-      parent_session_id: input.parent_session_id ?? null,
-      created_at: this.deps.clock.now(),
-      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
-    };
-    return { id, op };
+    return sessionCreateOp(input, this.deps.clock.now());
   }
 
   messageOp(input: NewMessage): WriteOp {
-    const parts = Array.isArray(input.content);
-    return {
-      op: "message.append",
-      uid: input.uid ?? newId("m_", this.deps.clock.now()),
-      session_id: input.session_id,
-      role: input.role,
-      content: parts ? JSON.stringify(input.content) : ((input.content as string | null) ?? null),
-      content_kind: (parts ? "parts" : "text") as ContentKind,
-      tool_calls: input.tool_calls ? JSON.stringify(input.tool_calls) : null,
-      tool_call_id: input.tool_call_id ?? null,
-      name: input.name ?? null,
-      turn_id: input.turn_id ?? null,
-      created_at: this.deps.clock.now(),
-    };
+    return messageAppendOp(input, this.deps.clock.now());
   }
 
   async appendMessage(input: NewMessage): Promise<AppliedMessage> {
@@ -563,7 +539,9 @@ export class Store extends StoreReadView {
 
   health(): StoreHealth {
     return {
+      engine: "sqlite",
       path: this.location.path,
+      unavailable: null,
       writable: this.db !== null && this.diskFailure === null,
       corrupt: this.corrupt,
       disk_failure: this.diskFailure,
