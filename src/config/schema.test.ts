@@ -78,6 +78,8 @@ describe("configSchema", () => {
       },
       checkpoints: { enabled: false, max_snapshots: 50 },
       store: {
+        engine: "sqlite",
+        pool_size: 10,
         synchronous: "full",
         busy_timeout_ms: 100,
         write_retry_budget_ms: 30000,

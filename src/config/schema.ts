@@ -9,7 +9,8 @@ import { connectionsSchema } from "./connections-schema.js";
 import { cronSchema } from "./cron-schema.js";
 import { gatewaySchema } from "./gateway-schema.js";
 import { platformsSchema } from "./platforms-schema.js";
-import { flag, host, httpUrl, intBetween, nonNegativeInt, port, positiveInt, text } from "./schema-parts.js";
+import { flag, host, httpUrl, intBetween, port, positiveInt, text } from "./schema-parts.js";
+import { storeSchema } from "./store-schema.js";
 import { telemetrySchema } from "./telemetry-schema.js";
 import { toolsSchema } from "./tools-schema.js";
 
@@ -256,13 +257,6 @@ const checkpoints = z.strictObject({
   max_snapshots: positiveInt().default(50),
 });
 
-const store = z.strictObject({
-  synchronous: z.enum(["full", "normal"], { error: "expected full or normal" }).default("full"),
-  busy_timeout_ms: nonNegativeInt().default(100),
-  write_retry_budget_ms: nonNegativeInt().default(30000),
-  integrity_check_timeout_ms: nonNegativeInt().default(2000),
-});
-
 const configObject = z.strictObject({
   model: target.optional(),
   providers: z.record(z.string(), provider, { error: "expected a mapping of provider names" }).default({}),
@@ -277,7 +271,7 @@ const configObject = z.strictObject({
   logs: logs.prefault({}),
   health: health.prefault({}),
   checkpoints: checkpoints.prefault({}),
-  store: store.prefault({}),
+  store: storeSchema.prefault({}),
   tools: toolsSchema.prefault({}),
   cron: cronSchema.prefault({}),
   platforms: platformsSchema.prefault({}),

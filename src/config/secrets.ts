@@ -13,6 +13,7 @@ export const SECRET_PATHS: readonly (readonly string[])[] = [
   ["gateway", "api_key"],
   ["platforms", "*", "token"],
   ["telemetry", "headers", "*"],
+  ["store", "url"],
 ];
 
 /** True for a secret key path or anything under one (a list of keys and each key in it). */

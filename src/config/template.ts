@@ -167,7 +167,10 @@ checkpoints:
   enabled: false        # snapshot project files before the agent changes them
   max_snapshots: 50     # snapshots kept; the oldest are pruned
 
-store:                  # the session store (state.db, SQLite)
+store:                  # the session store
+  engine: sqlite        # sqlite: state.db in this folder (embedded); postgres: the database at url
+  # url: "\${TENAX_DATABASE_URL}"   # engine postgres: postgresql://USER:PASSWORD@HOST:5432/DB (a secret)
+  # pool_size: 10       # engine postgres: connections the pool may open
   synchronous: full     # full: a committed message survives power loss; normal: faster, survives kill -9
   busy_timeout_ms: 100  # one wait for another process's write lock (it blocks, so keep it short)
   write_retry_budget_ms: 30000      # how long a write keeps retrying, with jitter, before it fails
