@@ -15,19 +15,10 @@
 //   process that died mid-rotation and is taken over.
 // - Writing never throws: a full disk or a read-only folder sets `failed`, tells `onFailure` once
 //   (until a line is written again), and the work that reported the event goes on.
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fstatSync, mkdirSync, openSync, rmSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Redactor } from "./redact.js";
+import { shiftRotated } from "./rotate-files.js";
 
 export interface AppendLogOptions {
   /** Rotate once the file would pass this size. */
@@ -100,15 +91,7 @@ export class AppendLog {
     try {
       // Another process may have rotated between our look and the lock.
       if (!this.overLimit(sizeOf(this.file), adding)) return;
-      const { keep } = this.options;
-      if (keep <= 0) {
-        rmSync(this.file, { force: true });
-        return;
-      }
-      rmSync(`${this.file}.${keep}`, { force: true });
-      for (let n = keep - 1; n >= 1; n--)
-        if (existsSync(`${this.file}.${n}`)) renameSync(`${this.file}.${n}`, `${this.file}.${n + 1}`);
-      renameSync(this.file, `${this.file}.1`);
+      shiftRotated(this.file, this.options.keep);
     } finally {
       rmSync(lock, { force: true });
     }

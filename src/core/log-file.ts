@@ -1,18 +1,10 @@
 // A log file that never fills the disk: one JSON line per entry, appended; when the file would
 // pass its size limit it becomes NAME.1 (NAME.1 becomes NAME.2, and so on) and a new file starts,
 // keeping at most `keep` old files. So the logs take at most (keep + 1) × max_bytes.
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Redactor } from "./redact.js";
+import { shiftRotated } from "./rotate-files.js";
 
 export interface LogFileOptions {
   maxBytes: number;
@@ -71,14 +63,7 @@ export class RotatingLog {
 
   private rotate(): void {
     this.closeFd();
-    const { keep } = this.options;
-    if (keep <= 0) rmSync(this.file, { force: true });
-    else {
-      rmSync(`${this.file}.${keep}`, { force: true });
-      for (let n = keep - 1; n >= 1; n--)
-        if (existsSync(`${this.file}.${n}`)) renameSync(`${this.file}.${n}`, `${this.file}.${n + 1}`);
-      renameSync(this.file, `${this.file}.1`);
-    }
+    shiftRotated(this.file, this.options.keep);
     this.open();
   }
 
