@@ -1,0 +1,156 @@
+// The part of the store contract only a database server shared by processes can show: concurrent
+// writers and claims, concurrent openings of a new database, a newer or foreign store refused, and
+// an outage (the server stopped mid-use, then started again). Run by store-contract.test.ts.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { seededRandom } from "../src/core/deps.js";
+import { TenaxError } from "../src/core/errors.js";
+import type { WriteOp } from "../src/store/ops.js";
+import { openPostgresStore } from "../src/store/postgres/open-postgres.js";
+import type { StoreEvent } from "../src/store/store-types.js";
+import type { PgCluster } from "./helpers/postgres.js";
+import { openPostgresAt } from "./helpers/store-engines.js";
+import { rejected } from "./helpers/temp-home.js";
+import { tempDir } from "./helpers/tmp.js";
+
+const SEED = Number(process.env.TENAX_TEST_SEED ?? Date.now() % 1_000_000);
+
+async function sql(url: string, text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+export function postgresOnly(cluster: () => PgCluster): void {
+  describe("store contract: postgres only", () => {
+    it("numbers 400 messages from 8 concurrent writers on two pools 1..400, no gap, no duplicate", async () => {
+      console.log(`store-contract-postgres seed ${SEED} (set TENAX_TEST_SEED to repeat)`);
+      const random = seededRandom(SEED);
+      const url = await cluster().createDatabase();
+      const a = (await openPostgresAt(url)).store;
+      const b = (await openPostgresAt(url)).store;
+      const sid = await a.createSession();
+      const writer = async (w: number) => {
+        const store = w % 2 === 0 ? a : b;
+        for (let i = 0; i < 50; i++) {
+          // Some writes carry two messages, and a few are sent twice (a retry): uids keep them once.
+          const uid = `w${w}_${i}`;
+          await store.appendMessage({ session_id: sid, role: "user", content: uid, uid });
+          if (random() < 0.1) await store.appendMessage({ session_id: sid, role: "user", content: uid, uid });
+        }
+      };
+      await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(writer));
+      const messages = await a.getMessages(sid);
+      expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+      expect(new Set(messages.map((m) => m.uid)).size).toBe(400);
+    });
+
+    it("lets exactly one of 8 concurrent claims of a record win", async () => {
+      const url = await cluster().createDatabase();
+      const stores = [(await openPostgresAt(url)).store, (await openPostgresAt(url)).store];
+      const claims = Array.from({ length: 8 }, (_, i) =>
+        stores[i % 2]?.write([
+          {
+            op: "record.claim",
+            kind: "cron",
+            key: "tick",
+            session_id: null,
+            value: `"${i}"`,
+            expect: null,
+            updated_at: i,
+          },
+        ]),
+      );
+      const outcomes = await Promise.allSettled(claims);
+      const won = outcomes.filter((o) => o.status === "fulfilled");
+      const lost = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason] : []));
+      expect(won).toHaveLength(1);
+      expect(lost.map((e) => (TenaxError.isInstance(e) ? e.code : String(e)))).toEqual(
+        Array(7).fill("record_conflict"),
+      );
+    });
+
+    it("migrates a new database once when many processes open it at once", async () => {
+      const url = await cluster().createDatabase();
+      const spoolDir = tempDir();
+      const opened = await Promise.all(
+        Array.from({ length: 6 }, () => openPostgresStore({ url, profile: "default", spoolDir })),
+      );
+      try {
+        expect(new Set(opened.map((s) => s.storeId)).size).toBe(1);
+        expect(opened[0]?.storeId).toMatch(/^store_/);
+        expect((await opened[0]?.stats())?.schema_version).toBe(1);
+      } finally {
+        await Promise.all(opened.map((s) => s.shutdown()));
+      }
+    });
+
+    it("refuses a newer schema and another profile's store, and never prints the password", async () => {
+      const url = await cluster().createDatabase();
+      const withPassword = url.replace("tenax@", "tenax:s3cret-pass@");
+      const { store } = await openPostgresAt(withPassword);
+      expect(store.where).not.toContain("s3cret");
+      expect(store.health().path).toBe(store.where);
+      const wrong = await rejected(() => openPostgresAt(url, { profile: "work" }));
+      expect(wrong.code).toBe("store_wrong_profile");
+      expect(wrong.hint).toBeTruthy();
+      await sql(url, "UPDATE tenax_meta SET value = '99' WHERE key = 'schema_version'");
+      const tooNew = await rejected(() => openPostgresAt(url));
+      expect(tooNew.code).toBe("store_too_new");
+      expect(tooNew.hint).toContain("upgrade Tenax");
+      const drift = Math.abs((await store.databaseNow()) - Date.now());
+      expect(drift).toBeLessThan(5_000);
+    });
+
+    it("refuses and spools writes while the database is down, and takes them again once it is back", async () => {
+      const db = cluster();
+      const url = await db.createDatabase();
+      const { store, spoolDir } = await openPostgresAt(url);
+      const events: StoreEvent[] = [];
+      store.on((e) => events.push(e));
+      const sid = await store.createSession();
+      await store.appendMessage({ session_id: sid, role: "user", content: "before" });
+      const lost: WriteOp = store.messageOp({
+        session_id: sid,
+        role: "user",
+        content: "during",
+        uid: "u_during",
+      });
+      await db.stop();
+      try {
+        const refused = await rejected(() => store.write([lost]));
+        expect(refused.code).toBe("store_unavailable");
+        expect(refused.message).toContain(store.where);
+        expect(refused.hint).toContain("start PostgreSQL");
+        const spooled = readdirSync(spoolDir).map((f) => readFileSync(join(spoolDir, f), "utf8"));
+        expect(spooled.join("")).toContain('"uid":"u_during"');
+        expect(store.health()).toMatchObject({ writable: false, spooled_records: 1 });
+        expect(store.health().unavailable?.detail).toBeTruthy();
+        expect((await rejected(() => store.getMessages(sid))).code).toBe("store_unavailable");
+        expect(events.map((e) => e.type)).toContain("store.unavailable");
+      } finally {
+        await db.start();
+      }
+      const after = await store.appendMessage({ session_id: sid, role: "user", content: "after" });
+      expect(after.seq).toBe(2);
+      expect(store.health().unavailable).toBeNull();
+      expect(events.map((e) => e.type)).toContain("store.available");
+      expect(
+        await store.replay([
+          { v: 1, spooled_at: 0, profile: "default", store: url, reason: "x", ops: [lost] },
+        ]),
+      ).toEqual({
+        ops: 1,
+        messages: 1,
+        duplicates: 0,
+      });
+      expect((await store.getMessages(sid)).map((m) => m.content)).toEqual(["before", "after", "during"]);
+    });
+  });
+}
