@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { seededRandom } from "../src/core/deps.js";
 import { TenaxError } from "../src/core/errors.js";
 import type { WriteOp } from "../src/store/ops.js";
@@ -106,6 +106,37 @@ export function postgresOnly(cluster: () => PgCluster): void {
       expect(tooNew.hint).toContain("upgrade Tenax");
       const drift = Math.abs((await store.databaseNow()) - Date.now());
       expect(drift).toBeLessThan(5_000);
+    });
+
+    it("says a write whose commit reply was lost may or may not be stored, and spools it", async () => {
+      const { store, spoolDir } = await openPostgresAt(await cluster().createDatabase());
+      const sid = await store.createSession();
+      const original = pg.Client.prototype.query;
+      let lose = true;
+      // The COMMIT reaches the server and commits; its reply is "lost" on the way back.
+      const spy = vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (
+        this: pg.Client,
+        ...args: unknown[]
+      ) {
+        const result: unknown = Reflect.apply(original, this, args);
+        if (!lose || args[0] !== "COMMIT") return result;
+        lose = false;
+        return (result as Promise<unknown>).then(() => {
+          throw new Error("Connection terminated unexpectedly");
+        });
+      } as unknown as typeof original);
+      const op = store.messageOp({ session_id: sid, role: "user", content: "maybe", uid: "u_maybe" });
+      try {
+        const unknown = await rejected(() => store.write([op]));
+        expect(unknown.code).toBe("store_commit_unknown");
+        expect(unknown.message).toContain("may or may not be stored; safe to retry");
+      } finally {
+        spy.mockRestore();
+      }
+      expect(readdirSync(spoolDir)).toHaveLength(1);
+      const [again] = await store.write([op]);
+      expect(again?.message).toMatchObject({ seq: 1, duplicate: true });
+      expect(store.health().unavailable).toBeNull();
     });
 
     it("refuses and spools writes while the database is down, and takes them again once it is back", async () => {
