@@ -25,6 +25,35 @@ interface SessionState {
 const SESSION_INSERT = `INSERT INTO sessions (id, title, source, model, parent_session_id, created_at, updated_at, metadata)
   VALUES ($1, $2, $3, $4, $5, $6, $6, $7) ON CONFLICT (id) DO NOTHING`;
 
+const TURN_INSERT = `INSERT INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at)
+  VALUES ($1, $2, 'running', $3, $4, $5, $3) ON CONFLICT (id) DO NOTHING`;
+
+/** The newest updated_at wins (an equal one too, as in SQLite), so an older replay never undoes it. */
+const RECORD_PUT = `INSERT INTO records (kind, key, session_id, value, updated_at) VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (kind, key) DO UPDATE SET
+    session_id = excluded.session_id, value = excluded.value, updated_at = excluded.updated_at
+  WHERE excluded.updated_at >= records.updated_at`;
+
+const RESPONSE_FIELDS = [
+  "id",
+  "session_id",
+  "model",
+  "status",
+  "previous_response_id",
+  "input",
+  "output",
+  "response",
+  "created_at",
+] as const;
+
+/** A replaced response takes a new row_no, as SQLite's INSERT OR REPLACE gives it a new rowid. */
+const RESPONSE_PUT = `INSERT INTO responses (${RESPONSE_FIELDS.join(", ")})
+  VALUES (${RESPONSE_FIELDS.map((_, i) => `$${i + 1}`).join(", ")})
+  ON CONFLICT (id) DO UPDATE SET row_no = DEFAULT,
+    ${RESPONSE_FIELDS.slice(1)
+      .map((f) => `${f} = excluded.${f}`)
+      .join(", ")}`;
+
 const TURN_FIELDS = [
   "status",
   "ended_at",
@@ -90,24 +119,20 @@ export class PgOpApplier {
       case "turn.start":
         return {
           op: op.op,
-          changes: await this.changes(
-            `INSERT INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at)
-             VALUES ($1, $2, 'running', $3, $4, $5, $3) ON CONFLICT (id) DO NOTHING`,
-            [op.id, op.session_id, op.started_at, op.lease_owner, op.lease_expires_at],
-          ),
+          changes: await this.changes(TURN_INSERT, [
+            op.id,
+            op.session_id,
+            op.started_at,
+            op.lease_owner,
+            op.lease_expires_at,
+          ]),
         };
       case "turn.update":
         return { op: op.op, changes: await this.updateTurn(op) };
       case "record.put":
         return {
           op: op.op,
-          changes: await this.changes(
-            `INSERT INTO records (kind, key, session_id, value, updated_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (kind, key) DO UPDATE SET
-               session_id = excluded.session_id, value = excluded.value, updated_at = excluded.updated_at
-             WHERE excluded.updated_at >= records.updated_at`,
-            [op.kind, op.key, op.session_id, op.value, op.updated_at],
-          ),
+          changes: await this.changes(RECORD_PUT, [op.kind, op.key, op.session_id, op.value, op.updated_at]),
         };
       case "record.claim":
         return { op: op.op, changes: await this.claim(op) };
@@ -115,23 +140,8 @@ export class PgOpApplier {
         return {
           op: op.op,
           changes: await this.changes(
-            `INSERT INTO responses (id, session_id, model, status, previous_response_id, input, output, response, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (id) DO UPDATE SET row_no = DEFAULT, session_id = excluded.session_id,
-               model = excluded.model, status = excluded.status,
-               previous_response_id = excluded.previous_response_id, input = excluded.input,
-               output = excluded.output, response = excluded.response, created_at = excluded.created_at`,
-            [
-              op.id,
-              op.session_id,
-              op.model,
-              op.status,
-              op.previous_response_id,
-              op.input,
-              op.output,
-              op.response,
-              op.created_at,
-            ],
+            RESPONSE_PUT,
+            RESPONSE_FIELDS.map((f) => op[f]),
           ),
         };
       case "response.delete":
