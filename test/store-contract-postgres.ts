@@ -91,7 +91,7 @@ export function postgresOnly(cluster: () => PgCluster): void {
       }
     });
 
-    it("refuses a newer schema and another profile's store, and never prints the password", async () => {
+    it("refuses a newer schema, another profile's store and another program's tables; never prints the password", async () => {
       const url = await cluster().createDatabase();
       const withPassword = url.replace("tenax@", "tenax:s3cret-pass@");
       const { store } = await openPostgresAt(withPassword);
@@ -104,6 +104,9 @@ export function postgresOnly(cluster: () => PgCluster): void {
       const tooNew = await rejected(() => openPostgresAt(url));
       expect(tooNew.code).toBe("store_too_new");
       expect(tooNew.hint).toContain("upgrade Tenax");
+      const foreign = await cluster().createDatabase();
+      await sql(foreign, "CREATE TABLE invoices (id int)");
+      expect((await rejected(() => openPostgresAt(foreign))).code).toBe("store_foreign");
       const drift = Math.abs((await store.databaseNow()) - Date.now());
       expect(drift).toBeLessThan(5_000);
     });

@@ -61,11 +61,27 @@ function checkIdentity(values: Map<string, string>, profile: string, where: stri
   return version;
 }
 
+/** A database without a Tenax schema that holds tables of another program is never written to. */
+async function checkNotForeign(client: pg.PoolClient, where: string): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'tenax_meta'
+      ORDER BY tablename LIMIT 3`,
+  );
+  if (rows.length === 0) return;
+  throw new StoreOpenError(
+    "store_foreign",
+    `the database ${where} holds tables of another program (${rows.map((r) => r.name).join(", ")}), not a Tenax store`,
+    { hint: "give the profile an empty database of its own; Tenax creates its tables there" },
+  );
+}
+
 /** Check the database's identity and bring its schema up to date; returns the store's id. */
 export async function migratePostgres(pool: pg.Pool, profile: string, where: string): Promise<StoreIdentity> {
-  const from = await inLockedTransaction(pool, async (client) =>
-    checkIdentity(await meta(client), profile, where),
-  );
+  const from = await inLockedTransaction(pool, async (client) => {
+    const version = checkIdentity(await meta(client), profile, where);
+    if (version === 0) await checkNotForeign(client, where);
+    return version;
+  });
   for (const migration of PG_MIGRATIONS) {
     if (migration.version <= from) continue;
     await inLockedTransaction(pool, async (client) => {
