@@ -17,6 +17,23 @@ import { tempDir } from "./helpers/tmp.js";
 
 const SEED = Number(process.env.TENAX_TEST_SEED ?? Date.now() % 1_000_000);
 
+const put = (key: string, value: string, at: number): WriteOp => ({
+  op: "record.put",
+  kind: "note",
+  key,
+  session_id: null,
+  value: JSON.stringify(value),
+  updated_at: at,
+});
+
+async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not true within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 async function sql(url: string, text: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -49,6 +66,49 @@ export function postgresOnly(cluster: () => PgCluster): void {
       const messages = await a.getMessages(sid);
       expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
       expect(new Set(messages.map((m) => m.uid)).size).toBe(400);
+    });
+
+    it("never deadlocks writes to the same sessions in opposite orders", async () => {
+      const url = await cluster().createDatabase();
+      const a = (await openPostgresAt(url)).store;
+      const b = (await openPostgresAt(url)).store;
+      const [x, y] = [await a.createSession(), await a.createSession()];
+      const writer = async (store: typeof a, first: string, second: string, tag: string) => {
+        for (let i = 0; i < 15; i++) {
+          await store.appendMessages([
+            { session_id: first, role: "user", content: `${tag}${i}` },
+            { session_id: second, role: "user", content: `${tag}${i}` },
+          ]);
+        }
+      };
+      await Promise.all([
+        writer(a, x, y, "a"),
+        writer(b, y, x, "b"),
+        writer(a, y, x, "c"),
+        writer(b, x, y, "d"),
+      ]);
+      for (const sid of [x, y]) {
+        expect((await a.getMessages(sid)).map((m) => m.seq)).toEqual(
+          Array.from({ length: 60 }, (_, i) => i + 1),
+        );
+      }
+    });
+
+    it("runs again the transactions PostgreSQL picks as deadlock victims", async () => {
+      const url = await cluster().createDatabase();
+      const a = (await openPostgresAt(url)).store;
+      const b = (await openPostgresAt(url)).store;
+      const events: StoreEvent[] = [];
+      a.on((e) => events.push(e));
+      b.on((e) => events.push(e));
+      // Records are written in the order of the write's ops: opposite orders can deadlock.
+      const writer = async (store: typeof a, keys: string[], tag: string) => {
+        for (let i = 0; i < 20; i++) await store.write(keys.map((k) => put(k, `${tag}${i}`, i)));
+      };
+      await Promise.all([writer(a, ["r1", "r2"], "a"), writer(b, ["r2", "r1"], "b")]);
+      expect((await a.listRecords("note")).map((r) => r.key).sort()).toEqual(["r1", "r2"]);
+      const retried = events.filter((e) => e.type === "store.busy_retry").length;
+      console.log(`deadlock test: ${retried} transaction(s) run again after a deadlock`);
     });
 
     it("lets exactly one of 8 concurrent claims of a record win", async () => {
@@ -171,6 +231,9 @@ export function postgresOnly(cluster: () => PgCluster): void {
       } finally {
         await db.start();
       }
+      // Nothing written yet: the background ping notices the database is back.
+      await until(() => store.health().unavailable === null, 10_000);
+      expect(events.map((e) => e.type)).toContain("store.available");
       const after = await store.appendMessage({ session_id: sid, role: "user", content: "after" });
       expect(after.seq).toBe(2);
       expect(store.health().unavailable).toBeNull();
@@ -185,6 +248,18 @@ export function postgresOnly(cluster: () => PgCluster): void {
         duplicates: 0,
       });
       expect((await store.getMessages(sid)).map((m) => m.content)).toEqual(["before", "after", "during"]);
+    });
+
+    it("takes writes again after the server crashed and restarted, without reopening", async () => {
+      const db = cluster();
+      const { store } = await openPostgresAt(await db.createDatabase());
+      const sid = await store.createSession();
+      await store.appendMessage({ session_id: sid, role: "user", content: "one" });
+      await db.kill();
+      await db.start();
+      // The pool's connections died with the server: the next write opens a new one by itself.
+      expect((await store.appendMessage({ session_id: sid, role: "user", content: "two" })).seq).toBe(2);
+      expect((await store.getMessages(sid)).map((m) => m.content)).toEqual(["one", "two"]);
     });
   });
 }

@@ -128,6 +128,14 @@ describe.each(engines)("store contract: $name", (engine) => {
     expect((await s.getMessages(id)).at(-1)).toMatchObject({ seq: parts.seq, content_kind: "parts" });
   });
 
+  it("takes a message holding a NUL character (a tool's binary output)", async () => {
+    const s = await open();
+    const id = await s.createSession();
+    await s.appendMessage({ session_id: id, role: "tool", content: "before\u0000after", tool_call_id: "c1" });
+    const [stored] = await s.getMessages(id);
+    expect(stored?.content).toMatch(/^before.after$/);
+  });
+
   it("takes a session's title from its first user message while it has none", async () => {
     const s = await open();
     const id = await s.createSession();

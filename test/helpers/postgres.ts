@@ -97,7 +97,14 @@ export async function startCluster(): Promise<PgCluster> {
   );
   let port = 0;
   const start = () =>
-    pgCtl("-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, "-l", log, "-w", "start");
+    pgCtl(
+      "-o",
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c deadlock_timeout=100ms`,
+      "-l",
+      log,
+      "-w",
+      "start",
+    );
   for (let attempt = 1; ; attempt++) {
     port = await freePort();
     try {

@@ -71,10 +71,23 @@ export class PgOpApplier {
   constructor(private readonly client: pg.PoolClient) {}
 
   async applyAll(ops: readonly WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
+    await this.lockSessionsInOrder(ops);
     const results: OpResult[] = [];
     for (const op of ops) results.push(await this.apply(op, options));
     for (const id of [...this.batch.keys()]) await this.flushSession(id);
     return results;
+  }
+
+  /**
+   * A write appending to several sessions locks their rows first, in id order, so two writes over
+   * the same sessions in opposite orders queue instead of deadlocking.
+   */
+  private async lockSessionsInOrder(ops: readonly WriteOp[]): Promise<void> {
+    const ids = new Set(ops.flatMap((op) => (op.op === "message.append" ? [op.session_id] : [])));
+    if (ids.size < 2) return;
+    await this.run('SELECT 1 FROM sessions WHERE id = ANY($1) ORDER BY id COLLATE "C" FOR UPDATE', [
+      [...ids],
+    ]);
   }
 
   /** Write what the batch holds for a session (its updated_at, its counter) and forget it. */
@@ -82,14 +95,28 @@ export class PgOpApplier {
     const state = this.batch.get(id);
     if (state === undefined) return;
     this.batch.delete(id);
-    await this.client.query(
-      "UPDATE sessions SET updated_at = greatest(updated_at, $1), next_seq = $2 WHERE id = $3",
-      [state.touchAt ?? 0, state.nextSeq, id],
+    await this.run("UPDATE sessions SET updated_at = greatest(updated_at, $1), next_seq = $2 WHERE id = $3", [
+      state.touchAt ?? 0,
+      state.nextSeq,
+      id,
+    ]);
+  }
+
+  /**
+   * One statement of the transaction. PostgreSQL's text cannot hold a NUL character (SQLite's can):
+   * one in a value (a tool's binary output) is stored as U+FFFD, so the write is taken, not refused.
+   */
+  private run<R extends pg.QueryResultRow>(sql: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    return this.client.query<R>(
+      sql,
+      values.map((v) =>
+        typeof v === "string" && v.includes("\u0000") ? v.replaceAll("\u0000", "\uFFFD") : v,
+      ),
     );
   }
 
   private async changes(sql: string, values: unknown[]): Promise<number> {
-    return (await this.client.query(sql, values)).rowCount ?? 0;
+    return (await this.run(sql, values)).rowCount ?? 0;
   }
 
   private async apply(op: WriteOp, options: ApplyOptions): Promise<OpResult> {
@@ -166,9 +193,9 @@ export class PgOpApplier {
 
   private async deleteSession(id: string): Promise<number> {
     const messages = await this.changes("DELETE FROM messages WHERE session_id = $1", [id]);
-    await this.client.query("DELETE FROM turns WHERE session_id = $1", [id]);
-    await this.client.query("DELETE FROM records WHERE session_id = $1", [id]);
-    await this.client.query("DELETE FROM responses WHERE session_id = $1", [id]);
+    await this.run("DELETE FROM turns WHERE session_id = $1", [id]);
+    await this.run("DELETE FROM records WHERE session_id = $1", [id]);
+    await this.run("DELETE FROM responses WHERE session_id = $1", [id]);
     return messages + (await this.changes("DELETE FROM sessions WHERE id = $1", [id]));
   }
 
@@ -221,7 +248,7 @@ export class PgOpApplier {
       return known;
     }
     const lock = () =>
-      this.client.query<{ next_seq: number }>(
+      this.run<{ next_seq: number }>(
         "UPDATE sessions SET updated_at = greatest(updated_at, $1) WHERE id = $2 RETURNING next_seq",
         [op.created_at, op.session_id],
       );
@@ -232,7 +259,7 @@ export class PgOpApplier {
           hint: "create the session before appending messages to it",
         });
       }
-      await this.client.query(SESSION_INSERT, [
+      await this.run(SESSION_INSERT, [
         op.session_id,
         "(recovered: session record lost)",
         "recovered",
@@ -251,7 +278,7 @@ export class PgOpApplier {
   private async appendMessage(op: MessageAppendOp, options: ApplyOptions): Promise<AppliedMessage> {
     const state = await this.sessionState(op, options);
     const seq = state.nextSeq;
-    const inserted = await this.client.query<{ id: number }>(
+    const inserted = await this.run<{ id: number }>(
       `INSERT INTO messages (uid, session_id, seq, role, content, content_kind, tool_calls, tool_call_id,
          name, turn_id, created_at, search_text)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -268,13 +295,13 @@ export class PgOpApplier {
         op.name,
         op.turn_id,
         op.created_at,
-        indexText(op.content, op.content_kind, op.tool_calls).replaceAll("\u0000", ""),
+        indexText(op.content, op.content_kind, op.tool_calls),
       ],
     );
     const id = inserted.rows[0]?.id;
     if (id === undefined) {
       // Already stored under this uid (a retried or replayed write): report the original.
-      const existing = await this.client.query<{ id: number; seq: number }>(
+      const existing = await this.run<{ id: number; seq: number }>(
         "SELECT id, seq FROM messages WHERE uid = $1",
         [op.uid],
       );
