@@ -3,6 +3,7 @@
 // What one engine promises the other must keep; the PostgreSQL-only part covers what only a
 // server shared by processes can show: concurrent writers, concurrent openings, an outage.
 import { describe, expect, it } from "vitest";
+import { Redactor } from "../src/core/redact.js";
 import type { WriteOp } from "../src/store/ops.js";
 import type { StorePort } from "../src/store/port.js";
 import type { SpoolRecord } from "../src/store/spool.js";
@@ -353,6 +354,19 @@ describe.each(engines)("store contract: $name", (engine) => {
     expect(await s.replay([record])).toEqual({ ops: 2, messages: 2, duplicates: 0 });
     expect(await s.replay([record])).toEqual({ ops: 2, messages: 0, duplicates: 2 });
     expect((await s.getMessages("s_lost")).map((m) => m.seq)).toEqual([1, 2]);
+  });
+
+  it("redacts the profile's secrets from every write before it is stored", async () => {
+    const secret = "sk-live-9f8e7d6c5b4a3210";
+    const redactor = new Redactor([{ name: "OPENAI_API_KEY", value: secret }]);
+    const s = (await engine.open({ redactor })).store;
+    const id = await s.createSession();
+    await s.appendMessage({ session_id: id, role: "user", content: `my key is ${secret}` });
+    await s.putRecord("note", "k", { key: secret });
+    const [stored] = await s.getMessages(id);
+    expect(stored?.content).not.toContain(secret);
+    expect(stored?.content).toContain("OPENAI_API_KEY");
+    expect(await s.getRecordText("note", "k")).not.toContain(secret);
   });
 
   it("reports health and stats in the shared shape", async () => {

@@ -3,6 +3,7 @@
 // file's private cluster, helpers/postgres.ts). Every handle opened is closed after the test.
 import { afterEach } from "vitest";
 import type { Deps } from "../../src/core/deps.js";
+import type { Redactor } from "../../src/core/redact.js";
 import type { StorePort } from "../../src/store/port.js";
 import { openPostgresStore } from "../../src/store/postgres/open-postgres.js";
 import type { PostgresStore } from "../../src/store/postgres/postgres-store.js";
@@ -18,7 +19,7 @@ export interface EngineHandle {
 
 export interface Engine {
   name: "sqlite" | "postgres";
-  open(options?: { deps?: Partial<Deps> }): Promise<EngineHandle>;
+  open(options?: { deps?: Partial<Deps>; redactor?: Redactor }): Promise<EngineHandle>;
 }
 
 const open: (() => Promise<void>)[] = [];
@@ -91,6 +92,7 @@ export const sqliteEngine: Engine = {
       ...storeOptions(paths),
       integrityCheckTimeoutMs: 0,
       deps: options.deps,
+      redactor: options.redactor,
     });
     open.push(async () => store.close());
     return { store: sqlitePort(store), spoolDir: paths.spool };
@@ -100,7 +102,7 @@ export const sqliteEngine: Engine = {
 /** Open a PostgreSQL store on `url`, closed after the test. */
 export async function openPostgresAt(
   url: string,
-  options: { profile?: string; spoolDir?: string; deps?: Partial<Deps> } = {},
+  options: { profile?: string; spoolDir?: string; deps?: Partial<Deps>; redactor?: Redactor } = {},
 ): Promise<{ store: PostgresStore; spoolDir: string }> {
   const spoolDir = options.spoolDir ?? `${tempDir()}/spool`;
   const store = await openPostgresStore({
@@ -108,6 +110,7 @@ export async function openPostgresAt(
     profile: options.profile ?? "default",
     spoolDir,
     deps: options.deps,
+    redactor: options.redactor,
     connectTimeoutMs: 2_000,
     pingEveryMs: 200,
   });

@@ -52,8 +52,12 @@ async function attempt<T>(
       if (committing) return { ok: false, error: new CommitOutcomeUnknown(error), retry: "no" };
       return { ok: false, error, retry: replacedDead ? "no" : "now" };
     }
-    await client.query("ROLLBACK").catch(() => undefined);
-    client.release();
+    // A connection that cannot even roll back is handed back broken: the pool destroys it.
+    const broken = await client.query("ROLLBACK").then(
+      () => undefined,
+      (rollbackError: unknown) => rollbackError as Error,
+    );
+    client.release(broken);
     return { ok: false, error, retry: kind === "retry" ? "backoff" : "no" };
   }
 }
