@@ -210,6 +210,9 @@ export function postgresOnly(cluster: () => PgCluster): void {
       store.on((e) => events.push(e));
       const sid = await store.createSession();
       await store.appendMessage({ session_id: sid, role: "user", content: "before" });
+      const fp = "aaaaaaaaaaaa";
+      await store.credentials().record("p", fp, { status: "disabled", reason: "revoked", now: 1_000 });
+      expect(await store.credentials().get("p")).toHaveLength(1);
       const lost: WriteOp = store.messageOp({
         session_id: sid,
         role: "user",
@@ -228,6 +231,12 @@ export function postgresOnly(cluster: () => PgCluster): void {
         expect(store.health().unavailable?.detail).toBeTruthy();
         expect((await rejected(() => store.getMessages(sid))).code).toBe("store_unavailable");
         expect(events.map((e) => e.type)).toContain("store.unavailable");
+        // The key ledger goes on in this process's memory, from the states last read.
+        const ledger = store.credentials();
+        expect(await ledger.usable("p", [fp], 1_000)).toEqual([]);
+        await ledger.record("p", "bbbbbbbbbbbb", { status: "disabled", reason: "revoked", now: 2_000 });
+        expect(await ledger.usable("p", [fp, "bbbbbbbbbbbb"], 1_000)).toEqual([]);
+        expect(store.health().credentials_local).toBe(true);
       } finally {
         await db.start();
       }
@@ -238,6 +247,8 @@ export function postgresOnly(cluster: () => PgCluster): void {
       expect(after.seq).toBe(2);
       expect(store.health().unavailable).toBeNull();
       expect(events.map((e) => e.type)).toContain("store.available");
+      expect(await store.credentials().get("p")).toMatchObject([{ fingerprint: fp, status: "disabled" }]);
+      expect(store.health().credentials_local).toBe(false);
       expect(
         await store.replay([
           { v: 1, spooled_at: 0, profile: "default", store: url, reason: "x", ops: [lost] },

@@ -3,11 +3,13 @@
 // A verdict first makes sure the row exists, then locks it (SELECT … FOR UPDATE), so two processes
 // recording verdicts about one key at once combine them one after the other, neither lost.
 import type pg from "pg";
+import { TenaxError } from "../../core/errors.js";
 import {
   type CredentialState,
   type CredentialStateStore,
   type CredentialUpdate,
   isUsable,
+  MemoryCredentialLedger,
   nextState,
   parseCredentialRow,
 } from "../credential-ledger.js";
@@ -77,5 +79,62 @@ export class PgCredentialLedger implements CredentialStateStore {
   async usable(provider: string, fingerprints: readonly string[], now: number): Promise<string[]> {
     const known = new Map((await this.get(provider)).map((s) => [s.fingerprint, s]));
     return fingerprints.filter((f) => isUsable(known.get(f), now));
+  }
+}
+
+/**
+ * The ledger as the PostgreSQL store offers it: shared while the database answers; while it cannot
+ * be reached, this process's memory, starting from the states last read, so a key known dead is
+ * still skipped and model calls never wait on a database that is away. Once it answers again the
+ * shared ledger is used again (verdicts recorded meanwhile stay in this process only).
+ */
+export class PgStoreCredentials implements CredentialStateStore {
+  private readonly lastKnown = new Map<string, CredentialState>();
+  private memory: MemoryCredentialLedger | null = null;
+
+  constructor(
+    private readonly shared: PgCredentialLedger,
+    private readonly unavailable: () => boolean,
+  ) {}
+
+  /** True while verdicts are this process's alone (the database cannot be reached). */
+  get local(): boolean {
+    return this.memory !== null;
+  }
+
+  record(provider: string, fingerprint: string, update: CredentialUpdate): Promise<CredentialState> {
+    return this.use(async (l) => {
+      const state = await l.record(provider, fingerprint, update);
+      this.remember([state]);
+      return state;
+    });
+  }
+
+  get(provider: string): Promise<CredentialState[]> {
+    return this.use((l) => l.get(provider).then((states) => this.remember(states)));
+  }
+
+  async usable(provider: string, fingerprints: readonly string[], now: number): Promise<string[]> {
+    const known = new Map((await this.get(provider)).map((s) => [s.fingerprint, s]));
+    return fingerprints.filter((f) => isUsable(known.get(f), now));
+  }
+
+  private remember(states: CredentialState[]): CredentialState[] {
+    for (const s of states) this.lastKnown.set(`${s.provider}\u0000${s.fingerprint}`, { ...s });
+    return states;
+  }
+
+  private async use<T>(fn: (ledger: CredentialStateStore) => Promise<T>): Promise<T> {
+    if (!this.unavailable()) {
+      try {
+        const result = await fn(this.shared);
+        this.memory = null;
+        return result;
+      } catch (error) {
+        if (!TenaxError.isInstance(error) || error.code !== "store_unavailable") throw error;
+      }
+    }
+    this.memory ??= new MemoryCredentialLedger([...this.lastKnown.values()]);
+    return fn(this.memory);
   }
 }

@@ -22,7 +22,7 @@ import type { StoreEvent, StoreHealth } from "../store-types.js";
 import type { PostgresStoreOptions } from "./open-postgres.js";
 import { Availability } from "./pg-availability.js";
 import { classifyPgError } from "./pg-connection.js";
-import { PgCredentialLedger } from "./pg-credentials.js";
+import { PgCredentialLedger, PgStoreCredentials } from "./pg-credentials.js";
 import { describeError, PgFailures } from "./pg-failures.js";
 import { PgOpApplier } from "./pg-ops.js";
 import * as reads from "./pg-reads.js";
@@ -39,7 +39,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
   private readonly spool: Spool;
   private readonly failures: PgFailures;
   private readonly availability: Availability;
-  private ledger: PgCredentialLedger | null = null;
+  private ledger: PgStoreCredentials | null = null;
   private ending: Promise<void> | null = null;
 
   constructor(
@@ -178,12 +178,18 @@ export class PostgresStore extends StoreDomain implements StorePort {
     return ids;
   }
 
-  /** The shared key ledger: every verdict merged under the key's row lock. */
+  /**
+   * The shared key ledger: every verdict merged under the key's row lock; in this process's memory
+   * while the database cannot be reached (health says `credentials_local: true` meanwhile).
+   */
   credentials(): CredentialStateStore {
-    this.ledger ??= new PgCredentialLedger({
-      transaction: (work) => this.transaction(work, null),
-      query: (sql, values) => this.query(sql, values),
-    });
+    this.ledger ??= new PgStoreCredentials(
+      new PgCredentialLedger({
+        transaction: (work) => this.transaction(work, null),
+        query: (sql, values) => this.query(sql, values),
+      }),
+      () => this.availability.unavailable !== null,
+    );
     return this.ledger;
   }
 
@@ -319,7 +325,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
       integrity: null,
       spooled_records: this.failures.spooledRecords,
       search: { status: "ok", detail: null, pending: 0 },
-      credentials_local: false,
+      credentials_local: this.ledger?.local ?? false,
     };
   }
 
