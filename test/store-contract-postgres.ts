@@ -1,7 +1,7 @@
 // The part of the store contract only a database server shared by processes can show: concurrent
 // writers and claims, concurrent openings of a new database, a newer or foreign store refused, and
 // an outage (the server stopped mid-use, then started again). Run by store-contract.test.ts.
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
@@ -259,6 +259,30 @@ export function postgresOnly(cluster: () => PgCluster): void {
         duplicates: 0,
       });
       expect((await store.getMessages(sid)).map((m) => m.content)).toEqual(["before", "after", "during"]);
+    });
+
+    it("says a write waiting for a connection of a busy pool is busy, not that the database is away", async () => {
+      const url = await cluster().createDatabase();
+      const { store, spoolDir } = await openPostgresAt(url, { poolMax: 1, connectTimeoutMs: 300 });
+      const sid = await store.createSession();
+      // Another client holds the session's row: the store's one connection waits on its lock.
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      try {
+        await holder.query("BEGIN");
+        await holder.query("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", [sid]);
+        const waiting = store.appendMessage({ session_id: sid, role: "user", content: "waits" });
+        const busy = await rejected(() =>
+          store.appendMessage({ session_id: sid, role: "user", content: "x" }),
+        );
+        expect(busy.code).toBe("store_busy");
+        expect(store.health().unavailable).toBeNull();
+        await holder.query("COMMIT");
+        expect((await waiting).seq).toBe(1);
+      } finally {
+        await holder.end();
+      }
+      expect(existsSync(spoolDir)).toBe(false);
     });
 
     it("takes writes again after the server crashed and restarted, without reopening", async () => {

@@ -102,7 +102,14 @@ export const sqliteEngine: Engine = {
 /** Open a PostgreSQL store on `url`, closed after the test. */
 export async function openPostgresAt(
   url: string,
-  options: { profile?: string; spoolDir?: string; deps?: Partial<Deps>; redactor?: Redactor } = {},
+  options: {
+    profile?: string;
+    spoolDir?: string;
+    deps?: Partial<Deps>;
+    redactor?: Redactor;
+    poolMax?: number;
+    connectTimeoutMs?: number;
+  } = {},
 ): Promise<{ store: PostgresStore; spoolDir: string }> {
   const spoolDir = options.spoolDir ?? `${tempDir()}/spool`;
   const store = await openPostgresStore({
@@ -111,7 +118,8 @@ export async function openPostgresAt(
     spoolDir,
     deps: options.deps,
     redactor: options.redactor,
-    connectTimeoutMs: 2_000,
+    poolMax: options.poolMax,
+    connectTimeoutMs: options.connectTimeoutMs ?? 2_000,
     pingEveryMs: 200,
   });
   open.push(() => store.shutdown());

@@ -4,7 +4,7 @@
 // caller was promised is lost; each error names the database without its password and says what
 // to do.
 import type { Clock } from "../../core/deps.js";
-import { StoreError } from "../errors.js";
+import { StoreBusyError, StoreError } from "../errors.js";
 import type { WriteOp } from "../ops.js";
 import type { Spool } from "../spool.js";
 import type { StoreEvent } from "../store-types.js";
@@ -52,6 +52,19 @@ export class PgFailures {
       "store_commit_unknown",
       `the connection to ${this.where} was lost while the write was being committed (${describeError(error)}): it may or may not be stored; safe to retry: the write is idempotent.${spooled.said}`,
       { hint: this.hint(), data: { where: this.where, spooled_to: spooled.file }, cause: error },
+    );
+  }
+
+  /** Every connection of the pool stayed busy while this write or read waited for one. */
+  poolBusy(error: unknown, max: number): StoreError {
+    return new StoreBusyError(
+      "store_busy",
+      `all ${max} connections to ${this.where} stayed busy while this waited for one (${describeError(error)}): it was not stored`,
+      {
+        hint: "retry it; if it recurs, raise the pool size or see what holds the connections (pg_stat_activity)",
+        data: { where: this.where },
+        cause: error,
+      },
     );
   }
 

@@ -101,6 +101,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
         this.availability.up();
         return result.rows;
       } catch (error) {
+        if (this.poolBusy(error)) throw this.failures.poolBusy(error, this.poolMax());
         if (classifyPgError(error) !== "unavailable") throw error;
         // A pooled connection the server closed since its last use: one more try on a new one.
         if (attempt < 2) continue;
@@ -152,6 +153,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
   }
 
   private transactionFailed(error: unknown, ops: WriteOp[] | null): unknown {
+    if (this.poolBusy(error)) return this.failures.poolBusy(error, this.poolMax());
     if (error instanceof CommitOutcomeUnknown) {
       this.availability.down(describeError(error.original));
       return this.failures.commitUnknown(ops ?? [], error.original);
@@ -163,6 +165,19 @@ export class PostgresStore extends StoreDomain implements StorePort {
     // Refused by the database itself (a conflict, a constraint): it answered, so it is up.
     this.availability.up();
     return error;
+  }
+
+  private poolMax(): number {
+    return this.options.poolMax ?? 10;
+  }
+
+  /**
+   * Waiting for a connection timed out while every connection of the pool was open: they are
+   * busy (long transactions, lock waits), the database is not away. Nothing is spooled for it.
+   */
+  private poolBusy(error: unknown): boolean {
+    const message = error instanceof Error ? error.message : "";
+    return /timeout exceeded when trying to connect/i.test(message) && this.pool.totalCount >= this.poolMax();
   }
 
   /** Delete sessions idle since before the cutoff, one transaction each; running turns are kept. */
