@@ -66,6 +66,10 @@ function describeStoreEvent(event: StoreEvent): string {
       return `search resumed: ${event.indexed} waiting messages indexed`;
     case "search.rebuilt":
       return `search index rebuilt: ${event.messages} messages in ${event.duration_ms} ms`;
+    case "store.unavailable":
+      return `the store's database ${event.path} cannot be reached (${event.detail}); writes are spooled`;
+    case "store.available":
+      return `the store's database ${event.path} answers again after ${event.down_ms} ms`;
     case "store.disk_failed":
     case "store.busy_retry":
       return event.type;

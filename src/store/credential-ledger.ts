@@ -80,7 +80,7 @@ export function isUsable(state: Pick<CredentialState, "status" | "cooldown_until
  * cooldown is never shortened by a shorter one, and a success clears only what is not newer than
  * the request that succeeded. The SQL upsert below says the same thing.
  */
-function nextState(
+export function nextState(
   previous: CredentialState | undefined,
   provider: string,
   fingerprint: string,

@@ -49,7 +49,8 @@ function hasResponses(db: Database.Database): boolean {
   );
 }
 
-function toView(row: unknown, id: string): ResponseView {
+/** A stored response row checked and parsed (every engine's rows pass here). */
+export function toView(row: unknown, id: string): ResponseView {
   const parsed = rowSchema.safeParse(row);
   if (parsed.success) return parsed.data;
   const where = parsed.error.issues.map((i) => `${i.path.join(".") || "row"} ${i.message}`).join("; ");

@@ -35,6 +35,10 @@ export type StoreEvent =
   | { type: "store.spooled"; path: string; file: string; reason: string; ops: number }
   | { type: "store.busy_retry"; path: string; attempt: number; waited_ms: number; next_in_ms: number }
   | { type: "store.integrity"; path: string; result: IntegrityResult }
+  /** The engine (PostgreSQL) cannot be reached; `path` is where it lives (no password). */
+  | { type: "store.unavailable"; path: string; detail: string }
+  /** The engine answers again after `down_ms` away. */
+  | { type: "store.available"; path: string; down_ms: number }
   | { type: "search.degraded"; path: string; detail: string }
   | { type: "search.rebuilt"; path: string; messages: number; duration_ms: number }
   | { type: "search.resumed"; path: string; indexed: number };
