@@ -19,6 +19,7 @@ import { registerProfileCommands } from "./commands/profile.js";
 import { registerSessionsCommands } from "./commands/sessions.js";
 import { registerSimulatorCommand } from "./commands/simulator.js";
 import { registerStatusCommand } from "./commands/status.js";
+import { registerStoreCommands } from "./commands/store.js";
 import { registerUpCommand } from "./commands/up.js";
 import { createOutput, type Output, reportError } from "./output.js";
 import { guardStandardStreams, writeStd } from "./std-streams.js";
@@ -84,6 +85,7 @@ export async function main(argv: string[]): Promise<number> {
   registerSessionsCommands(program, cli);
   registerSimulatorCommand(program, cli);
   registerStatusCommand(program, cli);
+  registerStoreCommands(program, cli);
   registerUpCommand(program, cli);
   for (const command of allCommands(program)) command.exitOverride();
 
