@@ -1,0 +1,63 @@
+// A profile moved to PostgreSQL from the outside, as an operator does it: sessions made by a real
+// gateway on SQLite, `tenax store copy --to URL` into an empty database of a private cluster, the
+// counts it prints, and a second copy into the same (no longer empty) database refused.
+import { describe, expect, it } from "vitest";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
+import { usePostgresCluster } from "./helpers/postgres.js";
+
+const cluster = usePostgresCluster();
+
+const chat = (gw: GatewayProcess, content: string) =>
+  gw.fetch("/v1/chat/completions", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content }] }),
+  });
+
+describe("tenax store copy", () => {
+  it("copies a gateway's sessions into an empty database, prints the counts and the config change, and refuses a second copy", async () => {
+    requireBuild();
+    const { home, paths } = await simProfile();
+    const gw = await startGateway(home);
+    for (const question of ["first question", "second question"])
+      expect((await chat(gw, question)).status).toBe(200);
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+
+    const url = await cluster().createDatabase();
+    const copied = await tenaxAsync(home, ["store", "copy", "--to", url]);
+    expect(copied.stderr).toMatch(/copying sessions: 2 of 2/);
+    expect(copied.stdout).toMatch(
+      /^copied 2 sessions, 4 messages, 2 turns, \d+ records? and 0 stored responses into postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+; every count read back matches/,
+    );
+    expect(copied.stdout).toContain(`${paths.state} is unchanged`);
+    expect(copied.stdout).toContain("engine: postgres");
+    expect(copied.status).toBe(0);
+
+    const again = await tenaxAsync(home, ["store", "copy", "--to", url, "--json"]);
+    expect(again.status).not.toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      error: {
+        code: "store_copy_target_not_empty",
+        message: expect.stringMatching(/already holds Tenax data \(2 sessions, 4 messages/),
+      },
+    });
+  }, 120_000);
+
+  it("is refused while the profile's gateway runs, and for a URL that is not PostgreSQL's", async () => {
+    requireBuild();
+    const { home } = await simProfile();
+    const gw = await startGateway(home);
+    const url = await cluster().createDatabase();
+    const refused = await tenaxAsync(home, ["store", "copy", "--to", url]);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/the gateway of profile 'default' runs \(pid \d+\)/);
+    expect(refused.stderr).toMatch(/stop it first/);
+    gw.child.kill("SIGTERM");
+    await gw.exited;
+    const wrong = await tenaxAsync(home, ["store", "copy", "--to", "mysql://db/x"]);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toMatch(/--to: expected a postgresql:\/\/ URL/);
+  }, 120_000);
+});
