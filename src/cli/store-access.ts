@@ -3,12 +3,22 @@
 import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import type { TenaxConfig } from "../config/schema.js";
+import { ConfigError } from "../core/errors.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { openReader, openStore, releaseStore, type StoreSettings } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import type { StoreReader } from "../store/store-reader.js";
 
 export function storeSettings(config: TenaxConfig): StoreSettings {
+  // Until the gateway, chat and cron open a profile's store by its engine, a profile set to
+  // PostgreSQL is refused here, loudly, rather than run on state.db while the config says otherwise.
+  if (config.store.engine === "postgres")
+    throw new ConfigError(
+      "store.engine is postgres, but this Tenax runs a profile on SQLite only for now: `tenax store copy` fills a PostgreSQL database, and running on it comes next",
+      {
+        hint: "set store.engine back to sqlite (the default) in config.yaml; the copied database is kept as it is",
+      },
+    );
   return {
     synchronous: config.store.synchronous,
     busyTimeoutMs: config.store.busy_timeout_ms,

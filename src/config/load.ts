@@ -11,7 +11,7 @@ import { type GatewayKeySource, withDefaultGatewayKey } from "./gateway-key.js";
 import { interpolate } from "./interpolate.js";
 import { type ConfigProblem, configProblemsError, schemaProblems } from "./problems.js";
 import { configSchema, defaultConfig, type TenaxConfig } from "./schema.js";
-import { isSecretPath } from "./secrets.js";
+import { isSecretPath, secretIn } from "./secrets.js";
 import { forEachValueScalar, formatKeyPath, type KeyPath, keyPathAtOffset, locate } from "./yaml-nodes.js";
 
 export interface LoadedConfig {
@@ -206,7 +206,8 @@ function substituteVariables(
       scalar.value = "";
       return;
     }
-    if (secret && !result.substituted && result.value !== "") out.literalSecret = true;
+    if (secret && !result.substituted && result.value !== "" && secretIn(path, result.value) !== null)
+      out.literalSecret = true;
     scalar.value = result.substituted ? retype(scalar, result.value) : result.value;
   });
   return out;
@@ -237,7 +238,7 @@ function permissionWarnings(paths: ProfilePaths, literalSecret: boolean): string
   const chmod = (file: string) => commandLine(["chmod", "600", file]);
   if (literalSecret && readableByOthers(paths.config)) {
     warnings.push(
-      `${paths.config} holds an API key in plain text and other users can read it: run ${chmod(paths.config)}, or move the key to ${paths.env} and write "\${NAME}" in its place`,
+      `${paths.config} holds a secret (an API key, a token or a password) in plain text and other users can read it: run ${chmod(paths.config)}, or move it to ${paths.env} and write "\${NAME}" in its place`,
     );
   }
   if (readableByOthers(paths.env)) {

@@ -16,6 +16,33 @@ export const SECRET_PATHS: readonly (readonly string[])[] = [
   ["store", "url"],
 ];
 
+/** Key paths holding a URL whose password alone is the secret (the rest names a host, to be shown). */
+const URL_PATHS: readonly (readonly string[])[] = [["store", "url"]];
+
+/**
+ * What is secret in a value at a secret path, and how the value is shown: the whole value, or for
+ * a database URL its password alone (`postgresql://tenax:***@db/tenax`); null when there is none
+ * (a URL without a password).
+ */
+export function secretIn(
+  path: readonly PropertyKey[],
+  value: string,
+): { secret: string; shown: string } | null {
+  const isUrl = URL_PATHS.some(
+    (p) => p.length === path.length && p.every((part, i) => part === String(path[i])),
+  );
+  if (!isUrl) return { secret: value, shown: REDACTED };
+  try {
+    const url = new URL(value);
+    if (url.password === "") return null;
+    const secret = decodeURIComponent(url.password);
+    url.password = REDACTED;
+    return { secret, shown: url.toString() };
+  } catch {
+    return { secret: value, shown: REDACTED };
+  }
+}
+
 /** True for a secret key path or anything under one (a list of keys and each key in it). */
 export function isSecretPath(path: readonly PropertyKey[]): boolean {
   return SECRET_PATHS.some(
@@ -27,14 +54,20 @@ export function isSecretPath(path: readonly PropertyKey[]): boolean {
 /** A copy of the config with every secret replaced by `***` (lists keep their length). */
 export function redactConfig(config: TenaxConfig): TenaxConfig {
   const copy = structuredClone(config);
-  visitSecrets(copy, (_path, _value, replace) => replace(REDACTED));
+  visitSecrets(copy, (path, value, replace) => {
+    const found = secretIn(path, value);
+    if (found !== null) replace(found.shown);
+  });
   return copy;
 }
 
 /** Every secret value in the config, named by its key path (`providers.main.api_keys[0]`). */
 export function configSecrets(config: TenaxConfig): NamedSecret[] {
   const out: NamedSecret[] = [];
-  visitSecrets(config, (path, value) => out.push({ name: formatKeyPath(path), value }));
+  visitSecrets(config, (path, value) => {
+    const found = secretIn(path, value);
+    if (found !== null) out.push({ name: formatKeyPath(path), value: found.secret });
+  });
   return out;
 }
 

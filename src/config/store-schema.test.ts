@@ -1,6 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests write literal ${VAR} references on purpose
 // The store section of config.yaml: SQLite by default with nothing to write, PostgreSQL with a URL
 // read from the environment and kept secret; a missing or wrong URL stops the load with the key.
+import { chmodSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { profileWith, thrown } from "../../test/helpers/temp-home.js";
 import { loadConfig } from "./load.js";
@@ -18,8 +19,27 @@ describe("store in config.yaml", () => {
     const paths = profileWith('store: { engine: postgres, url: "${TENAX_DATABASE_URL}" }\n');
     const { config } = loadConfig(paths, { TENAX_DATABASE_URL: url });
     expect(config.store).toMatchObject({ engine: "postgres", url, pool_size: 10 });
-    expect(configSecrets(config)).toContainEqual({ name: "store.url", value: url });
-    expect(JSON.stringify(redactConfig(config))).not.toContain("s3cret-pw-123");
+    // The password alone is the secret: the host and database stay readable wherever it is shown.
+    expect(configSecrets(config)).toContainEqual({ name: "store.url", value: "s3cret-pw-123" });
+    expect(redactConfig(config).store.url).toBe("postgresql://tenax:***@db.example:5432/tenax");
+  });
+
+  it("takes a URL without a password as no secret, and warns of a password written in config.yaml", () => {
+    const readable = (yaml: string) => {
+      const paths = profileWith(yaml);
+      chmodSync(paths.config, 0o644);
+      return paths;
+    };
+    const bare = loadConfig(readable("store: { engine: postgres, url: postgresql://tenax@db/tenax }\n"), {});
+    expect(configSecrets(bare.config).filter((s) => s.name === "store.url")).toEqual([]);
+    expect(bare.warnings.join("\n")).not.toMatch(/in plain text/);
+    const literal = loadConfig(
+      readable("store: { engine: postgres, url: postgresql://tenax:pw-in-file-9@db/tenax }\n"),
+      {},
+    );
+    expect(literal.warnings.join("\n")).toMatch(
+      /holds a secret \(an API key, a token or a password\) in plain text/,
+    );
   });
 
   it("refuses postgres without a URL, a URL of another scheme and an unknown engine, naming each key", () => {
