@@ -11,8 +11,8 @@ import type { RouteEvent, RouteListener, Target } from "../llm/route-events.js";
 import type { ModelRouter } from "../llm/router.js";
 import { estimateTokens } from "../llm/tokens.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
+import type { StorePort } from "../store/port.js";
 import type { MessageView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { compressionSpanEvent, traceCompression } from "./agent-trace.js";
 import { type CompressionPlan, planCompaction, summaryRequest } from "./compression-plan.js";
 import {
@@ -138,7 +138,7 @@ export function newTurnCompressionState(): TurnCompressionState {
 
 export interface CompressorOptions {
   router: ModelRouter;
-  store: Store;
+  store: StorePort;
   deps: Deps;
   settings: CompressionSettings;
   onEvent?: (event: CompressionEvent) => void;

@@ -5,8 +5,8 @@
 // no lease), so a gateway that starts after a crash can tell the turns it ran from the others,
 // whoever reaped them.
 
+import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { MARKER_ROLE } from "./history.js";
 
 export interface ReapedTurn {
@@ -38,7 +38,7 @@ export function isDead(turn: TurnView, now: number, pidAlive?: (pid: number) => 
 }
 
 export async function reapDeadTurns(
-  store: Store,
+  store: StorePort,
   now: number,
   options: ReapOptions = {},
 ): Promise<ReapedTurn[]> {
@@ -77,7 +77,7 @@ export async function reapDeadTurns(
  * already marked interrupted: the next gateway resumes them as if it had reaped them itself.
  */
 export function reapedByOthers(
-  store: Store,
+  store: StorePort,
   crashed: { pid: number; started_at: number },
   reapedHere: readonly ReapedTurn[],
 ): ReapedTurn[] {

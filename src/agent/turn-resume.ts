@@ -2,8 +2,8 @@
 // lease, the tool calls that were in flight are settled (a read-only one runs again, any other is
 // answered with a note that it was not repeated), and the model is told why the turn goes on.
 import type { ToolCall } from "../llm/provider.js";
+import type { StorePort } from "../store/port.js";
 import type { MessageView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { RESUME_NAME, toolCallsOf } from "./history.js";
 import type { Tool } from "./tools/types.js";
 
@@ -26,7 +26,7 @@ export interface ResumePoint {
 }
 
 /** The messages one turn wrote, in order. */
-export function turnMessages(store: Store, sessionId: string, turnId: string): MessageView[] {
+export function turnMessages(store: StorePort, sessionId: string, turnId: string): MessageView[] {
   return store.getMessages(sessionId).filter((m) => m.turn_id === turnId);
 }
 
@@ -43,7 +43,7 @@ export function openCalls(messages: readonly MessageView[]): ToolCall[] {
 
 /** Put the turn back to running under this process's lease; returns where it goes on from. */
 export async function restartTurn(
-  store: Store,
+  store: StorePort,
   sessionId: string,
   turnId: string,
   leaseMs: number,
@@ -71,7 +71,7 @@ export async function restartTurn(
  * Returns a guardrail halt message, if one came.
  */
 export async function settleOpenCalls(
-  store: Store,
+  store: StorePort,
   sessionId: string,
   point: ResumePoint,
   tools: ReadonlyMap<string, Tool>,

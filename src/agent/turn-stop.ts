@@ -6,8 +6,8 @@
 import type { Sleep } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
 import { tenaxCommand } from "../profile/command-hint.js";
+import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { pidAlive } from "./process-group.js";
 import { ownerPid, reapDeadTurns } from "./reap.js";
 import { STOP_KIND, type StopRecord } from "./turn-progress.js";
@@ -38,7 +38,7 @@ export interface StopOptions {
 }
 
 export async function stopSessionTurn(
-  store: Store,
+  store: StorePort,
   idOrPrefix: string,
   options: StopOptions,
 ): Promise<StopOutcome> {
@@ -74,6 +74,6 @@ export async function stopSessionTurn(
   }
 }
 
-function statusOf(store: Store, turn: TurnView): string {
+function statusOf(store: StorePort, turn: TurnView): string {
   return store.getTurns(turn.session_id).find((t) => t.id === turn.id)?.status ?? "unknown";
 }

@@ -17,7 +17,7 @@ import type { ToolSpec } from "../llm/provider.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter, TurnRoute } from "../llm/router.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { traceTurn } from "./agent-trace.js";
 import type { CompressionEvent } from "./compression.js";
 import { Guardrails } from "./guardrails.js";
@@ -74,7 +74,7 @@ export type AgentEvent =
 /** What the turn needs from context compression (src/agent/compression.ts implements it). */
 export interface TurnCompressor {
   needed(input: {
-    transcript: ReturnType<Store["getMessages"]>;
+    transcript: ReturnType<StorePort["getMessages"]>;
     compaction: Compaction | null;
     system: string | null;
     window: number;
@@ -84,7 +84,7 @@ export interface TurnCompressor {
     input: {
       sessionId: string;
       turnId: string | null;
-      transcript: ReturnType<Store["getMessages"]>;
+      transcript: ReturnType<StorePort["getMessages"]>;
       compaction: Compaction | null;
       system: string | null;
       window: number;
@@ -107,7 +107,7 @@ export interface TurnLimits {
 }
 
 export interface TurnDeps {
-  store: Store;
+  store: StorePort;
   router: ModelRouter;
   tools: readonly Tool[];
   scheduler: Scheduler;
@@ -528,7 +528,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
 }
 
 interface TranscriptView {
-  transcript: ReturnType<Store["getMessages"]>;
+  transcript: ReturnType<StorePort["getMessages"]>;
   compaction: Compaction | null;
 }
 

@@ -1,7 +1,7 @@
 // Token usage per session, added up in the store after each turn, so /usage tells the truth
 // after a restart and across processes.
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export const USAGE_KIND = "usage";
 
@@ -16,7 +16,7 @@ export interface SessionUsage {
  * together with its own writes (the turn commits it with its end: one durable commit, not two).
  */
 export function usageOp(
-  store: Store,
+  store: StorePort,
   sessionId: string,
   usage: { input_tokens: number; output_tokens: number },
   now: number,

@@ -13,8 +13,8 @@ import { ownerOf } from "../core/process-owner.js";
 import type { ChatRef } from "../platforms/adapter.js";
 import { outboxEntryOp } from "../platforms/outbox-records.js";
 import type { RecordPutOp } from "../store/ops.js";
+import type { StorePort } from "../store/port.js";
 import { dueAt, isRecordConflict, LEASE_MARGIN_MS } from "../store/record-ops.js";
-import type { Store } from "../store/store.js";
 import { type SendOutcome, sendEntry } from "./delivery-send.js";
 import type { CronEvent } from "./host.js";
 import type { Notice } from "./notices.js";
@@ -29,7 +29,7 @@ import {
 } from "./records.js";
 
 export interface OutboxOptions {
-  store: Store;
+  store: StorePort;
   /** The profile's cron/output folder: local deliveries go under it, one folder per job. */
   outputDir: string;
   now?: () => number;
@@ -173,7 +173,7 @@ function runText(run: RunRecord): string {
 }
 
 export class CronOutbox {
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
   private readonly backoff: (attempt: number) => number;
   private readonly timeoutMs: number;

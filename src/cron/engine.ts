@@ -6,7 +6,7 @@
 // by a cheap look at the records' stamp every few seconds, and only the changed ones are read.
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { TenaxError } from "../core/errors.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { owedSinceOf, planClaim } from "./claim.js";
 import type { CronEvent, CronStats } from "./host.js";
 import { span } from "./missed.js";
@@ -15,7 +15,7 @@ import { JOB_KIND, type JobRecord, type RunRecord, readJob, readSlot, SLOT_KIND 
 import { CronRunner, type RunnerOptions } from "./runner.js";
 
 export interface EngineOptions extends RunnerOptions {
-  store: Store;
+  store: StorePort;
   now?: () => number;
   onEvent?: (event: CronEvent) => void;
   /** How often definitions changed elsewhere are looked for (ms). */
@@ -51,7 +51,7 @@ const LOAD_SLICE = 250;
 
 export class CronEngine {
   readonly runner: CronRunner;
-  readonly store: Store;
+  readonly store: StorePort;
   private readonly now: () => number;
   private readonly entries = new Map<string, Entry>();
   private stamp = "";

@@ -7,7 +7,7 @@ import { statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { TenaxError } from "../core/errors.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { newRun, owedSince } from "./claim.js";
 import { COUNT_CAP, span } from "./missed.js";
 import { countBetween, latestAtOrBefore, nextAfter } from "./next.js";
@@ -129,7 +129,7 @@ export class CronJobs {
   private readonly now: () => number;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StorePort,
     private readonly options: JobsOptions,
   ) {
     this.now = options.now ?? Date.now;

@@ -8,7 +8,7 @@
 // Records carry no session id (deleting a run's session keeps the job's history); what is read
 // back is checked, and a record that fails is treated as absent.
 import { z } from "zod";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 
 export const JOB_KIND = "cron_job";
 export const SLOT_KIND = "cron_slot";
@@ -145,9 +145,9 @@ export const outboxRecord = z.object({
 });
 export type OutboxRecord = z.infer<typeof outboxRecord>;
 
-type Source = Pick<StoreReader, "listRecords" | "getRecord">;
+type Source = Pick<StoreReads, "listRecords" | "getRecord">;
 /** What reads a record as its stored text too (a claim's `expect`). */
-export type RecordSource = Pick<StoreReader, "listRecords" | "getRecord" | "getRecordText">;
+export type RecordSource = Pick<StoreReads, "listRecords" | "getRecord" | "getRecordText">;
 
 function parsed<T>(schema: z.ZodType<T>, value: unknown): T | null {
   const result = schema.safeParse(value);

@@ -7,14 +7,14 @@
 import { TenaxError } from "../core/errors.js";
 import { ownerAlive, ownerOf } from "../core/process-owner.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { newRun } from "./claim.js";
 import type { CronEvent, CronHost, CronTurnResult } from "./host.js";
 import { claimOp, type JobRecord, listRuns, putOp, RUN_KIND, type RunRecord, readJob } from "./records.js";
 import { storedOutcome } from "./stored-outcome.js";
 
 export interface RunnerOptions {
-  store: Store;
+  store: StorePort;
   host: CronHost;
   /** cron.max_concurrent (kept within gateway.max_turns by the host's own limit). */
   maxConcurrent: number;

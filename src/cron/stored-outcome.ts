@@ -1,6 +1,6 @@
 // How a cron run's turn ended, read from the store: for a turn resumed after a crash (its end is
 // told by an event that carries no reply) and for runs settled after their process stopped.
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import type { CronTurnResult } from "./host.js";
 
 export interface OutcomeOptions {
@@ -13,7 +13,7 @@ export interface OutcomeOptions {
 
 /** The turn's stored end; null while it runs (or, unless settling, may still be resumed). */
 export function storedOutcome(
-  store: Pick<StoreReader, "getTurns" | "getMessages">,
+  store: Pick<StoreReads, "getTurns" | "getMessages">,
   sessionId: string,
   turnId: string | null,
   options: OutcomeOptions = {},

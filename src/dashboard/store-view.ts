@@ -9,9 +9,10 @@ import { collectStatus, openForStatus, type StatusReport } from "../health/statu
 import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
+import type { StoreReads } from "../store/port.js";
 import { openReader } from "../store/registry.js";
 import type { SessionView } from "../store/rows.js";
-import type { SearchResult, StoreReader } from "../store/store-reader.js";
+import type { SearchResult } from "../store/store-reader.js";
 import { type TranscriptMessage, transcriptView } from "./transcript-view.js";
 
 /**
@@ -96,9 +97,9 @@ export function transcript(
 }
 
 /** Open a reader for one request; `empty` is the answer while the profile has no store yet. */
-function withStore<T>(paths: ProfilePaths, body: (reader: StoreReader) => T, empty: T): T {
+function withStore<T>(paths: ProfilePaths, body: (reader: StoreReads) => T, empty: T): T {
   if (!existsSync(paths.state)) return empty;
-  let reader: StoreReader;
+  let reader: StoreReads;
   try {
     reader = openReader(paths);
   } catch (error) {

@@ -7,13 +7,13 @@ import { join } from "node:path";
 import { COMPONENT_KIND, COMPRESSION_COMPONENT_KEY } from "../agent/compression-state.js";
 import { pidAlive } from "../agent/process-group.js";
 import { STALL_KIND } from "../agent/turn-progress.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { Scenario } from "./runner.js";
 import { scratchSession } from "./scratch.js";
 import { eventTrail, watchedTurn } from "./watched-turn.js";
 
 /** Three long exchanges: under the compression threshold until one more large tool result arrives. */
-async function addHistory(store: Store, session: string): Promise<void> {
+async function addHistory(store: StorePort, session: string): Promise<void> {
   const exchanges = [0, 1, 2].flatMap((i) => [
     { role: "user", content: `question ${i}: ${"q".repeat(1_600)}` },
     { role: "assistant", content: `answer ${i}: ${"a".repeat(1_600)}` },

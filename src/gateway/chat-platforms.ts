@@ -13,7 +13,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import type { PlatformLive } from "../health/platforms-component.js";
 import { ChatService } from "../platforms/chat-service.js";
 import { listChatSessions } from "../platforms/chat-sessions.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { gatewayChatHost } from "./chat-host.js";
 import type { Gateway, TurnWatcher } from "./gateway.js";
 import { buildPlatforms, type GatewayPlatforms } from "./platforms.js";
@@ -43,7 +43,7 @@ export interface GatewayChat {
 
 export interface ChatPlatformsOptions {
   config: TenaxConfig;
-  store: Store;
+  store: StorePort;
   gateway: Gateway;
   agent: Agent;
   onEvent: (event: PlatformEvent) => void;

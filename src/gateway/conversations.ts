@@ -6,8 +6,8 @@
 import { createHash } from "node:crypto";
 import type { TurnResult } from "../agent/turn.js";
 import type { ModelRouter } from "../llm/router.js";
+import type { StorePort } from "../store/port.js";
 import { plainTitle } from "../store/session-title.js";
-import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
 
 type Said = Pick<ChatMessage, "role" | "content">;
@@ -40,7 +40,7 @@ const TITLE_PROMPT =
   "Write a short title (at most 6 words) for a conversation that begins with the user's message below. Answer with the title alone: no quotes, no punctuation at the end.";
 
 export interface ConversationsOptions {
-  store: Store;
+  store: StorePort;
   router: Pick<ModelRouter, "auxiliary">;
   /** Whether auxiliary.title names a model; without one, titles are the plain first message. */
   titleModel: boolean;

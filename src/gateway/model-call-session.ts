@@ -8,13 +8,13 @@ import type { Completion } from "../llm/model-call.js";
 import type { ChatMessage, ContentPart } from "../llm/provider.js";
 import type { Target } from "../llm/route-events.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export const MODEL_CALL_SOURCE = "gateway-model";
 
 /** The writes that record a call's request, and the session they go to. */
 export function requestOps(
-  store: Store,
+  store: StorePort,
   target: Target,
   messages: readonly ChatMessage[],
   sessionId: string | undefined,
@@ -38,7 +38,7 @@ export function requestOps(
 }
 
 /** The write that records the answer. */
-export function answerOp(store: Store, sessionId: string, completion: Completion): WriteOp {
+export function answerOp(store: StorePort, sessionId: string, completion: Completion): WriteOp {
   return store.messageOp({
     session_id: sessionId,
     role: "assistant",
@@ -54,7 +54,7 @@ export function answerOp(store: Store, sessionId: string, completion: Completion
   });
 }
 
-function messageOp(store: Store, sessionId: string, m: ChatMessage): WriteOp {
+function messageOp(store: StorePort, sessionId: string, m: ChatMessage): WriteOp {
   switch (m.role) {
     case "system":
       return store.messageOp({ session_id: sessionId, role: "system", content: m.content });

@@ -12,7 +12,7 @@ import { sendError, sendJson } from "../http/node-http.js";
 import type { Completion } from "../llm/model-call.js";
 import type { RouteEvent, StatusEvent } from "../llm/route-events.js";
 import type { ModelRouter } from "../llm/router.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { failureError } from "./failure-status.js";
 import { asHttpError, unavailable } from "./gateway-errors.js";
 import { completionObject } from "./model-call-answer.js";
@@ -23,7 +23,7 @@ import { ModelCallStream } from "./model-call-stream.js";
 
 export interface ModelCallDeps {
   router: ModelRouter;
-  store: Store;
+  store: StorePort;
   now?: () => number;
   /** What one streaming client may hold unsent before it is dropped. */
   streamBufferBytes?: number;

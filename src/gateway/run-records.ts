@@ -4,7 +4,7 @@
 // session deletes them all. What is read back is checked; a record that fails is treated as absent.
 import { z } from "zod";
 import type { RecordPutOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export const RUN_KIND = "run";
 export const RUN_EVENT_KIND = "run_event";
@@ -108,23 +108,23 @@ export function putOp(
   };
 }
 
-export function readRun(store: Store, runId: string): RunState | null {
+export function readRun(store: StorePort, runId: string): RunState | null {
   return check(runState, store.getRecord(RUN_KIND, runId));
 }
 
 /** Every stored run, or one session's. */
-export function listRuns(store: Store, sessionId?: string): RunState[] {
+export function listRuns(store: StorePort, sessionId?: string): RunState[] {
   return store
     .listRecords(RUN_KIND, sessionId === undefined ? {} : { sessionId })
     .flatMap((r) => check(runState, r.value) ?? []);
 }
 
-export function readIdem(store: Store, key: string): IdemRecord | null {
+export function readIdem(store: StorePort, key: string): IdemRecord | null {
   return check(idemRecord, store.getRecord(RUN_IDEM_KIND, key));
 }
 
 /** Every stored event of a run with an id above `after`, in order. */
-export function readEvents(store: Store, run: RunState, after: number): RunEvent[] {
+export function readEvents(store: StorePort, run: RunState, after: number): RunEvent[] {
   const prefix = `${run.run_id}/`;
   return store
     .listRecords(RUN_EVENT_KIND, { sessionId: run.session_id })

@@ -13,7 +13,7 @@ import { TurnInterrupt } from "../agent/turn-failure.js";
 import type { TurnRequest } from "../agent/turn-request.js";
 import { TenaxError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatMessage } from "./chat-request.js";
 import type { Gateway, LaunchedTurn, TurnWatcher } from "./gateway.js";
 import { RunLog, type RunLogDeps } from "./run-log.js";
@@ -37,7 +37,7 @@ export { fingerprint } from "./run-outcomes.js";
 export type { RunEvent, RunState, RunStatus } from "./run-records.js";
 
 export interface RunRegistryOptions {
-  store: Store;
+  store: StorePort;
   gateway: Pick<Gateway, "launch" | "interrupt" | "isRunning">;
   now?: () => number;
   /** How long an ended run and its events are kept (gateway.run_retention_hours). */
@@ -79,7 +79,7 @@ export class RunRegistry {
   private readonly claims = new Map<string, { fingerprint: string; run: Promise<RunState> }>();
   /** Runs waiting behind their session's running turn, by run id: aborting one stops it. */
   private readonly waiting = new Map<string, AbortController>();
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
 
   constructor(private readonly options: RunRegistryOptions) {

@@ -1,7 +1,7 @@
 // The summarizer as a health component: a dependency of its own, which cools down after failures.
 import { readCooldown } from "../agent/compression-state.js";
 import type { TenaxConfig } from "../config/schema.js";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { formatDuration } from "./duration.js";
 import type { Component } from "./status.js";
 
@@ -14,7 +14,7 @@ export type CompressionComponent = Component & {
 /** The summarizer is a dependency of its own: a failing one cools down, and status says until when. */
 export function compressionComponent(
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   now: number,
 ): CompressionComponent {
   const enabled = config.compression.enabled;

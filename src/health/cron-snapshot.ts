@@ -18,10 +18,10 @@ import {
   type SlotRecord,
   slotRecord,
 } from "../cron/records.js";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 
 /** What health reads: the store's records (a writer or a read-only reader). */
-export type CronSource = Pick<StoreReader, "listRecords" | "getRecord">;
+export type CronSource = Pick<StoreReads, "listRecords" | "getRecord">;
 
 export interface CronJobRow {
   job: string;

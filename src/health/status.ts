@@ -20,7 +20,7 @@ import {
   type CredentialUpdate,
   isUsable,
 } from "../store/credential-ledger.js";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { readBreakerRecords } from "./circuits.js";
 import { type CompressionComponent, compressionComponent } from "./compression-component.js";
 import { type CronComponent, cronComponent } from "./cron-component.js";
@@ -113,7 +113,7 @@ export interface StatusInput {
   paths: ProfilePaths;
   config: TenaxConfig;
   /** null when the profile has no store yet, or when it could not be opened (`readerError`). */
-  reader: StoreReader | null;
+  reader: StoreReads | null;
   /** Why the store could not be opened read-only (damage, another owner, a newer schema...). */
   readerError?: unknown;
   now: number;
@@ -230,7 +230,7 @@ async function localDisk(paths: ProfilePaths): Promise<Component & Record<string
 function cronStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   now: number,
   gatewayDown: boolean,
 ): CronComponent {
@@ -249,7 +249,7 @@ function cronStatus(
 function platformsStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   now: number,
   gatewayDown: boolean,
 ): PlatformsComponent {
@@ -280,7 +280,7 @@ export function worst(levels: readonly ComponentLevel[]): Level {
  */
 function providerRecords(
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   live: ReadonlyMap<string, ProviderRecord> = new Map(),
 ): Map<string, ProviderRecord | null> {
   const records = new Map<string, ProviderRecord | null>();
@@ -309,7 +309,7 @@ function liveRecords(component: ReportedComponent | undefined): Map<string, Prov
   return out;
 }
 
-function readLedger(reader: StoreReader | null): { states: CredentialState[]; problem: string | null } {
+function readLedger(reader: StoreReads | null): { states: CredentialState[]; problem: string | null } {
   if (reader === null) return { states: [], problem: null };
   try {
     return { states: reader.credentialStates(), problem: null };

@@ -5,9 +5,9 @@ import { existsSync } from "node:fs";
 import { TenaxError } from "../core/errors.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
+import type { StoreReads } from "../store/port.js";
 import { openReader } from "../store/registry.js";
 import { readSpool } from "../store/spool.js";
-import type { StoreReader } from "../store/store-reader.js";
 import type { Component } from "./status.js";
 
 export type StoreComponent = Component & {
@@ -20,7 +20,7 @@ export type StoreComponent = Component & {
 
 export function storeComponent(
   paths: ProfilePaths,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   openError: unknown,
 ): StoreComponent {
   const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
@@ -82,7 +82,7 @@ function unreadableStore(
  * be opened (damage in its header, another owner, a newer schema) is the store layer's news, not
  * a failed status.
  */
-export function openForStatus(paths: ProfilePaths): { reader: StoreReader | null; readerError?: unknown } {
+export function openForStatus(paths: ProfilePaths): { reader: StoreReads | null; readerError?: unknown } {
   if (!existsSync(paths.state)) return { reader: null };
   try {
     return { reader: openReader(paths) };

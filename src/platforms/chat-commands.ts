@@ -5,7 +5,7 @@ import type { ApprovalRecord } from "../agent/approvals/approval-records.js";
 import { CONTINUE_PROMPT } from "../agent/turn.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatRef, InboundButton, InboundCommand, InboundMessage } from "./adapter.js";
 import type { ChatDecision, ChatHost } from "./chat-host.js";
 import type { Lane } from "./chat-lanes.js";
@@ -26,7 +26,7 @@ import { type EnqueueInput, outboxKey, readOutboxEntry } from "./outbox-records.
 
 /** What the commands need of the chat service. */
 export interface CommandContext {
-  store: Store;
+  store: StorePort;
   host: ChatHost;
   inbox: PlatformInbox;
   now(): number;
@@ -276,7 +276,7 @@ export function approvalRequest(
 
 /** The edit of an approval's message once it was decided elsewhere or expired; null without one. */
 export function approvalClosed(
-  store: Store,
+  store: StorePort,
   host: ChatHost,
   chat: ChatRef,
   approvalId: string,

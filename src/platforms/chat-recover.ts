@@ -8,7 +8,7 @@
 // Nothing is answered twice: an answer is committed with the entry's done mark, so a done entry
 // is never pending again.
 import type { TurnResult } from "../agent/turn.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { LaneItem } from "./chat-lanes.js";
 import { readChatSession } from "./chat-sessions.js";
 import { notResumed } from "./chat-texts.js";
@@ -26,7 +26,7 @@ export interface RecoverReport {
 }
 
 export interface RecoverInput {
-  store: Store;
+  store: StorePort;
   /** The inbox's pending entries of this process's platforms, oldest first. */
   pending: readonly InboxEntry[];
   /** Resumed turns by session id; taken out as they are matched. */

@@ -10,7 +10,7 @@
 //   after a crash, then recover() (chat-recover.ts) to run what the inbox still holds.
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { errorMessage } from "../core/errors.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatRef, InboundEvent, InboundSink, PlatformAdapter } from "./adapter.js";
 import { approvalClosed, approvalRequest, type CommandContext, runInline } from "./chat-commands.js";
 import { PlatformDirect } from "./chat-direct.js";
@@ -28,7 +28,7 @@ import type { EnqueueInput } from "./outbox-records.js";
 import { chatKey } from "./session-key.js";
 
 export interface ChatServiceOptions {
-  store: Store;
+  store: StorePort;
   host: ChatHost;
   /** The adapters of this process: typing, button answers and notices go through them directly. */
   adapters: readonly PlatformAdapter[];
@@ -72,7 +72,7 @@ export class ChatService {
   /** Hand this to each adapter's start(). */
   readonly sink: InboundSink = (event) => this.receive(event);
   readonly inbox: PlatformInbox;
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly host: ChatHost;
   private readonly outbox: PlatformOutbox;
   private readonly now: () => number;

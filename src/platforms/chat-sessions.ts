@@ -7,8 +7,8 @@
 //                                       the chat's last error.
 import { z } from "zod";
 import type { RecordPutOp } from "../store/ops.js";
+import type { StoreReads } from "../store/port.js";
 import { putOp } from "../store/record-ops.js";
-import type { StoreReader } from "../store/store-reader.js";
 
 export const SESSION_KIND = "platform_session";
 
@@ -40,7 +40,7 @@ export const chatSession = z.object({
 });
 export type ChatSession = z.infer<typeof chatSession>;
 
-type Source = Pick<StoreReader, "getRecord" | "listRecords">;
+type Source = Pick<StoreReads, "getRecord" | "listRecords">;
 
 export function readChatSession(store: Source, key: string): ChatSession | null {
   const parsed = chatSession.safeParse(store.getRecord(SESSION_KIND, key));

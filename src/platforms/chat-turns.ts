@@ -5,7 +5,7 @@
 // entry stays pending for the resume after the restart.
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { errorMessage } from "../core/errors.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatRef } from "./adapter.js";
 import type { PlatformDirect } from "./chat-direct.js";
 import { BUSY_CODES, type ChatHost, errorCode, STOPPING_CODES } from "./chat-host.js";
@@ -16,7 +16,7 @@ import type { ChatWriter } from "./chat-writer.js";
 import type { InboxEntry } from "./inbox.js";
 
 export interface LaneRunDeps {
-  store: Store;
+  store: StorePort;
   host: ChatHost;
   writer: ChatWriter;
   direct: PlatformDirect;

@@ -2,7 +2,7 @@
 // (each text cut by the adapter's split, one outbox entry per platform message) and the session
 // record's update, in one store write; and the writes making a chat's new session.
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { PlatformAdapter, TextFormat } from "./adapter.js";
 import type { ChatHost } from "./chat-host.js";
 import { type ChatSession, chatSessionOp, readChatSession } from "./chat-sessions.js";
@@ -11,7 +11,7 @@ import type { PlatformOutbox } from "./outbox.js";
 import { type EnqueueInput, outboxEntryOp } from "./outbox-records.js";
 
 export interface ChatWriterDeps {
-  store: Store;
+  store: StorePort;
   outbox: PlatformOutbox;
   host: ChatHost;
   adapters: ReadonlyMap<string, PlatformAdapter>;

@@ -12,8 +12,8 @@
 import { z } from "zod";
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
+import type { StorePort } from "../store/port.js";
 import { claimOp, isRecordConflict, putOp } from "../store/record-ops.js";
-import type { Store } from "../store/store.js";
 import { COMMANDS, type InboundEvent } from "./adapter.js";
 import { chatKey, sessionKey } from "./session-key.js";
 
@@ -112,12 +112,12 @@ export function offsetOp(platform: string, offset: number, at: number): RecordPu
 }
 
 export interface PlatformInboxOptions {
-  store: Store;
+  store: StorePort;
   now?: () => number;
 }
 
 export class PlatformInbox {
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
   private counter = 0;
   private readonly jobs: SchedulerJob[] = [];

@@ -1,6 +1,6 @@
 // What waits in the platform outbox, per platform, for /health and `tenax status`: read from the
 // store, so it counts every process's entries, not only this one's.
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { OUTBOX_KIND, parseEntry } from "./outbox-records.js";
 
 export interface PlatformBacklog {
@@ -27,7 +27,7 @@ const empty = (): PlatformBacklog => ({
  * this process delivered but could not mark yet: they are not counted as waiting.
  */
 export function readBacklog(
-  store: Pick<StoreReader, "listRecords">,
+  store: Pick<StoreReads, "listRecords">,
   platforms: readonly string[] = [],
   delivered: ReadonlySet<string> = new Set(),
   now: number = Date.now(),

@@ -6,8 +6,8 @@
 import { z } from "zod";
 import { newId } from "../core/ids.js";
 import type { RecordPutOp } from "../store/ops.js";
+import type { StoreReads } from "../store/port.js";
 import { putOp } from "../store/record-ops.js";
-import type { StoreReader } from "../store/store-reader.js";
 import type { ChatRef, EditOp, SendOp } from "./adapter.js";
 import { chatKey } from "./session-key.js";
 
@@ -90,7 +90,7 @@ export interface EnqueueInput {
   origin?: string;
 }
 
-type Source = Pick<StoreReader, "listRecords" | "getRecord">;
+type Source = Pick<StoreReads, "listRecords" | "getRecord">;
 
 let counter = 0;
 
@@ -149,7 +149,7 @@ export const readOutboxEntry = (store: Source, key: string): OutboxEntry | null 
 
 /** The deletions of delivered and given-up entries last written more than `olderThanMs` ago. */
 export function pruneOps(
-  store: Pick<StoreReader, "listRecords">,
+  store: Pick<StoreReads, "listRecords">,
   olderThanMs: number,
   now: number,
 ): RecordPutOp[] {

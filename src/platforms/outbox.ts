@@ -18,8 +18,8 @@ import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import { Passes } from "../core/passes.js";
 import { ownerOf } from "../core/process-owner.js";
+import type { StorePort } from "../store/port.js";
 import { claimOp, dueAt, isRecordConflict, LEASE_MARGIN_MS, putOp } from "../store/record-ops.js";
-import type { Store } from "../store/store.js";
 import type { PlatformAdapter } from "./adapter.js";
 import { type PlatformBacklog, readBacklog } from "./outbox-backlog.js";
 import {
@@ -35,7 +35,7 @@ import {
 import { type AttemptOutcome, attempt } from "./outbox-send.js";
 
 export interface PlatformOutboxOptions {
-  store: Store;
+  store: StorePort;
   /** The adapters this process sends through; entries of other platforms are left pending. */
   adapters: readonly PlatformAdapter[];
   now?: () => number;
@@ -82,7 +82,7 @@ export function defaultPlatformBackoff(attempt: number, random: () => number = M
 type Step = "sent" | "given_up" | "blocked";
 
 export class PlatformOutbox {
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
   private readonly backoff: (attempt: number) => number;
   private readonly timeoutMs: number;

@@ -13,7 +13,7 @@ import { applyGroup, GroupCommit, type QueuedWrite, type WriteOutcome } from "./
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
 import { type ApplyOptions, OpApplier, type OpResult, type WriteOp } from "./ops.js";
-import type { StorePort, StoreReads } from "./port.js";
+import type { StorePort } from "./port.js";
 import type { ListOptions, RecordView, StoreStats } from "./queries.js";
 import type { ResponseView } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";

@@ -8,7 +8,7 @@ import type { Clock, Sleep } from "../../core/deps.js";
 import { realSleep, systemClock } from "../../core/deps.js";
 import { TenaxError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import type { Store } from "../../store/store.js";
+import type { StorePort } from "../../store/port.js";
 import type { Scheduler } from "../scheduler.js";
 import { TurnInterrupt } from "../turn-failure.js";
 import {
@@ -40,7 +40,7 @@ export interface ApprovalRequest {
 }
 
 export interface ApprovalBookOptions {
-  store: Store;
+  store: StorePort;
   /** tools.exec.approval_timeout, in ms. */
   timeoutMs: number;
   /** Add an "always" pattern to the profile's allow list (config.yaml). */
@@ -58,7 +58,7 @@ export class ApprovalBook {
   private readonly deciding = new Set<string>();
   /** Patterns approved "always" by this process, in force at once. */
   private readonly always = new Set<string>();
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly clock: Clock;
   private readonly sleep: Sleep;
 
@@ -255,7 +255,7 @@ export class ApprovalBook {
     status: ApprovalRecord["status"],
     decision: ApprovalDecision | null,
     decidedBy: string,
-    extra: Parameters<Store["write"]>[0] = [],
+    extra: Parameters<StorePort["write"]>[0] = [],
   ): Promise<ApprovalRecord> {
     const record = this.get(approvalId);
     if (!record) throw new Error(`approval ${approvalId} vanished from the store`);
@@ -271,7 +271,7 @@ export class ApprovalBook {
     return closed;
   }
 
-  private async put(record: ApprovalRecord, extra: Parameters<Store["write"]>[0] = []): Promise<void> {
+  private async put(record: ApprovalRecord, extra: Parameters<StorePort["write"]>[0] = []): Promise<void> {
     await this.store.write([
       {
         op: "record.put",

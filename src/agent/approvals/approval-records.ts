@@ -3,7 +3,7 @@
 // it). It says what was asked (tool, command, why), who asked, until when, and once decided, the
 // decision and who made it. What is read back is checked; a record that fails is treated as absent.
 import { z } from "zod";
-import type { StoreReader } from "../../store/store-reader.js";
+import type { StoreReads } from "../../store/port.js";
 
 export const APPROVAL_KIND = "approval";
 /**
@@ -52,7 +52,7 @@ export type ApprovalStatus = z.infer<typeof approvalStatus>;
 export type ApprovalDecision = z.infer<typeof approvalDecision>;
 export type ApprovalRecord = z.infer<typeof approvalRecord>;
 
-type RecordSource = Pick<StoreReader, "listRecords" | "getRecord">;
+type RecordSource = Pick<StoreReads, "listRecords" | "getRecord">;
 
 export function readApproval(store: RecordSource, approvalId: string): ApprovalRecord | null {
   const parsed = approvalRecord.safeParse(store.getRecord(APPROVAL_KIND, approvalId));

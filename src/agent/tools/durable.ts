@@ -3,7 +3,7 @@
 // restart) and `session_search` (full-text search over every past session).
 import { z } from "zod";
 import { newId } from "../../core/ids.js";
-import type { Store } from "../../store/store.js";
+import type { StorePort } from "../../store/port.js";
 import { defineTool } from "./define-tool.js";
 import { type Tool, ToolError } from "./types.js";
 
@@ -26,11 +26,11 @@ interface TodoItem {
 const MAX_NOTE_CHARS = 4_000;
 const MAX_NOTES = 500;
 
-export function durableTools(store: Store, now: () => number = Date.now): Tool[] {
+export function durableTools(store: StorePort, now: () => number = Date.now): Tool[] {
   return [memoryTool(store, now), todoTool(store), sessionSearchTool(store)];
 }
 
-function memoryTool(store: Store, now: () => number): Tool {
+function memoryTool(store: StorePort, now: () => number): Tool {
   return defineTool({
     name: "memory",
     description:
@@ -73,11 +73,11 @@ function memoryTool(store: Store, now: () => number): Tool {
   });
 }
 
-function notes(store: Store): Array<{ id: string } & Note> {
+function notes(store: StorePort): Array<{ id: string } & Note> {
   return store.listRecords<Note>(MEMORY_KIND).map((r) => ({ id: r.key, ...r.value }));
 }
 
-function todoTool(store: Store): Tool {
+function todoTool(store: StorePort): Tool {
   const item = z.strictObject({
     id: z.string().min(1).optional(),
     text: z.string().min(1).max(1_000),
@@ -108,7 +108,7 @@ function todoTool(store: Store): Tool {
   });
 }
 
-function sessionSearchTool(store: Store): Tool {
+function sessionSearchTool(store: StorePort): Tool {
   return defineTool({
     name: "session_search",
     description: "Full-text search over every message of every past session of this profile.",
