@@ -76,10 +76,10 @@ export async function settleOpenCalls(
   point: ResumePoint,
   tools: ReadonlyMap<string, Tool>,
   run: (call: ToolCall) => Promise<string | null>,
-  awaitsApproval: (call: ToolCall) => boolean = () => false,
+  awaitsApproval: (call: ToolCall) => Promise<boolean> = async () => false,
 ): Promise<string | null> {
   for (const call of point.open) {
-    if (tools.get(call.name)?.readOnly === true || awaitsApproval(call)) {
+    if (tools.get(call.name)?.readOnly === true || (await awaitsApproval(call))) {
       const halt = await run(call);
       if (halt) return halt;
       continue;

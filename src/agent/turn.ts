@@ -127,7 +127,7 @@ export interface TurnDeps {
    * Whether this call of the turn waits on a pending approval (nothing of it ran): a resumed turn
    * runs it again, to wait on the same record.
    */
-  awaitsApproval?: (sessionId: string, turnId: string, callId: string) => boolean;
+  awaitsApproval?: (sessionId: string, turnId: string, callId: string) => Promise<boolean>;
   /** The process's progress tracker (stalls, the deadline, stop requests); none: the turn is not watched. */
   progress?: TurnProgress | null;
   /** Bytes the task's processes have written so far (their output is a tool's progress). */
@@ -370,7 +370,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         resumed,
         byName,
         (call) => runToolCall(agent, byName, guard, call, context, emit),
-        (call) => agent.awaitsApproval?.(input.sessionId, turnId, call.id) === true,
+        async (call) => (await agent.awaitsApproval?.(input.sessionId, turnId, call.id)) === true,
       );
       if (halt) throw new TurnHalted("identical_call_limit", halt);
     }

@@ -143,8 +143,8 @@ export class RunRegistry {
     decision: ApprovalDecision,
   ): Promise<ApprovalRecord> {
     const book = this.options.approvals;
-    const record = book?.get(approvalId) ?? null;
-    const turnId = this.turnIdOf(state);
+    const record = (await book?.get(approvalId)) ?? null;
+    const turnId = await this.turnIdOf(state);
     if (!book || !record || record.session_id !== state.session_id || record.turn_id !== turnId) {
       throw new TenaxError("not_found", `run ${state.run_id} has no approval ${approvalId}`, {
         hint: `its approvals are listed by GET /v1/runs/${state.run_id}/approvals`,
@@ -158,10 +158,10 @@ export class RunRegistry {
   }
 
   /** The approvals the run's turn asked for, oldest first. */
-  approvalsOf(state: RunState): ApprovalRecord[] {
-    const turnId = this.turnIdOf(state);
+  async approvalsOf(state: RunState): Promise<ApprovalRecord[]> {
+    const turnId = await this.turnIdOf(state);
     if (turnId === null || !this.options.approvals) return [];
-    return listApprovals(this.store, state.session_id).filter((r) => r.turn_id === turnId);
+    return (await listApprovals(this.store, state.session_id)).filter((r) => r.turn_id === turnId);
   }
 
   /** Interrupt a running run; false when it does not run here (it has ended). */

@@ -152,7 +152,7 @@ async function decideByCommand(
     note: `/${event.command}`,
   };
   const sessions = new Set([record?.session_id, record?.running?.session_id].filter((s) => s !== undefined));
-  const pending = [...sessions].flatMap((s) => ctx.host.pendingApprovals(s));
+  const pending = (await Promise.all([...sessions].map((s) => ctx.host.pendingApprovals(s)))).flat();
   const id = event.args.split(/\s+/)[0] ?? "";
   const target =
     id === "" ? (pending.length === 1 ? pending[0] : undefined) : pending.find((r) => r.approval_id === id);
@@ -202,7 +202,7 @@ async function button(ctx: CommandContext, entry: InboxEntry, event: InboundButt
   }
   const [, id = "", yes] = match;
   const outcome = await decide(ctx, id, yes === "y" ? "approve" : "deny", who(entry));
-  const record = typeof outcome === "string" ? ctx.host.getApproval(id) : outcome;
+  const record = typeof outcome === "string" ? await ctx.host.getApproval(id) : outcome;
   const short =
     typeof outcome === "string" ? outcome : outcome.status === "approved" ? "Approved." : "Denied.";
   const edit: EnqueueInput[] =
@@ -242,7 +242,7 @@ async function decide(
     ctx.decided.delete(id);
     if (TenaxError.isInstance(error) && error.code === "not_found") return `There is no approval ${id}.`;
     if (TenaxError.isInstance(error) && error.code === "already_decided") {
-      const status = ctx.host.getApproval(id)?.status ?? "decided";
+      const status = (await ctx.host.getApproval(id))?.status ?? "decided";
       return `Approval ${id} is ${status} already; nothing changed.`;
     }
     return `Approval ${id} could not be decided: ${errorMessage(error)}`;
@@ -275,15 +275,15 @@ export function approvalRequest(
 }
 
 /** The edit of an approval's message once it was decided elsewhere or expired; null without one. */
-export function approvalClosed(
+export async function approvalClosed(
   store: StorePort,
   host: ChatHost,
   chat: ChatRef,
   approvalId: string,
-): EnqueueInput | null {
+): Promise<EnqueueInput | null> {
   const asked = outboxKey(chat, `apr/${approvalId}`);
-  const record = host.getApproval(approvalId);
-  if (record === null || readOutboxEntry(store, asked) === null) return null;
+  const record = await host.getApproval(approvalId);
+  if (record === null || (await readOutboxEntry(store, asked)) === null) return null;
   return {
     message: {
       type: "edit",
