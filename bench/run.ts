@@ -246,7 +246,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     }
     if (only.has("reader")) {
       log("reader");
-      reader = runReaderBench(big.paths, big.meta.session_200, env.BENCH_READER_REPEATS);
+      reader = await runReaderBench(big.paths, big.meta.session_200, env.BENCH_READER_REPEATS);
     }
     if (only.has("open")) {
       log("open and integrity check with a cold file cache");

@@ -27,7 +27,7 @@ async function asking(exec: Record<string, unknown> = {}) {
   if (approve === undefined || deny === undefined) throw new Error("no buttons");
   const [record] = listApprovals(t.store);
   if (record === undefined) throw new Error("no approval record");
-  const delivered = readOutboxEntry(t.store, outboxKey(asked.chat, `apr/${record.approval_id}`));
+  const delivered = await readOutboxEntry(t.store, outboxKey(asked.chat, `apr/${record.approval_id}`));
   return { ...t, s, marker, asked, approve, deny, record, messageId: delivered?.message_id ?? "" };
 }
 

@@ -56,10 +56,10 @@ async function rig() {
       { session_id: sessionId, role: "assistant", content: filler(`answer ${k}`) },
     ]);
   }
-  const input = (reason: "threshold" | "manual") => ({
+  const input = async (reason: "threshold" | "manual") => ({
     sessionId,
     turnId: null,
-    transcript: store.getMessages(sessionId),
+    transcript: await store.getMessages(sessionId),
     compaction: null,
     system: null,
     window: WINDOW,

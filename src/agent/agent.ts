@@ -343,8 +343,8 @@ export class Agent {
       {
         sessionId,
         turnId: null,
-        transcript: this.store.getMessages(sessionId),
-        compaction: this.store.getRecord<Compaction>(COMPACTION_KIND, sessionId),
+        transcript: await this.store.getMessages(sessionId),
+        compaction: await this.store.getRecord<Compaction>(COMPACTION_KIND, sessionId),
         system: this.turnDeps.system,
         window: this.runtime.router.limits(primary)?.context_window ?? 128_000,
         lastInputTokens: null,

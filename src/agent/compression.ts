@@ -487,7 +487,7 @@ export class Compressor {
   /** The compaction that reaches furthest: the caller's or the store's (another process may have compacted). */
   private latestCompaction(input: CompressionInput): Compaction | null {
     const stored = this.read(
-      () => this.options.store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
+      async () => await this.options.store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
       null,
     );
     const given = input.compaction;

@@ -62,7 +62,7 @@ export async function reapOrphanProcesses(options: ReapProcessesOptions): Promis
   const problems: string[] = [];
   let records: ReturnType<StorePort["listRecords"]> = [];
   try {
-    records = store.listRecords(PROCESS_KIND);
+    records = await store.listRecords(PROCESS_KIND);
   } catch (error) {
     problems.push(
       `the records of running commands could not be read (${(error as Error).message}); only their marks were searched`,

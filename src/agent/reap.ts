@@ -43,7 +43,7 @@ export async function reapDeadTurns(
   options: ReapOptions = {},
 ): Promise<ReapedTurn[]> {
   const reaped: ReapedTurn[] = [];
-  for (const turn of store.runningTurns()) {
+  for (const turn of await store.runningTurns()) {
     if (options.only && !options.only.has(turn.id)) continue;
     if (!isDead(turn, now, options.pidAlive)) continue;
     const count = turn.interrupt_count + 1;
@@ -76,14 +76,13 @@ export async function reapDeadTurns(
  * The turns a crashed gateway was running that another process (a `tenax chat` opened first) has
  * already marked interrupted: the next gateway resumes them as if it had reaped them itself.
  */
-export function reapedByOthers(
+export async function reapedByOthers(
   store: StorePort,
   crashed: { pid: number; started_at: number },
   reapedHere: readonly ReapedTurn[],
-): ReapedTurn[] {
+): Promise<ReapedTurn[]> {
   const here = new Set(reapedHere.map((t) => t.turn_id));
-  return store
-    .interruptedTurnsOf(`pid:${crashed.pid}`, crashed.started_at)
+  return (await store.interruptedTurnsOf(`pid:${crashed.pid}`, crashed.started_at))
     .filter((t) => !here.has(t.id))
     .map((t) => ({ turn_id: t.id, session_id: t.session_id, interrupt_count: t.interrupt_count }));
 }

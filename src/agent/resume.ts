@@ -82,7 +82,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
   };
   for (const turn of options.reaped) {
     const skip = (reason: string) => report.skipped.push({ ...turn, reason });
-    const turns = store.getTurns(turn.session_id);
+    const turns = await store.getTurns(turn.session_id);
     const at = turns.findIndex((t) => t.id === turn.turn_id);
     const row = turns[at];
     if (row?.status !== "interrupted") {
@@ -108,7 +108,9 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
       skip("gateway.auto_resume is off");
       continue;
     }
-    const said = turnMessages(store, turn.session_id, turn.turn_id).filter((m) => m.role !== MARKER_ROLE);
+    const said = (await turnMessages(store, turn.session_id, turn.turn_id)).filter(
+      (m) => m.role !== MARKER_ROLE,
+    );
     const last = said.at(-1);
     if (last === undefined) {
       skip("nothing of it was saved before the stop (not even the question)");

@@ -45,7 +45,7 @@ async function setup(options: { deadline?: boolean; output?: () => number; deadl
     stop: (reason) => stops.push(reason),
     ...(options.output ? { outputBytes: options.output } : {}),
   });
-  const stall = () => store.getRecord<StallRecord>(STALL_KIND, "turn_1");
+  const stall = async () => await store.getRecord<StallRecord>(STALL_KIND, "turn_1");
   return { store, deps, tracker, turn, events, stops, stall, session };
 }
 
@@ -168,6 +168,6 @@ describe("the turn progress tracker", () => {
     expect(events.map((e) => e.type)).toEqual(["turn_stalled", "turn_stop_requested"]);
     await turn.end();
     expect(stall()).toBeNull();
-    expect(store.getRecord(STOP_KIND, "turn_1")).toBeNull();
+    expect(await store.getRecord(STOP_KIND, "turn_1")).toBeNull();
   });
 });

@@ -26,8 +26,12 @@ export interface ResumePoint {
 }
 
 /** The messages one turn wrote, in order. */
-export function turnMessages(store: StorePort, sessionId: string, turnId: string): MessageView[] {
-  return store.getMessages(sessionId).filter((m) => m.turn_id === turnId);
+export async function turnMessages(
+  store: StorePort,
+  sessionId: string,
+  turnId: string,
+): Promise<MessageView[]> {
+  return (await store.getMessages(sessionId)).filter((m) => m.turn_id === turnId);
 }
 
 /** The tool calls of the turn's last assistant message that never got their result. */
@@ -49,7 +53,7 @@ export async function restartTurn(
   leaseMs: number,
   now: number,
 ): Promise<ResumePoint> {
-  const turn = store.getTurns(sessionId).find((t) => t.id === turnId);
+  const turn = (await store.getTurns(sessionId)).find((t) => t.id === turnId);
   if (!turn) throw new Error(`cannot resume turn ${turnId}: session ${sessionId} has no such turn`);
   if (turn.status === "running" || turn.status === "completed")
     throw new Error(`cannot resume turn ${turnId}: it is ${turn.status}, not interrupted`);
@@ -62,7 +66,7 @@ export async function restartTurn(
     heartbeat_at: now,
     error: null,
   });
-  return { turnId, open: openCalls(turnMessages(store, sessionId, turnId)) };
+  return { turnId, open: openCalls(await turnMessages(store, sessionId, turnId)) };
 }
 
 /**

@@ -340,9 +340,9 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     });
 
   /** What the next model call is built from: the transcript as stored now, with its compaction. */
-  const readView = (): TranscriptView => ({
-    transcript: store.getMessages(input.sessionId),
-    compaction: store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
+  const readView = async (): Promise<TranscriptView> => ({
+    transcript: await store.getMessages(input.sessionId),
+    compaction: await store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
   });
   /** Compress when needed; true when it did, and `view` (read before) is then out of date. */
   const compressIfNeeded = async (reason: "threshold" | "overflow", view: TranscriptView) => {
@@ -383,8 +383,8 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         );
       }
       iterations++;
-      let view = readView();
-      if (await compressIfNeeded("threshold", view)) view = readView();
+      let view = await readView();
+      if (await compressIfNeeded("threshold", view)) view = await readView();
       let completion: Completion;
       tracked?.enter("provider");
       try {
@@ -393,9 +393,9 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         // The provider itself said the context is too long: one bounded compression, then again.
         if (!isOverflow(e) || signal.aborted) throw e;
         overflow = { compressed: false };
-        if (!(await compressIfNeeded("overflow", readView()))) throw e;
+        if (!(await compressIfNeeded("overflow", await readView()))) throw e;
         overflow.compressed = true;
-        completion = await ask(readView());
+        completion = await ask(await readView());
       }
       model = { provider: completion.provider, model: completion.model };
       finishReason = completion.finish_reason;
@@ -503,7 +503,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   let usageWrite: WriteOp | null = null;
   if (usage.input_tokens + usage.output_tokens > 0) {
     try {
-      usageWrite = usageOp(store, input.sessionId, usage, now);
+      usageWrite = await usageOp(store, input.sessionId, usage, now);
     } catch {
       // An unreadable usage record never keeps the turn from ending.
     }

@@ -15,13 +15,13 @@ export interface SessionUsage {
  * The write that adds a turn's tokens to its session's usage record, for the caller to commit
  * together with its own writes (the turn commits it with its end: one durable commit, not two).
  */
-export function usageOp(
+export async function usageOp(
   store: StorePort,
   sessionId: string,
   usage: { input_tokens: number; output_tokens: number },
   now: number,
-): WriteOp {
-  const before = store.getRecord<SessionUsage>(USAGE_KIND, sessionId) ?? {
+): Promise<WriteOp> {
+  const before = (await store.getRecord<SessionUsage>(USAGE_KIND, sessionId)) ?? {
     input_tokens: 0,
     output_tokens: 0,
     turns: 0,

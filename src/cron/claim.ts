@@ -39,8 +39,11 @@ export function owedSince(job: JobRecord, slot: SlotRecord | null): number {
 }
 
 /** The same, reading the slot from the store. */
-export function owedSinceOf(store: Pick<StoreReads, "getRecord" | "listRecords">, job: JobRecord): number {
-  return owedSince(job, readSlot(store, job.name));
+export async function owedSinceOf(
+  store: Pick<StoreReads, "getRecord" | "listRecords">,
+  job: JobRecord,
+): Promise<number> {
+  return owedSince(job, await readSlot(store, job.name));
 }
 
 export function newRun(

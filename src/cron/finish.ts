@@ -9,10 +9,10 @@ import { HEALTH_KIND, putOp, readHealth } from "./records.js";
 import type { RunnerOptions } from "./runner.js";
 
 export function finishOps(store: StorePort): NonNullable<RunnerOptions["finishOps"]> {
-  return (run, job, now) => {
+  return async (run, job, now) => {
     // A removed job keeps no streak; its run is still delivered where it was to go.
     if (job === null) return { ops: outboxOps(run, null, null, now), events: [] };
-    const step = nextHealth(readHealth(store, run.job), run.job, run, now);
+    const step = nextHealth(await readHealth(store, run.job), run.job, run, now);
     const notice = noticeOf(step, run.job, run);
     const events: CronEvent[] =
       notice === null

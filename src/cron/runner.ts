@@ -118,10 +118,12 @@ export class CronRunner {
    * For a turn resumed after a restart: a watcher ending the cron run that owns its session, or
    * undefined when no cron run does.
    */
-  watcherFor(turnId: string, sessionId: string): CronWatcher | undefined {
-    const run = listRuns(this.options.store).find((r) => r.state === "running" && r.session_id === sessionId);
+  async watcherFor(turnId: string, sessionId: string): Promise<CronWatcher | undefined> {
+    const run = (await listRuns(this.options.store)).find(
+      (r) => r.state === "running" && r.session_id === sessionId,
+    );
     if (!run) return undefined;
-    const job = readJob(this.options.store, run.job);
+    const job = await readJob(this.options.store, run.job);
     const resumed: RunRecord = { ...run, turn_id: turnId, owner: this.owner, resumed: run.resumed + 1 };
     this.resumedSessions.set(sessionId, job?.dir ?? null);
     this.active.set(run.run_key, resumed);
@@ -144,13 +146,13 @@ export class CronRunner {
     timer.unref?.();
     let ended = false;
     return {
-      onEvent: (event) => {
+      onEvent: async (event) => {
         if (event.type !== "turn_finished" || ended) return;
         ended = true;
         clearTimeout(timer);
         this.resumedSessions.delete(sessionId);
         // turn_finished is told once the turn's end is stored.
-        const outcome = storedOutcome(this.options.store, sessionId, turnId, { settling: true }) ?? {
+        const outcome = (await storedOutcome(this.options.store, sessionId, turnId, { settling: true })) ?? {
           turn_id: turnId,
           status: "failed",
           reply: "",
@@ -167,12 +169,12 @@ export class CronRunner {
    * The interrupted turns of runs a dead process left running: what `tenax cron tick` resumes
    * when no gateway runs to do it.
    */
-  orphanedTurns(): { turn_id: string; session_id: string; interrupt_count: number }[] {
+  async orphanedTurns(): Promise<{ turn_id: string; session_id: string; interrupt_count: number }[]> {
     const alive = this.options.ownerAlive ?? ownerAlive;
-    return listRuns(this.options.store).flatMap((run) => {
+    return (await listRuns(this.options.store)).flatMap(async (run) => {
       if (run.state !== "running" || run.session_id === null || this.active.has(run.run_key)) return [];
       if (run.owner !== null && run.owner !== this.owner && alive(run.owner)) return [];
-      const turns = this.options.store.getTurns(run.session_id);
+      const turns = await this.options.store.getTurns(run.session_id);
       const turn = run.turn_id === null ? turns[0] : turns.find((t) => t.id === run.turn_id);
       return turn?.status === "interrupted"
         ? [{ turn_id: turn.id, session_id: run.session_id, interrupt_count: turn.interrupt_count }]
@@ -204,13 +206,13 @@ export class CronRunner {
     const taken: RunRecord[] = [];
     const settled: RunRecord[] = [];
     let waiting = 0;
-    for (const run of listRuns(this.options.store)) {
+    for (const run of await listRuns(this.options.store)) {
       if (this.active.has(run.run_key) || this.pending.some((p) => p.run.run_key === run.run_key)) continue;
       if (run.owner === this.owner || (run.owner !== null && alive(run.owner))) continue;
-      const job = readJob(this.options.store, run.job);
+      const job = await readJob(this.options.store, run.job);
       if (run.state === "queued" || run.state === "missed") {
         if (job === null) continue;
-        const text = this.options.store.getRecordText(RUN_KIND, run.run_key);
+        const text = await this.options.store.getRecordText(RUN_KIND, run.run_key);
         const mine: RunRecord = { ...run, owner: this.owner };
         try {
           await this.options.store.write([claimOp(RUN_KIND, run.run_key, mine, text, this.now())]);
@@ -227,7 +229,7 @@ export class CronRunner {
         const outcome =
           run.session_id === null
             ? null
-            : storedOutcome(this.options.store, run.session_id, run.turn_id, {
+            : await storedOutcome(this.options.store, run.session_id, run.turn_id, {
                 settling: options.settleInterrupted,
               });
         if (outcome === null && run.session_id !== null) {
@@ -278,7 +280,7 @@ export class CronRunner {
             : session.op;
         const now = this.now();
         running = { ...run, state: "running", started_at: now, session_id: session.id, owner: this.owner };
-        const text = store.getRecordText(RUN_KIND, run.run_key);
+        const text = await store.getRecordText(RUN_KIND, run.run_key);
         await store.write([op, claimOp(RUN_KIND, run.run_key, running, text, now)]);
         this.active.set(run.run_key, running);
         this.startedTotal++;

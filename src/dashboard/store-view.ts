@@ -58,7 +58,7 @@ export async function readLayers(
 }
 
 export function listSessions(paths: ProfilePaths, limit: number, offset: number): SessionView[] {
-  return withStore(paths, (reader) => reader.listSessions({ limit, offset }), []);
+  return withStore(paths, async (reader) => await reader.listSessions({ limit, offset }), []);
 }
 
 /** The hits, and each of their sessions as the list shows it (title, last turn). */
@@ -68,11 +68,12 @@ export function searchSessions(
 ): SearchResult & { sessions: Record<string, SessionView> } {
   return withStore(
     paths,
-    (reader) => {
-      const result = reader.search(query, { limit: 50 });
+    async (reader) => {
+      const result = await reader.search(query, { limit: 50 });
       const sessions = new Map<string, SessionView | null>();
       for (const hit of result.hits)
-        if (!sessions.has(hit.session_id)) sessions.set(hit.session_id, reader.getSession(hit.session_id));
+        if (!sessions.has(hit.session_id))
+          sessions.set(hit.session_id, await reader.getSession(hit.session_id));
       const found = [...sessions].filter((entry): entry is [string, SessionView] => entry[1] !== null);
       return { ...result, sessions: Object.fromEntries(found) };
     },
@@ -86,9 +87,9 @@ export function transcript(
 ): { session: SessionView; messages: TranscriptMessage[] } {
   const found = withStore(
     paths,
-    (reader) => {
-      const session = reader.getSession(id);
-      return session === null ? null : { session, messages: transcriptView(reader.getMessages(id)) };
+    async (reader) => {
+      const session = await reader.getSession(id);
+      return session === null ? null : { session, messages: transcriptView(await reader.getMessages(id)) };
     },
     null,
   );

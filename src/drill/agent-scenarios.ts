@@ -51,7 +51,7 @@ const hungCompression: Scenario = {
         if (event.type === "compression_failed") context.caught(event.layer);
       },
     });
-    const cooldown = opened.store.getRecord<{ failures: number; cooldown_until: number }>(
+    const cooldown = await opened.store.getRecord<{ failures: number; cooldown_until: number }>(
       COMPONENT_KIND,
       COMPRESSION_COMPONENT_KEY,
     );
@@ -95,7 +95,8 @@ const interruptDuringTool: Scenario = {
       },
     });
     await sim.idle();
-    const background = opened.store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}";
+    const background =
+      (await opened.store.getMessages(session)).find((m) => m.role === "tool")?.content ?? "{}";
     const pid = (JSON.parse(background) as { pid?: number }).pid;
     const left = opened.agent.processes.liveCount();
     const backgroundAlive = typeof pid === "number" && pidAlive(pid);
@@ -129,8 +130,8 @@ const stalledTurn: Scenario = {
         if (event.type === "turn_stalled") {
           context.caught(event.layer);
           // The health model reads the stall from the store once its record is written.
-          setTimeout(() => {
-            recorded = opened.store.getRecordText(STALL_KIND, event.turn_id) !== null;
+          setTimeout(async () => {
+            recorded = (await opened.store.getRecordText(STALL_KIND, event.turn_id)) !== null;
           }, 300);
         }
       },
@@ -138,7 +139,7 @@ const stalledTurn: Scenario = {
     await sim.idle();
     const request = sim.requests()[0]?.ended ?? "none";
     const left = opened.agent.processes.liveCount() + opened.agent.progress.running().length;
-    const stallLeft = opened.store.getRecordText(STALL_KIND, result.turn_id) !== null;
+    const stallLeft = (await opened.store.getRecordText(STALL_KIND, result.turn_id)) !== null;
     return {
       ok:
         result.status === "failed" &&

@@ -81,25 +81,25 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     platforms,
     service,
     live: () => platforms.live(),
-    watcherFor(sessionId) {
-      const onEvent = service.eventsFor(sessionId);
+    async watcherFor(sessionId) {
+      const onEvent = await service.eventsFor(sessionId);
       return onEvent === undefined ? undefined : { onEvent, shutdown: () => {} };
     },
-    interruptedByStop(alreadyReaped) {
+    async interruptedByStop(alreadyReaped) {
       const known = new Set(alreadyReaped.map((t) => t.turn_id));
       const out: ReapedTurn[] = [];
-      for (const record of listChatSessions(options.store)) {
+      for (const record of await listChatSessions(options.store)) {
         const mark = record.running;
         if (mark === null) continue;
-        const turn = options.store.getTurns(mark.session_id)[mark.turns_before];
+        const turn = (await options.store.getTurns(mark.session_id))[mark.turns_before];
         if (turn === undefined || turn.status !== "interrupted" || known.has(turn.id)) continue;
         known.add(turn.id);
         out.push({ turn_id: turn.id, session_id: turn.session_id, interrupt_count: turn.interrupt_count });
       }
       return out;
     },
-    resumed(report) {
-      for (const turn of report.resumed) service.resumed(turn.session_id, turn.result);
+    async resumed(report) {
+      for (const turn of report.resumed) await service.resumed(turn.session_id, turn.result);
     },
     async start(scheduler) {
       const r = await service.recover();

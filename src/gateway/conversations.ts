@@ -55,10 +55,10 @@ export class Conversations {
   constructor(private readonly options: ConversationsOptions) {}
 
   /** The session a stateless request continues: its earlier messages are that session's conversation. */
-  find(earlier: readonly ChatMessage[]): { sessionId: string } | null {
+  async find(earlier: readonly ChatMessage[]): Promise<{ sessionId: string } | null> {
     const history = historyOf(earlier);
     if (history.length === 0) return null;
-    const sessionId = this.options.store.findConversation(conversationHash(null, history));
+    const sessionId = await this.options.store.findConversation(conversationHash(null, history));
     return sessionId === null ? null : { sessionId };
   }
 
@@ -70,7 +70,7 @@ export class Conversations {
   async recordTurn(sessionId: string, text: string, result: TurnResult, base?: string | null): Promise<void> {
     if (result.status !== "completed") return;
     const store = this.options.store;
-    const before = base === undefined ? store.conversationHash(sessionId) : base;
+    const before = base === undefined ? await store.conversationHash(sessionId) : base;
     if (base === undefined && before === null) return;
     const hash = conversationHash(before, [
       { role: "user", content: text },

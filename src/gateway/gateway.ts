@@ -197,7 +197,7 @@ export class Gateway {
       const earlier = request.earlier ?? [];
       // The earlier messages are a stored session's conversation: it goes on there (and waits
       // for that session like any message for it).
-      const known = this.conversations.find(earlier);
+      const known = await this.conversations.find(earlier);
       if (known) return this.launch({ ...request, sessionId: known.sessionId });
       this.reserve();
       // A new session is created by the turn's first write, with its history and the question.
@@ -210,7 +210,7 @@ export class Gateway {
       return this.start(created.id, this.agentWork(created.id, request, created.ops, fresh), request.watcher);
     }
     const store = this.options.store;
-    if (!store.getSession(requested)) throw unknownSession(requested);
+    if (!(await store.getSession(requested))) throw unknownSession(requested);
     const begin = () => this.start(requested, this.agentWork(requested, request, []), request.watcher);
     if (!this.active.has(requested)) {
       this.reserve();
@@ -218,9 +218,9 @@ export class Gateway {
     }
     const waiting = this.queue.enqueue(
       requested,
-      () => {
+      async () => {
         // The session may have been deleted while the turn waited.
-        if (!store.getSession(requested)) throw unknownSession(requested);
+        if (!(await store.getSession(requested))) throw unknownSession(requested);
         return begin();
       },
       request.signal,

@@ -13,12 +13,12 @@ import type { StorePort } from "../store/port.js";
 export const MODEL_CALL_SOURCE = "gateway-model";
 
 /** The writes that record a call's request, and the session they go to. */
-export function requestOps(
+export async function requestOps(
   store: StorePort,
   target: Target,
   messages: readonly ChatMessage[],
   sessionId: string | undefined,
-): { sessionId: string; ops: WriteOp[] } {
+): Promise<{ sessionId: string; ops: WriteOp[] }> {
   if (sessionId === undefined) {
     const { id, op } = store.sessionOp({
       source: MODEL_CALL_SOURCE,
@@ -26,7 +26,7 @@ export function requestOps(
     });
     return { sessionId: id, ops: [op, ...messages.map((m) => messageOp(store, id, m))] };
   }
-  if (!store.getSession(sessionId))
+  if (!(await store.getSession(sessionId)))
     throw new HttpError(
       404,
       "not_found_error",

@@ -77,7 +77,7 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
     try {
       if (deps.stopping?.()) throw unavailable();
       const call = parseModelCallBody(body);
-      const { sessionId, ops } = requestOps(deps.store, target, call.request.messages, requested);
+      const { sessionId, ops } = await requestOps(deps.store, target, call.request.messages, requested);
       span.set({ "gen_ai.conversation.id": sessionId });
       // Persist, then publish: the session and the question are committed before the provider is
       // asked, and durable before the client hears of them. Their sync runs while the provider

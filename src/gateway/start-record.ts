@@ -13,8 +13,8 @@ export interface GatewayStartRecord {
   started_at: number;
 }
 
-export function lastGatewayStart(store: StorePort): GatewayStartRecord | null {
-  return store.getRecord<GatewayStartRecord>(GATEWAY_START_KIND, KEY);
+export async function lastGatewayStart(store: StorePort): Promise<GatewayStartRecord | null> {
+  return await store.getRecord<GatewayStartRecord>(GATEWAY_START_KIND, KEY);
 }
 
 export function recordGatewayStart(store: StorePort, start: GatewayStartRecord): Promise<void> {

@@ -67,7 +67,7 @@ describe("a probe that gets through, after a failed call", () => {
       ),
     );
     expect(s.providers().status).toBe("ok");
-    await until(() => s.monitor.report().status === "ok");
+    await until(async () => (await s.monitor.report()).status === "ok");
     // Written at once (a change of state), so `tenax status` with no gateway says the same.
     await until(() => providerCondition(readProviderRecord(s.store, "backup"), false) === "ok");
     expect(s.backup.requests()).toEqual([]);
@@ -177,8 +177,8 @@ describe("the probe never throws, and the start waits for it at most a second", 
     expect(main?.detail).toBe("not called yet, and the background probe has not reached it yet");
     // Not seen yet is no fault seen: the whole is not degraded by it.
     expect(s.providers().status).toBe("unknown");
-    await until(() => s.monitor.report().components.store?.status === "ok");
-    expect(s.monitor.report().status).toBe("ok");
+    await until(async () => (await s.monitor.report()).components.store?.status === "ok");
+    expect((await s.monitor.report()).status).toBe("ok");
 
     await s.monitor.providersReady;
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);

@@ -33,7 +33,7 @@ describe("HealthMonitor: providers", () => {
       health: { provider_probe: "models", provider_probe_interval: 60 },
     });
     s.monitor.start();
-    await until(() => s.monitor.report().components.store?.status === "ok");
+    await until(async () => (await s.monitor.report()).components.store?.status === "ok");
     expect(s.providers().status).toBe("unknown");
     expect(s.providers().providers[0]).toMatchObject({
       provider: "main",
@@ -43,7 +43,7 @@ describe("HealthMonitor: providers", () => {
     expect(s.providers().detail).toContain("the background probe has not reached it yet");
     // Unknown is no fault seen: the providers do not lower the whole. (A loaded machine may lower
     // it through the scheduler's lag, which is not what this checks.)
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     const others = Object.entries(report.components).filter(([name]) => name !== "providers");
     expect(report.status).toBe(worst(others.map(([, c]) => c.status)));
     // The request has arrived (on a loaded machine it may come after the store's first check).
@@ -84,9 +84,9 @@ describe("HealthMonitor: providers", () => {
     );
     expect(down.next).toContain(`curl -sS http://127.0.0.1:${port}/v1/models`);
     expect(down.next).toContain("tenax status");
-    expect(s.monitor.report().status).toBe("down");
+    expect((await s.monitor.report()).status).toBe("down");
     const metrics = renderMetrics(
-      s.monitor.report(),
+      await s.monitor.report(),
       { http: new Map(), turns: new Map() },
       [],
       { turns_in_flight: 0, event_clients: 0, started_at: 0 },
@@ -116,7 +116,7 @@ describe("HealthMonitor: providers", () => {
     await wait(300);
     expect(s.providers().status).toBe("unknown");
     expect(s.providers().providers[0]?.detail).toContain("health.provider_probe: off");
-    expect(s.monitor.report().status).toBe("ok");
+    expect((await s.monitor.report()).status).toBe("ok");
     expect(sim.requests()).toEqual([]);
     // A call's end is what makes it known.
     s.recorder.observeCall({ provider: "main", model: "echo", at: Date.now(), ok: true });
@@ -141,7 +141,7 @@ describe("HealthMonitor: providers", () => {
     });
     s.monitor.start();
     // Every other layer checked once: what changes below is the providers' doing.
-    await until(() => s.monitor.report().status === "ok");
+    await until(async () => (await s.monitor.report()).status === "ok");
     const refused = classify({
       status: null,
       headers: {},
@@ -154,14 +154,14 @@ describe("HealthMonitor: providers", () => {
     expect(s.providers().status).toBe("degraded");
     expect(s.providers().providers.map((p) => p.status)).toEqual(["degraded", "ok"]);
     expect(s.providers().next).toContain("main");
-    expect(s.monitor.report().status).toBe("degraded");
+    expect((await s.monitor.report()).status).toBe("degraded");
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 2, ok: false, error: refused });
     expect(s.providers().status).toBe("down");
     s.recorder.observeCall({ provider: "main", model: "m", at: at + 3, ok: true });
     expect(s.providers().providers.map((p) => p.status)).toEqual(["ok", "degraded"]);
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 4, ok: true });
     expect(s.providers().status).toBe("ok");
-    expect(s.monitor.report().status).toBe("ok");
+    expect((await s.monitor.report()).status).toBe("ok");
   });
 
   it("a call that met the gateway's own EMFILE makes the gateway degraded with the fix, and leaves the provider alone", async () => {
@@ -171,7 +171,7 @@ describe("HealthMonitor: providers", () => {
       health: { provider_probe: "off" },
     });
     s.monitor.start();
-    await until(() => s.monitor.report().components.store?.status === "ok");
+    await until(async () => (await s.monitor.report()).components.store?.status === "ok");
     const at = Date.now();
     s.recorder.observeCall({ provider: "main", model: "m", at, ok: true });
     const emfile = classify({
@@ -183,7 +183,7 @@ describe("HealthMonitor: providers", () => {
       endpoint: "http://127.0.0.1:9/v1",
     });
     s.recorder.observeCall({ provider: "main", model: "m", at: at + 1, ok: false, error: emfile });
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     expect(report.components.providers?.status).toBe("ok");
     expect(report.components.gateway).toMatchObject({ status: "degraded" });
     expect(report.components.gateway?.detail).toMatch(

@@ -260,10 +260,10 @@ export class HealthMonitor {
   }
 
   /** The cron jobs as the store holds them, and the engine's numbers: read once per /health or /metrics. */
-  cronView(now = this.now()): CronMetricsInput | null {
+  async cronView(now = this.now()): Promise<CronMetricsInput | null> {
     try {
       return {
-        snapshot: readCronSnapshot(this.options.store, now),
+        snapshot: (await readCronSnapshot(this.options.store, now)),
         stats: this.options.cronStats?.() ?? null,
       };
     } catch {
@@ -273,7 +273,7 @@ export class HealthMonitor {
   }
 
   /** The report /health answers with: cheap, synchronous, never waits for a probe. */
-  report(cron: CronMetricsInput | null = this.cronView()): HealthReport {
+  async report(cron: CronMetricsInput | null = (await this.cronView())): Promise<HealthReport> {
     const now = this.now();
     // In the model's order (COMPONENT_NAMES), as every voice lists them.
     const components: Record<string, HealthComponent> = {
@@ -298,24 +298,24 @@ export class HealthMonitor {
       turns: { ...turnsComponent(this.options.paths, this.options.store, now), checked_at: now, age_ms: 0 },
       // Read live too: a run's end or a given-up delivery shows at once.
       cron: {
-        ...gatewayCronComponent(this.options.paths, this.options.config, cron, now),
+        ...(await gatewayCronComponent(this.options.paths, this.options.config, cron, now)),
         checked_at: now,
         age_ms: 0,
       },
       // Read live: a message given up or a lost connection shows at once.
-      platforms: { ...this.platformsNow(now), checked_at: now, age_ms: 0 },
+      platforms: { ...(await this.platformsNow(now)), checked_at: now, age_ms: 0 },
       disk: this.fromProbe(this.disk.state, now, "disk", (reading) => diskComponent(reading)),
     };
     return { status: worst(Object.values(components).map((c) => c.status)), checked_at: now, components };
   }
 
   /** The chat platforms: the adapters' connections and every process's outbox backlog. */
-  platformsNow(now = this.now()): PlatformsComponent {
+  async platformsNow(now = this.now()): Promise<PlatformsComponent> {
     const { paths, config, store } = this.options;
     let backlog: Record<string, PlatformBacklog> = {};
     try {
       if (configuredPlatforms(config).length > 0)
-        backlog = readBacklog(store, configuredPlatforms(config), undefined, now);
+        backlog = (await readBacklog(store, configuredPlatforms(config), undefined, now));
     } catch {
       // A store that cannot be read is the store component's news.
     }

@@ -147,14 +147,14 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const outside = input.gateway ? await input.gateway() : null;
   // Nothing runs the jobs or connects the chat platforms while no gateway answers.
   const gatewayDown = outside?.gateway.status === "down";
-  const ledger = readLedger(reader);
+  const ledger = await readLedger(reader);
   const credentials = await credentialsComponent(paths, config, ledger.states, now);
   if (ledger.problem) {
     credentials.status = worst([credentials.status, "degraded"]);
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
   const local: StatusReport["components"] = {
-    store: storeComponent(paths, reader, input.readerError),
+    store: await storeComponent(paths, reader, input.readerError),
     providers: providersComponent(
       paths,
       config,
@@ -166,8 +166,8 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     compression: compressionComponent(config, reader, now),
     tools: toolsComponent(paths, config, reader, now),
     turns: turnsComponent(paths, reader, now),
-    cron: cronStatus(paths, config, reader, now, gatewayDown),
-    platforms: platformsStatus(paths, config, reader, now, gatewayDown),
+    cron: await cronStatus(paths, config, reader, now, gatewayDown),
+    platforms: await platformsStatus(paths, config, reader, now, gatewayDown),
   };
   if (outside === null) return report(paths, local);
   const seen = outside.health?.components ?? {};
@@ -227,14 +227,14 @@ async function localDisk(paths: ProfilePaths): Promise<Component & Record<string
  * The jobs as the store holds them, saying where the scheduler would run when no gateway does.
  * The gateway's own component, when it answers, has the scheduler's numbers too.
  */
-function cronStatus(
+async function cronStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
   reader: StoreReads | null,
   now: number,
   gatewayDown: boolean,
-): CronComponent {
-  const cron = cronComponent(reader, now, null, {
+): Promise<CronComponent> {
+  const cron = await cronComponent(reader, now, null, {
     profile: paths.name,
     ...(config.cron.timezone ? { timezone: config.cron.timezone } : {}),
   });
@@ -246,17 +246,17 @@ function cronStatus(
 }
 
 /** The chat platforms as the store's outbox shows them; nothing connects them while no gateway runs. */
-function platformsStatus(
+async function platformsStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
   reader: StoreReads | null,
   now: number,
   gatewayDown: boolean,
-): PlatformsComponent {
+): Promise<PlatformsComponent> {
   const names = configuredPlatforms(config);
   let backlog: Record<string, PlatformBacklog> = {};
   try {
-    if (reader !== null && names.length > 0) backlog = readBacklog(reader, names, undefined, now);
+    if (reader !== null && names.length > 0) backlog = await readBacklog(reader, names, undefined, now);
   } catch {
     // A store that cannot be read is the store component's news.
   }
@@ -309,10 +309,12 @@ function liveRecords(component: ReportedComponent | undefined): Map<string, Prov
   return out;
 }
 
-function readLedger(reader: StoreReads | null): { states: CredentialState[]; problem: string | null } {
+async function readLedger(
+  reader: StoreReads | null,
+): Promise<{ states: CredentialState[]; problem: string | null }> {
   if (reader === null) return { states: [], problem: null };
   try {
-    return { states: reader.credentialStates(), problem: null };
+    return { states: await reader.credentialStates(), problem: null };
   } catch (error) {
     return { states: [], problem: `the key ledger cannot be read (${messageOf(error)})` };
   }

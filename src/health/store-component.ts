@@ -18,11 +18,11 @@ export type StoreComponent = Component & {
   damaged?: boolean;
 };
 
-export function storeComponent(
+export async function storeComponent(
   paths: ProfilePaths,
   reader: StoreReads | null,
   openError: unknown,
-): StoreComponent {
+): Promise<StoreComponent> {
   const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
   if (openError !== undefined) return unreadableStore(paths, openError, "opened", spooled);
   const spoolNote =
@@ -44,7 +44,7 @@ export function storeComponent(
     };
   }
   try {
-    const stats = reader.stats();
+    const stats = await reader.stats();
     const base = `${stats.path}: ${stats.sessions} session${stats.sessions === 1 ? "" : "s"}, ${stats.messages} message${stats.messages === 1 ? "" : "s"}`;
     return {
       status: spoolNote ? "degraded" : "ok",

@@ -33,7 +33,7 @@ async function setup() {
   const writes: WriteOp[][] = [];
   const recorder = new ProviderHealthRecorder({
     store: {
-      getRecord: (kind, key) => store.getRecord(kind, key),
+      getRecord: async (kind, key) => await store.getRecord(kind, key),
       write: (ops) => {
         writes.push(ops);
         return store.write(ops);

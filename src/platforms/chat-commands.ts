@@ -58,7 +58,7 @@ export async function runInline(ctx: CommandContext, entry: InboxEntry): Promise
   const event = entry.event;
   if (event.type === "button") return button(ctx, entry, event);
   if (event.type !== "command") return;
-  const record = readChatSession(ctx.store, entry.session_key);
+  const record = await readChatSession(ctx.store, entry.session_key);
   const lane = ctx.lane(entry);
   const sessionId = record?.session_id ?? null;
   const done = (note: string): DoneResult => ({ session_id: sessionId, turn_id: null, note });
@@ -110,8 +110,7 @@ async function retry(
   const last =
     sessionId === null
       ? undefined
-      : ctx.store
-          .getMessages(sessionId)
+      : (await ctx.store.getMessages(sessionId))
           .filter((m) => m.role === "user" && m.content !== null && m.content !== CONTINUE_PROMPT)
           .at(-1);
   const text = last?.content ?? null;
@@ -175,7 +174,7 @@ async function decideByCommand(
   const texts: (string | EnqueueInput)[] = [approvalDecided(outcome)];
   // The approval's message loses its buttons and says what was decided.
   const asked = outboxKey(event.chat, `apr/${outcome.approval_id}`);
-  if (readOutboxEntry(ctx.store, asked) !== null)
+  if ((await readOutboxEntry(ctx.store, asked)) !== null)
     texts.push({
       message: {
         type: "edit",

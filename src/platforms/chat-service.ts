@@ -134,7 +134,7 @@ export class ChatService {
       wait,
       retryMs,
       typingEveryMs: options.typingEveryMs ?? 4_000,
-      isDone: (entry) => this.isDone(entry),
+      isDone: async (entry) => await this.isDone(entry),
       onTurnEvent: (chat, event) => this.onTurnEvent(chat, event),
       fail,
     };
@@ -144,7 +144,7 @@ export class ChatService {
       now: this.now,
       inbox: this.inbox,
       lane: (entry) => this.lanes.get(entry.session_key) ?? null,
-      newSession: (entry, running) => this.writer.newSession(entry, running),
+      newSession: async (entry, running) => await this.writer.newSession(entry, running),
       commit: (entry, done, texts, extra) => this.writer.commit(entry, done, texts, extra),
       dispatch: (entry) => this.dispatch(entry),
       answerButton: (event, text) => this.direct.answer(event, text),
@@ -178,7 +178,7 @@ export class ChatService {
 
   /** A command or press, once however often dispatch and recover() both come to it. */
   private async inline(entry: InboxEntry): Promise<void> {
-    if (this.handling.has(entry.key) || this.isDone(entry)) return;
+    if (this.handling.has(entry.key) || (await this.isDone(entry))) return;
     this.handling.add(entry.key);
     try {
       await runInline(this.context, entry);
@@ -188,8 +188,8 @@ export class ChatService {
   }
 
   /** Whether the store has the entry done already (recover() read it pending a moment ago). */
-  private isDone(entry: InboxEntry): boolean {
-    return this.inbox.get(entry.platform, entry.update_id)?.state === "done";
+  private async isDone(entry: InboxEntry): Promise<boolean> {
+    return (await this.inbox.get(entry.platform, entry.update_id))?.state === "done";
   }
 
   private laneOf(entry: InboxEntry): Lane {
@@ -278,8 +278,8 @@ export class ChatService {
    * "back online" once, and recover() answers the message it was running with its result.
    * False when the session is no chat's running turn.
    */
-  resumed(sessionId: string, result: Promise<TurnResult>): boolean {
-    const record = listChatSessions(this.store).find((r) => r.running?.session_id === sessionId);
+  async resumed(sessionId: string, result: Promise<TurnResult>): Promise<boolean> {
+    const record = (await listChatSessions(this.store)).find((r) => r.running?.session_id === sessionId);
     if (record === undefined) return false;
     result.catch(() => undefined);
     this.handover.set(sessionId, result);
@@ -301,8 +301,8 @@ export class ChatService {
   }
 
   /** The events of a resumed chat turn, for its approvals to reach the chat; undefined for no chat's. */
-  eventsFor(sessionId: string): ((event: AgentEvent) => void) | undefined {
-    const record = listChatSessions(this.store).find((r) => r.running?.session_id === sessionId);
+  async eventsFor(sessionId: string): Promise<((event: AgentEvent) => void) | undefined> {
+    const record = (await listChatSessions(this.store)).find((r) => r.running?.session_id === sessionId);
     return record === undefined ? undefined : (event) => this.onTurnEvent(record.chat, event);
   }
 
@@ -311,7 +311,7 @@ export class ChatService {
     await Promise.all(this.notices.splice(0));
     const report = await recoverInbox({
       store: this.store,
-      pending: this.inbox.pending().filter((e) => this.adapters.has(e.platform)),
+      pending: (await this.inbox.pending()).filter((e) => this.adapters.has(e.platform)),
       handover: this.handover,
       inline: (entry) => this.inline(entry),
       queue: (item) => enqueue(this.laneOf(item.entry), item),
@@ -323,8 +323,8 @@ export class ChatService {
   }
 
   /** Per platform: last update, turns running, messages waiting, the outbox's backlog, last error. */
-  status(): Record<string, PlatformChatStatus> {
-    const backlog = this.outbox.backlog();
+  async status(): Promise<Record<string, PlatformChatStatus>> {
+    const backlog = await this.outbox.backlog();
     const out: Record<string, PlatformChatStatus> = {};
     for (const name of this.adapters.keys()) {
       const lanes = [...this.lanes.values()].filter((l) => l.platform === name);

@@ -42,13 +42,13 @@ export type ChatSession = z.infer<typeof chatSession>;
 
 type Source = Pick<StoreReads, "getRecord" | "listRecords">;
 
-export function readChatSession(store: Source, key: string): ChatSession | null {
-  const parsed = chatSession.safeParse(store.getRecord(SESSION_KIND, key));
+export async function readChatSession(store: Source, key: string): Promise<ChatSession | null> {
+  const parsed = chatSession.safeParse(await store.getRecord(SESSION_KIND, key));
   return parsed.success ? parsed.data : null;
 }
 
-export function listChatSessions(store: Source): ChatSession[] {
-  return store.listRecords(SESSION_KIND).flatMap((row) => {
+export async function listChatSessions(store: Source): Promise<ChatSession[]> {
+  return (await store.listRecords(SESSION_KIND)).flatMap((row) => {
     const parsed = chatSession.safeParse(row.value);
     return parsed.success ? [parsed.data] : [];
   });

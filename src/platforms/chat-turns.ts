@@ -36,7 +36,7 @@ export async function runLaneItem(d: LaneRunDeps, lane: Lane, item: LaneItem): P
   if (entry.event.type !== "message" || (item.resumed === undefined && d.isDone(entry))) return;
   try {
     if (item.resumed !== undefined) {
-      const record = readChatSession(d.store, entry.session_key);
+      const record = await readChatSession(d.store, entry.session_key);
       const sessionId = record?.running?.session_id ?? record?.session_id ?? "";
       lane.current = { entry, sessionId, startedAt: d.now() };
       await settle(d, lane, entry, sessionId, item.resumed);
@@ -65,10 +65,10 @@ async function startTurn(
 ): Promise<{ sessionId: string; result: Promise<TurnResult> } | null> {
   for (let fresh = false; ; ) {
     const now = d.now();
-    const known = fresh ? null : readChatSession(d.store, entry.session_key);
-    const made = known === null ? d.writer.newSession(entry) : { record: known, ops: [] };
+    const known = fresh ? null : await readChatSession(d.store, entry.session_key);
+    const made = known === null ? await d.writer.newSession(entry) : { record: known, ops: [] };
     const sessionId = made.record.session_id;
-    const turnsBefore = d.store.getTurns(sessionId).length;
+    const turnsBefore = (await d.store.getTurns(sessionId)).length;
     const running = { inbox_key: entry.key, session_id: sessionId, turns_before: turnsBefore, at: now };
     const marked = chatSessionOp({ ...made.record, running }, now);
     await d.store.write([...made.ops, marked.op]);

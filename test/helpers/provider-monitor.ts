@@ -63,7 +63,8 @@ export async function providerMonitor(
     () => scheduler.stop(),
     () => monitor.close(),
   );
-  const providers = () => monitor.report().components.providers as unknown as ProvidersComponent;
+  const providers = async () =>
+    (await monitor.report()).components.providers as unknown as ProvidersComponent;
   return { paths, config, store, recorder, monitor, providers, keys };
 }
 

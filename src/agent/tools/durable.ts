@@ -44,10 +44,10 @@ function memoryTool(store: StorePort, now: () => number): Tool {
     async run(args) {
       switch (args.action) {
         case "list":
-          return { notes: notes(store) };
+          return { notes: await notes(store) };
         case "add": {
           if (!args.text) throw new ToolError('memory add: argument "text" is required');
-          if (notes(store).length >= MAX_NOTES) {
+          if ((await notes(store)).length >= MAX_NOTES) {
             throw new ToolError(
               `memory is full (${MAX_NOTES} notes); remove notes that no longer matter first`,
             );
@@ -58,7 +58,7 @@ function memoryTool(store: StorePort, now: () => number): Tool {
         }
         case "remove": {
           if (!args.id) throw new ToolError('memory remove: argument "id" is required');
-          if (store.getRecord(MEMORY_KIND, args.id) === null) {
+          if ((await store.getRecord(MEMORY_KIND, args.id)) === null) {
             throw new ToolError(
               `memory remove: there is no note "${args.id}"; list the notes to see their ids`,
             );
@@ -73,8 +73,8 @@ function memoryTool(store: StorePort, now: () => number): Tool {
   });
 }
 
-function notes(store: StorePort): Array<{ id: string } & Note> {
-  return store.listRecords<Note>(MEMORY_KIND).map((r) => ({ id: r.key, ...r.value }));
+async function notes(store: StorePort): Promise<Array<{ id: string } & Note>> {
+  return (await store.listRecords<Note>(MEMORY_KIND)).map((r) => ({ id: r.key, ...r.value }));
 }
 
 function todoTool(store: StorePort): Tool {
@@ -94,7 +94,7 @@ function todoTool(store: StorePort): Tool {
     readOnly: false,
     async run(args, context) {
       if (args.action === "read")
-        return { items: store.getRecord<TodoItem[]>(TODO_KIND, context.sessionId) ?? [] };
+        return { items: (await store.getRecord<TodoItem[]>(TODO_KIND, context.sessionId)) ?? [] };
       if (!args.items) throw new ToolError('todo write: argument "items" (the whole list) is required');
       const items: TodoItem[] = args.items.map((it, i) => ({
         id: it.id ?? String(i + 1),
@@ -118,7 +118,7 @@ function sessionSearchTool(store: StorePort): Tool {
     }),
     readOnly: true,
     async run(args) {
-      const found = store.search(args.query, { limit: args.limit });
+      const found = await store.search(args.query, { limit: args.limit });
       return {
         order: found.order,
         hits: found.hits.map((h) => ({

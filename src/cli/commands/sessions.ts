@@ -29,8 +29,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt & { limit: number; offset: number }) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
-          const rows = reader?.listSessions({ limit: opts.limit, offset: opts.offset }) ?? [];
+        withReader(cli.profile(), async (reader) => {
+          const rows = (await reader?.listSessions({ limit: opts.limit, offset: opts.offset })) ?? [];
           warnRows(
             out,
             rows.map((s) => [`session ${s.id}`, s.warnings]),
@@ -91,9 +91,9 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((words: string[], opts: JsonOpt & { limit: number }) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
+        withReader(cli.profile(), async (reader) => {
           if (reader === null) throw new UsageError("there are no sessions to search yet");
-          const result = reader.search(words.join(" "), { limit: opts.limit });
+          const result = await reader.search(words.join(" "), { limit: opts.limit });
           if (result.pending > 0)
             out.warn(`${result.pending} recent message(s) are not in the search index yet`);
           if (out.json) {
@@ -174,8 +174,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .action((id: string, opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
         withWriter(cli.profile({ create: true }), async (store) => {
-          const full = store.resolveSessionId(id);
-          const messages = store.getMessages(full).length;
+          const full = await store.resolveSessionId(id);
+          const messages = (await store.getMessages(full)).length;
           await store.deleteSession(full);
           if (out.json) {
             out.document({ deleted: full, messages });
@@ -219,7 +219,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
+        withReader(cli.profile(), async (reader) => {
           if (reader === null) {
             if (out.json) {
               out.document({ path: cli.profile().state, exists: false });
@@ -228,7 +228,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
             out.line(`no store yet at ${cli.profile().state}`);
             return 0;
           }
-          const stats = reader.stats();
+          const stats = await reader.stats();
           if (stats.bad_rows.sessions + stats.bad_rows.messages > 0) {
             out.warn(
               `${stats.bad_rows.sessions} session row(s) and ${stats.bad_rows.messages} message row(s) have bad values; they are listed with warnings`,
