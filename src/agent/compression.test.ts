@@ -331,7 +331,7 @@ describe("summarizer failures", () => {
     r.sim.script([fail500]);
     expect(await r.compressor.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(1);
-    expect(readCooldown(r.store)).toMatchObject({ failures: 1, cooldown_until: start + 60_000 });
+    expect(await readCooldown(r.store)).toMatchObject({ failures: 1, cooldown_until: start + 60_000 });
     const failed = r.events.find((e) => e.type === "compression_failed");
     expect(failed).toMatchObject({ why: "summarizer_failed", failures: 1, cooldown_until: start + 60_000 });
     // Still fits the window: nothing dropped, no compaction, no marker.
@@ -354,7 +354,7 @@ describe("summarizer failures", () => {
     r.sim.script([fail500]);
     expect(await restarted.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(2);
-    expect(readCooldown(r.store)).toMatchObject({
+    expect(await readCooldown(r.store)).toMatchObject({
       failures: 2,
       cooldown_until: r.deps.clock.now() + 300_000,
     });
@@ -367,7 +367,7 @@ describe("summarizer failures", () => {
     r.sim.script([summaryReply("All the notes were read.")]);
     const done = await restarted.compress(await input(r, sessionId), newTurnCompressionState());
     expect(done?.summary).toBe("All the notes were read.");
-    expect(readCooldown(r.store)).toBeNull();
+    expect(await readCooldown(r.store)).toBeNull();
     expect(await r.store.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY)).toBeNull();
   });
 
@@ -377,7 +377,7 @@ describe("summarizer failures", () => {
     r.sim.script([summaryReply("   ")]);
     expect(await r.compressor.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.events.at(-1)).toMatchObject({ type: "compression_failed", why: "empty_summary", failures: 1 });
-    expect(readCooldown(r.store)?.failures).toBe(1);
+    expect((await readCooldown(r.store))?.failures).toBe(1);
   });
 
   it("a provider-proven overflow goes through the cooldown once per turn, not twice", async () => {
@@ -385,7 +385,7 @@ describe("summarizer failures", () => {
     const sessionId = await conversation(r.store, 9);
     r.sim.script([fail500]);
     await r.compressor.compress(await input(r, sessionId), newTurnCompressionState());
-    expect(readCooldown(r.store)?.failures).toBe(1);
+    expect((await readCooldown(r.store))?.failures).toBe(1);
 
     // Turn B: the provider said the context is too long. One attempt goes through the cooldown;
     // it fails, and since the request cannot be sent as it is, the middle is dropped with a marker.
@@ -403,7 +403,7 @@ describe("summarizer failures", () => {
       "compression_dropped",
     ]);
     expect(r.events.at(-1)).toMatchObject({ why: "failed_over_window" });
-    expect(readCooldown(r.store)?.failures).toBe(2);
+    expect((await readCooldown(r.store))?.failures).toBe(2);
 
     // A second overflow in the same turn does not reach the summarizer.
     for (let k = 10; k <= 13; k++) await exchange(r.store, sessionId, k);
@@ -421,7 +421,7 @@ describe("summarizer failures", () => {
     );
     expect(r.sim.requests()).toHaveLength(3);
     expect(next?.summary).toBe("Notes 2 to 12 were read.");
-    expect(readCooldown(r.store)).toBeNull();
+    expect(await readCooldown(r.store)).toBeNull();
   });
 
   it("tries at most max_attempts_per_turn times in one turn", async () => {
@@ -463,7 +463,7 @@ describe("no summarizer", () => {
     const sent = buildHistory(after, { compaction });
     expect(sent.map((m) => m.content).join("\n")).toContain(`${compaction.messages} earlier messages`);
     expect(sent.some((m) => m.content === marker?.content)).toBe(false);
-    expect(readCooldown(r.store)).toBeNull();
+    expect(await readCooldown(r.store)).toBeNull();
   });
 });
 
@@ -492,7 +492,7 @@ describe("interrupts", () => {
     await r.sim.idle();
     expect(r.sim.requests()).toHaveLength(1);
     expect(r.sim.requests()[0]?.ended).toBe("client_closed");
-    expect(readCooldown(r.store)).toBeNull();
+    expect(await readCooldown(r.store)).toBeNull();
     expect(await r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
     expect(markers(await r.store.getMessages(sessionId))).toEqual([]);
     expect(r.events.map((e) => e.type)).toEqual(["compression_started"]);
@@ -538,7 +538,7 @@ describe("passes that save little", () => {
     if (done?.type !== "compression_done") throw new Error("no done event");
     expect((done.tokens_before - done.tokens_after) / done.tokens_before).toBeLessThan(0.1);
     expect(done.paused_until).toBe(start + 1_800_000);
-    expect(readPause(r.store, sessionId)).toMatchObject({ until: start + 1_800_000 });
+    expect(await readPause(r.store, sessionId)).toMatchObject({ until: start + 1_800_000 });
 
     // The session grows: automatic compression waits; nothing reaches the summarizer.
     await r.store.appendMessages([
@@ -589,7 +589,7 @@ describe("passes that save little", () => {
     expect(await r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
     expect(markers(await r.store.getMessages(sessionId))).toEqual([]);
     expect(r.events.at(-1)).toMatchObject({ type: "compression_skipped", why: "no_saving" });
-    expect(readPause(r.store, sessionId)).not.toBeNull();
+    expect(await readPause(r.store, sessionId)).not.toBeNull();
   });
 });
 

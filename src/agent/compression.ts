@@ -191,7 +191,7 @@ export class Compressor {
       );
     }
     if (input.reason === "threshold") {
-      const pause = this.read(() => readPause(this.options.store, input.sessionId), null);
+      const pause = this.read(async () => await readPause(this.options.store, input.sessionId), null);
       if (pause && now < pause.until) {
         return skip(
           "paused",
@@ -497,7 +497,7 @@ export class Compressor {
   }
 
   private currentCooldown(): CompressionCooldown | null {
-    const stored = this.read(() => readCooldown(this.options.store), undefined);
+    const stored = this.read(async () => await readCooldown(this.options.store), undefined);
     if (stored !== undefined) this.cooldownCache = stored;
     return this.cooldownCache;
   }

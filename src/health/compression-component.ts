@@ -12,15 +12,15 @@ export type CompressionComponent = Component & {
 };
 
 /** The summarizer is a dependency of its own: a failing one cools down, and status says until when. */
-export function compressionComponent(
+export async function compressionComponent(
   config: TenaxConfig,
   reader: StoreReads | null,
   now: number,
-): CompressionComponent {
+): Promise<CompressionComponent> {
   const enabled = config.compression.enabled;
   let cooldown: ReturnType<typeof readCooldown> = null;
   try {
-    cooldown = reader ? readCooldown(reader) : null;
+    cooldown = reader ? await readCooldown(reader) : null;
   } catch {
     // A store that cannot be read is the store component's news.
   }

@@ -69,7 +69,7 @@ describe("a probe that gets through, after a failed call", () => {
     expect(s.providers().status).toBe("ok");
     await until(async () => (await s.monitor.report()).status === "ok");
     // Written at once (a change of state), so `tenax status` with no gateway says the same.
-    await until(() => providerCondition(readProviderRecord(s.store, "backup"), false) === "ok");
+    await until(async () => providerCondition(await readProviderRecord(s.store, "backup"), false) === "ok");
     expect(s.backup.requests()).toEqual([]);
   });
 

@@ -345,7 +345,7 @@ export class HealthMonitor {
    * Providers as this process sees them this instant (every call's outcome, every probe), merged
    * with the store's records as the layer check last read them (calls other processes made).
    */
-  private providersNow(now: number): HealthComponent {
+  private async providersNow(now: number): Promise<HealthComponent> {
     const { paths, config } = this.options;
     const stored = this.layers.state.value?.components.providers.providers ?? [];
     const live = this.options.providers?.recorder.view() ?? new Map<string, ProviderRecord>();
@@ -355,7 +355,7 @@ export class HealthMonitor {
       records.set(provider, mergeRecords(fromStore, live.get(provider) ?? null));
     }
     // Breakers are read from the store at once: every process writes each change there as it happens.
-    const component = providersComponent(paths, config, records, now, readBreakerRecords(this.options.store));
+    const component = providersComponent(paths, config, records, now, (await readBreakerRecords(this.options.store)));
     const recent = [...this.lastProviderEvent.entries()];
     return {
       ...component,

@@ -160,7 +160,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
       config,
       providerRecords(config, reader),
       now,
-      readBreakerRecords(reader),
+      await readBreakerRecords(reader),
     ),
     credentials,
     compression: compressionComponent(config, reader, now),
@@ -188,7 +188,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
           config,
           providerRecords(config, reader, liveRecords(seen.providers)),
           now,
-          readBreakerRecords(reader),
+          await readBreakerRecords(reader),
         )
       : local.providers,
     credentials: local.credentials,
@@ -278,16 +278,16 @@ export function worst(levels: readonly ComponentLevel[]): Level {
  * Each provider's record: the store's (every process that calls a provider writes it), merged with
  * the running gateway's live one when it said (its throttled writes may lag it by a few seconds).
  */
-function providerRecords(
+async function providerRecords(
   config: TenaxConfig,
   reader: StoreReads | null,
   live: ReadonlyMap<string, ProviderRecord> = new Map(),
-): Map<string, ProviderRecord | null> {
+): Promise<Map<string, ProviderRecord | null>> {
   const records = new Map<string, ProviderRecord | null>();
   for (const { provider } of configuredProviders(config)) {
     let stored: ProviderRecord | null = null;
     try {
-      stored = reader ? readProviderRecord(reader, provider) : null;
+      stored = reader ? await readProviderRecord(reader, provider) : null;
     } catch {
       // A store that cannot be read is the store component's news.
     }

@@ -170,8 +170,8 @@ export class ProviderHealthRecorder {
   }
 
   /** The store's record, its messages redacted too (one written before a secret was added). */
-  private read(provider: string): ProviderRecord | null {
-    const stored = readProviderRecord(this.options.store, provider);
+  private async read(provider: string): Promise<ProviderRecord | null> {
+    const stored = await readProviderRecord(this.options.store, provider);
     if (stored === null || this.options.redactor === undefined) return stored;
     return {
       ...stored,

@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { stopSessionTurn } from "../../agent/turn-stop.js";
 import { realSleep } from "../../core/deps.js";
 import { UsageError } from "../../core/errors.js";
+import type { StoreReads } from "../../store/port.js";
 import type { MessageView, SessionView } from "../../store/rows.js";
 import { storedToolCalls } from "../../store/tool-calls.js";
 import type { Cli } from "../main.js";
@@ -67,8 +68,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((id: string, opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
-          const { session, messages } = readSession(reader, id);
+        withReader(cli.profile(), async (reader) => {
+          const { session, messages } = await readSession(reader, id);
           warnRows(out, [[`session ${session.id}`, session.warnings], ...messageWarnings(messages)]);
           if (out.json) {
             out.document({ session, messages });
@@ -125,8 +126,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON (the default format)")
     .action((id: string, opts: JsonOpt & { output?: string }) =>
       cli.run(true, (out) =>
-        withReader(cli.profile(), (reader) => {
-          const { session, messages } = readSession(reader, id);
+        withReader(cli.profile(), async (reader) => {
+          const { session, messages } = await readSession(reader, id);
           warnRows(out, [[`session ${session.id}`, session.warnings], ...messageWarnings(messages)]);
           const document = {
             format: "tenax.session.v1",
@@ -307,19 +308,15 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
   registerRecoverCommands(sessions, cli);
 }
 
-function readSession(
-  reader: {
-    getSession(id: string): SessionView | null;
-    resolveSessionId(id: string): string;
-    getMessages(id: string): MessageView[];
-  } | null,
+async function readSession(
+  reader: Pick<StoreReads, "getSession" | "resolveSessionId" | "getMessages"> | null,
   id: string,
 ) {
   if (reader === null) throw new UsageError(`no session '${id}': this profile has no sessions yet`);
-  const full = reader.resolveSessionId(id);
-  const session = reader.getSession(full);
+  const full = await reader.resolveSessionId(id);
+  const session = await reader.getSession(full);
   if (session === null) throw new UsageError(`no session '${id}'`);
-  return { session, messages: reader.getMessages(full) };
+  return { session, messages: await reader.getMessages(full) };
 }
 
 function messageWarnings(messages: MessageView[]): [string, string[]][] {
