@@ -60,7 +60,7 @@ export async function reapOrphanProcesses(options: ReapProcessesOptions): Promis
   const deadKeys = new Set<string>();
 
   const problems: string[] = [];
-  let records: ReturnType<StorePort["listRecords"]> = [];
+  let records: Awaited<ReturnType<StorePort["listRecords"]>> = [];
   try {
     records = await store.listRecords(PROCESS_KIND);
   } catch (error) {

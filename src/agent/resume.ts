@@ -45,7 +45,7 @@ export interface ResumeOptions<W> {
   /** The folder the resumed turns' tools start in. */
   cwd: string;
   /** Someone to follow a resumed turn (the runs API), if any. */
-  watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  watcherFor?: (turnId: string, sessionId: string) => Promise<W | undefined>;
   /**
    * How a resumed turn runs when its follower says so (asked after watcherFor): its own folder,
    * and `unattended` when no one follows to approve (a cron run: held-back commands are denied);
@@ -130,7 +130,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
       skip("its session is running another turn");
       continue;
     }
-    const watcher = options.watcherFor?.(turn.turn_id, turn.session_id);
+    const watcher = await options.watcherFor?.(turn.turn_id, turn.session_id);
     const own = options.turnOptionsFor?.(turn.turn_id, turn.session_id);
     const launched = host.track(
       turn.session_id,

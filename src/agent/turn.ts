@@ -74,7 +74,7 @@ export type AgentEvent =
 /** What the turn needs from context compression (src/agent/compression.ts implements it). */
 export interface TurnCompressor {
   needed(input: {
-    transcript: ReturnType<StorePort["getMessages"]>;
+    transcript: Awaited<ReturnType<StorePort["getMessages"]>>;
     compaction: Compaction | null;
     system: string | null;
     window: number;
@@ -84,7 +84,7 @@ export interface TurnCompressor {
     input: {
       sessionId: string;
       turnId: string | null;
-      transcript: ReturnType<StorePort["getMessages"]>;
+      transcript: Awaited<ReturnType<StorePort["getMessages"]>>;
       compaction: Compaction | null;
       system: string | null;
       window: number;
@@ -528,7 +528,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
 }
 
 interface TranscriptView {
-  transcript: ReturnType<StorePort["getMessages"]>;
+  transcript: Awaited<ReturnType<StorePort["getMessages"]>>;
   compaction: Compaction | null;
 }
 

@@ -21,7 +21,7 @@ export interface WatchdogOptions<W> {
   host: TurnHost<W>;
   autoResume: boolean;
   cwd: string;
-  watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  watcherFor?: (turnId: string, sessionId: string) => Promise<W | undefined>;
   turnOptionsFor?: ResumeOptions<W>["turnOptionsFor"];
   onEvent?: (event: LifecycleEvent) => void;
   /** Told what each sweep reaped and resumed. */

@@ -57,15 +57,15 @@ export async function readLayers(
   }
 }
 
-export function listSessions(paths: ProfilePaths, limit: number, offset: number): SessionView[] {
-  return withStore(paths, async (reader) => await reader.listSessions({ limit, offset }), []);
+export function listSessions(paths: ProfilePaths, limit: number, offset: number): Promise<SessionView[]> {
+  return withStore(paths, (reader) => reader.listSessions({ limit, offset }), []);
 }
 
 /** The hits, and each of their sessions as the list shows it (title, last turn). */
 export function searchSessions(
   paths: ProfilePaths,
   query: string,
-): SearchResult & { sessions: Record<string, SessionView> } {
+): Promise<SearchResult & { sessions: Record<string, SessionView> }> {
   return withStore(
     paths,
     async (reader) => {
@@ -77,15 +77,15 @@ export function searchSessions(
       const found = [...sessions].filter((entry): entry is [string, SessionView] => entry[1] !== null);
       return { ...result, sessions: Object.fromEntries(found) };
     },
-    { query, order: "relevance", hits: [], pending: 0, sessions: {} },
+    { query, order: "relevance" as const, hits: [], pending: 0, sessions: {} },
   );
 }
 
-export function transcript(
+export async function transcript(
   paths: ProfilePaths,
   id: string,
-): { session: SessionView; messages: TranscriptMessage[] } {
-  const found = withStore(
+): Promise<{ session: SessionView; messages: TranscriptMessage[] }> {
+  const found = await withStore(
     paths,
     async (reader) => {
       const session = await reader.getSession(id);
@@ -98,16 +98,20 @@ export function transcript(
 }
 
 /** Open a reader for one request; `empty` is the answer while the profile has no store yet. */
-function withStore<T>(paths: ProfilePaths, body: (reader: StoreReads) => T, empty: T): T {
+async function withStore<T>(
+  paths: ProfilePaths,
+  body: (reader: StoreReads) => Promise<T>,
+  empty: T,
+): Promise<T> {
   if (!existsSync(paths.state)) return empty;
-  let reader: StoreReads;
+  let reader: StoreReads & { close(): void };
   try {
     reader = openReader(paths);
   } catch (error) {
     throw storeProblem(paths, error);
   }
   try {
-    return body(reader);
+    return await body(reader);
   } catch (error) {
     throw storeProblem(paths, error);
   } finally {

@@ -23,12 +23,12 @@ export interface GatewayChat {
   service: ChatService;
   live(): Record<string, PlatformLive>;
   /** The follower of a resumed turn that is a chat's (its approvals reach the chat). */
-  watcherFor(sessionId: string): TurnWatcher | undefined;
+  watcherFor(sessionId: string): Promise<TurnWatcher | undefined>;
   /**
    * The chat turns the last stop interrupted (the drain ran out) that no crash reaped: resumed
    * with the reaped ones, so the chat gets its answer after the restart without a /retry.
    */
-  interruptedByStop(alreadyReaped: readonly ReapedTurn[]): ReapedTurn[];
+  interruptedByStop(alreadyReaped: readonly ReapedTurn[]): Promise<ReapedTurn[]>;
   /** After the resume: hand each resumed chat turn to the service. */
   resumed(report: ResumeReport): void;
   /** Run what the inbox holds and connect the adapters. */

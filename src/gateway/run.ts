@@ -320,7 +320,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     reaped: [
       ...opened.reaped,
       ...reapedElsewhere,
-      ...(chat?.interruptedByStop([...opened.reaped, ...reapedElsewhere]) ?? []),
+      ...((await chat?.interruptedByStop([...opened.reaped, ...reapedElsewhere])) ?? []),
     ],
     host: gateway,
     autoResume: config.gateway.auto_resume,
@@ -328,7 +328,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     watcherFor: async (turnId, sessionId) =>
       (await runs.watcherFor(turnId, sessionId)) ??
       (await cron.runner.watcherFor(turnId, sessionId)) ??
-      chat?.watcherFor(sessionId),
+      (await chat?.watcherFor(sessionId)),
     turnOptionsFor: (_turnId, sessionId) => cron.runner.turnOptionsFor(sessionId),
     onEvent: (event) => {
       (event.type === "turn_resumed" ? info : warn)(event.message);

@@ -18,7 +18,7 @@ export async function compressionComponent(
   now: number,
 ): Promise<CompressionComponent> {
   const enabled = config.compression.enabled;
-  let cooldown: ReturnType<typeof readCooldown> = null;
+  let cooldown: Awaited<ReturnType<typeof readCooldown>> = null;
   try {
     cooldown = reader ? await readCooldown(reader) : null;
   } catch {

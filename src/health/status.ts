@@ -158,14 +158,14 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     providers: providersComponent(
       paths,
       config,
-      providerRecords(config, reader),
+      await providerRecords(config, reader),
       now,
       await readBreakerRecords(reader),
     ),
     credentials,
-    compression: compressionComponent(config, reader, now),
-    tools: toolsComponent(paths, config, reader, now),
-    turns: turnsComponent(paths, reader, now),
+    compression: await compressionComponent(config, reader, now),
+    tools: await toolsComponent(paths, config, reader, now),
+    turns: await turnsComponent(paths, reader, now),
     cron: await cronStatus(paths, config, reader, now, gatewayDown),
     platforms: await platformsStatus(paths, config, reader, now, gatewayDown),
   };
@@ -186,7 +186,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
       ? providersComponent(
           paths,
           config,
-          providerRecords(config, reader, liveRecords(seen.providers)),
+          await providerRecords(config, reader, liveRecords(seen.providers)),
           now,
           await readBreakerRecords(reader),
         )

@@ -82,7 +82,11 @@ function unreadableStore(
  * be opened (damage in its header, another owner, a newer schema) is the store layer's news, not
  * a failed status.
  */
-export function openForStatus(paths: ProfilePaths): { reader: StoreReads | null; readerError?: unknown } {
+/** A read-only reader for one look (closed by the caller), or why the store could not be opened. */
+export function openForStatus(paths: ProfilePaths): {
+  reader: (StoreReads & { close(): void }) | null;
+  readerError?: unknown;
+} {
   if (!existsSync(paths.state)) return { reader: null };
   try {
     return { reader: openReader(paths) };
