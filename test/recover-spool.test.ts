@@ -96,9 +96,13 @@ describe("recover --output and restore with a spool", () => {
     try {
       expect((await back.checkIntegrity("full")).status).toBe("ok");
       const all = new Set(
-        (await back.listSessions({ limit: 100 })).flatMap(async (s) =>
-          (await back.getMessages(s.id)).map((m) => m.uid),
-        ),
+        (
+          await Promise.all(
+            (
+              await back.listSessions({ limit: 100 })
+            ).map(async (s) => (await back.getMessages(s.id)).map((m) => m.uid)),
+          )
+        ).flat(),
       );
       for (const uid of [...acked, late]) expect(all.has(uid)).toBe(true);
       expect(all.size).toBe(written.messages.length - lost.size + acked.length + 1);

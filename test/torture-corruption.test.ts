@@ -160,9 +160,13 @@ async function storedUids(paths: ProfilePaths): Promise<Set<string>> {
   try {
     expect((await store.checkIntegrity("full")).status).toBe("ok");
     return new Set(
-      (await store.listSessions({ limit: 1000 })).flatMap(async (s) =>
-        (await store.getMessages(s.id)).map((m) => m.uid),
-      ),
+      (
+        await Promise.all(
+          (
+            await store.listSessions({ limit: 1000 })
+          ).map(async (s) => (await store.getMessages(s.id)).map((m) => m.uid)),
+        )
+      ).flat(),
     );
   } finally {
     await releaseStore(store);

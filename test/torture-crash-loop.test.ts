@@ -176,9 +176,11 @@ async function settled(paths: ProfilePaths, gateway: GatewayProcess, ms = 60_000
       const stuck = (await reader.listRecords<{ status: string; turn_id: string | null }>("run")).filter(
         (r) => r.value.status === "running",
       );
-      const detail = stuck.map(
-        async (r) =>
-          `${JSON.stringify(r.value)} turns ${JSON.stringify(await reader.getTurns(r.session_id ?? ""))}`,
+      const detail = await Promise.all(
+        stuck.map(
+          async (r) =>
+            `${JSON.stringify(r.value)} turns ${JSON.stringify(await reader.getTurns(r.session_id ?? ""))}`,
+        ),
       );
       reader.close();
       throw new Error(`the gateway did not settle: turns still running ${detail.join("\n")}`);

@@ -9,8 +9,8 @@ import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import type { StorePort } from "../store/port.js";
 import { openStore, releaseStore, type StoreSettings } from "../store/registry.js";
+import type { Store } from "../store/store.js";
 import { Agent } from "./agent.js";
 import { type AuditSource, type AuditTrail, openAuditTrail } from "./audit-trail.js";
 import { Compressor } from "./compression.js";
@@ -38,7 +38,8 @@ export interface OpenAgentOptions {
 
 export interface OpenedAgent {
   agent: Agent;
-  store: StorePort;
+  /** The SQLite store this opened (the health monitor's integrity checks need the engine's own). */
+  store: Store;
   /** The audit trail this process writes, when `audit` asked for it. */
   trail: AuditTrail | null;
   checkpoints: CheckpointStore | null;

@@ -136,7 +136,7 @@ export class CronJobs {
   }
 
   async list(): Promise<JobView[]> {
-    return (await listJobs(this.store)).map(async (job) => await this.view(job));
+    return Promise.all((await listJobs(this.store)).map((job) => this.view(job)));
   }
 
   async get(name: string): Promise<JobView> {

@@ -27,7 +27,7 @@ export interface RunnerOptions {
     run: RunRecord,
     job: JobRecord | null,
     now: number,
-  ) => { ops: RecordPutOp[]; events: CronEvent[] };
+  ) => Promise<{ ops: RecordPutOp[]; events: CronEvent[] }>;
   /** Told after a run's end was written (the outbox delivers soon). */
   afterFinish?: (run: RunRecord) => void;
   now?: () => number;
@@ -171,15 +171,16 @@ export class CronRunner {
    */
   async orphanedTurns(): Promise<{ turn_id: string; session_id: string; interrupt_count: number }[]> {
     const alive = this.options.ownerAlive ?? ownerAlive;
-    return (await listRuns(this.options.store)).flatMap(async (run) => {
-      if (run.state !== "running" || run.session_id === null || this.active.has(run.run_key)) return [];
-      if (run.owner !== null && run.owner !== this.owner && alive(run.owner)) return [];
+    const out: { turn_id: string; session_id: string; interrupt_count: number }[] = [];
+    for (const run of await listRuns(this.options.store)) {
+      if (run.state !== "running" || run.session_id === null || this.active.has(run.run_key)) continue;
+      if (run.owner !== null && run.owner !== this.owner && alive(run.owner)) continue;
       const turns = await this.options.store.getTurns(run.session_id);
       const turn = run.turn_id === null ? turns[0] : turns.find((t) => t.id === run.turn_id);
-      return turn?.status === "interrupted"
-        ? [{ turn_id: turn.id, session_id: run.session_id, interrupt_count: turn.interrupt_count }]
-        : [];
-    });
+      if (turn?.status === "interrupted")
+        out.push({ turn_id: turn.id, session_id: run.session_id, interrupt_count: turn.interrupt_count });
+    }
+    return out;
   }
 
   /**
@@ -355,7 +356,7 @@ export class CronRunner {
       silent: state === "ok" && reply.trim() === "[SILENT]",
     };
     try {
-      const extra = this.options.finishOps?.(final, job, now) ?? { ops: [], events: [] };
+      const extra = (await this.options.finishOps?.(final, job, now)) ?? { ops: [], events: [] };
       await this.options.store.write([putOp(RUN_KIND, run.run_key, final, now), ...extra.ops]);
       const counts = this.countOf(run.job).ended;
       counts[state] = (counts[state] ?? 0) + 1;

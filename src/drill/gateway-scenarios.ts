@@ -14,10 +14,10 @@ import { scratchProfile } from "./scratch.js";
 export async function readTurns(paths: ProfilePaths): Promise<{ session: string; turns: TurnView[] }[]> {
   const reader = openReader(paths);
   try {
-    return (await reader.listSessions()).map(async (s) => ({
-      session: s.id,
-      turns: await reader.getTurns(s.id),
-    }));
+    const out: { session: string; turns: TurnView[] }[] = [];
+    for (const s of await reader.listSessions())
+      out.push({ session: s.id, turns: await reader.getTurns(s.id) });
+    return out;
   } finally {
     reader.close();
   }

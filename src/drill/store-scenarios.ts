@@ -68,9 +68,9 @@ const corruptedStore: Scenario = {
     const reader = openReader(paths);
     let contents: string[];
     try {
-      contents = (await reader.listSessions()).flatMap(async (s) =>
-        (await reader.getMessages(s.id)).map((m) => m.content ?? ""),
-      );
+      contents = [];
+      for (const s of await reader.listSessions())
+        for (const m of await reader.getMessages(s.id)) contents.push(m.content ?? "");
     } finally {
       reader.close();
     }

@@ -10,7 +10,7 @@ import type { TurnRequest } from "../agent/turn-request.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { Target } from "../llm/route-events.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatMessage } from "./chat-request.js";
 import { Conversations, conversationHash, historyOf } from "./conversations.js";
 import {
@@ -24,7 +24,7 @@ import { SessionQueue } from "./session-queue.js";
 
 export interface GatewayOptions {
   agent: Agent;
-  store: Store;
+  store: StorePort;
   config: TenaxConfig;
   /** The folder the agent's tools start in. */
   cwd: string;
@@ -216,13 +216,17 @@ export class Gateway {
       this.reserve();
       return begin();
     }
+    // The queue starts the next turn synchronously when the session's turn ends (nothing can
+    // take the session in between), so the check that the session was not deleted while the
+    // turn waited is the turn's first step: a deleted session fails the turn with unknown_session.
     const waiting = this.queue.enqueue(
       requested,
-      async () => {
-        // The session may have been deleted while the turn waited.
-        if (!(await store.getSession(requested))) throw unknownSession(requested);
-        return begin();
-      },
+      () =>
+        this.start(
+          requested,
+          this.agentWork(requested, request, [], undefined, () => store.getSession(requested)),
+          request.watcher,
+        ),
       request.signal,
     );
     if (!waiting.queued) throw sessionQueueFull(requested, this.options.config.gateway.session_queue);
@@ -247,9 +251,11 @@ export class Gateway {
     launch: LaunchRequest,
     before: WriteOp[],
     fresh?: { base: string; firstMessage: string },
+    stillThere?: () => Promise<unknown>,
   ): TurnWork {
     const { text, request } = launch;
     return async (signal, onEvent) => {
+      if (stillThere && !(await stillThere())) throw unknownSession(sessionId);
       const result = await this.options.agent.turn({
         sessionId,
         text,

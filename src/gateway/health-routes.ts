@@ -21,7 +21,7 @@ export class HealthRoutes {
   ) {}
 
   /** GET /health: each layer's last checked state (503 when down). */
-  async health(): Promise<{ status: number; body: ReturnType<HealthMonitor["report"]> }> {
+  async health(): Promise<{ status: number; body: Awaited<ReturnType<HealthMonitor["report"]>> }> {
     const report = await this.monitor.report();
     return { status: report.status === "down" ? 503 : 200, body: report };
   }

@@ -12,7 +12,7 @@ import { EventHub } from "../health/event-hub.js";
 import { type LayerProbe, probeLayers, workerProbe } from "../health/layer-probe.js";
 import { type GatewayView, HealthMonitor, type MonitorOptions } from "../health/monitor.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import type { StorePort } from "../store/port.js";
+import type { Store } from "../store/store.js";
 import { HealthRoutes } from "./health-routes.js";
 
 export interface Observability {
@@ -38,7 +38,8 @@ const WARNINGS: ReadonlySet<string> = new Set(["turn_stalled", "turn_deadline"])
 export function startObservability(input: {
   paths: ProfilePaths;
   config: TenaxConfig;
-  store: StorePort;
+  /** The SQLite store: health's integrity checks and damage reports are the engine's own. */
+  store: Store;
   scheduler: Scheduler;
   log: RotatingLog;
   gateway: () => GatewayView;

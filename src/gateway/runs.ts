@@ -212,11 +212,11 @@ export class RunRegistry {
    */
   async watcherFor(turnId: string, sessionId: string): Promise<TurnWatcher | undefined> {
     const runs = await listRuns(this.store, sessionId);
-    const stored =
-      runs.find((r) => r.turn_id === turnId) ??
-      runs.find(
-        async (r) => r.turn_id === null && r.status === "running" && (await this.turnIdOf(r)) === turnId,
-      );
+    let stored = runs.find((r) => r.turn_id === turnId);
+    for (const r of runs) {
+      if (stored) break;
+      if (r.turn_id === null && r.status === "running" && (await this.turnIdOf(r)) === turnId) stored = r;
+    }
     if (!stored) return undefined;
     // The resumed turn answers again from its last saved message: the text cut by the crash is
     // not part of its reply.

@@ -32,7 +32,10 @@ export interface CommandContext {
   now(): number;
   /** The entry's session key's lane, if it has one in this process. */
   lane(entry: InboxEntry): Lane | null;
-  newSession(entry: InboxEntry, running?: ChatSession["running"]): { record: ChatSession; ops: WriteOp[] };
+  newSession(
+    entry: InboxEntry,
+    running?: ChatSession["running"],
+  ): Promise<{ record: ChatSession; ops: WriteOp[] }>;
   /** Mark the entry done with these texts (or outbox entries) to its chat and these writes, at once. */
   commit(
     entry: InboxEntry,
@@ -64,7 +67,7 @@ export async function runInline(ctx: CommandContext, entry: InboxEntry): Promise
   const done = (note: string): DoneResult => ({ session_id: sessionId, turn_id: null, note });
   switch (event.command) {
     case "new": {
-      const made = ctx.newSession(entry, record?.running ?? null);
+      const made = await ctx.newSession(entry, record?.running ?? null);
       const answer = newSessionAnswer(made.record.session_id, lane?.current != null);
       await ctx.commit(entry, { ...done("/new"), session_id: made.record.session_id }, [answer], made.ops);
       return;

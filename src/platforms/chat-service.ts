@@ -134,7 +134,7 @@ export class ChatService {
       wait,
       retryMs,
       typingEveryMs: options.typingEveryMs ?? 4_000,
-      isDone: async (entry) => await this.isDone(entry),
+      isDone: (entry) => this.isDone(entry),
       onTurnEvent: (chat, event) => this.onTurnEvent(chat, event),
       fail,
     };
@@ -144,7 +144,7 @@ export class ChatService {
       now: this.now,
       inbox: this.inbox,
       lane: (entry) => this.lanes.get(entry.session_key) ?? null,
-      newSession: async (entry, running) => await this.writer.newSession(entry, running),
+      newSession: (entry, running) => this.writer.newSession(entry, running),
       commit: (entry, done, texts, extra) => this.writer.commit(entry, done, texts, extra),
       dispatch: (entry) => this.dispatch(entry),
       answerButton: (event, text) => this.direct.answer(event, text),
@@ -178,9 +178,11 @@ export class ChatService {
 
   /** A command or press, once however often dispatch and recover() both come to it. */
   private async inline(entry: InboxEntry): Promise<void> {
-    if (this.handling.has(entry.key) || (await this.isDone(entry))) return;
+    if (this.handling.has(entry.key)) return;
+    // Held before the store is read, so a second dispatch of the entry meanwhile stops above.
     this.handling.add(entry.key);
     try {
+      if (await this.isDone(entry)) return;
       await runInline(this.context, entry);
     } finally {
       this.handling.delete(entry.key);
@@ -243,8 +245,14 @@ export class ChatService {
   private onTurnEvent(chat: ChatRef, event: AgentEvent): void {
     let input: EnqueueInput | null = null;
     if (event.type === "approval_requested") input = approvalRequest(chat, event);
-    else if (event.type === "approval_decided" && !this.decided.delete(event.approval_id))
-      input = approvalClosed(this.store, this.host, chat, event.approval_id);
+    else if (event.type === "approval_decided" && !this.decided.delete(event.approval_id)) {
+      // A listener cannot wait: the read and the enqueue after it are tracked, a failure told.
+      const closed = approvalClosed(this.store, this.host, chat, event.approval_id).then((found) =>
+        found === null ? undefined : this.outbox.enqueue(found),
+      );
+      this.track(closed).catch((error) => this.fail(chat.platform, error));
+      return;
+    }
     if (input === null) return;
     this.track(this.outbox.enqueue(input)).catch((error) => this.fail(chat.platform, error));
   }

@@ -25,7 +25,7 @@ export interface LaneRunDeps {
   wait(ms: number): Promise<boolean>;
   retryMs: number;
   typingEveryMs: number;
-  isDone(entry: InboxEntry): boolean;
+  isDone(entry: InboxEntry): Promise<boolean>;
   onTurnEvent(chat: ChatRef, event: AgentEvent): void;
   fail(platform: string, error: unknown): void;
 }
@@ -33,7 +33,7 @@ export interface LaneRunDeps {
 /** Run one lane item. Never throws: a failure is told, and the entry kept when nothing answered it. */
 export async function runLaneItem(d: LaneRunDeps, lane: Lane, item: LaneItem): Promise<void> {
   const { entry } = item;
-  if (entry.event.type !== "message" || (item.resumed === undefined && d.isDone(entry))) return;
+  if (entry.event.type !== "message" || (item.resumed === undefined && (await d.isDone(entry)))) return;
   try {
     if (item.resumed !== undefined) {
       const record = await readChatSession(d.store, entry.session_key);

@@ -74,7 +74,11 @@ describe("session titles", () => {
       Object.fromEntries(list.map((s) => [s.id, [s.title, s.title_source]]));
     expect(shown(await store.listSessions())).toEqual(expected);
     expect(
-      shown([titled, chat, parts, empty, blank].map(async (id) => (await store.getSession(id))!)),
+      shown(
+        await Promise.all(
+          [titled, chat, parts, empty, blank].map(async (id) => (await store.getSession(id))!),
+        ),
+      ),
     ).toEqual(expected);
     const reader = openReader(paths);
     expect(shown(await reader.listSessions())).toEqual(expected);

@@ -136,8 +136,8 @@ export async function tickCommand(cli: Cli, out: Output): Promise<number> {
     const report = await engine.tick();
     await engine.runner.idle();
     await engine.runner.settled(60_000);
-    const runs = [...report.claimed, ...recovered.taken].map(
-      async (r) => (await readRun(engine.store, r.run_key)) ?? r,
+    const runs = await Promise.all(
+      [...report.claimed, ...recovered.taken].map(async (r) => (await readRun(engine.store, r.run_key)) ?? r),
     );
     if (out.json) {
       out.document({

@@ -89,13 +89,15 @@ export async function replayChain(store: ResponseStore, last: ResponseView): Pro
  * an input item: the AI SDK's OpenAI provider sends back what a stored response said this way (in its
  * own tool loop too, for text said before a tool call). An item no stored response holds is a 404.
  */
-export function resolveItemReferences(body: unknown, store: ResponseStore): unknown {
+export async function resolveItemReferences(body: unknown, store: ResponseStore): Promise<unknown> {
   if (typeof body !== "object" || body === null) return body;
   const input = (body as { input?: unknown }).input;
   if (!Array.isArray(input) || !input.some(isReference)) return body;
   return {
     ...body,
-    input: input.map(async (item, i) => (isReference(item) ? await referenced(store, item.id, i) : item)),
+    input: await Promise.all(
+      input.map(async (item, i) => (isReference(item) ? await referenced(store, item.id, i) : item)),
+    ),
   };
 }
 

@@ -47,7 +47,7 @@ interface Plan {
 
 /** What the request becomes: the chat body, and the session it continues. */
 async function plan(raw: unknown, store: ResponseStore, callerSession: string | undefined): Promise<Plan> {
-  const request = parseResponsesRequest(resolveItemReferences(raw, store));
+  const request = parseResponsesRequest(await resolveItemReferences(raw, store));
   const items = inputItems(request.input);
   const messages = itemsToMessages(items);
   const stream = request.stream === true;
@@ -76,7 +76,7 @@ async function plan(raw: unknown, store: ResponseStore, callerSession: string | 
       body: chatBody({ request, history: [], messages, stream }),
     };
   }
-  const history = itemsToMessages(replayChain(store, previous));
+  const history = itemsToMessages(await replayChain(store, previous));
   return { request, items, sessionId: null, body: chatBody({ request, history, messages, stream }) };
 }
 
@@ -92,7 +92,7 @@ export async function createResponse(
   reply: FastifyReply,
 ): Promise<void> {
   const now = deps.now ?? Date.now;
-  const p = plan(jsonBodyOf(request), deps.store, headerValue(request.headers["x-session-id"]));
+  const p = await plan(jsonBodyOf(request), deps.store, headerValue(request.headers["x-session-id"]));
   const meta: ResponseMeta = {
     id: deps.newId("resp_"),
     createdAt: Math.floor(now() / 1000),

@@ -72,7 +72,7 @@ export function registerRunRoutes(app: App, registry: RunRegistry, options: RunR
     const state = await known(registry, parseWith(runParams, request.params, "the path").id);
     return reply
       .headers(headersOf(state))
-      .send({ object: "list", data: registry.approvalsOf(state).map(approvalView) });
+      .send({ object: "list", data: (await registry.approvalsOf(state)).map(approvalView) });
   });
   app.post("/v1/runs/:id/approvals/:approval", { config: { jsonBody: true } }, async (request, reply) => {
     const { id, approval } = parseWith(approvalParams, request.params, "the path");
