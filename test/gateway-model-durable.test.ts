@@ -38,9 +38,9 @@ function heldSyncs() {
   };
 }
 
-async function until(what: string, check: () => boolean, ms = 5000): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }

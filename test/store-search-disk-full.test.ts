@@ -265,7 +265,7 @@ describe("the full-text index on a full disk", () => {
     expect(list.status).toBe(0);
     const reader = openReader(paths);
     try {
-      expect(async () => await reader.search("charlie")).toThrow(
+      await expect(reader.search("charlie")).rejects.toThrow(
         /search is (degraded|unavailable|being rebuilt)/,
       );
     } finally {

@@ -361,8 +361,8 @@ describe("torture: crash loop", () => {
     await gateway.exited;
 
     const reader = openReader(paths);
-    let figures: ReturnType<typeof expectConsistent>;
-    let answered: ReturnType<typeof expectAnsweredOnce>;
+    let figures: Awaited<ReturnType<typeof expectConsistent>>;
+    let answered: Awaited<ReturnType<typeof expectAnsweredOnce>>;
     try {
       figures = await expectConsistent(reader);
       answered = await expectAnsweredOnce(sim, reader);

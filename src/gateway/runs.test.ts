@@ -82,7 +82,7 @@ describe("RunRegistry", () => {
     expect(again).toMatchObject({ created: false, state: { run_id: a.state.run_id } });
     expect(gateway.launches).toBe(1);
 
-    const reused = await (await runs.submit(ask("something else", "k1"))).catch((e: unknown) => e);
+    const reused = await runs.submit(ask("something else", "k1")).catch((e: unknown) => e);
     expect(reused).toBeInstanceOf(HttpError);
     expect(reused).toMatchObject({ status: 409, code: "idempotency_key_reused" });
 
@@ -99,7 +99,7 @@ describe("RunRegistry", () => {
     const { gateway, runs } = await setup();
     const refuse = gateway.launch.bind(gateway);
     gateway.launch = () => Promise.reject(new HttpError(429, "rate_limit_error", "too_many_turns", "full"));
-    await expect(await runs.submit(ask("later", "k2"))).rejects.toMatchObject({ status: 429 });
+    await expect(runs.submit(ask("later", "k2"))).rejects.toMatchObject({ status: 429 });
     gateway.launch = refuse;
     const retried = await runs.submit(ask("later", "k2"));
     expect(retried.created).toBe(true);

@@ -34,13 +34,13 @@ describe("HealthMonitor: providers", () => {
     });
     s.monitor.start();
     await until(async () => (await s.monitor.report()).components.store?.status === "ok");
-    expect(s.providers().status).toBe("unknown");
-    expect(s.providers().providers[0]).toMatchObject({
+    expect((await s.providers()).status).toBe("unknown");
+    expect((await s.providers()).providers[0]).toMatchObject({
       provider: "main",
       status: "unknown",
       last_error: null,
     });
-    expect(s.providers().detail).toContain("the background probe has not reached it yet");
+    expect((await s.providers()).detail).toContain("the background probe has not reached it yet");
     // Unknown is no fault seen: the providers do not lower the whole. (A loaded machine may lower
     // it through the scheduler's lag, which is not what this checks.)
     const report = await s.monitor.report();
@@ -50,8 +50,10 @@ describe("HealthMonitor: providers", () => {
     await until(() => seen.length > 0);
     answer();
     await s.monitor.providersReady;
-    expect(s.providers().status).toBe("ok");
-    expect(s.providers().providers[0]?.detail).toMatch(/reached by the probe \d+ s ago, not called yet/);
+    expect((await s.providers()).status).toBe("ok");
+    expect((await s.providers()).providers[0]?.detail).toMatch(
+      /reached by the probe \d+ s ago, not called yet/,
+    );
     // A server that needs no key (api_keys left out) is not sent one.
     expect(s.keys).toEqual([]);
     expect(seen).toEqual(["GET /v1/models (no key)"]);
@@ -66,7 +68,7 @@ describe("HealthMonitor: providers", () => {
     });
     s.monitor.start();
     await s.monitor.providersReady;
-    const down = s.providers();
+    const down = await s.providers();
     expect(down.status).toBe("down");
     expect(down.detail).toMatch(/^no model of the primary-and-fallback chain answers/);
     const main = down.providers[0];
@@ -98,8 +100,8 @@ describe("HealthMonitor: providers", () => {
     // The provider comes up: the next probe sees it, no call needed (and none made: no tokens).
     const sim = await startSimulator({ port });
     afterThisTest(() => sim.close());
-    await until(() => s.providers().status === "ok");
-    expect(s.providers().providers[0]).toMatchObject({ status: "ok", last_error: null });
+    await until(async () => (await s.providers()).status === "ok");
+    expect((await s.providers()).providers[0]).toMatchObject({ status: "ok", last_error: null });
     expect(sim.requests()).toEqual([]);
   });
 
@@ -114,13 +116,13 @@ describe("HealthMonitor: providers", () => {
     s.monitor.start();
     await s.monitor.providersReady;
     await wait(300);
-    expect(s.providers().status).toBe("unknown");
-    expect(s.providers().providers[0]?.detail).toContain("health.provider_probe: off");
+    expect((await s.providers()).status).toBe("unknown");
+    expect((await s.providers()).providers[0]?.detail).toContain("health.provider_probe: off");
     expect((await s.monitor.report()).status).toBe("ok");
     expect(sim.requests()).toEqual([]);
     // A call's end is what makes it known.
     s.recorder.observeCall({ provider: "main", model: "echo", at: Date.now(), ok: true });
-    expect(s.providers().status).toBe("ok");
+    expect((await s.providers()).status).toBe("ok");
   });
 
   it("calls decide: failing with a fallback answering is degraded, both failing is down, a success is ok", async () => {
@@ -151,16 +153,16 @@ describe("HealthMonitor: providers", () => {
     const at = Date.now();
     s.recorder.observeCall({ provider: "main", model: "m", at, ok: false, error: refused });
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 1, ok: true });
-    expect(s.providers().status).toBe("degraded");
-    expect(s.providers().providers.map((p) => p.status)).toEqual(["degraded", "ok"]);
-    expect(s.providers().next).toContain("main");
+    expect((await s.providers()).status).toBe("degraded");
+    expect((await s.providers()).providers.map((p) => p.status)).toEqual(["degraded", "ok"]);
+    expect((await s.providers()).next).toContain("main");
     expect((await s.monitor.report()).status).toBe("degraded");
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 2, ok: false, error: refused });
-    expect(s.providers().status).toBe("down");
+    expect((await s.providers()).status).toBe("down");
     s.recorder.observeCall({ provider: "main", model: "m", at: at + 3, ok: true });
-    expect(s.providers().providers.map((p) => p.status)).toEqual(["ok", "degraded"]);
+    expect((await s.providers()).providers.map((p) => p.status)).toEqual(["ok", "degraded"]);
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 4, ok: true });
-    expect(s.providers().status).toBe("ok");
+    expect((await s.providers()).status).toBe("ok");
     expect((await s.monitor.report()).status).toBe("ok");
   });
 
@@ -204,7 +206,7 @@ describe("HealthMonitor: providers", () => {
     });
     s.monitor.start();
     await s.monitor.providersReady;
-    expect(s.providers().status).toBe("ok");
+    expect((await s.providers()).status).toBe("ok");
     expect(s.keys).toEqual(["main"]);
     expect(sim.requests().map((r) => [r.method, r.path, r.headers.authorization])).toEqual([
       ["GET", "/v1/models", "Bearer sk-probe-key-123456"],

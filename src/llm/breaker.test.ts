@@ -46,7 +46,7 @@ function breakers(records = new MemoryBreakerRecords(), owner = "pid:1@1") {
       );
       return pass;
     },
-    circuit: () => b.circuits([target])[0]?.circuit,
+    circuit: async () => (await b.circuits([target]))[0]?.circuit,
   };
 }
 
@@ -93,7 +93,7 @@ describe("a model's circuit breaker", () => {
     const cooldowns: number[] = [];
     for (let round = 0; round < 4; round++) {
       // To the end of the cool-down, whatever it is now.
-      t.advance((t.b.circuits([target])[0]?.retry_at ?? 0) - t.now());
+      t.advance(((await t.b.circuits([target]))[0]?.retry_at ?? 0) - t.now());
       const probe = await t.b.admit(target, t.emit);
       expect(probe.decision).toBe("probe");
       await t.b.report(target, probe, { ok: false, error: unwell }, t.emit);
@@ -155,7 +155,7 @@ describe("a model's circuit breaker", () => {
       const pass = await b.admit(target, () => {});
       await b.report(target, pass, { ok: false, error: unwell }, () => {});
     }
-    expect(records.list()).toEqual([]);
+    expect(await records.list()).toEqual([]);
   });
 });
 
@@ -194,12 +194,16 @@ describe("one breaker shared by two processes through the store", () => {
   it("adds up both processes' failures, and both see it open", async () => {
     const { a, b } = await twoProcesses();
     const fail = async (x: CircuitBreakers) =>
-      x.report(target, await x.admit(target, () => {}), { ok: false, error: unwell }, () => {});
+      await x.report(target, await x.admit(target, () => {}), { ok: false, error: unwell }, () => {});
     await fail(a);
     await fail(b);
-    expect(a.circuits([target])[0]?.circuit).toBe("closed");
+    expect((await a.circuits([target]))[0]?.circuit).toBe("closed");
     await fail(a);
-    expect(b.circuits([target])[0]).toMatchObject({ circuit: "open", failures: 3, reason: "server_error" });
+    expect((await b.circuits([target]))[0]).toMatchObject({
+      circuit: "open",
+      failures: 3,
+      reason: "server_error",
+    });
     expect((await b.admit(target, () => {})).decision).toBe("open");
   });
 
@@ -253,11 +257,11 @@ describe("a store that fails under the breaker", () => {
     const shared = new MemoryBreakerRecords();
     let broken = false;
     const store = {
-      getRecordText: (_kind: string, key: string) => {
+      getRecordText: async (_kind: string, key: string) => {
         if (broken) throw new Error("database disk image is malformed");
-        return shared.read(key);
+        return await shared.read(key);
       },
-      listRecords: () => [],
+      listRecords: async () => [],
       write: async (ops: Array<{ key: string; value: string; expect: string | null }>) => {
         if (broken) throw new Error("the store is damaged");
         for (const op of ops) await shared.claim(op.key, JSON.parse(op.value), op.expect);
@@ -270,7 +274,7 @@ describe("a store that fails under the breaker", () => {
       now: () => now,
     });
     const fail = async () =>
-      b.report(target, await b.admit(target, () => {}), { ok: false, error: unwell }, () => {});
+      await b.report(target, await b.admit(target, () => {}), { ok: false, error: unwell }, () => {});
     await fail();
     await fail();
     broken = true;

@@ -85,8 +85,8 @@ describe("a read that meets damage in the writing process", () => {
     );
     // The open check is off, as when it ran out of budget: the first read finds the damage.
     const writer = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-    expect(async () => await writer.listSessions()).toThrow(StoreCorruptError);
-    const error = (async () => {
+    await expect(writer.listSessions()).rejects.toThrow(StoreCorruptError);
+    const error = await (async () => {
       try {
         await writer.listSessions();
       } catch (e) {

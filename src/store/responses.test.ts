@@ -95,7 +95,7 @@ describe("stored responses", () => {
     const db = new Database(paths.state);
     db.prepare("UPDATE responses SET output = '{not json' WHERE id = 'resp_bad'").run();
     db.close();
-    expect(async () => await store.getResponse("resp_bad")).toThrow(
+    await expect(store.getResponse("resp_bad")).rejects.toThrow(
       /stored response resp_bad cannot be read: output/,
     );
     await releaseStore(store);

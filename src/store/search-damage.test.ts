@@ -47,10 +47,10 @@ describe("a damaged full-text index", () => {
 
     const reader = openReader(paths);
     expect((await reader.listSessions()).map((s) => s.id)).toEqual([session]);
-    expect((await reader.getMessages(session))).toHaveLength(300);
+    expect(await reader.getMessages(session)).toHaveLength(300);
     let error: unknown;
     try {
-      (await reader.search("zebra"));
+      await reader.search("zebra");
     } catch (e) {
       error = e;
     }
@@ -66,7 +66,7 @@ describe("a damaged full-text index", () => {
     const rebuilt = writer.health().search.status === "ok" ? null : await nextEvent(writer, "search.rebuilt");
     expect(rebuilt).toMatchObject({ type: "search.rebuilt", messages: 300 });
     expect((await writer.search("zebra", { limit: 500 })).hits).toHaveLength(300);
-    expect((await writer.getMessages(session))).toHaveLength(300);
+    expect(await writer.getMessages(session)).toHaveLength(300);
     await releaseStore(writer);
   });
 
@@ -84,7 +84,7 @@ describe("a damaged full-text index", () => {
       if (event.type !== "search.degraded" || during.seen) return;
       let search = "answered";
       try {
-        (await store.search("zebra"));
+        await store.search("zebra");
       } catch (e) {
         search = (e as Error).message;
       }
@@ -92,7 +92,7 @@ describe("a damaged full-text index", () => {
     });
     // The stale page cache may still answer this search; the write after it must hit the damage.
     try {
-      (await store.search("zebra"));
+      await store.search("zebra");
     } catch (e) {
       expect(e).toBeInstanceOf(SearchUnavailableError);
     }
@@ -181,9 +181,9 @@ describe("a rebuild while another store on the same files writes", () => {
       during++;
       if (seenDuring.length === 0) {
         // Neither b nor a reader crashes, or answers from a half-filled index: they say why.
-        for (const search of [() => (await b.search("wombat")), () => withReader(paths, async (r) => (await r.search("wombat")))]) {
+        for (const search of [() => b.search("wombat"), () => withReader(paths, (r) => r.search("wombat"))]) {
           try {
-            search();
+            await search();
             seenDuring.push("answered");
           } catch (e) {
             seenDuring.push((e as Error).message);
@@ -199,7 +199,9 @@ describe("a rebuild while another store on the same files writes", () => {
     const live = 15_000 + written;
     expect((await a.search("wombat", { limit: live + 100 })).hits).toHaveLength(live);
     expect((await b.search("wombat", { limit: live + 100 })).hits).toHaveLength(live);
-    expect(withReader(paths, async (r) => (await r.search("wombat", { limit: live + 100 })).hits.length)).toBe(live);
+    expect(
+      await withReader(paths, async (r) => (await r.search("wombat", { limit: live + 100 })).hits.length),
+    ).toBe(live);
     // Nothing deleted is left behind in the index, and it is still the same file, nothing set aside.
     expect(a.index.index.count()).toBe(live);
     expect(statSync(paths.search).ino).toBe(inode);
@@ -214,13 +216,13 @@ describe("a rebuild while another store on the same files writes", () => {
   });
 });
 
-function withReader<T>(
+async function withReader<T>(
   paths: ReturnType<typeof tempProfile>,
-  use: (reader: ReturnType<typeof openReader>) => T,
-): T {
+  use: (reader: ReturnType<typeof openReader>) => Promise<T>,
+): Promise<T> {
   const reader = openReader(paths);
   try {
-    return use(reader);
+    return await use(reader);
   } finally {
     reader.close();
   }

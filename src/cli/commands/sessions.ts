@@ -6,7 +6,7 @@ import { stopSessionTurn } from "../../agent/turn-stop.js";
 import { realSleep } from "../../core/deps.js";
 import { UsageError } from "../../core/errors.js";
 import type { StoreReads } from "../../store/port.js";
-import type { MessageView, SessionView } from "../../store/rows.js";
+import type { MessageView } from "../../store/rows.js";
 import { storedToolCalls } from "../../store/tool-calls.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
