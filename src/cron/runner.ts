@@ -146,20 +146,27 @@ export class CronRunner {
     timer.unref?.();
     let ended = false;
     return {
-      onEvent: async (event) => {
+      onEvent: (event) => {
         if (event.type !== "turn_finished" || ended) return;
         ended = true;
         clearTimeout(timer);
         this.resumedSessions.delete(sessionId);
-        // turn_finished is told once the turn's end is stored.
-        const outcome = (await storedOutcome(this.options.store, sessionId, turnId, { settling: true })) ?? {
-          turn_id: turnId,
-          status: "failed",
-          reply: "",
-          error: "the resumed turn ended, but its end is not in the store",
-          error_code: "turn_failed",
-        };
-        void this.finish(resumed, job, timedOut ? asTimeout(outcome, timeout) : outcome);
+        // A listener cannot wait: the read of the turn's end and the finish after it run on, a
+        // failure told. turn_finished is told once the turn's end is stored.
+        void (async () => {
+          const outcome = (await storedOutcome(this.options.store, sessionId, turnId, {
+            settling: true,
+          })) ?? {
+            turn_id: turnId,
+            status: "failed",
+            reply: "",
+            error: "the resumed turn ended, but its end is not in the store",
+            error_code: "turn_failed",
+          };
+          await this.finish(resumed, job, timedOut ? asTimeout(outcome, timeout) : outcome);
+        })().catch((error: unknown) =>
+          this.options.onError?.(`ending the resumed run ${run.run_key}`, error),
+        );
       },
       shutdown: () => {},
     };

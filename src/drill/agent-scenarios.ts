@@ -130,8 +130,15 @@ const stalledTurn: Scenario = {
         if (event.type === "turn_stalled") {
           context.caught(event.layer);
           // The health model reads the stall from the store once its record is written.
-          setTimeout(async () => {
-            recorded = (await opened.store.getRecordText(STALL_KIND, event.turn_id)) !== null;
+          setTimeout(() => {
+            opened.store.getRecordText(STALL_KIND, event.turn_id).then(
+              (text) => {
+                recorded = text !== null;
+              },
+              () => {
+                recorded = false;
+              },
+            );
           }, 300);
         }
       },
