@@ -55,6 +55,8 @@ export class CronEngine {
   private readonly now: () => number;
   private readonly entries = new Map<string, Entry>();
   private stamp = "";
+  /** The refresh under way (refreshes run one after another). */
+  private refreshing: Promise<boolean> = Promise.resolve(false);
   private wake: SchedulerJob | null = null;
   private wakeAt = Number.POSITIVE_INFINITY;
   private scheduler: Scheduler | null = null;
@@ -226,7 +228,17 @@ export class CronEngine {
    * of one job among 10,000 reads one). Slots are not looked at: every claim writes one, and a
    * slot another process moved needs no reload, as the claim reads the slot afresh.
    */
-  private async refresh(force = false): Promise<boolean> {
+  private refresh(force = false): Promise<boolean> {
+    // One at a time, as when reads were synchronous: a tick's look never sees another half done.
+    const next = this.refreshing.then(
+      () => this.refreshNow(force),
+      () => this.refreshNow(force),
+    );
+    this.refreshing = next.catch(() => false);
+    return next;
+  }
+
+  private async refreshNow(force: boolean): Promise<boolean> {
     if (this.loading !== null) return false;
     const stamp = await this.store.recordStamp(JOB_KIND);
     if (!force && stamp === this.stamp) return false;
