@@ -67,7 +67,7 @@ describe("EventHub.serve", () => {
     const hub = new EventHub({ maxBufferedBytes: 64 * 1024 });
     for (let i = 0; i < 400; i++) hub.publish({ type: "gateway_started", message: "m".repeat(500) });
     const url = await serve(hub);
-    const reading = await read(url, "0", 420);
+    const reading = read(url, "0", 420);
     // Published while the backlog is sent at the client's pace.
     for (let i = 0; i < 20; i++) {
       hub.publish({ type: "shutdown" });

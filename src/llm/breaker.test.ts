@@ -55,9 +55,9 @@ describe("a model's circuit breaker", () => {
     const t = breakers();
     await t.attempt("fail");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("open");
+    expect(await t.circuit()).toBe("open");
     expect(t.events).toEqual([
       expect.objectContaining({
         type: "breaker_opened",
@@ -76,13 +76,13 @@ describe("a model's circuit breaker", () => {
       reason: "server_error",
     });
     t.advance(30_000);
-    expect(t.circuit()).toBe("half_open");
+    expect(await t.circuit()).toBe("half_open");
     const probe = await t.b.admit(target, t.emit);
     expect(probe.decision).toBe("probe");
     // The probe is out: every other call is still refused until it answers.
     expect((await t.b.admit(target, t.emit)).decision).toBe("open");
     await t.b.report(target, probe, { ok: true }, t.emit);
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     expect(t.events.map((e) => e.type)).toEqual(["breaker_opened", "breaker_half_open", "breaker_closed"]);
     expect((await t.b.admit(target, t.emit)).decision).toBe("closed");
   });
@@ -115,10 +115,10 @@ describe("a model's circuit breaker", () => {
       classifiedFailure("billing"),
     ];
     for (let round = 0; round < 3; round++) for (const error of notUnwell) await t.attempt(error);
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     for (const reason of ["timeout", "unreachable", "overloaded"] as const)
       await t.attempt(classifiedFailure(reason));
-    expect(t.circuit()).toBe("open");
+    expect(await t.circuit()).toBe("open");
   });
 
   it("a streak whose failures are further apart than the window starts over; a success resets it", async () => {
@@ -128,13 +128,13 @@ describe("a model's circuit breaker", () => {
     t.advance(10_001);
     await t.attempt("fail");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     await t.attempt("ok");
     await t.attempt("fail");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("open");
+    expect(await t.circuit()).toBe("open");
   });
 
   it("a probe that tells nothing of the model (a 400) frees the probe for the next call", async () => {
@@ -144,7 +144,7 @@ describe("a model's circuit breaker", () => {
     const probe = await t.b.admit(target, t.emit);
     expect(probe.decision).toBe("probe");
     await t.b.report(target, probe, { ok: false, error: classifiedFailure("invalid_request") }, t.emit);
-    expect(t.circuit()).toBe("half_open");
+    expect(await t.circuit()).toBe("half_open");
     expect((await t.b.admit(target, t.emit)).decision).toBe("probe");
   });
 

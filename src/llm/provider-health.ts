@@ -231,6 +231,9 @@ export class ProviderHealthRecorder {
     // Marked at once (not after the read): due() sees this write under way and the throttle runs.
     entry.dirty = false;
     entry.written_at = now;
+    // What this write carries is what was observed when it was decided; later observations are
+    // the next write's (they leave the entry dirty).
+    const mine = entry.record;
     const done = (async () => {
       // Fold in what other processes wrote since, so the newest of each fact survives.
       let stored: ProviderRecord | null = null;
@@ -239,8 +242,8 @@ export class ProviderHealthRecorder {
       } catch {
         // Written as this process sees it; the store's own health says why it could not be read.
       }
-      const record = mergeRecords(stored, entry.record) ?? entry.record;
-      entry.record = record;
+      const record = mergeRecords(stored, mine) ?? mine;
+      entry.record = entry.record === mine ? record : (mergeRecords(record, entry.record) ?? entry.record);
       const op = providerRecordOp(provider, record, now);
       // Not marked dirty again on failure: a store that refuses writes would spool one every few
       // seconds; the next observation tries again.
