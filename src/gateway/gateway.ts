@@ -54,7 +54,7 @@ export interface LaunchRequest {
   watcher?: TurnWatcher;
   /** While the turn waits for its busy session: aborting it leaves the queue at once. */
   signal?: AbortSignal;
-  /** Told (synchronously, within launch) when the turn waits behind the session's running one. */
+  /** Told when the turn waits behind the session's running one: before launch's promise settles. */
   onQueued?: (sessionId: string, position: number) => void;
   /** Who can approve what the exec policy holds back (a run); none: it is denied at once. */
   approvals?: ApprovalChannel;

@@ -324,6 +324,10 @@ export class RunRegistry {
     };
     const stopper = new AbortController();
     let queued: { sessionId: string; position: number } | null = null;
+    let toldQueued: () => void = () => {};
+    const queuedNow = new Promise<void>((resolve) => {
+      toldQueued = resolve;
+    });
     const launched = this.options.gateway.launch({
       ...(submission.sessionId !== undefined
         ? { sessionId: submission.sessionId }
@@ -335,6 +339,7 @@ export class RunRegistry {
       approvals: { requestedBy: `runs API, run ${runId}` },
       onQueued: (sessionId, position) => {
         queued = { sessionId, position };
+        toldQueued();
       },
     });
     const follow = (turn: LaunchedTurn) =>
@@ -343,7 +348,9 @@ export class RunRegistry {
         (error: unknown) =>
           log.finish({ status: "failed", reply: log.state.reply, partial: true, error: thrownError(error) }),
       );
-    // launch calls onQueued before it returns, so this is known now.
+    // launch calls onQueued before its promise settles (it first reads the store, so not before
+    // it returns): once either happened, whether the run waits is known.
+    await Promise.race([queuedNow, launched.then(NOTHING, NOTHING)]);
     const waiting = queued as { sessionId: string; position: number } | null;
     let first: { type: string; [field: string]: unknown };
     let sessionId: string;
@@ -469,3 +476,5 @@ export class RunRegistry {
     };
   }
 }
+
+const NOTHING = (): void => {};
