@@ -145,7 +145,7 @@ async function runBurst(
     const deadline = due + 180_000;
     while (h.watch.finishedAt.length < count && Date.now() < deadline) await sleep(50);
     await h.engine.runner.idle();
-    const runs = listRuns(h.store);
+    const runs = await listRuns(h.store);
     const byJob = new Map<string, RunRecord[]>();
     for (const r of runs) byJob.set(r.job, [...(byJob.get(r.job) ?? []), r]);
     const oneOk = [...byJob.values()].filter((rs) => rs.length === 1 && rs[0]?.state === "ok").length;
@@ -269,14 +269,14 @@ async function runLag(
         // A job changed through /api/jobs: the route calls engine.changed().
         await h.jobs.update(`daily-${tick}`, { prompt: `daily ${tick}, changed` });
         const t = performance.now();
-        h.engine.changed();
+        await h.engine.changed();
         refresh.push(performance.now() - t);
       }
     }
     loop.disable();
     await h.engine.runner.idle();
     const stats = h.engine.stats();
-    const runs = listRuns(h.store).filter(
+    const runs = (await listRuns(h.store)).filter(
       (r) => r.trigger === "schedule" && !r.missed && r.state !== "skipped",
     );
     const recordLag = runs.map((r) => r.claimed_at - r.occurrence);

@@ -22,7 +22,11 @@ function step(ms: number[]): Step {
   return { first_ms: ms[0] ?? Number.NaN, median_ms: median(ms), p95_ms: quantile(ms, 0.95) };
 }
 
-export function runReaderBench(paths: ProfilePaths, sessionId: string, repeats: number): ReaderResult {
+export async function runReaderBench(
+  paths: ProfilePaths,
+  sessionId: string,
+  repeats: number,
+): Promise<ReaderResult> {
   const open: number[] = [];
   const list: number[] = [];
   const get: number[] = [];
@@ -34,10 +38,10 @@ export function runReaderBench(paths: ProfilePaths, sessionId: string, repeats: 
     open.push(performance.now() - t);
     try {
       t = performance.now();
-      sessions = reader.listSessions().length;
+      sessions = (await reader.listSessions()).length;
       list.push(performance.now() - t);
       t = performance.now();
-      messages = reader.getMessages(sessionId).length;
+      messages = (await reader.getMessages(sessionId)).length;
       get.push(performance.now() - t);
     } finally {
       reader.close();

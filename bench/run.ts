@@ -235,7 +235,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
       const store = await openStore(big.paths, { integrityCheckTimeoutMs: 0 });
       try {
         const queries = queryMix(big.meta.samples, env.BENCH_QUERIES);
-        search = runSearchBench(store, queries, env.BENCH_SEARCH_ROUNDS, log);
+        search = await runSearchBench(store, queries, env.BENCH_SEARCH_ROUNDS, log);
         if (search.overall.p95_ms >= 20) {
           log("search p95 missed the aim: diagnosing");
           diagnosis = diagnoseSearch(store, big.paths, search, log);
@@ -246,7 +246,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     }
     if (only.has("reader")) {
       log("reader");
-      reader = runReaderBench(big.paths, big.meta.session_200, env.BENCH_READER_REPEATS);
+      reader = await runReaderBench(big.paths, big.meta.session_200, env.BENCH_READER_REPEATS);
     }
     if (only.has("open")) {
       log("open and integrity check with a cold file cache");

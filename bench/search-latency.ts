@@ -3,7 +3,7 @@
 // occur in the stored messages. Every query runs once to warm the caches, then `rounds` more times
 // in a shuffled order; percentiles are per kind and over the whole mix (equal parts of each kind).
 import { seededRandom } from "../src/core/deps.js";
-import type { StoreReadView } from "../src/store/store-reader.js";
+import type { StoreReads } from "../src/store/port.js";
 import { type Latency, latency, median, shuffle } from "./stats.js";
 import type { FixtureMeta } from "./store-fixture.js";
 
@@ -49,20 +49,20 @@ export function queryMix(samples: FixtureMeta["samples"], perKind: number): Benc
   return out;
 }
 
-export function runSearchBench(
-  store: StoreReadView,
+export async function runSearchBench(
+  store: StoreReads,
   queries: readonly BenchQuery[],
   rounds: number,
   log: (line: string) => void,
-): SearchResultSet {
+): Promise<SearchResultSet> {
   const random = seededRandom(0x5ea7);
   const samples = new Map<BenchQuery, number[]>(queries.map((q) => [q, []]));
   const hits = new Map<BenchQuery, number>();
-  for (const q of queries) hits.set(q, store.search(q.text, { limit: 20 }).hits.length);
+  for (const q of queries) hits.set(q, (await store.search(q.text, { limit: 20 })).hits.length);
   for (let round = 1; round <= rounds; round++) {
     for (const q of shuffle([...queries], random)) {
       const started = performance.now();
-      store.search(q.text, { limit: 20 });
+      await store.search(q.text, { limit: 20 });
       samples.get(q)?.push(performance.now() - started);
     }
     if (round % 5 === 0 || round === rounds) log(`  search round ${round} of ${rounds} done`);

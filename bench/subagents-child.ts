@@ -110,8 +110,7 @@ async function main(): Promise<void> {
     log(`  ${done} subagents`);
 
     // Checked after the figures, so reading the transcript back does not count in them.
-    const results = store
-      .getMessages(parent)
+    const results = (await store.getMessages(parent))
       .filter((m) => m.role === "tool" && m.name === "delegate_task")
       .map((m) => JSON.parse(m.content ?? "{}") as { status?: string });
     const output: ChildOutput = {

@@ -60,8 +60,8 @@ describe("a turn whose process is killed", () => {
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
     try {
       // Everything committed before the kill is there: the question, the tool call and its result.
-      expect(store.getMessages(session).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
-      const [turn] = store.getTurns(session);
+      expect((await store.getMessages(session)).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+      const [turn] = await store.getTurns(session);
       expect(turn?.status).toBe("running");
       // While the lease lasts the turn may be alive somewhere: it is not taken over.
       expect(await reapDeadTurns(store, Date.now())).toEqual([]);
@@ -69,8 +69,8 @@ describe("a turn whose process is killed", () => {
       expect(await reapDeadTurns(store, later)).toEqual([
         { turn_id: turn?.id, session_id: session, interrupt_count: 1 },
       ]);
-      expect(store.getTurns(session)[0]).toMatchObject({ status: "interrupted", interrupt_count: 1 });
-      const marker = store.getMessages(session).at(-1);
+      expect((await store.getTurns(session))[0]).toMatchObject({ status: "interrupted", interrupt_count: 1 });
+      const marker = (await store.getMessages(session)).at(-1);
       expect(marker).toMatchObject({ role: "marker" });
       expect(marker?.content).toMatch(/the process running it stopped/);
       // Reaping twice changes nothing.

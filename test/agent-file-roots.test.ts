@@ -29,13 +29,18 @@ async function turnWith(calls: Call[], extra: Record<string, unknown> = {}, cwdO
   ]);
   const result = await setup.agent.turn({ sessionId: setup.session, text: "go", cwd });
   expect(result.status).toBe("completed");
-  const results = setup.store
-    .getMessages(setup.session)
+  const results = (await setup.store.getMessages(setup.session))
     .filter((m) => m.role === "tool")
     .map((m) => resultText(m.content));
   // What the model was sent after the tools ran.
   const sent = JSON.stringify(setup.sim.requests()[1]?.body);
-  return { ...setup, cwd, results, sent, stored: JSON.stringify(setup.store.getMessages(setup.session)) };
+  return {
+    ...setup,
+    cwd,
+    results,
+    sent,
+    stored: JSON.stringify(await setup.store.getMessages(setup.session)),
+  };
 }
 
 /** A line of /etc/shadow as the test (root) reads it, or null where this user cannot. */
@@ -93,7 +98,7 @@ describe("the file tools' roots, through an agent turn", () => {
     ]);
     const result = await setup.agent.turn({ sessionId: setup.session, text: "go", cwd: setup.paths.dir });
     expect(result.status).toBe("completed");
-    const results = setup.store.getMessages(setup.session).filter((m) => m.role === "tool");
+    const results = (await setup.store.getMessages(setup.session)).filter((m) => m.role === "tool");
     const texts = results.map((m) => resultText(m.content));
     expect(texts).toHaveLength(5);
     expect(texts[0]).toContain(
@@ -106,7 +111,7 @@ describe("the file tools' roots, through an agent turn", () => {
     expect(texts[4]).toContain("is a Tenax profile's config.yaml, a secret file");
     expect(readFileSync(setup.paths.env, "utf8")).toContain(`MAIN_KEY=${key}`);
     const everything =
-      JSON.stringify(setup.sim.requests()) + JSON.stringify(setup.store.getMessages(setup.session));
+      JSON.stringify(setup.sim.requests()) + JSON.stringify(await setup.store.getMessages(setup.session));
     expect(everything).not.toContain(key);
     expect(everything).not.toContain(backup);
   });

@@ -93,7 +93,7 @@ describe("processes a task runs", () => {
     const turn = agent.turn({ sessionId: session, text: "go", cwd: project, signal: stop.signal });
     await waitUntil(() => sim.requests().length === 2, 20_000, "the model call after the command");
     const sleeper = theProcess(["sleep", "310"], profile);
-    const records = store.listRecords<{ owner: { pid: number }; processes: unknown[] }>(PROCESS_KIND);
+    const records = await store.listRecords<{ owner: { pid: number }; processes: unknown[] }>(PROCESS_KIND);
     expect(records).toHaveLength(1);
     expect(records[0]?.value.owner.pid).toBe(process.pid);
     expect(records[0]?.value.processes).toEqual([
@@ -102,6 +102,6 @@ describe("processes a task runs", () => {
     stop.abort();
     await turn;
     expect(running(sleeper)).toBe(false);
-    expect(store.listRecords(PROCESS_KIND)).toEqual([]);
+    expect(await store.listRecords(PROCESS_KIND)).toEqual([]);
   });
 });

@@ -95,7 +95,7 @@ async function feed(gw: GatewayProcess): Promise<string> {
   let text = "";
   for (;;) {
     const quiet = new Promise<null>((resolve) => setTimeout(() => resolve(null), 700));
-    const next = await Promise.race([reader.read(), quiet]);
+    const next = await Promise.race([await reader.read(), quiet]);
     if (next === null || next.done) break;
     text += decoder.decode(next.value, { stream: true });
   }

@@ -25,9 +25,9 @@ async function asking(exec: Record<string, unknown> = {}) {
   const asked = t.platform.sends().find((op) => op.buttons !== undefined) as SendOp;
   const [approve, deny] = asked.buttons?.[0] ?? [];
   if (approve === undefined || deny === undefined) throw new Error("no buttons");
-  const [record] = listApprovals(t.store);
+  const [record] = await listApprovals(t.store);
   if (record === undefined) throw new Error("no approval record");
-  const delivered = readOutboxEntry(t.store, outboxKey(asked.chat, `apr/${record.approval_id}`));
+  const delivered = await readOutboxEntry(t.store, outboxKey(asked.chat, `apr/${record.approval_id}`));
   return { ...t, s, marker, asked, approve, deny, record, messageId: delivered?.message_id ?? "" };
 }
 
@@ -46,13 +46,13 @@ describe("approvals in the chat", () => {
     expect(t.ops("answer")[0]).toMatchObject({
       text: "Not allowed: this bot answers only its allowed users.",
     });
-    expect(listApprovals(t.store)[0]?.status).toBe("pending");
+    expect((await listApprovals(t.store))[0]?.status).toBe("pending");
     expect(existsSync(t.marker)).toBe(false);
 
     await t.platform.receive(t.press(t.approve.data, t.messageId));
     await t.settle(t.s);
     expect(existsSync(t.marker)).toBe(true);
-    expect(listApprovals(t.store)[0]).toMatchObject({
+    expect((await listApprovals(t.store))[0]).toMatchObject({
       status: "approved",
       decision: "approve",
       decided_by: "telegram user 42 (user42)",
@@ -73,7 +73,7 @@ describe("approvals in the chat", () => {
     await t.platform.receive(t.press(t.deny.data, t.messageId));
     await t.settle(t.s);
     expect(existsSync(t.marker)).toBe(false);
-    expect(listApprovals(t.store)[0]).toMatchObject({
+    expect((await listApprovals(t.store))[0]).toMatchObject({
       status: "denied",
       decided_by: "telegram user 42 (user42)",
     });
@@ -92,7 +92,7 @@ describe("approvals in the chat", () => {
     await t.platform.receive(t.text("/deny"));
     await t.settle(t.s);
     expect(existsSync(t.marker)).toBe(false);
-    expect(listApprovals(t.store)[0]?.status).toBe("denied");
+    expect((await listApprovals(t.store))[0]?.status).toBe("denied");
     expect(t.platform.edits()[0]).toMatchObject({ message_id: t.messageId, buttons: [] });
     await t.platform.receive(t.text("/approve"));
     await t.settle(t.s);
@@ -122,15 +122,15 @@ describe("approvals in the chat", () => {
     expect(listed).toMatch(/^2 approvals are waiting; name one: \/approve ID/);
     expect(listed).toContain(t.record.approval_id);
     expect(listed).toContain(other.approval_id);
-    expect(listApprovals(t.store).every((r) => r.status === "pending")).toBe(true);
+    expect((await listApprovals(t.store)).every((r) => r.status === "pending")).toBe(true);
     await t.platform.receive(t.text("/approve ap_nope"));
     await t.until(() => answers() === before + 2, "the unknown id's answer");
     expect(t.sent("42").at(-1)).toMatch(/^No approval ap_nope is waiting in this session/);
     await t.platform.receive(t.text(`/approve ${t.record.approval_id}`));
     await t.settle(t.s);
     expect(existsSync(t.marker)).toBe(true);
-    expect(t.agent.approvals.get(t.record.approval_id)?.status).toBe("approved");
-    expect(t.agent.approvals.get(other.approval_id)?.status).toBe("pending");
+    expect((await t.agent.approvals.get(t.record.approval_id))?.status).toBe("approved");
+    expect((await t.agent.approvals.get(other.approval_id))?.status).toBe("pending");
     expect(t.sent("42")).toContain("all done");
   });
 
@@ -138,7 +138,7 @@ describe("approvals in the chat", () => {
     const t = await asking({ approval_timeout: 1 });
     await t.settle(t.s);
     expect(existsSync(t.marker)).toBe(false);
-    expect(t.agent.approvals.get(t.record.approval_id)?.status).toBe("expired");
+    expect((await t.agent.approvals.get(t.record.approval_id))?.status).toBe("expired");
     expect(t.platform.edits()).toEqual([
       expect.objectContaining({
         message_id: t.messageId,

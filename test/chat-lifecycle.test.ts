@@ -22,7 +22,7 @@ describe("chat service: shutdown and restart", () => {
     await t.platform.receive(t.text("idle here"));
     await t.until(() => t.sim.requests().length === 3, "three model calls");
     await t.until(() => t.sent("42").length === 1, "the private answer");
-    expect(listChatSessions(t.store)).toHaveLength(3);
+    expect(await listChatSessions(t.store)).toHaveLength(3);
 
     expect(await a.shutdownNotice({ restarting: true, timeoutMs: 2_000 })).toEqual({ chats: 1, sent: 1 });
     expect(t.sent("-1001")).toEqual([SHUTDOWN_RESTARTING]);
@@ -31,18 +31,16 @@ describe("chat service: shutdown and restart", () => {
     await t.settle(a);
     a.stop();
     expect(t.sent("-1001")).toEqual([SHUTDOWN_RESTARTING]);
-    expect(
-      a.inbox
-        .pending()
-        .map((e) => e.session_key)
-        .sort(),
-    ).toEqual(["telegram:-1001:u=42", "telegram:-1001:u=43"]);
+    expect((await a.inbox.pending()).map((e) => e.session_key).sort()).toEqual([
+      "telegram:-1001:u=42",
+      "telegram:-1001:u=43",
+    ]);
 
     // The restart: the gateway resumes both turns and hands them to the new service, then recover().
     const b = await t.service();
     const results: Promise<TurnResult>[] = [];
-    for (const record of listChatSessions(t.store).filter((r) => r.running !== null)) {
-      const turn = t.store.getTurns(record.session_id).at(-1);
+    for (const record of (await listChatSessions(t.store)).filter((r) => r.running !== null)) {
+      const turn = (await t.store.getTurns(record.session_id)).at(-1);
       expect(turn?.status).toBe("interrupted");
       const result = t.agent.turn({
         sessionId: record.session_id,
@@ -51,9 +49,9 @@ describe("chat service: shutdown and restart", () => {
         cwd: t.project,
       });
       results.push(result);
-      expect(b.resumed(record.session_id, result)).toBe(true);
+      expect(await b.resumed(record.session_id, result)).toBe(true);
     }
-    expect(b.resumed("ses_unknown", Promise.resolve({} as TurnResult))).toBe(false);
+    expect(await b.resumed("ses_unknown", Promise.resolve({} as TurnResult))).toBe(false);
     expect(await b.recover()).toEqual({ queued: 0, resumed: 2, answered: 0, inline: 0 });
     await Promise.all(results);
     await t.settle(b);
@@ -66,8 +64,8 @@ describe("chat service: shutdown and restart", () => {
         .map((x) => x.split("\n")[0])
         .sort(),
     ).toEqual(["echo: from 42", "echo: from 43"]);
-    expect(b.inbox.pending()).toEqual([]);
-    expect(listChatSessions(t.store).every((r) => r.running === null)).toBe(true);
+    expect(await b.inbox.pending()).toEqual([]);
+    expect((await listChatSessions(t.store)).every((r) => r.running === null)).toBe(true);
     // A third start answers nothing again.
     const c = await t.service();
     expect(await c.recover()).toEqual({ queued: 0, resumed: 0, answered: 0, inline: 0 });
@@ -188,7 +186,7 @@ describe("chat service: shutdown and restart", () => {
     await t.platform.receive(t.text("during the stop"));
     await t.settle(s);
     expect(t.sent("42")).toHaveLength(1);
-    expect(s.inbox.pending().map((e) => e.event.type === "message" && e.event.text)).toEqual([
+    expect((await s.inbox.pending()).map((e) => e.event.type === "message" && e.event.text)).toEqual([
       "during the stop",
     ]);
   });

@@ -28,9 +28,9 @@ describe("chat service: who it answers", () => {
       "Sorry, this bot answers only its allowed users. Your telegram user id is 7; the operator can add it to platforms.telegram.allowed_users in config.yaml.",
     ]);
     expect(t.sim.requests()).toEqual([]);
-    expect(t.store.listRecords(INBOX_KIND)).toEqual([]);
-    expect(t.store.listRecords(SESSION_KIND)).toEqual([]);
-    expect(t.store.listSessions().map((x) => x.source)).not.toContain("telegram");
+    expect(await t.store.listRecords(INBOX_KIND)).toEqual([]);
+    expect(await t.store.listRecords(SESSION_KIND)).toEqual([]);
+    expect((await t.store.listSessions()).map((x) => x.source)).not.toContain("telegram");
     // An allowed user in another chat is answered as ever.
     await t.platform.receive(t.text("hi there"));
     await t.settle(s);
@@ -59,13 +59,13 @@ describe("chat service: in order, none lost", () => {
     // Each turn saw the ones before it: they ran one after the other, in arrival order.
     expect(userTexts(t.sim, 1)).toEqual(["one", "two"]);
     expect(userTexts(t.sim, 2)).toEqual(["one", "two", "three"]);
-    const [record] = listChatSessions(t.store);
+    const [record] = await listChatSessions(t.store);
     expect(record).toMatchObject({ session_key: "telegram:42", running: null });
-    expect(t.store.getSession(record?.session_id ?? "")).toMatchObject({
+    expect(await t.store.getSession(record?.session_id ?? "")).toMatchObject({
       source: "telegram",
       title: "telegram: user42",
     });
-    expect(s.inbox.pending()).toEqual([]);
+    expect(await s.inbox.pending()).toEqual([]);
   });
 
   it("runs a redelivered update once, whether it comes again at once or later", async () => {
@@ -78,7 +78,7 @@ describe("chat service: in order, none lost", () => {
     await t.settle(s);
     expect(t.sim.requests()).toHaveLength(1);
     expect(t.sent("42")).toEqual(["echo: only once"]);
-    expect(t.store.listRecords(INBOX_KIND)).toHaveLength(1);
+    expect(await t.store.listRecords(INBOX_KIND)).toHaveLength(1);
   });
 
   it("answers a failed turn with a line naming the layer, and /status shows it as the last error", async () => {
@@ -98,7 +98,7 @@ describe("chat service: in order, none lost", () => {
     await t.platform.receive(t.text("/status"));
     await t.settle(s);
     expect(t.sent("42")[1]).toMatch(/Last error: (?!none)/);
-    expect(s.status().telegram?.last_error).not.toBeNull();
+    expect((await s.status()).telegram?.last_error).not.toBeNull();
   });
 });
 
@@ -112,12 +112,11 @@ describe("chat service: sessions and messages", () => {
     await t.platform.receive(t.text("me too", group("9")));
     await t.platform.receive(t.text("me again", group("9")));
     await t.settle(s);
-    expect(
-      listChatSessions(t.store)
-        .map((r) => r.session_key)
-        .sort(),
-    ).toEqual(["telegram:-1001:u=42", "telegram:-1001:u=43"]);
-    expect(new Set(listChatSessions(t.store).map((r) => r.session_id)).size).toBe(2);
+    expect((await listChatSessions(t.store)).map((r) => r.session_key).sort()).toEqual([
+      "telegram:-1001:u=42",
+      "telegram:-1001:u=43",
+    ]);
+    expect(new Set((await listChatSessions(t.store)).map((r) => r.session_id)).size).toBe(2);
     const texts = t.sent("-1001");
     expect(texts.filter((x) => x.startsWith("Sorry"))).toHaveLength(1);
     expect(texts.filter((x) => x.startsWith("echo")).sort()).toEqual([
@@ -137,7 +136,7 @@ describe("chat service: sessions and messages", () => {
     await t.platform.receive(t.text("long one"));
     await t.settle(s);
     expect(t.sent("42")).toEqual(["abcdefghij", "klmnopqrst", "uvwxy"]);
-    const entries = listOutboxEntries(t.store).sort((a, b) => (a.order < b.order ? -1 : 1));
+    const entries = (await listOutboxEntries(t.store)).sort((a, b) => (a.order < b.order ? -1 : 1));
     expect(entries.map((e) => [e.key.split("/").slice(1).join("/"), e.state])).toEqual([
       ["ans/1/0", "delivered"],
       ["ans/1/1", "delivered"],
@@ -158,12 +157,12 @@ describe("chat service: commands run inline", () => {
     await t.platform.receive(t.text("/status"));
     await t.until(() => t.sent("42").length === 1, "the /status answer");
     const [status] = t.sent("42");
-    const [record] = listChatSessions(t.store);
+    const [record] = await listChatSessions(t.store);
     expect(status).toContain("Running");
     expect(status).toContain("Messages waiting: 1.");
     expect(status).toContain(`Session: ${record?.session_id}.`);
-    expect(s.status().telegram).toMatchObject({ running: 1, waiting: 1 });
-    expect(s.status().telegram?.last_update_at).not.toBeNull();
+    expect((await s.status()).telegram).toMatchObject({ running: 1, waiting: 1 });
+    expect((await s.status()).telegram?.last_update_at).not.toBeNull();
     // The typing indicator goes out while the turn runs.
     await t.until(() => t.ops("typing").length >= 2, "typing, twice");
     await t.platform.receive(t.text("/stop"));
@@ -174,7 +173,7 @@ describe("chat service: commands run inline", () => {
       "Stopped: the turn was interrupted (by /stop, or from outside with tenax sessions stop). Send /retry to run the message again.",
       "echo: queued behind",
     ]);
-    expect(s.status().telegram).toMatchObject({ running: 0, waiting: 0 });
+    expect((await s.status()).telegram).toMatchObject({ running: 0, waiting: 0 });
     const typing = t.ops("typing").length;
     await new Promise((r) => setTimeout(r, 150));
     expect(t.ops("typing").length).toBe(typing);
@@ -194,17 +193,17 @@ describe("chat service: commands run inline", () => {
     const s = await t.service();
     await t.platform.receive(t.text("remember this"));
     await t.settle(s);
-    const before = listChatSessions(t.store)[0]?.session_id;
+    const before = (await listChatSessions(t.store))[0]?.session_id;
     await t.platform.receive(t.text("/new"));
     await t.settle(s);
-    const after = listChatSessions(t.store)[0]?.session_id;
+    const after = (await listChatSessions(t.store))[0]?.session_id;
     expect(after).toBeDefined();
     expect(after).not.toBe(before);
     expect(t.sent("42")[1]).toBe(`Started a new session (${after}).`);
     await t.platform.receive(t.text("fresh start"));
     await t.settle(s);
     expect(userTexts(t.sim, 1)).toEqual(["fresh start"]);
-    expect(t.store.getSession(after ?? "")?.message_count).toBe(2);
+    expect((await t.store.getSession(after ?? ""))?.message_count).toBe(2);
   });
 
   it("/retry runs the session's last message again; with none it says so", async () => {

@@ -63,10 +63,10 @@ function chat(paths: ProfilePaths, cwd: string) {
   return { child, out, closed, until, count, say: (line: string) => child.stdin.write(`${line}\n`) };
 }
 
-function approvalsOf(paths: ProfilePaths) {
+async function approvalsOf(paths: ProfilePaths) {
   const reader = openReader(paths);
   try {
-    return listApprovals(reader);
+    return await listApprovals(reader);
   } finally {
     reader.close();
   }
@@ -100,7 +100,7 @@ describe("tenax chat: approvals inline", () => {
     expect(c.count("approve terminal: touch")).toBe(2);
     c.say("/exit");
     expect(await c.closed).toBe(0);
-    const records = approvalsOf(paths);
+    const records = await approvalsOf(paths);
     expect(records.map((r) => [r.status, r.decision])).toEqual([
       ["denied", "deny"],
       ["approved", "session"],
@@ -119,6 +119,6 @@ describe("tenax chat: approvals inline", () => {
     const told = JSON.stringify(s.requests()[1]?.body);
     expect(told).toContain("denied at once");
     expect(told).toContain("tools.exec.allow");
-    expect(approvalsOf(paths).map((r) => r.status)).toEqual(["denied"]);
+    expect((await approvalsOf(paths)).map((r) => r.status)).toEqual(["denied"]);
   });
 });

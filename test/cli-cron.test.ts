@@ -22,7 +22,7 @@ function add(home: string, name: string, schedule: string, ...more: string[]) {
 async function seedRuns(paths: ProfilePaths, job: string): Promise<void> {
   const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   try {
-    const record = readJob(store, job);
+    const record = await readJob(store, job);
     if (!record) throw new Error(`no job ${job}`);
     const t = Date.UTC(2026, 5, 1, 1, 0);
     const ok = newRun(

@@ -196,7 +196,7 @@ describe("tenax doctor", () => {
     expect(checkOf(fixed, "stale sessions").fixed).toContain(turn);
     const reader = openReader(paths);
     try {
-      expect(reader.getTurns(session).find((t) => t.id === turn)?.status).toBe("interrupted");
+      expect((await reader.getTurns(session)).find((t) => t.id === turn)?.status).toBe("interrupted");
     } finally {
       reader.close();
     }
@@ -220,7 +220,7 @@ describe("tenax doctor", () => {
     expect(check.fixed).toBeUndefined();
     const reader = openReader(paths);
     try {
-      expect(reader.getTurns(session).find((t) => t.id === turn)?.status).toBe("running");
+      expect((await reader.getTurns(session)).find((t) => t.id === turn)?.status).toBe("running");
     } finally {
       reader.close();
     }

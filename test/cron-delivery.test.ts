@@ -50,7 +50,7 @@ describe("cron delivery", () => {
     const gateway = await startGateway(home);
     await addJob(paths, "digest", "delivery-once", 1_500, { deliver: `webhook:${hook.url}` });
     await until(() => hook.received.length === 1, 30_000);
-    const [run] = runsOf(paths, "digest");
+    const [run] = await runsOf(paths, "digest");
     expect(run?.state).toBe("ok");
     expect(hook.received[0]?.body).toMatchObject({ type: "cron.run", run_key: run?.run_key, state: "ok" });
     expect(hook.attempts).toEqual([
@@ -97,6 +97,6 @@ describe("cron delivery", () => {
     const results = hook.received.filter((r) => r.body.type === "cron.run");
     expect(results).toHaveLength(5);
     expect(new Set(results.map((r) => r.key)).size).toBe(5);
-    expect(runsOf(paths, "flaky")).toHaveLength(5);
+    expect(await runsOf(paths, "flaky")).toHaveLength(5);
   }, 90_000);
 });

@@ -21,15 +21,15 @@ describe("cron engine", () => {
     const report = await engine.tick();
     expect(report.claimed).toHaveLength(1);
     await engine.runner.idle();
-    const [run] = listRuns(t.store, "hourly");
+    const [run] = await listRuns(t.store, "hourly");
     expect(run?.state).toBe("ok");
     expect(run?.occurrence).toBe(T0 + HOUR);
     expect(run?.reply).toContain("say the hour");
-    const session = t.store.getSession(run?.session_id ?? "");
+    const session = await t.store.getSession(run?.session_id ?? "");
     expect(session?.source).toBe("cron");
     expect(session?.title).toBe("cron: hourly");
     // The slot moved past the occurrence: ticking again claims nothing.
-    expect(readSlot(t.store, "hourly")?.slot).toBe(T0 + HOUR);
+    expect((await readSlot(t.store, "hourly"))?.slot).toBe(T0 + HOUR);
     expect((await engine.tick()).claimed).toHaveLength(0);
     expect(engine.stats().lag_ms.max).toBeGreaterThanOrEqual(5_000);
   });
@@ -42,7 +42,7 @@ describe("cron engine", () => {
     const report = await engine.tick();
     await engine.runner.idle();
     expect(report.claimed.map((r) => r.missed)).toEqual([true]);
-    const runs = listRuns(t.store, "report");
+    const runs = await listRuns(t.store, "report");
     expect(runs.map((r) => [r.occurrence - T0, r.state, r.missed])).toEqual([
       [3 * HOUR, "ok", true],
       [2 * HOUR, "skipped", false],
@@ -58,7 +58,7 @@ describe("cron engine", () => {
     t.set(T0 + 2 * HOUR + 10 * MIN);
     const report = await engine.tick();
     expect(report.claimed).toHaveLength(0);
-    expect(listRuns(t.store, "strict").map((r) => [r.state, r.reason])).toEqual([
+    expect((await listRuns(t.store, "strict")).map((r) => [r.state, r.reason])).toEqual([
       ["skipped", expect.stringMatching(/catch_up is off/)],
       ["skipped", expect.stringMatching(/catch_up is off/)],
     ]);
@@ -74,7 +74,7 @@ describe("cron engine", () => {
     expect(ra.claimed.length + rb.claimed.length).toBe(20);
     expect(ra.conflicts + rb.conflicts).toBe(20);
     await Promise.all([a.runner.idle(), b.runner.idle()]);
-    const runs = listRuns(t.store);
+    const runs = await listRuns(t.store);
     expect(runs).toHaveLength(20);
     expect(new Set(runs.map((r) => r.job)).size).toBe(20);
     expect(runs.every((r) => r.state === "ok")).toBe(true);
@@ -88,7 +88,7 @@ describe("cron engine", () => {
     const run = await engine.runNow("m");
     expect(run.trigger).toBe("manual");
     await engine.runner.idle();
-    expect(listRuns(t.store, "m")[0]?.state).toBe("ok");
+    expect((await listRuns(t.store, "m"))[0]?.state).toBe("ok");
     t.set(T0 + HOUR + 1_000);
     expect((await engine.tick()).claimed).toHaveLength(1);
   });
@@ -103,7 +103,7 @@ describe("cron engine", () => {
     expect((await engine.tick()).claimed).toHaveLength(0);
     const resumed = await t.jobs.resume("p");
     expect(resumed.next_due_at).toBe(T0 + 4 * HOUR);
-    const [paused] = listRuns(t.store, "p");
+    const [paused] = await listRuns(t.store, "p");
     expect([paused?.state, paused?.count, paused?.reason]).toEqual([
       "skipped",
       3,
@@ -122,10 +122,10 @@ describe("cron engine", () => {
     await t.jobs.create("slow", { schedule: "every 1h", prompt: "wait", timeout_s: 1 });
     const run = await engine.runNow("slow");
     await engine.runner.idle();
-    const ended = listRuns(t.store, "slow").find((r) => r.run_key === run.run_key);
+    const ended = (await listRuns(t.store, "slow")).find((r) => r.run_key === run.run_key);
     expect([ended?.state, ended?.error_code]).toEqual(["failed", "timeout"]);
     expect(ended?.error).toMatch(/timeout of 1 s/);
-    expect(t.store.getTurns(ended?.session_id ?? "")[0]?.status).not.toBe("running");
+    expect((await t.store.getTurns(ended?.session_id ?? ""))[0]?.status).not.toBe("running");
   });
 
   it("a queued claim whose owner died is taken over and run once; a live owner's is left alone", async () => {
@@ -135,9 +135,9 @@ describe("cron engine", () => {
     const dying = t.engine({ maxConcurrent: 0, now: () => T0 + HOUR + 1_000 });
     t.set(T0 + HOUR + 1_000);
     expect((await dying.tick()).claimed).toHaveLength(1);
-    expect(listRuns(t.store, "j")[0]?.state).toBe("queued");
+    expect((await listRuns(t.store, "j"))[0]?.state).toBe("queued");
     // The claim's owner is another process (this one's own claims are never taken over).
-    const claimed = listRuns(t.store, "j")[0];
+    const claimed = (await listRuns(t.store, "j"))[0];
     await t.store.write([
       putOp(RUN_KIND, claimed?.run_key ?? "", { ...claimed, owner: "pid:999999@1" }, T0 + HOUR + 2_500),
     ]);
@@ -148,7 +148,7 @@ describe("cron engine", () => {
     const recovered = await next.runner.recover({ settleInterrupted: true });
     expect(recovered.taken).toHaveLength(1);
     await next.runner.idle();
-    const runs = listRuns(t.store, "j");
+    const runs = await listRuns(t.store, "j");
     expect(runs.map((r) => r.state)).toEqual(["ok"]);
     expect(t.sim.requests()).toHaveLength(1);
   });
@@ -165,11 +165,11 @@ describe("cron engine", () => {
     await engine.runner.idle();
     const spoken = await engine.runNow("quiet");
     await engine.runner.idle();
-    const runs = listRuns(t.store, "quiet");
+    const runs = await listRuns(t.store, "quiet");
     const byKey = new Map(runs.map((r) => [r.run_key, r]));
     expect([byKey.get(silent.run_key)?.state, byKey.get(silent.run_key)?.silent]).toEqual(["ok", true]);
     expect(byKey.get(spoken.run_key)?.silent).toBe(false);
-    expect(listOutbox(t.store).map((e) => [e.run_key, e.what, e.target])).toEqual([
+    expect((await listOutbox(t.store)).map((e) => [e.run_key, e.what, e.target])).toEqual([
       [spoken.run_key, "result", "local"],
     ]);
   });
@@ -185,13 +185,10 @@ describe("cron engine", () => {
     const engine = t.engine();
     const run = await engine.runNow("careful");
     await engine.runner.idle();
-    const ended = listRuns(t.store, "careful").find((r) => r.run_key === run.run_key);
+    const ended = (await listRuns(t.store, "careful")).find((r) => r.run_key === run.run_key);
     expect(ended?.state).toBe("ok");
     expect(existsSync(marker)).toBe(false);
-    const said = t.store
-      .getMessages(ended?.session_id ?? "")
-      .map((m) => m.content ?? "")
-      .join("\n");
+    const said = (await t.store.getMessages(ended?.session_id ?? "")).map((m) => m.content ?? "").join("\n");
     expect(said).toContain("denied at once");
   });
 });

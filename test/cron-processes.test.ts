@@ -31,7 +31,7 @@ describe("cron across processes", () => {
     // The two that lost saw the conflict: they did plan the same claim.
     expect(told.reduce((n, t) => n + t.conflicts, 0)).toBe(2);
     expect(turnsFor(sim.requests(), "tick-race-one")).toBe(1);
-    expect(runsOf(paths, "race").map((r) => [r.occurrence, r.state])).toEqual([[due, "ok"]]);
+    expect((await runsOf(paths, "race")).map((r) => [r.occurrence, r.state])).toEqual([[due, "ok"]]);
 
     // With a gateway up, its engine and three ticks race for the next job's first occurrence.
     const gateway = await startGateway(home);
@@ -40,10 +40,10 @@ describe("cron across processes", () => {
     await sleepUntil(next - 700);
     const more = await Promise.all([1, 2, 3].map(() => tenaxAsync(home, ["cron", "tick", "--json"], racing)));
     for (const t of more) expect(t.status, t.stderr).toBeLessThan(2);
-    await until(() => runsOf(paths, "race-two").some((r) => r.state === "ok"), 20_000);
+    await until(async () => (await runsOf(paths, "race-two")).some((r) => r.state === "ok"), 20_000);
     // Room for a second run, which must not come.
     await new Promise((r) => setTimeout(r, 1_000));
-    expect(runsOf(paths, "race-two").map((r) => [r.occurrence, r.state])).toEqual([[next, "ok"]]);
+    expect((await runsOf(paths, "race-two")).map((r) => [r.occurrence, r.state])).toEqual([[next, "ok"]]);
     expect(turnsFor(sim.requests(), "tick-race-two")).toBe(1);
     gateway.child.kill("SIGTERM");
     await gateway.exited;
@@ -61,14 +61,14 @@ describe("cron across processes", () => {
     await new Promise((r) => setTimeout(r, 400));
     first.child.kill("SIGKILL");
     await first.exited;
-    const [killed] = runsOf(paths, "nightly");
+    const [killed] = await runsOf(paths, "nightly");
     expect(killed?.state).toBe("running");
     expect(killed?.turn_id ?? killed?.session_id).toBeTruthy();
 
     const second = await startGateway(home);
-    await until(() => runsOf(paths, "nightly").some((r) => r.state === "ok"), 20_000);
+    await until(async () => (await runsOf(paths, "nightly")).some((r) => r.state === "ok"), 20_000);
     await new Promise((r) => setTimeout(r, 500));
-    const runs = runsOf(paths, "nightly");
+    const runs = await runsOf(paths, "nightly");
     expect(runs).toHaveLength(1);
     const [run] = runs;
     expect([run?.occurrence, run?.state, run?.resumed, run?.session_id]).toEqual([

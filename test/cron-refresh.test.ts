@@ -35,7 +35,7 @@ describe("cron engine refresh", () => {
     await engine.runner.idle();
     // The claim after the change runs the new definition.
     expect(report.claimed.map((r) => r.job).sort()).toEqual(["a", "b"]);
-    expect(listRuns(t.store, "a")[0]?.reply).toContain("a, changed");
+    expect((await listRuns(t.store, "a"))[0]?.reply).toContain("a, changed");
     // A job removed elsewhere is forgotten on the next look.
     await t.jobs.remove("b");
     t.set(T0 + 4 * MIN + 1_000);
@@ -65,7 +65,7 @@ describe("cron engine refresh", () => {
     t.set(T0 + 2 * MIN + 1_000);
     expect((await second.tick()).claimed).toHaveLength(1);
     await second.runner.idle();
-    expect(listRuns(t.store, "shared").map((r) => [r.occurrence - T0, r.state])).toEqual([
+    expect((await listRuns(t.store, "shared")).map((r) => [r.occurrence - T0, r.state])).toEqual([
       [2 * MIN, "ok"],
       [MIN, "ok"],
     ]);

@@ -27,7 +27,7 @@ describe("cron after a restart", () => {
     await engine.runner.idle();
 
     // The newest occurrence (20 s ago) runs once as the catch-up, marked missed; the older one is skipped.
-    const runs = listRuns(t.store, "minutely");
+    const runs = await listRuns(t.store, "minutely");
     expect(runs.map((r) => [r.occurrence - T0, r.trigger, r.missed, r.state])).toEqual([
       [2 * MIN, "catch_up", true, "ok"],
       [1 * MIN, "schedule", false, "skipped"],
@@ -35,7 +35,7 @@ describe("cron after a restart", () => {
     expect(report.claimed.map((r) => r.missed)).toEqual([true]);
     // No lag was measured: nothing was due while the scheduler ran.
     expect(engine.stats().lag_ms).toEqual({ last: 0, max: 0, p99: 0, samples: 0 });
-    const component = cronComponent(t.store, restart + 1_000, engine.stats());
+    const component = await cronComponent(t.store, restart + 1_000, engine.stats());
     expect(component.status).toBe("ok");
     expect(component.detail).not.toMatch(/late/);
 
@@ -61,7 +61,7 @@ describe("cron after a restart", () => {
     engine.startOn(scheduler);
     const report = await engine.tick();
     expect(report.claimed).toHaveLength(0);
-    expect(listRuns(t.store, "strict").map((r) => [r.state, r.reason])).toEqual([
+    expect((await listRuns(t.store, "strict")).map((r) => [r.state, r.reason])).toEqual([
       ["skipped", "missed by 5 s; catch_up is off"],
     ]);
     expect(engine.stats().lag_ms.samples).toBe(0);
@@ -91,7 +91,7 @@ describe("cron after a restart", () => {
     await t.jobs.create("soon", { schedule: "in 2s", prompt: "once" });
     now = T0 + 5_000;
     t.set(now);
-    engine.changed();
+    await engine.changed();
     const report = await engine.tick();
     await engine.runner.idle();
     expect(report.claimed.map((r) => [r.trigger, r.missed])).toEqual([["schedule", false]]);

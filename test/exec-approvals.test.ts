@@ -43,7 +43,7 @@ describe("approvals for commands the exec policy holds back", () => {
     expect(said).toContain("not run");
     expect(said).toContain("denied at once");
     expect(said).toContain("tools.exec.allow");
-    const [record] = listApprovals(store, session);
+    const [record] = await listApprovals(store, session);
     expect(record).toMatchObject({
       status: "denied",
       command: `touch ${marker}`,
@@ -56,7 +56,7 @@ describe("approvals for commands the exec policy holds back", () => {
     sim.script([terminalCall("echo hello-there"), { type: "reply", text: "ok" }]);
     await agent.turn({ sessionId: session, text: "say it", cwd: project });
     expect(toolResults(sim)[0]).toContain("hello-there");
-    expect(listApprovals(store, session)).toEqual([]);
+    expect(await listApprovals(store, session)).toEqual([]);
   });
 
   it("with a channel, it waits on a pending record and runs once approved", async () => {
@@ -79,18 +79,18 @@ describe("approvals for commands the exec policy holds back", () => {
     const asked = events.find((e) => e.type === "approval_requested");
     if (asked?.type !== "approval_requested") throw new Error("no approval_requested event");
     // Committed before anyone was told, and nothing ran meanwhile.
-    expect(listApprovals(store, session)[0]).toMatchObject({
+    expect((await listApprovals(store, session))[0]).toMatchObject({
       approval_id: asked.approval_id,
       status: "pending",
       requested_by: CHANNEL.requestedBy,
     });
     expect(existsSync(marker)).toBe(false);
-    expect(agent.approvals.pending().map((r) => r.approval_id)).toEqual([asked.approval_id]);
+    expect((await agent.approvals.pending()).map((r) => r.approval_id)).toEqual([asked.approval_id]);
     await agent.approvals.decide(asked.approval_id, "approve", "the test");
     const result = await turn;
     expect(result.status).toBe("completed");
     expect(existsSync(marker)).toBe(true);
-    expect(listApprovals(store, session)[0]).toMatchObject({
+    expect((await listApprovals(store, session))[0]).toMatchObject({
       status: "approved",
       decision: "approve",
       decided_by: "the test",
@@ -131,7 +131,11 @@ describe("approvals for commands the exec policy holds back", () => {
     const stopped = await run(async () => stop.abort(new Error("stopped by the test")), stop);
     expect(stopped.status).toBe("interrupted");
     expect(existsSync(marker)).toBe(false);
-    expect(listApprovals(store, session).map((r) => r.status)).toEqual(["denied", "expired", "cancelled"]);
+    expect((await listApprovals(store, session)).map((r) => r.status)).toEqual([
+      "denied",
+      "expired",
+      "cancelled",
+    ]);
   });
 
   it("'session' lets the pattern run for the rest of the session; 'always' writes it to tools.exec.allow", async () => {
@@ -151,7 +155,7 @@ describe("approvals for commands the exec policy holds back", () => {
     };
     const first = turn("touch a");
     await waitUntil(() => askedIds.length === 1, 10_000, "the first approval request");
-    const pattern = agent.approvals.get(askedIds[0] ?? "")?.pattern ?? "";
+    const pattern = (await agent.approvals.get(askedIds[0] ?? ""))?.pattern ?? "";
     await agent.approvals.decide(askedIds[0] ?? "", "session", "the test");
     await first;
     // The same command again in this session: no new request.
@@ -177,7 +181,7 @@ describe("approvals for commands the exec policy holds back", () => {
     await again.turn({ sessionId: fresh, text: "go", cwd: project });
     expect(sim.requests()).toHaveLength(before + 2);
     expect(toolResults(sim).at(-1)).toContain('"exit_code":0');
-    expect(listApprovals(store, fresh)).toEqual([]);
+    expect(await listApprovals(store, fresh)).toEqual([]);
   });
 
   it("a pending record no turn waits on is committed as expired past its time; old decisions are pruned", async () => {
@@ -195,12 +199,12 @@ describe("approvals for commands the exec policy holds back", () => {
     });
     expect(await agent.approvals.expireDue()).toBe(0);
     await new Promise((r) => setTimeout(r, 1_100));
-    expect(agent.approvals.pending()).toEqual([]);
+    expect(await agent.approvals.pending()).toEqual([]);
     expect(await agent.approvals.expireDue()).toBe(1);
-    expect(agent.approvals.get(record.approval_id)).toMatchObject({ status: "expired" });
+    expect(await agent.approvals.get(record.approval_id)).toMatchObject({ status: "expired" });
     expect(await agent.approvals.prune(60_000)).toBe(0);
     await new Promise((r) => setTimeout(r, 10));
     expect(await agent.approvals.prune(5)).toBe(1);
-    expect(listApprovals(store, session)).toEqual([]);
+    expect(await listApprovals(store, session)).toEqual([]);
   });
 });

@@ -45,7 +45,7 @@ describe("model tenax honours the client's request", () => {
       { headers: { "x-session-id": sessionId } },
     );
     expect(systemOf(sent(app, 1))).toEqual([PROMPT]);
-    expect(JSON.stringify(app.store.getMessages(sessionId))).not.toContain("Answer in one word.");
+    expect(JSON.stringify(await app.store.getMessages(sessionId))).not.toContain("Answer in one word.");
   });
 
   it("with gateway.client_system: replace, the client's system text is sent instead of Tenax's", async () => {

@@ -93,8 +93,8 @@ async function killedMidTurn(paths: ProfilePaths, sim: Simulator) {
   await first.exited;
   const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   try {
-    const session = store.listSessions()[0]?.id ?? "";
-    return { session, turn: store.getTurns(session)[0]?.id ?? "" };
+    const session = (await store.listSessions())[0]?.id ?? "";
+    return { session, turn: (await store.getTurns(session))[0]?.id ?? "" };
   } finally {
     await releaseStore(store);
   }
@@ -244,8 +244,8 @@ describe("tenax gateway run: lifecycle", () => {
     expect(existsSync(paths.pid)).toBe(false);
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
     try {
-      const session = store.listSessions()[0]?.id ?? "";
-      expect(store.getTurns(session).map((t) => t.status)).toEqual(["interrupted"]);
+      const session = (await store.listSessions())[0]?.id ?? "";
+      expect((await store.getTurns(session)).map((t) => t.status)).toEqual(["interrupted"]);
     } finally {
       await releaseStore(store);
     }

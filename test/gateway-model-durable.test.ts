@@ -38,17 +38,17 @@ function heldSyncs() {
   };
 }
 
-async function until(what: string, check: () => boolean, ms = 5000): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
 
 /** The one session the store holds. */
-function sessionOf(gw: ModelGateway): string {
-  return gw.store.listSessions()[0]?.id ?? "";
+async function sessionOf(gw: ModelGateway): Promise<string> {
+  return (await gw.store.listSessions())[0]?.id ?? "";
 }
 
 /** Whether a promise has settled, without waiting for it. */
@@ -102,12 +102,15 @@ describe("the model-gateway mode and durable commits", () => {
         await new Promise((r) => setTimeout(r, 300));
         syncs.state.held = true;
         // The answer is committed (visible to reads), its sync held: the client does not have it.
-        await until("the answer's commit", () => gw.store.getMessages(sessionOf(gw)).length === 2);
+        await until(
+          "the answer's commit",
+          async () => (await gw.store.getMessages(await sessionOf(gw))).length === 2,
+        );
         expect(await settled(answer)).toBe(false);
         syncs.release();
         const { text, sessionId } = await answer;
         expect(text).toBe("echo: hello there");
-        expect(gw.store.getMessages(sessionId).map((m) => [m.role, m.content])).toEqual([
+        expect((await gw.store.getMessages(sessionId)).map((m) => [m.role, m.content])).toEqual([
           ["user", "hello there"],
           ["assistant", "echo: hello there"],
         ]);

@@ -121,11 +121,13 @@ describe("the model-gateway mode over the openai client", () => {
       { role: "tool", content: '{"sky":"clear"}', tool_call_id: "call_w1" },
     ]);
 
-    const session = gw.store.getSession(sessionId ?? "");
+    const session = await gw.store.getSession(sessionId ?? "");
     expect(session).toMatchObject({ source: "gateway-model", model: "main/echo" });
-    const stored = gw.store
-      .getMessages(sessionId ?? "")
-      .map((m) => [m.role, m.content, m.tool_call_id ?? null]);
+    const stored = (await gw.store.getMessages(sessionId ?? "")).map((m) => [
+      m.role,
+      m.content,
+      m.tool_call_id ?? null,
+    ]);
     expect(stored).toEqual([
       ["system", "You are terse.", null],
       ["user", "Weather in Paris?", null],
@@ -202,7 +204,7 @@ describe("the model-gateway mode over the openai client", () => {
       .withResponse();
     expect(answer.data.choices[0]?.message.content).toBe("A single pixel.");
     expect(gw.bodies(gw.main)[0]?.messages).toEqual([{ role: "user", content }]);
-    const stored = gw.store.getMessages(answer.response.headers.get("x-session-id") ?? "");
+    const stored = await gw.store.getMessages(answer.response.headers.get("x-session-id") ?? "");
     // Stored as parts, in the shape the client sent them.
     expect(JSON.parse(String(stored[0]?.content))).toEqual(content);
   });

@@ -118,7 +118,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
     // The second turn saw the first: the session holds it.
     expect(sentText(app, 1)).toContain("the word is pineapple");
     expect(sentText(app, 1)).toContain("echo: the word is pineapple");
-    const users = app.store.getMessages(sessionId ?? "").filter((m) => m.role === "user");
+    const users = (await app.store.getMessages(sessionId ?? "")).filter((m) => m.role === "user");
     expect(users.map((m) => m.content)).toEqual(["the word is pineapple", "what was the word?"]);
 
     // Streamed, the chain goes on the same way.
@@ -264,11 +264,11 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
       got += new TextDecoder().decode((await reader?.read())?.value);
     const id = /"id":"(resp_[^"]+)"/.exec(got)?.[1] ?? "";
     controller.abort();
-    await until(() => app.store.getTurns(sessionId)[0]?.status === "interrupted");
+    await until(async () => (await app.store.getTurns(sessionId))[0]?.status === "interrupted");
     await until(() => app.sim.requests()[0]?.ended === "client_closed");
     // Kept as failed, saying why.
-    await until(() => app.store.getResponse(id) !== null);
-    expect(app.store.getResponse(id)).toMatchObject({
+    await until(async () => (await app.store.getResponse(id)) !== null);
+    expect(await app.store.getResponse(id)).toMatchObject({
       status: "failed",
       response: { error: { code: "client_closed" } },
     });
@@ -285,8 +285,8 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
     waiting.abort();
     expect(await plain).toBeInstanceOf(Error);
     await until(() => app.sim.requests()[1]?.ended === "client_closed");
-    const session = app.store.listSessions().find((s) => s.id !== sessionId)?.id ?? "";
-    await until(() => app.store.getTurns(session)[0]?.status === "interrupted");
+    const session = (await app.store.listSessions()).find((s) => s.id !== sessionId)?.id ?? "";
+    await until(async () => (await app.store.getTurns(session))[0]?.status === "interrupted");
   });
 });
 

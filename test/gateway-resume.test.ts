@@ -46,9 +46,9 @@ async function killedMidTurn(sim: Simulator, paths: ProfilePaths, home: string) 
   send(first, "a long question");
   await until(() => sim.requests().length === 1);
   await kill9(first);
-  return withStore(paths, (store) => {
-    const session = store.listSessions()[0]?.id ?? "";
-    return { session, turn: store.getTurns(session)[0]?.id ?? "" };
+  return withStore(paths, async (store) => {
+    const session = (await store.listSessions())[0]?.id ?? "";
+    return { session, turn: (await store.getTurns(session))[0]?.id ?? "" };
   });
 }
 
@@ -83,12 +83,12 @@ describe("tenax gateway run: resume after a crash", () => {
       }
     });
     await kill9(first);
-    const before = await withStore(paths, (store) => {
-      const [session] = store.listSessions();
+    const before = await withStore(paths, async (store) => {
+      const [session] = await store.listSessions();
       return {
         session: session?.id ?? "",
-        uids: store.getMessages(session?.id ?? "").map((m) => m.uid),
-        turn: store.getTurns(session?.id ?? "")[0],
+        uids: (await store.getMessages(session?.id ?? "")).map((m) => m.uid),
+        turn: (await store.getTurns(session?.id ?? ""))[0],
       };
     });
     expect(before.uids).toHaveLength(2); // the question and the call
@@ -111,12 +111,12 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(resumedRequests(sim)).toHaveLength(1);
     // The terminal call was in flight: it was not run again, so the log has one line.
     expect(readFileSync(log, "utf8")).toBe("ran\n");
-    await withStore(paths, (store) => {
-      const messages = store.getMessages(before.session);
+    await withStore(paths, async (store) => {
+      const messages = await store.getMessages(before.session);
       expect(messages.slice(0, before.uids.length).map((m) => m.uid)).toEqual(before.uids);
       expect(messages.find((m) => m.role === "tool")?.content).toMatch(/not run again/);
       expect(messages.at(-1)).toMatchObject({ role: "assistant", content: "resumed and done" });
-      expect(store.getTurns(before.session)).toMatchObject([
+      expect(await store.getTurns(before.session)).toMatchObject([
         { id: before.turn?.id, status: "completed", interrupt_count: 1 },
       ]);
     });
@@ -140,7 +140,7 @@ describe("tenax gateway run: resume after a crash", () => {
     }
     expect(resumedRequests(sim)).toHaveLength(2);
     const fourth = await startGateway(home);
-    const session = await withStore(paths, (store) => store.listSessions()[0]?.id ?? "");
+    const session = await withStore(paths, async (store) => (await store.listSessions())[0]?.id ?? "");
     await untilAsync(async () => (await sessionRunning(fourth, session)) === false);
     expect(`${fourth.stdout()}${fourth.stderr()}`).toMatch(
       /interrupted 3 times .* is suspended, not resumed again/,
@@ -160,12 +160,14 @@ describe("tenax gateway run: resume after a crash", () => {
     });
     expect(reply.status).toBe(200);
     await kill9(fourth);
-    await withStore(paths, (store) => {
-      const turns = store.getTurns(session);
+    await withStore(paths, async (store) => {
+      const turns = await store.getTurns(session);
       expect(turns[0]).toMatchObject({ status: "suspended", interrupt_count: 3 });
       expect(turns[1]).toMatchObject({ status: "completed", interrupt_count: 0 });
       expect(
-        store.getMessages(session).some((m) => /^turn suspended: interrupted 3 times/.test(m.content ?? "")),
+        (await store.getMessages(session)).some((m) =>
+          /^turn suspended: interrupted 3 times/.test(m.content ?? ""),
+        ),
       ).toBe(true);
     });
   });
@@ -184,9 +186,9 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(`${second.stdout()}${second.stderr()}`).toMatch(
       /1 interrupted turn\(s\) can be continued by sending a new message in their session \(gateway.auto_resume is off\)/,
     );
-    await withStore(paths, (store) => {
-      const [session] = store.listSessions();
-      expect(store.getTurns(session?.id ?? "")).toMatchObject([
+    await withStore(paths, async (store) => {
+      const [session] = await store.listSessions();
+      expect(await store.getTurns(session?.id ?? "")).toMatchObject([
         { status: "interrupted", interrupt_count: 1 },
       ]);
     });
@@ -207,8 +209,8 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(chat.stderr).toContain(
       `turn ${turn} of session ${session} was left running by a process that stopped`,
     );
-    await withStore(paths, (store) => {
-      expect(store.getTurns(session)).toMatchObject([
+    await withStore(paths, async (store) => {
+      expect(await store.getTurns(session)).toMatchObject([
         { id: turn, status: "interrupted", interrupt_count: 1 },
       ]);
     });
@@ -222,9 +224,11 @@ describe("tenax gateway run: resume after a crash", () => {
     expect(output).toMatch(new RegExp(`turn ${turn} of session ${session} was interrupted .* is resumed`));
     await kill9(second);
     expect(sim.requests()).toHaveLength(3);
-    await withStore(paths, (store) => {
-      expect(store.getTurns(session)).toMatchObject([{ id: turn, status: "completed", interrupt_count: 1 }]);
-      expect(store.getMessages(session).at(-1)).toMatchObject({
+    await withStore(paths, async (store) => {
+      expect(await store.getTurns(session)).toMatchObject([
+        { id: turn, status: "completed", interrupt_count: 1 },
+      ]);
+      expect((await store.getMessages(session)).at(-1)).toMatchObject({
         role: "assistant",
         content: "resumed after chat",
       });
@@ -252,12 +256,12 @@ describe("tenax gateway run: resume after a crash", () => {
     await new Promise((r) => setTimeout(r, 300));
     await kill9(second);
     expect(sim.requests()).toHaveLength(2);
-    await withStore(paths, (store) => {
-      expect(store.getTurns(session).map((t) => [t.id === turn, t.status])).toEqual([
+    await withStore(paths, async (store) => {
+      expect((await store.getTurns(session)).map((t) => [t.id === turn, t.status])).toEqual([
         [true, "interrupted"],
         [false, "completed"],
       ]);
-      expect(store.getMessages(session).at(-1)).toMatchObject({
+      expect((await store.getMessages(session)).at(-1)).toMatchObject({
         role: "assistant",
         content: "went on in chat",
       });
@@ -279,9 +283,14 @@ describe("tenax gateway run: resume after a crash", () => {
     await until(() => sim.requests().length === 1, 10_000);
     await untilAsync(async () => (await sessionRunning(gateway, session)) === false);
     await kill9(gateway);
-    await withStore(paths, (store) => {
-      expect(store.getTurns(session)).toMatchObject([{ id: turn, status: "completed", interrupt_count: 1 }]);
-      expect(store.getMessages(session).at(-1)).toMatchObject({ role: "assistant", content: "picked up" });
+    await withStore(paths, async (store) => {
+      expect(await store.getTurns(session)).toMatchObject([
+        { id: turn, status: "completed", interrupt_count: 1 },
+      ]);
+      expect((await store.getMessages(session)).at(-1)).toMatchObject({
+        role: "assistant",
+        content: "picked up",
+      });
     });
   });
 });

@@ -48,17 +48,17 @@ const ECHO = `echo: ${PROMPT}`;
 
 /** The one session the call made, its assistant messages, and its Response as GET shows it. */
 async function stored(served: Served, client: StreamClient, outcome: StreamOutcome) {
-  const sessions = served.store.listSessions();
+  const sessions = await served.store.listSessions();
   expect(sessions).toHaveLength(1);
   const id = sessions[0]?.id ?? "";
-  const messages = served.store.getMessages(id);
+  const messages = await served.store.getMessages(id);
   const assistant = messages.filter((m) => m.role === "assistant");
   const response = isResponses(client)
     ? await new OpenAI({ baseURL: `${served.url}/v1`, apiKey: served.key, maxRetries: 0 }).responses.retrieve(
-        outcome.responseId ?? served.store.latestResponseId(id) ?? "",
+        outcome.responseId ?? (await served.store.latestResponseId(id)) ?? "",
       )
     : null;
-  return { id, messages, assistant, response, turns: served.store.getTurns(id) };
+  return { id, messages, assistant, response, turns: await served.store.getTurns(id) };
 }
 
 async function run(served: Served, client: StreamClient, model: string, script: SimStep[], tools = false) {

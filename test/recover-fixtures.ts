@@ -81,7 +81,7 @@ export async function buildStore(
   }
   // uids are generated inside the store; read them back once.
   const uids = new Map<number, string>();
-  for (const s of written.sessions) for (const m of store.getMessages(s)) uids.set(m.id, m.uid);
+  for (const s of written.sessions) for (const m of await store.getMessages(s)) uids.set(m.id, m.uid);
   for (const m of written.messages) m.uid = uids.get(m.id) ?? "";
   return { store, written };
 }

@@ -140,7 +140,7 @@ describe("restore refuses", () => {
     const forced = await restoreStore({ paths, from: output, force: true });
     expect(forced.restored_to).toBe(paths.state);
     const back = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-    expect(back.listSessions().length).toBe(2);
+    expect((await back.listSessions()).length).toBe(2);
     await releaseStore(back);
   });
 });

@@ -96,11 +96,17 @@ describe("recover --output and restore with a spool", () => {
     try {
       expect((await back.checkIntegrity("full")).status).toBe("ok");
       const all = new Set(
-        back.listSessions({ limit: 100 }).flatMap((s) => back.getMessages(s.id).map((m) => m.uid)),
+        (
+          await Promise.all(
+            (
+              await back.listSessions({ limit: 100 })
+            ).map(async (s) => (await back.getMessages(s.id)).map((m) => m.uid)),
+          )
+        ).flat(),
       );
       for (const uid of [...acked, late]) expect(all.has(uid)).toBe(true);
       expect(all.size).toBe(written.messages.length - lost.size + acked.length + 1);
-      expect(back.getSession("s_new_during_outage")?.source).toBe("recovered");
+      expect((await back.getSession("s_new_during_outage"))?.source).toBe("recovered");
       const after = await back.appendMessage({
         session_id: s1 ?? "",
         role: "user",
@@ -108,8 +114,8 @@ describe("recover --output and restore with a spool", () => {
       });
       expect(after.duplicate).toBe(false);
       back.index.flush();
-      expect(back.search("zebra").hits.map((h) => h.message.content)).toEqual(["zebra works again"]);
-      expect(back.search("orphan").hits).toHaveLength(1);
+      expect((await back.search("zebra")).hits.map((h) => h.message.content)).toEqual(["zebra works again"]);
+      expect((await back.search("orphan")).hits).toHaveLength(1);
     } finally {
       await releaseStore(back);
     }

@@ -69,7 +69,7 @@ describe("a full disk", () => {
     expect(store.health()).toMatchObject({ writable: true, corrupt: null });
     await releaseStore(store);
     const reader = openReader(paths);
-    const messages = reader.getMessages(session);
+    const messages = await reader.getMessages(session);
     reader.close();
     // Every acknowledged message is there, in order, and the refused one left no trace.
     expect(messages.map((m) => String(m.seq))).toEqual([...acked, String(acked.length + 1)]);

@@ -74,8 +74,8 @@ describe("several processes on one store", () => {
     );
     const reader = openReader(paths);
     const uids = new Set<string>();
-    for (const session of reader.listSessions({ limit: 100 })) {
-      const messages = reader.getMessages(session.id);
+    for (const session of await reader.listSessions({ limit: 100 })) {
+      const messages = await reader.getMessages(session.id);
       expect(messages.map((m) => m.seq)).toEqual(messages.map((_, i) => i + 1));
       for (const m of messages) uids.add(m.uid);
     }
@@ -106,9 +106,9 @@ describe("several processes on one store", () => {
       // After each round of kills, the store opens normally (WAL recovery) and holds every ack.
       const reader = openReader(paths);
       const present = new Set<string>();
-      for (const s of reader.listSessions({ limit: 1000 }))
-        for (const m of reader.getMessages(s.id)) present.add(m.uid);
-      const shared = reader.getMessages("s_shared").map((m) => m.seq);
+      for (const s of await reader.listSessions({ limit: 1000 }))
+        for (const m of await reader.getMessages(s.id)) present.add(m.uid);
+      const shared = (await reader.getMessages("s_shared")).map((m) => m.seq);
       expect(shared).toEqual(shared.map((_, i) => i + 1));
       reader.close();
       const missing = acked.filter((uid) => !present.has(uid));

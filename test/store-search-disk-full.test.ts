@@ -62,7 +62,7 @@ function words(n: number): string {
 }
 
 /** Hits through a reader of its own, which never writes or flushes anything. */
-function readerHits(paths: ProfilePaths, word: string, searchPath = paths.search): number {
+async function readerHits(paths: ProfilePaths, word: string, searchPath = paths.search): Promise<number> {
   const reader = new StoreReader({
     path: paths.state,
     searchPath,
@@ -70,7 +70,7 @@ function readerHits(paths: ProfilePaths, word: string, searchPath = paths.search
     profile: paths.name,
   });
   try {
-    return reader.search(word, { limit: 100_000 }).hits.length;
+    return (await reader.search(word, { limit: 100_000 })).hits.length;
   } finally {
     reader.close();
   }
@@ -98,7 +98,7 @@ describe("the full-text index on a full disk", () => {
     for (let i = 0; i < 20; i++)
       await store.appendMessage({ session_id: session, role: "user", content: `alpha ${i}` });
     store.index.flush();
-    expect(readerHits(paths, "alpha")).toBe(20);
+    expect(await readerHits(paths, "alpha")).toBe(20);
     await ballast(store, paths.state);
 
     const fillers = fill(mountPoint);
@@ -112,7 +112,7 @@ describe("the full-text index on a full disk", () => {
     expect(existsSync(paths.search)).toBe(true);
     expect(statSync(paths.search).size).toBeGreaterThan(0);
     expect(existsSync(`${paths.search}.damaged`)).toBe(false);
-    expect(readerHits(paths, "alpha")).toBe(20);
+    expect(await readerHits(paths, "alpha")).toBe(20);
     // The CLI's readers work and name nothing wrong with state.db.
     const list = tenax(home, ["sessions", "list", "--json"]);
     expect(list.status).toBe(0);
@@ -124,7 +124,7 @@ describe("the full-text index on a full disk", () => {
     // Space returns: the waiting messages are indexed without anyone asking.
     freeDisk(fillers);
     await until(() => store.health().search.status === "ok");
-    await until(() => readerHits(paths, "bravo") === acked);
+    await until(async () => (await readerHits(paths, "bravo")) === acked);
     expect(acked).toBeGreaterThan(0);
     expect(events.some((e) => e.type === "search.resumed")).toBe(true);
   });
@@ -144,7 +144,7 @@ describe("the full-text index on a full disk", () => {
       await store.appendMessage({ session_id: gone, role: "user", content: `alpha gone ${i}` });
     }
     store.index.flush();
-    expect(readerHits(paths, "alpha", searchPath)).toBe(40);
+    expect(await readerHits(paths, "alpha", searchPath)).toBe(40);
 
     // The index's disk fills: indexing pauses; state.db (on its own disk) takes more meanwhile,
     // a deletion too, which must leave the index as well.
@@ -168,8 +168,8 @@ describe("the full-text index on a full disk", () => {
     await until(() => store.health().search.status === "ok" && store.health().search.pending === 0, 40_000);
     await until(() => events.some((e) => e.type === "search.resumed"));
     expect(events.filter((e) => e.type === "search.resumed").map((e) => e.pending)).toEqual([0]);
-    expect(readerHits(paths, "bravo", searchPath)).toBe(acked);
-    expect(readerHits(paths, "alpha", searchPath)).toBe(20);
+    expect(await readerHits(paths, "bravo", searchPath)).toBe(acked);
+    expect(await readerHits(paths, "alpha", searchPath)).toBe(20);
     expect(store.index.index.count()).toBe(20 + acked);
   });
 
@@ -221,7 +221,7 @@ describe("the full-text index on a full disk", () => {
     // Between slices the loop ran other work and health said ok with entries still waiting.
     expect(seen.filter((s) => s.status === "ok" && s.pending > 0).length).toBeGreaterThan(1);
     expect(longest).toBeLessThan(SLICE_BOUND_MS);
-    expect(readerHits(paths, "charlie", searchPath)).toBe(waiting);
+    expect(await readerHits(paths, "charlie", searchPath)).toBe(waiting);
   });
 
   it("a damaged index whose rebuild meets a full disk keeps its file, and is rebuilt in place by itself later", async () => {
@@ -265,14 +265,16 @@ describe("the full-text index on a full disk", () => {
     expect(list.status).toBe(0);
     const reader = openReader(paths);
     try {
-      expect(() => reader.search("charlie")).toThrow(/search is (degraded|unavailable|being rebuilt)/);
+      await expect(reader.search("charlie")).rejects.toThrow(
+        /search is (degraded|unavailable|being rebuilt)/,
+      );
     } finally {
       reader.close();
     }
 
     freeDisk(fillers);
     await until(() => store.health().search.status === "ok", 40_000);
-    expect(readerHits(paths, "charlie")).toBe(200);
+    expect(await readerHits(paths, "charlie")).toBe(200);
     // The damaged file was kept once for inspection, as it was found.
     expect(statSync(`${paths.search}.damaged`).size).toBe(before);
   });

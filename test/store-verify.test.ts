@@ -139,7 +139,7 @@ describe("the store's continuous verification", () => {
     expect(acknowledged).toBeGreaterThan(20);
     expect(events.filter((e) => e.type === "store.corrupt")).toHaveLength(1);
 
-    const health = observed.routes.health();
+    const health = await observed.routes.health();
     expect(health.status).toBe(503);
     expect(health.body.components.store).toMatchObject({
       status: "down",
@@ -304,6 +304,6 @@ describe("the store's continuous verification", () => {
     expect(store.health().corrupt).toBeNull();
     expect(writes).toBeGreaterThan(100);
     expect(checkpoints).toBeGreaterThan(50);
-    expect(store.getMessages(old[0] as string)).toHaveLength(25);
+    expect(await store.getMessages(old[0] as string)).toHaveLength(25);
   }, 60_000);
 });

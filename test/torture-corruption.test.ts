@@ -160,7 +160,13 @@ async function storedUids(paths: ProfilePaths): Promise<Set<string>> {
   try {
     expect((await store.checkIntegrity("full")).status).toBe("ok");
     return new Set(
-      store.listSessions({ limit: 1000 }).flatMap((s) => store.getMessages(s.id).map((m) => m.uid)),
+      (
+        await Promise.all(
+          (
+            await store.listSessions({ limit: 1000 })
+          ).map(async (s) => (await store.getMessages(s.id)).map((m) => m.uid)),
+        )
+      ).flat(),
     );
   } finally {
     await releaseStore(store);
@@ -207,7 +213,9 @@ describe("torture: corruption matrix", () => {
         const done = await rebuilt;
         row.detected = `search degraded, rebuilt (${done.type === "search.rebuilt" ? done.messages : 0} msgs)`;
         expect(store.health()).toMatchObject({ writable: true, corrupt: null, search: { status: "ok" } });
-        expect(store.search("zebra").hits.map((h) => h.message.content)).toEqual(["zebra after damage"]);
+        expect((await store.search("zebra")).hits.map((h) => h.message.content)).toEqual([
+          "zebra after damage",
+        ]);
         await releaseStore(store);
       } else {
         const spooled: string[] = [];

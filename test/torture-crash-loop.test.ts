@@ -173,11 +173,14 @@ async function settled(paths: ProfilePaths, gateway: GatewayProcess, ms = 60_000
   while (quiet < 2) {
     if (Date.now() > deadline) {
       const reader = openReader(paths);
-      const stuck = reader
-        .listRecords<{ status: string; turn_id: string | null }>("run")
-        .filter((r) => r.value.status === "running");
-      const detail = stuck.map(
-        (r) => `${JSON.stringify(r.value)} turns ${JSON.stringify(reader.getTurns(r.session_id ?? ""))}`,
+      const stuck = (await reader.listRecords<{ status: string; turn_id: string | null }>("run")).filter(
+        (r) => r.value.status === "running",
+      );
+      const detail = await Promise.all(
+        stuck.map(
+          async (r) =>
+            `${JSON.stringify(r.value)} turns ${JSON.stringify(await reader.getTurns(r.session_id ?? ""))}`,
+        ),
       );
       reader.close();
       throw new Error(`the gateway did not settle: turns still running ${detail.join("\n")}`);
@@ -185,8 +188,9 @@ async function settled(paths: ProfilePaths, gateway: GatewayProcess, ms = 60_000
     await new Promise((r) => setTimeout(r, 200));
     const reader = openReader(paths);
     const running =
-      reader.runningTurns().length +
-      reader.listRecords<{ status: string }>("run").filter((r) => r.value.status === "running").length;
+      (await reader.runningTurns()).length +
+      (await reader.listRecords<{ status: string }>("run")).filter((r) => r.value.status === "running")
+        .length;
     reader.close();
     const listed = (await (await gateway.fetch("/api/sessions?limit=1000")).json()) as {
       data: { running: boolean }[];
@@ -196,12 +200,16 @@ async function settled(paths: ProfilePaths, gateway: GatewayProcess, ms = 60_000
 }
 
 /** Every acknowledged chat turn: its question and its reply, in the order acknowledged. */
-function expectAcknowledged(reader: StoreReader, acked: AckedTurn[], runs: AckedRun[]): number {
+async function expectAcknowledged(
+  reader: StoreReader,
+  acked: AckedTurn[],
+  runs: AckedRun[],
+): Promise<number> {
   const bySession = new Map<string, AckedTurn[]>();
   for (const a of acked) bySession.set(a.sessionId, [...(bySession.get(a.sessionId) ?? []), a]);
   let checked = 0;
   for (const [sessionId, turns] of bySession) {
-    const messages = reader.getMessages(sessionId);
+    const messages = await reader.getMessages(sessionId);
     let lastSeq = -1;
     for (const turn of turns) {
       const question = messages.filter((m) => m.role === "user" && m.content === turn.text);
@@ -210,7 +218,7 @@ function expectAcknowledged(reader: StoreReader, acked: AckedTurn[], runs: Acked
       expect(q?.seq ?? -1, `${turn.text} is in order`).toBeGreaterThan(lastSeq);
       lastSeq = q?.seq ?? -1;
       expect(q?.turn_id, `${turn.text} is in the turn that answered it`).toBe(turn.turn.id);
-      const stored = reader.getTurns(sessionId).find((t) => t.id === turn.turn.id);
+      const stored = (await reader.getTurns(sessionId)).find((t) => t.id === turn.turn.id);
       expect(stored?.status, `the turn of ${turn.text}`).toBe(turn.turn.status);
       // A turn halted by a guardrail answers with what it had; a completed one with its final reply.
       const reply = messages.filter((m) => m.turn_id === q?.turn_id && isFinalReply(m));
@@ -223,16 +231,16 @@ function expectAcknowledged(reader: StoreReader, acked: AckedTurn[], runs: Acked
     }
   }
   for (const run of runs) {
-    const record = reader.getRecord<{ status: string; turn_id: string | null; reply: string }>(
+    const record = await reader.getRecord<{ status: string; turn_id: string | null; reply: string }>(
       "run",
       run.runId,
     );
     expect(record, `run ${run.runId} is stored`).not.toBeNull();
     expect(record?.status, `run ${run.runId} is settled`).not.toBe("running");
     if (record?.status === "completed" && record.turn_id !== null) {
-      const replies = reader
-        .getMessages(run.sessionId)
-        .filter((m) => m.turn_id === record.turn_id && isFinalReply(m));
+      const replies = (await reader.getMessages(run.sessionId)).filter(
+        (m) => m.turn_id === record.turn_id && isFinalReply(m),
+      );
       expect(replies.map((m) => m.content)).toEqual([record.reply]);
     }
     checked++;
@@ -251,7 +259,10 @@ function tokenOf(m: { role: string; content: unknown }): string | null {
  * many resume notes follow it) was completed at most once, and never for more resumptions than
  * the store counts interruptions.
  */
-function expectAnsweredOnce(sim: Simulator, reader: StoreReader): { answers: number; resumed: number } {
+async function expectAnsweredOnce(
+  sim: Simulator,
+  reader: StoreReader,
+): Promise<{ answers: number; resumed: number }> {
   const finals = new Map<string, number>();
   const generations = new Map<string, number>();
   for (const r of sim.requests()) {
@@ -272,9 +283,9 @@ function expectAnsweredOnce(sim: Simulator, reader: StoreReader): { answers: num
   const twice = [...finals].filter(([, n]) => n > 1).map(([id]) => id);
   expect(twice, "final answers asked for twice in one resumption").toEqual([]);
   const interrupts = new Map<string, number>();
-  for (const s of reader.listSessions({ limit: 10_000 })) {
-    const turns = new Map(reader.getTurns(s.id).map((t) => [t.id, t.interrupt_count]));
-    for (const m of reader.getMessages(s.id)) {
+  for (const s of await reader.listSessions({ limit: 10_000 })) {
+    const turns = new Map((await reader.getTurns(s.id)).map((t) => [t.id, t.interrupt_count]));
+    for (const m of await reader.getMessages(s.id)) {
       const token = tokenOf(m);
       if (token !== null) interrupts.set(token, turns.get(m.turn_id ?? "") ?? 0);
     }
@@ -333,8 +344,8 @@ describe("torture: crash loop", () => {
       await settled(paths, gateway);
       const reader = openReader(paths);
       try {
-        expectConsistent(reader);
-        checked = expectAcknowledged(reader, acked, runs);
+        await expectConsistent(reader);
+        checked = await expectAcknowledged(reader, acked, runs);
       } finally {
         reader.close();
       }
@@ -350,11 +361,11 @@ describe("torture: crash loop", () => {
     await gateway.exited;
 
     const reader = openReader(paths);
-    let figures: ReturnType<typeof expectConsistent>;
-    let answered: ReturnType<typeof expectAnsweredOnce>;
+    let figures: Awaited<ReturnType<typeof expectConsistent>>;
+    let answered: Awaited<ReturnType<typeof expectAnsweredOnce>>;
     try {
-      figures = expectConsistent(reader);
-      answered = expectAnsweredOnce(sim, reader);
+      figures = await expectConsistent(reader);
+      answered = await expectAnsweredOnce(sim, reader);
     } finally {
       reader.close();
     }

@@ -84,13 +84,12 @@ describe("torture: load", () => {
       expect(await gateway.exited).toBe(0);
       const reader = openReader(paths);
       try {
-        const figures = expectConsistent(reader);
+        const figures = await expectConsistent(reader);
         expect(figures.sessions).toBe(CLIENTS);
         expect(figures.turns.every((t) => t.status === "completed" && t.interrupt_count === 0)).toBe(true);
         expect(figures.turns).toHaveLength(turns);
         for (const { id, acked } of sessions.values()) {
-          const spoken = reader
-            .getMessages(id)
+          const spoken = (await reader.getMessages(id))
             .filter((m) => m.role === "user" || isFinalReply(m))
             .map((m) => m.content);
           expect(spoken).toEqual(acked.flatMap((a) => [a.text, a.reply]));

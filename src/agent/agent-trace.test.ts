@@ -56,10 +56,10 @@ async function rig() {
       { session_id: sessionId, role: "assistant", content: filler(`answer ${k}`) },
     ]);
   }
-  const input = (reason: "threshold" | "manual") => ({
+  const input = async (reason: "threshold" | "manual") => ({
     sessionId,
     turnId: null,
-    transcript: store.getMessages(sessionId),
+    transcript: await store.getMessages(sessionId),
     compaction: null,
     system: null,
     window: WINDOW,
@@ -75,10 +75,9 @@ describe("compression spans", () => {
     const r = await rig();
     const traces = recordTraces();
     r.sim.script([{ type: "reply", text: "The user asked eight questions about lorem ipsum." }]);
+    const input = await r.input("threshold");
     const turn = startSpan("turn");
-    const made = await withSpan(turn, () =>
-      r.compressor.compress(r.input("threshold"), newTurnCompressionState()),
-    );
+    const made = await withSpan(turn, () => r.compressor.compress(input, newTurnCompressionState()));
     expect(made).not.toBeNull();
     const [pass] = traces.named("tenax.compress");
     expect(pass?.parent).toBe(turn);
@@ -103,7 +102,7 @@ describe("compression spans", () => {
     const r = await rig();
     const traces = recordTraces();
     r.sim.script([{ type: "reply", text: "   " }]);
-    await r.compressor.compress(r.input("threshold"), newTurnCompressionState());
+    await r.compressor.compress(await r.input("threshold"), newTurnCompressionState());
     const [pass] = traces.named("tenax.compress");
     expect(pass).toMatchObject({ parent: null, error: "empty_summary", ended: true });
     expect(pass?.attributes["tenax.compression.outcome"]).toBe("failed");

@@ -18,7 +18,7 @@ import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { ApprovalBook } from "./approvals/approval-book.js";
 import { ExecGate } from "./approvals/exec-gate.js";
 import type { CompressionEvent } from "./compression.js";
@@ -62,7 +62,7 @@ const MAX_SUBAGENT_REPLY = 20_000;
 export interface AgentOptions {
   paths: ProfilePaths;
   config: TenaxConfig;
-  store: Store;
+  store: StorePort;
   deps?: Partial<Deps>;
   /** Checkpoints on for this process, whatever config says (`--checkpoints`). */
   checkpoints?: boolean;
@@ -228,7 +228,7 @@ export class Agent {
     return new Agent(options, runtime, deps, secrets, providerHealth, sandbox);
   }
 
-  get store(): Store {
+  get store(): StorePort {
     return this.options.store;
   }
 
@@ -343,8 +343,8 @@ export class Agent {
       {
         sessionId,
         turnId: null,
-        transcript: this.store.getMessages(sessionId),
-        compaction: this.store.getRecord<Compaction>(COMPACTION_KIND, sessionId),
+        transcript: await this.store.getMessages(sessionId),
+        compaction: await this.store.getRecord<Compaction>(COMPACTION_KIND, sessionId),
         system: this.turnDeps.system,
         window: this.runtime.router.limits(primary)?.context_window ?? 128_000,
         lastInputTokens: null,

@@ -29,17 +29,17 @@ export type CompressionPause = z.infer<typeof pauseSchema>;
 
 /** What reads records: the writer's Store or a read-only StoreReader (for `tenax status`). */
 export interface RecordSource {
-  getRecord<T = unknown>(kind: string, key: string): T | null;
+  getRecord<T = unknown>(kind: string, key: string): Promise<T | null>;
 }
 
 /** The summarizer's cooldown as stored; null when there is none or the record is unreadable. */
-export function readCooldown(source: RecordSource): CompressionCooldown | null {
-  const parsed = cooldownSchema.safeParse(source.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY));
+export async function readCooldown(source: RecordSource): Promise<CompressionCooldown | null> {
+  const parsed = cooldownSchema.safeParse(await source.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY));
   return parsed.success ? parsed.data : null;
 }
 
-export function readPause(source: RecordSource, sessionId: string): CompressionPause | null {
-  const parsed = pauseSchema.safeParse(source.getRecord(COMPRESSION_PAUSE_KIND, sessionId));
+export async function readPause(source: RecordSource, sessionId: string): Promise<CompressionPause | null> {
+  const parsed = pauseSchema.safeParse(await source.getRecord(COMPRESSION_PAUSE_KIND, sessionId));
   return parsed.success ? parsed.data : null;
 }
 

@@ -122,17 +122,17 @@ async function conversation(store: Store, exchanges: number, size = 20): Promise
   return sessionId;
 }
 
-function input(
+async function input(
   r: Rig,
   sessionId: string,
   reason: CompressionReason = "threshold",
   more: Partial<CompressionInput> = {},
-): CompressionInput {
+): Promise<CompressionInput> {
   return {
     sessionId,
     turnId: null,
-    transcript: r.store.getMessages(sessionId),
-    compaction: r.store.getRecord<Compaction>(COMPACTION_KIND, sessionId),
+    transcript: await r.store.getMessages(sessionId),
+    compaction: await r.store.getRecord<Compaction>(COMPACTION_KIND, sessionId),
     system: "You are Tenax.",
     window: WINDOW,
     lastInputTokens: null,
@@ -181,8 +181,8 @@ describe("compression of a long conversation", () => {
   it("keeps head and tail word for word, summarizes the middle, never splits a tool call from its result", async () => {
     const r = await rig();
     const sessionId = await conversation(r.store, 9);
-    const before = r.store.getMessages(sessionId);
-    const first = input(r, sessionId);
+    const before = await r.store.getMessages(sessionId);
+    const first = await input(r, sessionId);
     expect(r.compressor.needed(first)).toBe(true);
 
     r.sim.script([summaryReply("The user asked about notes 2 to 7; each was read and answered.")]);
@@ -214,7 +214,7 @@ describe("compression of a long conversation", () => {
     }
 
     // What the model sees next: head and tail verbatim, the summary between, tools paired.
-    const after = r.store.getMessages(sessionId);
+    const after = await r.store.getMessages(sessionId);
     const history = buildHistory(after, { system: "You are Tenax.", compaction });
     expectPairedTools(history, after, compaction);
     const sent = history.map((m) => m.content ?? "").join("\n");
@@ -228,7 +228,7 @@ describe("compression of a long conversation", () => {
     }
 
     // Persisted: the record, one marker saying what was compressed; every original still stored.
-    expect(r.store.getRecord(COMPACTION_KIND, sessionId)).toEqual(compaction);
+    expect(await r.store.getRecord(COMPACTION_KIND, sessionId)).toEqual(compaction);
     const [marker] = markers(after);
     expect(markers(after)).toHaveLength(1);
     expect(marker?.content).toMatch(
@@ -243,7 +243,7 @@ describe("compression of a long conversation", () => {
     if (done?.type !== "compression_done") throw new Error("no done event");
     expect(done.tokens_after).toBeLessThan(done.tokens_before / 2);
     expect(done.paused_until).toBeNull();
-    expect(r.compressor.needed({ ...input(r, sessionId), compaction })).toBe(false);
+    expect(r.compressor.needed({ ...(await input(r, sessionId)), compaction })).toBe(false);
   });
 
   it("cuts a long last turn only at an assistant message whose tool calls are all answered", async () => {
@@ -269,10 +269,10 @@ describe("compression of a long conversation", () => {
       ]);
     }
     r.sim.script([summaryReply("Earlier rounds listed files.")]);
-    const compaction = await r.compressor.compress(input(r, sessionId), newTurnCompressionState());
+    const compaction = await r.compressor.compress(await input(r, sessionId), newTurnCompressionState());
     expect(compaction).not.toBeNull();
     if (!compaction) return;
-    const transcript = r.store.getMessages(sessionId);
+    const transcript = await r.store.getMessages(sessionId);
     const tailStart = transcript.find((m) => m.seq > compaction.middle_until_seq && m.role !== MARKER_ROLE);
     expect(tailStart?.role).toBe("assistant");
     expect(tailStart?.content).toMatch(/^round \d+/);
@@ -291,18 +291,18 @@ describe("compression of a long conversation", () => {
     const r = await rig();
     const sessionId = await conversation(r.store, 6);
     r.sim.script([summaryReply("SUMMARY-ONE: notes 2 to 5 were read.")]);
-    const one = await r.compressor.compress(input(r, sessionId), newTurnCompressionState());
+    const one = await r.compressor.compress(await input(r, sessionId), newTurnCompressionState());
     expect(one?.summary).toContain("SUMMARY-ONE");
     for (let k = 7; k <= 10; k++) await exchange(r.store, sessionId, k);
 
     r.sim.script([summaryReply("SUMMARY-TWO: notes 2 to 9 were read.")]);
-    const two = await r.compressor.compress(input(r, sessionId), newTurnCompressionState());
+    const two = await r.compressor.compress(await input(r, sessionId), newTurnCompressionState());
     if (!one || !two) throw new Error("expected two compactions");
     expect(two.head_until_seq).toBe(one.head_until_seq);
     expect(two.middle_until_seq).toBeGreaterThan(one.middle_until_seq);
     const prompt = summarizerPrompt(r.sim, 1);
     expect(prompt).toContain("SUMMARY-ONE");
-    const transcript = r.store.getMessages(sessionId);
+    const transcript = await r.store.getMessages(sessionId);
     const between = (m: MessageView, low: number, high: number) =>
       m.role !== MARKER_ROLE && m.content !== null && m.seq > low && m.seq <= high;
     const oldMiddle = transcript.filter((m) => between(m, one.head_until_seq, one.middle_until_seq));
@@ -329,21 +329,21 @@ describe("summarizer failures", () => {
     const start = r.deps.clock.now();
 
     r.sim.script([fail500]);
-    expect(await r.compressor.compress(input(r, sessionId), newTurnCompressionState())).toBeNull();
+    expect(await r.compressor.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(1);
-    expect(readCooldown(r.store)).toMatchObject({ failures: 1, cooldown_until: start + 60_000 });
+    expect(await readCooldown(r.store)).toMatchObject({ failures: 1, cooldown_until: start + 60_000 });
     const failed = r.events.find((e) => e.type === "compression_failed");
     expect(failed).toMatchObject({ why: "summarizer_failed", failures: 1, cooldown_until: start + 60_000 });
     // Still fits the window: nothing dropped, no compaction, no marker.
-    expect(r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
-    expect(markers(r.store.getMessages(sessionId))).toEqual([]);
+    expect(await r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
+    expect(markers(await r.store.getMessages(sessionId))).toEqual([]);
     expect(r.events.map((e) => e.type)).not.toContain("compression_dropped");
 
     // A new compressor (a restart) over the same store sees the cooldown and calls nobody.
     r.events.length = 0;
     r.deps.advance(59_000);
     const restarted = r.fresh();
-    expect(await restarted.compress(input(r, sessionId), newTurnCompressionState())).toBeNull();
+    expect(await restarted.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(1);
     expect(r.events).toEqual([
       expect.objectContaining({ type: "compression_skipped", why: "cooldown", until: start + 60_000 }),
@@ -352,47 +352,47 @@ describe("summarizer failures", () => {
     // Once over, the next failure cools it for 5 minutes.
     r.deps.advance(1_000);
     r.sim.script([fail500]);
-    expect(await restarted.compress(input(r, sessionId), newTurnCompressionState())).toBeNull();
+    expect(await restarted.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(2);
-    expect(readCooldown(r.store)).toMatchObject({
+    expect(await readCooldown(r.store)).toMatchObject({
       failures: 2,
       cooldown_until: r.deps.clock.now() + 300_000,
     });
 
     r.deps.advance(299_000);
-    expect(await restarted.compress(input(r, sessionId), newTurnCompressionState())).toBeNull();
+    expect(await restarted.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(2);
 
     r.deps.advance(1_000);
     r.sim.script([summaryReply("All the notes were read.")]);
-    const done = await restarted.compress(input(r, sessionId), newTurnCompressionState());
+    const done = await restarted.compress(await input(r, sessionId), newTurnCompressionState());
     expect(done?.summary).toBe("All the notes were read.");
-    expect(readCooldown(r.store)).toBeNull();
-    expect(r.store.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY)).toBeNull();
+    expect(await readCooldown(r.store)).toBeNull();
+    expect(await r.store.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY)).toBeNull();
   });
 
   it("an empty summary is a failure too", async () => {
     const r = await rig();
     const sessionId = await conversation(r.store, 9);
     r.sim.script([summaryReply("   ")]);
-    expect(await r.compressor.compress(input(r, sessionId), newTurnCompressionState())).toBeNull();
+    expect(await r.compressor.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.events.at(-1)).toMatchObject({ type: "compression_failed", why: "empty_summary", failures: 1 });
-    expect(readCooldown(r.store)?.failures).toBe(1);
+    expect((await readCooldown(r.store))?.failures).toBe(1);
   });
 
   it("a provider-proven overflow goes through the cooldown once per turn, not twice", async () => {
     const r = await rig();
     const sessionId = await conversation(r.store, 9);
     r.sim.script([fail500]);
-    await r.compressor.compress(input(r, sessionId), newTurnCompressionState());
-    expect(readCooldown(r.store)?.failures).toBe(1);
+    await r.compressor.compress(await input(r, sessionId), newTurnCompressionState());
+    expect((await readCooldown(r.store))?.failures).toBe(1);
 
     // Turn B: the provider said the context is too long. One attempt goes through the cooldown;
     // it fails, and since the request cannot be sent as it is, the middle is dropped with a marker.
     const turnB = newTurnCompressionState();
     r.events.length = 0;
     r.sim.script([fail500]);
-    const dropped = await r.compressor.compress(input(r, sessionId, "overflow"), turnB);
+    const dropped = await r.compressor.compress(await input(r, sessionId, "overflow"), turnB);
     expect(r.sim.requests()).toHaveLength(2);
     expect(turnB.overflowBypassUsed).toBe(true);
     expect(r.events[0]).toMatchObject({ type: "compression_started", cooldown_bypassed: true });
@@ -403,22 +403,25 @@ describe("summarizer failures", () => {
       "compression_dropped",
     ]);
     expect(r.events.at(-1)).toMatchObject({ why: "failed_over_window" });
-    expect(readCooldown(r.store)?.failures).toBe(2);
+    expect((await readCooldown(r.store))?.failures).toBe(2);
 
     // A second overflow in the same turn does not reach the summarizer.
     for (let k = 10; k <= 13; k++) await exchange(r.store, sessionId, k);
     r.events.length = 0;
-    expect(await r.compressor.compress(input(r, sessionId, "overflow"), turnB)).toBeNull();
+    expect(await r.compressor.compress(await input(r, sessionId, "overflow"), turnB)).toBeNull();
     expect(r.sim.requests()).toHaveLength(2);
     expect(r.events).toEqual([expect.objectContaining({ type: "compression_skipped", why: "cooldown" })]);
     expect(turnB.attempts).toBe(1);
 
     // The next turn gets its own one attempt.
     r.sim.script([summaryReply("Notes 2 to 12 were read.")]);
-    const next = await r.compressor.compress(input(r, sessionId, "overflow"), newTurnCompressionState());
+    const next = await r.compressor.compress(
+      await input(r, sessionId, "overflow"),
+      newTurnCompressionState(),
+    );
     expect(r.sim.requests()).toHaveLength(3);
     expect(next?.summary).toBe("Notes 2 to 12 were read.");
-    expect(readCooldown(r.store)).toBeNull();
+    expect(await readCooldown(r.store)).toBeNull();
   });
 
   it("tries at most max_attempts_per_turn times in one turn", async () => {
@@ -426,7 +429,7 @@ describe("summarizer failures", () => {
     const sessionId = await conversation(r.store, 9);
     const turn = newTurnCompressionState();
     r.sim.script([fail500, fail500, fail500]);
-    for (let i = 0; i < 3; i++) await r.compressor.compress(input(r, sessionId, "manual"), turn);
+    for (let i = 0; i < 3; i++) await r.compressor.compress(await input(r, sessionId, "manual"), turn);
     expect(r.sim.requests()).toHaveLength(2);
     expect(turn.attempts).toBe(2);
     expect(r.events.at(-1)).toMatchObject({ type: "compression_skipped", why: "budget" });
@@ -437,14 +440,14 @@ describe("no summarizer", () => {
   it("drops the middle with a visible marker and an event when no summarizer model can hold it", async () => {
     const r = await rig({ summarizerWindow: 600 });
     const sessionId = await conversation(r.store, 9);
-    const before = r.store.getMessages(sessionId);
-    const compaction = await r.compressor.compress(input(r, sessionId), newTurnCompressionState());
+    const before = await r.store.getMessages(sessionId);
+    const compaction = await r.compressor.compress(await input(r, sessionId), newTurnCompressionState());
     expect(r.sim.requests()).toHaveLength(0);
     expect(r.routeEvents.map((e) => e.type)).toEqual(["auxiliary_skipped", "auxiliary_exhausted"]);
     expect(compaction).toMatchObject({ summary: null });
     if (!compaction) return;
 
-    const after = r.store.getMessages(sessionId);
+    const after = await r.store.getMessages(sessionId);
     expect(after.filter((m) => m.role !== MARKER_ROLE)).toEqual(before);
     const [marker] = markers(after);
     expect(marker?.content).toMatch(
@@ -460,7 +463,7 @@ describe("no summarizer", () => {
     const sent = buildHistory(after, { compaction });
     expect(sent.map((m) => m.content).join("\n")).toContain(`${compaction.messages} earlier messages`);
     expect(sent.some((m) => m.content === marker?.content)).toBe(false);
-    expect(readCooldown(r.store)).toBeNull();
+    expect(await readCooldown(r.store)).toBeNull();
   });
 });
 
@@ -472,7 +475,7 @@ describe("interrupts", () => {
     const controller = new AbortController();
     const started = Date.now();
     const pending = r.compressor.compress(
-      input(r, sessionId, "threshold", { signal: controller.signal }),
+      await input(r, sessionId, "threshold", { signal: controller.signal }),
       newTurnCompressionState(),
     );
     const outcome = pending.then(
@@ -489,9 +492,9 @@ describe("interrupts", () => {
     await r.sim.idle();
     expect(r.sim.requests()).toHaveLength(1);
     expect(r.sim.requests()[0]?.ended).toBe("client_closed");
-    expect(readCooldown(r.store)).toBeNull();
-    expect(r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
-    expect(markers(r.store.getMessages(sessionId))).toEqual([]);
+    expect(await readCooldown(r.store)).toBeNull();
+    expect(await r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
+    expect(markers(await r.store.getMessages(sessionId))).toEqual([]);
     expect(r.events.map((e) => e.type)).toEqual(["compression_started"]);
   });
 
@@ -502,7 +505,7 @@ describe("interrupts", () => {
     controller.abort();
     await expect(
       r.compressor.compress(
-        input(r, sessionId, "overflow", { signal: controller.signal }),
+        await input(r, sessionId, "overflow", { signal: controller.signal }),
         newTurnCompressionState(),
       ),
     ).rejects.toThrow();
@@ -529,13 +532,13 @@ describe("passes that save little", () => {
     const start = r.deps.clock.now();
     r.sim.script([summaryReply("A small question.")]);
     const turn: TurnCompressionState = newTurnCompressionState();
-    const compaction = await r.compressor.compress(input(r, sessionId), turn);
+    const compaction = await r.compressor.compress(await input(r, sessionId), turn);
     expect(compaction?.summary).toBe("A small question.");
     const done = r.events.find((e) => e.type === "compression_done");
     if (done?.type !== "compression_done") throw new Error("no done event");
     expect((done.tokens_before - done.tokens_after) / done.tokens_before).toBeLessThan(0.1);
     expect(done.paused_until).toBe(start + 1_800_000);
-    expect(readPause(r.store, sessionId)).toMatchObject({ until: start + 1_800_000 });
+    expect(await readPause(r.store, sessionId)).toMatchObject({ until: start + 1_800_000 });
 
     // The session grows: automatic compression waits; nothing reaches the summarizer.
     await r.store.appendMessages([
@@ -544,7 +547,7 @@ describe("passes that save little", () => {
     ]);
     r.events.length = 0;
     r.deps.advance(60_000);
-    expect(await r.compressor.compress(input(r, sessionId), newTurnCompressionState())).toBeNull();
+    expect(await r.compressor.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(1);
     expect(r.events).toEqual([
       expect.objectContaining({ type: "compression_skipped", why: "paused", until: start + 1_800_000 }),
@@ -554,13 +557,13 @@ describe("passes that save little", () => {
     const other = await r.store.createSession();
     await bigSession(other);
     r.sim.script([summaryReply("Another small question.")]);
-    expect(await r.compressor.compress(input(r, other), newTurnCompressionState())).not.toBeNull();
+    expect(await r.compressor.compress(await input(r, other), newTurnCompressionState())).not.toBeNull();
     expect(r.sim.requests()).toHaveLength(2);
 
     // A provider-proven overflow is not held back by the pause.
     r.sim.script([summaryReply("The questions so far.")]);
     expect(
-      await r.compressor.compress(input(r, sessionId, "overflow"), newTurnCompressionState()),
+      await r.compressor.compress(await input(r, sessionId, "overflow"), newTurnCompressionState()),
     ).not.toBeNull();
     expect(r.sim.requests()).toHaveLength(3);
 
@@ -572,7 +575,7 @@ describe("passes that save little", () => {
     ]);
     r.deps.advance(1_800_000);
     r.sim.script([summaryReply("Everything until the latest question.")]);
-    expect(await r.compressor.compress(input(r, sessionId), newTurnCompressionState())).not.toBeNull();
+    expect(await r.compressor.compress(await input(r, sessionId), newTurnCompressionState())).not.toBeNull();
     expect(r.sim.requests()).toHaveLength(4);
   });
 
@@ -581,12 +584,12 @@ describe("passes that save little", () => {
     const sessionId = await conversation(r.store, 4, 5);
     await r.store.appendMessage({ session_id: sessionId, role: "user", content: words("recent", 200) });
     r.sim.script([summaryReply(words("a rambling summary", 120))]);
-    expect(await r.compressor.compress(input(r, sessionId), newTurnCompressionState())).toBeNull();
+    expect(await r.compressor.compress(await input(r, sessionId), newTurnCompressionState())).toBeNull();
     expect(r.sim.requests()).toHaveLength(1);
-    expect(r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
-    expect(markers(r.store.getMessages(sessionId))).toEqual([]);
+    expect(await r.store.getRecord(COMPACTION_KIND, sessionId)).toBeNull();
+    expect(markers(await r.store.getMessages(sessionId))).toEqual([]);
     expect(r.events.at(-1)).toMatchObject({ type: "compression_skipped", why: "no_saving" });
-    expect(readPause(r.store, sessionId)).not.toBeNull();
+    expect(await readPause(r.store, sessionId)).not.toBeNull();
   });
 });
 
@@ -594,14 +597,14 @@ describe("needed", () => {
   it("prefers the provider's input tokens to the estimate, and is off when disabled", async () => {
     const r = await rig();
     const sessionId = await conversation(r.store, 3);
-    const small = input(r, sessionId);
+    const small = await input(r, sessionId);
     expect(r.compressor.needed(small)).toBe(false);
     expect(r.compressor.needed({ ...small, lastInputTokens: WINDOW / 2 })).toBe(true);
     expect(r.compressor.needed({ ...small, lastInputTokens: WINDOW / 2 - 1 })).toBe(false);
     const off = await rig({ compression: { enabled: false } });
     const offSession = await conversation(off.store, 9);
-    expect(off.compressor.needed({ ...input(off, offSession), lastInputTokens: WINDOW })).toBe(false);
-    expect(await off.compressor.compress(input(off, offSession), newTurnCompressionState())).toBeNull();
+    expect(off.compressor.needed({ ...(await input(off, offSession)), lastInputTokens: WINDOW })).toBe(false);
+    expect(await off.compressor.compress(await input(off, offSession), newTurnCompressionState())).toBeNull();
     expect(off.events).toEqual([expect.objectContaining({ type: "compression_skipped", why: "disabled" })]);
     expect(off.sim.requests()).toHaveLength(0);
   });

@@ -11,8 +11,8 @@ import type { RouteEvent, RouteListener, Target } from "../llm/route-events.js";
 import type { ModelRouter } from "../llm/router.js";
 import { estimateTokens } from "../llm/tokens.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
+import type { StorePort } from "../store/port.js";
 import type { MessageView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { compressionSpanEvent, traceCompression } from "./agent-trace.js";
 import { type CompressionPlan, planCompaction, summaryRequest } from "./compression-plan.js";
 import {
@@ -138,7 +138,7 @@ export function newTurnCompressionState(): TurnCompressionState {
 
 export interface CompressorOptions {
   router: ModelRouter;
-  store: Store;
+  store: StorePort;
   deps: Deps;
   settings: CompressionSettings;
   onEvent?: (event: CompressionEvent) => void;
@@ -191,7 +191,7 @@ export class Compressor {
       );
     }
     if (input.reason === "threshold") {
-      const pause = this.read(() => readPause(this.options.store, input.sessionId), null);
+      const pause = await this.read(() => readPause(this.options.store, input.sessionId), null);
       if (pause && now < pause.until) {
         return skip(
           "paused",
@@ -200,7 +200,7 @@ export class Compressor {
         );
       }
     }
-    const cooldown = this.currentCooldown();
+    const cooldown = await this.currentCooldown();
     let bypassed = false;
     if (cooldown && now < cooldown.cooldown_until && input.reason !== "manual") {
       const left = minutes(cooldown.cooldown_until - now);
@@ -222,7 +222,7 @@ export class Compressor {
       bypassed = true;
     }
 
-    const previous = this.latestCompaction(input);
+    const previous = await this.latestCompaction(input);
     const plan = planCompaction(input.transcript, previous, settings.keep_recent * input.window);
     if (!plan) {
       return skip(
@@ -485,8 +485,8 @@ export class Compressor {
   }
 
   /** The compaction that reaches furthest: the caller's or the store's (another process may have compacted). */
-  private latestCompaction(input: CompressionInput): Compaction | null {
-    const stored = this.read(
+  private async latestCompaction(input: CompressionInput): Promise<Compaction | null> {
+    const stored = await this.read(
       () => this.options.store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
       null,
     );
@@ -496,16 +496,16 @@ export class Compressor {
     return stored.middle_until_seq > given.middle_until_seq ? stored : given;
   }
 
-  private currentCooldown(): CompressionCooldown | null {
-    const stored = this.read(() => readCooldown(this.options.store), undefined);
+  private async currentCooldown(): Promise<CompressionCooldown | null> {
+    const stored = await this.read(() => readCooldown(this.options.store), undefined);
     if (stored !== undefined) this.cooldownCache = stored;
     return this.cooldownCache;
   }
 
   /** A store that cannot be read must not stop compression; the caller's fallback stands in. */
-  private read<T, F>(get: () => T, fallback: F): T | F {
+  private async read<T, F>(get: () => Promise<T>, fallback: F): Promise<T | F> {
     try {
-      return get();
+      return await get();
     } catch {
       return fallback;
     }

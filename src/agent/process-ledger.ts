@@ -10,7 +10,7 @@
 // command's environment mark (process-marks.ts), which the reaper finds the same way.
 import { z } from "zod";
 import type { RecordPutOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ProcessIdentity } from "./process-identity.js";
 
 export const PROCESS_KIND = "process";
@@ -55,7 +55,7 @@ export function ownerRecordOp(key: string, value: OwnerRecord | null, updatedAt:
 }
 
 export interface ProcessLedgerOptions {
-  store: Store;
+  store: StorePort;
   owner: ProcessIdentity;
   bootId: string | null;
   profile: string;

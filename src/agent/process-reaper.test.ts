@@ -86,7 +86,7 @@ describe("reapOrphanProcesses", () => {
     expect(report.reaped).toEqual([]);
     expect(isRunning(victim)).toBe(true);
     // Records of dead owners are settled; the live owner's is its own to keep.
-    expect(store.listRecords(PROCESS_KIND).map((r) => r.key)).toEqual([ownerKey(liveOwner.pid)]);
+    expect((await store.listRecords(PROCESS_KIND)).map((r) => r.key)).toEqual([ownerKey(liveOwner.pid)]);
   });
 
   it("kills a dead owner's recorded process whose pid and start time match, and deletes the record", async () => {
@@ -106,7 +106,7 @@ describe("reapOrphanProcesses", () => {
       },
     ]);
     expect(isRunning(victim)).toBe(false);
-    expect(store.listRecords(PROCESS_KIND)).toEqual([]);
+    expect(await store.listRecords(PROCESS_KIND)).toEqual([]);
   });
 
   it("kills a process marked with this profile whose owner is gone, and not one of a live owner or another profile", async () => {

@@ -3,7 +3,7 @@
 // time verified) and from a /proc scan for this profile's mark, and ended. A process is an orphan
 // only when its owner (the Tenax process named in its mark or record, pid and start time) is gone:
 // a `tenax chat` running beside the gateway owns live tasks, and their processes are left alone.
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import {
   isRunning,
   type KillTarget,
@@ -34,7 +34,7 @@ export interface ProcessReapReport {
 }
 
 export interface ReapProcessesOptions {
-  store: Store;
+  store: StorePort;
   /** The profile's folder, as written in the marks. */
   profile: string;
   /** This process: never an orphan, whatever a record says. */
@@ -60,9 +60,9 @@ export async function reapOrphanProcesses(options: ReapProcessesOptions): Promis
   const deadKeys = new Set<string>();
 
   const problems: string[] = [];
-  let records: ReturnType<Store["listRecords"]> = [];
+  let records: Awaited<ReturnType<StorePort["listRecords"]>> = [];
   try {
-    records = store.listRecords(PROCESS_KIND);
+    records = await store.listRecords(PROCESS_KIND);
   } catch (error) {
     problems.push(
       `the records of running commands could not be read (${(error as Error).message}); only their marks were searched`,

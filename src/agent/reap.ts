@@ -5,8 +5,8 @@
 // no lease), so a gateway that starts after a crash can tell the turns it ran from the others,
 // whoever reaped them.
 
+import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { MARKER_ROLE } from "./history.js";
 
 export interface ReapedTurn {
@@ -38,12 +38,12 @@ export function isDead(turn: TurnView, now: number, pidAlive?: (pid: number) => 
 }
 
 export async function reapDeadTurns(
-  store: Store,
+  store: StorePort,
   now: number,
   options: ReapOptions = {},
 ): Promise<ReapedTurn[]> {
   const reaped: ReapedTurn[] = [];
-  for (const turn of store.runningTurns()) {
+  for (const turn of await store.runningTurns()) {
     if (options.only && !options.only.has(turn.id)) continue;
     if (!isDead(turn, now, options.pidAlive)) continue;
     const count = turn.interrupt_count + 1;
@@ -76,14 +76,13 @@ export async function reapDeadTurns(
  * The turns a crashed gateway was running that another process (a `tenax chat` opened first) has
  * already marked interrupted: the next gateway resumes them as if it had reaped them itself.
  */
-export function reapedByOthers(
-  store: Store,
+export async function reapedByOthers(
+  store: StorePort,
   crashed: { pid: number; started_at: number },
   reapedHere: readonly ReapedTurn[],
-): ReapedTurn[] {
+): Promise<ReapedTurn[]> {
   const here = new Set(reapedHere.map((t) => t.turn_id));
-  return store
-    .interruptedTurnsOf(`pid:${crashed.pid}`, crashed.started_at)
+  return (await store.interruptedTurnsOf(`pid:${crashed.pid}`, crashed.started_at))
     .filter((t) => !here.has(t.id))
     .map((t) => ({ turn_id: t.id, session_id: t.session_id, interrupt_count: t.interrupt_count }));
 }

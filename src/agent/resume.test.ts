@@ -56,7 +56,7 @@ describe("resuming an interrupted turn", () => {
     expect(report.resumed.map((r) => r.turn_id)).toEqual([turnId]);
     const result = (await report.resumed[0]?.result) as TurnResult;
     expect(result).toMatchObject({ turn_id: turnId, status: "completed", reply: "one, two, three" });
-    expect(store.getTurns(session)).toMatchObject([
+    expect(await store.getTurns(session)).toMatchObject([
       { id: turnId, status: "completed", interrupt_count: 1, lease_owner: null, error: null },
     ]);
     expect(events).toMatchObject([
@@ -71,7 +71,7 @@ describe("resuming an interrupted turn", () => {
     expect(user[0]).toContain(RESUME_NOTE);
     expect(JSON.stringify(sent)).not.toContain(UNANSWERED_NOTE);
     expect(JSON.stringify(sent)).not.toContain("the process running it stopped (last heartbeat");
-    const stored = store.getMessages(session);
+    const stored = await store.getMessages(session);
     expect(stored.map((m) => m.role)).toEqual(["user", MARKER_ROLE, "user", "assistant"]);
     expect(stored[2]).toMatchObject({ name: RESUME_NAME, turn_id: turnId });
   });
@@ -105,7 +105,7 @@ describe("resuming an interrupted turn", () => {
     expect((await report.resumed[0]?.result)?.status).toBe("completed");
     // The side effect happened exactly once.
     expect(readFileSync(log, "utf8")).toBe("ran\n");
-    const tools = store.getMessages(session).filter((m) => m.role === "tool");
+    const tools = (await store.getMessages(session)).filter((m) => m.role === "tool");
     expect(tools.map((m) => m.tool_call_id)).toEqual(["c_append", "c_read"]);
     expect(tools[0]?.content).toMatch(/not run again: this terminal call was in flight/);
     expect(tools[1]?.content).toContain("ran");
@@ -147,8 +147,8 @@ describe("resuming an interrupted turn", () => {
     expect(report).toMatchObject({ resumed: [], suspended: [{ turn_id: turnId, interrupt_count: 3 }] });
     expect(h.tracked).toEqual([]);
     expect(sim.requests()).toHaveLength(0);
-    expect(store.getTurns(session)[0]).toMatchObject({ status: "suspended", interrupt_count: 3 });
-    const note = store.getMessages(session).at(-1);
+    expect((await store.getTurns(session))[0]).toMatchObject({ status: "suspended", interrupt_count: 3 });
+    const note = (await store.getMessages(session)).at(-1);
     expect(note?.role).toBe(MARKER_ROLE);
     expect(note?.content).toMatch(/interrupted 3 times/);
     expect(note?.content).toMatch(/send a new message in this session/);
@@ -179,7 +179,7 @@ describe("resuming an interrupted turn", () => {
     expect(report.skipped).toMatchObject([{ turn_id: turnId, reason: "gateway.auto_resume is off" }]);
     expect(h.tracked).toEqual([]);
     expect(sim.requests()).toHaveLength(0);
-    expect(store.getTurns(session)[0]).toMatchObject({ status: "interrupted", interrupt_count: 1 });
+    expect((await store.getTurns(session))[0]).toMatchObject({ status: "interrupted", interrupt_count: 1 });
   });
 
   it("closes a turn whose reply was saved before the stop without asking the model again", async () => {
@@ -199,7 +199,7 @@ describe("resuming an interrupted turn", () => {
       { turn_id: turnId, reason: expect.stringMatching(/reply was saved/) },
     ]);
     expect(sim.requests()).toHaveLength(0);
-    expect(store.getTurns(session)[0]).toMatchObject({ status: "completed", interrupt_count: 1 });
+    expect((await store.getTurns(session))[0]).toMatchObject({ status: "completed", interrupt_count: 1 });
   });
 
   it("reaps a live owner's turn only once its lease has expired", async () => {

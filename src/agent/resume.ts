@@ -45,7 +45,7 @@ export interface ResumeOptions<W> {
   /** The folder the resumed turns' tools start in. */
   cwd: string;
   /** Someone to follow a resumed turn (the runs API), if any. */
-  watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  watcherFor?: (turnId: string, sessionId: string) => Promise<W | undefined>;
   /**
    * How a resumed turn runs when its follower says so (asked after watcherFor): its own folder,
    * and `unattended` when no one follows to approve (a cron run: held-back commands are denied);
@@ -82,7 +82,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
   };
   for (const turn of options.reaped) {
     const skip = (reason: string) => report.skipped.push({ ...turn, reason });
-    const turns = store.getTurns(turn.session_id);
+    const turns = await store.getTurns(turn.session_id);
     const at = turns.findIndex((t) => t.id === turn.turn_id);
     const row = turns[at];
     if (row?.status !== "interrupted") {
@@ -108,7 +108,9 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
       skip("gateway.auto_resume is off");
       continue;
     }
-    const said = turnMessages(store, turn.session_id, turn.turn_id).filter((m) => m.role !== MARKER_ROLE);
+    const said = (await turnMessages(store, turn.session_id, turn.turn_id)).filter(
+      (m) => m.role !== MARKER_ROLE,
+    );
     const last = said.at(-1);
     if (last === undefined) {
       skip("nothing of it was saved before the stop (not even the question)");
@@ -128,7 +130,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
       skip("its session is running another turn");
       continue;
     }
-    const watcher = options.watcherFor?.(turn.turn_id, turn.session_id);
+    const watcher = await options.watcherFor?.(turn.turn_id, turn.session_id);
     const own = options.turnOptionsFor?.(turn.turn_id, turn.session_id);
     const launched = host.track(
       turn.session_id,

@@ -38,6 +38,7 @@ export interface OpenAgentOptions {
 
 export interface OpenedAgent {
   agent: Agent;
+  /** The SQLite store this opened (the health monitor's integrity checks need the engine's own). */
   store: Store;
   /** The audit trail this process writes, when `audit` asked for it. */
   trail: AuditTrail | null;

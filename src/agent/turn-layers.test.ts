@@ -113,13 +113,15 @@ describe("a turn with compression", () => {
     expect((requests[1]?.body as { model: string } | undefined)?.model).toBe("summarizer");
     expect(requests[1]?.ended).toBe("client_closed");
     // The background process the turn started is gone, and nothing else of it runs.
-    const started = JSON.parse(store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}");
+    const started = JSON.parse(
+      (await store.getMessages(session)).find((m) => m.role === "tool")?.content ?? "{}",
+    );
     expect(pidAlive(started.pid)).toBe(false);
     expect(agent.processes.liveCount()).toBe(0);
     await new Promise((r) => setTimeout(r, 150));
     expect(sim.requests()).toHaveLength(2);
     // An interrupt is not a summarizer failure: no cooldown.
-    expect(store.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY)).toBeNull();
+    expect(await store.getRecord(COMPONENT_KIND, COMPRESSION_COMPONENT_KEY)).toBeNull();
   });
 
   it("a compression failure starts the cooldown and the turn still completes", async () => {
@@ -133,7 +135,7 @@ describe("a turn with compression", () => {
     ]);
     const { result, events } = await turnWithEvents(agent, session, "look at big.txt", project);
     expect(result).toMatchObject({ status: "completed", reply: "big.txt is all b." });
-    const cooldown = store.getRecord<{ failures: number; cooldown_until: number }>(
+    const cooldown = await store.getRecord<{ failures: number; cooldown_until: number }>(
       COMPONENT_KIND,
       COMPRESSION_COMPONENT_KEY,
     );
@@ -202,7 +204,7 @@ describe("a turn whose request the provider says is too long", () => {
       "Summary: four questions",
     );
     // Every original message is still stored.
-    expect(store.getMessages(session).filter((m) => m.role === "user")).toHaveLength(5);
+    expect((await store.getMessages(session)).filter((m) => m.role === "user")).toHaveLength(5);
   });
 });
 

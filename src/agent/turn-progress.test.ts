@@ -45,7 +45,7 @@ async function setup(options: { deadline?: boolean; output?: () => number; deadl
     stop: (reason) => stops.push(reason),
     ...(options.output ? { outputBytes: options.output } : {}),
   });
-  const stall = () => store.getRecord<StallRecord>(STALL_KIND, "turn_1");
+  const stall = async () => await store.getRecord<StallRecord>(STALL_KIND, "turn_1");
   return { store, deps, tracker, turn, events, stops, stall, session };
 }
 
@@ -69,14 +69,14 @@ describe("the turn progress tracker", () => {
       layer: "lifecycle",
     });
     expect(events[0]?.message).toContain(`tenax sessions stop ${session}`);
-    expect(stall()).toMatchObject({ session_id: session, turn_id: "turn_1", phase: "provider" });
+    expect(await stall()).toMatchObject({ session_id: session, turn_id: "turn_1", phase: "provider" });
     expect(tracker.running()[0]?.stalled).toBe(true);
 
     turn.progress();
     expect(events.map((e) => e.type)).toEqual(["turn_stalled", "turn_stall_cleared"]);
     expect(events[1]).toMatchObject({ elapsed_ms: 3000 });
     await tracker.settled();
-    expect(stall()).toBeNull();
+    expect(await stall()).toBeNull();
     await turn.end();
     expect(tracker.running()).toEqual([]);
   });
@@ -152,7 +152,7 @@ describe("the turn progress tracker", () => {
     deps.advance(2000);
     await tracker.check();
     await tracker.settled();
-    expect(stall()).not.toBeNull();
+    expect(await stall()).not.toBeNull();
     const request: StopRecord = {
       session_id: session,
       turn_id: "turn_1",
@@ -167,7 +167,7 @@ describe("the turn progress tracker", () => {
     ]);
     expect(events.map((e) => e.type)).toEqual(["turn_stalled", "turn_stop_requested"]);
     await turn.end();
-    expect(stall()).toBeNull();
-    expect(store.getRecord(STOP_KIND, "turn_1")).toBeNull();
+    expect(await stall()).toBeNull();
+    expect(await store.getRecord(STOP_KIND, "turn_1")).toBeNull();
   });
 });

@@ -70,7 +70,7 @@ export interface ProgressStore {
     value: unknown,
     options?: { sessionId?: string | null },
   ): Promise<void>;
-  getRecord<T>(kind: string, key: string): T | null;
+  getRecord<T>(kind: string, key: string): Promise<T | null>;
 }
 
 export interface TurnProgressOptions {
@@ -175,7 +175,7 @@ export class TurnProgress {
     const now = this.options.clock.now();
     for (const entry of [...this.turns.values()]) {
       if (entry.ended || entry.stopping) continue;
-      if (this.stopRequested(entry, now)) continue;
+      if (await this.stopRequested(entry, now)) continue;
       const ran = now - entry.startedAt;
       if (entry.deadline && ran >= this.options.deadlineMs) {
         this.deadline(entry, ran);
@@ -263,10 +263,10 @@ export class TurnProgress {
   }
 
   /** Whether someone asked (through the store) to stop this turn; it is stopped if so. */
-  private stopRequested(entry: Entry, now: number): boolean {
+  private async stopRequested(entry: Entry, now: number): Promise<boolean> {
     let request: StopRecord | null;
     try {
-      request = this.options.store.getRecord<StopRecord>(STOP_KIND, entry.turnId);
+      request = await this.options.store.getRecord<StopRecord>(STOP_KIND, entry.turnId);
     } catch (error) {
       this.options.onError?.(error);
       return false;
@@ -293,12 +293,12 @@ export class TurnProgress {
     this.turns.delete(entry.turnId);
     // A stop request that came as the turn ended is spent too: nothing is left for the store to hold.
     if (entry.stalled) await this.write(STALL_KIND, entry, null);
-    if (this.hasStopRequest(entry)) await this.write(STOP_KIND, entry, null);
+    if (await this.hasStopRequest(entry)) await this.write(STOP_KIND, entry, null);
   }
 
-  private hasStopRequest(entry: Entry): boolean {
+  private async hasStopRequest(entry: Entry): Promise<boolean> {
     try {
-      return this.options.store.getRecord<StopRecord>(STOP_KIND, entry.turnId) !== null;
+      return (await this.options.store.getRecord<StopRecord>(STOP_KIND, entry.turnId)) !== null;
     } catch {
       return false;
     }

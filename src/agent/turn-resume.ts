@@ -2,8 +2,8 @@
 // lease, the tool calls that were in flight are settled (a read-only one runs again, any other is
 // answered with a note that it was not repeated), and the model is told why the turn goes on.
 import type { ToolCall } from "../llm/provider.js";
+import type { StorePort } from "../store/port.js";
 import type { MessageView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { RESUME_NAME, toolCallsOf } from "./history.js";
 import type { Tool } from "./tools/types.js";
 
@@ -26,8 +26,12 @@ export interface ResumePoint {
 }
 
 /** The messages one turn wrote, in order. */
-export function turnMessages(store: Store, sessionId: string, turnId: string): MessageView[] {
-  return store.getMessages(sessionId).filter((m) => m.turn_id === turnId);
+export async function turnMessages(
+  store: StorePort,
+  sessionId: string,
+  turnId: string,
+): Promise<MessageView[]> {
+  return (await store.getMessages(sessionId)).filter((m) => m.turn_id === turnId);
 }
 
 /** The tool calls of the turn's last assistant message that never got their result. */
@@ -43,13 +47,13 @@ export function openCalls(messages: readonly MessageView[]): ToolCall[] {
 
 /** Put the turn back to running under this process's lease; returns where it goes on from. */
 export async function restartTurn(
-  store: Store,
+  store: StorePort,
   sessionId: string,
   turnId: string,
   leaseMs: number,
   now: number,
 ): Promise<ResumePoint> {
-  const turn = store.getTurns(sessionId).find((t) => t.id === turnId);
+  const turn = (await store.getTurns(sessionId)).find((t) => t.id === turnId);
   if (!turn) throw new Error(`cannot resume turn ${turnId}: session ${sessionId} has no such turn`);
   if (turn.status === "running" || turn.status === "completed")
     throw new Error(`cannot resume turn ${turnId}: it is ${turn.status}, not interrupted`);
@@ -62,7 +66,7 @@ export async function restartTurn(
     heartbeat_at: now,
     error: null,
   });
-  return { turnId, open: openCalls(turnMessages(store, sessionId, turnId)) };
+  return { turnId, open: openCalls(await turnMessages(store, sessionId, turnId)) };
 }
 
 /**
@@ -71,15 +75,15 @@ export async function restartTurn(
  * Returns a guardrail halt message, if one came.
  */
 export async function settleOpenCalls(
-  store: Store,
+  store: StorePort,
   sessionId: string,
   point: ResumePoint,
   tools: ReadonlyMap<string, Tool>,
   run: (call: ToolCall) => Promise<string | null>,
-  awaitsApproval: (call: ToolCall) => boolean = () => false,
+  awaitsApproval: (call: ToolCall) => Promise<boolean> = async () => false,
 ): Promise<string | null> {
   for (const call of point.open) {
-    if (tools.get(call.name)?.readOnly === true || awaitsApproval(call)) {
+    if (tools.get(call.name)?.readOnly === true || (await awaitsApproval(call))) {
       const halt = await run(call);
       if (halt) return halt;
       continue;

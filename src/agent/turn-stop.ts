@@ -6,8 +6,8 @@
 import type { Sleep } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
 import { tenaxCommand } from "../profile/command-hint.js";
+import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
-import type { Store } from "../store/store.js";
 import { pidAlive } from "./process-group.js";
 import { ownerPid, reapDeadTurns } from "./reap.js";
 import { STOP_KIND, type StopRecord } from "./turn-progress.js";
@@ -38,12 +38,12 @@ export interface StopOptions {
 }
 
 export async function stopSessionTurn(
-  store: Store,
+  store: StorePort,
   idOrPrefix: string,
   options: StopOptions,
 ): Promise<StopOutcome> {
-  const sessionId = store.resolveSessionId(idOrPrefix);
-  const turn = store.runningTurns().find((t) => t.session_id === sessionId);
+  const sessionId = await store.resolveSessionId(idOrPrefix);
+  const turn = (await store.runningTurns()).find((t) => t.session_id === sessionId);
   if (turn === undefined)
     throw new TenaxError(
       "no_running_turn",
@@ -56,7 +56,7 @@ export async function stopSessionTurn(
   const base = { session_id: sessionId, turn_id: turn.id, owner: turn.lease_owner };
   if (pid !== null && pid !== process.pid && !pidAlive(pid)) {
     await reapDeadTurns(store, options.now(), { only: new Set([turn.id]), pidAlive });
-    return { ...base, outcome: "reaped", status: statusOf(store, turn) };
+    return { ...base, outcome: "reaped", status: await statusOf(store, turn) };
   }
   const request: StopRecord = {
     session_id: sessionId,
@@ -67,13 +67,13 @@ export async function stopSessionTurn(
   await store.putRecord(STOP_KIND, turn.id, request, { sessionId });
   const until = options.now() + (options.waitMs ?? 15_000);
   for (;;) {
-    const status = statusOf(store, turn);
+    const status = await statusOf(store, turn);
     if (status !== "running") return { ...base, outcome: "stopped", status };
     if (options.now() >= until) return { ...base, outcome: "pending", status };
     await options.sleep(200);
   }
 }
 
-function statusOf(store: Store, turn: TurnView): string {
-  return store.getTurns(turn.session_id).find((t) => t.id === turn.id)?.status ?? "unknown";
+async function statusOf(store: StorePort, turn: TurnView): Promise<string> {
+  return (await store.getTurns(turn.session_id)).find((t) => t.id === turn.id)?.status ?? "unknown";
 }

@@ -21,8 +21,8 @@ const call = (name: string, args: Record<string, unknown>, id?: string) => ({
   ...(id ? { id } : {}),
 });
 
-function roles(store: Store, session: string): string[] {
-  return store.getMessages(session).map((m) => m.role);
+async function roles(store: Store, session: string): Promise<string[]> {
+  return (await store.getMessages(session)).map((m) => m.role);
 }
 
 // A killed grandchild may linger as a zombie where nothing reaps orphans: that is not alive.
@@ -52,7 +52,7 @@ describe("the turn loop", () => {
       expect(result.failure?.code).toBe("turn_failed");
       expect(result.failure?.message).toContain("[redacted:providers.sim.api_keys[0]]");
       expect(JSON.stringify(result)).not.toContain(secret);
-      expect(JSON.stringify(store.getMessages(session))).not.toContain(secret);
+      expect(JSON.stringify(await store.getMessages(session))).not.toContain(secret);
     } finally {
       await agent.close();
     }
@@ -83,15 +83,22 @@ describe("the turn loop", () => {
       iterations: 3,
     });
     expect(readFileSync(join(project, "notes.txt"), "utf8")).toBe("hello from the agent\n");
-    expect(roles(store, session)).toEqual(["user", "assistant", "tool", "assistant", "tool", "assistant"]);
+    expect(await roles(store, session)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "tool",
+      "assistant",
+    ]);
     // The tool result reached the model on the next request.
     const third = sim.requests()[2]?.body as { messages: Array<{ role: string; content: string }> };
     expect(third.messages.at(-1)?.content).toContain("hello from the agent");
     expect(third.messages[0]?.role).toBe("system");
     // The user's message was committed before the first provider request arrived.
-    const user = store.getMessages(session)[0];
+    const user = (await store.getMessages(session))[0];
     expect(user?.created_at).toBeLessThanOrEqual(sim.requests()[0]?.received_at ?? 0);
-    const turn = store.getTurns(session)[0];
+    const turn = (await store.getTurns(session))[0];
     expect(turn).toMatchObject({ status: "completed", lease_expires_at: null, error: null });
     expect(events.filter((e) => e.type === "tool_finished").map((e) => (e as { ok: boolean }).ok)).toEqual([
       true,
@@ -141,7 +148,7 @@ describe("the turn loop", () => {
     ]);
     const result = await agent.turn({ sessionId: session, text: "read it", cwd: project });
     expect(result.status).toBe("completed");
-    const tools = store.getMessages(session).filter((m) => m.role === "tool");
+    const tools = (await store.getMessages(session)).filter((m) => m.role === "tool");
     expect(JSON.parse(tools[0]?.content ?? "{}").error).toMatch(/missing\.txt/);
     expect(JSON.parse(tools[1]?.content ?? "{}").error).toMatch(/there is no tool named no_such_tool/);
   });
@@ -157,7 +164,7 @@ describe("the turn loop", () => {
     expect(result.status).toBe("failed");
     expect(result.error).toMatch(/3 times in a row/);
     expect(sim.requests()).toHaveLength(3);
-    const last = store.getMessages(session).at(-1);
+    const last = (await store.getMessages(session)).at(-1);
     expect(last).toMatchObject({ role: "marker" });
     expect(last?.content).toMatch(
       /turn failed: the guardrails halted the turn: stopped: search_files was called 3 times/,
@@ -187,8 +194,8 @@ describe("the turn loop", () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(sim.requests()).toHaveLength(1);
     expect(agent.processes.liveCount()).toBe(0);
-    expect(store.getTurns(session)[0]?.status).toBe("interrupted");
-    expect(store.getMessages(session).at(-1)?.content).toMatch(/^turn interrupted: /);
+    expect((await store.getTurns(session))[0]?.status).toBe("interrupted");
+    expect((await store.getMessages(session)).at(-1)?.content).toMatch(/^turn interrupted: /);
   });
 
   it("background processes of a task are cleaned up when it ends; a sibling task's survive", async () => {
@@ -200,7 +207,9 @@ describe("the turn loop", () => {
     ]);
     const result = await agent.turn({ sessionId: session, text: "start a server", cwd: project });
     expect(result.status).toBe("completed");
-    const started = JSON.parse(store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}");
+    const started = JSON.parse(
+      (await store.getMessages(session)).find((m) => m.role === "tool")?.content ?? "{}",
+    );
     expect(started).toMatchObject({ background: true, pid: expect.any(Number) });
     expect(alive(started.pid)).toBe(false);
     expect(agent.processes.list().map((p) => p.id)).toEqual([sibling.id]);
@@ -218,7 +227,7 @@ describe("the turn loop", () => {
     expect(result).toMatchObject({ status: "completed", partial: true, finish_reason: "length" });
     expect(result.reply).toBe("part one, part two, part three");
     expect(sim.requests()).toHaveLength(3);
-    const nudges = store.getMessages(session).filter((m) => m.name === "tenax-continue");
+    const nudges = (await store.getMessages(session)).filter((m) => m.name === "tenax-continue");
     expect(nudges).toHaveLength(2);
   });
 
@@ -248,8 +257,8 @@ describe("the turn loop", () => {
       target: { provider: "sim", model: "echo" },
       classified: { reason: "invalid_request", status: 400 },
     });
-    expect(roles(store, session)).toEqual(["user", "marker"]);
-    expect(store.getTurns(session)[0]).toMatchObject({ status: "failed" });
+    expect(await roles(store, session)).toEqual(["user", "marker"]);
+    expect((await store.getTurns(session))[0]).toMatchObject({ status: "failed" });
   });
 
   it("delegate_task runs a subagent in its own linked session and returns its answer", async () => {
@@ -261,13 +270,15 @@ describe("the turn loop", () => {
     ]);
     const result = await agent.turn({ sessionId: session, text: "delegate", cwd: project });
     expect(result.reply).toBe("The subagent counted: one two three.");
-    const child = store.listSessions().find((s) => s.parent_session_id === session);
+    const child = (await store.listSessions()).find((s) => s.parent_session_id === session);
     expect(child).toMatchObject({ title: "counting", source: "subagent" });
-    expect(store.getMessages(child?.id ?? "").map((m) => m.content)).toEqual([
+    expect((await store.getMessages(child?.id ?? "")).map((m) => m.content)).toEqual([
       "count to three",
       "one two three",
     ]);
-    const toolResult = JSON.parse(store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}");
+    const toolResult = JSON.parse(
+      (await store.getMessages(session)).find((m) => m.role === "tool")?.content ?? "{}",
+    );
     expect(toolResult).toMatchObject({ session_id: child?.id, status: "completed", reply: "one two three" });
   });
 
@@ -291,8 +302,8 @@ describe("the turn loop", () => {
     expect(result.status).toBe("interrupted");
     await sim.idle();
     expect(sim.requests()[1]?.ended).toBe("client_closed");
-    const child = store.listSessions().find((s) => s.parent_session_id === session);
-    expect(store.getTurns(child?.id ?? "")[0]?.status).toBe("interrupted");
+    const child = (await store.listSessions()).find((s) => s.parent_session_id === session);
+    expect((await store.getTurns(child?.id ?? ""))[0]?.status).toBe("interrupted");
     await new Promise((r) => setTimeout(r, 100));
     expect(sim.requests()).toHaveLength(2);
   });

@@ -17,7 +17,7 @@ import type { ToolSpec } from "../llm/provider.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter, TurnRoute } from "../llm/router.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { traceTurn } from "./agent-trace.js";
 import type { CompressionEvent } from "./compression.js";
 import { Guardrails } from "./guardrails.js";
@@ -74,7 +74,7 @@ export type AgentEvent =
 /** What the turn needs from context compression (src/agent/compression.ts implements it). */
 export interface TurnCompressor {
   needed(input: {
-    transcript: ReturnType<Store["getMessages"]>;
+    transcript: Awaited<ReturnType<StorePort["getMessages"]>>;
     compaction: Compaction | null;
     system: string | null;
     window: number;
@@ -84,7 +84,7 @@ export interface TurnCompressor {
     input: {
       sessionId: string;
       turnId: string | null;
-      transcript: ReturnType<Store["getMessages"]>;
+      transcript: Awaited<ReturnType<StorePort["getMessages"]>>;
       compaction: Compaction | null;
       system: string | null;
       window: number;
@@ -107,7 +107,7 @@ export interface TurnLimits {
 }
 
 export interface TurnDeps {
-  store: Store;
+  store: StorePort;
   router: ModelRouter;
   tools: readonly Tool[];
   scheduler: Scheduler;
@@ -127,7 +127,7 @@ export interface TurnDeps {
    * Whether this call of the turn waits on a pending approval (nothing of it ran): a resumed turn
    * runs it again, to wait on the same record.
    */
-  awaitsApproval?: (sessionId: string, turnId: string, callId: string) => boolean;
+  awaitsApproval?: (sessionId: string, turnId: string, callId: string) => Promise<boolean>;
   /** The process's progress tracker (stalls, the deadline, stop requests); none: the turn is not watched. */
   progress?: TurnProgress | null;
   /** Bytes the task's processes have written so far (their output is a tool's progress). */
@@ -340,9 +340,9 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     });
 
   /** What the next model call is built from: the transcript as stored now, with its compaction. */
-  const readView = (): TranscriptView => ({
-    transcript: store.getMessages(input.sessionId),
-    compaction: store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
+  const readView = async (): Promise<TranscriptView> => ({
+    transcript: await store.getMessages(input.sessionId),
+    compaction: await store.getRecord<Compaction>(COMPACTION_KIND, input.sessionId),
   });
   /** Compress when needed; true when it did, and `view` (read before) is then out of date. */
   const compressIfNeeded = async (reason: "threshold" | "overflow", view: TranscriptView) => {
@@ -370,7 +370,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         resumed,
         byName,
         (call) => runToolCall(agent, byName, guard, call, context, emit),
-        (call) => agent.awaitsApproval?.(input.sessionId, turnId, call.id) === true,
+        async (call) => (await agent.awaitsApproval?.(input.sessionId, turnId, call.id)) === true,
       );
       if (halt) throw new TurnHalted("identical_call_limit", halt);
     }
@@ -383,8 +383,8 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         );
       }
       iterations++;
-      let view = readView();
-      if (await compressIfNeeded("threshold", view)) view = readView();
+      let view = await readView();
+      if (await compressIfNeeded("threshold", view)) view = await readView();
       let completion: Completion;
       tracked?.enter("provider");
       try {
@@ -393,9 +393,9 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         // The provider itself said the context is too long: one bounded compression, then again.
         if (!isOverflow(e) || signal.aborted) throw e;
         overflow = { compressed: false };
-        if (!(await compressIfNeeded("overflow", readView()))) throw e;
+        if (!(await compressIfNeeded("overflow", await readView()))) throw e;
         overflow.compressed = true;
-        completion = await ask(readView());
+        completion = await ask(await readView());
       }
       model = { provider: completion.provider, model: completion.model };
       finishReason = completion.finish_reason;
@@ -503,7 +503,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   let usageWrite: WriteOp | null = null;
   if (usage.input_tokens + usage.output_tokens > 0) {
     try {
-      usageWrite = usageOp(store, input.sessionId, usage, now);
+      usageWrite = await usageOp(store, input.sessionId, usage, now);
     } catch {
       // An unreadable usage record never keeps the turn from ending.
     }
@@ -528,7 +528,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
 }
 
 interface TranscriptView {
-  transcript: ReturnType<Store["getMessages"]>;
+  transcript: Awaited<ReturnType<StorePort["getMessages"]>>;
   compaction: Compaction | null;
 }
 

@@ -1,7 +1,7 @@
 // Token usage per session, added up in the store after each turn, so /usage tells the truth
 // after a restart and across processes.
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export const USAGE_KIND = "usage";
 
@@ -15,13 +15,13 @@ export interface SessionUsage {
  * The write that adds a turn's tokens to its session's usage record, for the caller to commit
  * together with its own writes (the turn commits it with its end: one durable commit, not two).
  */
-export function usageOp(
-  store: Store,
+export async function usageOp(
+  store: StorePort,
   sessionId: string,
   usage: { input_tokens: number; output_tokens: number },
   now: number,
-): WriteOp {
-  const before = store.getRecord<SessionUsage>(USAGE_KIND, sessionId) ?? {
+): Promise<WriteOp> {
+  const before = (await store.getRecord<SessionUsage>(USAGE_KIND, sessionId)) ?? {
     input_tokens: 0,
     output_tokens: 0,
     turns: 0,

@@ -55,8 +55,16 @@ describe("the turn watchdog", () => {
     });
     await Promise.all(resumed);
     expect(h.tracked.sort()).toEqual([session, other].sort());
-    expect(store.getTurns(session)[0]).toMatchObject({ id: dead, status: "completed", interrupt_count: 1 });
-    expect(store.getTurns(other)[0]).toMatchObject({ id: orphan, status: "completed", interrupt_count: 1 });
+    expect((await store.getTurns(session))[0]).toMatchObject({
+      id: dead,
+      status: "completed",
+      interrupt_count: 1,
+    });
+    expect((await store.getTurns(other))[0]).toMatchObject({
+      id: orphan,
+      status: "completed",
+      interrupt_count: 1,
+    });
   });
 
   it("ends the commands a dead owner left running when it reaps that owner's turn", async () => {
@@ -97,7 +105,11 @@ describe("the turn watchdog", () => {
     const dead = await store.startTurn(session, -1, `pid:${await deadPid()}`);
     const h = { ...host(), isStopping: true };
     await sweep({ agent, host: h, autoResume: true, cwd: project });
-    expect(store.getTurns(session)[0]).toMatchObject({ id: dead, status: "running", interrupt_count: 0 });
+    expect((await store.getTurns(session))[0]).toMatchObject({
+      id: dead,
+      status: "running",
+      interrupt_count: 0,
+    });
     expect(h.tracked).toEqual([]);
   });
 
@@ -113,7 +125,7 @@ describe("the turn watchdog", () => {
     await sweep({ agent, host: h, autoResume: true, cwd: project, onEvent: (e) => events.push(e) });
     expect(events).toMatchObject([{ type: "turn_stale", turn_id: turn }]);
     expect(events[0]?.message).toMatch(/still runs; it is left to that process/);
-    expect(store.getTurns(session)[0]?.status).toBe("running");
+    expect((await store.getTurns(session))[0]?.status).toBe("running");
     expect(h.tracked).toEqual([]);
   });
 });

@@ -21,7 +21,7 @@ export interface WatchdogOptions<W> {
   host: TurnHost<W>;
   autoResume: boolean;
   cwd: string;
-  watcherFor?: (turnId: string, sessionId: string) => W | undefined;
+  watcherFor?: (turnId: string, sessionId: string) => Promise<W | undefined>;
   turnOptionsFor?: ResumeOptions<W>["turnOptionsFor"];
   onEvent?: (event: LifecycleEvent) => void;
   /** Told what each sweep reaped and resumed. */
@@ -47,7 +47,7 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
   const now = agent.deps.clock.now();
   const orphans = new Set<string>();
   let deadOwner = false;
-  for (const turn of agent.store.runningTurns()) {
+  for (const turn of await agent.store.runningTurns()) {
     const expired = turn.lease_expires_at !== null && turn.lease_expires_at <= now;
     const pid = ownerPid(turn.lease_owner);
     const stale = (message: string) => {

@@ -4,7 +4,7 @@
 // against its absence. Pure: the engine reads, calls this, and writes what it returns.
 import { newId } from "../core/ids.js";
 import type { WriteOp } from "../store/ops.js";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { type MissedPlan, planMissed } from "./missed.js";
 import {
   claimOp,
@@ -39,8 +39,11 @@ export function owedSince(job: JobRecord, slot: SlotRecord | null): number {
 }
 
 /** The same, reading the slot from the store. */
-export function owedSinceOf(store: Pick<StoreReader, "getRecord" | "listRecords">, job: JobRecord): number {
-  return owedSince(job, readSlot(store, job.name));
+export async function owedSinceOf(
+  store: Pick<StoreReads, "getRecord" | "listRecords">,
+  job: JobRecord,
+): Promise<number> {
+  return owedSince(job, await readSlot(store, job.name));
 }
 
 export function newRun(

@@ -118,8 +118,8 @@ async function setup(paths: ProfilePaths = tempProfile()) {
   return { paths, store, clock, events, outbox };
 }
 
-const entry = (store: Store, key: string): OutboxRecord | undefined =>
-  listOutbox(store).find((e) => e.key === key);
+const entry = async (store: Store, key: string): Promise<OutboxRecord | undefined> =>
+  (await listOutbox(store)).find((e) => e.key === key);
 
 describe("outboxOps", () => {
   it("queues a result and a notice, none for [SILENT] or a skipped run", () => {
@@ -163,7 +163,7 @@ describe("outboxOps", () => {
     expect(ops.map((o) => o.kind)).toEqual([PLATFORM_OUTBOX_KIND, PLATFORM_OUTBOX_KIND]);
     const t = await setup();
     await t.store.write(ops);
-    const queued = listOutboxEntries(t.store);
+    const queued = await listOutboxEntries(t.store);
     expect(queued.map((e) => [e.chat_key, e.origin, e.state])).toEqual([
       ["telegram:-1001", `cron:${failed.run_key}`, "pending"],
       ["telegram:-1001", `cron:${failed.run_key}`, "pending"],
@@ -173,9 +173,9 @@ describe("outboxOps", () => {
     expect(texts).toContain("nightly-report started failing");
     // The run's end is written once; writing it again (a replay) queues nothing twice.
     await t.store.write(ops);
-    expect(listOutboxEntries(t.store)).toHaveLength(2);
+    expect(await listOutboxEntries(t.store)).toHaveLength(2);
     // Nothing for the cron outbox: cron's webhook sender never sees a chat target.
-    expect(listOutbox(t.store)).toEqual([]);
+    expect(await listOutbox(t.store)).toEqual([]);
     expect(outboxOps(run(j, 2, { reply: "[SILENT]", silent: true }), j, null, T0)).toEqual([]);
     const ok = outboxOps(run(j, 3, { missed: true }), j, null, T0);
     expect(JSON.parse(ok[0]?.value ?? "{}").op.text).toBe(
@@ -195,22 +195,26 @@ describe("CronOutbox", () => {
     const key = `${r.run_key}/result`;
 
     expect(await outbox.deliverDue()).toEqual({ delivered: 0, failed: 1, given_up: 0 });
-    expect(entry(t.store, key)).toMatchObject({
+    expect(await entry(t.store, key)).toMatchObject({
       state: "pending",
       attempts: 1,
       next_at: t.clock.now + 5_000,
     });
-    expect(entry(t.store, key)?.last_error).toBe(
+    expect((await entry(t.store, key))?.last_error).toBe(
       `webhook http://127.0.0.1:${new URL(hook.url).port} answered 500 Internal Server Error`,
     );
     // Not due yet: nothing is sent.
     expect(await outbox.deliverDue()).toEqual({ delivered: 0, failed: 0, given_up: 0 });
     t.clock.now += 5_000;
     expect((await outbox.deliverDue()).failed).toBe(1);
-    expect(entry(t.store, key)?.next_at).toBe(t.clock.now + 15_000);
+    expect((await entry(t.store, key))?.next_at).toBe(t.clock.now + 15_000);
     t.clock.now += 15_000;
     expect((await outbox.deliverDue()).delivered).toBe(1);
-    expect(entry(t.store, key)).toMatchObject({ state: "delivered", attempts: 3, delivered_at: t.clock.now });
+    expect(await entry(t.store, key)).toMatchObject({
+      state: "delivered",
+      attempts: 3,
+      delivered_at: t.clock.now,
+    });
     for (let i = 0; i < 3; i++) {
       t.clock.now += 24 * HOUR;
       await outbox.deliverDue();
@@ -234,7 +238,12 @@ describe("CronOutbox", () => {
     ]);
     // The webhook's path may hold a token: messages name only its origin.
     expect(t.events.some((e) => e.message.includes("secret-token"))).toBe(false);
-    expect(outbox.backlog()).toEqual({ pending: 0, given_up: 0, oldest_pending_at: null, last_error: null });
+    expect(await outbox.backlog()).toEqual({
+      pending: 0,
+      given_up: 0,
+      oldest_pending_at: null,
+      last_error: null,
+    });
   });
 
   it("honours Retry-After on a 429", async () => {
@@ -244,7 +253,7 @@ describe("CronOutbox", () => {
     const r = run(j, 1);
     await t.store.write(outboxOps(r, j, null, t.clock.now));
     await t.outbox(t.store).deliverDue();
-    const e = entry(t.store, `${r.run_key}/result`);
+    const e = await entry(t.store, `${r.run_key}/result`);
     expect(e?.next_at).toBe(t.clock.now + 2_000);
     expect(e?.last_error).toContain("429");
   });
@@ -260,16 +269,16 @@ describe("CronOutbox", () => {
     await t.store.write([...outboxOps(ra, a, null, t.clock.now), ...outboxOps(rb, b, null, t.clock.now)]);
     const outbox = t.outbox(t.store, { maxAttempts: 2 });
     expect(await outbox.deliverDue()).toEqual({ delivered: 0, failed: 1, given_up: 1 });
-    expect(entry(t.store, `${ra.run_key}/result`)).toMatchObject({ state: "given_up", attempts: 1 });
-    expect(entry(t.store, `${ra.run_key}/result`)?.last_error).toContain("answered 404");
+    expect(await entry(t.store, `${ra.run_key}/result`)).toMatchObject({ state: "given_up", attempts: 1 });
+    expect((await entry(t.store, `${ra.run_key}/result`))?.last_error).toContain("answered 404");
     t.clock.now += HOUR;
     expect(await outbox.deliverDue()).toEqual({ delivered: 0, failed: 0, given_up: 1 });
-    expect(entry(t.store, `${rb.run_key}/result`)).toMatchObject({ state: "given_up", attempts: 2 });
+    expect(await entry(t.store, `${rb.run_key}/result`)).toMatchObject({ state: "given_up", attempts: 2 });
     t.clock.now += HOUR;
     await outbox.deliverDue();
     expect([missing.seen.length, broken.seen.length]).toEqual([1, 2]);
     expect(t.events.filter((e) => e.type === "cron_delivery_given_up")).toHaveLength(2);
-    const backlog = outbox.backlog();
+    const backlog = await outbox.backlog();
     expect(backlog.given_up).toBe(2);
     expect(backlog.pending).toBe(0);
     expect(backlog.last_error).toContain("503");
@@ -277,7 +286,7 @@ describe("CronOutbox", () => {
     expect(await outbox.prune(10 * HOUR)).toBe(0);
     t.clock.now += 11 * HOUR;
     expect(await outbox.prune(10 * HOUR)).toBe(2);
-    expect(listOutbox(t.store)).toEqual([]);
+    expect(await listOutbox(t.store)).toEqual([]);
   });
 
   it("writes a local result file once and appends a notice once, even if its mark was lost", async () => {
@@ -296,7 +305,7 @@ describe("CronOutbox", () => {
     expect(text).toMatch(/^# nightly-report: ok\n/);
     expect(text.endsWith("\n\nreport 1\n")).toBe(true);
     // A crash between the append and the mark: the entry is pending again, the line is there.
-    const notice = entry(t.store, `${r.run_key}/failing`) as OutboxRecord;
+    const notice = (await entry(t.store, `${r.run_key}/failing`)) as OutboxRecord;
     t.clock.now += 1_000;
     await t.store.write([
       putOp(OUTBOX_KIND, notice.key, { ...notice, state: "pending", next_at: t.clock.now }, t.clock.now),
@@ -335,7 +344,7 @@ describe("CronOutbox", () => {
       hook.seen.filter((s) => s.headers["idempotency-key"] === `${key}/result`).length;
     expect(count(first.run_key)).toBe(1);
     expect(count(second.run_key)).toBe(2);
-    expect(listOutbox(again.store).map((e) => e.state)).toEqual(["delivered", "delivered"]);
+    expect((await listOutbox(again.store)).map((e) => e.state)).toEqual(["delivered", "delivered"]);
     await releaseStore(again.store);
   });
 
@@ -351,7 +360,7 @@ describe("CronOutbox", () => {
     ]);
     const leaseEnd = t.clock.now + 40_000;
     const lease = async (key: string, by: string) => {
-      const e = entry(t.store, key) as OutboxRecord;
+      const e = (await entry(t.store, key)) as OutboxRecord;
       await t.store.write([
         putOp(OUTBOX_KIND, key, { ...e, next_at: leaseEnd, leased_by: by }, t.clock.now + 1),
       ]);
@@ -361,7 +370,7 @@ describe("CronOutbox", () => {
     const outbox = t.outbox(t.store);
     expect(await outbox.deliverDue()).toEqual({ delivered: 1, failed: 0, given_up: 0 });
     expect(hook.seen.map((s) => s.headers["idempotency-key"])).toEqual([`${killed.run_key}/result`]);
-    expect(entry(t.store, `${killed.run_key}/result`)).not.toHaveProperty("leased_by");
+    expect(await entry(t.store, `${killed.run_key}/result`)).not.toHaveProperty("leased_by");
     t.clock.now = leaseEnd;
     expect((await outbox.deliverDue()).delivered).toBe(1);
   });
@@ -402,7 +411,7 @@ describe("CronOutbox", () => {
       failed: 1,
       given_up: 0,
     });
-    expect(entry(t.store, `${r.run_key}/result`)?.last_error).toContain("no answer within 200 ms");
+    expect((await entry(t.store, `${r.run_key}/result`))?.last_error).toContain("no answer within 200 ms");
   });
 });
 
@@ -420,7 +429,7 @@ describe("CronOutbox passes", () => {
     expect(second).toBe(first);
     await second;
     expect(hook.seen).toHaveLength(2);
-    expect(listOutbox(t.store).map((e) => e.state)).toEqual(["delivered", "delivered"]);
+    expect((await listOutbox(t.store)).map((e) => e.state)).toEqual(["delivered", "delivered"]);
   });
 
   it("maintainOn delivers on the process's scheduler until stopped", async () => {

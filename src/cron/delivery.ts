@@ -13,8 +13,8 @@ import { ownerOf } from "../core/process-owner.js";
 import type { ChatRef } from "../platforms/adapter.js";
 import { outboxEntryOp } from "../platforms/outbox-records.js";
 import type { RecordPutOp } from "../store/ops.js";
+import type { StorePort } from "../store/port.js";
 import { dueAt, isRecordConflict, LEASE_MARGIN_MS } from "../store/record-ops.js";
-import type { Store } from "../store/store.js";
 import { type SendOutcome, sendEntry } from "./delivery-send.js";
 import type { CronEvent } from "./host.js";
 import type { Notice } from "./notices.js";
@@ -29,7 +29,7 @@ import {
 } from "./records.js";
 
 export interface OutboxOptions {
-  store: Store;
+  store: StorePort;
   /** The profile's cron/output folder: local deliveries go under it, one folder per job. */
   outputDir: string;
   now?: () => number;
@@ -173,7 +173,7 @@ function runText(run: RunRecord): string {
 }
 
 export class CronOutbox {
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
   private readonly backoff: (attempt: number) => number;
   private readonly timeoutMs: number;
@@ -207,7 +207,7 @@ export class CronOutbox {
     try {
       await this.writeUnmarked();
       const now = this.now();
-      const due = this.entries().filter(
+      const due = (await this.entries()).filter(
         (e) =>
           e.state === "pending" && dueAt(e, now) <= now && !this.held.has(e.key) && !this.unmarked.has(e.key),
       );
@@ -244,12 +244,12 @@ export class CronOutbox {
   }
 
   /** What waits and what was given up, for health. */
-  backlog(): OutboxBacklog {
+  async backlog(): Promise<OutboxBacklog> {
     let pending = 0;
     let givenUp = 0;
     let oldest: number | null = null;
     let lastError: { at: number; text: string } | null = null;
-    for (const row of this.store.listRecords(OUTBOX_KIND)) {
+    for (const row of await this.store.listRecords(OUTBOX_KIND)) {
       const parsed = outboxRecord.safeParse(row.value);
       if (!parsed.success || parsed.data.state === "delivered" || this.unmarked.has(parsed.data.key))
         continue;
@@ -288,7 +288,7 @@ export class CronOutbox {
   /** Delete delivered and given-up entries last written more than `olderThanMs` ago; how many. */
   async prune(olderThanMs: number): Promise<number> {
     const now = this.now();
-    const ops = this.store.listRecords(OUTBOX_KIND).flatMap((row) => {
+    const ops = (await this.store.listRecords(OUTBOX_KIND)).flatMap((row) => {
       const parsed = outboxRecord.safeParse(row.value);
       if (!parsed.success || parsed.data.state === "pending" || row.updated_at > now - olderThanMs) return [];
       return [putOp(OUTBOX_KIND, row.key, null, Math.max(now, row.updated_at))];
@@ -297,15 +297,15 @@ export class CronOutbox {
     return ops.length;
   }
 
-  private entries(): OutboxRecord[] {
-    return this.store.listRecords(OUTBOX_KIND).flatMap((row) => {
+  private async entries(): Promise<OutboxRecord[]> {
+    return (await this.store.listRecords(OUTBOX_KIND)).flatMap((row) => {
       const parsed = outboxRecord.safeParse(row.value);
       return parsed.success ? [parsed.data] : [];
     });
   }
 
   private async deliverOne(entry: OutboxRecord, report: DeliveryReport): Promise<void> {
-    const text = this.store.getRecordText(OUTBOX_KIND, entry.key);
+    const text = await this.store.getRecordText(OUTBOX_KIND, entry.key);
     if (text === null) return;
     // The lease is built from the entry as it is now, not as the pass listed it: another process
     // may have delivered or leased it while this pass sent the entries before it.
@@ -324,7 +324,7 @@ export class CronOutbox {
       if (isRecordConflict(error)) return;
       throw error;
     }
-    const leasedText = this.store.getRecordText(OUTBOX_KIND, entry.key);
+    const leasedText = await this.store.getRecordText(OUTBOX_KIND, entry.key);
     const outcome = await sendEntry(leased, {
       outputDir: this.options.outputDir,
       fetchImpl: this.options.fetchImpl ?? fetch,

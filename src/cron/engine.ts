@@ -6,7 +6,7 @@
 // by a cheap look at the records' stamp every few seconds, and only the changed ones are read.
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { TenaxError } from "../core/errors.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { owedSinceOf, planClaim } from "./claim.js";
 import type { CronEvent, CronStats } from "./host.js";
 import { span } from "./missed.js";
@@ -15,7 +15,7 @@ import { JOB_KIND, type JobRecord, type RunRecord, readJob, readSlot, SLOT_KIND 
 import { CronRunner, type RunnerOptions } from "./runner.js";
 
 export interface EngineOptions extends RunnerOptions {
-  store: Store;
+  store: StorePort;
   now?: () => number;
   onEvent?: (event: CronEvent) => void;
   /** How often definitions changed elsewhere are looked for (ms). */
@@ -51,10 +51,12 @@ const LOAD_SLICE = 250;
 
 export class CronEngine {
   readonly runner: CronRunner;
-  readonly store: Store;
+  readonly store: StorePort;
   private readonly now: () => number;
   private readonly entries = new Map<string, Entry>();
   private stamp = "";
+  /** The refresh under way (refreshes run one after another). */
+  private refreshing: Promise<boolean> = Promise.resolve(false);
   private wake: SchedulerJob | null = null;
   private wakeAt = Number.POSITIVE_INFINITY;
   private scheduler: Scheduler | null = null;
@@ -80,8 +82,8 @@ export class CronEngine {
   startOn(scheduler: Scheduler): void {
     this.scheduler = scheduler;
     this.watchingSince = this.now();
-    scheduler.every("cron: changed jobs", this.options.refreshMs ?? 5_000, () => {
-      if (this.refresh()) this.arm();
+    scheduler.every("cron: changed jobs", this.options.refreshMs ?? 5_000, async () => {
+      if (await this.refresh()) this.arm();
     });
     this.loading = this.load().finally(() => {
       this.loading = null;
@@ -98,8 +100,8 @@ export class CronEngine {
   }
 
   /** A job was changed in this process (/api/jobs): look again now. */
-  changed(): void {
-    if (this.refresh(true)) this.arm();
+  async changed(): Promise<void> {
+    if (await this.refresh(true)) this.arm();
     if (!this.stopped && this.scheduler !== null) void this.tick();
   }
 
@@ -125,8 +127,8 @@ export class CronEngine {
   }
 
   /** Start a run of the job now, whatever its schedule (tenax cron run, POST /api/jobs/NAME/run). */
-  runNow(name: string): Promise<RunRecord> {
-    const job = readJob(this.store, name);
+  async runNow(name: string): Promise<RunRecord> {
+    const job = await readJob(this.store, name);
     if (!job)
       throw new TenaxError("job_not_found", `there is no cron job named "${name}"`, {
         hint: "tenax cron list shows the jobs",
@@ -158,7 +160,7 @@ export class CronEngine {
     const report: TickReport = { claimed: [], skipped: [], conflicts: 0 };
     if (this.stopped) return report;
     if (this.loading !== null) await this.loading;
-    this.refresh();
+    await this.refresh();
     const now = this.now();
     const due = [...this.entries.values()].filter((e) => e.job.enabled && e.next !== null && e.next <= now);
     for (let i = 0; i < due.length; i += CLAIM_BATCH)
@@ -168,8 +170,8 @@ export class CronEngine {
 
   private async claim(entry: Entry, now: number, report: TickReport): Promise<void> {
     const { job } = entry;
-    const slotText = this.store.getRecordText(SLOT_KIND, job.name);
-    const slot = readSlot(this.store, job.name);
+    const slotText = await this.store.getRecordText(SLOT_KIND, job.name);
+    const slot = await readSlot(this.store, job.name);
     const claim = planClaim(job, slot, slotText, this.runner.owner, now, this.watchingSince);
     entry.next = claim.plan.next;
     if (claim.ops.length === 0) return;
@@ -183,7 +185,7 @@ export class CronEngine {
       if (TenaxError.isInstance(error) && error.code === "record_conflict") {
         // Another process claimed first: what it claimed is not ours; look again from its slot.
         report.conflicts++;
-        entry.next = nextAfter(job.schedule, owedSinceOf(this.store, job));
+        entry.next = nextAfter(job.schedule, await owedSinceOf(this.store, job));
         return;
       }
       throw error;
@@ -226,36 +228,46 @@ export class CronEngine {
    * of one job among 10,000 reads one). Slots are not looked at: every claim writes one, and a
    * slot another process moved needs no reload, as the claim reads the slot afresh.
    */
-  private refresh(force = false): boolean {
+  private refresh(force = false): Promise<boolean> {
+    // One at a time, as when reads were synchronous: a tick's look never sees another half done.
+    const next = this.refreshing.then(
+      () => this.refreshNow(force),
+      () => this.refreshNow(force),
+    );
+    this.refreshing = next.catch(() => false);
+    return next;
+  }
+
+  private async refreshNow(force: boolean): Promise<boolean> {
     if (this.loading !== null) return false;
-    const stamp = this.store.recordStamp(JOB_KIND);
+    const stamp = await this.store.recordStamp(JOB_KIND);
     if (!force && stamp === this.stamp) return false;
     this.stamp = stamp;
-    const versions = this.store.recordVersions(JOB_KIND);
+    const versions = await this.store.recordVersions(JOB_KIND);
     let changed = this.drop(versions);
-    for (const [name, version] of versions) if (this.reload(name, version)) changed = true;
+    for (const [name, version] of versions) if (await this.reload(name, version)) changed = true;
     return changed;
   }
 
   /** The first load: every job, read in slices with a yield between them. */
   private async load(): Promise<void> {
-    this.stamp = this.store.recordStamp(JOB_KIND);
-    const versions = [...this.store.recordVersions(JOB_KIND)];
+    this.stamp = await this.store.recordStamp(JOB_KIND);
+    const versions = [...(await this.store.recordVersions(JOB_KIND))];
     for (let i = 0; i < versions.length && !this.stopped; i += LOAD_SLICE) {
-      for (const [name, version] of versions.slice(i, i + LOAD_SLICE)) this.reload(name, version);
+      for (const [name, version] of versions.slice(i, i + LOAD_SLICE)) await this.reload(name, version);
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
   /** Read one job again when its version moved; true when its entry changed. */
-  private reload(name: string, version: string): boolean {
+  private async reload(name: string, version: string): Promise<boolean> {
     if (this.entries.get(name)?.version === version) return false;
-    const job = readJob(this.store, name);
+    const job = await readJob(this.store, name);
     if (job === null) return this.entries.delete(name);
     this.entries.set(name, {
       job,
       version,
-      next: nextAfter(job.schedule, owedSinceOf(this.store, job)),
+      next: nextAfter(job.schedule, await owedSinceOf(this.store, job)),
       // A one-off tick has no watch to be late for: its lateness counts from the occurrence.
       knownAt: this.watchingSince === null ? Number.NEGATIVE_INFINITY : this.now(),
     });

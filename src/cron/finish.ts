@@ -1,18 +1,18 @@
 // What a cron run's end writes with its record, in the same transaction: the job's failure streak
 // (notices.ts) and the outbox entries for its result and any notice (delivery.ts), so that a run
 // recorded as ended always has its deliveries queued, and a crash never queues them without it.
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { outboxOps } from "./delivery.js";
 import type { CronEvent } from "./host.js";
 import { nextHealth, noticeOf } from "./notices.js";
 import { HEALTH_KIND, putOp, readHealth } from "./records.js";
 import type { RunnerOptions } from "./runner.js";
 
-export function finishOps(store: Store): NonNullable<RunnerOptions["finishOps"]> {
-  return (run, job, now) => {
+export function finishOps(store: StorePort): NonNullable<RunnerOptions["finishOps"]> {
+  return async (run, job, now) => {
     // A removed job keeps no streak; its run is still delivered where it was to go.
     if (job === null) return { ops: outboxOps(run, null, null, now), events: [] };
-    const step = nextHealth(readHealth(store, run.job), run.job, run, now);
+    const step = nextHealth(await readHealth(store, run.job), run.job, run, now);
     const notice = noticeOf(step, run.job, run);
     const events: CronEvent[] =
       notice === null

@@ -7,7 +7,7 @@ import { statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { TenaxError } from "../core/errors.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { newRun, owedSince } from "./claim.js";
 import { COUNT_CAP, span } from "./missed.js";
 import { countBetween, latestAtOrBefore, nextAfter } from "./next.js";
@@ -129,31 +129,31 @@ export class CronJobs {
   private readonly now: () => number;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StorePort,
     private readonly options: JobsOptions,
   ) {
     this.now = options.now ?? Date.now;
   }
 
-  list(): JobView[] {
-    return listJobs(this.store).map((job) => this.view(job));
+  async list(): Promise<JobView[]> {
+    return Promise.all((await listJobs(this.store)).map((job) => this.view(job)));
   }
 
-  get(name: string): JobView {
-    const job = readJob(this.store, name);
+  async get(name: string): Promise<JobView> {
+    const job = await readJob(this.store, name);
     if (!job) throw notFound(name);
-    return this.view(job);
+    return await this.view(job);
   }
 
   /** A job's runs, newest first. */
-  runs(name: string, limit = 50): RunRecord[] {
-    if (!readJob(this.store, name)) throw notFound(name);
-    return listRuns(this.store, name).slice(0, limit);
+  async runs(name: string, limit = 50): Promise<RunRecord[]> {
+    if (!(await readJob(this.store, name))) throw notFound(name);
+    return (await listRuns(this.store, name)).slice(0, limit);
   }
 
   async create(name: string, input: JobInput): Promise<JobView> {
     checkName(name);
-    if (readJob(this.store, name))
+    if (await readJob(this.store, name))
       throw new TenaxError("job_exists", `a cron job named "${name}" exists already`, {
         hint: `tenax cron remove ${name} first, or choose another name`,
       });
@@ -171,12 +171,12 @@ export class CronJobs {
       putOp(HEALTH_KIND, name, null, now),
     ]);
     this.options.onChange?.(name);
-    return this.view(job);
+    return await this.view(job);
   }
 
   /** Change some fields; a new schedule is owed from now on (not from the job's creation). */
   async update(name: string, patch: Partial<JobInput>): Promise<JobView> {
-    const old = readJob(this.store, name);
+    const old = await readJob(this.store, name);
     if (!old) throw notFound(name);
     const now = this.now();
     const merged: JobInput = {
@@ -198,7 +198,7 @@ export class CronJobs {
       updated_at: now,
     };
     const ops: WriteOp[] = [putOp(JOB_KIND, name, job, now)];
-    const slot = readSlot(this.store, name);
+    const slot = await readSlot(this.store, name);
     const resumed = !old.enabled && job.enabled;
     if (rescheduled || resumed) {
       // Occurrences of the old schedule are not owed by the new one, nor those of a pause: they
@@ -212,7 +212,7 @@ export class CronJobs {
     }
     await this.store.write(ops);
     this.options.onChange?.(name);
-    return this.view(job);
+    return await this.view(job);
   }
 
   /** Paused: nothing runs; what falls due meanwhile is recorded as skipped on resume (or caught up). */
@@ -226,7 +226,7 @@ export class CronJobs {
 
   /** Remove the job, its slot and its streak; its run records stay until they age out. */
   async remove(name: string): Promise<void> {
-    if (!readJob(this.store, name)) throw notFound(name);
+    if (!(await readJob(this.store, name))) throw notFound(name);
     const now = this.now();
     await this.store.write([
       putOp(JOB_KIND, name, null, now),
@@ -295,11 +295,11 @@ export class CronJobs {
     return full;
   }
 
-  private view(job: JobRecord): JobView {
-    const slot = readSlot(this.store, job.name);
-    const health: HealthRecord | null = readHealth(this.store, job.name);
+  private async view(job: JobRecord): Promise<JobView> {
+    const slot = await readSlot(this.store, job.name);
+    const health: HealthRecord | null = await readHealth(this.store, job.name);
     const since = owedSince(job, slot);
-    const last = listRuns(this.store, job.name).find((r) => r.state !== "skipped") ?? null;
+    const last = (await listRuns(this.store, job.name)).find((r) => r.state !== "skipped") ?? null;
     return {
       ...job,
       next_due_at: job.enabled ? nextAfter(job.schedule, Math.max(since, this.now() - 1)) : null,

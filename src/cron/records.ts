@@ -8,7 +8,7 @@
 // Records carry no session id (deleting a run's session keeps the job's history); what is read
 // back is checked, and a record that fails is treated as absent.
 import { z } from "zod";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 
 export const JOB_KIND = "cron_job";
 export const SLOT_KIND = "cron_slot";
@@ -145,34 +145,37 @@ export const outboxRecord = z.object({
 });
 export type OutboxRecord = z.infer<typeof outboxRecord>;
 
-type Source = Pick<StoreReader, "listRecords" | "getRecord">;
+type Source = Pick<StoreReads, "listRecords" | "getRecord">;
 /** What reads a record as its stored text too (a claim's `expect`). */
-export type RecordSource = Pick<StoreReader, "listRecords" | "getRecord" | "getRecordText">;
+export type RecordSource = Pick<StoreReads, "listRecords" | "getRecord" | "getRecordText">;
 
 function parsed<T>(schema: z.ZodType<T>, value: unknown): T | null {
   const result = schema.safeParse(value);
   return result.success ? result.data : null;
 }
 
-function all<T>(store: Source, kind: string, schema: z.ZodType<T>): T[] {
-  return store.listRecords(kind).flatMap((r) => {
+async function all<T>(store: Source, kind: string, schema: z.ZodType<T>): Promise<T[]> {
+  return (await store.listRecords(kind)).flatMap((r) => {
     const value = parsed(schema, r.value);
     return value === null ? [] : [value];
   });
 }
 
-export const readJob = (store: Source, name: string) => parsed(jobRecord, store.getRecord(JOB_KIND, name));
-export const listJobs = (store: Source) =>
-  all(store, JOB_KIND, jobRecord).sort((a, b) => a.name.localeCompare(b.name));
-export const readSlot = (store: Source, name: string) => parsed(slotRecord, store.getRecord(SLOT_KIND, name));
-export const readHealth = (store: Source, name: string) =>
-  parsed(healthRecord, store.getRecord(HEALTH_KIND, name));
-export const readRun = (store: Source, key: string) => parsed(runRecord, store.getRecord(RUN_KIND, key));
-export const listOutbox = (store: Source) => all(store, OUTBOX_KIND, outboxRecord);
+export const readJob = async (store: Source, name: string) =>
+  parsed(jobRecord, await store.getRecord(JOB_KIND, name));
+export const listJobs = async (store: Source) =>
+  (await all(store, JOB_KIND, jobRecord)).sort((a, b) => a.name.localeCompare(b.name));
+export const readSlot = async (store: Source, name: string) =>
+  parsed(slotRecord, await store.getRecord(SLOT_KIND, name));
+export const readHealth = async (store: Source, name: string) =>
+  parsed(healthRecord, await store.getRecord(HEALTH_KIND, name));
+export const readRun = async (store: Source, key: string) =>
+  parsed(runRecord, await store.getRecord(RUN_KIND, key));
+export const listOutbox = async (store: Source) => await all(store, OUTBOX_KIND, outboxRecord);
 
 /** A job's runs (newest occurrence first), or every job's; keys sort by occurrence within a job. */
-export function listRuns(store: Source, job?: string): RunRecord[] {
-  const runs = all(store, RUN_KIND, runRecord);
+export async function listRuns(store: Source, job?: string): Promise<RunRecord[]> {
+  const runs = await all(store, RUN_KIND, runRecord);
   return (job === undefined ? runs : runs.filter((r) => r.job === job)).sort(
     (a, b) => b.occurrence - a.occurrence || b.claimed_at - a.claimed_at,
   );

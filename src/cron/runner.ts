@@ -7,14 +7,14 @@
 import { TenaxError } from "../core/errors.js";
 import { ownerAlive, ownerOf } from "../core/process-owner.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { newRun } from "./claim.js";
 import type { CronEvent, CronHost, CronTurnResult } from "./host.js";
 import { claimOp, type JobRecord, listRuns, putOp, RUN_KIND, type RunRecord, readJob } from "./records.js";
 import { storedOutcome } from "./stored-outcome.js";
 
 export interface RunnerOptions {
-  store: Store;
+  store: StorePort;
   host: CronHost;
   /** cron.max_concurrent (kept within gateway.max_turns by the host's own limit). */
   maxConcurrent: number;
@@ -27,7 +27,7 @@ export interface RunnerOptions {
     run: RunRecord,
     job: JobRecord | null,
     now: number,
-  ) => { ops: RecordPutOp[]; events: CronEvent[] };
+  ) => Promise<{ ops: RecordPutOp[]; events: CronEvent[] }>;
   /** Told after a run's end was written (the outbox delivers soon). */
   afterFinish?: (run: RunRecord) => void;
   now?: () => number;
@@ -118,10 +118,12 @@ export class CronRunner {
    * For a turn resumed after a restart: a watcher ending the cron run that owns its session, or
    * undefined when no cron run does.
    */
-  watcherFor(turnId: string, sessionId: string): CronWatcher | undefined {
-    const run = listRuns(this.options.store).find((r) => r.state === "running" && r.session_id === sessionId);
+  async watcherFor(turnId: string, sessionId: string): Promise<CronWatcher | undefined> {
+    const run = (await listRuns(this.options.store)).find(
+      (r) => r.state === "running" && r.session_id === sessionId,
+    );
     if (!run) return undefined;
-    const job = readJob(this.options.store, run.job);
+    const job = await readJob(this.options.store, run.job);
     const resumed: RunRecord = { ...run, turn_id: turnId, owner: this.owner, resumed: run.resumed + 1 };
     this.resumedSessions.set(sessionId, job?.dir ?? null);
     this.active.set(run.run_key, resumed);
@@ -149,15 +151,22 @@ export class CronRunner {
         ended = true;
         clearTimeout(timer);
         this.resumedSessions.delete(sessionId);
-        // turn_finished is told once the turn's end is stored.
-        const outcome = storedOutcome(this.options.store, sessionId, turnId, { settling: true }) ?? {
-          turn_id: turnId,
-          status: "failed",
-          reply: "",
-          error: "the resumed turn ended, but its end is not in the store",
-          error_code: "turn_failed",
-        };
-        void this.finish(resumed, job, timedOut ? asTimeout(outcome, timeout) : outcome);
+        // A listener cannot wait: the read of the turn's end and the finish after it run on, a
+        // failure told. turn_finished is told once the turn's end is stored.
+        void (async () => {
+          const outcome = (await storedOutcome(this.options.store, sessionId, turnId, {
+            settling: true,
+          })) ?? {
+            turn_id: turnId,
+            status: "failed",
+            reply: "",
+            error: "the resumed turn ended, but its end is not in the store",
+            error_code: "turn_failed",
+          };
+          await this.finish(resumed, job, timedOut ? asTimeout(outcome, timeout) : outcome);
+        })().catch((error: unknown) =>
+          this.options.onError?.(`ending the resumed run ${run.run_key}`, error),
+        );
       },
       shutdown: () => {},
     };
@@ -167,17 +176,18 @@ export class CronRunner {
    * The interrupted turns of runs a dead process left running: what `tenax cron tick` resumes
    * when no gateway runs to do it.
    */
-  orphanedTurns(): { turn_id: string; session_id: string; interrupt_count: number }[] {
+  async orphanedTurns(): Promise<{ turn_id: string; session_id: string; interrupt_count: number }[]> {
     const alive = this.options.ownerAlive ?? ownerAlive;
-    return listRuns(this.options.store).flatMap((run) => {
-      if (run.state !== "running" || run.session_id === null || this.active.has(run.run_key)) return [];
-      if (run.owner !== null && run.owner !== this.owner && alive(run.owner)) return [];
-      const turns = this.options.store.getTurns(run.session_id);
+    const out: { turn_id: string; session_id: string; interrupt_count: number }[] = [];
+    for (const run of await listRuns(this.options.store)) {
+      if (run.state !== "running" || run.session_id === null || this.active.has(run.run_key)) continue;
+      if (run.owner !== null && run.owner !== this.owner && alive(run.owner)) continue;
+      const turns = await this.options.store.getTurns(run.session_id);
       const turn = run.turn_id === null ? turns[0] : turns.find((t) => t.id === run.turn_id);
-      return turn?.status === "interrupted"
-        ? [{ turn_id: turn.id, session_id: run.session_id, interrupt_count: turn.interrupt_count }]
-        : [];
-    });
+      if (turn?.status === "interrupted")
+        out.push({ turn_id: turn.id, session_id: run.session_id, interrupt_count: turn.interrupt_count });
+    }
+    return out;
   }
 
   /**
@@ -204,13 +214,13 @@ export class CronRunner {
     const taken: RunRecord[] = [];
     const settled: RunRecord[] = [];
     let waiting = 0;
-    for (const run of listRuns(this.options.store)) {
+    for (const run of await listRuns(this.options.store)) {
       if (this.active.has(run.run_key) || this.pending.some((p) => p.run.run_key === run.run_key)) continue;
       if (run.owner === this.owner || (run.owner !== null && alive(run.owner))) continue;
-      const job = readJob(this.options.store, run.job);
+      const job = await readJob(this.options.store, run.job);
       if (run.state === "queued" || run.state === "missed") {
         if (job === null) continue;
-        const text = this.options.store.getRecordText(RUN_KIND, run.run_key);
+        const text = await this.options.store.getRecordText(RUN_KIND, run.run_key);
         const mine: RunRecord = { ...run, owner: this.owner };
         try {
           await this.options.store.write([claimOp(RUN_KIND, run.run_key, mine, text, this.now())]);
@@ -227,7 +237,7 @@ export class CronRunner {
         const outcome =
           run.session_id === null
             ? null
-            : storedOutcome(this.options.store, run.session_id, run.turn_id, {
+            : await storedOutcome(this.options.store, run.session_id, run.turn_id, {
                 settling: options.settleInterrupted,
               });
         if (outcome === null && run.session_id !== null) {
@@ -278,7 +288,7 @@ export class CronRunner {
             : session.op;
         const now = this.now();
         running = { ...run, state: "running", started_at: now, session_id: session.id, owner: this.owner };
-        const text = store.getRecordText(RUN_KIND, run.run_key);
+        const text = await store.getRecordText(RUN_KIND, run.run_key);
         await store.write([op, claimOp(RUN_KIND, run.run_key, running, text, now)]);
         this.active.set(run.run_key, running);
         this.startedTotal++;
@@ -353,7 +363,7 @@ export class CronRunner {
       silent: state === "ok" && reply.trim() === "[SILENT]",
     };
     try {
-      const extra = this.options.finishOps?.(final, job, now) ?? { ops: [], events: [] };
+      const extra = (await this.options.finishOps?.(final, job, now)) ?? { ops: [], events: [] };
       await this.options.store.write([putOp(RUN_KIND, run.run_key, final, now), ...extra.ops]);
       const counts = this.countOf(run.job).ended;
       counts[state] = (counts[state] ?? 0) + 1;

@@ -1,6 +1,6 @@
 // How a cron run's turn ended, read from the store: for a turn resumed after a crash (its end is
 // told by an event that carries no reply) and for runs settled after their process stopped.
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import type { CronTurnResult } from "./host.js";
 
 export interface OutcomeOptions {
@@ -12,13 +12,13 @@ export interface OutcomeOptions {
 }
 
 /** The turn's stored end; null while it runs (or, unless settling, may still be resumed). */
-export function storedOutcome(
-  store: Pick<StoreReader, "getTurns" | "getMessages">,
+export async function storedOutcome(
+  store: Pick<StoreReads, "getTurns" | "getMessages">,
   sessionId: string,
   turnId: string | null,
   options: OutcomeOptions = {},
-): CronTurnResult | null {
-  const turns = store.getTurns(sessionId);
+): Promise<CronTurnResult | null> {
+  const turns = await store.getTurns(sessionId);
   const turn = turnId === null ? turns[0] : turns.find((t) => t.id === turnId);
   if (!turn) {
     if (!options.settling) return null;
@@ -32,8 +32,7 @@ export function storedOutcome(
   }
   if (turn.status === "running") return null;
   if (turn.status === "interrupted" && !options.settling) return null;
-  const answer = store
-    .getMessages(sessionId)
+  const answer = (await store.getMessages(sessionId))
     .filter((m) => m.turn_id === turn.id && m.role === "assistant" && m.content !== null)
     .at(-1);
   const reply = answer?.content ?? "";

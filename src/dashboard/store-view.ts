@@ -9,9 +9,10 @@ import { collectStatus, openForStatus, type StatusReport } from "../health/statu
 import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
+import type { StoreReads } from "../store/port.js";
 import { openReader } from "../store/registry.js";
 import type { SessionView } from "../store/rows.js";
-import type { SearchResult, StoreReader } from "../store/store-reader.js";
+import type { SearchResult } from "../store/store-reader.js";
 import { type TranscriptMessage, transcriptView } from "./transcript-view.js";
 
 /**
@@ -56,7 +57,7 @@ export async function readLayers(
   }
 }
 
-export function listSessions(paths: ProfilePaths, limit: number, offset: number): SessionView[] {
+export function listSessions(paths: ProfilePaths, limit: number, offset: number): Promise<SessionView[]> {
   return withStore(paths, (reader) => reader.listSessions({ limit, offset }), []);
 }
 
@@ -64,30 +65,31 @@ export function listSessions(paths: ProfilePaths, limit: number, offset: number)
 export function searchSessions(
   paths: ProfilePaths,
   query: string,
-): SearchResult & { sessions: Record<string, SessionView> } {
+): Promise<SearchResult & { sessions: Record<string, SessionView> }> {
   return withStore(
     paths,
-    (reader) => {
-      const result = reader.search(query, { limit: 50 });
+    async (reader) => {
+      const result = await reader.search(query, { limit: 50 });
       const sessions = new Map<string, SessionView | null>();
       for (const hit of result.hits)
-        if (!sessions.has(hit.session_id)) sessions.set(hit.session_id, reader.getSession(hit.session_id));
+        if (!sessions.has(hit.session_id))
+          sessions.set(hit.session_id, await reader.getSession(hit.session_id));
       const found = [...sessions].filter((entry): entry is [string, SessionView] => entry[1] !== null);
       return { ...result, sessions: Object.fromEntries(found) };
     },
-    { query, order: "relevance", hits: [], pending: 0, sessions: {} },
+    { query, order: "relevance" as const, hits: [], pending: 0, sessions: {} },
   );
 }
 
-export function transcript(
+export async function transcript(
   paths: ProfilePaths,
   id: string,
-): { session: SessionView; messages: TranscriptMessage[] } {
-  const found = withStore(
+): Promise<{ session: SessionView; messages: TranscriptMessage[] }> {
+  const found = await withStore(
     paths,
-    (reader) => {
-      const session = reader.getSession(id);
-      return session === null ? null : { session, messages: transcriptView(reader.getMessages(id)) };
+    async (reader) => {
+      const session = await reader.getSession(id);
+      return session === null ? null : { session, messages: transcriptView(await reader.getMessages(id)) };
     },
     null,
   );
@@ -96,16 +98,20 @@ export function transcript(
 }
 
 /** Open a reader for one request; `empty` is the answer while the profile has no store yet. */
-function withStore<T>(paths: ProfilePaths, body: (reader: StoreReader) => T, empty: T): T {
+async function withStore<T>(
+  paths: ProfilePaths,
+  body: (reader: StoreReads) => Promise<T>,
+  empty: T,
+): Promise<T> {
   if (!existsSync(paths.state)) return empty;
-  let reader: StoreReader;
+  let reader: StoreReads & { close(): void };
   try {
     reader = openReader(paths);
   } catch (error) {
     throw storeProblem(paths, error);
   }
   try {
-    return body(reader);
+    return await body(reader);
   } catch (error) {
     throw storeProblem(paths, error);
   } finally {

@@ -7,13 +7,13 @@ import { join } from "node:path";
 import { COMPONENT_KIND, COMPRESSION_COMPONENT_KEY } from "../agent/compression-state.js";
 import { pidAlive } from "../agent/process-group.js";
 import { STALL_KIND } from "../agent/turn-progress.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { Scenario } from "./runner.js";
 import { scratchSession } from "./scratch.js";
 import { eventTrail, watchedTurn } from "./watched-turn.js";
 
 /** Three long exchanges: under the compression threshold until one more large tool result arrives. */
-async function addHistory(store: Store, session: string): Promise<void> {
+async function addHistory(store: StorePort, session: string): Promise<void> {
   const exchanges = [0, 1, 2].flatMap((i) => [
     { role: "user", content: `question ${i}: ${"q".repeat(1_600)}` },
     { role: "assistant", content: `answer ${i}: ${"a".repeat(1_600)}` },
@@ -51,7 +51,7 @@ const hungCompression: Scenario = {
         if (event.type === "compression_failed") context.caught(event.layer);
       },
     });
-    const cooldown = opened.store.getRecord<{ failures: number; cooldown_until: number }>(
+    const cooldown = await opened.store.getRecord<{ failures: number; cooldown_until: number }>(
       COMPONENT_KIND,
       COMPRESSION_COMPONENT_KEY,
     );
@@ -95,7 +95,8 @@ const interruptDuringTool: Scenario = {
       },
     });
     await sim.idle();
-    const background = opened.store.getMessages(session).find((m) => m.role === "tool")?.content ?? "{}";
+    const background =
+      (await opened.store.getMessages(session)).find((m) => m.role === "tool")?.content ?? "{}";
     const pid = (JSON.parse(background) as { pid?: number }).pid;
     const left = opened.agent.processes.liveCount();
     const backgroundAlive = typeof pid === "number" && pidAlive(pid);
@@ -130,7 +131,14 @@ const stalledTurn: Scenario = {
           context.caught(event.layer);
           // The health model reads the stall from the store once its record is written.
           setTimeout(() => {
-            recorded = opened.store.getRecordText(STALL_KIND, event.turn_id) !== null;
+            opened.store.getRecordText(STALL_KIND, event.turn_id).then(
+              (text) => {
+                recorded = text !== null;
+              },
+              () => {
+                recorded = false;
+              },
+            );
           }, 300);
         }
       },
@@ -138,7 +146,7 @@ const stalledTurn: Scenario = {
     await sim.idle();
     const request = sim.requests()[0]?.ended ?? "none";
     const left = opened.agent.processes.liveCount() + opened.agent.progress.running().length;
-    const stallLeft = opened.store.getRecordText(STALL_KIND, result.turn_id) !== null;
+    const stallLeft = (await opened.store.getRecordText(STALL_KIND, result.turn_id)) !== null;
     return {
       ok:
         result.status === "failed" &&

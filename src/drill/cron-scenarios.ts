@@ -35,19 +35,22 @@ async function addJob(
 }
 
 /** A job's run records (newest first) and its slot, read-only (a running gateway keeps writing). */
-function readCron(paths: ProfilePaths, job: string): { runs: RunRecord[]; slot: number | null } {
+async function readCron(
+  paths: ProfilePaths,
+  job: string,
+): Promise<{ runs: RunRecord[]; slot: number | null }> {
   const reader = openReader(paths);
   try {
-    return { runs: listRuns(reader, job), slot: readSlot(reader, job)?.slot ?? null };
+    return { runs: await listRuns(reader, job), slot: (await readSlot(reader, job))?.slot ?? null };
   } finally {
     reader.close();
   }
 }
 
-function readSessionTurns(paths: ProfilePaths, session: string): TurnView[] {
+async function readSessionTurns(paths: ProfilePaths, session: string): Promise<TurnView[]> {
   const reader = openReader(paths);
   try {
-    return reader.getTurns(session);
+    return await reader.getTurns(session);
   } finally {
     reader.close();
   }
@@ -57,7 +60,7 @@ function readSessionTurns(paths: ProfilePaths, session: string): TurnView[] {
 async function nextDue(paths: ProfilePaths, job: string): Promise<number | null> {
   const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   try {
-    return new CronJobs(store, { timezone: "UTC" }).get(job).next_due_at;
+    return (await new CronJobs(store, { timezone: "UTC" }).get(job)).next_due_at;
   } finally {
     await releaseStore(store);
   }
@@ -91,7 +94,7 @@ const killedDuringRun: Scenario = {
     await new Promise((resolve) => setTimeout(resolve, 400));
     context.injected();
     await killHard(first);
-    const killed = readCron(paths, job).runs;
+    const killed = (await readCron(paths, job)).runs;
     const killedRun = killed[0];
     if (killed.length !== 1 || killedRun?.state !== "running" || killedRun.session_id === null) {
       return {
@@ -99,21 +102,21 @@ const killedDuringRun: Scenario = {
         detail: `after the kill the job had ${killed.length} run(s), the newest ${killedRun?.state ?? "missing"}, not one running`,
       };
     }
-    const killedTurn = readSessionTurns(paths, killedRun.session_id)[0];
+    const killedTurn = (await readSessionTurns(paths, killedRun.session_id))[0];
     if (killedTurn?.status !== "running")
       return { ok: false, detail: `after the kill the run's turn was ${killedTurn?.status ?? "missing"}` };
 
     const second = await scenarioGateway(context);
     const resumed = await feedEvent(second, "cron_run_resumed", context.signal);
     if (resumed.layer) context.caught(resumed.layer);
-    await until(() => readCron(paths, job).runs.some((r) => r.state === "ok"), context.signal);
+    await until(async () => (await readCron(paths, job)).runs.some((r) => r.state === "ok"), context.signal);
     // Give a second start of the occurrence (which must not happen) the time to show.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await stopGateway(second);
-    const { runs, slot } = readCron(paths, job);
+    const { runs, slot } = await readCron(paths, job);
     const ofOccurrence = runs.filter((r) => r.occurrence === occurrence);
     const run = ofOccurrence[0];
-    const turns = readSessionTurns(paths, killedRun.session_id);
+    const turns = await readSessionTurns(paths, killedRun.session_id);
     // The next occurrence is a minute after this one: waiting for it to run would not fit the
     // drill's 25 s deadline per scenario, so the check is that it is due on time (the slot at this
     // occurrence, the next due time exactly one period later), not that it ran.
@@ -158,11 +161,14 @@ const missedWindow: Scenario = {
     const gateway = await scenarioGateway(context);
     const missed = await feedEvent(gateway, "cron_missed", context.signal);
     if (missed.layer) context.caught(missed.layer);
-    await until(() => readCron(paths, job).runs.some((r) => r.missed && r.state === "ok"), context.signal);
+    await until(
+      async () => (await readCron(paths, job)).runs.some((r) => r.missed && r.state === "ok"),
+      context.signal,
+    );
     // Give a second run (which must not happen) the time to show.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await stopGateway(gateway);
-    const { runs } = readCron(paths, job);
+    const { runs } = await readCron(paths, job);
     const caughtUp = runs.filter((r) => r.missed);
     const skipped = runs.filter((r) => r.state === "skipped");
     const skippedRight =

@@ -11,10 +11,13 @@ import type { Scenario } from "./runner.js";
 import { scratchProfile } from "./scratch.js";
 
 /** Every session's turns, read-only (a running gateway keeps writing meanwhile). */
-export function readTurns(paths: ProfilePaths): { session: string; turns: TurnView[] }[] {
+export async function readTurns(paths: ProfilePaths): Promise<{ session: string; turns: TurnView[] }[]> {
   const reader = openReader(paths);
   try {
-    return reader.listSessions().map((s) => ({ session: s.id, turns: reader.getTurns(s.id) }));
+    const out: { session: string; turns: TurnView[] }[] = [];
+    for (const s of await reader.listSessions())
+      out.push({ session: s.id, turns: await reader.getTurns(s.id) });
+    return out;
   } finally {
     reader.close();
   }
@@ -44,7 +47,7 @@ const killedMidTurn: Scenario = {
     await new Promise((resolve) => setTimeout(resolve, 400));
     context.injected();
     await killHard(first);
-    const [before] = readTurns(paths);
+    const [before] = await readTurns(paths);
     const killedTurn = before?.turns[0];
     if (!before || killedTurn?.status !== "running") {
       return {
@@ -60,7 +63,7 @@ const killedMidTurn: Scenario = {
     // Give a second resume (which must not happen) the time to show.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await stopGateway(second);
-    const after = readTurns(paths).find((s) => s.session === before.session)?.turns ?? [];
+    const after = (await readTurns(paths)).find((s) => s.session === before.session)?.turns ?? [];
     const resumeRequests = sim
       .requests()
       .filter((r) => JSON.stringify(r.body).includes(RESUME_NOTE.slice(0, 60))).length;

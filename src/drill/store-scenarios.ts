@@ -68,7 +68,9 @@ const corruptedStore: Scenario = {
     const reader = openReader(paths);
     let contents: string[];
     try {
-      contents = reader.listSessions().flatMap((s) => reader.getMessages(s.id).map((m) => m.content ?? ""));
+      contents = [];
+      for (const s of await reader.listSessions())
+        for (const m of await reader.getMessages(s.id)) contents.push(m.content ?? "");
     } finally {
       reader.close();
     }
@@ -131,8 +133,10 @@ const damagedSearch: Scenario = {
     let hits: number;
     let expected: number;
     try {
-      hits = reader.search("zebra", { limit: 100 }).hits.length;
-      expected = reader.getMessages(first.sessionId).filter((m) => /zebra/i.test(m.content ?? "")).length;
+      hits = (await reader.search("zebra", { limit: 100 })).hits.length;
+      expected = (await reader.getMessages(first.sessionId)).filter((m) =>
+        /zebra/i.test(m.content ?? ""),
+      ).length;
     } finally {
       reader.close();
     }

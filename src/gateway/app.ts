@@ -12,7 +12,7 @@ import { type App, createApp, refuseOtherMethods } from "../http/app.js";
 import { boundNames } from "../http/host-header.js";
 import { HttpError, headerValue } from "../http/http-error.js";
 import { MAX_BODY_BYTES } from "../http/json-body.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { Gateway } from "./gateway.js";
 import { storeUnavailable } from "./gateway-errors.js";
 import type { HealthRoutes } from "./health-routes.js";
@@ -35,7 +35,7 @@ export interface GatewayAppDeps {
   /** The turns: admission, running, watching, shutdown. */
   gateway: Gateway;
   agent: Agent;
-  store: Store;
+  store: StorePort;
   config: TenaxConfig;
   version: string;
   /** The clock of ids and timestamps in answers; the gateway's by default. */

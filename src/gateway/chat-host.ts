@@ -25,7 +25,8 @@ export function gatewayChatHost(
     },
     interrupt: (sessionId, reason) => gateway.interrupt(sessionId, reason, "stopped"),
     isRunning: (sessionId) => gateway.isRunning(sessionId),
-    pendingApprovals: (sessionId) => approvals.pending().filter((r) => r.session_id === sessionId),
+    pendingApprovals: async (sessionId) =>
+      (await approvals.pending()).filter((r) => r.session_id === sessionId),
     getApproval: (approvalId) => approvals.get(approvalId),
     decide: (approvalId, decision, decidedBy) => approvals.decide(approvalId, decision, decidedBy),
   };

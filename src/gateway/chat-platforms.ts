@@ -13,7 +13,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import type { PlatformLive } from "../health/platforms-component.js";
 import { ChatService } from "../platforms/chat-service.js";
 import { listChatSessions } from "../platforms/chat-sessions.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { gatewayChatHost } from "./chat-host.js";
 import type { Gateway, TurnWatcher } from "./gateway.js";
 import { buildPlatforms, type GatewayPlatforms } from "./platforms.js";
@@ -23,12 +23,12 @@ export interface GatewayChat {
   service: ChatService;
   live(): Record<string, PlatformLive>;
   /** The follower of a resumed turn that is a chat's (its approvals reach the chat). */
-  watcherFor(sessionId: string): TurnWatcher | undefined;
+  watcherFor(sessionId: string): Promise<TurnWatcher | undefined>;
   /**
    * The chat turns the last stop interrupted (the drain ran out) that no crash reaped: resumed
    * with the reaped ones, so the chat gets its answer after the restart without a /retry.
    */
-  interruptedByStop(alreadyReaped: readonly ReapedTurn[]): ReapedTurn[];
+  interruptedByStop(alreadyReaped: readonly ReapedTurn[]): Promise<ReapedTurn[]>;
   /** After the resume: hand each resumed chat turn to the service. */
   resumed(report: ResumeReport): void;
   /** Run what the inbox holds and connect the adapters. */
@@ -43,7 +43,7 @@ export interface GatewayChat {
 
 export interface ChatPlatformsOptions {
   config: TenaxConfig;
-  store: Store;
+  store: StorePort;
   gateway: Gateway;
   agent: Agent;
   onEvent: (event: PlatformEvent) => void;
@@ -81,25 +81,25 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     platforms,
     service,
     live: () => platforms.live(),
-    watcherFor(sessionId) {
-      const onEvent = service.eventsFor(sessionId);
+    async watcherFor(sessionId) {
+      const onEvent = await service.eventsFor(sessionId);
       return onEvent === undefined ? undefined : { onEvent, shutdown: () => {} };
     },
-    interruptedByStop(alreadyReaped) {
+    async interruptedByStop(alreadyReaped) {
       const known = new Set(alreadyReaped.map((t) => t.turn_id));
       const out: ReapedTurn[] = [];
-      for (const record of listChatSessions(options.store)) {
+      for (const record of await listChatSessions(options.store)) {
         const mark = record.running;
         if (mark === null) continue;
-        const turn = options.store.getTurns(mark.session_id)[mark.turns_before];
+        const turn = (await options.store.getTurns(mark.session_id))[mark.turns_before];
         if (turn === undefined || turn.status !== "interrupted" || known.has(turn.id)) continue;
         known.add(turn.id);
         out.push({ turn_id: turn.id, session_id: turn.session_id, interrupt_count: turn.interrupt_count });
       }
       return out;
     },
-    resumed(report) {
-      for (const turn of report.resumed) service.resumed(turn.session_id, turn.result);
+    async resumed(report) {
+      for (const turn of report.resumed) await service.resumed(turn.session_id, turn.result);
     },
     async start(scheduler) {
       const r = await service.recover();

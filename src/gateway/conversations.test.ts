@@ -32,14 +32,14 @@ describe("conversation fingerprints", () => {
     const newer = await store.createSession({ source: "gateway" });
     const hash = conversationHash(null, [said("user", "hi"), said("assistant", "echo: hi")]);
     await store.write([{ op: "session.update", id: older, conversation_hash: hash, updated_at: 10 }]);
-    expect(store.findConversation(hash)).toBe(older);
-    expect(store.conversationHash(older)).toBe(hash);
+    expect(await store.findConversation(hash)).toBe(older);
+    expect(await store.conversationHash(older)).toBe(hash);
     await store.write([
       { op: "session.update", id: newer, conversation_hash: hash, updated_at: Date.now() + 1000 },
     ]);
-    expect(store.findConversation(hash)).toBe(newer);
-    expect(store.findConversation("nothing")).toBeNull();
-    expect(store.conversationHash("s_missing")).toBeNull();
+    expect(await store.findConversation(hash)).toBe(newer);
+    expect(await store.findConversation("nothing")).toBeNull();
+    expect(await store.conversationHash("s_missing")).toBeNull();
     const db = new Database(paths.state, { readonly: true });
     const plan = db
       .prepare(

@@ -6,8 +6,8 @@
 import { createHash } from "node:crypto";
 import type { TurnResult } from "../agent/turn.js";
 import type { ModelRouter } from "../llm/router.js";
+import type { StorePort } from "../store/port.js";
 import { plainTitle } from "../store/session-title.js";
-import type { Store } from "../store/store.js";
 import type { ChatMessage } from "./chat-request.js";
 
 type Said = Pick<ChatMessage, "role" | "content">;
@@ -40,7 +40,7 @@ const TITLE_PROMPT =
   "Write a short title (at most 6 words) for a conversation that begins with the user's message below. Answer with the title alone: no quotes, no punctuation at the end.";
 
 export interface ConversationsOptions {
-  store: Store;
+  store: StorePort;
   router: Pick<ModelRouter, "auxiliary">;
   /** Whether auxiliary.title names a model; without one, titles are the plain first message. */
   titleModel: boolean;
@@ -55,10 +55,10 @@ export class Conversations {
   constructor(private readonly options: ConversationsOptions) {}
 
   /** The session a stateless request continues: its earlier messages are that session's conversation. */
-  find(earlier: readonly ChatMessage[]): { sessionId: string } | null {
+  async find(earlier: readonly ChatMessage[]): Promise<{ sessionId: string } | null> {
     const history = historyOf(earlier);
     if (history.length === 0) return null;
-    const sessionId = this.options.store.findConversation(conversationHash(null, history));
+    const sessionId = await this.options.store.findConversation(conversationHash(null, history));
     return sessionId === null ? null : { sessionId };
   }
 
@@ -70,7 +70,7 @@ export class Conversations {
   async recordTurn(sessionId: string, text: string, result: TurnResult, base?: string | null): Promise<void> {
     if (result.status !== "completed") return;
     const store = this.options.store;
-    const before = base === undefined ? store.conversationHash(sessionId) : base;
+    const before = base === undefined ? await store.conversationHash(sessionId) : base;
     if (base === undefined && before === null) return;
     const hash = conversationHash(before, [
       { role: "user", content: text },

@@ -10,7 +10,7 @@ import type { TurnRequest } from "../agent/turn-request.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { Target } from "../llm/route-events.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatMessage } from "./chat-request.js";
 import { Conversations, conversationHash, historyOf } from "./conversations.js";
 import {
@@ -24,7 +24,7 @@ import { SessionQueue } from "./session-queue.js";
 
 export interface GatewayOptions {
   agent: Agent;
-  store: Store;
+  store: StorePort;
   config: TenaxConfig;
   /** The folder the agent's tools start in. */
   cwd: string;
@@ -54,7 +54,7 @@ export interface LaunchRequest {
   watcher?: TurnWatcher;
   /** While the turn waits for its busy session: aborting it leaves the queue at once. */
   signal?: AbortSignal;
-  /** Told (synchronously, within launch) when the turn waits behind the session's running one. */
+  /** Told when the turn waits behind the session's running one: before launch's promise settles. */
   onQueued?: (sessionId: string, position: number) => void;
   /** Who can approve what the exec policy holds back (a run); none: it is denied at once. */
   approvals?: ApprovalChannel;
@@ -197,7 +197,7 @@ export class Gateway {
       const earlier = request.earlier ?? [];
       // The earlier messages are a stored session's conversation: it goes on there (and waits
       // for that session like any message for it).
-      const known = this.conversations.find(earlier);
+      const known = await this.conversations.find(earlier);
       if (known) return this.launch({ ...request, sessionId: known.sessionId });
       this.reserve();
       // A new session is created by the turn's first write, with its history and the question.
@@ -210,19 +210,23 @@ export class Gateway {
       return this.start(created.id, this.agentWork(created.id, request, created.ops, fresh), request.watcher);
     }
     const store = this.options.store;
-    if (!store.getSession(requested)) throw unknownSession(requested);
+    if (!(await store.getSession(requested))) throw unknownSession(requested);
     const begin = () => this.start(requested, this.agentWork(requested, request, []), request.watcher);
     if (!this.active.has(requested)) {
       this.reserve();
       return begin();
     }
+    // The queue starts the next turn synchronously when the session's turn ends (nothing can
+    // take the session in between), so the check that the session was not deleted while the
+    // turn waited is the turn's first step: a deleted session fails the turn with unknown_session.
     const waiting = this.queue.enqueue(
       requested,
-      () => {
-        // The session may have been deleted while the turn waited.
-        if (!store.getSession(requested)) throw unknownSession(requested);
-        return begin();
-      },
+      () =>
+        this.start(
+          requested,
+          this.agentWork(requested, request, [], undefined, () => store.getSession(requested)),
+          request.watcher,
+        ),
       request.signal,
     );
     if (!waiting.queued) throw sessionQueueFull(requested, this.options.config.gateway.session_queue);
@@ -247,9 +251,11 @@ export class Gateway {
     launch: LaunchRequest,
     before: WriteOp[],
     fresh?: { base: string; firstMessage: string },
+    stillThere?: () => Promise<unknown>,
   ): TurnWork {
     const { text, request } = launch;
     return async (signal, onEvent) => {
+      if (stillThere && !(await stillThere())) throw unknownSession(sessionId);
       const result = await this.options.agent.turn({
         sessionId,
         text,

@@ -21,17 +21,17 @@ export class HealthRoutes {
   ) {}
 
   /** GET /health: each layer's last checked state (503 when down). */
-  health(): { status: number; body: ReturnType<HealthMonitor["report"]> } {
-    const report = this.monitor.report();
+  async health(): Promise<{ status: number; body: Awaited<ReturnType<HealthMonitor["report"]>> }> {
+    const report = await this.monitor.report();
     return { status: report.status === "down" ? 503 : 200, body: report };
   }
 
   /** GET /metrics, in Prometheus text. */
-  metrics(): string {
+  async metrics(): Promise<string> {
     const g = this.gauges();
-    const cron = this.monitor.cronView();
+    const cron = await this.monitor.cronView();
     return renderMetrics(
-      this.monitor.report(cron),
+      await this.monitor.report(cron),
       this.counters,
       this.hub.totals(),
       { ...g, event_clients: this.hub.clients },

@@ -8,17 +8,17 @@ import type { Completion } from "../llm/model-call.js";
 import type { ChatMessage, ContentPart } from "../llm/provider.js";
 import type { Target } from "../llm/route-events.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export const MODEL_CALL_SOURCE = "gateway-model";
 
 /** The writes that record a call's request, and the session they go to. */
-export function requestOps(
-  store: Store,
+export async function requestOps(
+  store: StorePort,
   target: Target,
   messages: readonly ChatMessage[],
   sessionId: string | undefined,
-): { sessionId: string; ops: WriteOp[] } {
+): Promise<{ sessionId: string; ops: WriteOp[] }> {
   if (sessionId === undefined) {
     const { id, op } = store.sessionOp({
       source: MODEL_CALL_SOURCE,
@@ -26,7 +26,7 @@ export function requestOps(
     });
     return { sessionId: id, ops: [op, ...messages.map((m) => messageOp(store, id, m))] };
   }
-  if (!store.getSession(sessionId))
+  if (!(await store.getSession(sessionId)))
     throw new HttpError(
       404,
       "not_found_error",
@@ -38,7 +38,7 @@ export function requestOps(
 }
 
 /** The write that records the answer. */
-export function answerOp(store: Store, sessionId: string, completion: Completion): WriteOp {
+export function answerOp(store: StorePort, sessionId: string, completion: Completion): WriteOp {
   return store.messageOp({
     session_id: sessionId,
     role: "assistant",
@@ -54,7 +54,7 @@ export function answerOp(store: Store, sessionId: string, completion: Completion
   });
 }
 
-function messageOp(store: Store, sessionId: string, m: ChatMessage): WriteOp {
+function messageOp(store: StorePort, sessionId: string, m: ChatMessage): WriteOp {
   switch (m.role) {
     case "system":
       return store.messageOp({ session_id: sessionId, role: "system", content: m.content });

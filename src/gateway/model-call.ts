@@ -12,7 +12,7 @@ import { sendError, sendJson } from "../http/node-http.js";
 import type { Completion } from "../llm/model-call.js";
 import type { RouteEvent, StatusEvent } from "../llm/route-events.js";
 import type { ModelRouter } from "../llm/router.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { failureError } from "./failure-status.js";
 import { asHttpError, unavailable } from "./gateway-errors.js";
 import { completionObject } from "./model-call-answer.js";
@@ -23,7 +23,7 @@ import { ModelCallStream } from "./model-call-stream.js";
 
 export interface ModelCallDeps {
   router: ModelRouter;
-  store: Store;
+  store: StorePort;
   now?: () => number;
   /** What one streaming client may hold unsent before it is dropped. */
   streamBufferBytes?: number;
@@ -77,7 +77,7 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
     try {
       if (deps.stopping?.()) throw unavailable();
       const call = parseModelCallBody(body);
-      const { sessionId, ops } = requestOps(deps.store, target, call.request.messages, requested);
+      const { sessionId, ops } = await requestOps(deps.store, target, call.request.messages, requested);
       span.set({ "gen_ai.conversation.id": sessionId });
       // Persist, then publish: the session and the question are committed before the provider is
       // asked, and durable before the client hears of them. Their sync runs while the provider

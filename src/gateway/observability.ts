@@ -38,6 +38,7 @@ const WARNINGS: ReadonlySet<string> = new Set(["turn_stalled", "turn_deadline"])
 export function startObservability(input: {
   paths: ProfilePaths;
   config: TenaxConfig;
+  /** The SQLite store: health's integrity checks and damage reports are the engine's own. */
   store: Store;
   scheduler: Scheduler;
   log: RotatingLog;

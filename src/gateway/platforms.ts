@@ -10,7 +10,7 @@ import type { InboundSink, PlatformAdapter } from "../platforms/adapter.js";
 import { PlatformOutbox } from "../platforms/outbox.js";
 import { TelegramAdapter } from "../platforms/telegram/adapter.js";
 import { WebhookAdapter } from "../platforms/webhook/adapter.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export interface GatewayPlatforms {
   adapters: PlatformAdapter[];
@@ -26,7 +26,7 @@ export interface GatewayPlatforms {
 
 export interface PlatformsOptions {
   config: TenaxConfig;
-  store: Store;
+  store: StorePort;
   onEvent: (event: PlatformEvent) => void;
   /** A platform's connection trouble (null: it recovered), for the gateway's log. */
   onTrouble: (platform: string, message: string | null) => void;

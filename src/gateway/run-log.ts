@@ -4,7 +4,7 @@
 // the same tick become one `text` event, so a fast token stream is not one commit per token.
 import type { AgentEvent } from "../agent/turn.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import {
   eventKey,
   FINISHED,
@@ -17,7 +17,7 @@ import {
 } from "./run-records.js";
 
 export interface RunLogDeps {
-  store: Store;
+  store: StorePort;
   now: () => number;
   /** Runs `fn` once the current tick's events are in (group commit); a timer by default. */
   defer?: (fn: () => void) => void;

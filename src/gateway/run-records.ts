@@ -4,7 +4,7 @@
 // session deletes them all. What is read back is checked; a record that fails is treated as absent.
 import { z } from "zod";
 import type { RecordPutOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export const RUN_KIND = "run";
 export const RUN_EVENT_KIND = "run_event";
@@ -108,26 +108,25 @@ export function putOp(
   };
 }
 
-export function readRun(store: Store, runId: string): RunState | null {
-  return check(runState, store.getRecord(RUN_KIND, runId));
+export async function readRun(store: StorePort, runId: string): Promise<RunState | null> {
+  return check(runState, await store.getRecord(RUN_KIND, runId));
 }
 
 /** Every stored run, or one session's. */
-export function listRuns(store: Store, sessionId?: string): RunState[] {
-  return store
-    .listRecords(RUN_KIND, sessionId === undefined ? {} : { sessionId })
-    .flatMap((r) => check(runState, r.value) ?? []);
+export async function listRuns(store: StorePort, sessionId?: string): Promise<RunState[]> {
+  return (await store.listRecords(RUN_KIND, sessionId === undefined ? {} : { sessionId })).flatMap(
+    (r) => check(runState, r.value) ?? [],
+  );
 }
 
-export function readIdem(store: Store, key: string): IdemRecord | null {
-  return check(idemRecord, store.getRecord(RUN_IDEM_KIND, key));
+export async function readIdem(store: StorePort, key: string): Promise<IdemRecord | null> {
+  return check(idemRecord, await store.getRecord(RUN_IDEM_KIND, key));
 }
 
 /** Every stored event of a run with an id above `after`, in order. */
-export function readEvents(store: Store, run: RunState, after: number): RunEvent[] {
+export async function readEvents(store: StorePort, run: RunState, after: number): Promise<RunEvent[]> {
   const prefix = `${run.run_id}/`;
-  return store
-    .listRecords(RUN_EVENT_KIND, { sessionId: run.session_id })
+  return (await store.listRecords(RUN_EVENT_KIND, { sessionId: run.session_id }))
     .flatMap((r) => (r.key.startsWith(prefix) ? (check(runEvent, r.value) ?? []) : []))
     .filter((e) => e.id > after)
     .sort((a, b) => a.id - b.id);

@@ -176,7 +176,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   rmSync(paths.cleanShutdown, { force: true });
   // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
   const opened = await openAgent(paths, config, { storeSettings: options.storeSettings, secrets });
-  info(lastStopLine(clean, lastGatewayStart(opened.store)));
+  info(lastStopLine(clean, await lastGatewayStart(opened.store)));
   await recordGatewayStart(opened.store, { pid: process.pid, started_at: Date.now() }).catch(
     (error: unknown) =>
       warn(
@@ -187,7 +187,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // A command that opened the store between the crash and now (`tenax chat`) may have reaped the
   // crashed gateway's turns first; they are still this gateway's to resume.
   const reapedElsewhere =
-    lock.crashed === null ? [] : reapedByOthers(opened.store, lock.crashed, opened.reaped);
+    lock.crashed === null ? [] : await reapedByOthers(opened.store, lock.crashed, opened.reaped);
   for (const turn of reapedElsewhere)
     info(
       `turn ${turn.turn_id} of session ${turn.session_id} was running in the gateway that stopped (pid ${lock.crashed?.pid}) and was marked interrupted by another process since`,
@@ -270,7 +270,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     checkModel: (model) => modelProblem(config, model),
     checkPlatform: (platform) => platformProblem(config, platform),
     cwd: options.cwd,
-    onChange: () => cron.changed(),
+    onChange: async () => await cron.changed(),
   });
   const chat = buildChatPlatforms({
     config,
@@ -298,11 +298,11 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       maxBufferedBytes: config.gateway.stream_buffer_kb * 1024,
       clientSystem: config.gateway.client_system,
     },
-    cron: { jobs, runNow: (name) => cron.runNow(name) },
+    cron: { jobs, runNow: async (name) => await cron.runNow(name) },
     platforms: {
       webhook: chat?.platforms.webhook ?? null,
       telegram: chat?.platforms.telegram ?? null,
-      status: () => observed.monitor.platformsNow(),
+      status: async () => await observed.monitor.platformsNow(),
     },
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
@@ -320,15 +320,15 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     reaped: [
       ...opened.reaped,
       ...reapedElsewhere,
-      ...(chat?.interruptedByStop([...opened.reaped, ...reapedElsewhere]) ?? []),
+      ...((await chat?.interruptedByStop([...opened.reaped, ...reapedElsewhere])) ?? []),
     ],
     host: gateway,
     autoResume: config.gateway.auto_resume,
     cwd: options.cwd,
-    watcherFor: (turnId, sessionId) =>
-      runs.watcherFor(turnId, sessionId) ??
-      cron.runner.watcherFor(turnId, sessionId) ??
-      chat?.watcherFor(sessionId),
+    watcherFor: async (turnId, sessionId) =>
+      (await runs.watcherFor(turnId, sessionId)) ??
+      (await cron.runner.watcherFor(turnId, sessionId)) ??
+      (await chat?.watcherFor(sessionId)),
     turnOptionsFor: (_turnId, sessionId) => cron.runner.turnOptionsFor(sessionId),
     onEvent: (event) => {
       (event.type === "turn_resumed" ? info : warn)(event.message);

@@ -35,9 +35,9 @@ describe("RunRegistry", () => {
     expect(state).toMatchObject({ status: "running", last_event_id: expect.any(Number) });
     const heard: RunEvent[] = [];
     const log = runs.following(state.run_id);
-    log?.subscribe((event) => {
+    log?.subscribe(async (event) => {
       // Persist, then publish: the event is in the store before any client hears of it.
-      expect(store.getRecord(RUN_EVENT_KIND, eventKey(state.run_id, event.id))).toEqual(event);
+      expect(await store.getRecord(RUN_EVENT_KIND, eventKey(state.run_id, event.id))).toEqual(event);
       heard.push(event);
     });
     gateway.say(state.session_id, "a", "b", "c");
@@ -46,7 +46,7 @@ describe("RunRegistry", () => {
     await gateway.end(state.session_id);
     await runs.settled();
 
-    const all = runs.events(state, 0);
+    const all = await runs.events(state, 0);
     expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
     expect(all.map((e) => e.type)).toEqual([
       "run.started",
@@ -59,8 +59,8 @@ describe("RunRegistry", () => {
     // Three deltas of one tick became one event.
     expect(all[2]?.data).toEqual({ type: "text", delta: "abc" });
     expect(heard.map((e) => e.id)).toEqual(all.filter((e) => e.id > state.last_event_id).map((e) => e.id));
-    expect(runs.events(state, 4).map((e) => e.id)).toEqual([5, 6]);
-    expect(runs.get(state.run_id)).toMatchObject({
+    expect((await runs.events(state, 4)).map((e) => e.id)).toEqual([5, 6]);
+    expect(await runs.get(state.run_id)).toMatchObject({
       status: "completed",
       reply: "abcd",
       partial: false,
@@ -72,7 +72,10 @@ describe("RunRegistry", () => {
 
   it("an Idempotency-Key gives one run for repeated, concurrent and post-restart submissions", async () => {
     const { gateway, runs, make } = await setup();
-    const [a, b] = await Promise.all([runs.submit(ask("once", "k1")), runs.submit(ask("once", "k1"))]);
+    const [a, b] = await Promise.all([
+      await runs.submit(ask("once", "k1")),
+      await runs.submit(ask("once", "k1")),
+    ]);
     expect(a.state.run_id).toBe(b.state.run_id);
     expect([a.created, b.created].sort()).toEqual([false, true]);
     const again = await runs.submit(ask("once", "k1"));
@@ -107,8 +110,8 @@ describe("RunRegistry", () => {
     const { state } = await runs.submit(ask("long"));
     expect(runs.stop(state.run_id, "stopped by the test")).toBe(true);
     await runs.settled();
-    expect(runs.get(state.run_id)).toMatchObject({ status: "interrupted", partial: true });
-    const types = runs.events(state, 0).map((e) => e.type);
+    expect(await runs.get(state.run_id)).toMatchObject({ status: "interrupted", partial: true });
+    const types = (await runs.events(state, 0)).map((e) => e.type);
     expect(types).toContain("run.stop_requested");
     expect(types.at(-1)).toBe("run.finished");
     expect(runs.stop(state.run_id, "again")).toBe(false);
@@ -127,19 +130,19 @@ describe("RunRegistry", () => {
       gateway.turns.delete(s.session_id);
     }
     const next = make();
-    const resumedTurn = store.getTurns(resumed.state.session_id)[0]?.id ?? "";
-    const watcher = next.watcherFor(resumedTurn, resumed.state.session_id);
+    const resumedTurn = (await store.getTurns(resumed.state.session_id))[0]?.id ?? "";
+    const watcher = await next.watcherFor(resumedTurn, resumed.state.session_id);
     expect(watcher).toBeDefined();
-    expect(next.watcherFor("t_unknown", resumed.state.session_id)).toBeUndefined();
+    expect(await next.watcherFor("t_unknown", resumed.state.session_id)).toBeUndefined();
 
     expect(await next.recover()).toBe(1);
-    expect(next.get(lost.state.run_id)).toMatchObject({
+    expect(await next.get(lost.state.run_id)).toMatchObject({
       status: "interrupted",
       reply: "half",
       partial: true,
       error: { code: "interrupted", message: "the process stopped" },
     });
-    expect(next.events(lost.state, 0).at(-1)?.type).toBe("run.finished");
+    expect((await next.events(lost.state, 0)).at(-1)?.type).toBe("run.finished");
 
     watcher?.onEvent({ type: "text", delta: "back" } as AgentEvent);
     watcher?.onEvent({
@@ -151,7 +154,7 @@ describe("RunRegistry", () => {
       failure: null,
     });
     await next.settled();
-    const events = next.events(resumed.state, 0);
+    const events = await next.events(resumed.state, 0);
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
     expect(events.map((e) => e.type).slice(-4)).toEqual([
       "run.resumed",
@@ -159,7 +162,7 @@ describe("RunRegistry", () => {
       "turn_finished",
       "run.finished",
     ]);
-    expect(next.get(resumed.state.run_id)).toMatchObject({
+    expect(await next.get(resumed.state.run_id)).toMatchObject({
       status: "completed",
       turn_id: resumedTurn,
       reply: "back",
@@ -172,19 +175,22 @@ describe("RunRegistry", () => {
     const turnId = gateway.turns.get(state.session_id)?.turnId ?? "";
     gateway.turns.delete(state.session_id);
     const next = make();
-    const watcher = next.watcherFor(turnId, state.session_id);
+    const watcher = await next.watcherFor(turnId, state.session_id);
     watcher?.onEvent({ type: "text", delta: "par" } as AgentEvent);
     // While its turn is marked running (about to be resumed, or running), the run is left alone.
-    expect(next.settleOrphans()).toBe(0);
+    expect(await next.settleOrphans()).toBe(0);
     await store.updateTurn({ id: turnId, status: "failed", error: "the resumed turn threw" });
     await next.settled();
-    expect(next.get(state.run_id)).toMatchObject({
+    expect(await next.get(state.run_id)).toMatchObject({
       status: "failed",
       error: { code: "turn_failed", type: "server_error", message: "the resumed turn threw" },
       reply: "par",
       partial: true,
     });
-    expect(next.events(state, 0).at(-1)?.data).toMatchObject({ type: "run.finished", status: "failed" });
+    expect((await next.events(state, 0)).at(-1)?.data).toMatchObject({
+      type: "run.finished",
+      status: "failed",
+    });
   });
 
   it("a run stored before its turn id (killed right after the 202) rejoins its resumed turn", async () => {
@@ -198,7 +204,7 @@ describe("RunRegistry", () => {
     ]);
     await store.updateTurn({ id: turnId, status: "interrupted", error: "the process stopped" });
     const next = make();
-    const watcher = next.watcherFor(turnId, state.session_id);
+    const watcher = await next.watcherFor(turnId, state.session_id);
     expect(watcher).toBeDefined();
     expect(await next.recover()).toBe(0);
     watcher?.onEvent({ type: "text", delta: "done" } as AgentEvent);
@@ -211,7 +217,11 @@ describe("RunRegistry", () => {
       failure: null,
     });
     await next.settled();
-    expect(next.get(state.run_id)).toMatchObject({ status: "completed", turn_id: turnId, reply: "done" });
+    expect(await next.get(state.run_id)).toMatchObject({
+      status: "completed",
+      turn_id: turnId,
+      reply: "done",
+    });
   });
 
   it("prunes ended runs past the retention period, with their events and key, and keeps the rest", async () => {
@@ -222,9 +232,9 @@ describe("RunRegistry", () => {
     deps.advance(2 * 3_600_000);
     const fresh = await runs.submit(ask("fresh"));
     expect(await runs.prune()).toEqual([old.state.run_id]);
-    expect(runs.get(old.state.run_id)).toBeNull();
-    expect(runs.events(old.state, 0)).toEqual([]);
-    expect(runs.get(fresh.state.run_id)?.status).toBe("running");
+    expect(await runs.get(old.state.run_id)).toBeNull();
+    expect(await runs.events(old.state, 0)).toEqual([]);
+    expect((await runs.get(fresh.state.run_id))?.status).toBe("running");
     // The key is free again: it starts a new run.
     expect((await runs.submit(ask("old", "k-old"))).created).toBe(true);
   });
@@ -232,7 +242,7 @@ describe("RunRegistry", () => {
   it("a damaged run record reads as no run, and is skipped when runs are listed", async () => {
     const { store, runs } = await setup();
     await store.putRecord("run", "run_bad", { run_id: "run_bad", status: "sideways" });
-    expect(runs.get("run_bad")).toBeNull();
+    expect(await runs.get("run_bad")).toBeNull();
     expect(await runs.recover()).toBe(0);
   });
 
@@ -241,10 +251,10 @@ describe("RunRegistry", () => {
     const { state } = await runs.submit(ask("gone soon", "k-gone"));
     await gateway.end(state.session_id);
     await runs.settled();
-    expect(runs.events(state, 0).length).toBeGreaterThan(2);
+    expect((await runs.events(state, 0)).length).toBeGreaterThan(2);
     await store.deleteSession(state.session_id);
-    expect(runs.get(state.run_id)).toBeNull();
-    expect(runs.events(state, 0)).toEqual([]);
+    expect(await runs.get(state.run_id)).toBeNull();
+    expect(await runs.events(state, 0)).toEqual([]);
     expect((await runs.submit(ask("gone soon", "k-gone"))).created).toBe(true);
   });
 });

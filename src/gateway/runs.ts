@@ -13,7 +13,7 @@ import { TurnInterrupt } from "../agent/turn-failure.js";
 import type { TurnRequest } from "../agent/turn-request.js";
 import { TenaxError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatMessage } from "./chat-request.js";
 import type { Gateway, LaunchedTurn, TurnWatcher } from "./gateway.js";
 import { RunLog, type RunLogDeps } from "./run-log.js";
@@ -37,7 +37,7 @@ export { fingerprint } from "./run-outcomes.js";
 export type { RunEvent, RunState, RunStatus } from "./run-records.js";
 
 export interface RunRegistryOptions {
-  store: Store;
+  store: StorePort;
   gateway: Pick<Gateway, "launch" | "interrupt" | "isRunning">;
   now?: () => number;
   /** How long an ended run and its events are kept (gateway.run_retention_hours). */
@@ -79,7 +79,7 @@ export class RunRegistry {
   private readonly claims = new Map<string, { fingerprint: string; run: Promise<RunState> }>();
   /** Runs waiting behind their session's running turn, by run id: aborting one stops it. */
   private readonly waiting = new Map<string, AbortController>();
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
 
   constructor(private readonly options: RunRegistryOptions) {
@@ -91,16 +91,19 @@ export class RunRegistry {
    * Start a run, or find the run an Idempotency-Key already names. The key is checked and claimed
    * before the first await, so two concurrent submissions with one key start one turn.
    */
-  submit(submission: RunSubmission): Promise<Submitted> {
+  async submit(submission: RunSubmission): Promise<Submitted> {
     const key = submission.idempotencyKey;
     if (key === undefined) return this.start(submission).then((state) => ({ state, created: true }));
     const claim = this.claims.get(key);
     if (claim) {
       if (claim.fingerprint !== submission.fingerprint) return Promise.reject(keyReused(key));
-      return claim.run.then((state) => ({ state: this.get(state.run_id) ?? state, created: false }));
+      return claim.run.then(async (state) => ({
+        state: (await this.get(state.run_id)) ?? state,
+        created: false,
+      }));
     }
-    const known = readIdem(this.store, key);
-    const state = known ? this.get(known.run_id) : null;
+    const known = await readIdem(this.store, key);
+    const state = known ? await this.get(known.run_id) : null;
     if (known && state) {
       if (known.fingerprint !== submission.fingerprint) return Promise.reject(keyReused(key));
       return Promise.resolve({ state, created: false });
@@ -117,8 +120,8 @@ export class RunRegistry {
    * A run's state as last committed (never ahead of its stored events, so a client that reads
    * "completed" finds run.finished in the events); null when unknown.
    */
-  get(runId: string): RunState | null {
-    return this.live.get(runId)?.committed ?? readRun(this.store, runId);
+  async get(runId: string): Promise<RunState | null> {
+    return this.live.get(runId)?.committed ?? (await readRun(this.store, runId));
   }
 
   /** The log of a run whose terminal event is not yet published, to follow live. */
@@ -128,8 +131,8 @@ export class RunRegistry {
   }
 
   /** The committed events of a run after an event id. */
-  events(state: RunState, after: number): RunEvent[] {
-    return readEvents(this.store, state, after);
+  async events(state: RunState, after: number): Promise<RunEvent[]> {
+    return await readEvents(this.store, state, after);
   }
 
   /**
@@ -143,8 +146,8 @@ export class RunRegistry {
     decision: ApprovalDecision,
   ): Promise<ApprovalRecord> {
     const book = this.options.approvals;
-    const record = book?.get(approvalId) ?? null;
-    const turnId = this.turnIdOf(state);
+    const record = (await book?.get(approvalId)) ?? null;
+    const turnId = await this.turnIdOf(state);
     if (!book || !record || record.session_id !== state.session_id || record.turn_id !== turnId) {
       throw new TenaxError("not_found", `run ${state.run_id} has no approval ${approvalId}`, {
         hint: `its approvals are listed by GET /v1/runs/${state.run_id}/approvals`,
@@ -158,10 +161,10 @@ export class RunRegistry {
   }
 
   /** The approvals the run's turn asked for, oldest first. */
-  approvalsOf(state: RunState): ApprovalRecord[] {
-    const turnId = this.turnIdOf(state);
+  async approvalsOf(state: RunState): Promise<ApprovalRecord[]> {
+    const turnId = await this.turnIdOf(state);
     if (turnId === null || !this.options.approvals) return [];
-    return listApprovals(this.store, state.session_id).filter((r) => r.turn_id === turnId);
+    return (await listApprovals(this.store, state.session_id)).filter((r) => r.turn_id === turnId);
   }
 
   /** Interrupt a running run; false when it does not run here (it has ended). */
@@ -181,7 +184,7 @@ export class RunRegistry {
 
   /** Resolves once every run that was running here has committed its terminal event. */
   async settled(): Promise<void> {
-    this.settleOrphans();
+    await this.settleOrphans();
     await Promise.all([...this.live.values()].map((log) => log.ended));
   }
 
@@ -190,14 +193,14 @@ export class RunRegistry {
    * run is settled here from the turn's stored status, once the turn neither runs nor is marked
    * running (a turn about to be resumed is). Runs at shutdown and with the prune job.
    */
-  settleOrphans(): number {
+  async settleOrphans(): Promise<number> {
     let settled = 0;
     for (const log of this.resumed) {
       const { session_id, turn_id } = log.state;
       if (log.finished || this.options.gateway.isRunning(session_id)) continue;
-      const turn = this.store.getTurns(session_id).find((t) => t.id === turn_id);
+      const turn = (await this.store.getTurns(session_id)).find((t) => t.id === turn_id);
       if (turn?.status === "running") continue;
-      void log.finish(this.outcomeOfStoredTurn(log.state));
+      void log.finish(await this.outcomeOfStoredTurn(log.state));
       settled++;
     }
     return settled;
@@ -207,11 +210,13 @@ export class RunRegistry {
    * For a turn resumed after a restart (it keeps its turn id): a watcher that appends to the run
    * owning that turn, starting with `run.resumed`; undefined when no run owns it.
    */
-  watcherFor(turnId: string, sessionId: string): TurnWatcher | undefined {
-    const runs = listRuns(this.store, sessionId);
-    const stored =
-      runs.find((r) => r.turn_id === turnId) ??
-      runs.find((r) => r.turn_id === null && r.status === "running" && this.turnIdOf(r) === turnId);
+  async watcherFor(turnId: string, sessionId: string): Promise<TurnWatcher | undefined> {
+    const runs = await listRuns(this.store, sessionId);
+    let stored = runs.find((r) => r.turn_id === turnId);
+    for (const r of runs) {
+      if (stored) break;
+      if (r.turn_id === null && r.status === "running" && (await this.turnIdOf(r)) === turnId) stored = r;
+    }
     if (!stored) return undefined;
     // The resumed turn answers again from its last saved message: the text cut by the crash is
     // not part of its reply.
@@ -250,12 +255,12 @@ export class RunRegistry {
    */
   async recover(): Promise<number> {
     let settled = 0;
-    for (const run of listRuns(this.store)) {
+    for (const run of await listRuns(this.store)) {
       if ((run.status !== "running" && run.status !== "queued") || this.live.has(run.run_id)) continue;
       if (this.options.gateway.isRunning(run.session_id)) continue;
       const log = new RunLog({ ...run }, this.logDeps());
       this.track(log);
-      await log.finish(this.outcomeOfStoredTurn(run));
+      await log.finish(await this.outcomeOfStoredTurn(run));
       settled++;
     }
     await this.prune();
@@ -267,8 +272,8 @@ export class RunRegistry {
     scheduler.every("prune runs", pruneMs, () =>
       this.prune().catch((error: unknown) => this.options.onError?.("pruning old runs", error)),
     );
-    scheduler.every("settle orphaned runs", 60_000, () => {
-      this.settleOrphans();
+    scheduler.every("settle orphaned runs", 60_000, async () => {
+      await this.settleOrphans();
     });
   }
 
@@ -278,13 +283,15 @@ export class RunRegistry {
    */
   async prune(): Promise<string[]> {
     const cutoff = this.now() - (this.options.retentionMs ?? DAY_MS);
-    const old = listRuns(this.store).filter(
+    const old = (await listRuns(this.store)).filter(
       (r) => r.status !== "running" && r.status !== "queued" && (r.ended_at ?? r.created_at) < cutoff,
     );
     for (const run of old) {
       const now = this.now();
       const gone = (kind: string, key: string) => putOp(kind, key, run.session_id, null, now);
-      const ops = readEvents(this.store, run, 0).map((e) => gone(RUN_EVENT_KIND, eventKey(run.run_id, e.id)));
+      const ops = (await readEvents(this.store, run, 0)).map((e) =>
+        gone(RUN_EVENT_KIND, eventKey(run.run_id, e.id)),
+      );
       ops.push(gone(RUN_KIND, run.run_id));
       if (run.idempotency_key !== null) ops.push(gone(RUN_IDEM_KIND, run.idempotency_key));
       await this.store.write(ops);
@@ -317,6 +324,10 @@ export class RunRegistry {
     };
     const stopper = new AbortController();
     let queued: { sessionId: string; position: number } | null = null;
+    let toldQueued: () => void = () => {};
+    const queuedNow = new Promise<void>((resolve) => {
+      toldQueued = resolve;
+    });
     const launched = this.options.gateway.launch({
       ...(submission.sessionId !== undefined
         ? { sessionId: submission.sessionId }
@@ -328,6 +339,7 @@ export class RunRegistry {
       approvals: { requestedBy: `runs API, run ${runId}` },
       onQueued: (sessionId, position) => {
         queued = { sessionId, position };
+        toldQueued();
       },
     });
     const follow = (turn: LaunchedTurn) =>
@@ -336,7 +348,9 @@ export class RunRegistry {
         (error: unknown) =>
           log.finish({ status: "failed", reply: log.state.reply, partial: true, error: thrownError(error) }),
       );
-    // launch calls onQueued before it returns, so this is known now.
+    // launch calls onQueued before its promise settles (it first reads the store, so not before
+    // it returns): once either happened, whether the run waits is known.
+    await Promise.race([queuedNow, launched.then(NOTHING, NOTHING)]);
     const waiting = queued as { sessionId: string; position: number } | null;
     let first: { type: string; [field: string]: unknown };
     let sessionId: string;
@@ -389,12 +403,11 @@ export class RunRegistry {
    * first turn started at or after the run's turn started (its launch started the session's next
    * turn then); a run still queued never had a turn.
    */
-  private turnIdOf(run: RunState): string | null {
+  private async turnIdOf(run: RunState): Promise<string | null> {
     if (run.turn_id !== null) return run.turn_id;
     if (run.status === "queued") return null;
     const since = run.started_at ?? run.created_at;
-    const after = this.store
-      .getTurns(run.session_id)
+    const after = (await this.store.getTurns(run.session_id))
       .filter((t) => t.started_at !== null && t.started_at >= since)
       .sort((a, b) => (a.started_at ?? 0) - (b.started_at ?? 0));
     return after[0]?.id ?? null;
@@ -418,10 +431,10 @@ export class RunRegistry {
   }
 
   /** How a run whose turn stopped without this process ends: the turn's stored status. */
-  private outcomeOfStoredTurn(run: RunState): RunOutcome {
-    const turnId = this.turnIdOf(run);
+  private async outcomeOfStoredTurn(run: RunState): Promise<RunOutcome> {
+    const turnId = await this.turnIdOf(run);
     const turn =
-      turnId === null ? undefined : this.store.getTurns(run.session_id).find((t) => t.id === turnId);
+      turnId === null ? undefined : (await this.store.getTurns(run.session_id)).find((t) => t.id === turnId);
     if (!turn)
       return {
         status: "failed",
@@ -435,8 +448,7 @@ export class RunRegistry {
         ),
       };
     if (turn.status === "completed") {
-      const answer = this.store
-        .getMessages(run.session_id)
+      const answer = (await this.store.getMessages(run.session_id))
         .filter((m) => m.turn_id === turn.id && m.role === "assistant" && m.content !== null)
         .at(-1);
       return { status: "completed", reply: answer?.content ?? run.reply, partial: false, error: null };
@@ -464,3 +476,5 @@ export class RunRegistry {
     };
   }
 }
+
+const NOTHING = (): void => {};

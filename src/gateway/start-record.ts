@@ -3,7 +3,7 @@
 // written by every start) tells a store that had a gateway which did not stop cleanly (a crash,
 // `kill -9`, a drain that ran out) from one that never had a gateway: a first start, which is
 // nothing to warn about.
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export const GATEWAY_START_KIND = "gateway_start";
 const KEY = "last";
@@ -13,11 +13,11 @@ export interface GatewayStartRecord {
   started_at: number;
 }
 
-export function lastGatewayStart(store: Store): GatewayStartRecord | null {
-  return store.getRecord<GatewayStartRecord>(GATEWAY_START_KIND, KEY);
+export async function lastGatewayStart(store: StorePort): Promise<GatewayStartRecord | null> {
+  return await store.getRecord<GatewayStartRecord>(GATEWAY_START_KIND, KEY);
 }
 
-export function recordGatewayStart(store: Store, start: GatewayStartRecord): Promise<void> {
+export function recordGatewayStart(store: StorePort, start: GatewayStartRecord): Promise<void> {
   return store.putRecord(GATEWAY_START_KIND, KEY, start);
 }
 

@@ -13,14 +13,14 @@ export type { ModelCircuit };
 
 /** What reads breaker records: the writer's Store or a read-only StoreReader. */
 export interface BreakerRecordSource {
-  listRecords<T = unknown>(kind: string): Array<{ value: T }>;
+  listRecords<T = unknown>(kind: string): Promise<Array<{ value: T }>>;
 }
 
 /** The breaker records a store holds; none when it cannot be read (the store component says why). */
-export function readBreakerRecords(source: BreakerRecordSource | null): BreakerRecord[] {
+export async function readBreakerRecords(source: BreakerRecordSource | null): Promise<BreakerRecord[]> {
   if (source === null) return [];
   try {
-    return source.listRecords(BREAKER_RECORD_KIND).flatMap((r) => parseBreakerRecord(r.value) ?? []);
+    return (await source.listRecords(BREAKER_RECORD_KIND)).flatMap((r) => parseBreakerRecord(r.value) ?? []);
   } catch {
     return [];
   }

@@ -1,7 +1,7 @@
 // The summarizer as a health component: a dependency of its own, which cools down after failures.
 import { readCooldown } from "../agent/compression-state.js";
 import type { TenaxConfig } from "../config/schema.js";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { formatDuration } from "./duration.js";
 import type { Component } from "./status.js";
 
@@ -12,15 +12,15 @@ export type CompressionComponent = Component & {
 };
 
 /** The summarizer is a dependency of its own: a failing one cools down, and status says until when. */
-export function compressionComponent(
+export async function compressionComponent(
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   now: number,
-): CompressionComponent {
+): Promise<CompressionComponent> {
   const enabled = config.compression.enabled;
-  let cooldown: ReturnType<typeof readCooldown> = null;
+  let cooldown: Awaited<ReturnType<typeof readCooldown>> = null;
   try {
-    cooldown = reader ? readCooldown(reader) : null;
+    cooldown = reader ? await readCooldown(reader) : null;
   } catch {
     // A store that cannot be read is the store component's news.
   }

@@ -102,7 +102,7 @@ const stats = (over: Partial<CronStats> = {}): CronStats => ({
 
 describe("cronComponent", () => {
   it("is ok with no jobs", async () => {
-    const c = cronComponent(await store(), NOW, null);
+    const c = await cronComponent(await store(), NOW, null);
     expect(c).toMatchObject({ status: "ok", detail: "no cron jobs", next: null, jobs: 0 });
   });
 
@@ -120,7 +120,7 @@ describe("cronComponent", () => {
       putOp(RUN_KIND, runKey("hourly", NOW), run("hourly", NOW), NOW),
     ]);
     // 22:00 now: hourly is next at 23:00, in an hour; nightly at 03:00 tomorrow.
-    const c = cronComponent(s, NOW + 10_000, stats(), { timezone: "UTC" });
+    const c = await cronComponent(s, NOW + 10_000, stats(), { timezone: "UTC" });
     expect(c.status).toBe("ok");
     expect(c.detail).toBe(
       "3 jobs (1 paused), next due hourly at 23:00 (in 59 min 50 s), last run ok (hourly, 5 s ago)",
@@ -154,7 +154,7 @@ describe("cronComponent", () => {
       slot(j, NOW - 19 * H),
       putOp(HEALTH_KIND, j.name, health, NOW),
     ]);
-    const c = cronComponent(s, NOW, null, { profile: "work", timezone: "UTC" });
+    const c = await cronComponent(s, NOW, null, { profile: "work", timezone: "UTC" });
     expect(c.status).toBe("degraded");
     expect(c.detail).toBe(
       "nightly-report failed 3 runs in a row since May 30 03:00 (last error: rate_limit: the provider refused (429))",
@@ -183,7 +183,7 @@ describe("cronComponent", () => {
       delivered_at: null,
     };
     await s.write([putOp(JOB_KIND, j.name, j, NOW), slot(j, NOW), putOp(OUTBOX_KIND, entry.key, entry, NOW)]);
-    const c = cronComponent(s, NOW, null);
+    const c = await cronComponent(s, NOW, null);
     expect(c.status).toBe("degraded");
     expect(c.detail).toBe(
       "the result of digest was not delivered to webhook:https://hooks.example.com/x: given up after 8 attempts (HTTP 500)",
@@ -214,9 +214,9 @@ describe("cronComponent", () => {
       slot(j, NOW),
       putOp(OUTBOX_KIND, "a", entry("a", NOW - M), NOW),
     ]);
-    expect(cronComponent(s, NOW, null).status).toBe("ok");
+    expect((await cronComponent(s, NOW, null)).status).toBe("ok");
     await s.write([putOp(OUTBOX_KIND, "b", entry("b", NOW - 2 * H), NOW)]);
-    const c = cronComponent(s, NOW, null);
+    const c = await cronComponent(s, NOW, null);
     expect(c.status).toBe("degraded");
     expect(c.detail).toContain("1 delivery has waited over 1 h 0 min");
     expect(c.detail).toContain("digest to webhook:https://hooks.example.com/x, for 2 h 0 min");
@@ -228,8 +228,12 @@ describe("cronComponent", () => {
     const s = await store();
     const j = job("hourly", "0 * * * *");
     await s.write([putOp(JOB_KIND, j.name, j, NOW), slot(j, NOW)]);
-    expect(cronComponent(s, NOW, stats()).status).toBe("ok");
-    const c = cronComponent(s, NOW, stats({ lag_ms: { last: 900, max: 2500, p99: 1800, samples: 40 } }));
+    expect((await cronComponent(s, NOW, stats())).status).toBe("ok");
+    const c = await cronComponent(
+      s,
+      NOW,
+      stats({ lag_ms: { last: 900, max: 2500, p99: 1800, samples: 40 } }),
+    );
     expect(c.status).toBe("degraded");
     expect(c.detail).toContain("1.8 s at the 99th percentile");
     expect(c.next).toContain("event loop");
@@ -253,7 +257,7 @@ describe("cronComponent", () => {
         NOW,
       ),
     ]);
-    expect(cronComponent(s, NOW, null).status).toBe("ok");
+    expect((await cronComponent(s, NOW, null)).status).toBe("ok");
     await s.write([
       putOp(
         RUN_KIND,
@@ -267,7 +271,7 @@ describe("cronComponent", () => {
         NOW,
       ),
     ]);
-    const c = cronComponent(s, NOW, null);
+    const c = await cronComponent(s, NOW, null);
     expect(c.status).toBe("degraded");
     expect(c.detail).toBe(
       "1 run waiting for a free slot for over 10 min 0 s (the oldest, hourly, for 20 min 0 s); cron.max_concurrent / gateway.max_turns",
@@ -280,17 +284,17 @@ describe("cronComponent", () => {
     const j = job("hourly", "0 * * * *");
     // Claimed up to 21:00; 22:00 is owed.
     await s.write([putOp(JOB_KIND, j.name, j, NOW), slot(j, NOW - H)]);
-    expect(cronComponent(s, NOW + M, stats()).status).toBe("ok");
+    expect((await cronComponent(s, NOW + M, stats())).status).toBe("ok");
     // Without the scheduler in this process nobody is expected to have claimed it.
-    expect(cronComponent(s, NOW + 5 * M, null).status).toBe("ok");
-    const c = cronComponent(s, NOW + 5 * M, stats(), { timezone: "UTC" });
+    expect((await cronComponent(s, NOW + 5 * M, null)).status).toBe("ok");
+    const c = await cronComponent(s, NOW + 5 * M, stats(), { timezone: "UTC" });
     expect(c.status).toBe("degraded");
     expect(c.detail).toBe(
       "hourly was due at 22:00 (5 min 0 s ago) and the scheduler running here has not claimed it",
     );
     // A paused job owes nothing.
     await s.write([putOp(JOB_KIND, j.name, { ...j, enabled: false }, NOW)]);
-    expect(cronComponent(s, NOW + 5 * M, stats()).status).toBe("ok");
+    expect((await cronComponent(s, NOW + 5 * M, stats())).status).toBe("ok");
   });
 });
 
@@ -300,12 +304,12 @@ describe("gatewayCronComponent", () => {
     const j = job("hourly", "0 * * * *");
     await s.write([putOp(JOB_KIND, j.name, j, NOW), slot(j, NOW)]);
     const paths = tempProfile("work");
-    const view = { snapshot: readCronSnapshot(s, NOW), stats: null };
-    const on = gatewayCronComponent(paths, defaultConfig(), view, NOW);
+    const view = { snapshot: await readCronSnapshot(s, NOW), stats: null };
+    const on = await gatewayCronComponent(paths, defaultConfig(), view, NOW);
     expect(on.detail).not.toContain("cron.enabled");
     const config = defaultConfig();
     config.cron.enabled = false;
-    const off = gatewayCronComponent(paths, config, view, NOW);
+    const off = await gatewayCronComponent(paths, config, view, NOW);
     expect(off.status).toBe("ok");
     expect(off.detail).toMatch(
       /; this gateway runs no jobs \(cron\.enabled: false\): tenax --profile work cron tick runs what is due$/,
@@ -327,7 +331,7 @@ describe("cronMetrics", () => {
     const emit = (name: string, _t: string, _h: string, r: [Record<string, string>, number][]) => {
       for (const [labels, v] of r) rows.push(`${name} ${JSON.stringify(labels)} ${v}`);
     };
-    const snapshot = readCronSnapshot(s, NOW);
+    const snapshot = await readCronSnapshot(s, NOW);
     cronMetrics(emit, { snapshot, stats: null });
     expect(rows).toContain(`tenax_cron_job_enabled {"job":"we\\"ird\\\\job"} 1`);
     expect(rows).toContain(
@@ -358,7 +362,7 @@ describe("cronMetrics", () => {
       [],
       { turns_in_flight: 0, event_clients: 0, started_at: NOW },
       null,
-      { snapshot: readCronSnapshot(s, NOW), stats: null },
+      { snapshot: await readCronSnapshot(s, NOW), stats: null },
     );
     expect(text).toContain("# HELP tenax_cron_job_enabled ");
     expect(text).toContain("# TYPE tenax_cron_job_enabled gauge\n");

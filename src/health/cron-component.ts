@@ -46,12 +46,12 @@ interface Problem {
   next: string;
 }
 
-export function cronComponent(
+export async function cronComponent(
   source: CronSource | null,
   now: number,
   stats: CronStats | null,
   options: CronComponentOptions = {},
-): CronComponent {
+): Promise<CronComponent> {
   const empty: CronComponent = {
     status: "ok",
     detail: "no cron jobs",
@@ -67,7 +67,8 @@ export function cronComponent(
   };
   let snap: CronSnapshot;
   try {
-    snap = options.snapshot ?? (source ? readCronSnapshot(source, now) : { jobs: [], runs: [], outbox: [] });
+    snap =
+      options.snapshot ?? (source ? await readCronSnapshot(source, now) : { jobs: [], runs: [], outbox: [] });
   } catch {
     // A store that cannot be read is the store component's news.
     return empty;
@@ -157,13 +158,13 @@ export function cronComponent(
  * /health (null: the store could not be read, which is the store component's news), saying so when
  * this gateway runs no jobs.
  */
-export function gatewayCronComponent(
+export async function gatewayCronComponent(
   paths: ProfilePaths,
   config: TenaxConfig,
   cron: CronMetricsInput | null,
   now: number,
-): CronComponent {
-  const component = cronComponent(null, now, cron?.stats ?? null, {
+): Promise<CronComponent> {
+  const component = await cronComponent(null, now, cron?.stats ?? null, {
     profile: paths.name,
     ...(config.cron.timezone ? { timezone: config.cron.timezone } : {}),
     snapshot: cron?.snapshot ?? { jobs: [], runs: [], outbox: [] },

@@ -18,10 +18,10 @@ import {
   type SlotRecord,
   slotRecord,
 } from "../cron/records.js";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 
 /** What health reads: the store's records (a writer or a read-only reader). */
-export type CronSource = Pick<StoreReader, "listRecords" | "getRecord">;
+export type CronSource = Pick<StoreReads, "listRecords" | "getRecord">;
 
 export interface CronJobRow {
   job: string;
@@ -46,13 +46,13 @@ export interface CronSnapshot {
   outbox: OutboxRecord[];
 }
 
-function byName<T extends { name: string }>(
+async function byName<T extends { name: string }>(
   source: CronSource,
   kind: string,
   parse: (v: unknown) => T | null,
-): Map<string, T> {
+): Promise<Map<string, T>> {
   const out = new Map<string, T>();
-  for (const r of source.listRecords(kind)) {
+  for (const r of await source.listRecords(kind)) {
     const value = parse(r.value);
     if (value !== null) out.set(value.name, value);
   }
@@ -68,12 +68,12 @@ const asSlot = (v: unknown): SlotRecord | null => {
   return r.success ? r.data : null;
 };
 
-export function readCronSnapshot(source: CronSource, now: number): CronSnapshot {
-  const jobs = listJobs(source);
-  const health = byName(source, HEALTH_KIND, asHealth);
-  const slots = byName(source, SLOT_KIND, asSlot);
-  const runs = listRuns(source);
-  const outbox = listOutbox(source);
+export async function readCronSnapshot(source: CronSource, now: number): Promise<CronSnapshot> {
+  const jobs = await listJobs(source);
+  const health = await byName(source, HEALTH_KIND, asHealth);
+  const slots = await byName(source, SLOT_KIND, asSlot);
+  const runs = await listRuns(source);
+  const outbox = await listOutbox(source);
   const runsOf = new Map<string, RunRecord[]>();
   for (const run of runs) {
     const list = runsOf.get(run.job);

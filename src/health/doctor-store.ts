@@ -102,8 +102,7 @@ export async function staleSessionsCheck(
   try {
     const reader = openReader(paths);
     try {
-      stale = reader
-        .runningTurns()
+      stale = (await reader.runningTurns())
         .filter((t) => t.lease_expires_at !== null && t.lease_expires_at <= now)
         .map((t) => ({ id: t.id, session_id: t.session_id }));
     } finally {

@@ -47,7 +47,7 @@ async function fallbackThatFailedOnce(error: ClassifiedError, probe: "connect" |
   const failedAt = Date.now() - 60_000;
   s.recorder.observeCall({ provider: "backup", model: "echo", at: failedAt, ok: false, error });
   s.recorder.observeCall({ provider: "main", model: "echo", at: Date.now(), ok: true });
-  const backupOf = () => s.providers().providers.find((p) => p.provider === "backup");
+  const backupOf = async () => (await s.providers()).providers.find((p) => p.provider === "backup");
   return { ...s, main, backup, failedAt, backupOf };
 }
 
@@ -55,21 +55,21 @@ describe("a probe that gets through, after a failed call", () => {
   it("clears a call that could not connect once the connect probe reaches it, and says since when", async () => {
     const s = await fallbackThatFailedOnce(refused, "connect");
     expect(refused.reason).toBe("unreachable");
-    expect(s.providers().status).toBe("degraded");
-    expect(s.backupOf()?.status).toBe("degraded");
+    expect((await s.providers()).status).toBe("degraded");
+    expect((await s.backupOf())?.status).toBe("degraded");
     s.monitor.start();
     await s.monitor.providersReady;
     // Nobody calls the fallback while the primary answers: the probe's word is the latest.
-    expect(s.backupOf()).toMatchObject({ status: "ok", last_error: null, next: null });
-    expect(s.backupOf()?.detail).toMatch(
+    expect(await s.backupOf()).toMatchObject({ status: "ok", last_error: null, next: null });
+    expect((await s.backupOf())?.detail).toMatch(
       new RegExp(
         `^the probe reached it \\d+ s ago, since the failed call to echo at ${new Date(s.failedAt).toISOString().replace(/\./g, "\\.")} \\(1 min(?: \\d+ s)? ago: unreachable, could not connect to .*\\); a probe sees that kind of failure`,
       ),
     );
-    expect(s.providers().status).toBe("ok");
-    await until(() => s.monitor.report().status === "ok");
+    expect((await s.providers()).status).toBe("ok");
+    await until(async () => (await s.monitor.report()).status === "ok");
     // Written at once (a change of state), so `tenax status` with no gateway says the same.
-    await until(() => providerCondition(readProviderRecord(s.store, "backup"), false) === "ok");
+    await until(async () => providerCondition(await readProviderRecord(s.store, "backup"), false) === "ok");
     expect(s.backup.requests()).toEqual([]);
   });
 
@@ -78,8 +78,8 @@ describe("a probe that gets through, after a failed call", () => {
     expect(badKey.reason).toBe("auth");
     s.monitor.start();
     await s.monitor.providersReady;
-    expect(s.backupOf()?.status).toBe("ok");
-    expect(s.backupOf()?.detail).toMatch(
+    expect((await s.backupOf())?.status).toBe("ok");
+    expect((await s.backupOf())?.detail).toMatch(
       /^the probe had its model list answer the key \d+ s ago, since the failed call/,
     );
     expect(s.backup.requests().map((r) => [r.method, r.path])).toEqual([["GET", "/v1/models"]]);
@@ -89,11 +89,11 @@ describe("a probe that gets through, after a failed call", () => {
     const keyed = await fallbackThatFailedOnce(badKey, "connect");
     keyed.monitor.start();
     await keyed.monitor.providersReady;
-    expect(keyed.backupOf()?.status).toBe("degraded");
-    expect(keyed.backupOf()?.detail).toMatch(
+    expect((await keyed.backupOf())?.status).toBe("degraded");
+    expect((await keyed.backupOf())?.detail).toMatch(
       /the probe reached it \d+ s ago, which does not show a failure of this kind \(auth\) to be over, so it stands$/,
     );
-    expect(keyed.backupOf()?.next).toContain(
+    expect((await keyed.backupOf())?.next).toContain(
       "the next call that succeeds clears it, since the connect probe (health.provider_probe) cannot see a failure of this kind (auth); tenax status shows it",
     );
 
@@ -102,20 +102,20 @@ describe("a probe that gets through, after a failed call", () => {
     s.monitor.start();
     await s.monitor.providersReady;
     expect(s.backup.requests().map((r) => r.path)).toEqual(["/v1/models"]);
-    expect(s.backupOf()).toMatchObject({
+    expect(await s.backupOf()).toMatchObject({
       status: "degraded",
       last_error: { reason: "model_not_found", source: "call" },
     });
-    expect(s.backupOf()?.detail).toContain(
+    expect((await s.backupOf())?.detail).toContain(
       "which does not show a failure of this kind (model_not_found) to be over",
     );
-    expect(s.backupOf()?.next).toContain(
+    expect((await s.backupOf())?.next).toContain(
       "since the models probe (health.provider_probe) cannot see a failure of this kind (model_not_found)",
     );
-    expect(s.providers().status).toBe("degraded");
+    expect((await s.providers()).status).toBe("degraded");
     // A call that succeeds is what clears it.
     s.recorder.observeCall({ provider: "backup", model: "echo", at: Date.now(), ok: true });
-    expect(s.backupOf()?.status).toBe("ok");
+    expect((await s.backupOf())?.status).toBe("ok");
   });
 });
 
@@ -139,7 +139,7 @@ describe("the probe never throws, and the start waits for it at most a second", 
     await expect(s.monitor.providersReady).resolves.toBeUndefined();
     await expect(s.monitor.firstProviderLook()).resolves.toBeUndefined();
     // The host answers: the store's failure is the store component's to tell, not the provider's.
-    expect(s.providers().providers[0]?.status).toBe("ok");
+    expect((await s.providers()).providers[0]?.status).toBe("ok");
     expect(s.recorder.view().get("main")?.last_probe).toMatchObject({
       ok: true,
       scope: "reach",
@@ -172,17 +172,17 @@ describe("the probe never throws, and the start waits for it at most a second", 
     // Far below the probe's 3 s deadline: the look is still under way, and not waited on.
     expect(waited).toBeLessThan(2500);
     expect(settled).toBe(false);
-    const main = s.providers().providers.find((p) => p.provider === "main");
+    const main = (await s.providers()).providers.find((p) => p.provider === "main");
     expect(main).toMatchObject({ status: "unknown", last_error: null });
     expect(main?.detail).toBe("not called yet, and the background probe has not reached it yet");
     // Not seen yet is no fault seen: the whole is not degraded by it.
-    expect(s.providers().status).toBe("unknown");
-    await until(() => s.monitor.report().components.store?.status === "ok");
-    expect(s.monitor.report().status).toBe("ok");
+    expect((await s.providers()).status).toBe("unknown");
+    await until(async () => (await s.monitor.report()).components.store?.status === "ok");
+    expect((await s.monitor.report()).status).toBe("ok");
 
     await s.monitor.providersReady;
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
-    expect(s.providers().providers.find((p) => p.provider === "main")).toMatchObject({
+    expect((await s.providers()).providers.find((p) => p.provider === "main")).toMatchObject({
       status: "down",
       last_error: { source: "probe", reason: "timeout", message: "no answer within 3 s" },
     });

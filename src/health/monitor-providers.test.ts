@@ -33,25 +33,27 @@ describe("HealthMonitor: providers", () => {
       health: { provider_probe: "models", provider_probe_interval: 60 },
     });
     s.monitor.start();
-    await until(() => s.monitor.report().components.store?.status === "ok");
-    expect(s.providers().status).toBe("unknown");
-    expect(s.providers().providers[0]).toMatchObject({
+    await until(async () => (await s.monitor.report()).components.store?.status === "ok");
+    expect((await s.providers()).status).toBe("unknown");
+    expect((await s.providers()).providers[0]).toMatchObject({
       provider: "main",
       status: "unknown",
       last_error: null,
     });
-    expect(s.providers().detail).toContain("the background probe has not reached it yet");
+    expect((await s.providers()).detail).toContain("the background probe has not reached it yet");
     // Unknown is no fault seen: the providers do not lower the whole. (A loaded machine may lower
     // it through the scheduler's lag, which is not what this checks.)
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     const others = Object.entries(report.components).filter(([name]) => name !== "providers");
     expect(report.status).toBe(worst(others.map(([, c]) => c.status)));
     // The request has arrived (on a loaded machine it may come after the store's first check).
     await until(() => seen.length > 0);
     answer();
     await s.monitor.providersReady;
-    expect(s.providers().status).toBe("ok");
-    expect(s.providers().providers[0]?.detail).toMatch(/reached by the probe \d+ s ago, not called yet/);
+    expect((await s.providers()).status).toBe("ok");
+    expect((await s.providers()).providers[0]?.detail).toMatch(
+      /reached by the probe \d+ s ago, not called yet/,
+    );
     // A server that needs no key (api_keys left out) is not sent one.
     expect(s.keys).toEqual([]);
     expect(seen).toEqual(["GET /v1/models (no key)"]);
@@ -66,7 +68,7 @@ describe("HealthMonitor: providers", () => {
     });
     s.monitor.start();
     await s.monitor.providersReady;
-    const down = s.providers();
+    const down = await s.providers();
     expect(down.status).toBe("down");
     expect(down.detail).toMatch(/^no model of the primary-and-fallback chain answers/);
     const main = down.providers[0];
@@ -84,9 +86,9 @@ describe("HealthMonitor: providers", () => {
     );
     expect(down.next).toContain(`curl -sS http://127.0.0.1:${port}/v1/models`);
     expect(down.next).toContain("tenax status");
-    expect(s.monitor.report().status).toBe("down");
+    expect((await s.monitor.report()).status).toBe("down");
     const metrics = renderMetrics(
-      s.monitor.report(),
+      await s.monitor.report(),
       { http: new Map(), turns: new Map() },
       [],
       { turns_in_flight: 0, event_clients: 0, started_at: 0 },
@@ -98,8 +100,8 @@ describe("HealthMonitor: providers", () => {
     // The provider comes up: the next probe sees it, no call needed (and none made: no tokens).
     const sim = await startSimulator({ port });
     afterThisTest(() => sim.close());
-    await until(() => s.providers().status === "ok");
-    expect(s.providers().providers[0]).toMatchObject({ status: "ok", last_error: null });
+    await until(async () => (await s.providers()).status === "ok");
+    expect((await s.providers()).providers[0]).toMatchObject({ status: "ok", last_error: null });
     expect(sim.requests()).toEqual([]);
   });
 
@@ -114,13 +116,13 @@ describe("HealthMonitor: providers", () => {
     s.monitor.start();
     await s.monitor.providersReady;
     await wait(300);
-    expect(s.providers().status).toBe("unknown");
-    expect(s.providers().providers[0]?.detail).toContain("health.provider_probe: off");
-    expect(s.monitor.report().status).toBe("ok");
+    expect((await s.providers()).status).toBe("unknown");
+    expect((await s.providers()).providers[0]?.detail).toContain("health.provider_probe: off");
+    expect((await s.monitor.report()).status).toBe("ok");
     expect(sim.requests()).toEqual([]);
     // A call's end is what makes it known.
     s.recorder.observeCall({ provider: "main", model: "echo", at: Date.now(), ok: true });
-    expect(s.providers().status).toBe("ok");
+    expect((await s.providers()).status).toBe("ok");
   });
 
   it("calls decide: failing with a fallback answering is degraded, both failing is down, a success is ok", async () => {
@@ -141,7 +143,7 @@ describe("HealthMonitor: providers", () => {
     });
     s.monitor.start();
     // Every other layer checked once: what changes below is the providers' doing.
-    await until(() => s.monitor.report().status === "ok");
+    await until(async () => (await s.monitor.report()).status === "ok");
     const refused = classify({
       status: null,
       headers: {},
@@ -151,17 +153,17 @@ describe("HealthMonitor: providers", () => {
     const at = Date.now();
     s.recorder.observeCall({ provider: "main", model: "m", at, ok: false, error: refused });
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 1, ok: true });
-    expect(s.providers().status).toBe("degraded");
-    expect(s.providers().providers.map((p) => p.status)).toEqual(["degraded", "ok"]);
-    expect(s.providers().next).toContain("main");
-    expect(s.monitor.report().status).toBe("degraded");
+    expect((await s.providers()).status).toBe("degraded");
+    expect((await s.providers()).providers.map((p) => p.status)).toEqual(["degraded", "ok"]);
+    expect((await s.providers()).next).toContain("main");
+    expect((await s.monitor.report()).status).toBe("degraded");
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 2, ok: false, error: refused });
-    expect(s.providers().status).toBe("down");
+    expect((await s.providers()).status).toBe("down");
     s.recorder.observeCall({ provider: "main", model: "m", at: at + 3, ok: true });
-    expect(s.providers().providers.map((p) => p.status)).toEqual(["ok", "degraded"]);
+    expect((await s.providers()).providers.map((p) => p.status)).toEqual(["ok", "degraded"]);
     s.recorder.observeCall({ provider: "backup", model: "echo", at: at + 4, ok: true });
-    expect(s.providers().status).toBe("ok");
-    expect(s.monitor.report().status).toBe("ok");
+    expect((await s.providers()).status).toBe("ok");
+    expect((await s.monitor.report()).status).toBe("ok");
   });
 
   it("a call that met the gateway's own EMFILE makes the gateway degraded with the fix, and leaves the provider alone", async () => {
@@ -171,7 +173,7 @@ describe("HealthMonitor: providers", () => {
       health: { provider_probe: "off" },
     });
     s.monitor.start();
-    await until(() => s.monitor.report().components.store?.status === "ok");
+    await until(async () => (await s.monitor.report()).components.store?.status === "ok");
     const at = Date.now();
     s.recorder.observeCall({ provider: "main", model: "m", at, ok: true });
     const emfile = classify({
@@ -183,7 +185,7 @@ describe("HealthMonitor: providers", () => {
       endpoint: "http://127.0.0.1:9/v1",
     });
     s.recorder.observeCall({ provider: "main", model: "m", at: at + 1, ok: false, error: emfile });
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     expect(report.components.providers?.status).toBe("ok");
     expect(report.components.gateway).toMatchObject({ status: "degraded" });
     expect(report.components.gateway?.detail).toMatch(
@@ -204,7 +206,7 @@ describe("HealthMonitor: providers", () => {
     });
     s.monitor.start();
     await s.monitor.providersReady;
-    expect(s.providers().status).toBe("ok");
+    expect((await s.providers()).status).toBe("ok");
     expect(s.keys).toEqual(["main"]);
     expect(sim.requests().map((r) => [r.method, r.path, r.headers.authorization])).toEqual([
       ["GET", "/v1/models", "Bearer sk-probe-key-123456"],

@@ -57,7 +57,10 @@ describe("HealthMonitor", () => {
   it("reads the cron component live, with the engine's numbers when it runs here", async () => {
     let stats: CronStats | null = null;
     const s = await setup(undefined, 300, () => stats);
-    expect(s.monitor.report().components.cron).toMatchObject({ status: "ok", detail: "no cron jobs" });
+    expect((await s.monitor.report()).components.cron).toMatchObject({
+      status: "ok",
+      detail: "no cron jobs",
+    });
     const now = Date.now();
     await s.store.write([
       putOp(
@@ -79,7 +82,7 @@ describe("HealthMonitor", () => {
         now,
       ),
     ]);
-    expect(s.monitor.report().components.cron).toMatchObject({ status: "ok", jobs: 1, lag_ms: null });
+    expect((await s.monitor.report()).components.cron).toMatchObject({ status: "ok", jobs: 1, lag_ms: null });
     stats = {
       lag_ms: { last: 3000, max: 3000, p99: 3000, samples: 5 },
       running: 1,
@@ -89,7 +92,7 @@ describe("HealthMonitor", () => {
       next_due_at: null,
       jobs: 1,
     };
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     expect(report.status).toBe("degraded");
     expect(report.components.cron).toMatchObject({ status: "degraded", running: 1, queued: 2 });
     expect(report.components.cron?.detail).toContain("the scheduler claims due runs late: 3.0 s");
@@ -99,7 +102,7 @@ describe("HealthMonitor", () => {
     const s = await setup();
     s.monitor.start();
     await wait(250);
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     expect(Object.keys(report.components)).toEqual([
       "gateway",
       "store",
@@ -137,7 +140,7 @@ describe("HealthMonitor", () => {
     s.monitor.start();
     await wait(800);
     // report() is synchronous: it cannot wait for the hung probe, only read its last result.
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     const store = report.components.store;
     expect(store?.status).toBe("degraded");
     expect(store?.detail).toMatch(/has not answered for \d+ s; this result is \d+ s old/);
@@ -157,7 +160,7 @@ describe("HealthMonitor", () => {
     }, 200);
     s.monitor.start();
     await wait(900);
-    const store = s.monitor.report().components.store;
+    const store = (await s.monitor.report()).components.store;
     expect(store?.detail).toMatch(/the last check failed \(no answer within 1 s\)/);
     expect(store?.status).toBe("degraded");
     expect(calls).toBeGreaterThanOrEqual(3);
@@ -169,7 +172,7 @@ describe("HealthMonitor", () => {
     });
     s.monitor.start();
     await wait(150);
-    const report = s.monitor.report();
+    const report = await s.monitor.report();
     expect(report.components.credentials?.status).toBe("down");
     expect(report.components.credentials?.detail).toContain("database is locked");
     expect(report.status).toBe("down");
@@ -183,7 +186,7 @@ describe("HealthMonitor", () => {
     }
     s.monitor.start();
     await s.monitor.integrity.once();
-    expect(s.monitor.report().components.store).toMatchObject({ status: "ok", integrity: "ok" });
+    expect((await s.monitor.report()).components.store).toMatchObject({ status: "ok", integrity: "ok" });
 
     checkpoint(s.paths.state);
     overwritePages(
@@ -193,7 +196,7 @@ describe("HealthMonitor", () => {
       7,
     );
     await s.monitor.integrity.once();
-    const store = s.monitor.report().components.store;
+    const store = (await s.monitor.report()).components.store;
     expect(store?.status).toBe("down");
     expect(store?.integrity).toBe("corrupt");
     expect(store?.detail).toContain("SQLite's page check found damage");
@@ -212,7 +215,7 @@ describe("HealthMonitor", () => {
       // Block the event loop, as a hung synchronous call would.
     }
     await wait(1100);
-    const scheduler = s.monitor.report().components.scheduler;
+    const scheduler = (await s.monitor.report()).components.scheduler;
     expect(scheduler?.max_lag_ms).toBeGreaterThan(1000);
     expect(scheduler?.status).toBe("degraded");
   });

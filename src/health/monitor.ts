@@ -260,10 +260,10 @@ export class HealthMonitor {
   }
 
   /** The cron jobs as the store holds them, and the engine's numbers: read once per /health or /metrics. */
-  cronView(now = this.now()): CronMetricsInput | null {
+  async cronView(now = this.now()): Promise<CronMetricsInput | null> {
     try {
       return {
-        snapshot: readCronSnapshot(this.options.store, now),
+        snapshot: await readCronSnapshot(this.options.store, now),
         stats: this.options.cronStats?.() ?? null,
       };
     } catch {
@@ -272,8 +272,9 @@ export class HealthMonitor {
     }
   }
 
-  /** The report /health answers with: cheap, synchronous, never waits for a probe. */
-  report(cron: CronMetricsInput | null = this.cronView()): HealthReport {
+  /** The report /health answers with: cheap, never waits for a probe (only for the store's reads). */
+  async report(given?: CronMetricsInput | null): Promise<HealthReport> {
+    const cron = given === undefined ? await this.cronView() : given;
     const now = this.now();
     // In the model's order (COMPONENT_NAMES), as every voice lists them.
     const components: Record<string, HealthComponent> = {
@@ -286,36 +287,40 @@ export class HealthMonitor {
         checked_at: now,
         age_ms: 0,
       },
-      ...this.layerComponents(now),
+      ...(await this.layerComponents(now)),
       scheduler: this.schedulerComponent(now),
       // Read live: a pending approval is shown the moment it is committed.
       tools: {
-        ...toolsComponent(this.options.paths, this.options.config, this.options.store, now),
+        ...(await toolsComponent(this.options.paths, this.options.config, this.options.store, now)),
         checked_at: now,
         age_ms: 0,
       },
       // Read live: a stalled turn is named the moment its process records it.
-      turns: { ...turnsComponent(this.options.paths, this.options.store, now), checked_at: now, age_ms: 0 },
+      turns: {
+        ...(await turnsComponent(this.options.paths, this.options.store, now)),
+        checked_at: now,
+        age_ms: 0,
+      },
       // Read live too: a run's end or a given-up delivery shows at once.
       cron: {
-        ...gatewayCronComponent(this.options.paths, this.options.config, cron, now),
+        ...(await gatewayCronComponent(this.options.paths, this.options.config, cron, now)),
         checked_at: now,
         age_ms: 0,
       },
       // Read live: a message given up or a lost connection shows at once.
-      platforms: { ...this.platformsNow(now), checked_at: now, age_ms: 0 },
+      platforms: { ...(await this.platformsNow(now)), checked_at: now, age_ms: 0 },
       disk: this.fromProbe(this.disk.state, now, "disk", (reading) => diskComponent(reading)),
     };
     return { status: worst(Object.values(components).map((c) => c.status)), checked_at: now, components };
   }
 
   /** The chat platforms: the adapters' connections and every process's outbox backlog. */
-  platformsNow(now = this.now()): PlatformsComponent {
+  async platformsNow(now = this.now()): Promise<PlatformsComponent> {
     const { paths, config, store } = this.options;
     let backlog: Record<string, PlatformBacklog> = {};
     try {
       if (configuredPlatforms(config).length > 0)
-        backlog = readBacklog(store, configuredPlatforms(config), undefined, now);
+        backlog = await readBacklog(store, configuredPlatforms(config), undefined, now);
     } catch {
       // A store that cannot be read is the store component's news.
     }
@@ -323,7 +328,7 @@ export class HealthMonitor {
   }
 
   /** store, providers, credentials, compression: the probe's report, plus what only this process knows. */
-  private layerComponents(now: number): Record<string, HealthComponent> {
+  private async layerComponents(now: number): Promise<Record<string, HealthComponent>> {
     const state = this.layers.state;
     const names = ["store", "providers", "credentials", "compression"] as const;
     const out: Record<string, HealthComponent> = {};
@@ -337,7 +342,7 @@ export class HealthMonitor {
       this.integrity.health(),
       this.options.paths,
     );
-    out.providers = this.providersNow(now);
+    out.providers = await this.providersNow(now);
     return out;
   }
 
@@ -345,7 +350,7 @@ export class HealthMonitor {
    * Providers as this process sees them this instant (every call's outcome, every probe), merged
    * with the store's records as the layer check last read them (calls other processes made).
    */
-  private providersNow(now: number): HealthComponent {
+  private async providersNow(now: number): Promise<HealthComponent> {
     const { paths, config } = this.options;
     const stored = this.layers.state.value?.components.providers.providers ?? [];
     const live = this.options.providers?.recorder.view() ?? new Map<string, ProviderRecord>();
@@ -355,7 +360,13 @@ export class HealthMonitor {
       records.set(provider, mergeRecords(fromStore, live.get(provider) ?? null));
     }
     // Breakers are read from the store at once: every process writes each change there as it happens.
-    const component = providersComponent(paths, config, records, now, readBreakerRecords(this.options.store));
+    const component = providersComponent(
+      paths,
+      config,
+      records,
+      now,
+      await readBreakerRecords(this.options.store),
+    );
     const recent = [...this.lastProviderEvent.entries()];
     return {
       ...component,

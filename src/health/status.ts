@@ -20,7 +20,7 @@ import {
   type CredentialUpdate,
   isUsable,
 } from "../store/credential-ledger.js";
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { readBreakerRecords } from "./circuits.js";
 import { type CompressionComponent, compressionComponent } from "./compression-component.js";
 import { type CronComponent, cronComponent } from "./cron-component.js";
@@ -113,7 +113,7 @@ export interface StatusInput {
   paths: ProfilePaths;
   config: TenaxConfig;
   /** null when the profile has no store yet, or when it could not be opened (`readerError`). */
-  reader: StoreReader | null;
+  reader: StoreReads | null;
   /** Why the store could not be opened read-only (damage, another owner, a newer schema...). */
   readerError?: unknown;
   now: number;
@@ -147,27 +147,27 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
   const outside = input.gateway ? await input.gateway() : null;
   // Nothing runs the jobs or connects the chat platforms while no gateway answers.
   const gatewayDown = outside?.gateway.status === "down";
-  const ledger = readLedger(reader);
+  const ledger = await readLedger(reader);
   const credentials = await credentialsComponent(paths, config, ledger.states, now);
   if (ledger.problem) {
     credentials.status = worst([credentials.status, "degraded"]);
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
   const local: StatusReport["components"] = {
-    store: storeComponent(paths, reader, input.readerError),
+    store: await storeComponent(paths, reader, input.readerError),
     providers: providersComponent(
       paths,
       config,
-      providerRecords(config, reader),
+      await providerRecords(config, reader),
       now,
-      readBreakerRecords(reader),
+      await readBreakerRecords(reader),
     ),
     credentials,
-    compression: compressionComponent(config, reader, now),
-    tools: toolsComponent(paths, config, reader, now),
-    turns: turnsComponent(paths, reader, now),
-    cron: cronStatus(paths, config, reader, now, gatewayDown),
-    platforms: platformsStatus(paths, config, reader, now, gatewayDown),
+    compression: await compressionComponent(config, reader, now),
+    tools: await toolsComponent(paths, config, reader, now),
+    turns: await turnsComponent(paths, reader, now),
+    cron: await cronStatus(paths, config, reader, now, gatewayDown),
+    platforms: await platformsStatus(paths, config, reader, now, gatewayDown),
   };
   if (outside === null) return report(paths, local);
   const seen = outside.health?.components ?? {};
@@ -186,9 +186,9 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
       ? providersComponent(
           paths,
           config,
-          providerRecords(config, reader, liveRecords(seen.providers)),
+          await providerRecords(config, reader, liveRecords(seen.providers)),
           now,
-          readBreakerRecords(reader),
+          await readBreakerRecords(reader),
         )
       : local.providers,
     credentials: local.credentials,
@@ -227,14 +227,14 @@ async function localDisk(paths: ProfilePaths): Promise<Component & Record<string
  * The jobs as the store holds them, saying where the scheduler would run when no gateway does.
  * The gateway's own component, when it answers, has the scheduler's numbers too.
  */
-function cronStatus(
+async function cronStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   now: number,
   gatewayDown: boolean,
-): CronComponent {
-  const cron = cronComponent(reader, now, null, {
+): Promise<CronComponent> {
+  const cron = await cronComponent(reader, now, null, {
     profile: paths.name,
     ...(config.cron.timezone ? { timezone: config.cron.timezone } : {}),
   });
@@ -246,17 +246,17 @@ function cronStatus(
 }
 
 /** The chat platforms as the store's outbox shows them; nothing connects them while no gateway runs. */
-function platformsStatus(
+async function platformsStatus(
   paths: ProfilePaths,
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   now: number,
   gatewayDown: boolean,
-): PlatformsComponent {
+): Promise<PlatformsComponent> {
   const names = configuredPlatforms(config);
   let backlog: Record<string, PlatformBacklog> = {};
   try {
-    if (reader !== null && names.length > 0) backlog = readBacklog(reader, names, undefined, now);
+    if (reader !== null && names.length > 0) backlog = await readBacklog(reader, names, undefined, now);
   } catch {
     // A store that cannot be read is the store component's news.
   }
@@ -278,16 +278,16 @@ export function worst(levels: readonly ComponentLevel[]): Level {
  * Each provider's record: the store's (every process that calls a provider writes it), merged with
  * the running gateway's live one when it said (its throttled writes may lag it by a few seconds).
  */
-function providerRecords(
+async function providerRecords(
   config: TenaxConfig,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   live: ReadonlyMap<string, ProviderRecord> = new Map(),
-): Map<string, ProviderRecord | null> {
+): Promise<Map<string, ProviderRecord | null>> {
   const records = new Map<string, ProviderRecord | null>();
   for (const { provider } of configuredProviders(config)) {
     let stored: ProviderRecord | null = null;
     try {
-      stored = reader ? readProviderRecord(reader, provider) : null;
+      stored = reader ? await readProviderRecord(reader, provider) : null;
     } catch {
       // A store that cannot be read is the store component's news.
     }
@@ -309,10 +309,12 @@ function liveRecords(component: ReportedComponent | undefined): Map<string, Prov
   return out;
 }
 
-function readLedger(reader: StoreReader | null): { states: CredentialState[]; problem: string | null } {
+async function readLedger(
+  reader: StoreReads | null,
+): Promise<{ states: CredentialState[]; problem: string | null }> {
   if (reader === null) return { states: [], problem: null };
   try {
-    return { states: reader.credentialStates(), problem: null };
+    return { states: await reader.credentialStates(), problem: null };
   } catch (error) {
     return { states: [], problem: `the key ledger cannot be read (${messageOf(error)})` };
   }

@@ -5,9 +5,9 @@ import { existsSync } from "node:fs";
 import { TenaxError } from "../core/errors.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
+import type { StoreReads } from "../store/port.js";
 import { openReader } from "../store/registry.js";
 import { readSpool } from "../store/spool.js";
-import type { StoreReader } from "../store/store-reader.js";
 import type { Component } from "./status.js";
 
 export type StoreComponent = Component & {
@@ -18,11 +18,11 @@ export type StoreComponent = Component & {
   damaged?: boolean;
 };
 
-export function storeComponent(
+export async function storeComponent(
   paths: ProfilePaths,
-  reader: StoreReader | null,
+  reader: StoreReads | null,
   openError: unknown,
-): StoreComponent {
+): Promise<StoreComponent> {
   const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
   if (openError !== undefined) return unreadableStore(paths, openError, "opened", spooled);
   const spoolNote =
@@ -44,7 +44,7 @@ export function storeComponent(
     };
   }
   try {
-    const stats = reader.stats();
+    const stats = await reader.stats();
     const base = `${stats.path}: ${stats.sessions} session${stats.sessions === 1 ? "" : "s"}, ${stats.messages} message${stats.messages === 1 ? "" : "s"}`;
     return {
       status: spoolNote ? "degraded" : "ok",
@@ -82,7 +82,11 @@ function unreadableStore(
  * be opened (damage in its header, another owner, a newer schema) is the store layer's news, not
  * a failed status.
  */
-export function openForStatus(paths: ProfilePaths): { reader: StoreReader | null; readerError?: unknown } {
+/** A read-only reader for one look (closed by the caller), or why the store could not be opened. */
+export function openForStatus(paths: ProfilePaths): {
+  reader: (StoreReads & { close(): void }) | null;
+  readerError?: unknown;
+} {
   if (!existsSync(paths.state)) return { reader: null };
   try {
     return { reader: openReader(paths) };

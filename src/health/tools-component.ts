@@ -5,7 +5,7 @@ import { effectiveStatus, listPendingApprovals } from "../agent/approvals/approv
 import type { TenaxConfig } from "../config/schema.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import type { StoreReadView } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import type { Component } from "./status.js";
 
 export interface PendingApproval {
@@ -35,16 +35,16 @@ const EXEC_WORDS: Record<ToolsComponent["exec_mode"], string> = {
   full: "commands: full (every command runs, dangerous ones too)",
 };
 
-export function toolsComponent(
+export async function toolsComponent(
   paths: ProfilePaths,
   config: TenaxConfig,
-  reader: StoreReadView | null,
+  reader: StoreReads | null,
   now: number,
-): ToolsComponent {
+): Promise<ToolsComponent> {
   const { exec, files } = config.tools;
   let pending: PendingApproval[] = [];
   try {
-    pending = (reader ? listPendingApprovals(reader) : [])
+    pending = (reader ? await listPendingApprovals(reader) : [])
       .filter((r) => effectiveStatus(r, now) === "pending")
       .map((r) => ({
         approval_id: r.approval_id,

@@ -6,7 +6,7 @@
 import { phaseWords, STALL_KIND, type StallRecord, type TurnPhase } from "../agent/turn-progress.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import type { StoreReadView } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { formatDuration } from "./duration.js";
 import type { Component } from "./status.js";
 
@@ -27,17 +27,17 @@ export interface TurnsComponent extends Component {
   stalled: StalledTurn[];
 }
 
-export function turnsComponent(
+export async function turnsComponent(
   paths: ProfilePaths,
-  reader: StoreReadView | null,
+  reader: StoreReads | null,
   now: number,
-): TurnsComponent {
-  let running: ReturnType<StoreReadView["runningTurns"]> = [];
+): Promise<TurnsComponent> {
+  let running: Awaited<ReturnType<StoreReads["runningTurns"]>> = [];
   const stalled: StalledTurn[] = [];
   try {
-    running = reader?.runningTurns() ?? [];
+    running = (await reader?.runningTurns()) ?? [];
     for (const turn of running) {
-      const text = reader?.getRecordText(STALL_KIND, turn.id) ?? null;
+      const text = (await reader?.getRecordText(STALL_KIND, turn.id)) ?? null;
       if (text === null) continue;
       const record = JSON.parse(text) as StallRecord;
       stalled.push({

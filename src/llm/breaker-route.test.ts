@@ -86,6 +86,8 @@ describe("the router and an open circuit", () => {
     const done = await rt.router.turn().complete(hello, { onEvent: rec.onEvent });
     expect(done.provider).toBe("bad");
     expect(rec.types()).toEqual(["breaker_half_open", "breaker_closed"]);
-    expect(rt.router.breaker?.circuits([{ provider: "bad", model: "echo" }])[0]?.circuit).toBe("closed");
+    expect((await rt.router.breaker?.circuits([{ provider: "bad", model: "echo" }]))?.[0]?.circuit).toBe(
+      "closed",
+    );
   });
 });

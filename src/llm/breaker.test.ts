@@ -46,7 +46,7 @@ function breakers(records = new MemoryBreakerRecords(), owner = "pid:1@1") {
       );
       return pass;
     },
-    circuit: () => b.circuits([target])[0]?.circuit,
+    circuit: async () => (await b.circuits([target]))[0]?.circuit,
   };
 }
 
@@ -55,9 +55,9 @@ describe("a model's circuit breaker", () => {
     const t = breakers();
     await t.attempt("fail");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("open");
+    expect(await t.circuit()).toBe("open");
     expect(t.events).toEqual([
       expect.objectContaining({
         type: "breaker_opened",
@@ -76,13 +76,13 @@ describe("a model's circuit breaker", () => {
       reason: "server_error",
     });
     t.advance(30_000);
-    expect(t.circuit()).toBe("half_open");
+    expect(await t.circuit()).toBe("half_open");
     const probe = await t.b.admit(target, t.emit);
     expect(probe.decision).toBe("probe");
     // The probe is out: every other call is still refused until it answers.
     expect((await t.b.admit(target, t.emit)).decision).toBe("open");
     await t.b.report(target, probe, { ok: true }, t.emit);
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     expect(t.events.map((e) => e.type)).toEqual(["breaker_opened", "breaker_half_open", "breaker_closed"]);
     expect((await t.b.admit(target, t.emit)).decision).toBe("closed");
   });
@@ -93,7 +93,7 @@ describe("a model's circuit breaker", () => {
     const cooldowns: number[] = [];
     for (let round = 0; round < 4; round++) {
       // To the end of the cool-down, whatever it is now.
-      t.advance((t.b.circuits([target])[0]?.retry_at ?? 0) - t.now());
+      t.advance(((await t.b.circuits([target]))[0]?.retry_at ?? 0) - t.now());
       const probe = await t.b.admit(target, t.emit);
       expect(probe.decision).toBe("probe");
       await t.b.report(target, probe, { ok: false, error: unwell }, t.emit);
@@ -115,10 +115,10 @@ describe("a model's circuit breaker", () => {
       classifiedFailure("billing"),
     ];
     for (let round = 0; round < 3; round++) for (const error of notUnwell) await t.attempt(error);
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     for (const reason of ["timeout", "unreachable", "overloaded"] as const)
       await t.attempt(classifiedFailure(reason));
-    expect(t.circuit()).toBe("open");
+    expect(await t.circuit()).toBe("open");
   });
 
   it("a streak whose failures are further apart than the window starts over; a success resets it", async () => {
@@ -128,13 +128,13 @@ describe("a model's circuit breaker", () => {
     t.advance(10_001);
     await t.attempt("fail");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     await t.attempt("ok");
     await t.attempt("fail");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("closed");
+    expect(await t.circuit()).toBe("closed");
     await t.attempt("fail");
-    expect(t.circuit()).toBe("open");
+    expect(await t.circuit()).toBe("open");
   });
 
   it("a probe that tells nothing of the model (a 400) frees the probe for the next call", async () => {
@@ -144,7 +144,7 @@ describe("a model's circuit breaker", () => {
     const probe = await t.b.admit(target, t.emit);
     expect(probe.decision).toBe("probe");
     await t.b.report(target, probe, { ok: false, error: classifiedFailure("invalid_request") }, t.emit);
-    expect(t.circuit()).toBe("half_open");
+    expect(await t.circuit()).toBe("half_open");
     expect((await t.b.admit(target, t.emit)).decision).toBe("probe");
   });
 
@@ -155,7 +155,7 @@ describe("a model's circuit breaker", () => {
       const pass = await b.admit(target, () => {});
       await b.report(target, pass, { ok: false, error: unwell }, () => {});
     }
-    expect(records.list()).toEqual([]);
+    expect(await records.list()).toEqual([]);
   });
 });
 
@@ -194,12 +194,16 @@ describe("one breaker shared by two processes through the store", () => {
   it("adds up both processes' failures, and both see it open", async () => {
     const { a, b } = await twoProcesses();
     const fail = async (x: CircuitBreakers) =>
-      x.report(target, await x.admit(target, () => {}), { ok: false, error: unwell }, () => {});
+      await x.report(target, await x.admit(target, () => {}), { ok: false, error: unwell }, () => {});
     await fail(a);
     await fail(b);
-    expect(a.circuits([target])[0]?.circuit).toBe("closed");
+    expect((await a.circuits([target]))[0]?.circuit).toBe("closed");
     await fail(a);
-    expect(b.circuits([target])[0]).toMatchObject({ circuit: "open", failures: 3, reason: "server_error" });
+    expect((await b.circuits([target]))[0]).toMatchObject({
+      circuit: "open",
+      failures: 3,
+      reason: "server_error",
+    });
     expect((await b.admit(target, () => {})).decision).toBe("open");
   });
 
@@ -253,11 +257,11 @@ describe("a store that fails under the breaker", () => {
     const shared = new MemoryBreakerRecords();
     let broken = false;
     const store = {
-      getRecordText: (_kind: string, key: string) => {
+      getRecordText: async (_kind: string, key: string) => {
         if (broken) throw new Error("database disk image is malformed");
-        return shared.read(key);
+        return await shared.read(key);
       },
-      listRecords: () => [],
+      listRecords: async () => [],
       write: async (ops: Array<{ key: string; value: string; expect: string | null }>) => {
         if (broken) throw new Error("the store is damaged");
         for (const op of ops) await shared.claim(op.key, JSON.parse(op.value), op.expect);
@@ -270,7 +274,7 @@ describe("a store that fails under the breaker", () => {
       now: () => now,
     });
     const fail = async () =>
-      b.report(target, await b.admit(target, () => {}), { ok: false, error: unwell }, () => {});
+      await b.report(target, await b.admit(target, () => {}), { ok: false, error: unwell }, () => {});
     await fail();
     await fail();
     broken = true;

@@ -29,17 +29,17 @@ import type { StatusEvent, Target } from "./route-events.js";
 /** Where the records live: the profile's store, or this process's memory. */
 export interface BreakerRecords {
   /** A record's JSON text as stored (what a claim compares with), or null. */
-  read(key: string): string | null;
+  read(key: string): Promise<string | null>;
   /** Write `value` if the record is still `expect`; false when another writer came first. */
   claim(key: string, value: BreakerRecord, expect: string | null): Promise<boolean>;
   /** Every record. */
-  list(): BreakerRecord[];
+  list(): Promise<BreakerRecord[]>;
 }
 
 /** What the store adapter needs of the Store: its record reads and its writes. */
 export interface BreakerStoreLike {
-  getRecordText(kind: string, key: string): string | null;
-  listRecords<T = unknown>(kind: string): Array<{ key: string; value: T }>;
+  getRecordText(kind: string, key: string): Promise<string | null>;
+  listRecords<T = unknown>(kind: string): Promise<Array<{ key: string; value: T }>>;
   write(ops: RecordClaimOp[]): Promise<unknown>;
 }
 
@@ -52,7 +52,7 @@ export class MemoryBreakerRecords implements BreakerRecords {
     this.texts = new Map(initial);
   }
 
-  read(key: string): string | null {
+  async read(key: string): Promise<string | null> {
     return this.texts.get(key) ?? null;
   }
 
@@ -62,7 +62,7 @@ export class MemoryBreakerRecords implements BreakerRecords {
     return true;
   }
 
-  list(): BreakerRecord[] {
+  async list(): Promise<BreakerRecord[]> {
     return [...this.texts.values()].flatMap((t) => parseBreakerRecord(JSON.parse(t)) ?? []);
   }
 }
@@ -82,10 +82,10 @@ export class StoreBreakerRecords implements BreakerRecords {
     private readonly now: () => number,
   ) {}
 
-  read(key: string): string | null {
+  async read(key: string): Promise<string | null> {
     if (this.local !== null) return this.local.read(key);
     try {
-      const text = this.store.getRecordText(BREAKER_RECORD_KIND, key);
+      const text = await this.store.getRecordText(BREAKER_RECORD_KIND, key);
       if (text !== null) this.lastRead.set(key, text);
       return text;
     } catch {
@@ -105,10 +105,12 @@ export class StoreBreakerRecords implements BreakerRecords {
     }
   }
 
-  list(): BreakerRecord[] {
+  async list(): Promise<BreakerRecord[]> {
     if (this.local !== null) return this.local.list();
     try {
-      return this.store.listRecords(BREAKER_RECORD_KIND).flatMap((r) => parseBreakerRecord(r.value) ?? []);
+      return (await this.store.listRecords(BREAKER_RECORD_KIND)).flatMap(
+        (r) => parseBreakerRecord(r.value) ?? [],
+      );
     } catch {
       return [];
     }
@@ -173,7 +175,7 @@ export class CircuitBreakers {
     if (!this.settings.enabled) return { decision: "closed" };
     const key = breakerKey(target);
     for (let tries = 0; tries < CLAIM_TRIES; tries++) {
-      const text = this.options.records.read(key);
+      const text = await this.options.records.read(key);
       const record = parse(text);
       const now = this.options.now();
       const token = `${this.owner}#${this.probes + 1}`;
@@ -197,7 +199,7 @@ export class CircuitBreakers {
     return {
       decision: "open",
       retry_at: this.options.now() + this.settings.cooldown_ms,
-      reason: asReason(parse(this.options.records.read(key))?.reason ?? null),
+      reason: asReason(parse(await this.options.records.read(key))?.reason ?? null),
     };
   }
 
@@ -212,7 +214,7 @@ export class CircuitBreakers {
     const token = pass.decision === "probe" ? pass.token : this.owner;
     const key = breakerKey(target);
     for (let tries = 0; tries < CLAIM_TRIES; tries++) {
-      const text = this.options.records.read(key);
+      const text = await this.options.records.read(key);
       const record = parse(text);
       const now = this.options.now();
       let transition: Transition | null;
@@ -229,8 +231,8 @@ export class CircuitBreakers {
   }
 
   /** Every model's circuit the records know of, and `targets` (closed when none is kept). */
-  circuits(targets: readonly Target[] = []): ModelCircuit[] {
-    return circuitsOf(this.options.records.list(), targets, this.options.now());
+  async circuits(targets: readonly Target[] = []): Promise<ModelCircuit[]> {
+    return circuitsOf(await this.options.records.list(), targets, this.options.now());
   }
 }
 

@@ -152,7 +152,7 @@ class CountingLedger extends MemoryCredentialLedger {
   writes = 0;
   override async get(provider: string) {
     this.reads++;
-    return super.get(provider);
+    return await super.get(provider);
   }
   override async record(...args: Parameters<MemoryCredentialLedger["record"]>) {
     this.writes++;

@@ -33,7 +33,7 @@ async function setup() {
   const writes: WriteOp[][] = [];
   const recorder = new ProviderHealthRecorder({
     store: {
-      getRecord: (kind, key) => store.getRecord(kind, key),
+      getRecord: async (kind, key) => await store.getRecord(kind, key),
       write: (ops) => {
         writes.push(ops);
         return store.write(ops);
@@ -65,7 +65,7 @@ describe("ProviderHealthRecorder", () => {
     s.recorder.observeCall(s.call(false));
     await s.settle();
     expect(s.writes).toHaveLength(1);
-    expect(readProviderRecord(s.store, "main")?.last_call).toMatchObject({
+    expect((await readProviderRecord(s.store, "main"))?.last_call).toMatchObject({
       ok: false,
       reason: refused.reason,
     });
@@ -93,12 +93,12 @@ describe("ProviderHealthRecorder", () => {
     expect(s.writes).toHaveLength(1);
     // The live view is right at once; the store says failing until the flush.
     expect(s.recorder.view().get("main")?.last_call?.ok).toBe(true);
-    expect(readProviderRecord(s.store, "main")?.last_call?.ok).toBe(false);
+    expect((await readProviderRecord(s.store, "main"))?.last_call?.ok).toBe(false);
     s.advance(900);
     s.recorder.flushDue();
     await s.settle();
     expect(s.writes).toHaveLength(2);
-    expect(readProviderRecord(s.store, "main")).toMatchObject({
+    expect(await readProviderRecord(s.store, "main")).toMatchObject({
       last_call: { ok: true },
       failing_since: null,
     });
@@ -162,7 +162,7 @@ describe("ProviderHealthRecorder", () => {
     // Another process (a `tenax chat`) saw the probe reach it, later than this one looked.
     s.recorder.observeCall(s.call(false));
     await s.settle();
-    const other = withObservation(readProviderRecord(s.store, "main"), "probe", {
+    const other = withObservation(await readProviderRecord(s.store, "main"), "probe", {
       ok: true,
       at: s.start + 3000,
       model: null,
@@ -173,7 +173,7 @@ describe("ProviderHealthRecorder", () => {
     s.advance(6000);
     s.recorder.observeCall(s.call(false));
     await s.settle();
-    const stored = readProviderRecord(s.store, "main");
+    const stored = await readProviderRecord(s.store, "main");
     expect(stored?.last_probe?.at).toBe(s.start + 3000);
     expect(stored?.last_call?.at).toBe(s.start + 6000);
     expect(stored?.failing_since).toBe(s.start);
@@ -184,7 +184,7 @@ describe("ProviderHealthRecorder", () => {
     s.recorder.observeCall(s.call(false));
     s.recorder.observeCall(s.call(true));
     await s.recorder.flush();
-    expect(readProviderRecord(s.store, "main")?.last_call?.ok).toBe(true);
+    expect((await readProviderRecord(s.store, "main"))?.last_call?.ok).toBe(true);
   });
 
   it("redacts the profile's secrets by value from every message it keeps, a probe's, a call's or the store's", async () => {
@@ -228,8 +228,8 @@ describe("ProviderHealthRecorder", () => {
       `GET http://127.0.0.1:9/v1/models: Incorrect API key provided: ${marker}.`,
     );
     expect(recorder.view().get("other")?.last_call?.message).toBe(`a proxy quoted ${marker} back`);
-    expect(JSON.stringify(readProviderRecord(store, "main"))).toContain(marker);
+    expect(JSON.stringify(await readProviderRecord(store, "main"))).toContain(marker);
     for (const provider of ["main", "other", "old"])
-      expect(JSON.stringify(readProviderRecord(store, provider))).not.toContain(secret);
+      expect(JSON.stringify(await readProviderRecord(store, provider))).not.toContain(secret);
   });
 });

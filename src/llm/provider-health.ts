@@ -78,6 +78,8 @@ export interface LocalExhaustion {
 
 export class ProviderHealthRecorder {
   private readonly entries = new Map<string, Entry>();
+  /** The store reads of new entries still under way (flush waits for them). */
+  private readonly loading = new Set<Promise<void>>();
   private local: LocalExhaustion | null = null;
   private readonly throttle: WriteThrottle;
   readonly counters: ProviderCounters = { calls: new Map(), failures: new Map(), probes: new Map() };
@@ -148,6 +150,7 @@ export class ProviderHealthRecorder {
 
   /** Write everything not yet written (at close), and wait for it. */
   async flush(): Promise<void> {
+    await Promise.all(this.loading);
     for (const [provider, entry] of this.entries) {
       if (entry.writing) await entry.writing;
       if (entry.dirty) await this.write(provider, entry);
@@ -170,8 +173,8 @@ export class ProviderHealthRecorder {
   }
 
   /** The store's record, its messages redacted too (one written before a secret was added). */
-  private read(provider: string): ProviderRecord | null {
-    const stored = readProviderRecord(this.options.store, provider);
+  private async read(provider: string): Promise<ProviderRecord | null> {
+    const stored = await readProviderRecord(this.options.store, provider);
     if (stored === null || this.options.redactor === undefined) return stored;
     return {
       ...stored,
@@ -180,24 +183,36 @@ export class ProviderHealthRecorder {
     };
   }
 
+  /**
+   * Synchronous by contract (observeCall runs on the model call's path, and view() is read by
+   * /health): a new entry starts from what this process saw, and takes in the store's record
+   * (another process may have written it: transitions are counted from what the store holds)
+   * once the read refreshing it answers; a write reads the store again and merges in any case.
+   */
   private entry(provider: string): Entry {
     let entry = this.entries.get(provider);
     if (entry === undefined) {
-      // Another process may have written it: transitions are counted from what the store holds.
-      let stored: ProviderRecord | null = null;
-      try {
-        stored = this.read(provider);
-      } catch {
-        // An unreadable store is the store component's news; this view starts empty.
-      }
-      entry = {
-        record: stored ?? { last_call: null, last_probe: null, last_success_at: null, failing_since: null },
-        written: stored,
+      const created: Entry = {
+        record: { last_call: null, last_probe: null, last_success_at: null, failing_since: null },
+        written: null,
         written_at: Number.NEGATIVE_INFINITY,
         dirty: false,
         writing: null,
       };
+      entry = created;
       this.entries.set(provider, entry);
+      const load = this.read(provider).then(
+        (stored) => {
+          if (stored === null) return;
+          created.record = mergeRecords(stored, created.record) ?? created.record;
+          created.written ??= stored;
+        },
+        () => {
+          // An unreadable store is the store component's news; this view starts empty.
+        },
+      );
+      this.loading.add(load);
+      void load.finally(() => this.loading.delete(load));
     }
     return entry;
   }
@@ -213,26 +228,32 @@ export class ProviderHealthRecorder {
 
   private write(provider: string, entry: Entry): Promise<void> {
     const now = this.options.now();
-    // Fold in what other processes wrote since, so the newest of each fact survives.
-    let stored: ProviderRecord | null = null;
-    try {
-      stored = this.read(provider);
-    } catch {
-      // Written as this process sees it; the store's own health says why it could not be read.
-    }
-    const record = mergeRecords(stored, entry.record) ?? entry.record;
-    entry.record = record;
+    // Marked at once (not after the read): due() sees this write under way and the throttle runs.
     entry.dirty = false;
     entry.written_at = now;
-    const op = providerRecordOp(provider, record, now);
-    // Not marked dirty again on failure: a store that refuses writes would spool one every few
-    // seconds; the next observation tries again.
-    const done = new Promise((resolve) => resolve(this.options.store.write([op]))).then(
-      () => {
+    // What this write carries is what was observed when it was decided; later observations are
+    // the next write's (they leave the entry dirty).
+    const mine = entry.record;
+    const done = (async () => {
+      // Fold in what other processes wrote since, so the newest of each fact survives.
+      let stored: ProviderRecord | null = null;
+      try {
+        stored = await this.read(provider);
+      } catch {
+        // Written as this process sees it; the store's own health says why it could not be read.
+      }
+      const record = mergeRecords(stored, mine) ?? mine;
+      entry.record = entry.record === mine ? record : (mergeRecords(record, entry.record) ?? entry.record);
+      const op = providerRecordOp(provider, record, now);
+      // Not marked dirty again on failure: a store that refuses writes would spool one every few
+      // seconds; the next observation tries again.
+      try {
+        await this.options.store.write([op]);
         entry.written = record;
-      },
-      (error: unknown) => this.options.onError?.(provider, error),
-    );
+      } catch (error) {
+        this.options.onError?.(provider, error);
+      }
+    })();
     entry.writing = done.finally(() => {
       entry.writing = null;
     });

@@ -51,12 +51,15 @@ export const EMPTY_RECORD: ProviderRecord = {
 
 /** What reads records: the writer's Store or a read-only StoreReader. */
 export interface RecordSource {
-  getRecord<T = unknown>(kind: string, key: string): T | null;
+  getRecord<T = unknown>(kind: string, key: string): Promise<T | null>;
 }
 
 /** A provider's record as stored; null when there is none or it cannot be read as one. */
-export function readProviderRecord(source: RecordSource, provider: string): ProviderRecord | null {
-  return parseProviderRecord(source.getRecord(PROVIDER_RECORD_KIND, providerRecordKey(provider)));
+export async function readProviderRecord(
+  source: RecordSource,
+  provider: string,
+): Promise<ProviderRecord | null> {
+  return parseProviderRecord(await source.getRecord(PROVIDER_RECORD_KIND, providerRecordKey(provider)));
 }
 
 export function parseProviderRecord(value: unknown): ProviderRecord | null {

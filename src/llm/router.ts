@@ -110,12 +110,13 @@ export class ModelRouter {
   }
 
   /** The target's circuit as its breaker last recorded it (the model call's span), or null. */
-  private circuitState(target: Target): string | null {
+  private async circuitState(target: Target): Promise<string | null> {
     const breaker = this.options.breaker;
     if (!breaker) return null;
     return (
-      breaker.circuits([target]).find((c) => c.provider === target.provider && c.model === target.model)
-        ?.circuit ?? null
+      (await breaker.circuits([target])).find(
+        (c) => c.provider === target.provider && c.model === target.model,
+      )?.circuit ?? null
     );
   }
 
@@ -131,7 +132,7 @@ export class ModelRouter {
   }
 
   /** One call to one target with the pool, limiter and retries; the building block of both routes. */
-  call(
+  async call(
     target: Target,
     request: RouteRequest,
     options: RouteOptions & {
@@ -149,14 +150,15 @@ export class ModelRouter {
         ? { ...request, max_output_tokens: output }
         : request;
     const runtime = this.runtime(target);
+    // Read only for a span that goes somewhere: with tracing off it costs no store read.
+    const circuitState = tracingOn() ? await this.circuitState(target) : undefined;
     const span = traceModelCall({
       target,
       system: runtime.system,
       contextTokens: options.contextTokens,
       maxOutputTokens: sent.max_output_tokens,
       fallback: options.fallback,
-      // Read only for a span that goes somewhere: with tracing off it costs no store read.
-      circuitState: tracingOn() ? this.circuitState(target) : undefined,
+      circuitState,
     });
     const emit = span.listener(this.listener(options.onEvent));
     const reply = options.told ?? new ToldReply(options.appendOnly === true);

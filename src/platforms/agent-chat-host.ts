@@ -41,7 +41,8 @@ export function agentChatHost(
     },
     interrupt: (sessionId, reason) => running.interrupt(sessionId, reason),
     isRunning: (sessionId) => running.isRunning(sessionId),
-    pendingApprovals: (sessionId) => approvals.pending().filter((r) => r.session_id === sessionId),
+    pendingApprovals: async (sessionId) =>
+      (await approvals.pending()).filter((r) => r.session_id === sessionId),
     getApproval: (approvalId) => approvals.get(approvalId),
     decide: (approvalId, decision, decidedBy) => approvals.decide(approvalId, decision, decidedBy),
   };

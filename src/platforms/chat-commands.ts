@@ -5,7 +5,7 @@ import type { ApprovalRecord } from "../agent/approvals/approval-records.js";
 import { CONTINUE_PROMPT } from "../agent/turn.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatRef, InboundButton, InboundCommand, InboundMessage } from "./adapter.js";
 import type { ChatDecision, ChatHost } from "./chat-host.js";
 import type { Lane } from "./chat-lanes.js";
@@ -26,13 +26,16 @@ import { type EnqueueInput, outboxKey, readOutboxEntry } from "./outbox-records.
 
 /** What the commands need of the chat service. */
 export interface CommandContext {
-  store: Store;
+  store: StorePort;
   host: ChatHost;
   inbox: PlatformInbox;
   now(): number;
   /** The entry's session key's lane, if it has one in this process. */
   lane(entry: InboxEntry): Lane | null;
-  newSession(entry: InboxEntry, running?: ChatSession["running"]): { record: ChatSession; ops: WriteOp[] };
+  newSession(
+    entry: InboxEntry,
+    running?: ChatSession["running"],
+  ): Promise<{ record: ChatSession; ops: WriteOp[] }>;
   /** Mark the entry done with these texts (or outbox entries) to its chat and these writes, at once. */
   commit(
     entry: InboxEntry,
@@ -58,13 +61,13 @@ export async function runInline(ctx: CommandContext, entry: InboxEntry): Promise
   const event = entry.event;
   if (event.type === "button") return button(ctx, entry, event);
   if (event.type !== "command") return;
-  const record = readChatSession(ctx.store, entry.session_key);
+  const record = await readChatSession(ctx.store, entry.session_key);
   const lane = ctx.lane(entry);
   const sessionId = record?.session_id ?? null;
   const done = (note: string): DoneResult => ({ session_id: sessionId, turn_id: null, note });
   switch (event.command) {
     case "new": {
-      const made = ctx.newSession(entry, record?.running ?? null);
+      const made = await ctx.newSession(entry, record?.running ?? null);
       const answer = newSessionAnswer(made.record.session_id, lane?.current != null);
       await ctx.commit(entry, { ...done("/new"), session_id: made.record.session_id }, [answer], made.ops);
       return;
@@ -110,8 +113,7 @@ async function retry(
   const last =
     sessionId === null
       ? undefined
-      : ctx.store
-          .getMessages(sessionId)
+      : (await ctx.store.getMessages(sessionId))
           .filter((m) => m.role === "user" && m.content !== null && m.content !== CONTINUE_PROMPT)
           .at(-1);
   const text = last?.content ?? null;
@@ -152,7 +154,7 @@ async function decideByCommand(
     note: `/${event.command}`,
   };
   const sessions = new Set([record?.session_id, record?.running?.session_id].filter((s) => s !== undefined));
-  const pending = [...sessions].flatMap((s) => ctx.host.pendingApprovals(s));
+  const pending = (await Promise.all([...sessions].map((s) => ctx.host.pendingApprovals(s)))).flat();
   const id = event.args.split(/\s+/)[0] ?? "";
   const target =
     id === "" ? (pending.length === 1 ? pending[0] : undefined) : pending.find((r) => r.approval_id === id);
@@ -175,7 +177,7 @@ async function decideByCommand(
   const texts: (string | EnqueueInput)[] = [approvalDecided(outcome)];
   // The approval's message loses its buttons and says what was decided.
   const asked = outboxKey(event.chat, `apr/${outcome.approval_id}`);
-  if (readOutboxEntry(ctx.store, asked) !== null)
+  if ((await readOutboxEntry(ctx.store, asked)) !== null)
     texts.push({
       message: {
         type: "edit",
@@ -202,7 +204,7 @@ async function button(ctx: CommandContext, entry: InboxEntry, event: InboundButt
   }
   const [, id = "", yes] = match;
   const outcome = await decide(ctx, id, yes === "y" ? "approve" : "deny", who(entry));
-  const record = typeof outcome === "string" ? ctx.host.getApproval(id) : outcome;
+  const record = typeof outcome === "string" ? await ctx.host.getApproval(id) : outcome;
   const short =
     typeof outcome === "string" ? outcome : outcome.status === "approved" ? "Approved." : "Denied.";
   const edit: EnqueueInput[] =
@@ -242,7 +244,7 @@ async function decide(
     ctx.decided.delete(id);
     if (TenaxError.isInstance(error) && error.code === "not_found") return `There is no approval ${id}.`;
     if (TenaxError.isInstance(error) && error.code === "already_decided") {
-      const status = ctx.host.getApproval(id)?.status ?? "decided";
+      const status = (await ctx.host.getApproval(id))?.status ?? "decided";
       return `Approval ${id} is ${status} already; nothing changed.`;
     }
     return `Approval ${id} could not be decided: ${errorMessage(error)}`;
@@ -275,15 +277,15 @@ export function approvalRequest(
 }
 
 /** The edit of an approval's message once it was decided elsewhere or expired; null without one. */
-export function approvalClosed(
-  store: Store,
+export async function approvalClosed(
+  store: StorePort,
   host: ChatHost,
   chat: ChatRef,
   approvalId: string,
-): EnqueueInput | null {
+): Promise<EnqueueInput | null> {
   const asked = outboxKey(chat, `apr/${approvalId}`);
-  const record = host.getApproval(approvalId);
-  if (record === null || readOutboxEntry(store, asked) === null) return null;
+  const record = await host.getApproval(approvalId);
+  if (record === null || (await readOutboxEntry(store, asked)) === null) return null;
   return {
     message: {
       type: "edit",

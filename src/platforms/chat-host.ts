@@ -42,8 +42,8 @@ export interface ChatHost {
   /** Whether the session has a turn running here. */
   isRunning(sessionId: string): boolean;
   /** The session's approvals waiting for a decision, oldest first. */
-  pendingApprovals(sessionId: string): ApprovalRecord[];
-  getApproval(approvalId: string): ApprovalRecord | null;
+  pendingApprovals(sessionId: string): Promise<ApprovalRecord[]>;
+  getApproval(approvalId: string): Promise<ApprovalRecord | null>;
   /**
    * Decide a pending approval; resolves with the record once committed. Rejects with a TenaxError
    * `not_found` or `already_decided` (the ApprovalBook's).

@@ -8,7 +8,7 @@
 // Nothing is answered twice: an answer is committed with the entry's done mark, so a done entry
 // is never pending again.
 import type { TurnResult } from "../agent/turn.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { LaneItem } from "./chat-lanes.js";
 import { readChatSession } from "./chat-sessions.js";
 import { notResumed } from "./chat-texts.js";
@@ -26,7 +26,7 @@ export interface RecoverReport {
 }
 
 export interface RecoverInput {
-  store: Store;
+  store: StorePort;
   /** The inbox's pending entries of this process's platforms, oldest first. */
   pending: readonly InboxEntry[];
   /** Resumed turns by session id; taken out as they are matched. */
@@ -46,7 +46,7 @@ export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> 
       report.inline++;
       continue;
     }
-    const record = readChatSession(store, entry.session_key);
+    const record = await readChatSession(store, entry.session_key);
     const mark = record?.running?.inbox_key === entry.key ? record.running : null;
     if (mark === null) {
       input.queue({ entry });
@@ -60,7 +60,7 @@ export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> 
       report.resumed++;
       continue;
     }
-    const turn = store.getTurns(mark.session_id)[mark.turns_before];
+    const turn = (await store.getTurns(mark.session_id))[mark.turns_before];
     if (turn === undefined) {
       input.queue({ entry });
       report.queued++;
@@ -72,8 +72,7 @@ export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> 
       note: "answered after a restart",
     };
     if (turn.status === "completed") {
-      const reply = store
-        .getMessages(mark.session_id)
+      const reply = (await store.getMessages(mark.session_id))
         .filter((m) => m.turn_id === turn.id && m.role === "assistant" && (m.content ?? "") !== "")
         .at(-1)?.content;
       await input.answer(entry, done, reply ?? "(the reply was empty)", null);

@@ -10,7 +10,7 @@
 //   after a crash, then recover() (chat-recover.ts) to run what the inbox still holds.
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { errorMessage } from "../core/errors.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatRef, InboundEvent, InboundSink, PlatformAdapter } from "./adapter.js";
 import { approvalClosed, approvalRequest, type CommandContext, runInline } from "./chat-commands.js";
 import { PlatformDirect } from "./chat-direct.js";
@@ -28,7 +28,7 @@ import type { EnqueueInput } from "./outbox-records.js";
 import { chatKey } from "./session-key.js";
 
 export interface ChatServiceOptions {
-  store: Store;
+  store: StorePort;
   host: ChatHost;
   /** The adapters of this process: typing, button answers and notices go through them directly. */
   adapters: readonly PlatformAdapter[];
@@ -72,7 +72,7 @@ export class ChatService {
   /** Hand this to each adapter's start(). */
   readonly sink: InboundSink = (event) => this.receive(event);
   readonly inbox: PlatformInbox;
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly host: ChatHost;
   private readonly outbox: PlatformOutbox;
   private readonly now: () => number;
@@ -178,9 +178,11 @@ export class ChatService {
 
   /** A command or press, once however often dispatch and recover() both come to it. */
   private async inline(entry: InboxEntry): Promise<void> {
-    if (this.handling.has(entry.key) || this.isDone(entry)) return;
+    if (this.handling.has(entry.key)) return;
+    // Held before the store is read, so a second dispatch of the entry meanwhile stops above.
     this.handling.add(entry.key);
     try {
+      if (await this.isDone(entry)) return;
       await runInline(this.context, entry);
     } finally {
       this.handling.delete(entry.key);
@@ -188,8 +190,8 @@ export class ChatService {
   }
 
   /** Whether the store has the entry done already (recover() read it pending a moment ago). */
-  private isDone(entry: InboxEntry): boolean {
-    return this.inbox.get(entry.platform, entry.update_id)?.state === "done";
+  private async isDone(entry: InboxEntry): Promise<boolean> {
+    return (await this.inbox.get(entry.platform, entry.update_id))?.state === "done";
   }
 
   private laneOf(entry: InboxEntry): Lane {
@@ -243,8 +245,14 @@ export class ChatService {
   private onTurnEvent(chat: ChatRef, event: AgentEvent): void {
     let input: EnqueueInput | null = null;
     if (event.type === "approval_requested") input = approvalRequest(chat, event);
-    else if (event.type === "approval_decided" && !this.decided.delete(event.approval_id))
-      input = approvalClosed(this.store, this.host, chat, event.approval_id);
+    else if (event.type === "approval_decided" && !this.decided.delete(event.approval_id)) {
+      // A listener cannot wait: the read and the enqueue after it are tracked, a failure told.
+      const closed = approvalClosed(this.store, this.host, chat, event.approval_id).then((found) =>
+        found === null ? undefined : this.outbox.enqueue(found),
+      );
+      this.track(closed).catch((error) => this.fail(chat.platform, error));
+      return;
+    }
     if (input === null) return;
     this.track(this.outbox.enqueue(input)).catch((error) => this.fail(chat.platform, error));
   }
@@ -278,8 +286,8 @@ export class ChatService {
    * "back online" once, and recover() answers the message it was running with its result.
    * False when the session is no chat's running turn.
    */
-  resumed(sessionId: string, result: Promise<TurnResult>): boolean {
-    const record = listChatSessions(this.store).find((r) => r.running?.session_id === sessionId);
+  async resumed(sessionId: string, result: Promise<TurnResult>): Promise<boolean> {
+    const record = (await listChatSessions(this.store)).find((r) => r.running?.session_id === sessionId);
     if (record === undefined) return false;
     result.catch(() => undefined);
     this.handover.set(sessionId, result);
@@ -301,8 +309,8 @@ export class ChatService {
   }
 
   /** The events of a resumed chat turn, for its approvals to reach the chat; undefined for no chat's. */
-  eventsFor(sessionId: string): ((event: AgentEvent) => void) | undefined {
-    const record = listChatSessions(this.store).find((r) => r.running?.session_id === sessionId);
+  async eventsFor(sessionId: string): Promise<((event: AgentEvent) => void) | undefined> {
+    const record = (await listChatSessions(this.store)).find((r) => r.running?.session_id === sessionId);
     return record === undefined ? undefined : (event) => this.onTurnEvent(record.chat, event);
   }
 
@@ -311,7 +319,7 @@ export class ChatService {
     await Promise.all(this.notices.splice(0));
     const report = await recoverInbox({
       store: this.store,
-      pending: this.inbox.pending().filter((e) => this.adapters.has(e.platform)),
+      pending: (await this.inbox.pending()).filter((e) => this.adapters.has(e.platform)),
       handover: this.handover,
       inline: (entry) => this.inline(entry),
       queue: (item) => enqueue(this.laneOf(item.entry), item),
@@ -323,8 +331,8 @@ export class ChatService {
   }
 
   /** Per platform: last update, turns running, messages waiting, the outbox's backlog, last error. */
-  status(): Record<string, PlatformChatStatus> {
-    const backlog = this.outbox.backlog();
+  async status(): Promise<Record<string, PlatformChatStatus>> {
+    const backlog = await this.outbox.backlog();
     const out: Record<string, PlatformChatStatus> = {};
     for (const name of this.adapters.keys()) {
       const lanes = [...this.lanes.values()].filter((l) => l.platform === name);

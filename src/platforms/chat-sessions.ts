@@ -7,8 +7,8 @@
 //                                       the chat's last error.
 import { z } from "zod";
 import type { RecordPutOp } from "../store/ops.js";
+import type { StoreReads } from "../store/port.js";
 import { putOp } from "../store/record-ops.js";
-import type { StoreReader } from "../store/store-reader.js";
 
 export const SESSION_KIND = "platform_session";
 
@@ -40,15 +40,15 @@ export const chatSession = z.object({
 });
 export type ChatSession = z.infer<typeof chatSession>;
 
-type Source = Pick<StoreReader, "getRecord" | "listRecords">;
+type Source = Pick<StoreReads, "getRecord" | "listRecords">;
 
-export function readChatSession(store: Source, key: string): ChatSession | null {
-  const parsed = chatSession.safeParse(store.getRecord(SESSION_KIND, key));
+export async function readChatSession(store: Source, key: string): Promise<ChatSession | null> {
+  const parsed = chatSession.safeParse(await store.getRecord(SESSION_KIND, key));
   return parsed.success ? parsed.data : null;
 }
 
-export function listChatSessions(store: Source): ChatSession[] {
-  return store.listRecords(SESSION_KIND).flatMap((row) => {
+export async function listChatSessions(store: Source): Promise<ChatSession[]> {
+  return (await store.listRecords(SESSION_KIND)).flatMap((row) => {
     const parsed = chatSession.safeParse(row.value);
     return parsed.success ? [parsed.data] : [];
   });

@@ -5,7 +5,7 @@
 // entry stays pending for the resume after the restart.
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { errorMessage } from "../core/errors.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { ChatRef } from "./adapter.js";
 import type { PlatformDirect } from "./chat-direct.js";
 import { BUSY_CODES, type ChatHost, errorCode, STOPPING_CODES } from "./chat-host.js";
@@ -16,7 +16,7 @@ import type { ChatWriter } from "./chat-writer.js";
 import type { InboxEntry } from "./inbox.js";
 
 export interface LaneRunDeps {
-  store: Store;
+  store: StorePort;
   host: ChatHost;
   writer: ChatWriter;
   direct: PlatformDirect;
@@ -25,7 +25,7 @@ export interface LaneRunDeps {
   wait(ms: number): Promise<boolean>;
   retryMs: number;
   typingEveryMs: number;
-  isDone(entry: InboxEntry): boolean;
+  isDone(entry: InboxEntry): Promise<boolean>;
   onTurnEvent(chat: ChatRef, event: AgentEvent): void;
   fail(platform: string, error: unknown): void;
 }
@@ -33,10 +33,10 @@ export interface LaneRunDeps {
 /** Run one lane item. Never throws: a failure is told, and the entry kept when nothing answered it. */
 export async function runLaneItem(d: LaneRunDeps, lane: Lane, item: LaneItem): Promise<void> {
   const { entry } = item;
-  if (entry.event.type !== "message" || (item.resumed === undefined && d.isDone(entry))) return;
+  if (entry.event.type !== "message" || (item.resumed === undefined && (await d.isDone(entry)))) return;
   try {
     if (item.resumed !== undefined) {
-      const record = readChatSession(d.store, entry.session_key);
+      const record = await readChatSession(d.store, entry.session_key);
       const sessionId = record?.running?.session_id ?? record?.session_id ?? "";
       lane.current = { entry, sessionId, startedAt: d.now() };
       await settle(d, lane, entry, sessionId, item.resumed);
@@ -65,10 +65,10 @@ async function startTurn(
 ): Promise<{ sessionId: string; result: Promise<TurnResult> } | null> {
   for (let fresh = false; ; ) {
     const now = d.now();
-    const known = fresh ? null : readChatSession(d.store, entry.session_key);
-    const made = known === null ? d.writer.newSession(entry) : { record: known, ops: [] };
+    const known = fresh ? null : await readChatSession(d.store, entry.session_key);
+    const made = known === null ? await d.writer.newSession(entry) : { record: known, ops: [] };
     const sessionId = made.record.session_id;
-    const turnsBefore = d.store.getTurns(sessionId).length;
+    const turnsBefore = (await d.store.getTurns(sessionId)).length;
     const running = { inbox_key: entry.key, session_id: sessionId, turns_before: turnsBefore, at: now };
     const marked = chatSessionOp({ ...made.record, running }, now);
     await d.store.write([...made.ops, marked.op]);

@@ -2,7 +2,7 @@
 // (each text cut by the adapter's split, one outbox entry per platform message) and the session
 // record's update, in one store write; and the writes making a chat's new session.
 import type { WriteOp } from "../store/ops.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { PlatformAdapter, TextFormat } from "./adapter.js";
 import type { ChatHost } from "./chat-host.js";
 import { type ChatSession, chatSessionOp, readChatSession } from "./chat-sessions.js";
@@ -11,7 +11,7 @@ import type { PlatformOutbox } from "./outbox.js";
 import { type EnqueueInput, outboxEntryOp } from "./outbox-records.js";
 
 export interface ChatWriterDeps {
-  store: Store;
+  store: StorePort;
   outbox: PlatformOutbox;
   host: ChatHost;
   adapters: ReadonlyMap<string, PlatformAdapter>;
@@ -43,7 +43,7 @@ export class ChatWriter {
     const { store } = this.d;
     const now = this.d.now();
     const ops: WriteOp[] = [doneOp(entry, done, now), ...extra];
-    const record = readChatSession(store, entry.session_key);
+    const record = await readChatSession(store, entry.session_key);
     if (record !== null && (record.running?.inbox_key === entry.key || error !== null)) {
       const running = record.running?.inbox_key === entry.key ? null : record.running;
       const failed = error === null ? {} : { last_error: error, last_error_at: now };
@@ -91,10 +91,10 @@ export class ChatWriter {
   }
 
   /** The writes making a new session for the entry's key; `running` keeps an old turn's mark (/new). */
-  newSession(
+  async newSession(
     entry: InboxEntry,
     running: ChatSession["running"] = null,
-  ): { record: ChatSession; ops: WriteOp[] } {
+  ): Promise<{ record: ChatSession; ops: WriteOp[] }> {
     const event = entry.event;
     const who = event.user.name === "" ? `user ${event.user.id}` : event.user.name;
     const where = event.chat_type === "group" ? `group ${event.chat.chat_id}, ${who}` : who;
@@ -105,7 +105,7 @@ export class ChatWriter {
     });
     const now = this.d.now();
     // Never stamped older than the record it replaces (a put with an older stamp is ignored).
-    const before = readChatSession(this.d.store, entry.session_key);
+    const before = await readChatSession(this.d.store, entry.session_key);
     const { record, op: put } = chatSessionOp(
       {
         session_key: entry.session_key,

@@ -45,7 +45,7 @@ describe("PlatformInbox", () => {
     await platform.receive(message(1, "42", "hello"));
     await platform.receive(message(1, "42", "hello"));
     expect(accepted).toEqual([true, false]);
-    const entry = t.inbox.get("fake", "1");
+    const entry = await t.inbox.get("fake", "1");
     expect(entry).toMatchObject({
       key: "fake:1",
       chat_key: "fake:42",
@@ -57,7 +57,7 @@ describe("PlatformInbox", () => {
 
     const again = await setup(t.paths);
     again.clock.now = T0 + 60_000;
-    expect(again.inbox.pending().map((e) => e.update_id)).toEqual(["1"]);
+    expect((await again.inbox.pending()).map((e) => e.update_id)).toEqual(["1"]);
     const redelivered = await again.inbox.accept(message(1, "42", "hello"));
     expect(redelivered.created).toBe(false);
     expect(redelivered.entry.accepted_at).toBe(T0);
@@ -66,7 +66,7 @@ describe("PlatformInbox", () => {
       created: false,
       entry: { state: "done", session_id: "ses_1", turn_id: "turn_1", done_at: T0 + 60_000 },
     });
-    expect(again.inbox.pending()).toEqual([]);
+    expect(await again.inbox.pending()).toEqual([]);
     await releaseStore(again.store);
   });
 
@@ -78,7 +78,7 @@ describe("PlatformInbox", () => {
       other.accept(message(5, "42", "x")),
     ]);
     expect(both.map((b) => b.created).sort()).toEqual([false, true]);
-    expect(t.store.listRecords(INBOX_KIND)).toHaveLength(1);
+    expect(await t.store.listRecords(INBOX_KIND)).toHaveLength(1);
   });
 
   it("lists pending updates in arrival order per chat, with a session key per group user", async () => {
@@ -90,7 +90,7 @@ describe("PlatformInbox", () => {
       message(12, "-100", "from 43", "43"),
       message(13, "-100", "second from 42", "42"),
     ]);
-    const pending = t.inbox.pending();
+    const pending = await t.inbox.pending();
     expect(pending.map((e) => e.update_id)).toEqual(["10", "11", "12", "13"]);
     expect(pending.map((e) => e.session_key)).toEqual([
       "fake:-100:u=42",
@@ -105,27 +105,27 @@ describe("PlatformInbox", () => {
       putOp("test_turn", "turn_1", { from: first.key }, t.clock.now),
       doneOp(first, { session_id: "ses_1", turn_id: "turn_1" }, t.clock.now),
     ]);
-    expect(t.inbox.pending().map((e) => e.update_id)).toEqual(["11", "12", "13"]);
-    expect(t.inbox.pending("other")).toEqual([]);
+    expect((await t.inbox.pending()).map((e) => e.update_id)).toEqual(["11", "12", "13"]);
+    expect(await t.inbox.pending("other")).toEqual([]);
   });
 
   it("writes the polling offset with the batch it follows, and skips what is already stored", async () => {
     const t = await setup();
-    expect(t.inbox.offset("fake")).toBeNull();
+    expect(await t.inbox.offset("fake")).toBeNull();
     const first = await t.inbox.acceptAll([message(20, "42", "a"), message(21, "42", "b")], {
       platform: "fake",
       offset: 22,
     });
     expect(first.map((a) => a.created)).toEqual([true, true]);
-    expect(t.inbox.offset("fake")).toBe(22);
+    expect(await t.inbox.offset("fake")).toBe(22);
     // A batch the platform sent again, one update new: only that one is new; the offset moves.
     const second = await t.inbox.acceptAll(
       [message(21, "42", "b"), message(22, "42", "c"), message(22, "42", "c")],
       { platform: "fake", offset: 23 },
     );
     expect(second.map((a) => a.created)).toEqual([false, true, false]);
-    expect(t.inbox.offset("fake")).toBe(23);
-    expect(t.store.listRecords(OFFSET_KIND).map((r) => r.key)).toEqual(["fake"]);
+    expect(await t.inbox.offset("fake")).toBe(23);
+    expect((await t.store.listRecords(OFFSET_KIND)).map((r) => r.key)).toEqual(["fake"]);
   });
 
   it("prunes done updates past the retention, never pending ones", async () => {
@@ -136,7 +136,7 @@ describe("PlatformInbox", () => {
     t.clock.now += 10_000;
     expect(await t.inbox.prune(60_000)).toBe(0);
     expect(await t.inbox.prune(5_000)).toBe(1);
-    expect(t.store.listRecords(INBOX_KIND).map((r) => r.key)).toEqual([inboxKey("fake", "31")]);
+    expect((await t.store.listRecords(INBOX_KIND)).map((r) => r.key)).toEqual([inboxKey("fake", "31")]);
     const scheduler = new Scheduler();
     t.inbox.maintainOn(scheduler);
     expect(scheduler.size).toBe(1);

@@ -12,8 +12,8 @@
 import { z } from "zod";
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
+import type { StorePort } from "../store/port.js";
 import { claimOp, isRecordConflict, putOp } from "../store/record-ops.js";
-import type { Store } from "../store/store.js";
 import { COMMANDS, type InboundEvent } from "./adapter.js";
 import { chatKey, sessionKey } from "./session-key.js";
 
@@ -112,12 +112,12 @@ export function offsetOp(platform: string, offset: number, at: number): RecordPu
 }
 
 export interface PlatformInboxOptions {
-  store: Store;
+  store: StorePort;
   now?: () => number;
 }
 
 export class PlatformInbox {
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
   private counter = 0;
   private readonly jobs: SchedulerJob[] = [];
@@ -148,7 +148,7 @@ export class PlatformInbox {
     const ops: WriteOp[] = [];
     const seen = new Set<string>();
     for (const entry of fresh) {
-      const stored = seen.has(entry.key) ? entry : this.get(entry.platform, entry.update_id);
+      const stored = seen.has(entry.key) ? entry : await this.get(entry.platform, entry.update_id);
       if (stored !== null) {
         results.push({ created: false, entry: stored });
         continue;
@@ -177,7 +177,7 @@ export class PlatformInbox {
         one.push(r);
       } catch (error) {
         if (!isRecordConflict(error)) throw error;
-        const stored = this.get(r.entry.platform, r.entry.update_id);
+        const stored = await this.get(r.entry.platform, r.entry.update_id);
         one.push({ created: false, entry: stored ?? r.entry });
       }
     }
@@ -190,20 +190,20 @@ export class PlatformInbox {
     await this.store.write([doneOp(entry, result, this.now())]);
   }
 
-  get(platform: string, updateId: string): InboxEntry | null {
-    return parse(this.store.getRecord(INBOX_KIND, inboxKey(platform, updateId)));
+  async get(platform: string, updateId: string): Promise<InboxEntry | null> {
+    return parse(await this.store.getRecord(INBOX_KIND, inboxKey(platform, updateId)));
   }
 
   /** What was accepted and is not done, in arrival order (so each chat's in order); one platform's. */
-  pending(platform?: string): InboxEntry[] {
-    return this.all()
+  async pending(platform?: string): Promise<InboxEntry[]> {
+    return (await this.all())
       .filter((e) => e.state === "pending" && (platform === undefined || e.platform === platform))
       .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
   }
 
   /** Where the platform's polling resumes, or null when none was stored. */
-  offset(platform: string): number | null {
-    const parsed = offsetRecord.safeParse(this.store.getRecord(OFFSET_KIND, platform));
+  async offset(platform: string): Promise<number | null> {
+    const parsed = offsetRecord.safeParse(await this.store.getRecord(OFFSET_KIND, platform));
     return parsed.success ? parsed.data.offset : null;
   }
 
@@ -213,7 +213,7 @@ export class PlatformInbox {
    */
   async prune(olderThanMs: number): Promise<number> {
     const now = this.now();
-    const ops = this.store.listRecords(INBOX_KIND).flatMap((row) => {
+    const ops = (await this.store.listRecords(INBOX_KIND)).flatMap((row) => {
       const e = parse(row.value);
       if (e === null || e.state !== "done" || row.updated_at > now - olderThanMs) return [];
       return [putOp(INBOX_KIND, row.key, null, Math.max(now, row.updated_at))];
@@ -231,8 +231,8 @@ export class PlatformInbox {
     for (const job of this.jobs.splice(0)) job.cancel();
   }
 
-  private all(): InboxEntry[] {
-    return this.store.listRecords(INBOX_KIND).flatMap((row) => {
+  private async all(): Promise<InboxEntry[]> {
+    return (await this.store.listRecords(INBOX_KIND)).flatMap((row) => {
       const e = parse(row.value);
       return e === null ? [] : [e];
     });

@@ -1,6 +1,6 @@
 // What waits in the platform outbox, per platform, for /health and `tenax status`: read from the
 // store, so it counts every process's entries, not only this one's.
-import type { StoreReader } from "../store/store-reader.js";
+import type { StoreReads } from "../store/port.js";
 import { OUTBOX_KIND, parseEntry } from "./outbox-records.js";
 
 export interface PlatformBacklog {
@@ -26,16 +26,16 @@ const empty = (): PlatformBacklog => ({
  * Each platform's backlog; `platforms` are listed even with nothing queued. `delivered` holds keys
  * this process delivered but could not mark yet: they are not counted as waiting.
  */
-export function readBacklog(
-  store: Pick<StoreReader, "listRecords">,
+export async function readBacklog(
+  store: Pick<StoreReads, "listRecords">,
   platforms: readonly string[] = [],
   delivered: ReadonlySet<string> = new Set(),
   now: number = Date.now(),
-): Record<string, PlatformBacklog> {
+): Promise<Record<string, PlatformBacklog>> {
   const out: Record<string, PlatformBacklog> = {};
   for (const p of platforms) out[p] = empty();
   const errorAt: Record<string, number> = {};
-  for (const row of store.listRecords(OUTBOX_KIND)) {
+  for (const row of await store.listRecords(OUTBOX_KIND)) {
     const e = parseEntry(row.value);
     if (e === null || e.state === "delivered" || delivered.has(e.key)) continue;
     const b = out[e.platform] ?? empty();

@@ -6,8 +6,8 @@
 import { z } from "zod";
 import { newId } from "../core/ids.js";
 import type { RecordPutOp } from "../store/ops.js";
+import type { StoreReads } from "../store/port.js";
 import { putOp } from "../store/record-ops.js";
-import type { StoreReader } from "../store/store-reader.js";
 import type { ChatRef, EditOp, SendOp } from "./adapter.js";
 import { chatKey } from "./session-key.js";
 
@@ -90,7 +90,7 @@ export interface EnqueueInput {
   origin?: string;
 }
 
-type Source = Pick<StoreReader, "listRecords" | "getRecord">;
+type Source = Pick<StoreReads, "listRecords" | "getRecord">;
 
 let counter = 0;
 
@@ -137,23 +137,23 @@ export function parseEntry(value: unknown): OutboxEntry | null {
 }
 
 /** Every entry that reads (one that fails its schema is left alone, as absent). */
-export function listOutboxEntries(store: Source): OutboxEntry[] {
-  return store.listRecords(OUTBOX_KIND).flatMap((row) => {
+export async function listOutboxEntries(store: Source): Promise<OutboxEntry[]> {
+  return (await store.listRecords(OUTBOX_KIND)).flatMap((row) => {
     const entry = parseEntry(row.value);
     return entry === null ? [] : [entry];
   });
 }
 
-export const readOutboxEntry = (store: Source, key: string): OutboxEntry | null =>
-  parseEntry(store.getRecord(OUTBOX_KIND, key));
+export const readOutboxEntry = async (store: Source, key: string): Promise<OutboxEntry | null> =>
+  parseEntry(await store.getRecord(OUTBOX_KIND, key));
 
 /** The deletions of delivered and given-up entries last written more than `olderThanMs` ago. */
-export function pruneOps(
-  store: Pick<StoreReader, "listRecords">,
+export async function pruneOps(
+  store: Pick<StoreReads, "listRecords">,
   olderThanMs: number,
   now: number,
-): RecordPutOp[] {
-  return store.listRecords(OUTBOX_KIND).flatMap((row) => {
+): Promise<RecordPutOp[]> {
+  return (await store.listRecords(OUTBOX_KIND)).flatMap((row) => {
     const e = parseEntry(row.value);
     if (e === null || e.state === "pending" || row.updated_at > now - olderThanMs) return [];
     return [putOp(OUTBOX_KIND, row.key, null, Math.max(now, row.updated_at))];

@@ -21,11 +21,11 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
       "markdown",
       "plain",
     ]);
-    expect(state(t.store, key)?.op).toMatchObject({ format: "plain" });
+    expect((await state(t.store, key))?.op).toMatchObject({ format: "plain" });
     t.clock.now += 1_000;
     await outbox.deliverDue();
     expect(platform.performed.at(-1)).toMatchObject({ type: "send", format: "plain" });
-    expect(state(t.store, key)?.state).toBe("delivered");
+    expect((await state(t.store, key))?.state).toBe("delivered");
   });
 
   it("an edit by the outbox key of its send waits for the send, then uses its message id", async () => {
@@ -57,9 +57,9 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     await expect(t.store.write([op, { op: "message.append", ...badMessage() }])).rejects.toThrow(
       /does not exist/,
     );
-    expect(listOutboxEntries(t.store)).toEqual([]);
+    expect(await listOutboxEntries(t.store)).toEqual([]);
     await t.store.write([op]);
-    expect(listOutboxEntries(t.store)).toEqual([entry]);
+    expect(await listOutboxEntries(t.store)).toEqual([entry]);
     expect(entry).toMatchObject({
       platform: "fake",
       chat_key: "fake:1",
@@ -92,15 +92,15 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     await t.store.write([op]);
     expect(await outbox.deliverDue()).toEqual({ delivered: 1, failed: 0, given_up: 0 });
     expect(platform.texts()).toEqual(["once"]);
-    expect(state(t.store, key)?.state).toBe("pending");
-    expect(outbox.backlog().fake?.pending).toBe(0);
+    expect((await state(t.store, key))?.state).toBe("pending");
+    expect((await outbox.backlog()).fake?.pending).toBe(0);
     expect(t.events.map((e) => e.type)).toEqual(["platform_delivery_failed", "platform_delivered"]);
     expect(t.events[0]?.message).toContain("delivered but not yet marked (SQLITE_FULL");
     // Past the lease: the entry would be due, but this process knows it was delivered.
     t.clock.now += 3_600_000;
     await outbox.deliverDue();
     expect(platform.texts()).toEqual(["once"]);
-    expect(state(t.store, key)).toMatchObject({ state: "delivered", message_id: "100" });
+    expect(await state(t.store, key)).toMatchObject({ state: "delivered", message_id: "100" });
   });
 
   it("an idle outbox still sends at once what another process writes", async () => {
@@ -135,7 +135,7 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     scheduler.stop();
     expect(await outbox.prune(60_000)).toBe(0);
     expect(await outbox.prune(-60_000)).toBe(1);
-    expect(listOutboxEntries(t.store)).toEqual([]);
+    expect(await listOutboxEntries(t.store)).toEqual([]);
   });
 
   it("wake: once the platform answers again, what waits out a backoff step goes at once; a held lease is left alone", async () => {
@@ -149,11 +149,11 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     const { key } = await outbox.enqueue({ message: send("1", "after the outage") });
     await outbox.kick();
     for (let i = 0; i < 5; i++) {
-      t.clock.now = state(t.store, key)?.next_at ?? t.clock.now;
+      t.clock.now = (await state(t.store, key))?.next_at ?? t.clock.now;
       await outbox.kick();
     }
-    expect(state(t.store, key)).toMatchObject({ attempts: 6, state: "pending", leased: false });
-    expect((state(t.store, key)?.next_at ?? 0) - t.clock.now).toBeGreaterThanOrEqual(48_000);
+    expect(await state(t.store, key)).toMatchObject({ attempts: 6, state: "pending", leased: false });
+    expect(((await state(t.store, key))?.next_at ?? 0) - t.clock.now).toBeGreaterThanOrEqual(48_000);
     // Another entry is held by an attempt of another process: its lease is not cut short.
     const { entry: heldEntry } = outboxEntryOp(
       { message: send("2", "being sent elsewhere"), id: "held" },
@@ -183,10 +183,13 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     ]);
     const before = platform.performed.length;
     expect(await outbox.wake("fake")).toBe(1);
-    expect(state(t.store, limited.key)).toMatchObject({ state: "pending", next_at: t.clock.now + 30_000 });
+    expect(await state(t.store, limited.key)).toMatchObject({
+      state: "pending",
+      next_at: t.clock.now + 30_000,
+    });
     expect(platform.performed.length).toBe(before + 1);
-    expect(state(t.store, key)).toMatchObject({ state: "delivered", attempts: 7 });
-    expect(state(t.store, held.key)).toMatchObject({
+    expect(await state(t.store, key)).toMatchObject({ state: "delivered", attempts: 7 });
+    expect(await state(t.store, held.key)).toMatchObject({
       state: "pending",
       leased: true,
       next_at: t.clock.now + 40_000,
@@ -199,7 +202,7 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     await t.store.write([outboxEntryOp({ message: send("1", "for fake") }, T0).op]);
     expect(await t.outbox(t.store, platform).deliverDue()).toEqual({ delivered: 0, failed: 0, given_up: 0 });
     expect(platform.performed).toEqual([]);
-    expect(t.outbox(t.store, platform).backlog()).toEqual({
+    expect(await t.outbox(t.store, platform).backlog()).toEqual({
       other: {
         pending: 0,
         given_up: 0,

@@ -19,7 +19,7 @@ describe("PlatformOutbox: exactly once", () => {
     const { key } = await outbox.enqueue({ message: send("1", "hello"), id: "turn_1/reply/0" });
     await outbox.kick();
     expect(platform.texts()).toEqual(["hello"]);
-    expect(state(t.store, key)).toMatchObject({
+    expect(await state(t.store, key)).toMatchObject({
       state: "delivered",
       attempts: 1,
       message_id: "100",
@@ -96,8 +96,8 @@ describe("PlatformOutbox: exactly once", () => {
     const outbox = t.outbox(t.store, platform);
     expect((await outbox.deliverDue()).delivered).toBe(1);
     expect(platform.texts()).toEqual(["from the killed gateway"]);
-    expect(state(t.store, killed.entry.key)).toMatchObject({ state: "delivered" });
-    expect(state(t.store, killed.entry.key)).not.toHaveProperty("leased_by");
+    expect(await state(t.store, killed.entry.key)).toMatchObject({ state: "delivered" });
+    expect(await state(t.store, killed.entry.key)).not.toHaveProperty("leased_by");
     t.clock.now = leaseEnd;
     expect((await outbox.deliverDue()).delivered).toBe(1);
     expect(platform.texts()).toEqual(["from the killed gateway", "from a live one"]);
@@ -159,7 +159,7 @@ describe("PlatformOutbox: two processes", () => {
     expect(new Set(sent).size).toBe(24);
     // Each chat's second message started only after its first was answered, whoever sent them.
     for (const c of chats) expect(log.indexOf(`end ${c}/1`)).toBeLessThan(log.indexOf(`start ${c}/2`));
-    expect(listOutboxEntries(t.store).every((e) => e.state === "delivered")).toBe(true);
+    expect((await listOutboxEntries(t.store)).every((e) => e.state === "delivered")).toBe(true);
   });
 });
 
@@ -179,7 +179,7 @@ describe("PlatformOutbox: order and retries", () => {
     ]);
     expect(await outbox.deliverDue()).toEqual({ delivered: 1, failed: 1, given_up: 0 });
     expect(platform.texts()).toEqual(["a", "x"]);
-    expect(state(t.store, ops[0]?.entry.key ?? "")).toMatchObject({
+    expect(await state(t.store, ops[0]?.entry.key ?? "")).toMatchObject({
       state: "pending",
       attempts: 1,
       next_at: T0 + 1_000,
@@ -203,13 +203,13 @@ describe("PlatformOutbox: order and retries", () => {
     const outbox = t.outbox(t.store, platform);
     const { key } = await outbox.enqueue({ message: send("1", "reply") });
     await outbox.kick();
-    expect(state(t.store, key)?.next_at).toBe(T0 + 1_000);
+    expect((await state(t.store, key))?.next_at).toBe(T0 + 1_000);
     t.clock.now += 1_000;
     await outbox.deliverDue();
-    expect(state(t.store, key)?.next_at).toBe(t.clock.now + 2_000);
+    expect((await state(t.store, key))?.next_at).toBe(t.clock.now + 2_000);
     t.clock.now += 2_000;
     await outbox.deliverDue();
-    expect(state(t.store, key)).toMatchObject({ attempts: 3, next_at: t.clock.now + 2_000 });
+    expect(await state(t.store, key)).toMatchObject({ attempts: 3, next_at: t.clock.now + 2_000 });
     t.clock.now += 1_999;
     expect((await outbox.deliverDue()).delivered).toBe(0);
     t.clock.now += 1;
@@ -217,7 +217,7 @@ describe("PlatformOutbox: order and retries", () => {
     t.clock.now += 3_600_000;
     await outbox.deliverDue();
     expect(platform.texts()).toEqual(["reply", "reply", "reply", "reply"]);
-    expect(state(t.store, key)).toMatchObject({ state: "delivered", attempts: 4 });
+    expect(await state(t.store, key)).toMatchObject({ state: "delivered", attempts: 4 });
     expect(outbox.stats()).toEqual({
       delivered_total: { fake: 1 },
       failed_total: { fake: 3 },
@@ -235,7 +235,7 @@ describe("PlatformOutbox: order and retries", () => {
     await outbox.kick();
     t.clock.now += 10;
     await outbox.deliverDue();
-    expect(outbox.backlog()).toEqual({
+    expect(await outbox.backlog()).toEqual({
       fake: {
         pending: 2,
         given_up: 0,
@@ -246,14 +246,14 @@ describe("PlatformOutbox: order and retries", () => {
     });
     t.clock.now += 10;
     expect(await outbox.deliverDue()).toEqual({ delivered: 1, failed: 0, given_up: 1 });
-    expect(state(t.store, first.key)).toMatchObject({ state: "given_up", attempts: 3 });
+    expect(await state(t.store, first.key)).toMatchObject({ state: "given_up", attempts: 3 });
     expect(platform.texts()).toEqual(["lost", "lost", "lost", "after"]);
     const given = t.events.filter((e) => e.type === "platform_delivery_given_up");
     expect(given.map((e) => e.message)).toEqual([
       `${first.key} was given up: fake: connect ECONNREFUSED; 3 attempts, the last one allowed`,
     ]);
     expect(outbox.stats().given_up_total).toEqual({ fake: 1 });
-    expect(outbox.backlog().fake).toMatchObject({ pending: 0, given_up: 1 });
+    expect((await outbox.backlog()).fake).toMatchObject({ pending: 0, given_up: 1 });
   });
 
   it("gives up past the age allowed, and at once on a failure retrying will not fix", async () => {
@@ -269,13 +269,13 @@ describe("PlatformOutbox: order and retries", () => {
     await outbox.kick();
     t.clock.now += 40_000;
     await outbox.deliverDue();
-    expect(state(t.store, old.key)).toMatchObject({ state: "pending", attempts: 2 });
+    expect(await state(t.store, old.key)).toMatchObject({ state: "pending", attempts: 2 });
     t.clock.now += 20_000;
     await outbox.deliverDue();
-    expect(state(t.store, old.key)).toMatchObject({ state: "given_up", attempts: 3 });
+    expect(await state(t.store, old.key)).toMatchObject({ state: "given_up", attempts: 3 });
     const blocked = await outbox.enqueue({ message: send("2", "blocked") });
     await outbox.kick();
-    expect(state(t.store, blocked.key)).toMatchObject({ state: "given_up", attempts: 1 });
+    expect(await state(t.store, blocked.key)).toMatchObject({ state: "given_up", attempts: 1 });
     expect(t.events.filter((e) => e.type === "platform_delivery_given_up").map((e) => e.message)).toEqual([
       `${old.key} was given up: 502; still failing 1 min after it was queued`,
       `${blocked.key} was given up: 403 Forbidden: bot was blocked by the user; retrying will not fix it`,

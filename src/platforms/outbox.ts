@@ -18,8 +18,8 @@ import { stepBackoff } from "../core/backoff.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import { Passes } from "../core/passes.js";
 import { ownerOf } from "../core/process-owner.js";
+import type { StorePort } from "../store/port.js";
 import { claimOp, dueAt, isRecordConflict, LEASE_MARGIN_MS, putOp } from "../store/record-ops.js";
-import type { Store } from "../store/store.js";
 import type { PlatformAdapter } from "./adapter.js";
 import { type PlatformBacklog, readBacklog } from "./outbox-backlog.js";
 import {
@@ -35,7 +35,7 @@ import {
 import { type AttemptOutcome, attempt } from "./outbox-send.js";
 
 export interface PlatformOutboxOptions {
-  store: Store;
+  store: StorePort;
   /** The adapters this process sends through; entries of other platforms are left pending. */
   adapters: readonly PlatformAdapter[];
   now?: () => number;
@@ -82,7 +82,7 @@ export function defaultPlatformBackoff(attempt: number, random: () => number = M
 type Step = "sent" | "given_up" | "blocked";
 
 export class PlatformOutbox {
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly now: () => number;
   private readonly backoff: (attempt: number) => number;
   private readonly timeoutMs: number;
@@ -143,12 +143,12 @@ export class PlatformOutbox {
       // look and nothing due yet means nothing to send (a full look at least every IDLE_MAX_MS,
       // in case a write by a process with a slower clock left the stamp as it was).
       const now = this.now();
-      const stamp = this.store.recordStamp(OUTBOX_KIND);
+      const stamp = await this.store.recordStamp(OUTBOX_KIND);
       if (this.idle !== null && this.idle.stamp === stamp && now < this.idle.until) return report;
       this.idle = null;
       const lanes = new Map<string, OutboxEntry[]>();
       let soonest = now + IDLE_MAX_MS;
-      for (const e of listOutboxEntries(this.store)) {
+      for (const e of await listOutboxEntries(this.store)) {
         if (e.state !== "pending" || this.unmarked.has(e.key) || !this.adapters.has(e.platform)) continue;
         soonest = Math.min(soonest, dueAt(e, now));
         const lane = lanes.get(e.chat_key) ?? [];
@@ -188,8 +188,13 @@ export class PlatformOutbox {
   }
 
   /** Per platform: what waits and what was given up, from the store (every process's entries). */
-  backlog(): Record<string, PlatformBacklog> {
-    return readBacklog(this.store, [...this.adapters.keys()], new Set(this.unmarked.keys()), this.now());
+  async backlog(): Promise<Record<string, PlatformBacklog>> {
+    return await readBacklog(
+      this.store,
+      [...this.adapters.keys()],
+      new Set(this.unmarked.keys()),
+      this.now(),
+    );
   }
 
   /** This process's counts of delivered, failed and given-up attempts, per platform. */
@@ -222,12 +227,12 @@ export class PlatformOutbox {
   async wake(platform: string): Promise<number> {
     const now = this.now();
     let woken = 0;
-    for (const row of this.store.listRecords(OUTBOX_KIND)) {
+    for (const row of await this.store.listRecords(OUTBOX_KIND)) {
       const entry = parseEntry(row.value);
       if (entry === null || entry.platform !== platform || entry.state !== "pending") continue;
       // Not a lease, nor a wait the platform asked for: a 429's retry_after is kept to the letter.
       if (entry.next_at <= now || entry.leased === true || entry.asked_wait === true) continue;
-      const text = this.store.getRecordText(OUTBOX_KIND, entry.key);
+      const text = await this.store.getRecordText(OUTBOX_KIND, entry.key);
       if (text === null) continue;
       try {
         await this.store.write([claimOp(OUTBOX_KIND, entry.key, { ...entry, next_at: now }, text, now)]);
@@ -248,7 +253,7 @@ export class PlatformOutbox {
 
   /** Delete delivered and given-up entries last written more than `olderThanMs` ago; how many. */
   async prune(olderThanMs: number): Promise<number> {
-    const ops = pruneOps(this.store, olderThanMs, this.now());
+    const ops = await pruneOps(this.store, olderThanMs, this.now());
     for (let i = 0; i < ops.length; i += 200) await this.store.write(ops.slice(i, i + 200));
     return ops.length;
   }
@@ -271,7 +276,7 @@ export class PlatformOutbox {
 
   private async deliverOne(entry: OutboxEntry, report: DeliveryReport): Promise<Step> {
     const adapter = this.adapters.get(entry.platform);
-    const text = this.store.getRecordText(OUTBOX_KIND, entry.key);
+    const text = await this.store.getRecordText(OUTBOX_KIND, entry.key);
     // Read again: another process may have sent or leased it since the pass listed it.
     const fresh = text === null ? null : parseEntry(JSON.parse(text));
     const start = this.now();
@@ -280,7 +285,7 @@ export class PlatformOutbox {
     if (dueAt(fresh, start) > start) return "blocked";
     let messageId: string | null = null;
     if (fresh.op.type === "edit") {
-      const resolved = this.editTarget(fresh);
+      const resolved = await this.editTarget(fresh);
       if (resolved === "wait") return "blocked";
       if (resolved === "gone") {
         await this.settle(
@@ -316,7 +321,7 @@ export class PlatformOutbox {
       if (isRecordConflict(error)) return "blocked";
       throw error;
     }
-    const leasedText = this.store.getRecordText(OUTBOX_KIND, fresh.key);
+    const leasedText = await this.store.getRecordText(OUTBOX_KIND, fresh.key);
     const outcome = await attempt(
       adapter,
       leased.op,
@@ -329,12 +334,12 @@ export class PlatformOutbox {
   }
 
   /** The platform id of the message an edit changes: known, still to be sent ("wait"), or "gone". */
-  private editTarget(entry: OutboxEntry): string | "wait" | "gone" {
+  private async editTarget(entry: OutboxEntry): Promise<string | "wait" | "gone"> {
     const op = entry.op;
     if (op.type !== "edit") return "gone";
     if (op.message_id !== null) return op.message_id;
     if (op.of_key === null) return "gone";
-    const of = this.unmarked.get(op.of_key) ?? readOutboxEntry(this.store, op.of_key);
+    const of = this.unmarked.get(op.of_key) ?? (await readOutboxEntry(this.store, op.of_key));
     if (of === null || of.state === "given_up") return "gone";
     if (of.state === "pending") return "wait";
     return of.message_id ?? "gone";

@@ -85,10 +85,10 @@ describe("a read that meets damage in the writing process", () => {
     );
     // The open check is off, as when it ran out of budget: the first read finds the damage.
     const writer = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-    expect(() => writer.listSessions()).toThrow(StoreCorruptError);
-    const error = (() => {
+    await expect(writer.listSessions()).rejects.toThrow(StoreCorruptError);
+    const error = await (async () => {
       try {
-        writer.listSessions();
+        await writer.listSessions();
       } catch (e) {
         return e as StoreCorruptError;
       }

@@ -23,12 +23,12 @@ describe("forward-only migrations", () => {
 
     // A reader never writes, and needs no upgrade to read what version 1 already had.
     const reader = openReader(paths);
-    expect(reader.getMessages("s_old").map((m) => m.content)).toEqual(["hello"]);
+    expect((await reader.getMessages("s_old")).map((m) => m.content)).toEqual(["hello"]);
     reader.close();
 
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-    expect(store.stats().schema_version).toBe(SCHEMA_VERSION);
-    expect(store.getMessages("s_old").map((m) => [m.uid, m.content])).toEqual([["m_old", "hello"]]);
+    expect((await store.stats()).schema_version).toBe(SCHEMA_VERSION);
+    expect((await store.getMessages("s_old")).map((m) => [m.uid, m.content])).toEqual([["m_old", "hello"]]);
     const appended = await store.appendMessage({ session_id: "s_old", role: "assistant", content: "hi" });
     expect(appended.seq).toBe(2);
     await releaseStore(store);

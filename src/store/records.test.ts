@@ -14,15 +14,15 @@ describe("records", () => {
     await store.putRecord("memory", "n1", { text: "the build needs node 20" });
     deps.advance(10);
     await store.putRecord("memory", "n2", { text: "deploys go out on fridays" });
-    expect(store.getRecord("memory", "n1")).toEqual({ text: "the build needs node 20" });
-    expect(store.listRecords<{ text: string }>("memory").map((r) => r.value.text)).toEqual([
+    expect(await store.getRecord("memory", "n1")).toEqual({ text: "the build needs node 20" });
+    expect((await store.listRecords<{ text: string }>("memory")).map((r) => r.value.text)).toEqual([
       "the build needs node 20",
       "deploys go out on fridays",
     ]);
 
     deps.advance(10);
     await store.putRecord("memory", "n1", null);
-    expect(store.getRecord("memory", "n1")).toBeNull();
+    expect(await store.getRecord("memory", "n1")).toBeNull();
     // An older put arriving late (a spool replay) cannot bring the note back.
     await store.write([
       {
@@ -34,11 +34,11 @@ describe("records", () => {
         updated_at: deps.clock.now() - 15,
       },
     ]);
-    expect(store.getRecord("memory", "n1")).toBeNull();
-    expect(store.listRecords("memory")).toHaveLength(1);
+    expect(await store.getRecord("memory", "n1")).toBeNull();
+    expect(await store.listRecords("memory")).toHaveLength(1);
 
     const reader = openReader(paths);
-    expect(reader.getRecord("memory", "n2")).toEqual({ text: "deploys go out on fridays" });
+    expect(await reader.getRecord("memory", "n2")).toEqual({ text: "deploys go out on fridays" });
     reader.close();
     await releaseStore(store);
   });
@@ -50,10 +50,10 @@ describe("records", () => {
     const b = await store.createSession();
     await store.putRecord("todo", a, [{ text: "write tests", status: "pending" }], { sessionId: a });
     await store.putRecord("todo", b, [{ text: "ship", status: "done" }], { sessionId: b });
-    expect(store.listRecords("todo", { sessionId: a })).toHaveLength(1);
+    expect(await store.listRecords("todo", { sessionId: a })).toHaveLength(1);
     await store.deleteSession(a);
-    expect(store.getRecord("todo", a)).toBeNull();
-    expect(store.getRecord("todo", b)).toEqual([{ text: "ship", status: "done" }]);
+    expect(await store.getRecord("todo", a)).toBeNull();
+    expect(await store.getRecord("todo", b)).toEqual([{ text: "ship", status: "done" }]);
     await releaseStore(store);
   });
 
@@ -69,17 +69,17 @@ describe("records", () => {
     const results = await Promise.allSettled([claim('"a"', null, "a"), claim('"b"', null, "b")]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: "record_conflict" });
-    expect(store.getRecordText("slot", "k")).toBe('"a"');
+    expect(await store.getRecordText("slot", "k")).toBe('"a"');
     // The loser's other write was not applied either.
-    expect(store.getRecord("side", "b")).toBeNull();
-    expect(store.getRecord("side", "a")).toBe(1);
+    expect(await store.getRecord("side", "b")).toBeNull();
+    expect(await store.getRecord("side", "a")).toBe(1);
     // A claim over the value read wins; one over a stale value loses, alone too.
     await claim('"c"', '"a"', "c");
     await expect(claim('"d"', '"a"', "d")).rejects.toMatchObject({ code: "record_conflict" });
-    expect(store.getRecordText("slot", "k")).toBe('"c"');
-    const stamp = store.recordStamp("slot");
+    expect(await store.getRecordText("slot", "k")).toBe('"c"');
+    const stamp = await store.recordStamp("slot");
     await store.putRecord("slot", "k", null);
-    expect(store.recordStamp("slot")).not.toBe(stamp);
+    expect(await store.recordStamp("slot")).not.toBe(stamp);
     await releaseStore(store);
   });
 
@@ -87,21 +87,21 @@ describe("records", () => {
     const paths = tempProfile();
     const deps = fakeDeps();
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0, deps });
-    expect(store.recordVersions("job").size).toBe(0);
+    expect((await store.recordVersions("job")).size).toBe(0);
     await store.putRecord("job", "a", { enabled: true });
     await store.putRecord("job", "b", { enabled: true });
     await store.putRecord("other", "c", 1);
-    const first = store.recordVersions("job");
+    const first = await store.recordVersions("job");
     expect([...first.keys()].sort()).toEqual(["a", "b"]);
     // The clock does not move: a pause written in the same millisecond still changes a's version.
     await store.putRecord("job", "a", { enabled: false });
-    const second = store.recordVersions("job");
+    const second = await store.recordVersions("job");
     expect(second.get("a")).not.toBe(first.get("a"));
     expect(second.get("b")).toBe(first.get("b"));
     await store.putRecord("job", "b", null);
-    expect([...store.recordVersions("job").keys()]).toEqual(["a"]);
+    expect([...(await store.recordVersions("job")).keys()]).toEqual(["a"]);
     const reader = openReader(paths);
-    expect(reader.recordVersions("job")).toEqual(store.recordVersions("job"));
+    expect(await reader.recordVersions("job")).toEqual(await store.recordVersions("job"));
     reader.close();
     await releaseStore(store);
   });

@@ -31,7 +31,7 @@ describe("stored responses", () => {
     await store.putResponse(row("resp_2", session, 2000, "resp_1"));
     await store.putResponse(row("resp_x", null, 3000));
 
-    const got = store.getResponse("resp_2");
+    const got = await store.getResponse("resp_2");
     expect(got).toMatchObject({
       id: "resp_2",
       session_id: session,
@@ -41,22 +41,22 @@ describe("stored responses", () => {
       response: { object: "response" },
       created_at: 2000,
     });
-    expect(store.getResponse("resp_nope")).toBeNull();
-    expect(store.latestResponseId(session)).toBe("resp_2");
+    expect(await store.getResponse("resp_nope")).toBeNull();
+    expect(await store.latestResponseId(session)).toBe("resp_2");
 
     expect(await store.deleteResponse("resp_2")).toBe(true);
     expect(await store.deleteResponse("resp_2")).toBe(false);
-    expect(store.getResponse("resp_2")).toBeNull();
-    expect(store.latestResponseId(session)).toBe("resp_1");
+    expect(await store.getResponse("resp_2")).toBeNull();
+    expect(await store.latestResponseId(session)).toBe("resp_1");
 
     await store.deleteSession(session);
-    expect(store.getResponse("resp_1")).toBeNull();
-    expect(store.getResponse("resp_x")?.id).toBe("resp_x");
+    expect(await store.getResponse("resp_1")).toBeNull();
+    expect((await store.getResponse("resp_x"))?.id).toBe("resp_x");
     await releaseStore(store);
 
     // A reader sees what the writer committed.
     const reader = openReader(paths);
-    expect(reader.getResponse("resp_x")?.model).toBe("tenax");
+    expect((await reader.getResponse("resp_x"))?.model).toBe("tenax");
     reader.close();
   });
 
@@ -80,11 +80,11 @@ describe("stored responses", () => {
     const db = new Database(paths.state);
     db.prepare("UPDATE responses SET output = '{not json \"msg_1\"' WHERE id = 'resp_bad'").run();
     db.close();
-    expect(store.responseWithItem("fc_2")?.id).toBe("resp_a");
-    expect(store.responseWithItem("msg_1")?.id).toBe("resp_a");
-    expect(store.responseWithItem("msg_3")?.id).toBe("resp_b");
-    expect(store.responseWithItem("msg_")).toBeNull();
-    expect(store.responseWithItem("resp_a")).toBeNull();
+    expect((await store.responseWithItem("fc_2"))?.id).toBe("resp_a");
+    expect((await store.responseWithItem("msg_1"))?.id).toBe("resp_a");
+    expect((await store.responseWithItem("msg_3"))?.id).toBe("resp_b");
+    expect(await store.responseWithItem("msg_")).toBeNull();
+    expect(await store.responseWithItem("resp_a")).toBeNull();
     await releaseStore(store);
   });
 
@@ -95,7 +95,9 @@ describe("stored responses", () => {
     const db = new Database(paths.state);
     db.prepare("UPDATE responses SET output = '{not json' WHERE id = 'resp_bad'").run();
     db.close();
-    expect(() => store.getResponse("resp_bad")).toThrow(/stored response resp_bad cannot be read: output/);
+    await expect(store.getResponse("resp_bad")).rejects.toThrow(
+      /stored response resp_bad cannot be read: output/,
+    );
     await releaseStore(store);
   });
 });

@@ -40,17 +40,17 @@ describe("a damaged full-text index", () => {
   it("degrades search with a clear message while list and show keep working, and reindex repairs it", async () => {
     const paths = tempProfile();
     const { store, session } = await filledStore(paths);
-    expect(store.search("zebra", { limit: 500 }).hits).toHaveLength(300);
+    expect((await store.search("zebra", { limit: 500 })).hits).toHaveLength(300);
     await releaseStore(store);
 
     garbageAfterHeader(paths.search, 7);
 
     const reader = openReader(paths);
-    expect(reader.listSessions().map((s) => s.id)).toEqual([session]);
-    expect(reader.getMessages(session)).toHaveLength(300);
+    expect((await reader.listSessions()).map((s) => s.id)).toEqual([session]);
+    expect(await reader.getMessages(session)).toHaveLength(300);
     let error: unknown;
     try {
-      reader.search("zebra");
+      await reader.search("zebra");
     } catch (e) {
       error = e;
     }
@@ -65,8 +65,8 @@ describe("a damaged full-text index", () => {
     const writer = await openStore(paths, { integrityCheckTimeoutMs: 0 });
     const rebuilt = writer.health().search.status === "ok" ? null : await nextEvent(writer, "search.rebuilt");
     expect(rebuilt).toMatchObject({ type: "search.rebuilt", messages: 300 });
-    expect(writer.search("zebra", { limit: 500 }).hits).toHaveLength(300);
-    expect(writer.getMessages(session)).toHaveLength(300);
+    expect((await writer.search("zebra", { limit: 500 })).hits).toHaveLength(300);
+    expect(await writer.getMessages(session)).toHaveLength(300);
     await releaseStore(writer);
   });
 
@@ -80,11 +80,11 @@ describe("a damaged full-text index", () => {
     // What a reader sees while the index is degraded, taken as it is reported (the rebuild may
     // finish a few turns of the event loop later, before this test looks again).
     const during: { seen?: { status: string; search: string } } = {};
-    const off = store.on((event) => {
+    const off = store.on(async (event) => {
       if (event.type !== "search.degraded" || during.seen) return;
       let search = "answered";
       try {
-        store.search("zebra");
+        await store.search("zebra");
       } catch (e) {
         search = (e as Error).message;
       }
@@ -92,12 +92,12 @@ describe("a damaged full-text index", () => {
     });
     // The stale page cache may still answer this search; the write after it must hit the damage.
     try {
-      store.search("zebra");
+      await store.search("zebra");
     } catch (e) {
       expect(e).toBeInstanceOf(SearchUnavailableError);
     }
     await store.appendMessage({
-      session_id: store.listSessions()[0]?.id ?? "",
+      session_id: (await store.listSessions())[0]?.id ?? "",
       role: "user",
       content: "zebra again",
     });
@@ -108,7 +108,7 @@ describe("a damaged full-text index", () => {
     expect(during.seen?.status).not.toBe("ok");
     expect(during.seen?.search).toMatch(/being rebuilt|degraded/);
     await rebuilt;
-    expect(store.search("zebra", { limit: 500 }).hits).toHaveLength(301);
+    expect((await store.search("zebra", { limit: 500 })).hits).toHaveLength(301);
     expect(store.health()).toMatchObject({ writable: true, corrupt: null, search: { status: "ok" } });
     await releaseStore(store);
   });
@@ -130,7 +130,7 @@ describe("an index rebuilt by another process", () => {
     // longer than that delay): either way into the file a reads, and nothing is left queued.
     b.index.flush();
     expect(b.index.health().pending).toBe(0);
-    expect(a.search("numbat").hits.map((h) => h.message.content)).toEqual(["numbat sighting"]);
+    expect((await a.search("numbat")).hits.map((h) => h.message.content)).toEqual(["numbat sighting"]);
     a.close();
     b.close();
   });
@@ -183,7 +183,7 @@ describe("a rebuild while another store on the same files writes", () => {
         // Neither b nor a reader crashes, or answers from a half-filled index: they say why.
         for (const search of [() => b.search("wombat"), () => withReader(paths, (r) => r.search("wombat"))]) {
           try {
-            search();
+            await search();
             seenDuring.push("answered");
           } catch (e) {
             seenDuring.push((e as Error).message);
@@ -197,9 +197,11 @@ describe("a rebuild while another store on the same files writes", () => {
     b.index.flush();
 
     const live = 15_000 + written;
-    expect(a.search("wombat", { limit: live + 100 }).hits).toHaveLength(live);
-    expect(b.search("wombat", { limit: live + 100 }).hits).toHaveLength(live);
-    expect(withReader(paths, (r) => r.search("wombat", { limit: live + 100 }).hits.length)).toBe(live);
+    expect((await a.search("wombat", { limit: live + 100 })).hits).toHaveLength(live);
+    expect((await b.search("wombat", { limit: live + 100 })).hits).toHaveLength(live);
+    expect(
+      await withReader(paths, async (r) => (await r.search("wombat", { limit: live + 100 })).hits.length),
+    ).toBe(live);
     // Nothing deleted is left behind in the index, and it is still the same file, nothing set aside.
     expect(a.index.index.count()).toBe(live);
     expect(statSync(paths.search).ino).toBe(inode);
@@ -214,13 +216,13 @@ describe("a rebuild while another store on the same files writes", () => {
   });
 });
 
-function withReader<T>(
+async function withReader<T>(
   paths: ReturnType<typeof tempProfile>,
-  use: (reader: ReturnType<typeof openReader>) => T,
-): T {
+  use: (reader: ReturnType<typeof openReader>) => Promise<T>,
+): Promise<T> {
   const reader = openReader(paths);
   try {
-    return use(reader);
+    return await use(reader);
   } finally {
     reader.close();
   }

@@ -72,15 +72,21 @@ describe("session titles", () => {
     };
     const shown = (list: { id: string; title: string; title_source: string }[]) =>
       Object.fromEntries(list.map((s) => [s.id, [s.title, s.title_source]]));
-    expect(shown(store.listSessions())).toEqual(expected);
-    expect(shown([titled, chat, parts, empty, blank].map((id) => store.getSession(id)!))).toEqual(expected);
+    expect(shown(await store.listSessions())).toEqual(expected);
+    expect(
+      shown(
+        await Promise.all(
+          [titled, chat, parts, empty, blank].map(async (id) => (await store.getSession(id))!),
+        ),
+      ),
+    ).toEqual(expected);
     const reader = openReader(paths);
-    expect(shown(reader.listSessions())).toEqual(expected);
+    expect(shown(await reader.listSessions())).toEqual(expected);
     reader.close();
 
     // A title written later (the title task) takes over; the fallback was never written.
     await store.write([{ op: "session.update", id: chat, title: "Deploy notes", updated_at: now++ }]);
-    expect(store.getSession(chat)?.title).toBe("Deploy notes");
+    expect((await store.getSession(chat))?.title).toBe("Deploy notes");
     await releaseStore(store);
     const db = new Database(paths.state, { readonly: true });
     const raw = db.prepare("SELECT id, title FROM sessions ORDER BY rowid").all();
@@ -107,7 +113,7 @@ describe("session titles", () => {
     db.prepare('UPDATE messages SET content = \'[{"type": "te\' WHERE session_id = ?').run(broken);
     db.close();
     const reader = openReader(paths);
-    const byId = new Map(reader.listSessions().map((s) => [s.id, s]));
+    const byId = new Map((await reader.listSessions()).map((s) => [s.id, s]));
     reader.close();
     expect(byId.get(blob)?.title).toBe("to be a blob");
     expect(byId.get(blob)?.warnings.join(" ")).toMatch(/blob/);
@@ -137,7 +143,7 @@ describe("the last turn in every listing", () => {
       status: "completed",
       interrupt_count: 1,
     });
-    const byTitle = new Map(store.listSessions().map((s) => [s.title, s.last_turn]));
+    const byTitle = new Map((await store.listSessions()).map((s) => [s.title, s.last_turn]));
     await releaseStore(store);
     expect(byTitle.get("ok")).toMatchObject({ status: "completed", state: "completed", error: null });
     expect(byTitle.get("failed")).toMatchObject({ id: last, status: "failed", state: "failed" });

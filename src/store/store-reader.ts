@@ -7,6 +7,7 @@ import { tenaxCommand } from "../profile/command-hint.js";
 import { type CredentialState, readCredentialStates } from "./credential-ledger.js";
 import { classifySqliteError, SearchUnavailableError } from "./errors.js";
 import { corruptStoreError, openDatabase } from "./open-database.js";
+import type { StoreReads } from "./port.js";
 import * as q from "./queries.js";
 import { getResponse, latestResponseId, type ResponseView, responseWithItem } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
@@ -35,110 +36,131 @@ export interface StoreLocation {
   profile: string;
 }
 
-export abstract class StoreReadView {
-  constructor(readonly location: StoreLocation) {}
-
-  protected abstract readDb(): Database.Database;
-  protected abstract searchIndex(): SearchIndex | null;
+/** What a SQLite read needs from the handle that owns the connections (the writer, or a reader). */
+export interface SqliteReadSource {
+  readonly location: StoreLocation;
+  readDb(): Database.Database;
+  searchIndex(): SearchIndex | null;
   /** Called before a search: the writer brings the index up to date here. */
-  protected prepareSearch(): void {}
+  prepareSearch?(): void;
+  /** A read met a damaged page: the writer stops writing at once. */
+  onCorruptRead?(error: unknown): void;
+  /** The search index failed a query: the writer degrades it (and rebuilds it). */
+  onSearchFailure?(error: unknown): void;
+  /** Why search cannot be used, when the index is not open (null: the usual words). */
+  searchProblem?(): string | null;
+}
+
+/**
+ * The SQLite engine's reads, shared by the writable store and the read-only reader (each holds one
+ * over its own connections). Every read is async, as the port says; SQLite answers on the caller's
+ * stack, so the promise is settled by the time it is returned (a failure is a rejection).
+ */
+export class SqliteReads implements Omit<StoreReads, "engine" | "where"> {
+  constructor(private readonly source: SqliteReadSource) {}
+
+  private get location(): StoreLocation {
+    return this.source.location;
+  }
 
   /**
    * Every read goes through here. A read that meets a damaged page becomes the store's typed
    * corruption error (with the salvage command), and the writer stops writing at once: a store
    * must never keep taking writes while its reads fail.
    */
-  protected read<T>(query: (db: Database.Database) => T): T {
+  readNow<T>(query: (db: Database.Database) => T): T {
     try {
-      return query(this.readDb());
+      return query(this.source.readDb());
     } catch (error) {
       if (classifySqliteError(error) !== "corrupt") throw error;
-      this.onCorruptRead(error);
+      this.source.onCorruptRead?.(error);
       throw corruptStoreError(this.location.path, this.location.profile, error);
     }
   }
 
-  protected onCorruptRead(_error: unknown): void {}
+  private async read<T>(query: (db: Database.Database) => T): Promise<T> {
+    return this.readNow(query);
+  }
 
-  /** Turns still marked running (alive, or left behind by a process that died). */
-  runningTurns(): TurnView[] {
+  async runningTurns(): Promise<TurnView[]> {
     return this.read((db) => q.runningTurns(db));
   }
 
-  /** Turns marked interrupted that `owner` (a lease owner, "pid:N") ran, started since `since`. */
-  interruptedTurnsOf(owner: string, since: number): TurnView[] {
+  async interruptedTurnsOf(owner: string, since: number): Promise<TurnView[]> {
     return this.read((db) => q.interruptedTurnsOf(db, owner, since));
   }
 
-  /** One durable record's value (parsed JSON), or null when there is none (or it was deleted). */
-  getRecord<T = unknown>(kind: string, key: string): T | null {
+  async findConversation(hash: string): Promise<string | null> {
+    return this.read((db) => q.findConversation(db, hash));
+  }
+
+  async conversationHash(sessionId: string): Promise<string | null> {
+    return this.read((db) => q.conversationHash(db, sessionId));
+  }
+
+  async getRecord<T = unknown>(kind: string, key: string): Promise<T | null> {
     return this.read((db) => q.getRecord<T>(db, kind, key));
   }
 
-  /** A stamp of a kind's records that changes whenever one of them is written or deleted. */
-  recordStamp(kind: string): string {
+  async recordStamp(kind: string): Promise<string> {
     return this.read((db) => q.recordStamp(db, kind));
   }
 
-  /** Each live record of a kind's version by key (changes when it is rewritten), values unread. */
-  recordVersions(kind: string): Map<string, string> {
+  async recordVersions(kind: string): Promise<Map<string, string>> {
     return this.read((db) => q.recordVersions(db, kind));
   }
 
-  /** One record's JSON text as stored (what a record.claim's `expect` compares with), or null. */
-  getRecordText(kind: string, key: string): string | null {
+  async getRecordText(kind: string, key: string): Promise<string | null> {
     return this.read((db) => q.getRecordText(db, kind, key));
   }
 
-  /** Every live record of a kind, oldest update first; optionally only one session's. */
-  listRecords<T = unknown>(kind: string, options: { sessionId?: string } = {}): q.RecordView<T>[] {
+  async listRecords<T = unknown>(
+    kind: string,
+    options: { sessionId?: string } = {},
+  ): Promise<q.RecordView<T>[]> {
     return this.read((db) => q.listRecords<T>(db, kind, options.sessionId));
   }
 
-  /** A stored Responses API answer (POST /v1/responses), or null when there is none. */
-  getResponse(id: string): ResponseView | null {
+  async getResponse(id: string): Promise<ResponseView | null> {
     return this.read((db) => getResponse(db, id));
   }
 
-  /** The newest stored response with an output item of this id (an item_reference's target), or null. */
-  responseWithItem(itemId: string): ResponseView | null {
+  async responseWithItem(itemId: string): Promise<ResponseView | null> {
     return this.read((db) => responseWithItem(db, itemId));
   }
 
-  /** The newest response stored for a session: a chain continued from any other forks. */
-  latestResponseId(sessionId: string): string | null {
+  async latestResponseId(sessionId: string): Promise<string | null> {
     return this.read((db) => latestResponseId(db, sessionId));
   }
 
-  /** The shared key ledger: which keys are cooling or disabled, by fingerprint. */
-  credentialStates(): CredentialState[] {
+  async credentialStates(): Promise<CredentialState[]> {
     return this.read((db) => readCredentialStates(db));
   }
 
-  listSessions(options: q.ListOptions = {}): SessionView[] {
+  async listSessions(options: q.ListOptions = {}): Promise<SessionView[]> {
     return this.read((db) => q.listSessions(db, options));
   }
 
-  getSession(id: string): SessionView | null {
+  async getSession(id: string): Promise<SessionView | null> {
     return this.read((db) => q.getSession(db, id));
   }
 
-  getMessages(sessionId: string): MessageView[] {
+  async getMessages(sessionId: string): Promise<MessageView[]> {
     return this.read((db) => q.getMessages(db, sessionId));
   }
 
-  getTurns(sessionId: string): TurnView[] {
+  async getTurns(sessionId: string): Promise<TurnView[]> {
     return this.read((db) => q.getTurns(db, sessionId));
   }
 
-  stats(): q.StoreStats {
+  async stats(): Promise<q.StoreStats> {
     return this.read((db) => q.storeStats(db, this.location.path));
   }
 
   /** A full session id from an id or a unique prefix of one; a clear error otherwise. */
-  resolveSessionId(idOrPrefix: string): string {
-    if (this.getSession(idOrPrefix)) return idOrPrefix;
-    const matches = this.read((db) => q.findSessionIds(db, idOrPrefix));
+  async resolveSessionId(idOrPrefix: string): Promise<string> {
+    if (await this.getSession(idOrPrefix)) return idOrPrefix;
+    const matches = this.readNow((db) => q.findSessionIds(db, idOrPrefix));
     if (matches.length === 1 && matches[0] !== undefined) return matches[0];
     if (matches.length > 1) {
       throw new UsageError(
@@ -153,11 +175,12 @@ export abstract class StoreReadView {
     });
   }
 
-  search(query: string, options: { limit?: number } = {}): SearchResult {
+  /** Full-text search; the writer's queue is flushed first (prepareSearch). */
+  async search(query: string, options: { limit?: number } = {}): Promise<SearchResult> {
     const expression = toFtsQuery(query);
     if (expression === null) throw new UsageError("the search query has no words to look for");
-    this.prepareSearch();
-    const index = this.searchIndex();
+    this.source.prepareSearch?.();
+    const index = this.source.searchIndex();
     if (index === null || !index.isOpen) {
       throw new SearchUnavailableError("search_unavailable", this.searchProblem(), {
         hint: `rebuild it with: ${this.reindexCommand()}`,
@@ -176,14 +199,14 @@ export abstract class StoreReadView {
     try {
       ({ hits, order } = index.query(expression, options.limit ?? 20));
     } catch (error) {
-      this.onSearchFailure(error);
+      this.source.onSearchFailure?.(error);
       throw new SearchUnavailableError(
         "search_degraded",
         `full-text search is degraded: the index ${index.path} failed (${(error as Error).message}); transcripts are not affected`,
         { hint: `rebuild it with: ${this.reindexCommand()}` },
       );
     }
-    const messages = this.read((db) =>
+    const messages = this.readNow((db) =>
       q.getMessagesByIds(
         db,
         hits.map((h) => h.id),
@@ -201,7 +224,7 @@ export abstract class StoreReadView {
         rank: hit.rank,
       });
     }
-    const pending = this.read(
+    const pending = this.readNow(
       (db) => db.prepare("SELECT count(*) FROM search_queue").pluck().get() as number,
     );
     return { query, order, hits: items, pending };
@@ -211,11 +234,12 @@ export abstract class StoreReadView {
     return tenaxCommand(this.location.profile, ["sessions", "reindex"]);
   }
 
-  protected searchProblem(): string {
-    return `full-text search is unavailable: the index ${this.location.searchPath} is missing or damaged; transcripts are not affected`;
+  private searchProblem(): string {
+    return (
+      this.source.searchProblem?.() ??
+      `full-text search is unavailable: the index ${this.location.searchPath} is missing or damaged; transcripts are not affected`
+    );
   }
-
-  protected onSearchFailure(_error: unknown): void {}
 }
 
 function snippet(text: string, terms: string[], width = 80): string {
@@ -231,27 +255,31 @@ function snippet(text: string, terms: string[], width = 80): string {
   return `${start > 0 ? "…" : ""}${piece}${start + width < text.length ? "…" : ""}`;
 }
 
-/** A read-only view of a profile's store, for the dashboard and read commands. */
-export class StoreReader extends StoreReadView {
+/**
+ * A read-only view of a profile's SQLite store, for the dashboard and read commands: the port's
+ * reads (StoreReads) over connections that never write a byte.
+ */
+export class StoreReader implements StoreReads {
+  readonly engine = "sqlite" as const;
+  readonly where: string;
   private readonly db: Database.Database;
   private readonly index: SearchIndex;
+  private readonly reads: SqliteReads;
 
-  constructor(location: StoreLocation) {
-    super(location);
+  constructor(readonly location: StoreLocation) {
+    this.where = location.path;
     this.db = openDatabase(location.path, { readonly: true, profile: location.profile });
     const storeId = this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get() as
       | string
       | undefined;
     this.index = new SearchIndex(location.searchPath, storeId ?? "", true);
     if (storeId !== undefined) this.index.open();
-  }
-
-  protected readDb(): Database.Database {
-    return this.db;
-  }
-
-  protected searchIndex(): SearchIndex {
-    return this.index;
+    this.reads = new SqliteReads({
+      location,
+      readDb: () => this.db,
+      searchIndex: () => this.index,
+      searchProblem: () => this.searchProblem(),
+    });
   }
 
   /** Why search cannot be used through this reader, or null when its index is open. */
@@ -259,9 +287,89 @@ export class StoreReader extends StoreReadView {
     return this.index.isOpen ? null : this.searchProblem();
   }
 
-  protected override searchProblem(): string {
+  private searchProblem(): string {
     const why = this.index.problem ?? "is missing or damaged";
     return `full-text search is unavailable: the index ${this.location.searchPath} ${why}; transcripts are not affected, and a running gateway rebuilds the index by itself`;
+  }
+
+  getSession(id: string): Promise<SessionView | null> {
+    return this.reads.getSession(id);
+  }
+
+  listSessions(options?: q.ListOptions): Promise<SessionView[]> {
+    return this.reads.listSessions(options);
+  }
+
+  resolveSessionId(idOrPrefix: string): Promise<string> {
+    return this.reads.resolveSessionId(idOrPrefix);
+  }
+
+  getMessages(sessionId: string): Promise<MessageView[]> {
+    return this.reads.getMessages(sessionId);
+  }
+
+  getTurns(sessionId: string): Promise<TurnView[]> {
+    return this.reads.getTurns(sessionId);
+  }
+
+  runningTurns(): Promise<TurnView[]> {
+    return this.reads.runningTurns();
+  }
+
+  interruptedTurnsOf(owner: string, since: number): Promise<TurnView[]> {
+    return this.reads.interruptedTurnsOf(owner, since);
+  }
+
+  findConversation(hash: string): Promise<string | null> {
+    return this.reads.findConversation(hash);
+  }
+
+  conversationHash(sessionId: string): Promise<string | null> {
+    return this.reads.conversationHash(sessionId);
+  }
+
+  getRecord<T = unknown>(kind: string, key: string): Promise<T | null> {
+    return this.reads.getRecord<T>(kind, key);
+  }
+
+  getRecordText(kind: string, key: string): Promise<string | null> {
+    return this.reads.getRecordText(kind, key);
+  }
+
+  listRecords<T = unknown>(kind: string, options?: { sessionId?: string }): Promise<q.RecordView<T>[]> {
+    return this.reads.listRecords<T>(kind, options);
+  }
+
+  recordStamp(kind: string): Promise<string> {
+    return this.reads.recordStamp(kind);
+  }
+
+  recordVersions(kind: string): Promise<Map<string, string>> {
+    return this.reads.recordVersions(kind);
+  }
+
+  getResponse(id: string): Promise<ResponseView | null> {
+    return this.reads.getResponse(id);
+  }
+
+  responseWithItem(itemId: string): Promise<ResponseView | null> {
+    return this.reads.responseWithItem(itemId);
+  }
+
+  latestResponseId(sessionId: string): Promise<string | null> {
+    return this.reads.latestResponseId(sessionId);
+  }
+
+  credentialStates(): Promise<CredentialState[]> {
+    return this.reads.credentialStates();
+  }
+
+  search(query: string, options?: { limit?: number }): Promise<SearchResult> {
+    return this.reads.search(query, options);
+  }
+
+  stats(): Promise<q.StoreStats> {
+    return this.reads.stats();
   }
 
   close(): void {

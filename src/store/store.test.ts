@@ -28,7 +28,7 @@ describe("store basics", () => {
     });
     await store.appendMessage({ session_id: a, role: "tool", content: "file.txt", tool_call_id: "c1" });
     expect(reply.seq).toBe(2);
-    const messages = store.getMessages(a);
+    const messages = await store.getMessages(a);
     expect(messages.map((m) => [m.seq, m.role])).toEqual([
       [1, "user"],
       [2, "assistant"],
@@ -39,7 +39,7 @@ describe("store basics", () => {
     ]);
     expect(messages[2]?.tool_call_id).toBe("c1");
     // Most recently updated first: "first" got its last message after "second" was written.
-    expect(store.listSessions().map((s) => [s.title, s.message_count])).toEqual([
+    expect((await store.listSessions()).map((s) => [s.title, s.message_count])).toEqual([
       ["first", 3],
       ["second", 1],
     ]);
@@ -72,7 +72,7 @@ describe("store basics", () => {
     expect(settled.map((r) => r.status)).toEqual(settled.map((_, i) => (i === 7 ? "rejected" : "fulfilled")));
     expect((settled[7] as PromiseRejectedResult).reason.code).toBe("store_unknown_session");
     // Committed in the order they were made, with contiguous sequence numbers.
-    expect(store.getMessages(session).map((m) => [m.seq, m.content])).toEqual(
+    expect((await store.getMessages(session)).map((m) => [m.seq, m.content])).toEqual(
       Array.from({ length: 19 }, (_, k) => [k + 1, `message ${k < 7 ? k : k + 1}`]),
     );
     // One group, one commit: each commit appends every page it changed to the WAL (4 KiB and a
@@ -88,15 +88,15 @@ describe("store basics", () => {
     const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
     const session = await store.createSession({ title: "turn" });
     const turn = await store.startTurn(session, 60_000, undefined, { role: "user", content: "the question" });
-    expect(store.getTurns(session).map((t) => [t.id, t.status])).toEqual([[turn, "running"]]);
-    expect(store.getMessages(session).map((m) => [m.role, m.content, m.turn_id])).toEqual([
+    expect((await store.getTurns(session)).map((t) => [t.id, t.status])).toEqual([[turn, "running"]]);
+    expect((await store.getMessages(session)).map((m) => [m.role, m.content, m.turn_id])).toEqual([
       ["user", "the question", turn],
     ]);
     // An unknown session refuses both: never a turn without its question, nor the reverse.
     await expect(
       store.startTurn("s_missing", 60_000, undefined, { role: "user", content: "x" }),
     ).rejects.toThrow(/does not exist/);
-    expect(store.runningTurns().map((t) => t.id)).toEqual([turn]);
+    expect((await store.runningTurns()).map((t) => t.id)).toEqual([turn]);
     await releaseStore(store);
   });
 
@@ -109,7 +109,7 @@ describe("store basics", () => {
     await expect(late).resolves.toMatchObject({ seq: 1 });
     const reader = openReader(paths);
     try {
-      expect(reader.getMessages(session).map((m) => m.content)).toEqual(["just before close"]);
+      expect((await reader.getMessages(session)).map((m) => m.content)).toEqual(["just before close"]);
     } finally {
       reader.close();
     }
@@ -122,7 +122,7 @@ describe("store basics", () => {
     const first = await store.appendMessage({ session_id: s, role: "user", content: "x", uid: "m_fixed" });
     const again = await store.appendMessage({ session_id: s, role: "user", content: "x", uid: "m_fixed" });
     expect(again).toEqual({ ...first, duplicate: true });
-    expect(store.getMessages(s)).toHaveLength(1);
+    expect(await store.getMessages(s)).toHaveLength(1);
     await releaseStore(store);
   });
 
@@ -183,16 +183,16 @@ describe("store basics", () => {
         },
       ],
     });
-    const result = store.search("kangaroo");
+    const result = await store.search("kangaroo");
     expect(result.hits.map((h) => h.message.content)).toEqual(["Please deploy the kangaroo service"]);
     expect(result.hits[0]?.snippet).toContain("kangaroo");
-    expect(store.search("wombat").hits).toHaveLength(1);
-    expect(store.search('"deploy the" -- (')).toMatchObject({ pending: 0 });
+    expect((await store.search("wombat")).hits).toHaveLength(1);
+    expect(await store.search('"deploy the" -- (')).toMatchObject({ pending: 0 });
     await store.deleteSession(s);
-    expect(store.search("kangaroo").hits).toHaveLength(0);
+    expect((await store.search("kangaroo")).hits).toHaveLength(0);
     await releaseStore(store);
     const reader = openReader(paths);
-    expect(reader.search("kangaroo").hits).toHaveLength(0);
+    expect((await reader.search("kangaroo")).hits).toHaveLength(0);
     reader.close();
   });
 
@@ -210,7 +210,7 @@ describe("store basics", () => {
     `);
     raw.close();
     const reader = openReader(paths);
-    const sessions = reader.listSessions();
+    const sessions = await reader.listSessions();
     expect(sessions).toHaveLength(3);
     const byId = new Map(sessions.map((s) => [s.id, s]));
     expect(byId.get("s_text")?.warnings.join()).toMatch(/created_at is string "yesterday", not a timestamp/);
@@ -218,10 +218,10 @@ describe("store basics", () => {
       /created_at 1e\+30 is out of range.*metadata is not valid JSON/,
     );
     expect(byId.get(good)?.warnings).toEqual([]);
-    const [message] = reader.getMessages("s_huge");
+    const [message] = await reader.getMessages("s_huge");
     expect(message?.warnings.join()).toMatch(/tool_calls is not valid JSON/);
     expect(message?.created_at).toBeNull();
-    expect(reader.stats().bad_rows).toEqual({ sessions: 2, messages: 1 });
+    expect((await reader.stats()).bad_rows).toEqual({ sessions: 2, messages: 1 });
     reader.close();
   });
 
@@ -254,7 +254,7 @@ describe("closing the store", () => {
     await store.appendMessage({ session_id: s, role: "user", content: "ephemeral echidna" });
     await releaseStore(store);
     const reader = openReader(paths);
-    const result = reader.search("echidna");
+    const result = await reader.search("echidna");
     reader.close();
     expect(result).toMatchObject({ pending: 0, hits: [{ session_id: s }] });
   });
@@ -273,14 +273,14 @@ describe("search order", () => {
         content: i % 500 === 0 ? `common gecko gecko gecko ${i}` : `common filler ${i}`,
       })),
     );
-    const specific = store.search("gecko", { limit: 3 });
+    const specific = await store.search("gecko", { limit: 3 });
     expect(specific.order).toBe("relevance");
     expect(specific.hits).toHaveLength(3);
-    const broad = store.search("common", { limit: 5 });
+    const broad = await store.search("common", { limit: 5 });
     expect(broad.order).toBe("recent");
     expect(broad.hits.map((h) => h.message.seq)).toEqual([2010, 2009, 2008, 2007, 2006]);
     // Both words must match; one broad word is enough to switch to newest first.
-    const both = store.search("common gecko", { limit: 10 });
+    const both = await store.search("common gecko", { limit: 10 });
     expect(both.order).toBe("recent");
     expect(both.hits.map((h) => h.message.seq)).toEqual([2001, 1501, 1001, 501, 1]);
     await releaseStore(store);
@@ -312,10 +312,10 @@ describe("a batch in one transaction", () => {
       [2, true],
       [3, false],
     ]);
-    expect(store.getMessages(a).map((m) => m.content)).toEqual(["a1", "a2", "a3"]);
-    expect(store.getMessages(b).map((m) => m.content)).toEqual(["b1", "b2"]);
-    const last = store.getMessages(a).at(-1)?.created_at;
-    expect(store.getSession(a)?.updated_at).toBe(last);
+    expect((await store.getMessages(a)).map((m) => m.content)).toEqual(["a1", "a2", "a3"]);
+    expect((await store.getMessages(b)).map((m) => m.content)).toEqual(["b1", "b2"]);
+    const last = (await store.getMessages(a)).at(-1)?.created_at;
+    expect((await store.getSession(a))?.updated_at).toBe(last);
     // A batch that fails part way leaves nothing behind.
     await expect(
       store.appendMessages([
@@ -323,12 +323,12 @@ describe("a batch in one transaction", () => {
         { session_id: "s_missing", role: "user", content: "nope" },
       ]),
     ).rejects.toThrow(/session s_missing does not exist/);
-    expect(store.getMessages(a)).toHaveLength(3);
+    expect(await store.getMessages(a)).toHaveLength(3);
     // A session op later in the batch does not lose the updated_at its earlier messages set.
     const m1 = store.messageOp({ session_id: a, role: "user", content: "a4" });
     const m2 = store.messageOp({ session_id: a, role: "user", content: "a5" });
     await store.write([m1, m2, { op: "session.update", id: a, title: "renamed", updated_at: 1 }]);
-    expect(store.getSession(a)).toMatchObject({
+    expect(await store.getSession(a)).toMatchObject({
       title: "renamed",
       updated_at: m2.op === "message.append" ? m2.created_at : -1,
     });

@@ -5,36 +5,41 @@
 // Writes are group-committed (group-commit.ts) and, with synchronous: full, acknowledged once the
 // WAL is synced off the event loop (wal-sync.ts); what a refused write is told is store-failures.ts.
 import Database from "better-sqlite3";
-import { type Deps, defaultDeps } from "../core/deps.js";
-import { newId } from "../core/ids.js";
+import { type Clock, type Deps, defaultDeps } from "../core/deps.js";
 import { retryWhileBusy } from "./busy-retry.js";
-import type { CredentialStateStore } from "./credential-ledger.js";
+import type { CredentialState, CredentialStateStore } from "./credential-ledger.js";
 import { classifySqliteError, StoreError } from "./errors.js";
 import { applyGroup, GroupCommit, type QueuedWrite, type WriteOutcome } from "./group-commit.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
-import {
-  type AppliedMessage,
-  type ApplyOptions,
-  OpApplier,
-  type OpResult,
-  type ResponsePutOp,
-  type WriteOp,
-} from "./ops.js";
-import { conversationHash, findConversation } from "./queries.js";
+import { type ApplyOptions, OpApplier, type OpResult, type WriteOp } from "./ops.js";
+import type { StorePort } from "./port.js";
+import type { ListOptions, RecordView, StoreStats } from "./queries.js";
+import type { ResponseView } from "./response-rows.js";
+import type { MessageView, SessionView, TurnView } from "./rows.js";
 import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
-import { Spool, type SpoolRecord } from "./spool.js";
+import { Spool } from "./spool.js";
 import { StoreCredentials } from "./store-credentials.js";
-import { messageAppendOp, sessionCreateOp } from "./store-domain.js";
+import { type StagedWrite, StoreDomain } from "./store-domain.js";
 import { StoreFailures } from "./store-failures.js";
-import { StoreReadView } from "./store-reader.js";
-import type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
+import { type SearchResult, SqliteReads, type StoreLocation } from "./store-reader.js";
+import type { StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 import { WalSync } from "./wal-sync.js";
 
 export type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 
-export class Store extends StoreReadView {
+/**
+ * The SQLite adapter of the store port: the domain's writes (StoreDomain) committed by group
+ * commit, and the port's reads done by SqliteReads over this store's connection. SQLite-only
+ * extras (integrity checks, damage reports, the search queue, health details) stay on this class.
+ */
+export class Store extends StoreDomain implements StorePort {
+  readonly engine = "sqlite" as const;
+  readonly where: string;
+  readonly location: StoreLocation;
+  protected readonly clock: Clock;
+  private readonly reads: SqliteReads;
   private db: Database.Database | null;
   private guard: Database.Database | null = null;
   private readonly applier: OpApplier;
@@ -56,9 +61,21 @@ export class Store extends StoreReadView {
     private readonly options: StoreOptions,
     db: Database.Database,
   ) {
-    super(options);
+    super();
+    this.location = options;
+    this.where = options.path;
     this.db = db;
     this.deps = { ...defaultDeps, ...options.deps };
+    this.clock = this.deps.clock;
+    this.reads = new SqliteReads({
+      location: this.location,
+      readDb: () => this.readDb(),
+      searchIndex: () => this.searchIndex(),
+      prepareSearch: () => this.prepareSearch(),
+      onCorruptRead: (error) => this.markCorrupt(`a read failed: ${(error as Error).message}`),
+      onSearchFailure: (error) => this.index.degrade(error),
+      searchProblem: () => this.index.problem(),
+    });
     this.applier = new OpApplier(db);
     this.walSync = syncsOffLoop(options) ? new WalSync(`${options.path}-wal`, options.walFiles) : null;
     this.dropCache = db.prepare("PRAGMA shrink_memory");
@@ -120,31 +137,19 @@ export class Store extends StoreReadView {
     }
   }
 
-  protected readDb(): Database.Database {
+  private readDb(): Database.Database {
     const db = this.db ?? this.guard;
     if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
     return db;
   }
 
-  protected searchIndex(): SearchIndex | null {
+  private searchIndex(): SearchIndex | null {
     return this.index.ready ? this.index.index : null;
   }
 
-  protected override prepareSearch(): void {
+  private prepareSearch(): void {
     // Bring the index nearly up to date without ever blocking long; the result says what is left.
     if (this.db !== null) this.index.flush(50);
-  }
-
-  protected override searchProblem(): string {
-    return this.index.problem() ?? super.searchProblem();
-  }
-
-  protected override onCorruptRead(error: unknown): void {
-    this.markCorrupt(`a read failed: ${(error as Error).message}`);
-  }
-
-  protected override onSearchFailure(error: unknown): void {
-    this.index.degrade(error);
   }
 
   // ---- the shared key ledger -----------------------------------------------------------------
@@ -186,10 +191,7 @@ export class Store extends StoreReadView {
   }
 
   /** The same, also saying when the write is committed and visible to reads, before it is durable. */
-  writeStaged(
-    written: WriteOp[],
-    options: ApplyOptions = {},
-  ): { applied: Promise<OpResult[]>; durable: Promise<OpResult[]> } {
+  writeStaged(written: WriteOp[], options: ApplyOptions = {}): StagedWrite {
     if (this.corrupt !== null || this.diskFailure !== null) {
       const refused = this.write(written, options);
       return { applied: refused, durable: refused };
@@ -325,153 +327,101 @@ export class Store extends StoreReadView {
     this.emit({ type: "store.corrupt", path: this.location.path, detail, recover });
   }
 
-  /** The newest session whose conversation fingerprint is `hash`, or null (the gateway's lookup). */
-  findConversation(hash: string): string | null {
-    return this.read((db) => findConversation(db, hash));
+  // ---- reads (the port's, by the SQLite reads over this store's connection) ----------------
+
+  getSession(id: string): Promise<SessionView | null> {
+    return this.reads.getSession(id);
   }
 
-  /** A session's conversation fingerprint; null when it has none (or no such session). */
-  conversationHash(sessionId: string): string | null {
-    return this.read((db) => conversationHash(db, sessionId));
+  listSessions(options?: ListOptions): Promise<SessionView[]> {
+    return this.reads.listSessions(options);
   }
 
-  async createSession(input: NewSession = {}): Promise<string> {
-    const { id, op } = this.sessionOp(input);
-    await this.write([op]);
-    return id;
+  resolveSessionId(idOrPrefix: string): Promise<string> {
+    return this.reads.resolveSessionId(idOrPrefix);
   }
 
-  /** The write that creates a session, and its id (to commit it along with other writes). */
-  sessionOp(input: NewSession = {}): { id: string; op: WriteOp } {
-    return sessionCreateOp(input, this.deps.clock.now());
+  getMessages(sessionId: string): Promise<MessageView[]> {
+    return this.reads.getMessages(sessionId);
   }
 
-  messageOp(input: NewMessage): WriteOp {
-    return messageAppendOp(input, this.deps.clock.now());
+  getTurns(sessionId: string): Promise<TurnView[]> {
+    return this.reads.getTurns(sessionId);
   }
 
-  async appendMessage(input: NewMessage): Promise<AppliedMessage> {
-    const [result] = await this.write([this.messageOp(input)]);
-    return result?.message as AppliedMessage;
+  runningTurns(): Promise<TurnView[]> {
+    return this.reads.runningTurns();
   }
 
-  /** Several messages in one transaction (all or nothing). */
-  async appendMessages(inputs: NewMessage[]): Promise<AppliedMessage[]> {
-    const results = await this.write(inputs.map((m) => this.messageOp(m)));
-    return results.map((r) => r.message as AppliedMessage);
+  interruptedTurnsOf(owner: string, since: number): Promise<TurnView[]> {
+    return this.reads.interruptedTurnsOf(owner, since);
   }
 
-  /** Put a durable record (memory note, todo list, component state); null deletes it. */
-  async putRecord(
-    kind: string,
-    key: string,
-    value: unknown,
-    options: { sessionId?: string | null } = {},
-  ): Promise<void> {
-    await this.write([
-      {
-        op: "record.put",
-        kind,
-        key,
-        session_id: options.sessionId ?? null,
-        value: value === null || value === undefined ? null : JSON.stringify(value),
-        updated_at: this.deps.clock.now(),
-      },
-    ]);
+  findConversation(hash: string): Promise<string | null> {
+    return this.reads.findConversation(hash);
   }
 
-  /**
-   * Start a turn holding a lease; with `question`, the user's message is committed in the same
-   * transaction (one sync instead of two, and never a turn without its question), and with
-   * `before`, those writes first (a new session and its history: a turn's whole start in one).
-   */
-  async startTurn(
-    sessionId: string,
-    leaseMs: number,
-    owner = `pid:${process.pid}`,
-    question?: Omit<NewMessage, "session_id" | "turn_id">,
-    before: readonly WriteOp[] = [],
-  ): Promise<string> {
-    const begun = this.beginTurn(sessionId, leaseMs, owner, question, before);
-    await begun.durable;
-    return begun.id;
+  conversationHash(sessionId: string): Promise<string | null> {
+    return this.reads.conversationHash(sessionId);
   }
 
-  /**
-   * `startTurn`, telling apart the moment the turn is committed (the transcript holds its
-   * question: the model can be asked) from the moment it is durable (anyone can be told of it).
-   */
-  beginTurn(
-    sessionId: string,
-    leaseMs: number,
-    owner = `pid:${process.pid}`,
-    question?: Omit<NewMessage, "session_id" | "turn_id">,
-    before: readonly WriteOp[] = [],
-  ): { id: string; applied: Promise<unknown>; durable: Promise<unknown> } {
-    const id = newId("t_", this.deps.clock.now());
-    const now = this.deps.clock.now();
-    const { applied, durable } = this.writeStaged([
-      ...before,
-      {
-        op: "turn.start",
-        id,
-        session_id: sessionId,
-        started_at: now,
-        lease_owner: owner,
-        lease_expires_at: now + leaseMs,
-      },
-      ...(question ? [this.messageOp({ ...question, session_id: sessionId, turn_id: id })] : []),
-    ]);
-    return { id, applied, durable };
+  getRecord<T = unknown>(kind: string, key: string): Promise<T | null> {
+    return this.reads.getRecord<T>(kind, key);
   }
 
-  async updateTurn(op: Omit<Extract<WriteOp, { op: "turn.update" }>, "op">): Promise<void> {
-    await this.write([{ op: "turn.update", ...op }]);
+  getRecordText(kind: string, key: string): Promise<string | null> {
+    return this.reads.getRecordText(kind, key);
   }
 
-  /** Store (or replace) a Responses API answer; resolves once it is committed. */
-  async putResponse(row: Omit<ResponsePutOp, "op">): Promise<void> {
-    await this.write([{ op: "response.put", ...row }]);
+  listRecords<T = unknown>(kind: string, options?: { sessionId?: string }): Promise<RecordView<T>[]> {
+    return this.reads.listRecords<T>(kind, options);
   }
 
-  /** Delete a stored response; resolves with whether there was one. */
-  async deleteResponse(id: string): Promise<boolean> {
-    const [result] = await this.write([{ op: "response.delete", id }]);
-    return (result?.changes ?? 0) > 0;
+  recordStamp(kind: string): Promise<string> {
+    return this.reads.recordStamp(kind);
   }
 
-  async deleteSession(id: string): Promise<number> {
-    const [result] = await this.write([{ op: "session.delete", id }]);
-    return result?.changes ?? 0;
+  recordVersions(kind: string): Promise<Map<string, string>> {
+    return this.reads.recordVersions(kind);
+  }
+
+  getResponse(id: string): Promise<ResponseView | null> {
+    return this.reads.getResponse(id);
+  }
+
+  responseWithItem(itemId: string): Promise<ResponseView | null> {
+    return this.reads.responseWithItem(itemId);
+  }
+
+  latestResponseId(sessionId: string): Promise<string | null> {
+    return this.reads.latestResponseId(sessionId);
+  }
+
+  credentialStates(): Promise<CredentialState[]> {
+    return this.reads.credentialStates();
+  }
+
+  search(query: string, options?: { limit?: number }): Promise<SearchResult> {
+    return this.reads.search(query, options);
+  }
+
+  stats(): Promise<StoreStats> {
+    return this.reads.stats();
   }
 
   /** Delete sessions idle since before the cutoff, one short transaction each; running turns are kept. */
   async pruneSessions(cutoffMs: number, dryRun = false): Promise<string[]> {
-    const ids = this.readDb()
-      .prepare(
-        `SELECT id FROM sessions s WHERE typeof(updated_at) = 'integer' AND updated_at < ?
+    const ids = this.reads.readNow((db) =>
+      db
+        .prepare(
+          `SELECT id FROM sessions s WHERE typeof(updated_at) = 'integer' AND updated_at < ?
            AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.status = 'running')`,
-      )
-      .pluck()
-      .all(cutoffMs) as string[];
+        )
+        .pluck()
+        .all(cutoffMs),
+    ) as string[];
     if (!dryRun) for (const id of ids) await this.deleteSession(id);
     return ids;
-  }
-
-  /** Fold spooled writes into this store; already present messages (same uid) are skipped. */
-  async replay(records: SpoolRecord[]): Promise<{ ops: number; messages: number; duplicates: number }> {
-    let ops = 0;
-    let messages = 0;
-    let duplicates = 0;
-    for (const record of records) {
-      const results = await this.write(record.ops, { createMissingSessions: true });
-      ops += results.length;
-      for (const r of results) {
-        if (r.message?.duplicate) duplicates++;
-        else if (r.message) messages++;
-      }
-    }
-    return { ops, messages, duplicates };
   }
 
   // ---- health and lifecycle ---------------------------------------------------------------

@@ -113,7 +113,7 @@ describe("the store with its WAL synced off the event loop", () => {
     });
     await staged.applied;
     // Committed and visible; its sync (a thread-pool call) cannot have answered within this turn.
-    expect(store.getMessages(session).map((m) => m.content)).toEqual(["x"]);
+    expect((await store.getMessages(session)).map((m) => m.content)).toEqual(["x"]);
     expect(durable).toBe(false);
     await staged.durable;
     expect(durable).toBe(true);

@@ -121,10 +121,10 @@ export async function addJob(
   }
 }
 
-export function runsOf(paths: ProfilePaths, job: string): RunRecord[] {
+export async function runsOf(paths: ProfilePaths, job: string): Promise<RunRecord[]> {
   const reader = openReader(paths);
   try {
-    return listRuns(reader, job);
+    return await listRuns(reader, job);
   } finally {
     reader.close();
   }

@@ -67,9 +67,9 @@ export function passiveCheckpoint(path: string): void {
   }
 }
 
-export async function until(what: () => boolean, ms = 20_000, step = 50): Promise<void> {
+export async function until(what: () => boolean | Promise<boolean>, ms = 20_000, step = 50): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!what()) {
+  while (!(await what())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting`);
     await new Promise((r) => setTimeout(r, step));
   }

@@ -67,9 +67,9 @@ export async function expectError(response: Response, status: number, code: stri
   return body.error;
 }
 
-export async function until(what: () => boolean, ms = 10_000): Promise<void> {
+export async function until(what: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!what()) {
+  while (!(await what())) {
     if (Date.now() > deadline) throw new Error("timed out waiting");
     await new Promise((r) => setTimeout(r, 20));
   }

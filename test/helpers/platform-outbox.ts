@@ -36,4 +36,4 @@ export async function setup(paths: ProfilePaths = tempProfile()) {
   return { paths, store, clock, events, outbox };
 }
 
-export const state = (store: Store, key: string) => readOutboxEntry(store, key);
+export const state = async (store: Store, key: string) => await readOutboxEntry(store, key);

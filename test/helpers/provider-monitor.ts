@@ -63,15 +63,16 @@ export async function providerMonitor(
     () => scheduler.stop(),
     () => monitor.close(),
   );
-  const providers = () => monitor.report().components.providers as unknown as ProvidersComponent;
+  const providers = async () =>
+    (await monitor.report()).components.providers as unknown as ProvidersComponent;
   return { paths, config, store, recorder, monitor, providers, keys };
 }
 
 export const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function until(what: () => boolean, ms = 5000): Promise<void> {
+export async function until(what: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!what()) {
+  while (!(await what())) {
     if (Date.now() > deadline) throw new Error("timed out waiting");
     await wait(20);
   }

@@ -83,21 +83,21 @@ export const isResumeNote = (m: { role: string; content: unknown }) =>
  * that was interrupted, and every turn with messages starts with its user's message. Returns the
  * figures counted.
  */
-export function expectConsistent(reader: StoreReader): {
+export async function expectConsistent(reader: StoreReader): Promise<{
   sessions: number;
   messages: number;
   turns: TurnView[];
-} {
-  const sessions = reader.listSessions({ limit: 10_000 });
+}> {
+  const sessions = await reader.listSessions({ limit: 10_000 });
   let messages = 0;
   const turns: TurnView[] = [];
   for (const session of sessions) {
-    const stored = reader.getMessages(session.id);
+    const stored = await reader.getMessages(session.id);
     messages += stored.length;
     const seqs = stored.map((m) => m.seq);
     const first = seqs[0] ?? 0;
     expect(seqs, `session ${session.id}: seq is contiguous`).toEqual(seqs.map((_, i) => first + i));
-    for (const turn of reader.getTurns(session.id)) {
+    for (const turn of await reader.getTurns(session.id)) {
       turns.push(turn);
       expect(turn.status, `turn ${turn.id} is settled`).not.toBe("running");
       expect(turn.interrupt_count, `turn ${turn.id} interrupts`).toBeLessThanOrEqual(3);

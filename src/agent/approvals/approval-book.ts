@@ -8,7 +8,7 @@ import type { Clock, Sleep } from "../../core/deps.js";
 import { realSleep, systemClock } from "../../core/deps.js";
 import { TenaxError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import type { Store } from "../../store/store.js";
+import type { StorePort } from "../../store/port.js";
 import type { Scheduler } from "../scheduler.js";
 import { TurnInterrupt } from "../turn-failure.js";
 import {
@@ -40,7 +40,7 @@ export interface ApprovalRequest {
 }
 
 export interface ApprovalBookOptions {
-  store: Store;
+  store: StorePort;
   /** tools.exec.approval_timeout, in ms. */
   timeoutMs: number;
   /** Add an "always" pattern to the profile's allow list (config.yaml). */
@@ -58,7 +58,7 @@ export class ApprovalBook {
   private readonly deciding = new Set<string>();
   /** Patterns approved "always" by this process, in force at once. */
   private readonly always = new Set<string>();
-  private readonly store: Store;
+  private readonly store: StorePort;
   private readonly clock: Clock;
   private readonly sleep: Sleep;
 
@@ -69,29 +69,29 @@ export class ApprovalBook {
   }
 
   /** The patterns approved beyond config for this session: "always" here, and "session" ones. */
-  approvedPatterns(sessionId: string): string[] {
-    const session = this.store
-      .listRecords<{ pattern: string }>(SESSION_ALLOW_KIND, { sessionId })
-      .map((r) => r.value.pattern);
+  async approvedPatterns(sessionId: string): Promise<string[]> {
+    const session = (
+      await this.store.listRecords<{ pattern: string }>(SESSION_ALLOW_KIND, { sessionId })
+    ).map((r) => r.value.pattern);
     return [...this.always, ...session];
   }
 
   /** Whether this tool call waits on a pending record (a resumed turn runs it again to go on waiting). */
-  isPending(sessionId: string, turnId: string, callId: string): boolean {
+  async isPending(sessionId: string, turnId: string, callId: string): Promise<boolean> {
     const now = this.clock.now();
-    return listApprovals(this.store, sessionId).some(
+    return (await listApprovals(this.store, sessionId)).some(
       (r) => r.turn_id === turnId && r.tool_call_id === callId && effectiveStatus(r, now) === "pending",
     );
   }
 
-  get(approvalId: string): ApprovalRecord | null {
+  get(approvalId: string): Promise<ApprovalRecord | null> {
     return readApproval(this.store, approvalId);
   }
 
   /** What waits for a decision now (past its expiry it is no longer pending). */
-  pending(): ApprovalRecord[] {
+  async pending(): Promise<ApprovalRecord[]> {
     const now = this.clock.now();
-    return listPendingApprovals(this.store).filter((r) => effectiveStatus(r, now) === "pending");
+    return (await listPendingApprovals(this.store)).filter((r) => effectiveStatus(r, now) === "pending");
   }
 
   /**
@@ -99,7 +99,7 @@ export class ApprovalBook {
    * resumed turn waits on it), or a new one, committed before this resolves.
    */
   async open(request: ApprovalRequest): Promise<ApprovalRecord> {
-    const earlier = listApprovals(this.store, request.sessionId).find(
+    const earlier = (await listApprovals(this.store, request.sessionId)).find(
       (r) => r.turn_id === request.turnId && r.tool_call_id === request.toolCallId,
     );
     if (earlier) return earlier;
@@ -162,7 +162,7 @@ export class ApprovalBook {
    * pending any more.
    */
   async decide(approvalId: string, decision: ApprovalDecision, decidedBy: string): Promise<ApprovalRecord> {
-    const record = this.get(approvalId);
+    const record = await this.get(approvalId);
     if (!record) {
       throw new TenaxError("not_found", `there is no approval ${approvalId}`, {
         hint: "list what is pending with: tenax approvals list",
@@ -214,7 +214,7 @@ export class ApprovalBook {
   /** Commit every pending record past its expiry as expired (for `approvals list` to be true). */
   async expireDue(): Promise<number> {
     const now = this.clock.now();
-    const due = listPendingApprovals(this.store).filter(
+    const due = (await listPendingApprovals(this.store)).filter(
       (r) => now >= r.expires_at && !this.waiters.has(r.approval_id),
     );
     for (const record of due) await this.close(record.approval_id, "expired", null, "the approval timeout");
@@ -227,7 +227,7 @@ export class ApprovalBook {
    */
   async prune(keepMs: number): Promise<number> {
     const cutoff = this.clock.now() - keepMs;
-    const old = listApprovals(this.store).filter(
+    const old = (await listApprovals(this.store)).filter(
       (r) => r.status !== "pending" && (r.decided_at ?? r.created_at) < cutoff,
     );
     if (old.length === 0) return 0;
@@ -255,9 +255,9 @@ export class ApprovalBook {
     status: ApprovalRecord["status"],
     decision: ApprovalDecision | null,
     decidedBy: string,
-    extra: Parameters<Store["write"]>[0] = [],
+    extra: Parameters<StorePort["write"]>[0] = [],
   ): Promise<ApprovalRecord> {
-    const record = this.get(approvalId);
+    const record = await this.get(approvalId);
     if (!record) throw new Error(`approval ${approvalId} vanished from the store`);
     const closed: ApprovalRecord = {
       ...record,
@@ -271,7 +271,7 @@ export class ApprovalBook {
     return closed;
   }
 
-  private async put(record: ApprovalRecord, extra: Parameters<Store["write"]>[0] = []): Promise<void> {
+  private async put(record: ApprovalRecord, extra: Parameters<StorePort["write"]>[0] = []): Promise<void> {
     await this.store.write([
       {
         op: "record.put",

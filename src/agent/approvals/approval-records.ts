@@ -3,7 +3,7 @@
 // it). It says what was asked (tool, command, why), who asked, until when, and once decided, the
 // decision and who made it. What is read back is checked; a record that fails is treated as absent.
 import { z } from "zod";
-import type { StoreReader } from "../../store/store-reader.js";
+import type { StoreReads } from "../../store/port.js";
 
 export const APPROVAL_KIND = "approval";
 /**
@@ -52,16 +52,16 @@ export type ApprovalStatus = z.infer<typeof approvalStatus>;
 export type ApprovalDecision = z.infer<typeof approvalDecision>;
 export type ApprovalRecord = z.infer<typeof approvalRecord>;
 
-type RecordSource = Pick<StoreReader, "listRecords" | "getRecord">;
+type RecordSource = Pick<StoreReads, "listRecords" | "getRecord">;
 
-export function readApproval(store: RecordSource, approvalId: string): ApprovalRecord | null {
-  const parsed = approvalRecord.safeParse(store.getRecord(APPROVAL_KIND, approvalId));
+export async function readApproval(store: RecordSource, approvalId: string): Promise<ApprovalRecord | null> {
+  const parsed = approvalRecord.safeParse(await store.getRecord(APPROVAL_KIND, approvalId));
   return parsed.success ? parsed.data : null;
 }
 
 /** Every stored approval (optionally one session's), oldest first. */
-export function listApprovals(store: RecordSource, sessionId?: string): ApprovalRecord[] {
-  const records = store.listRecords(APPROVAL_KIND, sessionId === undefined ? {} : { sessionId });
+export async function listApprovals(store: RecordSource, sessionId?: string): Promise<ApprovalRecord[]> {
+  const records = await store.listRecords(APPROVAL_KIND, sessionId === undefined ? {} : { sessionId });
   return records
     .flatMap((record) => {
       const parsed = approvalRecord.safeParse(record.value);
@@ -71,14 +71,13 @@ export function listApprovals(store: RecordSource, sessionId?: string): Approval
 }
 
 /** The records the pending index names that are still pending in their record, oldest first. */
-export function listPendingApprovals(store: RecordSource): ApprovalRecord[] {
-  return store
-    .listRecords(APPROVAL_PENDING_KIND)
-    .flatMap((entry) => {
-      const record = readApproval(store, entry.key);
-      return record?.status === "pending" ? [record] : [];
-    })
-    .sort((a, b) => a.created_at - b.created_at);
+export async function listPendingApprovals(store: RecordSource): Promise<ApprovalRecord[]> {
+  const pending: ApprovalRecord[] = [];
+  for (const entry of await store.listRecords(APPROVAL_PENDING_KIND)) {
+    const record = await readApproval(store, entry.key);
+    if (record?.status === "pending") pending.push(record);
+  }
+  return pending.sort((a, b) => a.created_at - b.created_at);
 }
 
 /** A record still pending at `now` is pending; one past its expiry reads as what it becomes. */

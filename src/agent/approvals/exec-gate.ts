@@ -24,7 +24,11 @@ export class ExecGate {
   /** Resolves when the command may run; throws the ToolError the model reads otherwise. */
   async admit(tool: string, command: string, context: ToolContext): Promise<void> {
     const { book } = this.options;
-    const judgement = this.options.judge(command, book.approvedPatterns(context.sessionId), context.cwd);
+    const judgement = this.options.judge(
+      command,
+      await book.approvedPatterns(context.sessionId),
+      context.cwd,
+    );
     if (judgement.decision === "run") return;
     const why = judgement.reason.replace(/\.$/, "");
     const refused = (why: string, extra: Record<string, unknown> = {}) =>

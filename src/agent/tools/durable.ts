@@ -3,7 +3,7 @@
 // restart) and `session_search` (full-text search over every past session).
 import { z } from "zod";
 import { newId } from "../../core/ids.js";
-import type { Store } from "../../store/store.js";
+import type { StorePort } from "../../store/port.js";
 import { defineTool } from "./define-tool.js";
 import { type Tool, ToolError } from "./types.js";
 
@@ -26,11 +26,11 @@ interface TodoItem {
 const MAX_NOTE_CHARS = 4_000;
 const MAX_NOTES = 500;
 
-export function durableTools(store: Store, now: () => number = Date.now): Tool[] {
+export function durableTools(store: StorePort, now: () => number = Date.now): Tool[] {
   return [memoryTool(store, now), todoTool(store), sessionSearchTool(store)];
 }
 
-function memoryTool(store: Store, now: () => number): Tool {
+function memoryTool(store: StorePort, now: () => number): Tool {
   return defineTool({
     name: "memory",
     description:
@@ -44,10 +44,10 @@ function memoryTool(store: Store, now: () => number): Tool {
     async run(args) {
       switch (args.action) {
         case "list":
-          return { notes: notes(store) };
+          return { notes: await notes(store) };
         case "add": {
           if (!args.text) throw new ToolError('memory add: argument "text" is required');
-          if (notes(store).length >= MAX_NOTES) {
+          if ((await notes(store)).length >= MAX_NOTES) {
             throw new ToolError(
               `memory is full (${MAX_NOTES} notes); remove notes that no longer matter first`,
             );
@@ -58,7 +58,7 @@ function memoryTool(store: Store, now: () => number): Tool {
         }
         case "remove": {
           if (!args.id) throw new ToolError('memory remove: argument "id" is required');
-          if (store.getRecord(MEMORY_KIND, args.id) === null) {
+          if ((await store.getRecord(MEMORY_KIND, args.id)) === null) {
             throw new ToolError(
               `memory remove: there is no note "${args.id}"; list the notes to see their ids`,
             );
@@ -73,11 +73,11 @@ function memoryTool(store: Store, now: () => number): Tool {
   });
 }
 
-function notes(store: Store): Array<{ id: string } & Note> {
-  return store.listRecords<Note>(MEMORY_KIND).map((r) => ({ id: r.key, ...r.value }));
+async function notes(store: StorePort): Promise<Array<{ id: string } & Note>> {
+  return (await store.listRecords<Note>(MEMORY_KIND)).map((r) => ({ id: r.key, ...r.value }));
 }
 
-function todoTool(store: Store): Tool {
+function todoTool(store: StorePort): Tool {
   const item = z.strictObject({
     id: z.string().min(1).optional(),
     text: z.string().min(1).max(1_000),
@@ -94,7 +94,7 @@ function todoTool(store: Store): Tool {
     readOnly: false,
     async run(args, context) {
       if (args.action === "read")
-        return { items: store.getRecord<TodoItem[]>(TODO_KIND, context.sessionId) ?? [] };
+        return { items: (await store.getRecord<TodoItem[]>(TODO_KIND, context.sessionId)) ?? [] };
       if (!args.items) throw new ToolError('todo write: argument "items" (the whole list) is required');
       const items: TodoItem[] = args.items.map((it, i) => ({
         id: it.id ?? String(i + 1),
@@ -108,7 +108,7 @@ function todoTool(store: Store): Tool {
   });
 }
 
-function sessionSearchTool(store: Store): Tool {
+function sessionSearchTool(store: StorePort): Tool {
   return defineTool({
     name: "session_search",
     description: "Full-text search over every message of every past session of this profile.",
@@ -118,7 +118,7 @@ function sessionSearchTool(store: Store): Tool {
     }),
     readOnly: true,
     async run(args) {
-      const found = store.search(args.query, { limit: args.limit });
+      const found = await store.search(args.query, { limit: args.limit });
       return {
         order: found.order,
         hits: found.hits.map((h) => ({

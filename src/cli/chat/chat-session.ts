@@ -84,7 +84,7 @@ export class ChatSession {
 
   /** Start on a stored session, or a new one. */
   async open(resume?: string): Promise<string> {
-    this.current = resume ? this.agent.store.resolveSessionId(resume) : await this.agent.newSession();
+    this.current = resume ? await this.agent.store.resolveSessionId(resume) : await this.agent.newSession();
     this.lastTurn = null;
     return this.current;
   }
@@ -168,14 +168,14 @@ export class ChatSession {
           return "continue";
         }
         const id = await this.open(arg);
-        this.out.info(`resumed session ${id} (${this.agent.store.getMessages(id).length} messages)`);
+        this.out.info(`resumed session ${id} (${(await this.agent.store.getMessages(id)).length} messages)`);
         return "continue";
       }
       case "/branch":
         await this.branch();
         return "continue";
       case "/retry": {
-        const last = this.lastUserMessage();
+        const last = await this.lastUserMessage();
         if (last === null) {
           this.out.error("nothing to retry: this session has no message of yours yet");
           return "continue";
@@ -195,13 +195,13 @@ export class ChatSession {
         return "continue";
       }
       case "/context":
-        this.context();
+        await this.context();
         return "continue";
       case "/model":
         this.model(arg);
         return "continue";
       case "/usage":
-        this.usage();
+        await this.usage();
         return "continue";
       default:
         this.out.error(`unknown command ${command}; /help lists the commands`);
@@ -210,20 +210,20 @@ export class ChatSession {
   }
 
   /** The user's own last message: the notes Tenax adds in the user's role are not it. */
-  private lastUserMessage(): string | null {
+  private async lastUserMessage(): Promise<string | null> {
     if (this.current === null) return null;
-    const users = this.agent.store
-      .getMessages(this.current)
-      .filter((m) => m.role === "user" && !TENAX_NOTES.has(m.name ?? "") && typeof m.content === "string");
+    const users = (await this.agent.store.getMessages(this.current)).filter(
+      (m) => m.role === "user" && !TENAX_NOTES.has(m.name ?? "") && typeof m.content === "string",
+    );
     return users.at(-1)?.content ?? null;
   }
 
   private async branch(): Promise<void> {
     const from = this.current ?? (await this.open());
     const store = this.agent.store;
-    const source = store.getSession(from);
+    const source = await store.getSession(from);
     const to = await this.agent.newSession({ title: `branch of ${source?.title ?? from}`, parent: from });
-    const messages = store.getMessages(from);
+    const messages = await store.getMessages(from);
     if (messages.length > 0) {
       await store.write(
         messages.map((m) =>
@@ -239,7 +239,7 @@ export class ChatSession {
         ),
       );
     }
-    const compaction = store.getRecord<Compaction>(COMPACTION_KIND, from);
+    const compaction = await store.getRecord<Compaction>(COMPACTION_KIND, from);
     if (compaction) await store.putRecord(COMPACTION_KIND, to, compaction, { sessionId: to });
     this.current = to;
     this.lastTurn = null;
@@ -264,14 +264,14 @@ export class ChatSession {
     );
   }
 
-  private context(): void {
+  private async context(): Promise<void> {
     if (this.current === null) {
       this.out.info("no session yet");
       return;
     }
     const store = this.agent.store;
-    const transcript = store.getMessages(this.current);
-    const compaction = store.getRecord<Compaction>(COMPACTION_KIND, this.current);
+    const transcript = await store.getMessages(this.current);
+    const compaction = await store.getRecord<Compaction>(COMPACTION_KIND, this.current);
     const history = buildHistory(transcript, { system: this.agent.system, compaction });
     const tokens = estimateTokens(
       history,
@@ -333,17 +333,17 @@ export class ChatSession {
     );
   }
 
-  private usage(): void {
+  private async usage(): Promise<void> {
     if (this.current === null) {
       this.out.info("no session yet");
       return;
     }
-    const usage = this.agent.store.getRecord<SessionUsage>(USAGE_KIND, this.current) ?? {
+    const usage = (await this.agent.store.getRecord<SessionUsage>(USAGE_KIND, this.current)) ?? {
       input_tokens: 0,
       output_tokens: 0,
       turns: 0,
     };
-    const transcript = this.agent.store.getMessages(this.current);
+    const transcript = await this.agent.store.getMessages(this.current);
     const chars = transcript.reduce((n, m) => n + (m.content?.length ?? 0), 0);
     this.out.info(
       `session ${this.current}: ${usage.turns} turns reported ${usage.input_tokens} input and ${usage.output_tokens} output tokens; the transcript holds ${transcript.length} messages, ${chars} characters`,

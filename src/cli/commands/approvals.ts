@@ -36,9 +36,9 @@ export function registerApprovalsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((flags: ListFlags) =>
       cli.run(flags.json, (out) =>
-        withReader(cli.profile(), (reader) => {
+        withReader(cli.profile(), async (reader) => {
           const now = Date.now();
-          const records = (reader ? listApprovals(reader) : [])
+          const records = (reader ? await listApprovals(reader) : [])
             .map((r) => shown(r, now))
             .filter((r) => flags.all === true || r.status === "pending");
           if (out.json) {
@@ -79,8 +79,8 @@ export function registerApprovalsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((id: string, flags: { json?: boolean }) =>
       cli.run(flags.json, (out) =>
-        withReader(cli.profile(), (reader) => {
-          const found = reader ? readApproval(reader, id) : null;
+        withReader(cli.profile(), async (reader) => {
+          const found = reader ? await readApproval(reader, id) : null;
           if (!found) {
             throw new TenaxError("not_found", `there is no approval ${id}`, {
               hint: "list them with: tenax approvals list --all",

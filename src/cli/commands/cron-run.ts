@@ -73,7 +73,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
   const gatewayUp = () => readGatewayPid(paths.pid).running;
   const resumeOrphans = async (): Promise<number> => {
     if (gatewayUp()) return 0;
-    const reaped = engine.runner.orphanedTurns();
+    const reaped = await engine.runner.orphanedTurns();
     if (reaped.length === 0) return 0;
     const report = await resumeInterrupted({
       agent: opened.agent,
@@ -81,7 +81,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
       host: hosts.resume,
       autoResume: config.gateway.auto_resume,
       cwd: process.cwd(),
-      watcherFor: (turnId, sessionId) => engine.runner.watcherFor(turnId, sessionId),
+      watcherFor: async (turnId, sessionId) => await engine.runner.watcherFor(turnId, sessionId),
       turnOptionsFor: (_turnId, sessionId) => engine.runner.turnOptionsFor(sessionId),
       onEvent: ({ type, layer, session_id, message, ...data }) =>
         audit({ type, layer, session_id, message, data }),
@@ -120,7 +120,7 @@ export async function runJobCommand(cli: Cli, out: Output, name: string): Promis
   return withEngine(cli, out, async ({ engine }) => {
     const claimed = await engine.runNow(name);
     await engine.runner.idle();
-    const run = readRun(engine.store, claimed.run_key) ?? claimed;
+    const run = (await readRun(engine.store, claimed.run_key)) ?? claimed;
     if (out.json) out.document({ run });
     else out.line(summary(run));
     return run.state === "ok" ? 0 : 1;
@@ -136,7 +136,9 @@ export async function tickCommand(cli: Cli, out: Output): Promise<number> {
     const report = await engine.tick();
     await engine.runner.idle();
     await engine.runner.settled(60_000);
-    const runs = [...report.claimed, ...recovered.taken].map((r) => readRun(engine.store, r.run_key) ?? r);
+    const runs = await Promise.all(
+      [...report.claimed, ...recovered.taken].map(async (r) => (await readRun(engine.store, r.run_key)) ?? r),
+    );
     if (out.json) {
       out.document({
         runs,

@@ -195,8 +195,8 @@ export function registerCronCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((flags: { json?: boolean }) =>
       cli.run(flags.json, (out) =>
-        withJobs(cli, out, (jobs) => {
-          const list = jobs.list();
+        withJobs(cli, out, async (jobs) => {
+          const list = await jobs.list();
           if (out.json) {
             out.document({ jobs: list });
             return 0;
@@ -232,9 +232,9 @@ export function registerCronCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((name: string, flags: { json?: boolean }) =>
       cli.run(flags.json, (out) =>
-        withJobs(cli, out, (jobs) => {
-          const job = jobs.get(name);
-          const runs = jobs.runs(name, 5);
+        withJobs(cli, out, async (jobs) => {
+          const job = await jobs.get(name);
+          const runs = await jobs.runs(name, 5);
           if (out.json) {
             out.document({ job, runs, next_due: nextTimes(job, 3) });
             return 0;
@@ -254,16 +254,16 @@ export function registerCronCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((name: string, flags: { json?: boolean; limit: string }) =>
       cli.run(flags.json, (out) =>
-        withJobs(cli, out, (jobs) => {
+        withJobs(cli, out, async (jobs) => {
           const limit = wholeNumber("--limit", flags.limit, "20");
           if (limit < 1) throw invalid("--limit 0 shows nothing; give 1 or more", "e.g. --limit 20");
-          const runs = jobs.runs(name, limit);
+          const runs = await jobs.runs(name, limit);
           if (out.json) {
             out.document({ runs });
             return 0;
           }
           if (runs.length === 0) out.line(`job ${name} has not run yet`);
-          const tz = jobs.get(name).schedule.timezone;
+          const tz = (await jobs.get(name)).schedule.timezone;
           for (const run of runs) out.line(runLine(run, tz));
           return 0;
         }),

@@ -5,7 +5,8 @@ import type { Command } from "commander";
 import { stopSessionTurn } from "../../agent/turn-stop.js";
 import { realSleep } from "../../core/deps.js";
 import { UsageError } from "../../core/errors.js";
-import type { MessageView, SessionView } from "../../store/rows.js";
+import type { StoreReads } from "../../store/port.js";
+import type { MessageView } from "../../store/rows.js";
 import { storedToolCalls } from "../../store/tool-calls.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
@@ -29,8 +30,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt & { limit: number; offset: number }) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
-          const rows = reader?.listSessions({ limit: opts.limit, offset: opts.offset }) ?? [];
+        withReader(cli.profile(), async (reader) => {
+          const rows = (await reader?.listSessions({ limit: opts.limit, offset: opts.offset })) ?? [];
           warnRows(
             out,
             rows.map((s) => [`session ${s.id}`, s.warnings]),
@@ -67,8 +68,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((id: string, opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
-          const { session, messages } = readSession(reader, id);
+        withReader(cli.profile(), async (reader) => {
+          const { session, messages } = await readSession(reader, id);
           warnRows(out, [[`session ${session.id}`, session.warnings], ...messageWarnings(messages)]);
           if (out.json) {
             out.document({ session, messages });
@@ -91,9 +92,9 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((words: string[], opts: JsonOpt & { limit: number }) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
+        withReader(cli.profile(), async (reader) => {
           if (reader === null) throw new UsageError("there are no sessions to search yet");
-          const result = reader.search(words.join(" "), { limit: opts.limit });
+          const result = await reader.search(words.join(" "), { limit: opts.limit });
           if (result.pending > 0)
             out.warn(`${result.pending} recent message(s) are not in the search index yet`);
           if (out.json) {
@@ -125,8 +126,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON (the default format)")
     .action((id: string, opts: JsonOpt & { output?: string }) =>
       cli.run(true, (out) =>
-        withReader(cli.profile(), (reader) => {
-          const { session, messages } = readSession(reader, id);
+        withReader(cli.profile(), async (reader) => {
+          const { session, messages } = await readSession(reader, id);
           warnRows(out, [[`session ${session.id}`, session.warnings], ...messageWarnings(messages)]);
           const document = {
             format: "tenax.session.v1",
@@ -174,8 +175,8 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .action((id: string, opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
         withWriter(cli.profile({ create: true }), async (store) => {
-          const full = store.resolveSessionId(id);
-          const messages = store.getMessages(full).length;
+          const full = await store.resolveSessionId(id);
+          const messages = (await store.getMessages(full)).length;
           await store.deleteSession(full);
           if (out.json) {
             out.document({ deleted: full, messages });
@@ -219,7 +220,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
-        withReader(cli.profile(), (reader) => {
+        withReader(cli.profile(), async (reader) => {
           if (reader === null) {
             if (out.json) {
               out.document({ path: cli.profile().state, exists: false });
@@ -228,7 +229,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
             out.line(`no store yet at ${cli.profile().state}`);
             return 0;
           }
-          const stats = reader.stats();
+          const stats = await reader.stats();
           if (stats.bad_rows.sessions + stats.bad_rows.messages > 0) {
             out.warn(
               `${stats.bad_rows.sessions} session row(s) and ${stats.bad_rows.messages} message row(s) have bad values; they are listed with warnings`,
@@ -307,19 +308,15 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
   registerRecoverCommands(sessions, cli);
 }
 
-function readSession(
-  reader: {
-    getSession(id: string): SessionView | null;
-    resolveSessionId(id: string): string;
-    getMessages(id: string): MessageView[];
-  } | null,
+async function readSession(
+  reader: Pick<StoreReads, "getSession" | "resolveSessionId" | "getMessages"> | null,
   id: string,
 ) {
   if (reader === null) throw new UsageError(`no session '${id}': this profile has no sessions yet`);
-  const full = reader.resolveSessionId(id);
-  const session = reader.getSession(full);
+  const full = await reader.resolveSessionId(id);
+  const session = await reader.getSession(full);
   if (session === null) throw new UsageError(`no session '${id}'`);
-  return { session, messages: reader.getMessages(full) };
+  return { session, messages: await reader.getMessages(full) };
 }
 
 function messageWarnings(messages: MessageView[]): [string, string[]][] {

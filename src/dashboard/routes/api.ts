@@ -32,8 +32,8 @@ export function registerApiRoutes(app: App, dashboard: Dashboard): void {
   get("/api/overview", () => dashboard.overview());
   get("/api/gateway", () => dashboard.gatewayView());
   get("/api/layers", () => dashboard.cachedLayers());
-  get("/api/sessions", (query) => ({
-    sessions: listSessions(
+  get("/api/sessions", async (query) => ({
+    sessions: await listSessions(
       dashboard.paths,
       intParam(query, "limit", 50, 1, 500),
       intParam(query, "offset", 0, 0, Number.MAX_SAFE_INTEGER),

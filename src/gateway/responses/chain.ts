@@ -9,10 +9,10 @@ import { type OutputItem, outputAsInput } from "./response-object.js";
 
 /** What the Responses routes need of the store. */
 export interface ResponseStore {
-  getResponse(id: string): ResponseView | null;
-  latestResponseId(sessionId: string): string | null;
+  getResponse(id: string): Promise<ResponseView | null>;
+  latestResponseId(sessionId: string): Promise<string | null>;
   /** The newest stored response with an output item of this id. */
-  responseWithItem(itemId: string): ResponseView | null;
+  responseWithItem(itemId: string): Promise<ResponseView | null>;
 }
 
 /** Longest chain replayed: far past any real conversation, short of a loop through bad rows. */
@@ -36,18 +36,18 @@ export function responseNotFound(
 }
 
 /** The stored response `id`, or a 404 response_not_found. */
-export function storedResponse(store: ResponseStore, id: string): ResponseView {
-  const found = store.getResponse(id);
+export async function storedResponse(store: ResponseStore, id: string): Promise<ResponseView> {
+  const found = await store.getResponse(id);
   if (found === null) throw responseNotFound(id);
   return found;
 }
 
 /** The stored responses of the chain that ends with `last`, oldest first (`last` included). */
-export function chainLinks(store: ResponseStore, last: ResponseView): ResponseView[] {
+export async function chainLinks(store: ResponseStore, last: ResponseView): Promise<ResponseView[]> {
   const links: ResponseView[] = [last];
   const seen = new Set([last.id]);
   for (let at = last; at.previous_response_id !== null; ) {
-    const previous = store.getResponse(at.previous_response_id);
+    const previous = await store.getResponse(at.previous_response_id);
     if (previous === null)
       throw responseNotFound(
         at.previous_response_id,
@@ -68,8 +68,8 @@ export function chainLinks(store: ResponseStore, last: ResponseView): ResponseVi
 }
 
 /** Every item of the chain that ends with `last` (its input and output included), oldest first. */
-export function replayChain(store: ResponseStore, last: ResponseView): InputItem[] {
-  const items = chainLinks(store, last).flatMap((link) => [
+export async function replayChain(store: ResponseStore, last: ResponseView): Promise<InputItem[]> {
+  const items = (await chainLinks(store, last)).flatMap((link) => [
     ...link.input,
     ...outputAsInput(link.output as OutputItem[]),
   ]);
@@ -89,13 +89,15 @@ export function replayChain(store: ResponseStore, last: ResponseView): InputItem
  * an input item: the AI SDK's OpenAI provider sends back what a stored response said this way (in its
  * own tool loop too, for text said before a tool call). An item no stored response holds is a 404.
  */
-export function resolveItemReferences(body: unknown, store: ResponseStore): unknown {
+export async function resolveItemReferences(body: unknown, store: ResponseStore): Promise<unknown> {
   if (typeof body !== "object" || body === null) return body;
   const input = (body as { input?: unknown }).input;
   if (!Array.isArray(input) || !input.some(isReference)) return body;
   return {
     ...body,
-    input: input.map((item, i) => (isReference(item) ? referenced(store, item.id, i) : item)),
+    input: await Promise.all(
+      input.map(async (item, i) => (isReference(item) ? await referenced(store, item.id, i) : item)),
+    ),
   };
 }
 
@@ -103,7 +105,7 @@ function isReference(item: unknown): item is { type: "item_reference"; id?: unkn
   return typeof item === "object" && item !== null && (item as { type?: unknown }).type === "item_reference";
 }
 
-function referenced(store: ResponseStore, id: unknown, i: number): InputItem {
+async function referenced(store: ResponseStore, id: unknown, i: number): Promise<InputItem> {
   const param = `input.${i}.id`;
   if (typeof id !== "string" || id === "")
     throw new HttpError(
@@ -114,7 +116,7 @@ function referenced(store: ResponseStore, id: unknown, i: number): InputItem {
       {},
       { error: { param } },
     );
-  const output = (store.responseWithItem(id)?.output ?? []) as OutputItem[];
+  const output = ((await store.responseWithItem(id))?.output ?? []) as OutputItem[];
   const [item] = outputAsInput(output.filter((o) => o.id === id));
   if (item === undefined)
     throw new HttpError(

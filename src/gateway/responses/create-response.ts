@@ -46,12 +46,14 @@ interface Plan {
 }
 
 /** What the request becomes: the chat body, and the session it continues. */
-function plan(raw: unknown, store: ResponseStore, callerSession: string | undefined): Plan {
-  const request = parseResponsesRequest(resolveItemReferences(raw, store));
+async function plan(raw: unknown, store: ResponseStore, callerSession: string | undefined): Promise<Plan> {
+  const request = parseResponsesRequest(await resolveItemReferences(raw, store));
   const items = inputItems(request.input);
   const messages = itemsToMessages(items);
   const stream = request.stream === true;
-  const previous = request.previous_response_id ? storedResponse(store, request.previous_response_id) : null;
+  const previous = request.previous_response_id
+    ? await storedResponse(store, request.previous_response_id)
+    : null;
   if (previous === null)
     return {
       request,
@@ -60,7 +62,7 @@ function plan(raw: unknown, store: ResponseStore, callerSession: string | undefi
       body: chatBody({ request, history: [], messages, stream }),
     };
   // The agent's session holds the chain, unless the chain forked off it since (a later response).
-  if (request.model === AGENT_MODEL && continuesSession(store, previous)) {
+  if (request.model === AGENT_MODEL && (await continuesSession(store, previous))) {
     const only = messages[0];
     if (messages.length !== 1 || only?.role !== "user")
       throw badRequest(
@@ -74,12 +76,12 @@ function plan(raw: unknown, store: ResponseStore, callerSession: string | undefi
       body: chatBody({ request, history: [], messages, stream }),
     };
   }
-  const history = itemsToMessages(replayChain(store, previous));
+  const history = itemsToMessages(await replayChain(store, previous));
   return { request, items, sessionId: null, body: chatBody({ request, history, messages, stream }) };
 }
 
-function continuesSession(store: ResponseStore, previous: ResponseView): boolean {
-  return previous.session_id !== null && store.latestResponseId(previous.session_id) === previous.id;
+async function continuesSession(store: ResponseStore, previous: ResponseView): Promise<boolean> {
+  return previous.session_id !== null && (await store.latestResponseId(previous.session_id)) === previous.id;
 }
 
 export async function createResponse(
@@ -90,7 +92,7 @@ export async function createResponse(
   reply: FastifyReply,
 ): Promise<void> {
   const now = deps.now ?? Date.now;
-  const p = plan(jsonBodyOf(request), deps.store, headerValue(request.headers["x-session-id"]));
+  const p = await plan(jsonBodyOf(request), deps.store, headerValue(request.headers["x-session-id"]));
   const meta: ResponseMeta = {
     id: deps.newId("resp_"),
     createdAt: Math.floor(now() / 1000),

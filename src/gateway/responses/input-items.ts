@@ -76,11 +76,11 @@ const querySchema = z.strictObject(
 );
 
 /** The page of input items of stored response `id` that the query asks for. */
-export function listInputItems(store: ResponseStore, id: string, query: unknown): ItemList {
+export async function listInputItems(store: ResponseStore, id: string, query: unknown): Promise<ItemList> {
   const q = parseQuery(query);
-  const found = store.getResponse(id);
+  const found = await store.getResponse(id);
   if (found === null) throw responseNotFound(id, "", null);
-  const links = chainLinks(store, found);
+  const links = await chainLinks(store, found);
   const items = links.flatMap((link) => [
     ...link.input.map((item, i) => inputItem(item as InputItem, link, i)),
     ...(link.id === found.id ? [] : (link.output as OutputItem[])),

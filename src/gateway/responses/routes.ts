@@ -18,7 +18,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ResponsesDep
   );
 
   app.get<{ Params: { id: string } }>("/v1/responses/:id", async (request, reply) => {
-    const found = deps.store.getResponse(request.params.id);
+    const found = await deps.store.getResponse(request.params.id);
     if (found === null) throw responseNotFound(request.params.id, "", null);
     const output = found.output as OutputItem[];
     const text = output
@@ -29,8 +29,8 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: ResponsesDep
   });
 
   app.get<{ Params: { id: string } }>("/v1/responses/:id/input_items", async (request, reply) => {
-    const list = listInputItems(deps.store, request.params.id, request.query);
-    const sessionId = deps.store.getResponse(request.params.id)?.session_id;
+    const list = await listInputItems(deps.store, request.params.id, request.query);
+    const sessionId = (await deps.store.getResponse(request.params.id))?.session_id;
     reply.headers(sessionId ? { "x-session-id": sessionId } : {}).send(list);
   });
 

@@ -13,11 +13,11 @@ export function registerHealthRoutes(app: App, deps: GatewayRouteDeps): void {
   const health = deps.health;
   if (!health) return;
   app.get("/health", async (_request, reply) => {
-    const { status, body } = health.health();
+    const { status, body } = await health.health();
     return reply.code(status).send(body);
   });
   app.get("/metrics", async (_request, reply) =>
-    reply.type("text/plain; version=0.0.4; charset=utf-8").send(health.metrics()),
+    reply.type("text/plain; version=0.0.4; charset=utf-8").send(await health.metrics()),
   );
   app.get<{ Querystring: { last_event_id?: string } }>("/api/events", (request, reply) => {
     reply.hijack();

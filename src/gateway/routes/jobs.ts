@@ -115,7 +115,7 @@ export function registerJobRoutes(app: App, options: JobRoutesOptions): void {
   const { jobs } = options;
   const nameOf = (params: unknown) => parseWith(nameParams, params, "the path").name;
 
-  app.get("/api/jobs", async () => ({ object: "list", data: jobs.list().map(view) }));
+  app.get("/api/jobs", async () => ({ object: "list", data: (await jobs.list()).map(view) }));
   app.post("/api/jobs", { config: { jsonBody: true } }, async (request, reply) => {
     const { name, ...rest } = parseWith(createBody, jsonBodyOf(request), "the request body");
     const input = inputOf(rest) as JobInput;
@@ -125,7 +125,9 @@ export function registerJobRoutes(app: App, options: JobRoutesOptions): void {
       .header("location", `/api/jobs/${encodeURIComponent(name)}`)
       .send(view(created));
   });
-  app.get("/api/jobs/:name", async (request) => view(await mapped(() => jobs.get(nameOf(request.params)))));
+  app.get("/api/jobs/:name", async (request) =>
+    view(await mapped(async () => await jobs.get(nameOf(request.params)))),
+  );
   const update = async (request: { params: unknown; body: unknown }, body: unknown) => {
     const name = nameOf(request.params);
     const patch = inputOf(parseWith(patchBody, body, "the request body"));
@@ -151,13 +153,13 @@ export function registerJobRoutes(app: App, options: JobRoutesOptions): void {
   app.get("/api/jobs/:name/runs", async (request) => {
     const name = nameOf(request.params);
     const { limit } = parseWith(runsQuery, request.query, "the query");
-    const runs = await mapped(() => jobs.runs(name, limit));
+    const runs = await mapped(async () => await jobs.runs(name, limit));
     return { object: "list", data: runs.map((run) => ({ object: "job_run", ...run })) };
   });
   app.post("/api/jobs/:name/run", async (request, reply) => {
     const name = nameOf(request.params);
     // Before anything runs: a job that is not there is a 404 whether or not runs can start here.
-    await mapped(() => jobs.get(name));
+    await mapped(async () => await jobs.get(name));
     const runNow = options.runNow;
     if (runNow === undefined)
       throw new HttpError(

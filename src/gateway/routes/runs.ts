@@ -60,23 +60,23 @@ export function registerRunRoutes(app: App, registry: RunRegistry, options: RunR
   });
   app.post("/v1/runs/:id/stop", async (request, reply) => {
     const { id: runId } = parseWith(runParams, request.params, "the path");
-    const state = known(registry, runId);
+    const state = await known(registry, runId);
     const stopped = registry.stop(runId, `stopped by POST /v1/runs/${runId}/stop`);
-    const now = registry.get(runId) ?? state;
+    const now = (await registry.get(runId)) ?? state;
     return reply
       .code(stopped ? 202 : 200)
       .headers(headersOf(now))
       .send({ ...view(now), stop_requested: stopped });
   });
   app.get("/v1/runs/:id/approvals", async (request, reply) => {
-    const state = known(registry, parseWith(runParams, request.params, "the path").id);
+    const state = await known(registry, parseWith(runParams, request.params, "the path").id);
     return reply
       .headers(headersOf(state))
-      .send({ object: "list", data: registry.approvalsOf(state).map(approvalView) });
+      .send({ object: "list", data: (await registry.approvalsOf(state)).map(approvalView) });
   });
   app.post("/v1/runs/:id/approvals/:approval", { config: { jsonBody: true } }, async (request, reply) => {
     const { id, approval } = parseWith(approvalParams, request.params, "the path");
-    const state = known(registry, id);
+    const state = await known(registry, id);
     const { decision } = parseWith(decisionBody, jsonBodyOf(request), "the request body");
     try {
       const decided = await registry.decideApproval(state, approval, decision);
@@ -101,11 +101,11 @@ export function registerRunRoutes(app: App, registry: RunRegistry, options: RunR
     }
   });
   app.get("/v1/runs/:id", async (request, reply) => {
-    const state = known(registry, parseWith(runParams, request.params, "the path").id);
+    const state = await known(registry, parseWith(runParams, request.params, "the path").id);
     return reply.headers(headersOf(state)).send(view(state));
   });
-  app.get("/v1/runs/:id/events", (request, reply) => {
-    const state = known(registry, parseWith(runParams, request.params, "the path").id);
+  app.get("/v1/runs/:id/events", async (request, reply) => {
+    const state = await known(registry, parseWith(runParams, request.params, "the path").id);
     const after = lastEventId(request);
     reply.hijack();
     follow(registry, state, after, reply.raw, options);
@@ -194,7 +194,7 @@ function follow(
   res.on("close", end);
   void (async () => {
     for (;;) {
-      const pending = registry.events(state, sent);
+      const pending = await registry.events(state, sent);
       if (pending.length === 0) {
         // What was published but not stored (its batch's write failed) is a backlog too, sent at
         // the client's pace like the stored one: it may be many events, if the store stopped
@@ -232,8 +232,8 @@ function lastEventId(request: FastifyRequest): number {
   return id;
 }
 
-function known(registry: RunRegistry, runId: string): RunState {
-  const state = registry.get(runId);
+async function known(registry: RunRegistry, runId: string): Promise<RunState> {
+  const state = await registry.get(runId);
   if (state) return state;
   throw new HttpError(
     404,

@@ -25,14 +25,14 @@ export function registerSessionRoutes(app: App, deps: GatewayRouteDeps): void {
   app.get("/api/sessions", async (request) => {
     const parsed = page.safeParse(request.query);
     if (!parsed.success) throw badRequest("invalid_query", PAGE_PROBLEM);
-    const data = store.listSessions(parsed.data);
+    const data = await store.listSessions(parsed.data);
     return { object: "list", data: data.map((s) => ({ ...s, ...gateway.busy(s.id) })) };
   });
   app.get<{ Params: { id: string } }>("/api/sessions/:id", async (request, reply) => {
     const id = request.params.id;
-    const session = store.getSession(id);
+    const session = await store.getSession(id);
     if (!session) throw unknownSession(id);
-    const messages = store.getMessages(id);
+    const messages = await store.getMessages(id);
     return reply.header("x-session-id", id).send({ ...session, ...gateway.busy(id), messages });
   });
 }

@@ -95,7 +95,7 @@ describe("webhook platform", () => {
     }
     expect(hook.received.map((r) => r.body.text)).toEqual(["the answer", "the answer", "the answer"]);
     expect(new Set(hook.received.map((r) => r.headers["idempotency-key"]))).toEqual(new Set([key]));
-    expect(listOutboxEntries(store).map((e) => e.state)).toEqual(["delivered"]);
+    expect((await listOutboxEntries(store)).map((e) => e.state)).toEqual(["delivered"]);
   });
 
   it("inbound: a message, a command and a button press become events for the sink; bad bodies are named", async () => {
