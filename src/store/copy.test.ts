@@ -6,14 +6,8 @@ import { statSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { fakeDeps } from "../../test/helpers/fake-time.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
-import { type CopyTarget, copyStore } from "./copy.js";
+import { copyStore } from "./copy.js";
 import { openStore, releaseStore } from "./registry.js";
-import type { Store } from "./store.js";
-
-/** The SQLite store as a copy target. TODO(port): drop once Store implements StorePort. */
-function asTarget(store: Store): Store & CopyTarget {
-  return Object.assign(store, { where: store.location.path }) as unknown as Store & CopyTarget;
-}
 
 async function filledSource() {
   const paths = tempProfile();
@@ -66,7 +60,7 @@ describe("copying a store", () => {
     const before = statSync(paths.state).mtimeMs;
     const source = await openStore(paths, { integrityCheckTimeoutMs: 0 });
     const targetPaths = tempProfile();
-    const target = asTarget(await openStore(targetPaths, { integrityCheckTimeoutMs: 0 }));
+    const target = await openStore(targetPaths, { integrityCheckTimeoutMs: 0 });
     const progress: string[] = [];
     const counts = await copyStore({ path: paths.state, profile: paths.name }, target, (p) =>
       progress.push(`${p.table} ${p.done}/${p.total}`),
@@ -97,7 +91,7 @@ describe("copying a store", () => {
 
   it("refuses a target that already holds sessions, and writes nothing to it", async () => {
     const { paths } = await filledSource();
-    const target = asTarget(await openStore(tempProfile(), { integrityCheckTimeoutMs: 0 }));
+    const target = await openStore(tempProfile(), { integrityCheckTimeoutMs: 0 });
     const existing = await target.createSession({ title: "someone else's" });
     await expect(copyStore({ path: paths.state, profile: paths.name }, target)).rejects.toMatchObject({
       code: "store_copy_target_not_empty",

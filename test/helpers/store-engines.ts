@@ -28,62 +28,6 @@ afterEach(async () => {
   for (const close of open.splice(0)) await close();
 });
 
-/**
- * The SQLite Store seen through the port: its reads are still synchronous on this branch, so each
- * is wrapped in a promise here. Remove once Store implements StorePort (issue 26, item 1).
- */
-function sqlitePort(store: Store): StorePort {
-  const r =
-    <A extends unknown[], T>(fn: (...args: A) => T) =>
-    (...args: A) =>
-      Promise.resolve(fn(...args));
-  return {
-    engine: "sqlite",
-    where: store.location.path,
-    getSession: r((id: string) => store.getSession(id)),
-    listSessions: r((options?: Parameters<Store["listSessions"]>[0]) => store.listSessions(options)),
-    resolveSessionId: (id) => new Promise((resolve) => resolve(store.resolveSessionId(id))),
-    getMessages: r((id: string) => store.getMessages(id)),
-    getTurns: r((id: string) => store.getTurns(id)),
-    runningTurns: r(() => store.runningTurns()),
-    interruptedTurnsOf: r((owner: string, since: number) => store.interruptedTurnsOf(owner, since)),
-    findConversation: r((hash: string) => store.findConversation(hash)),
-    conversationHash: r((id: string) => store.conversationHash(id)),
-    getRecord: <T>(kind: string, key: string) => Promise.resolve(store.getRecord<T>(kind, key)),
-    getRecordText: r((kind: string, key: string) => store.getRecordText(kind, key)),
-    listRecords: <T>(kind: string, options?: { sessionId?: string }) =>
-      Promise.resolve(store.listRecords<T>(kind, options)),
-    recordStamp: r((kind: string) => store.recordStamp(kind)),
-    recordVersions: r((kind: string) => store.recordVersions(kind)),
-    getResponse: r((id: string) => store.getResponse(id)),
-    responseWithItem: r((id: string) => store.responseWithItem(id)),
-    latestResponseId: r((id: string) => store.latestResponseId(id)),
-    credentialStates: r(() => store.credentialStates()),
-    search: (query, options) => new Promise((resolve) => resolve(store.search(query, options))),
-    stats: r(() => store.stats()),
-    write: (ops, options) => store.write(ops, options),
-    writeStaged: (ops, options) => store.writeStaged(ops, options),
-    createSession: (input) => store.createSession(input),
-    sessionOp: (input) => store.sessionOp(input),
-    messageOp: (input) => store.messageOp(input),
-    appendMessage: (input) => store.appendMessage(input),
-    appendMessages: (inputs) => store.appendMessages(inputs),
-    putRecord: (kind, key, value, options) => store.putRecord(kind, key, value, options),
-    startTurn: (...args) => store.startTurn(...args),
-    beginTurn: (...args) => store.beginTurn(...args),
-    updateTurn: (op) => store.updateTurn(op),
-    putResponse: (row) => store.putResponse(row),
-    deleteResponse: (id) => store.deleteResponse(id),
-    deleteSession: (id) => store.deleteSession(id),
-    pruneSessions: (cutoff, dryRun) => store.pruneSessions(cutoff, dryRun),
-    replay: (records) => store.replay(records),
-    credentials: () => store.credentials(),
-    on: (listener) => store.on(listener),
-    health: () => store.health(),
-    close: () => store.close(),
-  };
-}
-
 export const sqliteEngine: Engine = {
   name: "sqlite",
   async open(options = {}) {
@@ -95,7 +39,7 @@ export const sqliteEngine: Engine = {
       redactor: options.redactor,
     });
     open.push(async () => store.close());
-    return { store: sqlitePort(store), spoolDir: paths.spool };
+    return { store, spoolDir: paths.spool };
   },
 };
 
