@@ -16,6 +16,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { whichBwrap } from "../src/agent/sandbox/sandbox.js";
 import { requireBuild, tenaxAsync, testGatewayKey } from "./helpers/cli.js";
 import { startDashboard } from "./helpers/dashboard.js";
+import { feedText } from "./helpers/event-feed-text.js";
 import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
@@ -87,21 +88,7 @@ function storedFiles(dir: string): Record<string, string> {
   return out;
 }
 
-async function feed(gw: GatewayProcess): Promise<string> {
-  const stop = new AbortController();
-  const response = await fetch(`${gw.url}/api/events`, { headers: gw.auth, signal: stop.signal });
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const quiet = new Promise<null>((resolve) => setTimeout(() => resolve(null), 700));
-    const next = await Promise.race([await reader.read(), quiet]);
-    if (next === null || next.done) break;
-    text += decoder.decode(next.value, { stream: true });
-  }
-  stop.abort();
-  return text;
-}
+const feed = (gw: GatewayProcess) => feedText(gw, gw.auth);
 
 async function chat(gw: GatewayProcess, stream: boolean) {
   const response = await gw.fetch("/v1/chat/completions", {

@@ -12,6 +12,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
 import { requireBuild, tenaxAsync, testGatewayKey } from "./helpers/cli.js";
 import { startDashboard } from "./helpers/dashboard.js";
+import { feedText } from "./helpers/event-feed-text.js";
 import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -95,22 +96,7 @@ function streamedText(sse: string): string {
 }
 
 /** What /api/events holds now (the feed never ends by itself: read until it goes quiet). */
-async function feed(gw: GatewayProcess): Promise<string> {
-  const stop = new AbortController();
-  const response = await fetch(`${gw.url}/api/events`, { headers: auth, signal: stop.signal });
-  expect(response.status).toBe(200);
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const quiet = new Promise<null>((resolve) => setTimeout(() => resolve(null), 700));
-    const next = await Promise.race([await reader.read(), quiet]);
-    if (next === null || next.done) break;
-    text += decoder.decode(next.value, { stream: true });
-  }
-  stop.abort();
-  return text;
-}
+const feed = (gw: GatewayProcess) => feedText(gw, auth);
 
 /** Every file of the profile but the two that hold the key on purpose, as bytes (latin1). */
 function storedFiles(dir: string): Record<string, string> {
