@@ -23,6 +23,15 @@ export interface EngineSettings {
   poolSize?: number;
 }
 
+/** The engine settings of config's `store` section (given structurally: the store is below config). */
+export function engineOf(store: {
+  engine: StoreEngineName;
+  url?: string;
+  pool_size?: number;
+}): EngineSettings {
+  return { engine: store.engine, url: store.url, poolSize: store.pool_size };
+}
+
 export type StoreSettings = Omit<StoreOptions, "path" | "searchPath" | "spoolDir" | "profile"> &
   EngineSettings;
 
