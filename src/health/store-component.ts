@@ -4,7 +4,6 @@
 import { existsSync } from "node:fs";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
-import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { StoreReads } from "../store/port.js";
@@ -68,10 +67,10 @@ export async function storeComponent(
   }
 }
 
-/** Where spooled writes go once the store takes writes again: SQLite's salvage, or a restart. */
+/** What to do about spooled writes: SQLite's salvage; on PostgreSQL, no replay exists yet. */
 function salvageHint(paths: ProfilePaths, engine: EngineSettings): string {
   return engine.engine === "postgres"
-    ? `they are replayed when the gateway starts with the database reachable (${tenaxCommand(paths.name, ["gateway", "restart"])})`
+    ? `the writes the database refused wait in ${paths.spool}; replaying them into PostgreSQL is not built yet, so keep the folder`
     : recoverCommand(paths.state, paths.name);
 }
 
