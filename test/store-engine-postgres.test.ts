@@ -1,6 +1,9 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: the config is written with a literal ${VAR} reference on purpose
 // A profile moved to PostgreSQL from the outside, as an operator does it: sessions made by a real
 // gateway on SQLite, `tenax store copy --to URL` into an empty database of a private cluster, the
-// counts it prints, and a second copy into the same (no longer empty) database refused.
+// counts it prints, a second copy into the same (no longer empty) database refused; then the
+// gateway, the read commands and status on PostgreSQL, with state.db never created.
+import { appendFileSync, existsSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
@@ -59,5 +62,32 @@ describe("tenax store copy", () => {
     const wrong = await tenaxAsync(home, ["store", "copy", "--to", "mysql://db/x"]);
     expect(wrong.status).toBe(2);
     expect(wrong.stderr).toMatch(/--to: expected a postgresql:\/\/ URL/);
+  }, 120_000);
+
+  it("runs a fresh profile on PostgreSQL: turns stored there, listed by the CLI, named by status, and no state.db", async () => {
+    requireBuild();
+    const { home, paths } = await simProfile();
+    const url = await cluster().createDatabase();
+    appendFileSync(paths.config, 'store: { engine: postgres, url: "${TENAX_DATABASE_URL}" }\n');
+    writeFileSync(paths.env, `TENAX_DATABASE_URL=${url}\n`, { mode: 0o600 });
+    const gw = await startGateway(home);
+    for (const question of ["first on postgres", "second on postgres"])
+      expect((await chat(gw, question)).status).toBe(200);
+    const listed = await tenaxAsync(home, ["sessions", "list", "--json"]);
+    expect(listed.status).toBe(0);
+    expect(JSON.stringify(JSON.parse(listed.stdout))).toContain("first on postgres");
+    const status = await tenaxAsync(home, ["status", "--json"]);
+    const store = (
+      JSON.parse(status.stdout) as {
+        components: { store: { status: string; detail: string; sessions: number } };
+      }
+    ).components.store;
+    expect(store).toMatchObject({ status: "ok", sessions: 2 });
+    expect(store.detail).toMatch(
+      /^postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+ \(PostgreSQL, schema \d+, answered in \d+ ms\): 2 sessions, 4 messages/,
+    );
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    expect(existsSync(paths.state)).toBe(false);
   }, 120_000);
 });

@@ -9,8 +9,8 @@ import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import { openStore, releaseStore, type StoreSettings } from "../store/registry.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
+import { openProfileStore, releaseStore, type StoreSettings } from "../store/registry.js";
 import { Agent } from "./agent.js";
 import { type AuditSource, type AuditTrail, openAuditTrail } from "./audit-trail.js";
 import { Compressor } from "./compression.js";
@@ -38,8 +38,8 @@ export interface OpenAgentOptions {
 
 export interface OpenedAgent {
   agent: Agent;
-  /** The SQLite store this opened (the health monitor's integrity checks need the engine's own). */
-  store: Store;
+  /** The profile's store this opened, on the engine its config names. */
+  store: StorePort;
   /** The audit trail this process writes, when `audit` asked for it. */
   trail: AuditTrail | null;
   checkpoints: CheckpointStore | null;
@@ -57,7 +57,7 @@ export async function openAgent(
   // One set of secrets for the whole agent: the store redacts what it is given to keep, the
   // runtime what providers return, the tools what commands print.
   const secrets = options.secrets ?? loadProfileSecrets(paths, { config });
-  const store = await openStore(paths, { ...options.storeSettings, redactor: secrets.redactor });
+  const store = await openProfileStore(paths, { ...options.storeSettings, redactor: secrets.redactor });
   const trail = options.audit
     ? openAuditTrail(paths, config.logs, { ...options.audit, redactor: secrets.redactor })
     : null;

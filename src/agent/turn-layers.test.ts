@@ -10,7 +10,7 @@ import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
 import { CheckpointStore } from "../checkpoints/store.js";
 import { configSchema } from "../config/schema.js";
 import { type Simulator, startSimulator } from "../llm/simulator/server.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import type { Agent, AgentEvent } from "./agent.js";
 import { COMPONENT_KIND, COMPRESSION_COMPONENT_KEY } from "./compression-state.js";
 import { pidAlive } from "./process-group.js";
@@ -53,7 +53,7 @@ async function setup(options: { checkpoints?: boolean; threshold?: number } = {}
 }
 
 /** A session with some history: by default three exchanges of about 2,400 tokens in all, under the threshold. */
-async function sessionWithHistory(store: Store, exchanges = 3, chars = 1_600): Promise<string> {
+async function sessionWithHistory(store: StorePort, exchanges = 3, chars = 1_600): Promise<string> {
   const session = await store.createSession({ title: "long" });
   for (let i = 0; i < exchanges; i++) {
     await store.appendMessage({

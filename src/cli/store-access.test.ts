@@ -1,16 +1,22 @@
-// A profile whose config says PostgreSQL is refused by every process that would open its store,
-// never run on state.db while the config says otherwise.
+// The store settings every process opens its profile's store with: the engine and its URL from
+// config, beside SQLite's own settings.
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../config/schema.js";
 import { storeSettings } from "./store-access.js";
 
 describe("store settings", () => {
-  it("take SQLite's settings, and refuse engine postgres with what to do", () => {
-    expect(storeSettings(defaultConfig())).toMatchObject({ synchronous: "full", busyTimeoutMs: 100 });
+  it("take the engine from config: SQLite by default, PostgreSQL with its URL and pool", () => {
+    expect(storeSettings(defaultConfig())).toMatchObject({
+      engine: "sqlite",
+      synchronous: "full",
+      busyTimeoutMs: 100,
+    });
     const config = defaultConfig();
-    config.store = { ...config.store, engine: "postgres", url: "postgresql://tenax@db/tenax" };
-    expect(() => storeSettings(config)).toThrow(
-      /store\.engine is postgres, but this Tenax runs a profile on SQLite only/,
-    );
+    config.store = { ...config.store, engine: "postgres", url: "postgresql://tenax@db/tenax", pool_size: 4 };
+    expect(storeSettings(config)).toMatchObject({
+      engine: "postgres",
+      url: "postgresql://tenax@db/tenax",
+      poolSize: 4,
+    });
   });
 });

@@ -1,25 +1,25 @@
 // How commands reach a profile's store: read commands through a read-only reader, commands that
 // change something through the process's single writer, with the profile's store settings.
-import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import type { TenaxConfig } from "../config/schema.js";
-import { ConfigError } from "../core/errors.js";
+import { UsageError } from "../core/errors.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import { openReader, openStore, releaseStore, type StoreSettings } from "../store/registry.js";
+import type { StorePort } from "../store/port.js";
+import {
+  openProfileReader,
+  openProfileStore,
+  openStore,
+  type ProfileReader,
+  releaseStore,
+  type StoreSettings,
+} from "../store/registry.js";
 import type { Store } from "../store/store.js";
-import type { StoreReader } from "../store/store-reader.js";
 
 export function storeSettings(config: TenaxConfig): StoreSettings {
-  // Until the gateway, chat and cron open a profile's store by its engine, a profile set to
-  // PostgreSQL is refused here, loudly, rather than run on state.db while the config says otherwise.
-  if (config.store.engine === "postgres")
-    throw new ConfigError(
-      "store.engine is postgres, but this Tenax runs a profile on SQLite only for now: `tenax store copy` fills a PostgreSQL database, and running on it comes next",
-      {
-        hint: "set store.engine back to sqlite (the default) in config.yaml; the copied database is kept as it is",
-      },
-    );
   return {
+    engine: config.store.engine,
+    url: config.store.url,
+    poolSize: config.store.pool_size,
     synchronous: config.store.synchronous,
     busyTimeoutMs: config.store.busy_timeout_ms,
     writeRetryBudgetMs: config.store.write_retry_budget_ms,
@@ -34,13 +34,13 @@ export function storeSettings(config: TenaxConfig): StoreSettings {
   };
 }
 
-/** Run with a read-only view; `null` when the profile has no store yet. */
+/** Run with a read-only view of the profile's store, on its engine; `null` when it has none yet. */
 export async function withReader<T>(
   paths: ProfilePaths,
-  body: (reader: StoreReader | null) => T | Promise<T>,
+  body: (reader: ProfileReader | null) => T | Promise<T>,
 ): Promise<T> {
-  if (!existsSync(paths.state)) return body(null);
-  const reader = openReader(paths);
+  const reader = await openProfileReader(paths, storeSettings(loadConfig(paths).config));
+  if (reader === null) return body(null);
   try {
     return await body(reader);
   } finally {
@@ -48,12 +48,42 @@ export async function withReader<T>(
   }
 }
 
+/** Run with the process's writer of the profile's store, on its engine. */
 export async function withWriter<T>(
   paths: ProfilePaths,
-  body: (store: Store) => T | Promise<T>,
+  body: (store: StorePort) => T | Promise<T>,
   settings: Partial<StoreSettings> = {},
 ): Promise<T> {
   const { config } = loadConfig(paths);
+  const store = await openProfileStore(paths, { ...storeSettings(config), ...settings });
+  try {
+    return await body(store);
+  } finally {
+    await releaseStore(store);
+  }
+}
+
+/** The profile's config, once it is known to keep its store in SQLite; `what` is refused otherwise. */
+export function requireSqlite(paths: ProfilePaths, what: string): TenaxConfig {
+  const { config } = loadConfig(paths);
+  if (config.store.engine === "postgres")
+    throw new UsageError(`${what} is for a SQLite store, and this profile's store is in PostgreSQL`, {
+      hint: "PostgreSQL keeps its own checks and indexes: see the database's logs, or pg_amcheck for damage",
+    });
+  return config;
+}
+
+/**
+ * Run with the SQLite store itself, for what only that engine has (its page check, its search
+ * index, salvage); a profile on PostgreSQL is told that `what` is SQLite's and what applies there.
+ */
+export async function withSqliteWriter<T>(
+  paths: ProfilePaths,
+  what: string,
+  body: (store: Store) => T | Promise<T>,
+  settings: Partial<StoreSettings> = {},
+): Promise<T> {
+  const config = requireSqlite(paths, what);
   const store = await openStore(paths, { ...storeSettings(config), ...settings });
   try {
     return await body(store);

@@ -1,7 +1,6 @@
 // What the dashboard reads from the profile, always read-only: the per-layer status report and the
 // sessions, searches and transcripts of the store. A store that is missing, locked or damaged is
 // reported as the store layer's state (and as a clear error on the session routes), never a crash.
-import { existsSync } from "node:fs";
 import { loadConfig } from "../config/load.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { OutsideView } from "../health/gateway-status.js";
@@ -10,7 +9,7 @@ import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { StoreReads } from "../store/port.js";
-import { openReader } from "../store/registry.js";
+import { type EngineSettings, engineOf, openProfileReader, type ProfileReader } from "../store/registry.js";
 import type { SessionView } from "../store/rows.js";
 import type { SearchResult } from "../store/store-reader.js";
 import { type TranscriptMessage, transcriptView } from "./transcript-view.js";
@@ -48,7 +47,7 @@ export async function readLayers(
   } catch (error) {
     return { ok: false, error: describe(error, "config_invalid") };
   }
-  const opened = openForStatus(paths);
+  const opened = await openForStatus(paths, loaded.config);
   try {
     const report = await collectStatus({ paths, config: loaded.config, ...opened, now, gateway });
     return { ok: true, report, config_warnings: loaded.warnings };
@@ -103,19 +102,31 @@ async function withStore<T>(
   body: (reader: StoreReads) => Promise<T>,
   empty: T,
 ): Promise<T> {
-  if (!existsSync(paths.state)) return empty;
-  let reader: StoreReads & { close(): void };
+  let reader: ProfileReader | null;
   try {
-    reader = openReader(paths);
+    reader = await openProfileReader(paths, readersEngine(paths));
   } catch (error) {
     throw storeProblem(paths, error);
   }
+  if (reader === null) return empty;
   try {
     return await body(reader);
   } catch (error) {
     throw storeProblem(paths, error);
   } finally {
     reader.close();
+  }
+}
+
+/**
+ * The engine the profile's config names. A config that does not load is shown as the error it is
+ * by the layers view; meanwhile the transcripts stay readable from state.db, as before engines.
+ */
+function readersEngine(paths: ProfilePaths): EngineSettings {
+  try {
+    return engineOf(loadConfig(paths).config.store);
+  } catch {
+    return {};
   }
 }
 

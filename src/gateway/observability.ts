@@ -12,7 +12,7 @@ import { EventHub } from "../health/event-hub.js";
 import { type LayerProbe, probeLayers, workerProbe } from "../health/layer-probe.js";
 import { type GatewayView, HealthMonitor, type MonitorOptions } from "../health/monitor.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 import { HealthRoutes } from "./health-routes.js";
 
 export interface Observability {
@@ -38,8 +38,8 @@ const WARNINGS: ReadonlySet<string> = new Set(["turn_stalled", "turn_deadline"])
 export function startObservability(input: {
   paths: ProfilePaths;
   config: TenaxConfig;
-  /** The SQLite store: health's integrity checks and damage reports are the engine's own. */
-  store: Store;
+  /** The profile's store (health's page checks run when it is SQLite's). */
+  store: StorePort;
   scheduler: Scheduler;
   log: RotatingLog;
   gateway: () => GatewayView;

@@ -1,6 +1,6 @@
 // One check of `tenax doctor`, and what the checks are given: the seams (versions of outside
 // programs, port probes, the store's writer, the clock) that tests replace.
-import type { Store } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -25,7 +25,7 @@ export interface DoctorDeps {
    */
   tryBind(host: string, port: number): Promise<unknown>;
   /** Run with the profile's writer (opened only when no gateway holds the profile). */
-  withWriter<T>(body: (store: Store) => Promise<T>): Promise<T>;
+  withWriter<T>(body: (store: StorePort) => Promise<T>): Promise<T>;
   env: NodeJS.ProcessEnv;
   now(): number;
 }

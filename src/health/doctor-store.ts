@@ -10,7 +10,7 @@ import { readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { checkIntegrity } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
-import { openReader } from "../store/registry.js";
+import { engineOf, openProfileReader, openReader, type ProfileReader } from "../store/registry.js";
 import { readSpool } from "../store/spool.js";
 import { type Check, type DoctorDeps, messageOf } from "./doctor-check.js";
 
@@ -51,6 +51,39 @@ export async function storeIntegrityCheck(paths: ProfilePaths, config: TenaxConf
     next: recoverCommand(paths.state, paths.name),
   };
 }
+
+/**
+ * A profile on PostgreSQL: the database reachable, of a schema this Tenax knows, this profile's,
+ * and how long a look at it takes (a slow answer is every turn's latency).
+ */
+export async function postgresStoreCheck(paths: ProfilePaths, config: TenaxConfig): Promise<Check> {
+  const name = "store (PostgreSQL)";
+  const started = Date.now();
+  let reader: ProfileReader | null = null;
+  try {
+    reader = await openProfileReader(paths, engineOf(config.store));
+    const stats = await reader?.stats();
+    const ms = Date.now() - started;
+    return {
+      name,
+      status: ms > SLOW_DATABASE_MS ? "warn" : "ok",
+      detail: `${reader?.where}: schema ${stats?.schema_version}, ${stats?.sessions} sessions, opened and read in ${ms} ms${ms > SLOW_DATABASE_MS ? " (slow: every turn waits on it)" : ""}`,
+    };
+  } catch (error) {
+    return {
+      name,
+      status: "fail",
+      detail: `the PostgreSQL store cannot be used: ${messageOf(error)}`,
+      next:
+        TenaxError.isInstance(error) && error.hint ? error.hint : "check store.url and that PostgreSQL runs",
+    };
+  } finally {
+    reader?.close();
+  }
+}
+
+/** Opening a pool and one read slower than this is worth a warning. */
+const SLOW_DATABASE_MS = 1000;
 
 /**
  * The full-text index is derived from state.db and never its problem: one that cannot be opened

@@ -17,7 +17,13 @@ import { staleLocksCheck } from "./doctor-locks.js";
 import { policyCheck } from "./doctor-policy.js";
 import { portsCheck } from "./doctor-ports.js";
 import { sandboxCheck } from "./doctor-sandbox.js";
-import { searchIndexCheck, spoolCheck, staleSessionsCheck, storeIntegrityCheck } from "./doctor-store.js";
+import {
+  postgresStoreCheck,
+  searchIndexCheck,
+  spoolCheck,
+  staleSessionsCheck,
+  storeIntegrityCheck,
+} from "./doctor-store.js";
 
 export type { Check, CheckStatus, DoctorDeps } from "./doctor-check.js";
 
@@ -42,9 +48,14 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   const checks: Check[] = [config.check];
   checks.push(await portsCheck(paths, config.config, deps));
   checks.push(permissionsCheck(paths));
-  const integrity = await storeIntegrityCheck(paths, config.config);
+  const onPostgres = config.config?.store.engine === "postgres";
+  const integrity =
+    onPostgres && config.config !== null
+      ? await postgresStoreCheck(paths, config.config)
+      : await storeIntegrityCheck(paths, config.config);
   checks.push(integrity);
-  checks.push(searchIndexCheck(paths, integrity.status !== "fail"));
+  // The search index is SQLite's own file; PostgreSQL searches in the same table.
+  if (!onPostgres) checks.push(searchIndexCheck(paths, integrity.status !== "fail"));
   checks.push(spoolCheck(paths));
   checks.push(stalePidCheck(paths, fix, deps.now()));
   checks.push(await staleLocksCheck(paths, fix, deps.now()));

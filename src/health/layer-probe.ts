@@ -10,7 +10,7 @@ export async function probeLayers(
 ): Promise<StatusReport> {
   // A store that cannot even be opened is the store layer down (damaged, when it is damage), so the
   // monitor can stop the writer, as for damage a read meets.
-  const opened = openForStatus(paths);
+  const opened = await openForStatus(paths, config);
   try {
     return await collectStatus({ paths, config, ...opened, now });
   } finally {

@@ -13,7 +13,8 @@ import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.j
 import type { ProfilePaths } from "../profile/paths.js";
 import type { IntegrityResult } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
-import type { Store, StoreHealth } from "../store/store.js";
+import type { StorePort } from "../store/port.js";
+import { Store, type StoreHealth } from "../store/store.js";
 import { StoreVerifier, type VerifierHealth } from "../store/verifier.js";
 import { readBreakerRecords } from "./circuits.js";
 import { gatewayCronComponent } from "./cron-component.js";
@@ -53,7 +54,7 @@ export type { GatewayView } from "./gateway-component.js";
 export interface MonitorOptions {
   paths: ProfilePaths;
   config: TenaxConfig;
-  store: Store;
+  store: StorePort;
   scheduler: Scheduler;
   gateway: () => GatewayView;
   hub: EventHub;
@@ -144,8 +145,9 @@ export const FIRST_PROVIDER_LOOK_MS = 1000;
 export class HealthMonitor {
   readonly layers: BackgroundProbe<StatusReport>;
   readonly disk: BackgroundProbe<DiskReading>;
-  /** A store can go bad while every read still works: its continuous page check finds it. */
-  readonly integrity: StoreVerifier;
+  /** A SQLite store can go bad while every read still works: its continuous page check finds it. */
+  readonly integrity: StoreVerifier | null;
+  private readonly sqlite: Store | null;
   /** Providers nobody called lately, looked at without a model call (health.provider_probe). */
   readonly providerProbe: ProviderProber | null;
   /** Settles when the first look at the providers has ended (each under its deadline); never rejects. */
@@ -165,13 +167,19 @@ export class HealthMonitor {
     this.layers = new BackgroundProbe(this.heeded(options.layers), timeout, this.now);
     this.disk = new BackgroundProbe(() => readDisk(options.paths), timeout, this.now);
     // Through the writer, so damage found stops its writes at once (and a damaged index is rebuilt).
-    this.integrity = new StoreVerifier({
-      target: options.store,
-      everyMs: options.integrityIntervalMs ?? 0,
-      cpuShare: options.integrityCpuShare ?? 0.01,
-      now: this.now,
-      wakeAt: (name, at, fn) => options.scheduler.at(name, at, fn),
-    });
+    // The store when it is SQLite's (null on PostgreSQL): the continuous page check, and the damage
+    // the layer probe meets in its file, are that engine's own.
+    this.sqlite = options.store instanceof Store ? options.store : null;
+    this.integrity =
+      this.sqlite === null
+        ? null
+        : new StoreVerifier({
+            target: this.sqlite,
+            everyMs: options.integrityIntervalMs ?? 0,
+            cpuShare: options.integrityCpuShare ?? 0.01,
+            now: this.now,
+            wakeAt: (name, at, fn) => options.scheduler.at(name, at, fn),
+          });
     const health = options.config.health;
     this.providerProbe =
       options.providers && health.provider_probe !== "off"
@@ -211,7 +219,7 @@ export class HealthMonitor {
       scheduler.every("health: disk", Math.max(this.intervalMs, 10_000), () => this.disk.once()),
       scheduler.every("health: tick", 1000, () => true),
     );
-    this.integrity.start();
+    this.integrity?.start();
   }
 
   /**
@@ -247,14 +255,14 @@ export class HealthMonitor {
     return async (signal) => {
       const report = await probe(signal);
       const store = report.components.store;
-      if (store.status === "down" && store.damaged) this.options.store.reportDamage(store.detail);
+      if (store.status === "down" && store.damaged) this.sqlite?.reportDamage(store.detail);
       return report;
     };
   }
 
   close(): void {
     for (const job of this.jobs.splice(0)) job.cancel();
-    this.integrity.stop();
+    this.integrity?.stop();
     this.providerProbe?.close();
     this.unsubscribe();
   }
@@ -336,12 +344,11 @@ export class HealthMonitor {
       out[name] = this.fromProbe(state, now, name, (report) => ({ ...report.components[name] }));
     }
     const live = this.options.store.health();
-    out.store = withIntegrity(
-      mergeLiveStore(out.store as HealthComponent, live),
-      live.integrity,
-      this.integrity.health(),
-      this.options.paths,
-    );
+    const merged = mergeLiveStore(out.store as HealthComponent, live);
+    out.store =
+      this.integrity === null
+        ? merged
+        : withIntegrity(merged, live.integrity, this.integrity.health(), this.options.paths);
     out.providers = await this.providersNow(now);
     return out;
   }

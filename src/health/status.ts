@@ -21,6 +21,7 @@ import {
   isUsable,
 } from "../store/credential-ledger.js";
 import type { StoreReads } from "../store/port.js";
+import type { EngineSettings } from "../store/registry.js";
 import { readBreakerRecords } from "./circuits.js";
 import { type CompressionComponent, compressionComponent } from "./compression-component.js";
 import { type CronComponent, cronComponent } from "./cron-component.js";
@@ -116,6 +117,8 @@ export interface StatusInput {
   reader: StoreReads | null;
   /** Why the store could not be opened read-only (damage, another owner, a newer schema...). */
   readerError?: unknown;
+  /** The engine the profile's config names (SQLite when left out). */
+  engine?: EngineSettings;
   now: number;
   /**
    * Look at the gateway from outside (tenax status and the dashboard do; the gateway itself does
@@ -154,7 +157,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     credentials.detail = `${ledger.problem}; ${credentials.detail}`;
   }
   const local: StatusReport["components"] = {
-    store: await storeComponent(paths, reader, input.readerError),
+    store: await storeComponent(paths, reader, input.readerError, input.engine),
     providers: providersComponent(
       paths,
       config,

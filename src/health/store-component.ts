@@ -2,11 +2,13 @@
 // waiting in the spool, and a store that cannot be opened or read (damaged, locked, newer) as
 // `down` with the command that salvages it.
 import { existsSync } from "node:fs";
+import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { StoreReads } from "../store/port.js";
-import { openReader } from "../store/registry.js";
+import { urlWithoutPassword } from "../store/postgres/pg-connection.js";
+import { type EngineSettings, engineOf, openProfileReader, type ProfileReader } from "../store/registry.js";
 import { readSpool } from "../store/spool.js";
 import type { Component } from "./status.js";
 
@@ -22,15 +24,16 @@ export async function storeComponent(
   paths: ProfilePaths,
   reader: StoreReads | null,
   openError: unknown,
+  engine: EngineSettings = {},
 ): Promise<StoreComponent> {
   const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
-  if (openError !== undefined) return unreadableStore(paths, openError, "opened", spooled);
+  if (openError !== undefined) return unreadableStore(paths, engine, openError, "opened", spooled);
   const spoolNote =
     spooled > 0
       ? {
           status: "degraded" as const,
           detail: `${spooled} writes wait in ${paths.spool}`,
-          next: recoverCommand(paths.state, paths.name),
+          next: salvageHint(paths, engine),
         }
       : null;
   if (reader === null) {
@@ -44,8 +47,13 @@ export async function storeComponent(
     };
   }
   try {
+    const started = Date.now();
     const stats = await reader.stats();
-    const base = `${stats.path}: ${stats.sessions} session${stats.sessions === 1 ? "" : "s"}, ${stats.messages} message${stats.messages === 1 ? "" : "s"}`;
+    const latency =
+      engine.engine === "postgres"
+        ? ` (PostgreSQL, schema ${stats.schema_version}, answered in ${Date.now() - started} ms)`
+        : "";
+    const base = `${reader.where}${latency}: ${stats.sessions} session${stats.sessions === 1 ? "" : "s"}, ${stats.messages} message${stats.messages === 1 ? "" : "s"}`;
     return {
       status: spoolNote ? "degraded" : "ok",
       detail: spoolNote ? `${base}; ${spoolNote.detail}` : base,
@@ -55,22 +63,34 @@ export async function storeComponent(
       spooled_writes: spooled,
     };
   } catch (error) {
-    return unreadableStore(paths, error, "read", spooled);
+    return unreadableStore(paths, engine, error, "read", spooled);
   }
+}
+
+/** What to do about spooled writes: SQLite's salvage; on PostgreSQL, no replay exists yet. */
+function salvageHint(paths: ProfilePaths, engine: EngineSettings): string {
+  return engine.engine === "postgres"
+    ? `the writes the database refused wait in ${paths.spool}; replaying them into PostgreSQL is not built yet, so keep the folder`
+    : recoverCommand(paths.state, paths.name);
 }
 
 /** A store that cannot be opened or read: down, and `damaged` when that is damage in the file. */
 function unreadableStore(
   paths: ProfilePaths,
+  engine: EngineSettings,
   error: unknown,
   what: "opened" | "read",
   spooled: number,
 ): StoreComponent {
+  const where =
+    engine.engine === "postgres" && engine.url !== undefined
+      ? `the PostgreSQL store ${urlWithoutPassword(engine.url)}`
+      : paths.state;
   return {
     status: "down",
     damaged: TenaxError.isInstance(error) && error.code === "store_corrupt",
-    detail: `${paths.state} cannot be ${what}: ${messageOf(error)}`,
-    next: TenaxError.isInstance(error) && error.hint ? error.hint : recoverCommand(paths.state, paths.name),
+    detail: `${where} cannot be ${what}: ${messageOf(error)}`,
+    next: TenaxError.isInstance(error) && error.hint ? error.hint : salvageHint(paths, engine),
     sessions: null,
     messages: null,
     spooled_writes: spooled,
@@ -83,15 +103,15 @@ function unreadableStore(
  * a failed status.
  */
 /** A read-only reader for one look (closed by the caller), or why the store could not be opened. */
-export function openForStatus(paths: ProfilePaths): {
-  reader: (StoreReads & { close(): void }) | null;
-  readerError?: unknown;
-} {
-  if (!existsSync(paths.state)) return { reader: null };
+export async function openForStatus(
+  paths: ProfilePaths,
+  config: Pick<TenaxConfig, "store">,
+): Promise<{ reader: ProfileReader | null; readerError?: unknown; engine: EngineSettings }> {
+  const engine = engineOf(config.store);
   try {
-    return { reader: openReader(paths) };
+    return { reader: await openProfileReader(paths, engine), engine };
   } catch (error) {
-    return { reader: null, readerError: error };
+    return { reader: null, readerError: error, engine };
   }
 }
 

@@ -1,16 +1,45 @@
-// Every caller in a process gets the same writable Store for a given state.db: one writer
-// connection per store per process. Readers are separate, read-only, and cheap to open.
-import { realpathSync } from "node:fs";
+// Every caller in a process gets the same writable store for a given profile: one writer (a SQLite
+// connection, or a PostgreSQL pool) per store per process. Readers are separate and read-only.
+// `openProfileStore` and `openProfileReader` open the engine the profile's config names (store.engine);
+// `openStore` and `openReader` are SQLite's own, for what only that engine has (integrity checks,
+// salvage, the search index's rebuild).
+import { existsSync, realpathSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { ProfilePaths } from "../profile/paths.js";
 import { StoreOpenError } from "./errors.js";
+import type { StoreEngineName, StorePort, StoreReads } from "./port.js";
+import { openPostgresStore } from "./postgres/open-postgres.js";
+import { urlWithoutPassword } from "./postgres/pg-connection.js";
+import type { PostgresStore } from "./postgres/postgres-store.js";
 import { Store, type StoreOptions } from "./store.js";
 import { StoreReader } from "./store-reader.js";
 
-export type StoreSettings = Omit<StoreOptions, "path" | "searchPath" | "spoolDir" | "profile">;
+/** Which engine holds the profile's store and how it is reached (config `store`). */
+export interface EngineSettings {
+  engine?: StoreEngineName;
+  /** engine postgres: the database's URL. */
+  url?: string;
+  /** engine postgres: connections the writer's pool may open. */
+  poolSize?: number;
+}
+
+/** The engine settings of config's `store` section (given structurally: the store is below config). */
+export function engineOf(store: {
+  engine: StoreEngineName;
+  url?: string;
+  pool_size?: number;
+}): EngineSettings {
+  return { engine: store.engine, url: store.url, poolSize: store.pool_size };
+}
+
+export type StoreSettings = Omit<StoreOptions, "path" | "searchPath" | "spoolDir" | "profile"> &
+  EngineSettings;
+
+/** A read-only view of a profile's store, closed by whoever opened it. */
+export type ProfileReader = StoreReads & { close(): void };
 
 interface Entry {
-  store: Promise<Store>;
+  store: Promise<StorePort>;
   profile: string;
   refs: number;
 }
@@ -35,39 +64,94 @@ export function storeOptions(paths: ProfilePaths, settings: StoreSettings = {}):
   };
 }
 
-/** The process's writable store for this profile; release it with releaseStore when done. */
+/** The process's writable SQLite store for this profile; release it with releaseStore when done. */
 export async function openStore(paths: ProfilePaths, settings: StoreSettings = {}): Promise<Store> {
-  const k = key(paths.state);
+  return (await shared(key(paths.state), paths, () => Store.open(storeOptions(paths, settings)))) as Store;
+}
+
+/**
+ * The process's writable store for this profile on the engine its config names: state.db, or the
+ * PostgreSQL database at `settings.url` (state.db is then never opened or created).
+ */
+export async function openProfileStore(
+  paths: ProfilePaths,
+  settings: StoreSettings = {},
+): Promise<StorePort> {
+  if (settings.engine !== "postgres") return openStore(paths, settings);
+  const url = postgresUrl(settings);
+  return shared(`postgres ${urlWithoutPassword(url)}`, paths, () =>
+    openPostgresStore({
+      url,
+      profile: paths.name,
+      spoolDir: paths.spool,
+      redactor: settings.redactor,
+      deps: settings.deps,
+      poolMax: settings.poolSize,
+    }),
+  );
+}
+
+function postgresUrl(settings: EngineSettings): string {
+  if (settings.url === undefined)
+    throw new StoreOpenError("store_no_url", "store.engine is postgres but store.url is not set", {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config value as the user writes it
+      hint: 'set store.url in config.yaml, e.g. url: "${TENAX_DATABASE_URL}" with the URL in .env',
+    });
+  return settings.url;
+}
+
+/** One writer per store per process, shared by reference count. */
+function shared(k: string, paths: ProfilePaths, open: () => Promise<StorePort>): Promise<StorePort> {
   const existing = writers.get(k);
   if (existing) {
     if (existing.profile !== paths.name) {
       throw new StoreOpenError(
         "store_wrong_profile",
-        `${paths.state} is already open in this process as the store of profile '${existing.profile}'`,
+        `${k.startsWith("postgres ") ? k.slice(9) : paths.state} is already open in this process as the store of profile '${existing.profile}'`,
       );
     }
     existing.refs++;
     return existing.store;
   }
-  const entry: Entry = { store: Store.open(storeOptions(paths, settings)), profile: paths.name, refs: 1 };
+  const entry: Entry = { store: open(), profile: paths.name, refs: 1 };
   writers.set(k, entry);
   entry.store.catch(() => writers.delete(k));
   return entry.store;
 }
 
-/** Drop one reference; the connection closes when the last user releases it. */
-export async function releaseStore(store: Store): Promise<void> {
-  const k = key(store.location.path);
-  const entry = writers.get(k);
-  if (!entry || (await entry.store) !== store) return;
-  entry.refs--;
-  if (entry.refs <= 0) {
+/** Drop one reference; the connection (or pool) closes when the last user releases it. */
+export async function releaseStore(store: StorePort): Promise<void> {
+  for (const [k, entry] of writers) {
+    if ((await entry.store.catch(() => null)) !== store) continue;
+    entry.refs--;
+    if (entry.refs > 0) return;
     writers.delete(k);
-    store.close();
+    if (store instanceof Store) store.close();
+    else await (store as PostgresStore).shutdown();
+    return;
   }
 }
 
-/** A read-only view for the dashboard and read commands. */
+/**
+ * A read-only view of the profile's store on the engine its config names, for the dashboard, health
+ * and read commands; null when a SQLite profile has no state.db yet. On PostgreSQL it is a small
+ * pool of its own (a reader never shares the writer's).
+ */
+export async function openProfileReader(
+  paths: ProfilePaths,
+  settings: EngineSettings = {},
+): Promise<ProfileReader | null> {
+  if (settings.engine !== "postgres") return existsSync(paths.state) ? openReader(paths) : null;
+  const store = await openPostgresStore({
+    url: postgresUrl(settings),
+    profile: paths.name,
+    spoolDir: paths.spool,
+    poolMax: 2,
+  });
+  return store;
+}
+
+/** A read-only view of state.db, for the dashboard and read commands. */
 export function openReader(paths: ProfilePaths): StoreReader {
   const o = storeOptions(paths);
   return new StoreReader({

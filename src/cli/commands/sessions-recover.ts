@@ -13,7 +13,7 @@ import { restoreStore } from "../../store/recover/restore.js";
 import { TABLES } from "../../store/recover/row-shapes.js";
 import type { Cli } from "../main.js";
 import { type Output, table } from "../output.js";
-import { withWriter } from "../store-access.js";
+import { requireSqlite, withSqliteWriter } from "../store-access.js";
 
 interface RecoverFlags {
   source?: string;
@@ -77,9 +77,12 @@ export function registerRecoverCommands(sessions: Command, cli: Cli): void {
             },
           );
         }
+        requireSqlite(paths, "tenax sessions restore");
         const result = await restoreStore({ paths, from: flags.from, force: flags.force === true });
         // Open the restored store once as its writer: search works again before anyone asks.
-        const search = await withWriter(paths, (store) => store.index.rebuild("the store was restored"));
+        const search = await withSqliteWriter(paths, "tenax sessions restore", (store) =>
+          store.index.rebuild("the store was restored"),
+        );
         const next = tenaxCommand(paths.name, ["sessions", "list"]);
         if (out.json) {
           out.document({ restore: result, search, next_command: next });

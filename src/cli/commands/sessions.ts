@@ -10,7 +10,7 @@ import type { MessageView } from "../../store/rows.js";
 import { storedToolCalls } from "../../store/tool-calls.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
-import { withReader, withWriter } from "../store-access.js";
+import { withReader, withSqliteWriter, withWriter } from "../store-access.js";
 import { describeLastTurn } from "../turn-state.js";
 import { registerRecoverCommands } from "./sessions-recover.js";
 import { describeStop } from "./sessions-stop.js";
@@ -263,7 +263,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt) =>
       cli.run(opts.json, (out) =>
-        withWriter(cli.profile({ create: true }), async (store) => {
+        withSqliteWriter(cli.profile({ create: true }), "tenax sessions reindex", async (store) => {
           const result = await store.index.rebuild("requested by tenax sessions reindex");
           if (out.json) {
             out.document({ rebuilt: true, ...result, path: store.index.index.path });
@@ -284,8 +284,9 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
     .option("--json", "print JSON")
     .action((opts: JsonOpt & { full?: boolean }) =>
       cli.run(opts.json, (out) =>
-        withWriter(
+        withSqliteWriter(
           cli.profile({ create: true }),
+          "tenax sessions check",
           async (store) => {
             const result = await store.checkIntegrity(opts.full ? "full" : "quick");
             const health = store.health();

@@ -18,7 +18,7 @@ export function registerStatusCommand(program: Command, cli: Cli): void {
         const paths = cli.profile();
         const { config, warnings } = loadConfig(paths);
         for (const warning of warnings) out.warn(warning);
-        const opened = openForStatus(paths);
+        const opened = await openForStatus(paths, config);
         let report: StatusReport;
         try {
           report = await collectStatus({
