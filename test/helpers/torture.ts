@@ -2,8 +2,8 @@
 // X-Session-Id continuity, latency percentiles, and the store checks every torture test ends with.
 import { expect } from "vitest";
 import { RESUME_NOTE } from "../../src/agent/turn-resume.js";
+import type { StoreReads } from "../../src/store/port.js";
 import type { MessageView, TurnView } from "../../src/store/rows.js";
-import type { StoreReader } from "../../src/store/store-reader.js";
 import type { GatewayProcess } from "./gateway.js";
 
 /**
@@ -83,7 +83,7 @@ export const isResumeNote = (m: { role: string; content: unknown }) =>
  * that was interrupted, and every turn with messages starts with its user's message. Returns the
  * figures counted.
  */
-export async function expectConsistent(reader: StoreReader): Promise<{
+export async function expectConsistent(reader: StoreReads): Promise<{
   sessions: number;
   messages: number;
   turns: TurnView[];
