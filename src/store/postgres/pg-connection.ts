@@ -34,6 +34,13 @@ export function createPool(settings: PoolSettings, onIdleError: (error: Error) =
   // An idle connection the server ends (a restart) must never crash the process: the pool drops
   // it and the next query opens a new one.
   pool.on("error", onIdleError);
+  // The pool listens for errors only while a connection is idle. One checked out in a transaction
+  // can be told "terminating connection" between two statements, and an 'error' event nobody
+  // listens to would end the process: the listener keeps it alive, and the next statement on that
+  // connection fails as unreachable, which the transaction reports (and the pool then destroys it).
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+  });
   return pool;
 }
 
