@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { classifiedFailure } from "../../test/helpers/classified.js";
 import { TenaxError } from "../core/errors.js";
 import { type ErrorReason, ProviderError } from "../llm/classified-error.js";
+import { StoreError } from "../store/errors.js";
 import { guardrailFailure, interruptFailure, TurnInterrupt, thrownFailure } from "./turn-failure.js";
 
 function gaveUp(reason: ErrorReason, data: Record<string, unknown> = {}, extra = {}): ProviderError {
@@ -108,7 +109,13 @@ describe("which layer gave up, and why", () => {
       code: "store_unavailable",
       layer: "store",
       next: "free some space",
+      // A sticky failure waits for an operator; a database coming back says its own, shorter wait.
+      retry_after_ms: 30_000,
     });
+    const away = new StoreError("store_unavailable", "the database cannot be reached", {
+      retryAfterMs: 2_000,
+    });
+    expect(thrownFailure(away)).toMatchObject({ code: "store_unavailable", retry_after_ms: 2_000 });
     expect(thrownFailure(new Error("boom"))).toMatchObject({ code: "turn_failed", layer: "agent" });
   });
 

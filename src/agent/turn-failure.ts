@@ -5,6 +5,7 @@
 import { TenaxError } from "../core/errors.js";
 import { type ClassifiedError, type ErrorReason, ProviderError } from "../llm/classified-error.js";
 import type { Target } from "../llm/route-events.js";
+import { storeRefusal } from "../store/errors.js";
 
 /** Who stopped the turn short of an answer. */
 export type FailureLayer =
@@ -119,13 +120,14 @@ export function guardrailFailure(code: GuardrailCode, message: string): TurnFail
 /** The failure of a turn that threw: a provider call that gave up, the store, or a bug. */
 export function thrownFailure(error: unknown, overflow: OverflowState | null = null): TurnFailure {
   if (error instanceof ProviderError) return providerFailure(error, overflow);
-  if (TenaxError.isInstance(error) && error.code.startsWith("store_"))
+  const refusal = storeRefusal(error);
+  if (refusal !== null && TenaxError.isInstance(error))
     return {
       code: "store_unavailable",
       layer: "store",
-      message: `the session store refused a write of the turn (${error.code}): ${error.message}`,
+      message: `the session store refused a write of the turn (${refusal.code}): ${error.message}`,
       next: error.hint ?? "tenax status names what the store needs",
-      retry_after_ms: null,
+      retry_after_ms: refusal.retryAfterMs,
       classified: null,
       target: null,
     };

@@ -4,6 +4,7 @@
 import { TenaxError } from "../core/errors.js";
 import { toHttpError } from "../http/app.js";
 import { HttpError } from "../http/http-error.js";
+import { storeRefusal } from "../store/errors.js";
 
 export const SHUTDOWN_MESSAGE =
   "the gateway is shutting down and takes no new turns; retry against the restarted gateway";
@@ -20,13 +21,14 @@ export function unavailable(): HttpError {
  * and what to run, not a 500 that looks like a gateway bug. Writes it could not take are spooled.
  */
 export function storeUnavailable(error: unknown): HttpError | null {
-  if (!TenaxError.isInstance(error) || !/^store_/.test(error.code)) return null;
+  const refusal = storeRefusal(error);
+  if (refusal === null || !TenaxError.isInstance(error)) return null;
   return new HttpError(
     503,
     "unavailable_error",
     "store_unavailable",
-    `the session store refused the request (${error.code}): ${error.message}${error.hint ? `; ${error.hint}` : ""}`,
-    { "retry-after": "30" },
+    `the session store refused the request (${refusal.code}): ${error.message}${error.hint ? `; ${error.hint}` : ""}`,
+    { "retry-after": String(Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))) },
   );
 }
 

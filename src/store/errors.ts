@@ -20,11 +20,33 @@ export function classifySqliteError(error: unknown): SqliteFailure {
   return "other";
 }
 
+/** A sticky failure (damage, a full disk, a failed sync) waits for an operator: retry in half a minute. */
+const OPERATOR_WAIT_MS = 30_000;
+
+export interface StoreErrorOptions extends TenaxErrorOptions {
+  /** How soon a retry may succeed, when the failure passes by itself (a database coming back, a busy pool). */
+  retryAfterMs?: number;
+}
+
 export class StoreError extends TenaxError {
   override readonly name: string = "StoreError";
-  constructor(code: string, message: string, options: TenaxErrorOptions = {}) {
-    super(code, message, options);
+  /** What a client is told to wait (Retry-After) before trying again. */
+  readonly retryAfterMs: number;
+  constructor(code: string, message: string, options: StoreErrorOptions = {}) {
+    const { retryAfterMs, ...rest } = options;
+    super(code, message, rest);
+    this.retryAfterMs = retryAfterMs ?? OPERATOR_WAIT_MS;
   }
+}
+
+/**
+ * The store's refusal in `error`, or null when it is another layer's. Told by the brand and the
+ * `store_` code every store failure carries, so the layers above never compare codes themselves.
+ */
+export function storeRefusal(error: unknown): { code: string; retryAfterMs: number } | null {
+  if (!TenaxError.isInstance(error) || !error.code.startsWith("store_")) return null;
+  const wait = (error as { retryAfterMs?: unknown }).retryAfterMs;
+  return { code: error.code, retryAfterMs: typeof wait === "number" ? wait : OPERATOR_WAIT_MS };
 }
 
 /** The database file is damaged. Sticky: once raised for a store, every later write raises it too. */

@@ -9,6 +9,14 @@ import type { WriteOp } from "../ops.js";
 import type { Spool } from "../spool.js";
 import type { StoreEvent } from "../store-types.js";
 
+/**
+ * Retry-After for an unreachable database: the store pings it every second and takes writes again
+ * the moment it answers, so a client retrying after two seconds finds it back if it is.
+ */
+const BACK_SOON_MS = 2_000;
+/** A lost commit reply or a busy pool: the next attempt may well succeed at once. */
+const RETRY_NOW_MS = 1_000;
+
 export function describeError(error: unknown): string {
   const code = (error as { code?: unknown })?.code;
   const message = error instanceof Error ? error.message : String(error);
@@ -31,7 +39,7 @@ export class PgFailures {
     return new StoreError(
       "store_unavailable",
       `the PostgreSQL database ${this.where} cannot be reached (${describeError(error)})`,
-      { hint: this.hint(), data: { where: this.where }, cause: error },
+      { hint: this.hint(), data: { where: this.where }, cause: error, retryAfterMs: BACK_SOON_MS },
     );
   }
 
@@ -41,7 +49,12 @@ export class PgFailures {
     return new StoreError(
       "store_unavailable",
       `the PostgreSQL database ${this.where} cannot be reached (${describeError(error)}): the write was not stored.${spooled.said}`,
-      { hint: this.hint(), data: { where: this.where, spooled_to: spooled.file }, cause: error },
+      {
+        hint: this.hint(),
+        data: { where: this.where, spooled_to: spooled.file },
+        cause: error,
+        retryAfterMs: BACK_SOON_MS,
+      },
     );
   }
 
@@ -51,7 +64,12 @@ export class PgFailures {
     return new StoreError(
       "store_commit_unknown",
       `the connection to ${this.where} was lost while the write was being committed (${describeError(error)}): it may or may not be stored; safe to retry: the write is idempotent.${spooled.said}`,
-      { hint: this.hint(), data: { where: this.where, spooled_to: spooled.file }, cause: error },
+      {
+        hint: this.hint(),
+        data: { where: this.where, spooled_to: spooled.file },
+        cause: error,
+        retryAfterMs: RETRY_NOW_MS,
+      },
     );
   }
 
@@ -64,6 +82,7 @@ export class PgFailures {
         hint: "retry it; if it recurs, raise the pool size or see what holds the connections (pg_stat_activity)",
         data: { where: this.where },
         cause: error,
+        retryAfterMs: RETRY_NOW_MS,
       },
     );
   }
