@@ -468,6 +468,14 @@ function mergeLiveStore(component: HealthComponent, live: StoreHealth): HealthCo
       detail: `corrupt since ${new Date(live.corrupt.since).toISOString()}: ${live.corrupt.detail}; new writes are spooled (${live.spooled_records})`,
       next: live.corrupt.recover,
     };
+  if (live.unavailable)
+    return {
+      ...component,
+      ...extra,
+      status: "down",
+      detail: `the PostgreSQL database ${live.path} cannot be reached since ${new Date(live.unavailable.since).toISOString()}: ${live.unavailable.detail}; turns are refused with 503 store_unavailable and refused writes are spooled (${live.spooled_records})`,
+      next: `start PostgreSQL at ${live.path} (or fix the network to it); Tenax takes writes again by itself once it answers, no restart needed`,
+    };
   if (live.disk_failure)
     return {
       ...component,
