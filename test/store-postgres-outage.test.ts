@@ -7,7 +7,7 @@
 import { appendFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { openProfileReader, type ProfileReader } from "../src/store/registry.js";
-import { requireBuild } from "./helpers/cli.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 import { usePostgresCluster } from "./helpers/postgres.js";
 import { type ChatAnswer, chatTurn, expectConsistent, isFinalReply } from "./helpers/torture.js";
@@ -164,6 +164,31 @@ describe("PostgreSQL stopped under load", () => {
         const reply = messages.filter((m) => m.turn_id === question[0]?.turn_id && isFinalReply(m));
         expect(reply.map((m) => m.content)).toEqual([s.answer.reply]);
       }
+
+      // The writes the database refused wait in the spool; the replay folds them in, once.
+      const dry = await tenaxAsync(home, ["store", "replay", "--dry-run", "--json"]);
+      const waiting = (JSON.parse(dry.stdout) as { records: number }).records;
+      expect(waiting, dry.stderr).toBeGreaterThan(0);
+      const status = JSON.parse((await tenaxAsync(home, ["status", "--json"])).stdout) as {
+        components: { store: { spooled_writes: number; next: string | null } };
+      };
+      expect(status.components.store.spooled_writes).toBe(waiting);
+      expect(status.components.store.next).toMatch(/tenax store replay/);
+      const replayed = await tenaxAsync(home, ["store", "replay", "--json"]);
+      expect(replayed.status, replayed.stderr).toBe(0);
+      const report = JSON.parse(replayed.stdout) as { records: number; messages: number; settled: string[] };
+      expect(report.records).toBe(waiting);
+      expect(report.messages).toBeGreaterThan(0);
+      const again = JSON.parse((await tenaxAsync(home, ["store", "replay", "--json"])).stdout) as {
+        records: number;
+      };
+      expect(again.records).toBe(0);
+      // Refused questions are in their sessions now, each in a turn settled as failed, none running.
+      const figures = await expectConsistent(reader);
+      expect(figures.turns.filter((t) => t.status === "running")).toEqual([]);
+      console.log(
+        `postgres outage: replayed ${report.records} spooled writes (${report.messages} messages, ${report.settled.length} turns settled as failed)`,
+      );
     } finally {
       reader.close();
     }

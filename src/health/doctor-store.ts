@@ -10,9 +10,15 @@ import { readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { checkIntegrity } from "../store/integrity.js";
 import { recoverCommand } from "../store/open-database.js";
-import { engineOf, openProfileReader, openReader, type ProfileReader } from "../store/registry.js";
-import { readSpool } from "../store/spool.js";
+import {
+  type EngineSettings,
+  engineOf,
+  openProfileReader,
+  openReader,
+  type ProfileReader,
+} from "../store/registry.js";
 import { type Check, type DoctorDeps, messageOf } from "./doctor-check.js";
+import { salvageHint, spooledWrites } from "./store-component.js";
 
 /** The doctor waits at least this long for the quick check (the store's own open budget may be 0). */
 const MIN_CHECK_MS = 10_000;
@@ -105,10 +111,10 @@ export function searchIndexCheck(paths: ProfilePaths, storeReadable: boolean): C
   return { name, status: "warn", detail: problem, next: tenaxCommand(paths.name, ["sessions", "reindex"]) };
 }
 
-export function spoolCheck(paths: ProfilePaths): Check {
+export function spoolCheck(paths: ProfilePaths, engine: EngineSettings = {}): Check {
   let records: number;
   try {
-    records = readSpool(paths.spool).records.length;
+    records = spooledWrites(paths, engine);
   } catch (error) {
     return { name: "spool", status: "warn", detail: `${paths.spool} cannot be read: ${messageOf(error)}` };
   }
@@ -117,7 +123,7 @@ export function spoolCheck(paths: ProfilePaths): Check {
     name: "spool",
     status: "warn",
     detail: `${records} write${records === 1 ? "" : "s"} wait in ${paths.spool} (the store could not take them)`,
-    next: recoverCommand(paths.state, paths.name),
+    next: salvageHint(paths, engine),
   };
 }
 
@@ -126,14 +132,15 @@ export async function staleSessionsCheck(
   fix: boolean,
   storeReadable: boolean,
   deps: Pick<DoctorDeps, "withWriter" | "now">,
+  engine: EngineSettings = {},
 ): Promise<Check> {
   const name = "stale sessions";
-  if (!existsSync(paths.state)) return { name, status: "ok", detail: "no store yet" };
   if (!storeReadable) return { name, status: "warn", detail: "not checked: the store cannot be read" };
   const now = deps.now();
   let stale: { id: string; session_id: string }[];
   try {
-    const reader = openReader(paths);
+    const reader = await openProfileReader(paths, engine);
+    if (reader === null) return { name, status: "ok", detail: "no store yet" };
     try {
       stale = (await reader.runningTurns())
         .filter((t) => t.lease_expires_at !== null && t.lease_expires_at <= now)

@@ -2,8 +2,10 @@
 // store, stale files and turns, service unit, SQLite, git, policy, sandbox) with a status, one
 // line for people, the next command when it is not ok, and what `--fix` would do or did. Only
 // safe repairs.
+
 import type { LoadedConfig } from "../config/load.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import { engineOf } from "../store/registry.js";
 import type { Check, CheckStatus, DoctorDeps } from "./doctor-check.js";
 import {
   configCheck,
@@ -56,10 +58,11 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   checks.push(integrity);
   // The search index is SQLite's own file; PostgreSQL searches in the same table.
   if (!onPostgres) checks.push(searchIndexCheck(paths, integrity.status !== "fail"));
-  checks.push(spoolCheck(paths));
+  const engine = config.config === null ? {} : engineOf(config.config.store);
+  checks.push(spoolCheck(paths, engine));
   checks.push(stalePidCheck(paths, fix, deps.now()));
   checks.push(await staleLocksCheck(paths, fix, deps.now()));
-  checks.push(await staleSessionsCheck(paths, fix, integrity.status !== "fail", deps));
+  checks.push(await staleSessionsCheck(paths, fix, integrity.status !== "fail", deps, engine));
   checks.push(serviceUnitCheck(paths, deps.env));
   checks.push(sqliteCheck(deps));
   checks.push(gitCheck(config.config, deps));

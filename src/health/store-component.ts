@@ -4,12 +4,14 @@
 import { existsSync } from "node:fs";
 import type { TenaxConfig } from "../config/schema.js";
 import { TenaxError } from "../core/errors.js";
+import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { StoreReads } from "../store/port.js";
 import { urlWithoutPassword } from "../store/postgres/pg-connection.js";
 import { type EngineSettings, engineOf, openProfileReader, type ProfileReader } from "../store/registry.js";
 import { readSpool } from "../store/spool.js";
+import { pendingSpool } from "../store/spool-replay.js";
 import type { Component } from "./status.js";
 
 export type StoreComponent = Component & {
@@ -26,7 +28,7 @@ export async function storeComponent(
   openError: unknown,
   engine: EngineSettings = {},
 ): Promise<StoreComponent> {
-  const spooled = existsSync(paths.spool) ? readSpool(paths.spool).records.length : 0;
+  const spooled = spooledWrites(paths, engine);
   if (openError !== undefined) return unreadableStore(paths, engine, openError, "opened", spooled);
   const spoolNote =
     spooled > 0
@@ -67,10 +69,26 @@ export async function storeComponent(
   }
 }
 
-/** What to do about spooled writes: SQLite's salvage; on PostgreSQL, no replay exists yet. */
-function salvageHint(paths: ProfilePaths, engine: EngineSettings): string {
+/**
+ * Writes waiting in the spool: on SQLite every record (salvage folds them in); on PostgreSQL those
+ * for this database that `tenax store replay` has not replayed yet.
+ */
+export function spooledWrites(paths: ProfilePaths, engine: EngineSettings): number {
+  if (!existsSync(paths.spool)) return 0;
+  if (engine.engine === "postgres" && engine.url !== undefined) {
+    try {
+      return pendingSpool(paths.spool, paths.name, urlWithoutPassword(engine.url)).records.length;
+    } catch {
+      return readSpool(paths.spool).records.length; // its progress file is unreadable: count them all
+    }
+  }
+  return readSpool(paths.spool).records.length;
+}
+
+/** What to do about spooled writes: SQLite's salvage; on PostgreSQL, the replay. */
+export function salvageHint(paths: ProfilePaths, engine: EngineSettings): string {
   return engine.engine === "postgres"
-    ? `the writes the database refused wait in ${paths.spool}; replaying them into PostgreSQL is not built yet, so keep the folder`
+    ? `once the database answers, fold them in: ${tenaxCommand(paths.name, ["store", "replay"])} (see what first with --dry-run; nothing is stored twice)`
     : recoverCommand(paths.state, paths.name);
 }
 

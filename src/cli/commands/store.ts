@@ -5,14 +5,17 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { loadConfig } from "../../config/load.js";
 import { storeSchema } from "../../config/store-schema.js";
 import { UsageError } from "../../core/errors.js";
 import { tenaxCommand } from "../../profile/command-hint.js";
 import { readGatewayPid } from "../../profile/gateway-pid.js";
 import type { ProfilePaths } from "../../profile/paths.js";
 import { type CopyCounts, copyStore } from "../../store/copy.js";
+import { recoverCommand } from "../../store/open-database.js";
 import { openPostgresStore } from "../../store/postgres/open-postgres.js";
 import { urlWithoutPassword } from "../../store/postgres/pg-connection.js";
+import { pendingSpool, type ReplayReport, replaySpool } from "../../store/spool-replay.js";
 import type { Cli } from "../main.js";
 
 interface CopyFlags {
@@ -46,6 +49,82 @@ export function registerStoreCommands(program: Command, cli: Cli): void {
         return 0;
       }),
     );
+  store
+    .command("replay")
+    .description("fold the writes an unreachable PostgreSQL refused (kept in the spool) into it")
+    .option("--dry-run", "only say what would be replayed")
+    .option("--json", "print JSON")
+    .action((flags: ReplayFlags) =>
+      cli.run(flags.json, async (out) => {
+        const paths = cli.profile();
+        const { config } = loadConfig(paths);
+        if (config.store.engine !== "postgres" || config.store.url === undefined)
+          throw new UsageError(
+            "tenax store replay is for a store in PostgreSQL, and this profile's store is SQLite's",
+            {
+              hint: `on SQLite the spool is folded in by salvage: ${recoverCommand(paths.state, paths.name)}`,
+            },
+          );
+        const url = config.store.url;
+        const where = urlWithoutPassword(url);
+        if (flags.dryRun) {
+          const pending = pendingSpool(paths.spool, paths.name, where);
+          const ops = pending.records.reduce((n, r) => n + r.record.ops.length, 0);
+          if (out.json) {
+            out.document({
+              dry_run: true,
+              records: pending.records.length,
+              ops,
+              foreign: pending.foreign,
+              unreadable: pending.unreadable,
+            });
+            return 0;
+          }
+          out.line(
+            `${pending.records.length} spooled writes (${ops} operations) in ${paths.spool} wait to be replayed into ${where}${leftAlone(pending.foreign, pending.unreadable.length)}`,
+          );
+          return 0;
+        }
+        const report = await replayInto(paths, url);
+        if (out.json) {
+          out.document({ ...report, into: where });
+          return report.unreadable.length > 0 ? 1 : 0;
+        }
+        out.line(
+          `replayed ${report.records} spooled writes (${report.ops} operations) into ${where}: ${report.messages} messages stored, ${report.duplicates} already there${report.superseded > 0 ? `, ${report.superseded} operations of turns that ended meanwhile left out` : ""}${report.settled.length > 0 ? `; ${report.settled.length} turns their clients were refused settled as failed (${report.settled.join(", ")})` : ""}${leftAlone(report.foreign, report.unreadable.length)}`,
+        );
+        for (const u of report.unreadable) out.warn(`not a spool record: ${u.file} at byte ${u.offset}`);
+        return report.unreadable.length > 0 ? 1 : 0;
+      }),
+    );
+}
+
+interface ReplayFlags {
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+function leftAlone(foreign: number, unreadable: number): string {
+  const parts = [
+    ...(foreign > 0 ? [`${foreign} of another store or profile`] : []),
+    ...(unreadable > 0 ? [`${unreadable} unreadable lines`] : []),
+  ];
+  return parts.length === 0 ? "" : `; left alone: ${parts.join(", ")}`;
+}
+
+/**
+ * The replay, through a store with a spool of its own: a write the database refuses again stays
+ * where it is in the profile's spool (its offset is not passed), rather than being spooled twice.
+ */
+async function replayInto(paths: ProfilePaths, url: string): Promise<ReplayReport> {
+  const spoolDir = mkdtempSync(join(tmpdir(), "tenax-replay-spool-"));
+  const target = await openPostgresStore({ url, profile: paths.name, spoolDir });
+  try {
+    return await replaySpool(target, paths.spool, paths.name, () => Date.now());
+  } finally {
+    await target.shutdown();
+    rmSync(spoolDir, { recursive: true, force: true });
+  }
 }
 
 function checkUrl(url: string): string {
