@@ -88,7 +88,7 @@ export class PgFailures {
   }
 
   private hint(): string {
-    return `start PostgreSQL at ${this.where} (or fix the network to it); writes resume by themselves once it answers, no restart needed, and writes refused meanwhile are kept in the spool (${this.spool.dir}) for replay`;
+    return `start PostgreSQL at ${this.where} (or fix the network to it); writes resume by themselves once it answers, no restart needed, and writes refused meanwhile are kept in the spool (${this.spool.dir}): fold them in with tenax store replay`;
   }
 
   private keep(ops: WriteOp[], reason: string): { file: string | null; said: string } {
