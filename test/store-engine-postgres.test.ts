@@ -6,6 +6,7 @@
 import { appendFileSync, existsSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { startDashboard } from "./helpers/dashboard.js";
 import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 import { usePostgresCluster } from "./helpers/postgres.js";
 
@@ -86,6 +87,21 @@ describe("tenax store copy", () => {
     expect(store.detail).toMatch(
       /^postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+ \(PostgreSQL, schema \d+, answered in \d+ ms\): 2 sessions, 4 messages/,
     );
+    // The dashboard reads the same database, names it without a password, and finds by search.
+    const dashboard = await startDashboard(home);
+    for (let i = 0; i < 50 && !dashboard.stdout().includes("read-only"); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(dashboard.stdout()).toMatch(/reading postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+ read-only/);
+    const overview = (await (await dashboard.fetch("/api/overview")).json()) as { store: string };
+    expect(overview.store).toMatch(/^postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+$/);
+    for (let i = 0; i < 3; i++) {
+      const listed = (await (await dashboard.fetch("/api/sessions")).json()) as { sessions: unknown[] };
+      expect(listed.sessions).toHaveLength(2);
+    }
+    const found = await (await dashboard.fetch("/api/search?q=postgres")).text();
+    expect(found).toContain("first on postgres");
+    dashboard.child.kill("SIGTERM");
+    await dashboard.exited;
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
     expect(existsSync(paths.state)).toBe(false);

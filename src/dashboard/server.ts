@@ -11,7 +11,7 @@ import type { ProfilePaths } from "../profile/paths.js";
 import { readUpState, type UpState } from "../profile/up-state.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
 import { GatewayProbe, type GatewayProbeOptions, type GatewayView } from "./gateway-probe.js";
-import { type LayersView, readLayers } from "./store-view.js";
+import { closeStoreViews, type LayersView, readLayers, storeWhere } from "./store-view.js";
 
 export interface DashboardOptions {
   paths: ProfilePaths;
@@ -78,6 +78,7 @@ export class Dashboard {
     if (this.watchCapabilities) clearInterval(this.watchCapabilities);
     this.feed.stop();
     await this.probe.stop();
+    await closeStoreViews();
   }
 
   private watchCapabilities: NodeJS.Timeout | null = null;
@@ -145,6 +146,8 @@ export class Dashboard {
       version: this.options.version,
       pid: process.pid,
       state_db: this.options.paths.state,
+      /** Where the store is read: state.db, or the PostgreSQL URL without its password. */
+      store: storeWhere(this.options.paths),
       now: this.now(),
     };
   }

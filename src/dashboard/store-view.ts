@@ -9,6 +9,7 @@ import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { StoreReads } from "../store/port.js";
+import { urlWithoutPassword } from "../store/postgres/pg-connection.js";
 import { type EngineSettings, engineOf, openProfileReader, type ProfileReader } from "../store/registry.js";
 import type { SessionView } from "../store/rows.js";
 import type { SearchResult } from "../store/store-reader.js";
@@ -96,15 +97,43 @@ export async function transcript(
   return found;
 }
 
-/** Open a reader for one request; `empty` is the answer while the profile has no store yet. */
+/**
+ * PostgreSQL readers kept open across requests, by profile and URL: opening one connects and checks
+ * the schema (tens of milliseconds, a server process each time), too much for a page that polls.
+ * Its small pool reconnects by itself after an outage. SQLite readers are still opened per request:
+ * a file handle is cheap, and a restore may replace the file between two requests.
+ */
+const sharedReaders = new Map<string, Promise<ProfileReader | null>>();
+
+/** Close the shared readers (the dashboard is stopping). */
+export async function closeStoreViews(): Promise<void> {
+  const readers = [...sharedReaders.values()];
+  sharedReaders.clear();
+  for (const reader of readers) (await reader.catch(() => null))?.close();
+}
+
+async function openFor(paths: ProfilePaths, engine: EngineSettings): Promise<ProfileReader | null> {
+  if (engine.engine !== "postgres") return openProfileReader(paths, engine);
+  const key = `${paths.name} ${engine.url}`;
+  let reader = sharedReaders.get(key);
+  if (reader === undefined) {
+    reader = openProfileReader(paths, engine);
+    sharedReaders.set(key, reader);
+    reader.catch(() => sharedReaders.delete(key));
+  }
+  return reader;
+}
+
+/** Read through the profile's reader; `empty` is the answer while the profile has no store yet. */
 async function withStore<T>(
   paths: ProfilePaths,
   body: (reader: StoreReads) => Promise<T>,
   empty: T,
 ): Promise<T> {
+  const engine = readersEngine(paths);
   let reader: ProfileReader | null;
   try {
-    reader = await openProfileReader(paths, readersEngine(paths));
+    reader = await openFor(paths, engine);
   } catch (error) {
     throw storeProblem(paths, error);
   }
@@ -114,8 +143,16 @@ async function withStore<T>(
   } catch (error) {
     throw storeProblem(paths, error);
   } finally {
-    reader.close();
+    if (engine.engine !== "postgres") reader.close();
   }
+}
+
+/** Where the dashboard reads the profile's store, safe to show: state.db, or the URL without its password. */
+export function storeWhere(paths: ProfilePaths): string {
+  const engine = readersEngine(paths);
+  return engine.engine === "postgres" && engine.url !== undefined
+    ? urlWithoutPassword(engine.url)
+    : paths.state;
 }
 
 /**

@@ -7,6 +7,7 @@ import { TenaxError } from "../../core/errors.js";
 import { parentPipe } from "../../core/parent-pipe.js";
 import { buildDashboardApp } from "../../dashboard/app.js";
 import { Dashboard } from "../../dashboard/server.js";
+import { storeWhere } from "../../dashboard/store-view.js";
 import { closeApp, isLoopback, listen, parsePort, urlHost } from "../../http/listen.js";
 import { removeDashboardPid, writeDashboardPid } from "../../profile/dashboard-pid.js";
 import { configuredPorts } from "../../profile/ports.js";
@@ -102,7 +103,7 @@ async function serve(
   );
   out.line(`dashboard listening on http://${urlHost(host)}:${bound}`);
   out.line(
-    `dashboard: probing the gateway at ${dashboard.probe.current.url}; reading ${paths.state} read-only`,
+    `dashboard: probing the gateway at ${dashboard.probe.current.url}; reading ${storeWhere(paths)} read-only`,
   );
   const why = await stopSignal;
   removeDashboardPid(paths, process.pid);

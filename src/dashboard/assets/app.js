@@ -332,7 +332,7 @@ async function start() {
   try {
     const { body } = await getJson("/api/overview");
     state.profile = body.profile;
-    $("profile").textContent = `profile ${body.profile} · ${body.state_db}`;
+    $("profile").textContent = `profile ${body.profile} · ${body.store ?? body.state_db}`;
   } catch {
     // tick() shows the server as unreachable.
   }
