@@ -12,6 +12,7 @@ import { openPostgresStore } from "../src/store/postgres/open-postgres.js";
 import type { StoreEvent } from "../src/store/store-types.js";
 import type { PgCluster } from "./helpers/postgres.js";
 import { openPostgresAt } from "./helpers/store-engines.js";
+import { startTcpProxy } from "./helpers/tcp-proxy.js";
 import { rejected } from "./helpers/temp-home.js";
 import { tempDir } from "./helpers/tmp.js";
 
@@ -259,6 +260,70 @@ export function postgresOnly(cluster: () => PgCluster): void {
         duplicates: 0,
       });
       expect((await store.getMessages(sid)).map((m) => m.content)).toEqual(["before", "after", "during"]);
+    });
+
+    it("gives up a write whose reply never comes (a partitioned network) and heals when the network does", async () => {
+      const url = await cluster().createDatabase();
+      const proxy = await startTcpProxy(cluster().port);
+      try {
+        const through = url.replace(`:${cluster().port}/`, `:${proxy.port}/`);
+        const store = await openPostgresStore({
+          url: through,
+          profile: "default",
+          spoolDir: `${tempDir()}/spool`,
+          connectTimeoutMs: 1_000,
+          statementTimeoutMs: 500,
+          pingEveryMs: 200,
+        });
+        try {
+          const sid = await store.createSession();
+          proxy.blackhole(true);
+          const started = Date.now();
+          const lost = await rejected(() =>
+            store.appendMessage({ session_id: sid, role: "user", content: "x" }),
+          );
+          // Not a hang: the client's limit (statement limit + 1 s) ends the wait.
+          expect(Date.now() - started).toBeLessThan(5_000);
+          expect(["store_unavailable", "store_commit_unknown"]).toContain(lost.code);
+          expect(store.health().unavailable).not.toBeNull();
+          proxy.blackhole(false);
+          await until(() => store.health().unavailable === null, 10_000);
+          await store.appendMessage({ session_id: sid, role: "user", content: "after", uid: "u_after" });
+          expect((await store.getMessages(sid)).map((m) => m.content)).toContain("after");
+        } finally {
+          await store.shutdown();
+        }
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it("cancels a write held up by a lock past the statement limit as busy, not as the database away", async () => {
+      const url = await cluster().createDatabase();
+      const store = await openPostgresStore({
+        url,
+        profile: "default",
+        spoolDir: `${tempDir()}/spool`,
+        statementTimeoutMs: 300,
+      });
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      try {
+        const sid = await store.createSession();
+        await holder.query("BEGIN");
+        await holder.query("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", [sid]);
+        const busy = await rejected(() =>
+          store.appendMessage({ session_id: sid, role: "user", content: "x" }),
+        );
+        expect(busy.code).toBe("store_busy");
+        expect(busy.message).toMatch(/ran past its time limit and was cancelled/);
+        expect(store.health().unavailable).toBeNull();
+        await holder.query("ROLLBACK");
+        await store.appendMessage({ session_id: sid, role: "user", content: "x" });
+      } finally {
+        await holder.end();
+        await store.shutdown();
+      }
     });
 
     it("says a write waiting for a connection of a busy pool is busy, not that the database is away", async () => {

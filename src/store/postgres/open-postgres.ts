@@ -22,6 +22,8 @@ export interface PostgresStoreOptions {
   poolMax?: number;
   /** How long a connection attempt waits before the database counts as unreachable (default 5 s). */
   connectTimeoutMs?: number;
+  /** How long one statement may take before it is given up (default 30 s; pg-connection.ts). */
+  statementTimeoutMs?: number;
   /** While the database is unreachable, how often it is pinged to notice its return (default 1 s). */
   pingEveryMs?: number;
   timers?: Timers;
@@ -33,7 +35,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const where = urlWithoutPassword(options.url);
   let store: PostgresStore | null = null;
   const pool = createPool(
-    { url: options.url, max: options.poolMax, connectTimeoutMs: options.connectTimeoutMs },
+    {
+      url: options.url,
+      max: options.poolMax,
+      connectTimeoutMs: options.connectTimeoutMs,
+      statementTimeoutMs: options.statementTimeoutMs,
+    },
     (error) => store?.idleConnectionFailed(error),
   );
   try {

@@ -31,6 +31,8 @@ describe("classifyPgError", () => {
       expect(classifyPgError(coded(code))).toBe("unavailable");
     expect(classifyPgError(new Error("Connection terminated unexpectedly"))).toBe("unavailable");
     expect(classifyPgError(new Error("timeout exceeded when trying to connect"))).toBe("unavailable");
+    // The client gave up on a reply (query_timeout): the connection's state is unknown, so it goes.
+    expect(classifyPgError(new Error("Query read timeout"))).toBe("unavailable");
     expect(classifyPgError(coded("23505"))).toBe("other");
     expect(classifyPgError("weird")).toBe("other");
   });

@@ -19,6 +19,11 @@ export interface PoolSettings {
   max?: number;
   /** How long a connection attempt waits before the database counts as unreachable (default 5 s). */
   connectTimeoutMs?: number;
+  /**
+   * How long one statement may take (default 30 s). The server cancels it then; a reply that never
+   * comes (a network dropping packets, a host gone without a reset) is given up a second later.
+   */
+  statementTimeoutMs?: number;
 }
 
 /** A pool whose BIGINT columns are parsed as numbers; idle connections that die are dropped quietly. */
@@ -29,6 +34,10 @@ export function createPool(settings: PoolSettings, onIdleError: (error: Error) =
     connectionTimeoutMillis: settings.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
+    // Without both a write could wait forever on a partitioned network: TCP keepalive notices only
+    // after hours. The client's limit ends the wait and the connection is thrown away (unavailable).
+    statement_timeout: settings.statementTimeoutMs ?? 30_000,
+    query_timeout: (settings.statementTimeoutMs ?? 30_000) + 1_000,
     types,
   });
   // An idle connection the server ends (a restart) must never crash the process: the pool drops
@@ -85,7 +94,7 @@ export function classifyPgError(error: unknown): PgFailure {
   }
   const message = error instanceof Error ? error.message : "";
   if (
-    /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|not queryable/i.test(
+    /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable|not queryable/i.test(
       message,
     )
   ) {

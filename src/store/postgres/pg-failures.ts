@@ -73,6 +73,23 @@ export class PgFailures {
     );
   }
 
+  /**
+   * The server cancelled a statement past its time limit: the database answers but is overloaded,
+   * or a lock is held for long. Nothing was stored, and nothing is spooled (it is not away).
+   */
+  statementTimeout(error: unknown): StoreError {
+    return new StoreBusyError(
+      "store_busy",
+      `a statement on ${this.where} ran past its time limit and was cancelled (${describeError(error)}): it was not stored`,
+      {
+        hint: "retry it; if it recurs, see what the database is busy with or which lock is held (pg_stat_activity)",
+        data: { where: this.where },
+        cause: error,
+        retryAfterMs: RETRY_NOW_MS,
+      },
+    );
+  }
+
   /** Every connection of the pool stayed busy while this write or read waited for one. */
   poolBusy(error: unknown, max: number): StoreError {
     return new StoreBusyError(

@@ -102,6 +102,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
         return result.rows;
       } catch (error) {
         if (this.poolBusy(error)) throw this.failures.poolBusy(error, this.poolMax());
+        if (isStatementTimeout(error)) throw this.failures.statementTimeout(error);
         if (classifyPgError(error) !== "unavailable") throw error;
         // A pooled connection the server closed since its last use: one more try on a new one.
         if (attempt < 2) continue;
@@ -154,6 +155,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
 
   private transactionFailed(error: unknown, ops: WriteOp[] | null): unknown {
     if (this.poolBusy(error)) return this.failures.poolBusy(error, this.poolMax());
+    if (isStatementTimeout(error)) return this.failures.statementTimeout(error);
     if (error instanceof CommitOutcomeUnknown) {
       this.availability.down(describeError(error.original));
       return this.failures.commitUnknown(ops ?? [], error.original);
@@ -356,4 +358,9 @@ export class PostgresStore extends StoreDomain implements StorePort {
     this.close();
     await this.ending;
   }
+}
+
+/** The server cancelled a statement that ran past statement_timeout (SQLSTATE 57014). */
+function isStatementTimeout(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === "57014";
 }
