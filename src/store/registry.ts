@@ -45,6 +45,8 @@ interface Entry {
 }
 
 const writers = new Map<string, Entry>();
+/** Each opened store's key in `writers`, so releasing one finds its entry without awaiting the others. */
+const keys = new WeakMap<StorePort, string>();
 
 function key(path: string): string {
   try {
@@ -113,7 +115,14 @@ function shared(k: string, paths: ProfilePaths, open: () => Promise<StorePort>):
     existing.refs++;
     return existing.store;
   }
-  const entry: Entry = { store: open(), profile: paths.name, refs: 1 };
+  const entry: Entry = {
+    store: open().then((store) => {
+      keys.set(store, k);
+      return store;
+    }),
+    profile: paths.name,
+    refs: 1,
+  };
   writers.set(k, entry);
   entry.store.catch(() => writers.delete(k));
   return entry.store;
@@ -121,15 +130,15 @@ function shared(k: string, paths: ProfilePaths, open: () => Promise<StorePort>):
 
 /** Drop one reference; the connection (or pool) closes when the last user releases it. */
 export async function releaseStore(store: StorePort): Promise<void> {
-  for (const [k, entry] of writers) {
-    if ((await entry.store.catch(() => null)) !== store) continue;
-    entry.refs--;
-    if (entry.refs > 0) return;
-    writers.delete(k);
-    if (store instanceof Store) store.close();
-    else await (store as PostgresStore).shutdown();
-    return;
-  }
+  const k = keys.get(store);
+  const entry = k === undefined ? undefined : writers.get(k);
+  if (k === undefined || entry === undefined) return;
+  entry.refs--;
+  if (entry.refs > 0) return;
+  writers.delete(k);
+  keys.delete(store);
+  if (store instanceof Store) store.close();
+  else await (store as PostgresStore).shutdown();
 }
 
 /**
