@@ -2,7 +2,7 @@
 // port of 127.0.0.1 with its socket in that folder, each test in a database of its own. Never a
 // default port, never a shared server; stopped (immediately) and removed after the file's tests.
 // Debian's binaries under /usr/lib/postgresql/<version>/bin are used (.ci/run installs them).
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -81,6 +81,19 @@ function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A watcher outside this process stops the cluster (and removes its folder) once the test process
+ * is gone: a worker killed by a timeout or a signal never reaches afterAll, and its server would
+ * otherwise keep running, holding memory and a port, for the rest of the run.
+ */
+function reapWhenGone(pid: number, stop: [string, string[]], dir: string): void {
+  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+  const stopCommand = [stop[0], ...stop[1]].map(quote).join(" ");
+  const remove = process.env.TENAX_KEEP_TMP ? "true" : `rm -rf ${quote(dir)}`;
+  const script = `while kill -0 ${pid} 2>/dev/null; do sleep 2; done; if [ -d ${quote(dir)} ]; then ${stopCommand} >/dev/null 2>&1; ${remove}; fi`;
+  spawn("sh", ["-c", script], { detached: true, stdio: "ignore" }).unref();
+}
+
 let databases = 0;
 
 /** Initialise and start a cluster (about 1.5 s). */
@@ -116,6 +129,11 @@ export async function startCluster(): Promise<PgCluster> {
       if (attempt >= 5 || !/could not bind|already in use/i.test(text)) throw error;
     }
   }
+  reapWhenGone(
+    process.pid,
+    [...wrap(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"])],
+    dir,
+  );
   const url = (database: string) => `postgres://tenax@127.0.0.1:${port}/${database}`;
   return {
     dir,
