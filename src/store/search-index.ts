@@ -314,6 +314,25 @@ export function toFtsQuery(input: string): string | null {
   return terms.length === 0 ? null : terms.join(" AND ");
 }
 
+/** The phrases of an expression toFtsQuery made (each one must match), for snippets and PostgreSQL. */
+export function phrasesOf(expression: string): string[] {
+  return expression.match(/"[^"]*"/g)?.map((t) => t.slice(1, -1)) ?? [];
+}
+
+/** A window of the text around the first matching word, as search results show it. */
+export function snippet(text: string, terms: readonly string[], width = 80): string {
+  const lower = text.toLowerCase();
+  let at = -1;
+  for (const term of terms) {
+    const first = term.split(" ")[0]?.toLowerCase() ?? "";
+    const i = first === "" ? -1 : lower.indexOf(first);
+    if (i >= 0 && (at < 0 || i < at)) at = i;
+  }
+  const start = Math.max(0, at - width / 2);
+  const piece = text.slice(start, start + width).replace(/\s+/g, " ");
+  return `${start > 0 ? "…" : ""}${piece}${start + width < text.length ? "…" : ""}`;
+}
+
 /** The searchable text of a message: its text content and the names and arguments of its tool calls. */
 export function indexText(content: string | null, kind: string, toolCalls: string | null): string {
   const parts: string[] = [];

@@ -11,7 +11,7 @@ import type { StoreReads } from "./port.js";
 import * as q from "./queries.js";
 import { getResponse, latestResponseId, type ResponseView, responseWithItem } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
-import { SearchIndex, type SearchOrder, toFtsQuery } from "./search-index.js";
+import { phrasesOf, SearchIndex, type SearchOrder, snippet, toFtsQuery } from "./search-index.js";
 
 export interface SearchResultItem {
   message: MessageView;
@@ -212,7 +212,7 @@ export class SqliteReads implements Omit<StoreReads, "engine" | "where"> {
         hits.map((h) => h.id),
       ),
     );
-    const terms = expression.match(/"[^"]*"/g)?.map((t) => t.slice(1, -1)) ?? [];
+    const terms = phrasesOf(expression);
     const items: SearchResultItem[] = [];
     for (const hit of hits) {
       const message = messages.get(hit.id);
@@ -240,19 +240,6 @@ export class SqliteReads implements Omit<StoreReads, "engine" | "where"> {
       `full-text search is unavailable: the index ${this.location.searchPath} is missing or damaged; transcripts are not affected`
     );
   }
-}
-
-function snippet(text: string, terms: string[], width = 80): string {
-  const lower = text.toLowerCase();
-  let at = -1;
-  for (const term of terms) {
-    const first = term.split(" ")[0]?.toLowerCase() ?? "";
-    const i = first === "" ? -1 : lower.indexOf(first);
-    if (i >= 0 && (at < 0 || i < at)) at = i;
-  }
-  const start = Math.max(0, at - width / 2);
-  const piece = text.slice(start, start + width).replace(/\s+/g, " ");
-  return `${start > 0 ? "…" : ""}${piece}${start + width < text.length ? "…" : ""}`;
 }
 
 /**

@@ -3,7 +3,7 @@
 // its GIN index, best matches first. The index is part of the row, so nothing is ever pending.
 import { UsageError } from "../../core/errors.js";
 import { toMessageView } from "../rows.js";
-import { toFtsQuery } from "../search-index.js";
+import { phrasesOf, snippet, toFtsQuery } from "../search-index.js";
 import type { SearchResult } from "../store-reader.js";
 import type { Query } from "./pg-reads.js";
 import { SEARCH_CONFIG } from "./pg-schema.js";
@@ -12,21 +12,7 @@ import { SEARCH_CONFIG } from "./pg-schema.js";
 function phrases(query: string): string[] {
   const expression = toFtsQuery(query);
   if (expression === null) throw new UsageError("the search query has no words to look for");
-  return expression.match(/"[^"]*"/g)?.map((t) => t.slice(1, -1)) ?? [];
-}
-
-/** A window of the text around the first matching word, as SQLite's search shows it. */
-export function snippet(text: string, terms: readonly string[], width = 80): string {
-  const lower = text.toLowerCase();
-  let at = -1;
-  for (const term of terms) {
-    const first = term.split(" ")[0]?.toLowerCase() ?? "";
-    const i = first === "" ? -1 : lower.indexOf(first);
-    if (i >= 0 && (at < 0 || i < at)) at = i;
-  }
-  const start = Math.max(0, at - width / 2);
-  const piece = text.slice(start, start + width).replace(/\s+/g, " ");
-  return `${start > 0 ? "…" : ""}${piece}${start + width < text.length ? "…" : ""}`;
+  return phrasesOf(expression);
 }
 
 export async function searchMessages(
