@@ -14,7 +14,7 @@ import type {
   WriteOp,
 } from "./ops.js";
 import type { SpoolRecord } from "./spool.js";
-import type { NewMessage, NewSession } from "./store-types.js";
+import type { NewMessage, NewSession, StoreEvent } from "./store-types.js";
 
 /** A write committed (visible to reads) and, later, durable (safe to acknowledge). */
 export interface StagedWrite {
@@ -58,6 +58,23 @@ export function messageAppendOp(input: NewMessage, now: number): WriteOp {
 
 export abstract class StoreDomain {
   protected abstract readonly clock: Clock;
+  private readonly listeners = new Set<(event: StoreEvent) => void>();
+
+  /** Hear the store's events (faults, recoveries, integrity); returns the function that stops it. */
+  on(listener: (event: StoreEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  protected emit(event: StoreEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A failing listener must never break a write.
+      }
+    }
+  }
 
   /** Apply operations in one transaction; resolves once they are durable (the acknowledgement). */
   abstract write(ops: WriteOp[], options?: ApplyOptions): Promise<OpResult[]>;

@@ -24,7 +24,7 @@ import { StoreCredentials } from "./store-credentials.js";
 import { type StagedWrite, StoreDomain } from "./store-domain.js";
 import { StoreFailures } from "./store-failures.js";
 import { type SearchResult, SqliteReads, type StoreLocation } from "./store-reader.js";
-import type { StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
+import type { StoreHealth, StoreOptions } from "./store-types.js";
 import { WalSync } from "./wal-sync.js";
 
 export type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
@@ -47,7 +47,6 @@ export class Store extends StoreDomain implements StorePort {
   private readonly spool: Spool;
   private readonly failures: StoreFailures;
   private readonly deps: Deps;
-  private readonly listeners = new Set<(event: StoreEvent) => void>();
   private corrupt: StoreHealth["corrupt"] = null;
   private diskFailure: StoreHealth["disk_failure"] = null;
   /** Syncs the WAL before a group is acknowledged (synchronous: full); null when not durable. */
@@ -120,21 +119,6 @@ export class Store extends StoreDomain implements StorePort {
     // Only state.db is checked on open: search.db is derived, and FTS5's own check of a large
     // index takes seconds; its damage shows on use and is rebuilt. `checkIntegrity` checks both.
     if (budget > 0) await this.checkIntegrity("quick", budget, { search: false });
-  }
-
-  on(listener: (event: StoreEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  private emit(event: StoreEvent): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A failing listener must never break a write.
-      }
-    }
   }
 
   private readDb(): Database.Database {

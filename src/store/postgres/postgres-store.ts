@@ -35,7 +35,6 @@ export class PostgresStore extends StoreDomain implements StorePort {
   readonly engine: StoreEngineName = "postgres";
   protected readonly clock: Clock;
   private readonly deps: Deps;
-  private readonly listeners = new Set<(event: StoreEvent) => void>();
   private readonly spool: Spool;
   private readonly failures: PgFailures;
   private readonly availability: Availability;
@@ -68,21 +67,6 @@ export class PostgresStore extends StoreDomain implements StorePort {
   /** Told by the pool that an idle connection died (the server went away under it). */
   idleConnectionFailed(error: unknown): void {
     if (classifyPgError(error) === "unavailable") this.availability.down(describeError(error));
-  }
-
-  on(listener: (event: StoreEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  private emit(event: StoreEvent): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A failing listener must never break a write.
-      }
-    }
   }
 
   private closedError(): StoreError {
