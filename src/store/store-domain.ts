@@ -13,6 +13,7 @@ import type {
   TurnUpdateOp,
   WriteOp,
 } from "./ops.js";
+import { ReadView } from "./read-view.js";
 import type { SpoolRecord } from "./spool.js";
 import type { NewMessage, NewSession, StoreEvent } from "./store-types.js";
 
@@ -56,7 +57,7 @@ export function messageAppendOp(input: NewMessage, now: number): WriteOp {
   };
 }
 
-export abstract class StoreDomain {
+export abstract class StoreDomain extends ReadView {
   protected abstract readonly clock: Clock;
   private readonly listeners = new Set<(event: StoreEvent) => void>();
 

@@ -9,6 +9,7 @@ import { classifySqliteError, SearchUnavailableError } from "./errors.js";
 import { corruptStoreError, openDatabase } from "./open-database.js";
 import type { StoreReads } from "./port.js";
 import * as q from "./queries.js";
+import { ReadView, type RepositoryReads } from "./read-view.js";
 import { getResponse, latestResponseId, type ResponseView, responseWithItem } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
 import { phrasesOf, SearchIndex, type SearchOrder, snippet, toFtsQuery } from "./search-index.js";
@@ -56,7 +57,7 @@ export interface SqliteReadSource {
  * over its own connections). Every read is async, as the port says; SQLite answers on the caller's
  * stack, so the promise is settled by the time it is returned (a failure is a rejection).
  */
-export class SqliteReads implements Omit<StoreReads, "engine" | "where"> {
+export class SqliteReads implements RepositoryReads {
   constructor(private readonly source: SqliteReadSource) {}
 
   private get location(): StoreLocation {
@@ -246,14 +247,15 @@ export class SqliteReads implements Omit<StoreReads, "engine" | "where"> {
  * A read-only view of a profile's SQLite store, for the dashboard and read commands: the port's
  * reads (StoreReads) over connections that never write a byte.
  */
-export class StoreReader implements StoreReads {
+export class StoreReader extends ReadView implements StoreReads {
   readonly engine = "sqlite" as const;
   readonly where: string;
   private readonly db: Database.Database;
   private readonly index: SearchIndex;
-  private readonly reads: SqliteReads;
+  protected readonly reads: SqliteReads;
 
   constructor(readonly location: StoreLocation) {
+    super();
     this.where = location.path;
     this.db = openDatabase(location.path, { readonly: true, profile: location.profile });
     const storeId = this.db.prepare("SELECT value FROM meta WHERE key = 'store_id'").pluck().get() as
@@ -277,86 +279,6 @@ export class StoreReader implements StoreReads {
   private searchProblem(): string {
     const why = this.index.problem ?? "is missing or damaged";
     return `full-text search is unavailable: the index ${this.location.searchPath} ${why}; transcripts are not affected, and a running gateway rebuilds the index by itself`;
-  }
-
-  getSession(id: string): Promise<SessionView | null> {
-    return this.reads.getSession(id);
-  }
-
-  listSessions(options?: q.ListOptions): Promise<SessionView[]> {
-    return this.reads.listSessions(options);
-  }
-
-  resolveSessionId(idOrPrefix: string): Promise<string> {
-    return this.reads.resolveSessionId(idOrPrefix);
-  }
-
-  getMessages(sessionId: string): Promise<MessageView[]> {
-    return this.reads.getMessages(sessionId);
-  }
-
-  getTurns(sessionId: string): Promise<TurnView[]> {
-    return this.reads.getTurns(sessionId);
-  }
-
-  runningTurns(): Promise<TurnView[]> {
-    return this.reads.runningTurns();
-  }
-
-  interruptedTurnsOf(owner: string, since: number): Promise<TurnView[]> {
-    return this.reads.interruptedTurnsOf(owner, since);
-  }
-
-  findConversation(hash: string): Promise<string | null> {
-    return this.reads.findConversation(hash);
-  }
-
-  conversationHash(sessionId: string): Promise<string | null> {
-    return this.reads.conversationHash(sessionId);
-  }
-
-  getRecord<T = unknown>(kind: string, key: string): Promise<T | null> {
-    return this.reads.getRecord<T>(kind, key);
-  }
-
-  getRecordText(kind: string, key: string): Promise<string | null> {
-    return this.reads.getRecordText(kind, key);
-  }
-
-  listRecords<T = unknown>(kind: string, options?: { sessionId?: string }): Promise<q.RecordView<T>[]> {
-    return this.reads.listRecords<T>(kind, options);
-  }
-
-  recordStamp(kind: string): Promise<string> {
-    return this.reads.recordStamp(kind);
-  }
-
-  recordVersions(kind: string): Promise<Map<string, string>> {
-    return this.reads.recordVersions(kind);
-  }
-
-  getResponse(id: string): Promise<ResponseView | null> {
-    return this.reads.getResponse(id);
-  }
-
-  responseWithItem(itemId: string): Promise<ResponseView | null> {
-    return this.reads.responseWithItem(itemId);
-  }
-
-  latestResponseId(sessionId: string): Promise<string | null> {
-    return this.reads.latestResponseId(sessionId);
-  }
-
-  credentialStates(): Promise<CredentialState[]> {
-    return this.reads.credentialStates();
-  }
-
-  search(query: string, options?: { limit?: number }): Promise<SearchResult> {
-    return this.reads.search(query, options);
-  }
-
-  stats(): Promise<q.StoreStats> {
-    return this.reads.stats();
   }
 
   close(): void {

@@ -7,23 +7,20 @@
 import Database from "better-sqlite3";
 import { type Clock, type Deps, defaultDeps } from "../core/deps.js";
 import { retryWhileBusy } from "./busy-retry.js";
-import type { CredentialState, CredentialStateStore } from "./credential-ledger.js";
+import type { CredentialStateStore } from "./credential-ledger.js";
 import { classifySqliteError, StoreError } from "./errors.js";
 import { applyGroup, GroupCommit, type QueuedWrite, type WriteOutcome } from "./group-commit.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
 import { type ApplyOptions, OpApplier, type OpResult, type WriteOp } from "./ops.js";
 import type { StorePort } from "./port.js";
-import type { ListOptions, RecordView, StoreStats } from "./queries.js";
-import type { ResponseView } from "./response-rows.js";
-import type { MessageView, SessionView, TurnView } from "./rows.js";
 import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
 import { Spool } from "./spool.js";
 import { StoreCredentials } from "./store-credentials.js";
 import { type StagedWrite, StoreDomain } from "./store-domain.js";
 import { StoreFailures } from "./store-failures.js";
-import { type SearchResult, SqliteReads, type StoreLocation } from "./store-reader.js";
+import { SqliteReads, type StoreLocation } from "./store-reader.js";
 import type { StoreHealth, StoreOptions } from "./store-types.js";
 import { WalSync } from "./wal-sync.js";
 
@@ -39,7 +36,7 @@ export class Store extends StoreDomain implements StorePort {
   readonly where: string;
   readonly location: StoreLocation;
   protected readonly clock: Clock;
-  private readonly reads: SqliteReads;
+  protected readonly reads: SqliteReads;
   private db: Database.Database | null;
   private guard: Database.Database | null = null;
   private readonly applier: OpApplier;
@@ -311,87 +308,7 @@ export class Store extends StoreDomain implements StorePort {
     this.emit({ type: "store.corrupt", path: this.location.path, detail, recover });
   }
 
-  // ---- reads (the port's, by the SQLite reads over this store's connection) ----------------
-
-  getSession(id: string): Promise<SessionView | null> {
-    return this.reads.getSession(id);
-  }
-
-  listSessions(options?: ListOptions): Promise<SessionView[]> {
-    return this.reads.listSessions(options);
-  }
-
-  resolveSessionId(idOrPrefix: string): Promise<string> {
-    return this.reads.resolveSessionId(idOrPrefix);
-  }
-
-  getMessages(sessionId: string): Promise<MessageView[]> {
-    return this.reads.getMessages(sessionId);
-  }
-
-  getTurns(sessionId: string): Promise<TurnView[]> {
-    return this.reads.getTurns(sessionId);
-  }
-
-  runningTurns(): Promise<TurnView[]> {
-    return this.reads.runningTurns();
-  }
-
-  interruptedTurnsOf(owner: string, since: number): Promise<TurnView[]> {
-    return this.reads.interruptedTurnsOf(owner, since);
-  }
-
-  findConversation(hash: string): Promise<string | null> {
-    return this.reads.findConversation(hash);
-  }
-
-  conversationHash(sessionId: string): Promise<string | null> {
-    return this.reads.conversationHash(sessionId);
-  }
-
-  getRecord<T = unknown>(kind: string, key: string): Promise<T | null> {
-    return this.reads.getRecord<T>(kind, key);
-  }
-
-  getRecordText(kind: string, key: string): Promise<string | null> {
-    return this.reads.getRecordText(kind, key);
-  }
-
-  listRecords<T = unknown>(kind: string, options?: { sessionId?: string }): Promise<RecordView<T>[]> {
-    return this.reads.listRecords<T>(kind, options);
-  }
-
-  recordStamp(kind: string): Promise<string> {
-    return this.reads.recordStamp(kind);
-  }
-
-  recordVersions(kind: string): Promise<Map<string, string>> {
-    return this.reads.recordVersions(kind);
-  }
-
-  getResponse(id: string): Promise<ResponseView | null> {
-    return this.reads.getResponse(id);
-  }
-
-  responseWithItem(itemId: string): Promise<ResponseView | null> {
-    return this.reads.responseWithItem(itemId);
-  }
-
-  latestResponseId(sessionId: string): Promise<string | null> {
-    return this.reads.latestResponseId(sessionId);
-  }
-
-  credentialStates(): Promise<CredentialState[]> {
-    return this.reads.credentialStates();
-  }
-
-  search(query: string, options?: { limit?: number }): Promise<SearchResult> {
-    return this.reads.search(query, options);
-  }
-
-  stats(): Promise<StoreStats> {
-    return this.reads.stats();
-  }
+  // ---- reads: the port's come from ReadView, answered by SqliteReads over this connection ----
 
   /** Delete sessions idle since before the cutoff, one short transaction each; running turns are kept. */
   async pruneSessions(cutoffMs: number, dryRun = false): Promise<string[]> {

@@ -5,19 +5,12 @@
 // in the spool, reads are refused too, and the pool reconnects by itself once it answers again.
 import type pg from "pg";
 import { backgroundTimers, type Clock, type Deps, defaultDeps } from "../../core/deps.js";
-import { UsageError } from "../../core/errors.js";
-import { tenaxCommand } from "../../profile/command-hint.js";
-import type { CredentialState, CredentialStateStore } from "../credential-ledger.js";
-import { parseCredentialRow } from "../credential-ledger.js";
+import type { CredentialStateStore } from "../credential-ledger.js";
 import { StoreError } from "../errors.js";
 import type { ApplyOptions, OpResult, WriteOp } from "../ops.js";
 import type { StoreEngineName, StorePort } from "../port.js";
-import type { ListOptions, RecordView, StoreStats } from "../queries.js";
-import type { ResponseView } from "../response-rows.js";
-import type { MessageView, SessionView, TurnView } from "../rows.js";
 import { Spool } from "../spool.js";
 import { type StagedWrite, StoreDomain } from "../store-domain.js";
-import type { SearchResult } from "../store-reader.js";
 import type { StoreEvent, StoreHealth } from "../store-types.js";
 import type { PostgresStoreOptions } from "./open-postgres.js";
 import { Availability } from "./pg-availability.js";
@@ -25,13 +18,12 @@ import { classifyPgError } from "./pg-connection.js";
 import { PgCredentialLedger, PgStoreCredentials } from "./pg-credentials.js";
 import { describeError, PgFailures } from "./pg-failures.js";
 import { PgOpApplier } from "./pg-ops.js";
-import * as reads from "./pg-reads.js";
-import * as responses from "./pg-responses.js";
-import { searchMessages } from "./pg-search.js";
-import { pgStoreStats } from "./pg-stats.js";
+import type { Query } from "./pg-reads.js";
+import { PgReads } from "./pg-repository.js";
 import { CommitOutcomeUnknown, inTransaction } from "./pg-transaction.js";
 
 export class PostgresStore extends StoreDomain implements StorePort {
+  protected readonly reads: PgReads;
   readonly engine: StoreEngineName = "postgres";
   protected readonly clock: Clock;
   private readonly deps: Deps;
@@ -62,6 +54,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
       () => this.query("SELECT 1"),
       options.pingEveryMs ?? 1_000,
     );
+    this.reads = new PgReads(this.query, where, options.profile);
   }
 
   /** Told by the pool that an idle connection died (the server went away under it). */
@@ -74,10 +67,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
   }
 
   /** One statement; a database that cannot be reached is noted and the read refused as such. */
-  private readonly query: reads.Query = async <R extends pg.QueryResultRow>(
-    sql: string,
-    values?: unknown[],
-  ) => {
+  private readonly query: Query = async <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) => {
     if (this.ending !== null) throw this.closedError();
     for (let attempt = 1; ; attempt++) {
       try {
@@ -200,115 +190,6 @@ export class PostgresStore extends StoreDomain implements StorePort {
       "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now",
     );
     return Number(row?.now);
-  }
-
-  // ---- reads --------------------------------------------------------------------------------
-
-  getSession(id: string): Promise<SessionView | null> {
-    return reads.getSession(this.query, id);
-  }
-
-  listSessions(options?: ListOptions): Promise<SessionView[]> {
-    return reads.listSessions(this.query, options);
-  }
-
-  async resolveSessionId(idOrPrefix: string): Promise<string> {
-    if (await this.getSession(idOrPrefix)) return idOrPrefix;
-    const matches = await reads.findSessionIds(this.query, idOrPrefix);
-    if (matches.length === 1 && matches[0] !== undefined) return matches[0];
-    if (matches.length > 1) {
-      throw new UsageError(
-        `session id prefix '${idOrPrefix}' matches several sessions: ${matches.join(", ")}`,
-        {
-          hint: "give more characters of the id",
-        },
-      );
-    }
-    throw new UsageError(`no session '${idOrPrefix}' in ${this.where}`, {
-      hint: `list the sessions with: ${tenaxCommand(this.options.profile, ["sessions", "list"])}`,
-    });
-  }
-
-  getMessages(sessionId: string): Promise<MessageView[]> {
-    return reads.getMessages(this.query, sessionId);
-  }
-
-  getTurns(sessionId: string): Promise<TurnView[]> {
-    return reads.getTurns(this.query, "session_id = $1", [sessionId]);
-  }
-
-  runningTurns(): Promise<TurnView[]> {
-    return reads.getTurns(this.query, "status = 'running'", []);
-  }
-
-  interruptedTurnsOf(owner: string, since: number): Promise<TurnView[]> {
-    return reads.getTurns(this.query, "status = 'interrupted' AND lease_owner = $1 AND started_at >= $2", [
-      owner,
-      since,
-    ]);
-  }
-
-  async findConversation(hash: string): Promise<string | null> {
-    const [row] = await this.query<{ id: string }>(
-      "SELECT id FROM sessions WHERE conversation_hash = $1 ORDER BY updated_at DESC, row_no DESC LIMIT 1",
-      [hash],
-    );
-    return row?.id ?? null;
-  }
-
-  async conversationHash(sessionId: string): Promise<string | null> {
-    const [row] = await this.query<{ hash: string | null }>(
-      "SELECT conversation_hash AS hash FROM sessions WHERE id = $1",
-      [sessionId],
-    );
-    return row?.hash ?? null;
-  }
-
-  getRecord<T = unknown>(kind: string, key: string): Promise<T | null> {
-    return reads.getRecord<T>(this.query, kind, key);
-  }
-
-  getRecordText(kind: string, key: string): Promise<string | null> {
-    return reads.getRecordText(this.query, kind, key);
-  }
-
-  listRecords<T = unknown>(kind: string, options: { sessionId?: string } = {}): Promise<RecordView<T>[]> {
-    return reads.listRecords<T>(this.query, kind, options.sessionId);
-  }
-
-  recordStamp(kind: string): Promise<string> {
-    return reads.recordStamp(this.query, kind);
-  }
-
-  recordVersions(kind: string): Promise<Map<string, string>> {
-    return reads.recordVersions(this.query, kind);
-  }
-
-  getResponse(id: string): Promise<ResponseView | null> {
-    return responses.getResponse(this.query, id);
-  }
-
-  responseWithItem(itemId: string): Promise<ResponseView | null> {
-    return responses.responseWithItem(this.query, itemId);
-  }
-
-  latestResponseId(sessionId: string): Promise<string | null> {
-    return responses.latestResponseId(this.query, sessionId);
-  }
-
-  async credentialStates(): Promise<CredentialState[]> {
-    const rows = await this.query(
-      'SELECT * FROM credential_state ORDER BY provider COLLATE "C", fingerprint COLLATE "C"',
-    );
-    return rows.map(parseCredentialRow);
-  }
-
-  search(query: string, options?: { limit?: number }): Promise<SearchResult> {
-    return searchMessages(this.query, query, options);
-  }
-
-  stats(): Promise<StoreStats> {
-    return pgStoreStats(this.query, this.where);
   }
 
   // ---- health and lifecycle ---------------------------------------------------------------
