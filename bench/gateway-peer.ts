@@ -517,20 +517,33 @@ export function judgeGatewayAims(r: GatewayPeerResult): Aim[] {
   ];
 }
 
-/** Issue 26: the store port costs the gateway at most 5% at p50 (only when tenax_before ran). */
+/**
+ * A target kept up with the open-loop rate: above what it can serve, its p50 is the queue's length
+ * after a round, which says nothing about the cost of a turn.
+ */
+function keptUp(r: GatewayPeerResult, t: GatewayTarget): boolean {
+  const open = (r.open as Partial<Record<GatewayTarget, OpenFigures>>)[t];
+  return open !== undefined && open.achieved_rps >= 0.97 * r.settings.rps;
+}
+
+/**
+ * Issue 26: the store port costs the gateway at most 5% at p50 (only when tenax_before ran). Judged
+ * at the open-loop rate when both gateways kept up with it, otherwise one request at a time.
+ */
 function judgeEngineAims(r: GatewayPeerResult): Aim[] {
   const c = r.engine_comparison;
-  if (c.port_p50_ratio === null) return [];
-  const serial = c.port_serial_p50_ratio === null ? "-" : c.port_serial_p50_ratio.toFixed(3);
-  const before = r.open.tenax_before;
-  const turnsPerSecond = before
-    ? `; closed loop ${r.closed.tenax.rps.toFixed(0)} against ${r.closed.tenax_before?.rps.toFixed(0)} turns/s`
-    : "";
+  if (c.port_p50_ratio === null || c.port_serial_p50_ratio === null) return [];
+  const open = keptUp(r, "tenax") && keptUp(r, "tenax_before");
+  const ratio = open ? c.port_p50_ratio : c.port_serial_p50_ratio;
+  const where = open
+    ? `at ${r.settings.rps}/s`
+    : `one at a time (at ${r.settings.rps}/s they fell behind: ${c.port_p50_ratio.toFixed(3)} compares queues)`;
+  const turns = `closed loop ${r.closed.tenax.rps.toFixed(0)} against ${r.closed.tenax_before?.rps.toFixed(0)} turns/s`;
   return [
     {
-      aim: `the store port costs at most 5% at p50 (tenax / tenax_before at ${r.settings.rps}/s, ≤ 1.05)`,
-      met: c.port_p50_ratio <= 1.05,
-      detail: `p50 ratio ${c.port_p50_ratio.toFixed(3)} (median of per-round ratios; ${r.open.tenax.p50_ms.toFixed(2)} against ${before?.p50_ms.toFixed(2) ?? "-"} ms), one at a time ${serial}${turnsPerSecond}; before = ${r.engines.before_commit ?? "?"}`,
+      aim: "the store port costs at most 5% at p50 (tenax / tenax_before ≤ 1.05)",
+      met: ratio <= 1.05,
+      detail: `p50 ratio ${ratio.toFixed(3)} ${where}, the median of per-round ratios; ${turns}; before = ${r.engines.before_commit ?? "?"}`,
     },
   ];
 }
