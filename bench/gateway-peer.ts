@@ -5,12 +5,22 @@
 // time to the first streamed token. A bare pass-through proxy (gateway-floor-child.ts) runs beside
 // them as the floor: what the extra hop alone costs here. Simulator, load generator and each gateway
 // run as separate processes, so none of them measures another's event loop; the targets take turns
-// in shuffled rounds, so the machine's noise falls on all of them alike.
+// in shuffled rounds, so the machine's noise falls on all of them alike. Since issue 26 the same
+// gateway also runs with its profile in PostgreSQL (tenax_pg), and, given BENCH_TENAX_BEFORE, a
+// checkout from before the store port on SQLite (tenax_before): see gateway-engines.ts.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  type BeforeCheckout,
+  type BenchPostgres,
+  beforeCheckout,
+  diskNote,
+  startBenchPostgres,
+  stopBenchPostgres,
+} from "./gateway-engines.js";
 import type { LoadPlan, LoadResult, LoadTarget } from "./gateway-load.js";
 import { type Child, launch, printedUrl, runLoad, stopAll, waitFor } from "./load-run.js";
 import { type Aim, table } from "./report.js";
@@ -20,22 +30,51 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const TENAX_BIN = fileURLToPath(new URL("../../bin/tenax.js", import.meta.url));
 const PROMPT = "say something short about resilient agents";
 
-export const GATEWAY_TARGETS = ["direct", "floor", "tenax", "tenax_model", "portkey"] as const;
+/** Every target, in the report's order; the engine targets only when they can run. */
+export const GATEWAY_TARGETS = [
+  "direct",
+  "floor",
+  "tenax_before",
+  "tenax",
+  "tenax_pg",
+  "tenax_model",
+  "portkey",
+] as const;
 export type GatewayTarget = (typeof GATEWAY_TARGETS)[number];
+/** Measured only when they can be: the pre-port checkout (BENCH_TENAX_BEFORE), PostgreSQL (installed). */
+type EngineTarget = "tenax_before" | "tenax_pg";
 type Gateway = Exclude<GatewayTarget, "direct">;
-const GATEWAYS = GATEWAY_TARGETS.filter((t): t is Gateway => t !== "direct");
 /** The model the model-gateway mode is asked for: the simulator's, under its provider's name. */
 const MODEL_ID = "sim/echo";
 export const SERIAL_TARGETS = [
   "direct",
   "floor",
+  "tenax_before",
   "tenax",
+  "tenax_pg",
   "tenax_model",
   "tenax_normal",
   "tenax_no_reread",
   "portkey",
 ] as const;
 type SerialTarget = (typeof SERIAL_TARGETS)[number];
+/** A figure per target: always there for the targets every run has, maybe for the engine targets. */
+type PerTarget<K extends string, T> = Record<Exclude<K, EngineTarget>, T> &
+  Partial<Record<Extract<K, EngineTarget>, T>>;
+
+type OpenFigures = {
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  achieved_rps: number;
+  sent: number;
+  errors: number;
+  send_lag_p99_ms: number;
+};
+type Added = { p50_ms: number; p99_ms: number };
+type ClosedFigures = { rps: number; p50_ms: number; p99_ms: number; errors: number };
+type SerialFigures = { p50_ms: number; p99_ms: number; errors: number };
+type StreamFigures = { ttft_p50_ms: number; ttft_p99_ms: number; n: number; errors: number };
 
 export interface GatewaySettings {
   rps: number;
@@ -47,32 +86,41 @@ export interface GatewaySettings {
   closedSeconds: number;
   closedRounds: number;
   streams: number;
+  /** A checkout from before the store port (BENCH_TENAX_BEFORE), run as tenax_before. */
+  beforeCheckout?: string;
+}
+
+/** The store port's cost and PostgreSQL's, from the rounds where the targets ran side by side. */
+export interface EngineComparison {
+  /** Median over open-loop rounds of tenax p50 / tenax_before p50 (the issue's aim: at most 1.05). */
+  port_p50_ratio: number | null;
+  /** The same from the one-at-a-time rounds. */
+  port_serial_p50_ratio: number | null;
+  /** Median over open-loop rounds of tenax_pg p50 - tenax p50, in ms. */
+  pg_extra_p50_ms: number | null;
+  pg_serial_extra_p50_ms: number | null;
 }
 
 export interface GatewayPeerResult {
   settings: GatewaySettings;
   peer: { name: string; version: string; preload: string };
   isolation: string;
+  /** The targets measured, in the report's order. */
+  targets: GatewayTarget[];
+  /** Engine targets not measured, and why. */
+  skipped: Partial<Record<EngineTarget, string>>;
+  /** What the engine targets ran: the pre-port checkout's commit, PostgreSQL's settings. */
+  engines: { before_commit: string | null; postgres: string | null; notes: string[] };
   /** Per target: the median over rounds of each round's figure, and the sums. */
-  open: Record<
-    GatewayTarget,
-    {
-      p50_ms: number;
-      p99_ms: number;
-      max_ms: number;
-      achieved_rps: number;
-      sent: number;
-      errors: number;
-      send_lag_p99_ms: number;
-    }
-  >;
+  open: PerTarget<GatewayTarget, OpenFigures>;
   /** Per gateway: the median over rounds of (its round figure - the direct round figure of the same round). */
-  added: Record<Gateway, { p50_ms: number; p99_ms: number }>;
-  closed: Record<GatewayTarget, { rps: number; p50_ms: number; p99_ms: number; errors: number }>;
+  added: PerTarget<Gateway, Added>;
+  closed: PerTarget<GatewayTarget, ClosedFigures>;
   /** One request at a time (median of rounds), Tenax also with synchronous=NORMAL for the breakdown. */
-  serial: Record<SerialTarget, { p50_ms: number; p99_ms: number; errors: number }>;
-  stream: Record<GatewayTarget, { ttft_p50_ms: number; ttft_p99_ms: number; n: number; errors: number }>;
-  stream_added: Record<Gateway, { p50_ms: number; p99_ms: number }>;
+  serial: PerTarget<SerialTarget, SerialFigures>;
+  stream: PerTarget<GatewayTarget, StreamFigures>;
+  stream_added: PerTarget<Gateway, Added>;
+  engine_comparison: EngineComparison;
   error_samples: Record<string, string[]>;
   raw: LoadResult;
 }
@@ -119,16 +167,25 @@ const JSON_HEADERS = { "content-type": "application/json" };
 const TENAX_KEY = "tnx-bench-gateway-key";
 const TENAX_HEADERS = { ...JSON_HEADERS, authorization: `Bearer ${TENAX_KEY}` };
 
+interface TenaxOptions {
+  synchronous: "full" | "normal";
+  /** More keys of the profile's store section, e.g. its engine and URL. */
+  store?: string;
+  /** The CLI entry to run; another checkout's for tenax_before. */
+  bin?: string;
+  profileDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
 /** `tenax gateway run` (the built CLI) on a scratch home whose only provider is the simulator. */
 async function startTenax(
   workDir: string,
   simUrl: string,
   turns: number,
-  synchronous: "full" | "normal",
-  profileDir: string | undefined,
-  env: NodeJS.ProcessEnv = {},
+  options: TenaxOptions,
 ): Promise<{ process: Child; url: string }> {
-  const home = mkdtempSync(join(workDir, `gateway-peer-${synchronous}-`));
+  const home = mkdtempSync(join(workDir, `gateway-peer-${options.synchronous}-`));
+  const store = [`synchronous: ${options.synchronous}`, ...(options.store ? [options.store] : [])];
   writeFileSync(
     join(home, "config.yaml"),
     [
@@ -136,15 +193,15 @@ async function startTenax(
       "providers:",
       `  sim: { type: simulator, base_url: "${simUrl}", max_concurrency: ${turns} }`,
       `gateway: { drain_timeout: 1, max_turns: ${turns} }`,
-      `store: { synchronous: ${synchronous} }`,
+      `store: { ${store.join(", ")} }`,
       "",
     ].join("\n"),
   );
   // BENCH_GATEWAY_PROFILE=DIR writes a V8 CPU profile of the Tenax gateway there, for diagnosis.
-  const profileArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
-  const child = launch([...profileArgs, TENAX_BIN, "gateway", "run", "--port", "0"], {
+  const profileArgs = options.profileDir ? ["--cpu-prof", "--cpu-prof-dir", options.profileDir] : [];
+  const child = launch([...profileArgs, options.bin ?? TENAX_BIN, "gateway", "run", "--port", "0"], {
     ...process.env,
-    ...env,
+    ...options.env,
     TENAX_HOME: home,
     TENAX_PROFILE: "",
     TENAX_API_KEY: TENAX_KEY,
@@ -161,12 +218,65 @@ async function startTenax(
   }
 }
 
+/** A load target on a Tenax gateway: its agent (`tenax`) unless another model is named. */
+function tenaxTarget(name: string, url: string, model = "tenax"): LoadTarget {
+  return { name, origin: new URL(url).origin, path: "/v1/chat/completions", headers: TENAX_HEADERS, model };
+}
+
+/** The Tenax gateways of the engine targets that can run here, and why the others do not. */
+interface EngineGateways {
+  targets: LoadTarget[];
+  skipped: Partial<Record<EngineTarget, string>>;
+  before: BeforeCheckout | null;
+  pg: BenchPostgres | null;
+  notes: string[];
+}
+
+/** A gateway from the pre-port checkout (SQLite) and one on PostgreSQL, each when it can run. */
+async function startEngineGateways(
+  workDir: string,
+  simUrl: string,
+  turns: number,
+  settings: GatewaySettings,
+  started: { children: Child[]; pg: BenchPostgres | null },
+  log: (line: string) => void,
+): Promise<EngineGateways> {
+  const out: EngineGateways = { targets: [], skipped: {}, before: null, pg: null, notes: [] };
+  if (settings.beforeCheckout === undefined) {
+    out.skipped.tenax_before = "BENCH_TENAX_BEFORE is not set (a built checkout from before the store port)";
+  } else {
+    out.before = beforeCheckout(settings.beforeCheckout);
+    const before = await startTenax(workDir, simUrl, turns, { synchronous: "full", bin: out.before.bin });
+    started.children.push(before.process);
+    log(`  Tenax gateway before the store port (${out.before.commit}): ${before.url}`);
+    out.targets.push(tenaxTarget("tenax_before", before.url));
+  }
+  const pg = await startBenchPostgres();
+  if ("skipped" in pg) {
+    out.skipped.tenax_pg = pg.skipped;
+    log(`  tenax_pg skipped: ${pg.skipped}`);
+    return out;
+  }
+  out.pg = pg.pg;
+  started.pg = pg.pg;
+  const note = diskNote(pg.pg, workDir);
+  if (note !== null) out.notes.push(note);
+  const store = `engine: postgres, url: "${pg.pg.url}"`;
+  const onPg = await startTenax(workDir, simUrl, turns, { synchronous: "full", store });
+  started.children.push(onPg.process);
+  log(`  Tenax gateway on PostgreSQL (${pg.pg.url}, fsync and synchronous_commit on): ${onPg.url}`);
+  out.targets.push(tenaxTarget("tenax_pg", onPg.url));
+  return out;
+}
+
 export async function runGatewayPeerBench(
   workDir: string,
   settings: GatewaySettings,
   log: (line: string) => void,
 ): Promise<GatewayPeerResult> {
-  const children: Child[] = [];
+  // What must be stopped, whatever fails: the children (gateways first), then the cluster.
+  const started: { children: Child[]; pg: BenchPostgres | null } = { children: [], pg: null };
+  const children = started.children;
   try {
     const sim = launch([join(HERE, "gateway-sim-child.js")]);
     children.push(sim);
@@ -177,19 +287,24 @@ export async function runGatewayPeerBench(
     const floorUrl = await printedUrl("the floor proxy", floor);
 
     const turns = Math.max(1024, settings.closedClients * 4);
-    const tenax = await startTenax(workDir, simUrl, turns, "full", process.env.BENCH_GATEWAY_PROFILE);
+    const tenax = await startTenax(workDir, simUrl, turns, {
+      synchronous: "full",
+      profileDir: process.env.BENCH_GATEWAY_PROFILE,
+    });
     children.push(tenax.process);
     log(`  Tenax gateway: ${tenax.url} (pid ${tenax.process.child.pid})`);
     // The same gateway with synchronous=NORMAL (no fsync per commit), measured one request at a
     // time only: what the durable commits cost, for the breakdown. Never a default.
-    const normal = await startTenax(workDir, simUrl, turns, "normal", undefined);
+    const normal = await startTenax(workDir, simUrl, turns, { synchronous: "normal" });
     children.push(normal.process);
     // And durable, but keeping its page cache across writes (TENAX_STORE_REREAD=off): what the
     // store's re-read of every page a write touches (damage is caught by the next write) costs.
-    const noReread = await startTenax(workDir, simUrl, turns, "full", undefined, {
-      TENAX_STORE_REREAD: "off",
+    const noReread = await startTenax(workDir, simUrl, turns, {
+      synchronous: "full",
+      env: { TENAX_STORE_REREAD: "off" },
     });
     children.push(noReread.process);
+    const engines = await startEngineGateways(workDir, simUrl, turns, settings, started, log);
 
     const peer = peerInfo();
     const peerPort = await freePort();
@@ -205,53 +320,38 @@ export async function runGatewayPeerBench(
     };
     await answers(`${portkeyOrigin}/v1/chat/completions`, portkeyHeaders);
     log(`  Portkey gateway ${peer.version}: ${portkeyOrigin} (pid ${portkey.child.pid})`);
-    for (const t of [tenax, normal, noReread])
-      await answers(`${t.url}/v1/chat/completions`, TENAX_HEADERS, "tenax");
+    for (const url of [tenax.url, normal.url, noReread.url])
+      await answers(`${url}/v1/chat/completions`, TENAX_HEADERS, "tenax");
+    for (const t of engines.targets) await answers(`${t.origin}${t.path}`, TENAX_HEADERS, "tenax");
     await answers(`${tenax.url}/v1/chat/completions`, TENAX_HEADERS, MODEL_ID);
 
     const sim0 = new URL(simUrl);
-    const targets: LoadTarget[] = [
-      {
-        name: "direct",
-        origin: sim0.origin,
-        path: `${sim0.pathname}/chat/completions`,
-        headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
-      },
-      { name: "floor", origin: floorUrl, path: "/", headers: JSON_HEADERS },
-      {
-        name: "tenax",
-        origin: new URL(tenax.url).origin,
-        path: "/v1/chat/completions",
-        headers: TENAX_HEADERS,
-        model: "tenax",
-      },
+    const byName = new Map<string, LoadTarget>([
+      [
+        "direct",
+        {
+          name: "direct",
+          origin: sim0.origin,
+          path: `${sim0.pathname}/chat/completions`,
+          headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
+        },
+      ],
+      ["floor", { name: "floor", origin: floorUrl, path: "/", headers: JSON_HEADERS }],
+      ["tenax", tenaxTarget("tenax", tenax.url)],
       // The same gateway process in its other mode: the targets take turns, never at once.
-      {
-        name: "tenax_model",
-        origin: new URL(tenax.url).origin,
-        path: "/v1/chat/completions",
-        headers: TENAX_HEADERS,
-        model: MODEL_ID,
-      },
-      { name: "portkey", origin: portkeyOrigin, path: "/v1/chat/completions", headers: portkeyHeaders },
-    ];
+      ["tenax_model", tenaxTarget("tenax_model", tenax.url, MODEL_ID)],
+      [
+        "portkey",
+        { name: "portkey", origin: portkeyOrigin, path: "/v1/chat/completions", headers: portkeyHeaders },
+      ],
+      ...engines.targets.map((t): [string, LoadTarget] => [t.name, t]),
+    ]);
+    const targets = GATEWAY_TARGETS.flatMap((t) => byName.get(t) ?? []);
     const plan: LoadPlan = {
       targets,
       diagnosticTargets: [
-        {
-          name: "tenax_normal",
-          origin: new URL(normal.url).origin,
-          path: "/v1/chat/completions",
-          headers: TENAX_HEADERS,
-          model: "tenax",
-        },
-        {
-          name: "tenax_no_reread",
-          origin: new URL(noReread.url).origin,
-          path: "/v1/chat/completions",
-          headers: TENAX_HEADERS,
-          model: "tenax",
-        },
+        tenaxTarget("tenax_normal", normal.url),
+        tenaxTarget("tenax_no_reread", noReread.url),
       ],
       rps: settings.rps,
       rounds: settings.rounds,
@@ -264,85 +364,104 @@ export async function runGatewayPeerBench(
       seed: 0x6a7e,
       prompt: PROMPT,
     };
-    return summarize(settings, await runLoad(plan, log), peer.version);
+    const measured = GATEWAY_TARGETS.filter((t) => byName.has(t));
+    return summarize(settings, await runLoad(plan, log), peer.version, { measured, engines });
   } finally {
     await stopAll(children);
+    if (started.pg !== null) await stopBenchPostgres(started.pg);
   }
 }
 
-function summarize(settings: GatewaySettings, raw: LoadResult, peerVersion: string): GatewayPeerResult {
-  const rounds = (t: GatewayTarget) => raw.open.filter((r) => r.target === t);
-  const open = Object.fromEntries(
-    GATEWAY_TARGETS.map((t) => {
-      const rs = rounds(t);
-      return [
-        t,
-        {
-          p50_ms: median(rs.map((r) => r.latency.p50_ms)),
-          p99_ms: median(rs.map((r) => r.latency.p99_ms)),
-          max_ms: Math.max(...rs.map((r) => r.latency.max_ms)),
-          achieved_rps: median(rs.map((r) => r.achieved_rps)),
-          sent: rs.reduce((a, r) => a + r.sent, 0),
-          errors: rs.reduce((a, r) => a + r.errors, 0),
-          send_lag_p99_ms: median(rs.map((r) => r.send_lag_p99_ms)),
-        },
-      ];
-    }),
-  ) as GatewayPeerResult["open"];
-  const addedOver = (t: Gateway, key: "p50_ms" | "p99_ms") => {
-    const base = rounds("direct");
-    return median(
-      rounds(t).map(
-        (r) => r.latency[key] - (base.find((b) => b.round === r.round)?.latency[key] ?? Number.NaN),
-      ),
-    );
-  };
-  const closed = Object.fromEntries(
-    GATEWAY_TARGETS.map((t) => {
-      const rs = raw.closed.filter((r) => r.target === t);
-      return [
-        t,
-        {
-          rps: median(rs.map((r) => r.rps)),
-          p50_ms: median(rs.map((r) => r.latency.p50_ms)),
-          p99_ms: median(rs.map((r) => r.latency.p99_ms)),
-          errors: rs.reduce((a, r) => a + r.errors, 0),
-        },
-      ];
-    }),
-  ) as GatewayPeerResult["closed"];
-  const serial = Object.fromEntries(
-    SERIAL_TARGETS.map((t) => {
-      const rs = raw.serial.filter((r) => r.target === t);
-      return [
-        t,
-        {
-          p50_ms: median(rs.map((r) => r.latency.p50_ms)),
-          p99_ms: median(rs.map((r) => r.latency.p99_ms)),
-          errors: rs.reduce((a, r) => a + r.errors, 0),
-        },
-      ];
-    }),
-  ) as GatewayPeerResult["serial"];
-  const streamOf = (t: GatewayTarget) => raw.stream.find((s) => s.target === t);
-  const stream = Object.fromEntries(
-    GATEWAY_TARGETS.map((t) => {
-      const s = streamOf(t);
-      return [
-        t,
-        {
-          ttft_p50_ms: s?.ttft.p50_ms ?? Number.NaN,
-          ttft_p99_ms: s?.ttft.p99_ms ?? Number.NaN,
-          n: s?.ok ?? 0,
-          errors: s?.errors ?? 0,
-        },
-      ];
-    }),
-  ) as GatewayPeerResult["stream"];
-  const streamAdded = (t: Gateway) => ({
-    p50_ms: stream[t].ttft_p50_ms - stream.direct.ttft_p50_ms,
-    p99_ms: stream[t].ttft_p99_ms - stream.direct.ttft_p99_ms,
+/** The measured targets' figures, keyed by target (the type says which keys every run has). */
+function perTarget<K extends string, T>(keys: readonly K[], figures: (k: K) => T): PerTarget<K, T> {
+  return Object.fromEntries(keys.map((k) => [k, figures(k)])) as PerTarget<K, T>;
+}
+
+/** An open-loop or one-at-a-time round of one target. */
+type Round = { target: string; round: number; latency: LoadResult["open"][number]["latency"] };
+
+/** The median over rounds of `figure(a's round, b's round)`, pairing the rounds both ran in. */
+function paired(a: Round[], b: Round[], figure: (x: Round, y: Round) => number): number | null {
+  const pairs = a.flatMap((x) => {
+    const y = b.find((r) => r.round === x.round);
+    return y === undefined ? [] : [figure(x, y)];
   });
+  return pairs.length === 0 ? null : median(pairs);
+}
+
+/** tenax against tenax_before and tenax_pg, round by round, so one round's noise cancels out. */
+function compareEngines(raw: LoadResult): EngineComparison {
+  const of = (rounds: Round[], t: GatewayTarget) => rounds.filter((r) => r.target === t);
+  const ratio = (x: Round, y: Round) => x.latency.p50_ms / y.latency.p50_ms;
+  const extra = (x: Round, y: Round) => x.latency.p50_ms - y.latency.p50_ms;
+  return {
+    port_p50_ratio: paired(of(raw.open, "tenax"), of(raw.open, "tenax_before"), ratio),
+    port_serial_p50_ratio: paired(of(raw.serial, "tenax"), of(raw.serial, "tenax_before"), ratio),
+    pg_extra_p50_ms: paired(of(raw.open, "tenax_pg"), of(raw.open, "tenax"), extra),
+    pg_serial_extra_p50_ms: paired(of(raw.serial, "tenax_pg"), of(raw.serial, "tenax"), extra),
+  };
+}
+
+interface Measured {
+  /** The targets the load generator ran, in the report's order. */
+  measured: GatewayTarget[];
+  engines: EngineGateways;
+}
+
+function summarize(
+  settings: GatewaySettings,
+  raw: LoadResult,
+  peerVersion: string,
+  { measured, engines }: Measured,
+): GatewayPeerResult {
+  const rounds = (t: GatewayTarget) => raw.open.filter((r) => r.target === t);
+  const gateways = measured.filter((t): t is Gateway => t !== "direct");
+  const serialTargets = SERIAL_TARGETS.filter(
+    (t) => t === "tenax_normal" || t === "tenax_no_reread" || measured.includes(t),
+  );
+  const open = perTarget(measured, (t) => {
+    const rs = rounds(t);
+    return {
+      p50_ms: median(rs.map((r) => r.latency.p50_ms)),
+      p99_ms: median(rs.map((r) => r.latency.p99_ms)),
+      max_ms: Math.max(...rs.map((r) => r.latency.max_ms)),
+      achieved_rps: median(rs.map((r) => r.achieved_rps)),
+      sent: rs.reduce((a, r) => a + r.sent, 0),
+      errors: rs.reduce((a, r) => a + r.errors, 0),
+      send_lag_p99_ms: median(rs.map((r) => r.send_lag_p99_ms)),
+    };
+  });
+  const addedOver = (t: Gateway, key: "p50_ms" | "p99_ms") =>
+    paired(rounds(t), rounds("direct"), (x, y) => x.latency[key] - y.latency[key]) ?? Number.NaN;
+  const closed = perTarget(measured, (t) => {
+    const rs = raw.closed.filter((r) => r.target === t);
+    return {
+      rps: median(rs.map((r) => r.rps)),
+      p50_ms: median(rs.map((r) => r.latency.p50_ms)),
+      p99_ms: median(rs.map((r) => r.latency.p99_ms)),
+      errors: rs.reduce((a, r) => a + r.errors, 0),
+    };
+  });
+  const serial = perTarget(serialTargets, (t) => {
+    const rs = raw.serial.filter((r) => r.target === t);
+    return {
+      p50_ms: median(rs.map((r) => r.latency.p50_ms)),
+      p99_ms: median(rs.map((r) => r.latency.p99_ms)),
+      errors: rs.reduce((a, r) => a + r.errors, 0),
+    };
+  });
+  const streamOf = (t: GatewayTarget) => raw.stream.find((s) => s.target === t);
+  const stream = perTarget(measured, (t) => {
+    const s = streamOf(t);
+    return {
+      ttft_p50_ms: s?.ttft.p50_ms ?? Number.NaN,
+      ttft_p99_ms: s?.ttft.p99_ms ?? Number.NaN,
+      n: s?.ok ?? 0,
+      errors: s?.errors ?? 0,
+    };
+  });
+  const ttft = (t: GatewayTarget) => stream[t]?.ttft_p50_ms ?? Number.NaN;
+  const ttft99 = (t: GatewayTarget) => stream[t]?.ttft_p99_ms ?? Number.NaN;
   return {
     settings,
     peer: {
@@ -352,17 +471,26 @@ function summarize(settings: GatewaySettings, raw: LoadResult, peerVersion: stri
         "bench/gateway-peer-fetch.ts (fetch responses get mutable headers; without it its streaming fails on Node)",
     },
     isolation:
-      "simulator, floor proxy, Tenax gateway, Portkey gateway and load generator each in its own Node process (no shared event loop); targets take turns in shuffled rounds",
+      "simulator, floor proxy, each Tenax gateway, Portkey gateway, PostgreSQL and load generator each in its own process (no shared event loop); targets take turns in shuffled rounds",
+    targets: measured,
+    skipped: engines.skipped,
+    engines: {
+      before_commit: engines.before?.commit ?? null,
+      postgres: engines.pg
+        ? `private cluster on 127.0.0.1:${engines.pg.cluster.port}, fsync on, synchronous_commit on, pool_size 10 (the default)`
+        : null,
+      notes: engines.notes,
+    },
     open,
-    added: Object.fromEntries(
-      GATEWAYS.map((t) => [t, { p50_ms: addedOver(t, "p50_ms"), p99_ms: addedOver(t, "p99_ms") }]),
-    ) as GatewayPeerResult["added"],
+    added: perTarget(gateways, (t) => ({ p50_ms: addedOver(t, "p50_ms"), p99_ms: addedOver(t, "p99_ms") })),
     closed,
     serial,
     stream,
-    stream_added: Object.fromEntries(
-      GATEWAYS.map((t) => [t, streamAdded(t)]),
-    ) as GatewayPeerResult["stream_added"],
+    stream_added: perTarget(gateways, (t) => ({
+      p50_ms: ttft(t) - ttft("direct"),
+      p99_ms: ttft99(t) - ttft99("direct"),
+    })),
+    engine_comparison: compareEngines(raw),
     error_samples: raw.error_samples,
     raw,
   };
@@ -385,6 +513,38 @@ export function judgeGatewayAims(r: GatewayPeerResult): Aim[] {
       detail: `Tenax +${t.p50_ms.toFixed(2)} / +${t.p99_ms.toFixed(2)} ms, Portkey +${p.p50_ms.toFixed(2)} / +${p.p99_ms.toFixed(2)} ms (p50 / p99 added)`,
     },
     ...judgeModelModeAims(r),
+    ...judgeEngineAims(r),
+  ];
+}
+
+/**
+ * A target kept up with the open-loop rate: above what it can serve, its p50 is the queue's length
+ * after a round, which says nothing about the cost of a turn.
+ */
+function keptUp(r: GatewayPeerResult, t: GatewayTarget): boolean {
+  const open = (r.open as Partial<Record<GatewayTarget, OpenFigures>>)[t];
+  return open !== undefined && open.achieved_rps >= 0.97 * r.settings.rps;
+}
+
+/**
+ * Issue 26: the store port costs the gateway at most 5% at p50 (only when tenax_before ran). Judged
+ * at the open-loop rate when both gateways kept up with it, otherwise one request at a time.
+ */
+function judgeEngineAims(r: GatewayPeerResult): Aim[] {
+  const c = r.engine_comparison;
+  if (c.port_p50_ratio === null || c.port_serial_p50_ratio === null) return [];
+  const open = keptUp(r, "tenax") && keptUp(r, "tenax_before");
+  const ratio = open ? c.port_p50_ratio : c.port_serial_p50_ratio;
+  const where = open
+    ? `at ${r.settings.rps}/s`
+    : `one at a time (at ${r.settings.rps}/s they fell behind: ${c.port_p50_ratio.toFixed(3)} compares queues)`;
+  const turns = `closed loop ${r.closed.tenax.rps.toFixed(0)} against ${r.closed.tenax_before?.rps.toFixed(0)} turns/s`;
+  return [
+    {
+      aim: "the store port costs at most 5% at p50 (tenax / tenax_before ≤ 1.05)",
+      met: ratio <= 1.05,
+      detail: `p50 ratio ${ratio.toFixed(3)} ${where}, the median of per-round ratios; ${turns}; before = ${r.engines.before_commit ?? "?"}`,
+    },
   ];
 }
 
@@ -411,7 +571,9 @@ function judgeModelModeAims(r: GatewayPeerResult): Aim[] {
 const LABELS: Record<GatewayTarget, string> = {
   direct: "simulator directly (baseline)",
   floor: "bare pass-through proxy (the floor: the hop alone)",
+  tenax_before: "Tenax before the store port, model tenax (SQLite, synchronous=FULL)",
   tenax: "Tenax gateway, model tenax (agent turn stored, synchronous=FULL)",
+  tenax_pg: "Tenax gateway on PostgreSQL, model tenax (fsync, synchronous_commit on)",
   tenax_model: `Tenax gateway, model ${MODEL_ID} (one model call stored, synchronous=FULL)`,
   portkey: "Portkey gateway (proxy, nothing stored)",
 };
@@ -421,61 +583,115 @@ const DIAGNOSES = {
   tenax_no_reread: "Tenax gateway, pages kept across writes (diagnosis only)",
 };
 
+const f = (n: number | undefined | null) => (n != null && Number.isFinite(n) ? n.toFixed(2) : "-");
+const plus = (n: number | undefined | null) =>
+  n != null && Number.isFinite(n) ? `${n >= 0 ? "+" : ""}${n.toFixed(2)}` : "-";
+
+/** A figure of a target the report lists; the engine targets are listed only when measured. */
+function at<K extends string, T>(figures: PerTarget<K, T>, t: K): T {
+  const value = (figures as Partial<Record<K, T>>)[t];
+  if (value === undefined) throw new Error(`no figures for ${t}`);
+  return value;
+}
+
+function openTable(r: GatewayPeerResult): string {
+  return table(
+    ["target", "p50 ms", "p99 ms", "max ms", "added p50", "added p99", "errors", "achieved /s"],
+    r.targets.map((t) => {
+      const o = at(r.open, t);
+      const added = t === "direct" ? null : at(r.added, t);
+      return [
+        LABELS[t],
+        f(o.p50_ms),
+        f(o.p99_ms),
+        f(o.max_ms),
+        added ? plus(added.p50_ms) : "",
+        added ? plus(added.p99_ms) : "",
+        `${o.errors}/${o.sent}`,
+        o.achieved_rps.toFixed(0),
+      ];
+    }),
+  );
+}
+
+function closedTable(r: GatewayPeerResult): string {
+  return table(
+    ["target", "requests/s", "p50 ms", "p99 ms", "errors"],
+    r.targets.map((t) => {
+      const c = at(r.closed, t);
+      return [LABELS[t], c.rps.toFixed(0), f(c.p50_ms), f(c.p99_ms), String(c.errors)];
+    }),
+  );
+}
+
+function serialTable(r: GatewayPeerResult): string {
+  const direct = r.serial.direct;
+  const listed = SERIAL_TARGETS.filter((t) => (r.serial as Partial<Record<SerialTarget, unknown>>)[t]);
+  return table(
+    ["target", "p50 ms", "p99 ms", "added p50", "added p99", "errors"],
+    listed.map((t) => {
+      const s = at(r.serial, t);
+      return [
+        DIAGNOSES[t as keyof typeof DIAGNOSES] ?? LABELS[t as GatewayTarget],
+        f(s.p50_ms),
+        f(s.p99_ms),
+        t === "direct" ? "" : plus(s.p50_ms - direct.p50_ms),
+        t === "direct" ? "" : plus(s.p99_ms - direct.p99_ms),
+        String(s.errors),
+      ];
+    }),
+  );
+}
+
+function streamTable(r: GatewayPeerResult): string {
+  return table(
+    ["target", "TTFT p50 ms", "TTFT p99 ms", "added p50", "added p99", "errors"],
+    r.targets.map((t) => {
+      const s = at(r.stream, t);
+      const added = t === "direct" ? null : at(r.stream_added, t);
+      return [
+        LABELS[t],
+        f(s.ttft_p50_ms),
+        f(s.ttft_p99_ms),
+        added ? plus(added.p50_ms) : "",
+        added ? plus(added.p99_ms) : "",
+        String(s.errors),
+      ];
+    }),
+  );
+}
+
+/** Issue 26's comparison in a few lines: the port's cost, PostgreSQL's, and what did not run. */
+function engineLines(r: GatewayPeerResult): string[] {
+  const c = r.engine_comparison;
+  const ratio = (n: number | null) => (n === null ? "-" : n.toFixed(3));
+  const lines = ["\nstore engines (issue 26), paired round by round:"];
+  if (c.port_p50_ratio !== null)
+    lines.push(
+      `  the store port: tenax / tenax_before (${r.engines.before_commit}) p50 ratio ${ratio(c.port_p50_ratio)} at ${r.settings.rps}/s, ${ratio(c.port_serial_p50_ratio)} one at a time (aim ≤ 1.05)`,
+    );
+  if (c.pg_extra_p50_ms !== null)
+    lines.push(
+      `  PostgreSQL: tenax_pg - tenax p50 ${plus(c.pg_extra_p50_ms)} ms at ${r.settings.rps}/s, ${plus(c.pg_serial_extra_p50_ms)} ms one at a time; ${r.engines.postgres}`,
+    );
+  for (const [target, why] of Object.entries(r.skipped)) lines.push(`  ${target} not measured: ${why}`);
+  for (const note of r.engines.notes) lines.push(`  note: ${note}`);
+  return lines;
+}
+
 export function gatewayLines(r: GatewayPeerResult): string[] {
-  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "-");
-  const plus = (n: number) => (Number.isFinite(n) ? `${n >= 0 ? "+" : ""}${n.toFixed(2)}` : "-");
   const s = r.settings;
   const lines = [
     `\ngateway vs peer, a turn without tools: open loop at ${s.rps}/s, ${s.seconds} s per target in ${s.rounds} shuffled rounds (median of rounds; latency from the scheduled send)`,
-    table(
-      ["target", "p50 ms", "p99 ms", "max ms", "added p50", "added p99", "errors", "achieved /s"],
-      GATEWAY_TARGETS.map((t) => [
-        LABELS[t],
-        f(r.open[t].p50_ms),
-        f(r.open[t].p99_ms),
-        f(r.open[t].max_ms),
-        t === "direct" ? "" : plus(r.added[t].p50_ms),
-        t === "direct" ? "" : plus(r.added[t].p99_ms),
-        `${r.open[t].errors}/${r.open[t].sent}`,
-        r.open[t].achieved_rps.toFixed(0),
-      ]),
-    ),
-    `  the load generator's own send lag, p99: ${GATEWAY_TARGETS.map((t) => `${t} ${f(r.open[t].send_lag_p99_ms)} ms`).join(", ")}`,
+    openTable(r),
+    `  the load generator's own send lag, p99: ${r.targets.map((t) => `${t} ${f(at(r.open, t).send_lag_p99_ms)} ms`).join(", ")}`,
     `\nclosed loop: ${s.closedClients} clients as fast as answered, ${s.closedSeconds} s per target x ${s.closedRounds} rounds (median)`,
-    table(
-      ["target", "requests/s", "p50 ms", "p99 ms", "errors"],
-      GATEWAY_TARGETS.map((t) => [
-        LABELS[t],
-        r.closed[t].rps.toFixed(0),
-        f(r.closed[t].p50_ms),
-        f(r.closed[t].p99_ms),
-        String(r.closed[t].errors),
-      ]),
-    ),
+    closedTable(r),
     `\none request at a time (one client), ${s.closedSeconds} s per target x ${s.closedRounds} rounds (median): the cost per turn without queueing`,
-    table(
-      ["target", "p50 ms", "p99 ms", "added p50", "added p99", "errors"],
-      SERIAL_TARGETS.map((t) => [
-        DIAGNOSES[t as keyof typeof DIAGNOSES] ?? LABELS[t as GatewayTarget],
-        f(r.serial[t].p50_ms),
-        f(r.serial[t].p99_ms),
-        t === "direct" ? "" : plus(r.serial[t].p50_ms - r.serial.direct.p50_ms),
-        t === "direct" ? "" : plus(r.serial[t].p99_ms - r.serial.direct.p99_ms),
-        String(r.serial[t].errors),
-      ]),
-    ),
+    serialTable(r),
     `\nstreaming time to first content token: ${s.streams} requests per target, one at a time, interleaved`,
-    table(
-      ["target", "TTFT p50 ms", "TTFT p99 ms", "added p50", "added p99", "errors"],
-      GATEWAY_TARGETS.map((t) => [
-        LABELS[t],
-        f(r.stream[t].ttft_p50_ms),
-        f(r.stream[t].ttft_p99_ms),
-        t === "direct" ? "" : plus(r.stream_added[t].p50_ms),
-        t === "direct" ? "" : plus(r.stream_added[t].p99_ms),
-        String(r.stream[t].errors),
-      ]),
-    ),
+    streamTable(r),
+    ...engineLines(r),
     `  isolation: ${r.isolation}; peer ${r.peer.name} ${r.peer.version} with ${r.peer.preload}`,
   ];
   for (const [target, samples] of Object.entries(r.error_samples)) {

@@ -114,6 +114,8 @@ const Env = z.object({
   BENCH_GATEWAY_CLOSED_SECONDS: z.coerce.number().positive().default(3),
   BENCH_GATEWAY_CLOSED_ROUNDS: count(3),
   BENCH_GATEWAY_STREAMS: count(300),
+  /** A built Tenax checkout from before the store port, measured beside today's as tenax_before. */
+  BENCH_TENAX_BEFORE: z.string().min(1).optional(),
   /** The framework suite: open-loop seconds per variant (split over rounds), rounds, in-process calls. */
   BENCH_FRAMEWORK_SECONDS: z.coerce.number().positive().default(15),
   BENCH_FRAMEWORK_ROUNDS: count(3),
@@ -331,6 +333,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
         closedSeconds: env.BENCH_GATEWAY_CLOSED_SECONDS,
         closedRounds: env.BENCH_GATEWAY_CLOSED_ROUNDS,
         streams: env.BENCH_GATEWAY_STREAMS,
+        beforeCheckout: env.BENCH_TENAX_BEFORE,
       },
       log,
     );
