@@ -196,7 +196,14 @@ export class HealthMonitor {
       const provider = event.data.provider;
       if (typeof provider === "string" && event.layer !== null) this.lastProviderEvent.set(provider, event);
     });
+    // A database that answers again is news now, not at the next layer check: the store component
+    // of the last check (taken while it was away) would say "down" for up to an interval more.
+    this.unsubscribeStore = options.store.on((event) => {
+      if (event.type === "store.available") void this.layers.once();
+    });
   }
+
+  private readonly unsubscribeStore: () => void;
 
   /** First checks now, then every interval; a one-second tick keeps the scheduler's lag measured. */
   start(): void {
@@ -265,6 +272,7 @@ export class HealthMonitor {
     this.integrity?.stop();
     this.providerProbe?.close();
     this.unsubscribe();
+    this.unsubscribeStore();
   }
 
   /** The cron jobs as the store holds them, and the engine's numbers: read once per /health or /metrics. */
@@ -474,7 +482,7 @@ function mergeLiveStore(component: HealthComponent, live: StoreHealth): HealthCo
       ...extra,
       status: "down",
       detail: `the PostgreSQL database ${live.path} cannot be reached since ${new Date(live.unavailable.since).toISOString()}: ${live.unavailable.detail}; turns are refused with 503 store_unavailable and refused writes are spooled (${live.spooled_records})`,
-      next: `start PostgreSQL at ${live.path} (or fix the network to it); Tenax takes writes again by itself once it answers, no restart needed`,
+      next: `start PostgreSQL at ${live.path} (or fix the network to it); Tenax takes writes again by itself once it answers, no restart needed${live.spooled_records > 0 ? "; then fold the refused writes in with tenax store replay" : ""}`,
     };
   if (live.disk_failure)
     return {

@@ -209,7 +209,7 @@ export async function replaySpool(
     // Every record is in: lines left alone (another store's, unreadable) are reported once, not again.
     Object.assign(progress, pending.ends);
     writeProgress(dir, progress);
-    report.settled = await settleOrphans(store, turns.touched, now());
+    report.settled = await settleOrphans(store, turns, now());
     return report;
   } finally {
     unlock();
@@ -224,6 +224,8 @@ export async function replaySpool(
 class LiveTurns {
   /** Live turns the replay wrote to, by id, with their session. */
   readonly touched = new Map<string, string>();
+  /** Turns the replay created: their start was refused, so no process ever ran them. */
+  readonly created = new Set<string>();
 
   constructor(
     private readonly store: StorePort,
@@ -235,6 +237,7 @@ class LiveTurns {
     for (const op of ops) {
       if (op.op === "turn.start") {
         const existing = (await this.store.getTurns(op.session_id)).find((t) => t.id === op.id);
+        if (existing === undefined) this.created.add(op.id);
         if (existing === undefined || existing.status === "running") this.live.add(op.id);
         if (!this.live.has(op.id)) continue;
         this.touched.set(op.id, op.session_id);
@@ -249,13 +252,17 @@ class LiveTurns {
   }
 }
 
-/** Turns the replay wrote to that still run with an expired lease: failed, never resumed. */
-async function settleOrphans(store: StorePort, touched: Map<string, string>, now: number): Promise<string[]> {
+/**
+ * Turns the replay wrote to that nobody runs: failed, never resumed. One it created never ran (its
+ * start was refused, so its process gave it up at once); another is settled once its lease ran out.
+ */
+async function settleOrphans(store: StorePort, turns: LiveTurns, now: number): Promise<string[]> {
   const settled: string[] = [];
-  for (const [id, sessionId] of touched) {
+  for (const [id, sessionId] of turns.touched) {
     const turn = (await store.getTurns(sessionId)).find((t) => t.id === id);
     if (turn?.status !== "running") continue;
-    if (turn.lease_expires_at !== null && turn.lease_expires_at > now) continue;
+    const leased = turn.lease_expires_at !== null && turn.lease_expires_at > now;
+    if (leased && !turns.created.has(id)) continue;
     await store.write([
       {
         op: "turn.update",

@@ -113,7 +113,10 @@ export class PgFailures {
       const file = this.spool.append(ops, reason, this.clock.now());
       this.spooledRecords++;
       this.emit({ type: "store.spooled", path: this.where, file, reason, ops: ops.length });
-      return { file, said: ` It was kept in the spool (${file}) and is replayed later.` };
+      return {
+        file,
+        said: ` It was kept in the spool (${file}); once the database answers, tenax store replay folds it in.`,
+      };
     } catch (error) {
       return { file: null, said: ` Keeping it in the spool failed too (${describeError(error)}).` };
     }
