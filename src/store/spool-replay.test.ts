@@ -108,6 +108,31 @@ describe("replaying the spool", () => {
     await releaseStore(store);
   });
 
+  it("leaves a running turn whose lease still runs to its owner, and replays nothing from no spool", async () => {
+    const { paths, deps, store, file, where } = await setup();
+    const sessionId = await store.createSession({});
+    const now = deps.clock.now();
+    const live = await store.startTurn(sessionId, 60_000, "pid:1");
+    const refused = messageAppendOp(
+      { session_id: sessionId, role: "tool", content: "out", turn_id: live },
+      now,
+    );
+    writeFileSync(file, line([refused], where));
+    expect(await replaySpool(store, paths.spool, "default", () => now + 1_000)).toMatchObject({
+      messages: 1,
+      settled: [],
+    });
+    expect((await store.getTurns(sessionId))[0]?.status).toBe("running");
+    // Its lease ran out with nobody renewing it: the next replay that writes to it settles it.
+    appendFileSync(file, line([{ ...refused, uid: "m_second" } as WriteOp], where));
+    expect(await replaySpool(store, paths.spool, "default", () => now + 120_000)).toMatchObject({
+      settled: [live],
+    });
+    const fresh = tempProfile();
+    expect(await replaySpool(store, fresh.spool, "default", () => now)).toMatchObject({ records: 0 });
+    await releaseStore(store);
+  });
+
   it("refuses while another live replay holds the folder, and takes over a dead one's lock", async () => {
     const { paths, store, file, where } = await setup();
     writeFileSync(file, line([sessionCreateOp({}, 1).op], where));

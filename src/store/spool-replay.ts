@@ -34,6 +34,7 @@ import type { StorePort } from "./port.js";
 import type { SpoolRecord } from "./spool.js";
 
 const PROGRESS = "replayed.json";
+const EMPTY = { records: 0, ops: 0, messages: 0, duplicates: 0, superseded: 0, foreign: 0 };
 const LOCK = "replay.lock";
 
 /** Bytes of each spool file (by name) already replayed. */
@@ -178,6 +179,7 @@ export async function replaySpool(
   profile: string,
   now: () => number,
 ): Promise<ReplayReport> {
+  if (!existsSync(dir)) return { ...EMPTY, settled: [], unreadable: [] };
   const unlock = lock(dir);
   try {
     const pending = pendingSpool(dir, profile, store.where);
@@ -192,10 +194,10 @@ export async function replaySpool(
       unreadable: pending.unreadable,
     };
     const progress = readProgress(dir);
-    const turns = new LiveTurns(store, new Set((await store.runningTurns()).map((t) => t.id)));
+    const turns = new LiveTurns(store, new Set((await store.runningTurns()).map((t) => t.id)), now);
     for (const { file, end, record } of pending.records) {
-      const ops = await turns.filter(record.ops);
-      report.superseded += record.ops.length - ops.length;
+      const { ops, skipped } = await turns.filter(record.ops);
+      report.superseded += skipped;
       if (ops.length > 0) {
         const r = await store.replay([{ ...record, ops }]);
         report.ops += r.ops;
@@ -209,7 +211,7 @@ export async function replaySpool(
     // Every record is in: lines left alone (another store's, unreadable) are reported once, not again.
     Object.assign(progress, pending.ends);
     writeProgress(dir, progress);
-    report.settled = await settleOrphans(store, turns, now());
+    report.settled = [...turns.created, ...(await settleOrphans(store, turns.touched, now()))];
     return report;
   } finally {
     unlock();
@@ -224,55 +226,73 @@ export async function replaySpool(
 class LiveTurns {
   /** Live turns the replay wrote to, by id, with their session. */
   readonly touched = new Map<string, string>();
-  /** Turns the replay created: their start was refused, so no process ever ran them. */
+  /** Turns the replay created, failed in the same write (their start was refused: nobody ran them). */
   readonly created = new Set<string>();
 
   constructor(
     private readonly store: StorePort,
     private readonly live: Set<string>,
+    private readonly now: () => number,
   ) {}
 
-  async filter(ops: WriteOp[]): Promise<WriteOp[]> {
+  /** The ops to replay (with a created turn's failure added), and how many were left out. */
+  async filter(ops: WriteOp[]): Promise<{ ops: WriteOp[]; skipped: number }> {
     const kept: WriteOp[] = [];
+    let skipped = 0;
     for (const op of ops) {
-      if (op.op === "turn.start") {
-        const existing = (await this.store.getTurns(op.session_id)).find((t) => t.id === op.id);
-        if (existing === undefined) this.created.add(op.id);
-        if (existing === undefined || existing.status === "running") this.live.add(op.id);
-        if (!this.live.has(op.id)) continue;
-        this.touched.set(op.id, op.session_id);
-      } else if (op.op === "turn.update" || (op.op === "message.append" && op.turn_id !== null)) {
-        const id = op.op === "turn.update" ? op.id : op.turn_id;
-        if (id === null || !this.live.has(id)) continue;
-        if (op.op === "message.append") this.touched.set(id, op.session_id);
+      if (!(await this.keeps(op))) {
+        skipped++;
+        continue;
       }
       kept.push(op);
+      if (op.op === "turn.start" && this.created.has(op.id)) kept.push(failedOp(op.id, this.now()));
     }
-    return kept;
+    return { ops: kept, skipped };
+  }
+
+  private async keeps(op: WriteOp): Promise<boolean> {
+    if (op.op === "turn.start") {
+      const existing = (await this.store.getTurns(op.session_id)).find((t) => t.id === op.id);
+      if (existing === undefined) {
+        // Created and failed in one write, so no crash of the replay can leave it running for a
+        // watchdog to resume; later refused writes of it in this replay still go in.
+        this.created.add(op.id);
+        this.live.add(op.id);
+        return true;
+      }
+      if (existing.status !== "running") return false;
+      this.touched.set(op.id, op.session_id);
+      return true;
+    }
+    if (op.op !== "turn.update" && (op.op !== "message.append" || op.turn_id === null)) return true;
+    const id = op.op === "turn.update" ? op.id : op.turn_id;
+    if (id === null || !this.live.has(id)) return false;
+    // A refused status change must not reopen a turn the replay failed.
+    if (op.op === "turn.update" && this.created.has(id)) return false;
+    if (op.op === "message.append" && !this.created.has(id)) this.touched.set(id, op.session_id);
+    return true;
   }
 }
 
-/**
- * Turns the replay wrote to that nobody runs: failed, never resumed. One it created never ran (its
- * start was refused, so its process gave it up at once); another is settled once its lease ran out.
- */
-async function settleOrphans(store: StorePort, turns: LiveTurns, now: number): Promise<string[]> {
+function failedOp(id: string, now: number): WriteOp {
+  return {
+    op: "turn.update",
+    id,
+    status: "failed",
+    ended_at: now,
+    lease_expires_at: null,
+    error: "the store refused this turn's writes while it ran; they were replayed from the spool later",
+  };
+}
+
+/** Running turns the replay wrote to whose lease ran out (nobody renews it): failed, never resumed. */
+async function settleOrphans(store: StorePort, touched: Map<string, string>, now: number): Promise<string[]> {
   const settled: string[] = [];
-  for (const [id, sessionId] of turns.touched) {
+  for (const [id, sessionId] of touched) {
     const turn = (await store.getTurns(sessionId)).find((t) => t.id === id);
     if (turn?.status !== "running") continue;
-    const leased = turn.lease_expires_at !== null && turn.lease_expires_at > now;
-    if (leased && !turns.created.has(id)) continue;
-    await store.write([
-      {
-        op: "turn.update",
-        id: turn.id,
-        status: "failed",
-        ended_at: now,
-        lease_expires_at: null,
-        error: "the store refused this turn's writes while it ran; they were replayed from the spool later",
-      },
-    ]);
+    if (turn.lease_expires_at !== null && turn.lease_expires_at > now) continue;
+    await store.write([failedOp(turn.id, now)]);
     settled.push(turn.id);
   }
   return settled;
