@@ -21,6 +21,9 @@ import type { MessageView, SessionView, TurnView } from "./rows.js";
 import type { SpoolRecord } from "./spool.js";
 import type { StagedWrite } from "./store-domain.js";
 import type { SearchResult } from "./store-reader.js";
+
+export type { SearchResult, SearchResultItem } from "./store-reader.js";
+
 import type { NewMessage, NewSession, StoreEvent, StoreHealth } from "./store-types.js";
 
 export type StoreEngineName = "sqlite" | "postgres";
