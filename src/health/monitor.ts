@@ -11,12 +11,10 @@ import type { ProviderHealthRecorder } from "../llm/provider-health.js";
 import { mergeRecords, type ProviderRecord } from "../llm/provider-state.js";
 import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import type { IntegrityResult } from "../store/integrity.js";
-import { recoverCommand } from "../store/open-database.js";
 import type { StorePort } from "../store/port.js";
 import { Store } from "../store/store.js";
-import type { StoreHealth } from "../store/store-types.js";
-import { StoreVerifier, type VerifierHealth } from "../store/verifier.js";
+import { StoreVerifier } from "../store/verifier.js";
+import { BackgroundProbe, type ProbeState } from "./background-probe.js";
 import { readBreakerRecords } from "./circuits.js";
 import { gatewayCronComponent } from "./cron-component.js";
 import type { CronMetricsInput } from "./cron-metrics.js";
@@ -34,6 +32,7 @@ import {
 import { configuredProviders, providersComponent } from "./provider-component.js";
 import { ProviderProber, probeSubjects } from "./provider-probe.js";
 import { type Component, formatDuration, type Level, type StatusReport, worst } from "./status.js";
+import { mergeLiveStore, withIntegrity } from "./store-live.js";
 import { toolsComponent } from "./tools-component.js";
 import { turnsComponent } from "./turns-component.js";
 
@@ -90,54 +89,6 @@ export interface MonitorOptions {
   /** Each chat platform's connection as this gateway's adapters see it; left out: none runs here. */
   platformsLive?: () => Record<string, PlatformLive>;
   now?: () => number;
-}
-
-interface ProbeState<T> {
-  value: T | null;
-  error: string | null;
-  checked_at: number | null;
-  /** Set while a probe runs; a probe past its deadline is stopped and reported hung. */
-  running_since: number | null;
-}
-
-/** A check run in the background under a deadline; its last result is always at hand. */
-export class BackgroundProbe<T> {
-  readonly state: ProbeState<T> = { value: null, error: null, checked_at: null, running_since: null };
-
-  constructor(
-    private readonly run: (signal: AbortSignal) => Promise<T>,
-    private readonly timeoutMs: number,
-    private readonly now: () => number,
-  ) {}
-
-  /** Run the check now (`run` instead of the usual one, for a first look done differently). */
-  async once(run: (signal: AbortSignal) => Promise<T> = this.run): Promise<void> {
-    if (this.state.running_since !== null) return;
-    const started = this.now();
-    this.state.running_since = started;
-    const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new Error(`no answer within ${formatDuration(this.timeoutMs)}`)),
-      this.timeoutMs,
-    );
-    timer.unref();
-    try {
-      const value = await Promise.race([
-        run(controller.signal),
-        new Promise<never>((_, reject) =>
-          controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
-        ),
-      ]);
-      this.state.value = value;
-      this.state.error = null;
-    } catch (error) {
-      this.state.error = error instanceof Error ? error.message : String(error);
-    } finally {
-      clearTimeout(timer);
-      this.state.checked_at = this.now();
-      this.state.running_since = null;
-    }
-  }
 }
 
 /** The longest a start waits on the first look at the providers (HealthMonitor.firstProviderLook). */
@@ -459,79 +410,4 @@ export class HealthMonitor {
       next: component.next ?? "`tenax doctor` checks the store and disk without waiting on the gateway",
     };
   }
-}
-
-/** The writer's own view of the store: a write that failed, a corruption seen, writes spooled. */
-function mergeLiveStore(component: HealthComponent, live: StoreHealth): HealthComponent {
-  const extra = {
-    writable: live.writable,
-    spooled_records: live.spooled_records,
-    search: live.search.status,
-    integrity: live.integrity?.status ?? null,
-  };
-  if (live.corrupt)
-    return {
-      ...component,
-      ...extra,
-      status: "down",
-      detail: `corrupt since ${new Date(live.corrupt.since).toISOString()}: ${live.corrupt.detail}; new writes are spooled (${live.spooled_records})`,
-      next: live.corrupt.recover,
-    };
-  if (live.unavailable)
-    return {
-      ...component,
-      ...extra,
-      status: "down",
-      detail: `the PostgreSQL database ${live.path} cannot be reached since ${new Date(live.unavailable.since).toISOString()}: ${live.unavailable.detail}; turns are refused with 503 store_unavailable and refused writes are spooled (${live.spooled_records})`,
-      next: `start PostgreSQL at ${live.path} (or fix the network to it); Tenax takes writes again by itself once it answers, no restart needed${live.spooled_records > 0 ? "; then fold the refused writes in with tenax store replay" : ""}`,
-    };
-  if (live.disk_failure)
-    return {
-      ...component,
-      ...extra,
-      status: "down",
-      detail: `the disk failed a sync at ${new Date(live.disk_failure.since).toISOString()}: ${live.disk_failure.detail}; new writes are spooled (${live.spooled_records})`,
-      next: "check the disk (dmesg, df -h), then restart Tenax",
-    };
-  const problems: string[] = [];
-  if (!live.writable) problems.push("not writable: new writes are spooled to disk");
-  // On PostgreSQL the layer check counts what waits (less what `tenax store replay` has folded in).
-  if (live.spooled_records > 0 && live.engine === "sqlite")
-    problems.push(`${live.spooled_records} writes wait in the spool`);
-  if (live.search.status !== "ok")
-    problems.push(`search ${live.search.status}${live.search.detail ? ` (${live.search.detail})` : ""}`);
-  if (problems.length === 0) return { ...component, ...extra };
-  return {
-    ...component,
-    ...extra,
-    status: worst([component.status, "degraded"]),
-    detail: `${problems.join("; ")}; ${component.detail}`,
-  };
-}
-
-/**
- * The last page check (the continuous verifier's, or the one run as the store opened): damage found
- * makes the store down, with the salvage command.
- */
-function withIntegrity(
-  component: HealthComponent,
-  result: IntegrityResult | null,
-  verifier: VerifierHealth,
-  paths: ProfilePaths,
-): HealthComponent {
-  const extra = {
-    integrity: result?.status ?? null,
-    integrity_checked_at: result?.checked_at ?? null,
-    // The last whole pass over state.db and search.db, and when the next slice runs.
-    verified_at: verifier.last_pass?.ended_at ?? null,
-    verify_next_at: verifier.next_at,
-  };
-  if (result?.status !== "corrupt") return { ...component, ...extra };
-  return {
-    ...component,
-    ...extra,
-    status: "down",
-    detail: `SQLite's page check found damage (${result.detail.slice(0, 3).join("; ")}); ${component.detail}`,
-    next: recoverCommand(paths.state, paths.name),
-  };
 }
