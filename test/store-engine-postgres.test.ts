@@ -77,6 +77,10 @@ describe("tenax store copy", () => {
     const listed = await tenaxAsync(home, ["sessions", "list", "--json"]);
     expect(listed.status).toBe(0);
     expect(JSON.stringify(JSON.parse(listed.stdout))).toContain("first on postgres");
+    const stats = await tenaxAsync(home, ["sessions", "stats"]);
+    expect(stats.stdout).toMatch(/^sessions {3}2$/m);
+    expect(stats.stdout).toMatch(/^size {7}\d+\.\d MiB database$/m);
+    expect(stats.stdout).toContain("indexed as each message is written");
     const status = await tenaxAsync(home, ["status", "--json"]);
     const store = (
       JSON.parse(status.stdout) as {

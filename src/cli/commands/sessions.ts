@@ -249,8 +249,14 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
                 .join(", ") || "none"
             }`,
           );
-          out.line(`size       ${mib(stats.bytes.database)} database, ${mib(stats.bytes.wal)} WAL`);
-          out.line(`search     ${stats.search_pending} message(s) waiting to be indexed`);
+          // PostgreSQL's WAL is the server's own, and its search index is written with each message.
+          const sqlite = reader.engine === "sqlite";
+          out.line(
+            `size       ${mib(stats.bytes.database)} database${sqlite ? `, ${mib(stats.bytes.wal)} WAL` : ""}`,
+          );
+          out.line(
+            `search     ${sqlite ? `${stats.search_pending} message(s) waiting to be indexed` : "indexed as each message is written"}`,
+          );
           out.line(`bad rows   ${stats.bad_rows.sessions} session(s), ${stats.bad_rows.messages} message(s)`);
           return 0;
         }),
