@@ -28,7 +28,7 @@ async function asking(exec: Record<string, unknown> = {}) {
   const [record] = await listApprovals(t.store);
   if (record === undefined) throw new Error("no approval record");
   const delivered = await readOutboxEntry(t.store, outboxKey(asked.chat, `apr/${record.approval_id}`));
-  return { ...t, s, marker, asked, approve, deny, record, messageId: delivered?.message_id ?? "" };
+  return { ...t, s, marker, asked, approve, deny, record, messageId: delivered?.receipt ?? "" };
 }
 
 describe("approvals in the chat", () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { listChatSessions, SESSION_KIND } from "../src/platforms/chat-sessions.js";
 import { INBOX_KIND } from "../src/platforms/inbox.js";
-import { listOutboxEntries } from "../src/platforms/outbox-records.js";
+import { listChatEntries as listOutboxEntries } from "../src/platforms/outbox-records.js";
 import { chatSetup } from "./helpers/chat.js";
 
 /** The user messages the model was sent in request `i` (0-based). */
@@ -142,7 +142,7 @@ describe("chat service: sessions and messages", () => {
       ["ans/1/1", "delivered"],
       ["ans/1/2", "delivered"],
     ]);
-    expect(entries.every((e) => e.op.format === "markdown")).toBe(true);
+    expect(entries.every((e) => e.payload.format === "markdown")).toBe(true);
   });
 });
 

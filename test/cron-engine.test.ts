@@ -4,8 +4,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { listOutbox } from "../src/cron/delivery.js";
 import { finishOps } from "../src/cron/finish.js";
-import { listOutbox, listRuns, putOp, RUN_KIND, readSlot } from "../src/cron/records.js";
+import { listRuns, putOp, RUN_KIND, readSlot } from "../src/cron/records.js";
 import { cronSetup, HOUR, MIN, T0 } from "./helpers/cron-engine.js";
 
 const setup = cronSetup;

@@ -2,25 +2,39 @@
 // receiver asked for, if any) or give up. Never throws.
 import { mkdir, open, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { z } from "zod";
 import { errorMessage } from "../core/errors.js";
 import { originOf, retryAfterMs } from "../http/outbound.js";
+import type { SendOutcome as ChannelOutcome } from "../outbox/channel.js";
 import { writeFileAtomic } from "../profile/atomic-write.js";
 import { NAME_PATTERN } from "./jobs.js";
-import type { OutboxRecord } from "./records.js";
 
-export type SendOutcome =
-  | { kind: "delivered"; where: string }
-  | { kind: "retry"; error: string; retryAfterMs: number | null }
-  | { kind: "give_up"; error: string };
+/** What a cron entry of the outbox carries: which run, what of it, where to, and the body. */
+export const cronPayload = z.object({
+  run_key: z.string(),
+  job: z.string(),
+  /** What is sent: the run's result, or a notice that the job started failing or recovered. */
+  what: z.enum(["result", "failing", "recovered"]),
+  target: z.string(),
+  /** The JSON body sent (for local: written to the file). */
+  body: z.string(),
+});
+export type CronPayload = z.infer<typeof cronPayload>;
+
+/** The delivery's own key, sent as the webhook's Idempotency-Key and marking notices.log lines. */
+export const deliveryKey = (p: Pick<CronPayload, "run_key" | "what">): string => `${p.run_key}/${p.what}`;
+
+export type SendOutcome = ChannelOutcome<CronPayload>;
 
 export interface SendDeps {
   outputDir: string;
   fetchImpl: typeof fetch;
   timeoutMs: number;
   now: number;
+  signal?: AbortSignal;
 }
 
-async function webhook(url: string, entry: OutboxRecord, deps: SendDeps): Promise<SendOutcome> {
+async function webhook(url: string, entry: CronPayload, deps: SendDeps): Promise<SendOutcome> {
   const origin = originOf(url);
   let response: Response;
   try {
@@ -28,12 +42,12 @@ async function webhook(url: string, entry: OutboxRecord, deps: SendDeps): Promis
       method: "POST",
       headers: {
         "content-type": "application/json",
-        "idempotency-key": entry.key,
+        "idempotency-key": deliveryKey(entry),
         "user-agent": "tenax-cron",
       },
       body: entry.body,
       redirect: "manual",
-      signal: AbortSignal.timeout(deps.timeoutMs),
+      signal: AbortSignal.any([AbortSignal.timeout(deps.timeoutMs), ...(deps.signal ? [deps.signal] : [])]),
     });
   } catch (error) {
     const timedOut = error instanceof Error && error.name === "TimeoutError";
@@ -44,7 +58,7 @@ async function webhook(url: string, entry: OutboxRecord, deps: SendDeps): Promis
   await response.body?.cancel().catch(() => {});
   const status = response.status;
   const said = `webhook ${origin} answered ${status}${response.statusText ? ` ${response.statusText}` : ""}`;
-  if (status >= 200 && status < 300) return { kind: "delivered", where: `webhook ${origin}` };
+  if (status >= 200 && status < 300) return { kind: "delivered", receipt: `webhook ${origin}` };
   if (status === 429 || status >= 500)
     return {
       kind: "retry",
@@ -109,7 +123,7 @@ async function logHas(file: string, key: string): Promise<boolean> {
   }
 }
 
-async function local(entry: OutboxRecord, deps: SendDeps): Promise<SendOutcome> {
+async function local(entry: CronPayload, deps: SendDeps): Promise<SendOutcome> {
   if (!NAME_PATTERN.test(entry.job))
     return { kind: "give_up", error: `"${entry.job}" is not a job name that can be a folder name` };
   const dir = join(deps.outputDir, entry.job);
@@ -120,11 +134,11 @@ async function local(entry: OutboxRecord, deps: SendDeps): Promise<SendOutcome> 
       const result = body as unknown as ResultBody;
       const file = join(dir, resultFile(Date.parse(result.occurrence), result.run_id));
       await writeFileAtomic(file, resultText(result), 0o600);
-      return { kind: "delivered", where: file };
+      return { kind: "delivered", receipt: file };
     }
     const file = join(dir, "notices.log");
-    if (await logHas(file, entry.key)) return { kind: "delivered", where: file };
-    const line = `${new Date(deps.now).toISOString()} [${entry.key}] ${String(body.text ?? "")}\n`;
+    if (await logHas(file, deliveryKey(entry))) return { kind: "delivered", receipt: file };
+    const line = `${new Date(deps.now).toISOString()} [${deliveryKey(entry)}] ${String(body.text ?? "")}\n`;
     const handle = await open(file, "a", 0o600);
     try {
       await handle.appendFile(line, "utf8");
@@ -132,13 +146,13 @@ async function local(entry: OutboxRecord, deps: SendDeps): Promise<SendOutcome> 
     } finally {
       await handle.close();
     }
-    return { kind: "delivered", where: file };
+    return { kind: "delivered", receipt: file };
   } catch (error) {
     return { kind: "retry", error: `writing under ${dir}: ${errorMessage(error)}`, retryAfterMs: null };
   }
 }
 
-export async function sendEntry(entry: OutboxRecord, deps: SendDeps): Promise<SendOutcome> {
+export async function sendEntry(entry: CronPayload, deps: SendDeps): Promise<SendOutcome> {
   const target = entry.target;
   if (target === "local") return local(entry, deps);
   if (target.startsWith("webhook:")) return webhook(target.slice("webhook:".length), entry, deps);

@@ -4,7 +4,8 @@
 //   cron_slot    key NAME          the newest occurrence accounted for (the scheduler advances it)
 //   cron_health  key NAME          the failure streak and what was notified (a run's end writes it)
 //   cron_run     key NAME/OCC      one per occurrence run, skipped or summarized; its key is the claim
-//   cron_outbox  key RUN_KEY/what  a delivery or notice still to send, or sent
+// A run's deliveries are entries of the outbox (src/outbox, channel `cron`); `cron_outbox` is where
+// an earlier Tenax kept them, read once to move them there (legacyOutboxRecord).
 // Records carry no session id (deleting a run's session keeps the job's history); what is read
 // back is checked, and a record that fails is treated as absent.
 import { z } from "zod";
@@ -14,6 +15,7 @@ export const JOB_KIND = "cron_job";
 export const SLOT_KIND = "cron_slot";
 export const HEALTH_KIND = "cron_health";
 export const RUN_KIND = "cron_run";
+/** Where an earlier Tenax kept cron deliveries; the outbox moves them into its own kind. */
 export const OUTBOX_KIND = "cron_outbox";
 
 const schedule = z.discriminatedUnion("kind", [
@@ -124,7 +126,7 @@ export const runRecord = z.object({
 });
 export type RunRecord = z.infer<typeof runRecord>;
 
-export const outboxRecord = z.object({
+export const legacyOutboxRecord = z.object({
   key: z.string(),
   run_key: z.string(),
   job: z.string(),
@@ -143,7 +145,6 @@ export const outboxRecord = z.object({
   created_at: z.number(),
   delivered_at: z.number().nullable(),
 });
-export type OutboxRecord = z.infer<typeof outboxRecord>;
 
 type Source = Pick<StoreReads, "listRecords" | "getRecord">;
 /** What reads a record as its stored text too (a claim's `expect`). */
@@ -171,7 +172,6 @@ export const readHealth = async (store: Source, name: string) =>
   parsed(healthRecord, await store.getRecord(HEALTH_KIND, name));
 export const readRun = async (store: Source, key: string) =>
   parsed(runRecord, await store.getRecord(RUN_KIND, key));
-export const listOutbox = async (store: Source) => await all(store, OUTBOX_KIND, outboxRecord);
 
 /** A job's runs (newest occurrence first), or every job's; keys sort by occurrence within a job. */
 export async function listRuns(store: Source, job?: string): Promise<RunRecord[]> {

@@ -8,9 +8,9 @@ import type { Agent } from "../agent/agent.js";
 import type { PlatformEvent } from "../agent/events.js";
 import type { ReapedTurn } from "../agent/reap.js";
 import type { ResumeReport } from "../agent/resume.js";
-import type { Scheduler } from "../agent/scheduler.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { PlatformLive } from "../health/platforms-component.js";
+import type { Outbox } from "../outbox/outbox.js";
 import { ChatService } from "../platforms/chat-service.js";
 import { listChatSessions } from "../platforms/chat-sessions.js";
 import type { StorePort } from "../store/port.js";
@@ -32,7 +32,7 @@ export interface GatewayChat {
   /** After the resume: hand each resumed chat turn to the service. */
   resumed(report: ResumeReport): void;
   /** Run what the inbox holds and connect the adapters. */
-  start(scheduler: Scheduler): Promise<void>;
+  start(): Promise<void>;
   /** Before the drain: tell each chat with a running turn, within `timeoutMs`; never throws. */
   notifyShutdown(restarting: boolean, timeoutMs?: number): Promise<{ chats: number; sent: number }>;
   /** Start nothing new (at the first stop signal). */
@@ -44,6 +44,8 @@ export interface GatewayChat {
 export interface ChatPlatformsOptions {
   config: TenaxConfig;
   store: StorePort;
+  /** The gateway's outbox: the platforms' sends are channels of it. */
+  outbox: Outbox;
   gateway: Gateway;
   agent: Agent;
   onEvent: (event: PlatformEvent) => void;
@@ -55,7 +57,7 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
   const { config, log } = options;
   const platforms = buildPlatforms({
     config,
-    store: options.store,
+    outbox: options.outbox,
     onEvent: options.onEvent,
     onTrouble: (platform, message) =>
       message === null ? log.info(`${platform}: connected again`) : log.warn(`${platform}: ${message}`),
@@ -101,13 +103,13 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     async resumed(report) {
       for (const turn of report.resumed) await service.resumed(turn.session_id, turn.result);
     },
-    async start(scheduler) {
+    async start() {
       const r = await service.recover();
       if (r.queued + r.resumed + r.answered + r.inline > 0)
         log.info(
           `chat platforms: after the restart, ${r.queued} message(s) queued again, ${r.resumed} answered by resumed turns, ${r.answered} answered from the store, ${r.inline} command(s) run again`,
         );
-      await platforms.start(scheduler, () => service.sink);
+      await platforms.start(() => service.sink);
       for (const adapter of platforms.adapters) log.info(`${adapter.name}: receiving (chat platform)`);
     },
     notifyShutdown: (restarting, timeoutMs = 3_000) => service.shutdownNotice({ restarting, timeoutMs }),

@@ -1,32 +1,32 @@
 // The chat platforms config.yaml names, as this gateway runs them: one adapter each (Telegram
-// through grammY, the webhook platform), the outbox that sends through them on the gateway's
-// scheduler, and their live status for /health. The chat service on top decides what each
+// through grammY, the webhook platform), each a channel of the gateway's one outbox, and their
+// live status for /health. The chat service on top decides what each
 // inbound message becomes; this file only makes and starts the parts.
 import type { PlatformEvent } from "../agent/events.js";
-import type { Scheduler } from "../agent/scheduler.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { PlatformLive } from "../health/platforms-component.js";
+import type { Outbox } from "../outbox/outbox.js";
 import type { InboundSink, PlatformAdapter } from "../platforms/adapter.js";
-import { PlatformOutbox } from "../platforms/outbox.js";
+import { type ChatOutbox, chatOutbox, platformChannel } from "../platforms/outbox-channel.js";
 import { TelegramAdapter } from "../platforms/telegram/adapter.js";
 import { WebhookAdapter } from "../platforms/webhook/adapter.js";
-import type { StorePort } from "../store/port.js";
 
 export interface GatewayPlatforms {
   adapters: PlatformAdapter[];
   telegram: TelegramAdapter | null;
   webhook: WebhookAdapter | null;
-  outbox: PlatformOutbox;
+  outbox: ChatOutbox;
   live(): Record<string, PlatformLive>;
-  /** Start receiving on every adapter, each into its sink, and the outbox's sender. */
-  start(scheduler: Scheduler, sinkFor: (platform: string) => InboundSink): Promise<void>;
-  /** Stop receiving and sending; what is queued stays queued for the next start. */
+  /** Start receiving on every adapter, each into its sink. */
+  start(sinkFor: (platform: string) => InboundSink): Promise<void>;
+  /** Stop receiving (the outbox is the gateway's to stop); what is queued stays queued. */
   stop(): Promise<void>;
 }
 
 export interface PlatformsOptions {
   config: TenaxConfig;
-  store: StorePort;
+  /** The gateway's outbox: each adapter becomes a channel of it. */
+  outbox: Outbox;
   onEvent: (event: PlatformEvent) => void;
   /** A platform's connection trouble (null: it recovered), for the gateway's log. */
   onTrouble: (platform: string, message: string | null) => void;
@@ -48,7 +48,7 @@ export function buildPlatforms(options: PlatformsOptions): GatewayPlatforms {
           onTrouble: (message) => {
             options.onTrouble("telegram", message);
             // Telegram answers again: what waits out a backoff step goes now, not minutes later.
-            if (message === null) void outbox.wake("telegram").catch(() => undefined);
+            if (message === null) void options.outbox.wake("telegram").catch(() => undefined);
           },
         });
   const wh = config.platforms.webhook;
@@ -59,22 +59,20 @@ export function buildPlatforms(options: PlatformsOptions): GatewayPlatforms {
   const adapters: PlatformAdapter[] = [telegram, webhook].filter(
     (a): a is NonNullable<typeof a> => a !== null,
   );
-  const outbox = new PlatformOutbox({ store: options.store, adapters, onEvent: options.onEvent });
+  for (const adapter of adapters) options.outbox.add(platformChannel(adapter, { onEvent: options.onEvent }));
   return {
     adapters,
     telegram,
     webhook,
-    outbox,
+    outbox: chatOutbox(options.outbox),
     live: () => ({
       ...(telegram ? { telegram: telegram.status() } : {}),
       ...(webhook ? { webhook: webhook.status() } : {}),
     }),
-    async start(scheduler, sinkFor) {
+    async start(sinkFor) {
       for (const adapter of adapters) await adapter.start(sinkFor(adapter.name));
-      if (adapters.length > 0) outbox.maintainOn(scheduler);
     },
     async stop() {
-      outbox.stop();
       await Promise.all(adapters.map((a) => a.stop()));
     },
   };

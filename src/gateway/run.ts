@@ -20,13 +20,14 @@ import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
 import { startTracing, TRACE_SHUTDOWN_MS, type Tracing } from "../core/trace-start.js";
-import { CronOutbox } from "../cron/delivery.js";
+import { cronChannel } from "../cron/delivery.js";
 import { CronEngine } from "../cron/engine.js";
 import { finishOps } from "../cron/finish.js";
 import type { CronEvent, CronStats } from "../cron/host.js";
 import { CronJobs, profileTimezone } from "../cron/jobs.js";
 import type { PlatformLive } from "../health/platforms-component.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
+import { Outbox } from "../outbox/outbox.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { takeRestartRequested } from "../profile/restart-marker.js";
@@ -249,11 +250,10 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     const { type, layer, message, ...data } = event;
     observed.hub.publish({ type, layer, message, data });
   };
-  const outbox = new CronOutbox({
-    store: opened.store,
-    outputDir: join(paths.cron, "output"),
-    onEvent: publishCron,
-  });
+  // The one outbox: cron's results and notices, and (below) each chat platform's messages.
+  const outbox = new Outbox({ store: opened.store }).add(
+    cronChannel({ outputDir: join(paths.cron, "output"), onEvent: publishCron }),
+  );
   const cron = new CronEngine({
     store: opened.store,
     host: gatewayCronHost(gateway),
@@ -275,6 +275,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const chat = buildChatPlatforms({
     config,
     store: opened.store,
+    outbox,
     gateway,
     agent: opened.agent,
     onEvent: (event) => {
@@ -358,11 +359,12 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   if (starting) {
     if (config.cron.enabled) {
       cron.startOn(opened.agent.scheduler);
-      outbox.maintainOn(opened.agent.scheduler);
       cronStats = () => cron.stats();
     }
+    // Cron's deliveries go out even while cron is off: they are results of runs already made.
+    outbox.maintainOn(opened.agent.scheduler);
     runs.maintainOn(opened.agent.scheduler);
-    await chat?.start(opened.agent.scheduler);
+    await chat?.start();
     // Decided approvals are kept as long as ended runs are.
     opened.agent.approvals.maintainOn(
       opened.agent.scheduler,
@@ -430,8 +432,8 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // Every run's terminal event is committed (and sent to its followers) before the store closes.
   await runs.settled();
   await cron.runner.settled(5_000);
-  outbox.stop();
   await chat?.stop();
+  outbox.stop();
   await observed.close();
   await closeApp(app);
   await opened.close();

@@ -3,14 +3,13 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
 import { defaultConfig } from "../config/schema.js";
+import { CRON_CHANNEL, cronEntryKey } from "../cron/delivery.js";
 import type { CronStats } from "../cron/host.js";
 import {
   HEALTH_KIND,
   type HealthRecord,
   JOB_KIND,
   type JobRecord,
-  OUTBOX_KIND,
-  type OutboxRecord,
   putOp,
   RUN_KIND,
   type RunRecord,
@@ -18,6 +17,7 @@ import {
   SLOT_KIND,
 } from "../cron/records.js";
 import { parseSchedule } from "../cron/schedule.js";
+import { newEntry, OUTBOX_KIND, type OutboxEntry } from "../outbox/entry.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { cronComponent, gatewayCronComponent } from "./cron-component.js";
@@ -86,6 +86,19 @@ function run(jobName: string, occurrence: number, over: Partial<RunRecord> = {})
 }
 
 /** The slot as the scheduler leaves it: every occurrence up to `slot` claimed. */
+/** A cron result in the outbox, to a webhook, with these fields. */
+function delivery(job: string, runKey: string, over: Partial<OutboxEntry>): OutboxEntry {
+  const payload = {
+    run_key: runKey,
+    job,
+    what: "result" as const,
+    target: "webhook:https://hooks.example.com/x",
+    body: "{}",
+  };
+  const { entry } = newEntry({ channel: CRON_CHANNEL, id: cronEntryKey(payload), payload }, NOW);
+  return { ...entry, ...over };
+}
+
 const slot = (j: JobRecord, at: number) =>
   putOp(SLOT_KIND, j.name, { name: j.name, slot: at, job_created_at: j.created_at, updated_at: at }, at);
 
@@ -168,20 +181,13 @@ describe("cronComponent", () => {
   it("is degraded by a delivery given up, naming the target", async () => {
     const s = await store();
     const j = job("digest", "0 * * * *");
-    const entry: OutboxRecord = {
-      key: `${runKey(j.name, NOW - H)}/result`,
-      run_key: runKey(j.name, NOW - H),
-      job: j.name,
-      what: "result",
-      target: "webhook:https://hooks.example.com/x",
-      body: "{}",
+    const entry = delivery(j.name, runKey(j.name, NOW - H), {
       state: "given_up",
       attempts: 8,
       next_at: NOW,
       last_error: "HTTP 500",
       created_at: NOW - H,
-      delivered_at: null,
-    };
+    });
     await s.write([putOp(JOB_KIND, j.name, j, NOW), slot(j, NOW), putOp(OUTBOX_KIND, entry.key, entry, NOW)]);
     const c = await cronComponent(s, NOW, null);
     expect(c.status).toBe("degraded");
@@ -195,27 +201,18 @@ describe("cronComponent", () => {
   it("is degraded by a pending delivery older than an hour, not by a fresh one", async () => {
     const s = await store();
     const j = job("digest", "0 * * * *");
-    const entry = (key: string, created_at: number): OutboxRecord => ({
-      key,
-      run_key: key,
-      job: j.name,
-      what: "result",
-      target: "webhook:https://hooks.example.com/x",
-      body: "{}",
-      state: "pending",
-      attempts: 2,
-      next_at: NOW + M,
-      last_error: "connect ECONNREFUSED",
-      created_at,
-      delivered_at: null,
-    });
-    await s.write([
-      putOp(JOB_KIND, j.name, j, NOW),
-      slot(j, NOW),
-      putOp(OUTBOX_KIND, "a", entry("a", NOW - M), NOW),
-    ]);
+    const entry = (key: string, created_at: number) =>
+      delivery(j.name, key, {
+        attempts: 2,
+        next_at: NOW + M,
+        last_error: "connect ECONNREFUSED",
+        created_at,
+      });
+    const a = entry("a", NOW - M);
+    const b = entry("b", NOW - 2 * H);
+    await s.write([putOp(JOB_KIND, j.name, j, NOW), slot(j, NOW), putOp(OUTBOX_KIND, a.key, a, NOW)]);
     expect((await cronComponent(s, NOW, null)).status).toBe("ok");
-    await s.write([putOp(OUTBOX_KIND, "b", entry("b", NOW - 2 * H), NOW)]);
+    await s.write([putOp(OUTBOX_KIND, b.key, b, NOW)]);
     const c = await cronComponent(s, NOW, null);
     expect(c.status).toBe("degraded");
     expect(c.detail).toContain("1 delivery has waited over 1 h 0 min");

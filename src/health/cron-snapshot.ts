@@ -2,6 +2,7 @@
 // streak, run and outbox entry listed once and indexed by job, so /health and /metrics cost a
 // fixed number of reads however many jobs there are.
 import { owedSince } from "../cron/claim.js";
+import { type CronDelivery, listOutbox } from "../cron/delivery.js";
 import { nextAfter } from "../cron/next.js";
 import {
   FINAL_STATES,
@@ -9,9 +10,7 @@ import {
   type HealthRecord,
   healthRecord,
   listJobs,
-  listOutbox,
   listRuns,
-  type OutboxRecord,
   type RunRecord,
   type RunState,
   SLOT_KIND,
@@ -43,7 +42,7 @@ export interface CronJobRow {
 export interface CronSnapshot {
   jobs: CronJobRow[];
   runs: RunRecord[];
-  outbox: OutboxRecord[];
+  outbox: CronDelivery[];
 }
 
 async function byName<T extends { name: string }>(

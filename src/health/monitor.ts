@@ -9,7 +9,7 @@ import type { TenaxConfig } from "../config/schema.js";
 import type { CronStats } from "../cron/host.js";
 import type { ProviderHealthRecorder } from "../llm/provider-health.js";
 import { mergeRecords, type ProviderRecord } from "../llm/provider-state.js";
-import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
+import { type OutboxBacklog, readOutboxBacklog } from "../outbox/backlog.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { StorePort } from "../store/port.js";
 import { Store } from "../store/store.js";
@@ -285,10 +285,10 @@ export class HealthMonitor {
   /** The chat platforms: the adapters' connections and every process's outbox backlog. */
   async platformsNow(now = this.now()): Promise<PlatformsComponent> {
     const { paths, config, store } = this.options;
-    let backlog: Record<string, PlatformBacklog> = {};
+    let backlog: Record<string, OutboxBacklog> = {};
     try {
       if (configuredPlatforms(config).length > 0)
-        backlog = await readBacklog(store, configuredPlatforms(config), undefined, now);
+        backlog = await readOutboxBacklog(store, configuredPlatforms(config), undefined, now);
     } catch {
       // A store that cannot be read is the store component's news.
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { tempProfile } from "../../test/helpers/tmp.js";
-import type { PlatformBacklog } from "../platforms/outbox-backlog.js";
+import type { OutboxBacklog } from "../outbox/backlog.js";
 import { type PlatformLive, platformsComponent } from "./platforms-component.js";
 
 const NOW = Date.parse("2026-12-03T06:00:00Z");
@@ -15,7 +15,7 @@ const telegram = {
     },
   },
 };
-const backlog = (b: Partial<PlatformBacklog> = {}): Record<string, PlatformBacklog> => ({
+const backlog = (b: Partial<OutboxBacklog> = {}): Record<string, OutboxBacklog> => ({
   telegram: {
     pending: 0,
     given_up: 0,

@@ -4,7 +4,7 @@
 // down when no gateway runs to connect at all. The store's backlog counts every process's
 // messages; the connection is known only inside the gateway (its /health says it).
 import type { TenaxConfig } from "../config/schema.js";
-import type { PlatformBacklog } from "../platforms/outbox-backlog.js";
+import type { OutboxBacklog } from "../outbox/backlog.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { formatDuration } from "./duration.js";
@@ -52,7 +52,7 @@ export function configuredPlatforms(config: Pick<TenaxConfig, "platforms">): str
 export function platformsComponent(
   paths: ProfilePaths,
   config: Pick<TenaxConfig, "platforms">,
-  backlog: Record<string, PlatformBacklog>,
+  backlog: Record<string, OutboxBacklog>,
   /** The gateway's live view; null when no gateway runs in this process (and none answered). */
   live: Record<string, PlatformLive> | null,
   now: number,

@@ -11,7 +11,7 @@ import {
   readProviderRecord,
 } from "../llm/provider-state.js";
 import { DEFAULT_BASE_URLS } from "../llm/runtime.js";
-import { type PlatformBacklog, readBacklog } from "../platforms/outbox-backlog.js";
+import { type OutboxBacklog, readOutboxBacklog } from "../outbox/backlog.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import {
@@ -257,9 +257,9 @@ async function platformsStatus(
   gatewayDown: boolean,
 ): Promise<PlatformsComponent> {
   const names = configuredPlatforms(config);
-  let backlog: Record<string, PlatformBacklog> = {};
+  let backlog: Record<string, OutboxBacklog> = {};
   try {
-    if (reader !== null && names.length > 0) backlog = await readBacklog(reader, names, undefined, now);
+    if (reader !== null && names.length > 0) backlog = await readOutboxBacklog(reader, names, undefined, now);
   } catch {
     // A store that cannot be read is the store component's news.
   }

@@ -10,6 +10,7 @@
 //   after a crash, then recover() (chat-recover.ts) to run what the inbox still holds.
 import type { AgentEvent, TurnResult } from "../agent/turn.js";
 import { errorMessage } from "../core/errors.js";
+import { emptyBacklog, type OutboxBacklog } from "../outbox/backlog.js";
 import type { StorePort } from "../store/port.js";
 import type { ChatRef, InboundEvent, InboundSink, PlatformAdapter } from "./adapter.js";
 import { approvalClosed, approvalRequest, type CommandContext, runInline } from "./chat-commands.js";
@@ -22,8 +23,7 @@ import { BACK_ONLINE, refusal, SHUTDOWN_RESTARTING, SHUTDOWN_STOPPING } from "./
 import { type LaneRunDeps, runLaneItem } from "./chat-turns.js";
 import { ChatWriter } from "./chat-writer.js";
 import { type InboxEntry, PlatformInbox } from "./inbox.js";
-import type { PlatformOutbox } from "./outbox.js";
-import type { PlatformBacklog } from "./outbox-backlog.js";
+import type { ChatOutbox } from "./outbox-channel.js";
 import type { EnqueueInput } from "./outbox-records.js";
 import { chatKey } from "./session-key.js";
 
@@ -32,7 +32,7 @@ export interface ChatServiceOptions {
   host: ChatHost;
   /** The adapters of this process: typing, button answers and notices go through them directly. */
   adapters: readonly PlatformAdapter[];
-  outbox: PlatformOutbox;
+  outbox: ChatOutbox;
   /**
    * Per platform, the user ids whose updates reach the agent (`platforms.NAME.allowed_users`, as
    * strings), or "anyone" for a platform whose callers are checked before they reach the sink (the
@@ -56,17 +56,9 @@ export interface PlatformChatStatus {
   running: number;
   /** Messages waiting behind them. */
   waiting: number;
-  outbox: PlatformBacklog;
+  outbox: OutboxBacklog;
   last_error: string | null;
 }
-
-const emptyBacklog = (): PlatformBacklog => ({
-  pending: 0,
-  given_up: 0,
-  oldest_pending_at: null,
-  oldest_pending_age_ms: null,
-  last_error: null,
-});
 
 export class ChatService {
   /** Hand this to each adapter's start(). */
@@ -74,7 +66,7 @@ export class ChatService {
   readonly inbox: PlatformInbox;
   private readonly store: StorePort;
   private readonly host: ChatHost;
-  private readonly outbox: PlatformOutbox;
+  private readonly outbox: ChatOutbox;
   private readonly now: () => number;
   private readonly adapters = new Map<string, PlatformAdapter>();
   private readonly allowed = new Map<string, Set<string> | "anyone">();

@@ -7,12 +7,12 @@ import type { PlatformAdapter, TextFormat } from "./adapter.js";
 import type { ChatHost } from "./chat-host.js";
 import { type ChatSession, chatSessionOp, readChatSession } from "./chat-sessions.js";
 import { type DoneResult, doneOp, type InboxEntry } from "./inbox.js";
-import type { PlatformOutbox } from "./outbox.js";
+import type { ChatOutbox } from "./outbox-channel.js";
 import { type EnqueueInput, outboxEntryOp } from "./outbox-records.js";
 
 export interface ChatWriterDeps {
   store: StorePort;
-  outbox: PlatformOutbox;
+  outbox: ChatOutbox;
   host: ChatHost;
   adapters: ReadonlyMap<string, PlatformAdapter>;
   now(): number;

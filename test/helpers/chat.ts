@@ -6,9 +6,10 @@ import type { ChatRef, ChatType, InboundEvent, OutboundOp } from "../../src/plat
 import { textEvent } from "../../src/platforms/adapter.js";
 import { type AgentChatHost, agentChatHost } from "../../src/platforms/agent-chat-host.js";
 import { ChatService, type ChatServiceOptions } from "../../src/platforms/chat-service.js";
-import { PlatformOutbox } from "../../src/platforms/outbox.js";
+import { chatOutbox } from "../../src/platforms/outbox-channel.js";
 import { cleanups, setupAgent } from "./agent.js";
 import { FakePlatform } from "./fake-platform.js";
+import { chatTestOutbox } from "./platform-outbox.js";
 import { waitUntil } from "./tool-context.js";
 
 export const ALLOWED = ["42", "43"];
@@ -16,7 +17,7 @@ export const ALLOWED = ["42", "43"];
 export async function chatSetup(extra: Record<string, unknown> = {}) {
   const t = await setupAgent(extra);
   const platform = new FakePlatform("telegram");
-  const outbox = new PlatformOutbox({ store: t.store, adapters: [platform], random: () => 0.5 });
+  const outbox = chatTestOutbox(t.store, platform);
   cleanups.push(async () => outbox.stop());
   const host: AgentChatHost = agentChatHost(t.agent, t.project);
   /** A chat service as the gateway would make one (several on one store: a restart). */
@@ -25,7 +26,7 @@ export async function chatSetup(extra: Record<string, unknown> = {}) {
       store: t.store,
       host,
       adapters: [platform],
-      outbox,
+      outbox: chatOutbox(outbox),
       allowedUsers: { telegram: ALLOWED },
       typingEveryMs: 50,
       busyRetryMs: 20,

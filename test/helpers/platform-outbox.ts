@@ -1,9 +1,10 @@
 // A platform outbox on a real store file in a temp profile, with an injected clock and its
 // events collected: what the outbox tests share.
 import type { PlatformEvent } from "../../src/agent/events.js";
+import { Outbox, type OutboxOptions } from "../../src/outbox/outbox.js";
 import type { ChatRef, SendOp } from "../../src/platforms/adapter.js";
-import { PlatformOutbox, type PlatformOutboxOptions } from "../../src/platforms/outbox.js";
-import { readOutboxEntry } from "../../src/platforms/outbox-records.js";
+import { type PlatformChannelOptions, platformChannel } from "../../src/platforms/outbox-channel.js";
+import { chatEntryInput, type EnqueueInput, readOutboxEntry } from "../../src/platforms/outbox-records.js";
 import type { ProfilePaths } from "../../src/profile/paths.js";
 import { openStore } from "../../src/store/registry.js";
 import type { Store } from "../../src/store/store.js";
@@ -24,16 +25,27 @@ export async function setup(paths: ProfilePaths = tempProfile()) {
   const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   const clock = { now: T0 };
   const events: PlatformEvent[] = [];
-  const outbox = (store: Store, platform: FakePlatform, options: Partial<PlatformOutboxOptions> = {}) =>
-    new PlatformOutbox({
-      store,
-      adapters: [platform],
-      now: () => clock.now,
-      random: () => 0.5,
-      onEvent: (e) => events.push(e),
-      ...options,
-    });
+  const outbox = (store: Store, platform: FakePlatform, options: TestOutboxOptions = {}) =>
+    chatTestOutbox(store, platform, { now: () => clock.now, onEvent: (e) => events.push(e), ...options });
   return { paths, store, clock, events, outbox };
+}
+
+export type TestOutboxOptions = Partial<Omit<OutboxOptions, "store">> & PlatformChannelOptions;
+
+/** An outbox with one platform's channel, taking chat messages as the chat service gives them. */
+export function chatTestOutbox(store: Store, platform: FakePlatform, options: TestOutboxOptions = {}) {
+  const { now, owner, gone, parallel, ...channel } = options;
+  const outbox = new Outbox({
+    store,
+    ...(now ? { now } : {}),
+    ...(owner ? { owner } : {}),
+    ...(gone ? { gone } : {}),
+    ...(parallel ? { parallel } : {}),
+  }).add(platformChannel(platform, { random: () => 0.5, ...channel }));
+  return Object.assign(outbox, {
+    enqueueChat: async (input: EnqueueInput) =>
+      await outbox.enqueue(chatEntryInput(input, (now ?? Date.now)())),
+  });
 }
 
 export const state = async (store: Store, key: string) => await readOutboxEntry(store, key);

@@ -10,11 +10,12 @@ import { openAgent } from "../../agent/setup.js";
 import { loadConfig } from "../../config/load.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
 import { agentHosts } from "../../cron/agent-host.js";
-import { CronOutbox } from "../../cron/delivery.js";
+import { cronChannel } from "../../cron/delivery.js";
 import { CronEngine } from "../../cron/engine.js";
 import { finishOps } from "../../cron/finish.js";
 import type { RunRecord } from "../../cron/records.js";
 import { readRun } from "../../cron/records.js";
+import { Outbox } from "../../outbox/outbox.js";
 import { readGatewayPid } from "../../profile/gateway-pid.js";
 import type { Cli } from "../main.js";
 import type { Output } from "../output.js";
@@ -46,15 +47,16 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
   // The cron engine's events and the resumed turns' go to the trail as the gateway's would.
   const audit = (input: AuditInput) => opened.trail?.record(input);
   const hosts = agentHosts(opened.agent, process.cwd());
-  const outbox = new CronOutbox({
-    store: opened.store,
-    outputDir: join(paths.cron, "output"),
-    onEvent: (event) => {
-      audit(cronFeed(event));
-      if (event.type === "cron_delivered") out.line(event.message);
-      else out.warn(event.message);
-    },
-  });
+  const outbox = new Outbox({ store: opened.store }).add(
+    cronChannel({
+      outputDir: join(paths.cron, "output"),
+      onEvent: (event) => {
+        audit(cronFeed(event));
+        if (event.type === "cron_delivered") out.line(event.message);
+        else out.warn(event.message);
+      },
+    }),
+  );
   const engine = new CronEngine({
     store: opened.store,
     host: hosts.cron,

@@ -264,7 +264,6 @@ describe("Telegram adapter: sending", () => {
       adapter,
       { type: "send", chat: chat("42"), text: "**bold** <x>", format: "markdown" },
       null,
-      5_000,
       new AbortController().signal,
       "k",
     );

@@ -5,10 +5,11 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempProfile } from "../../../test/helpers/tmp.js";
+import { Outbox } from "../../outbox/outbox.js";
 import { openStore } from "../../store/registry.js";
 import type { InboundEvent } from "../adapter.js";
-import { PlatformOutbox } from "../outbox.js";
-import { listOutboxEntries } from "../outbox-records.js";
+import { chatOutbox, platformChannel } from "../outbox-channel.js";
+import { listChatEntries as listOutboxEntries } from "../outbox-records.js";
 import { WebhookAdapter, webhookInbound } from "./adapter.js";
 
 interface Received {
@@ -79,12 +80,10 @@ describe("webhook platform", () => {
     const hook = await callback([502, 502]);
     const store = await openStore(tempProfile(), { integrityCheckTimeoutMs: 0 });
     let now = Date.parse("2026-12-03T06:00:00Z");
-    const outbox = new PlatformOutbox({
-      store,
-      adapters: [new WebhookAdapter({ callbackUrl: hook.url })],
-      now: () => now,
-      random: () => 0.5,
-    });
+    const engine = new Outbox({ store, now: () => now }).add(
+      platformChannel(new WebhookAdapter({ callbackUrl: hook.url }), { random: () => 0.5 }),
+    );
+    const outbox = chatOutbox(engine);
     const { key } = await outbox.enqueue({
       message: { type: "send", chat, text: "the answer", format: "plain" },
     });

@@ -1,9 +1,9 @@
-// What waits in the platform outbox, per platform, for /health and `tenax status`: read from the
+// What waits in the outbox, per channel, for /health, `tenax status` and /metrics: read from the
 // store, so it counts every process's entries, not only this one's.
 import type { StoreReads } from "../store/port.js";
-import { OUTBOX_KIND, parseEntry } from "./outbox-records.js";
+import { OUTBOX_KIND, parseEntry } from "./entry.js";
 
-export interface PlatformBacklog {
+export interface OutboxBacklog {
   pending: number;
   given_up: number;
   /** When the oldest pending entry was enqueued, or null. */
@@ -14,7 +14,7 @@ export interface PlatformBacklog {
   last_error: string | null;
 }
 
-const empty = (): PlatformBacklog => ({
+export const emptyBacklog = (): OutboxBacklog => ({
   pending: 0,
   given_up: 0,
   oldest_pending_at: null,
@@ -23,30 +23,30 @@ const empty = (): PlatformBacklog => ({
 });
 
 /**
- * Each platform's backlog; `platforms` are listed even with nothing queued. `delivered` holds keys
+ * Each channel's backlog; `channels` are listed even with nothing queued. `delivered` holds keys
  * this process delivered but could not mark yet: they are not counted as waiting.
  */
-export async function readBacklog(
+export async function readOutboxBacklog(
   store: Pick<StoreReads, "listRecords">,
-  platforms: readonly string[] = [],
+  channels: readonly string[] = [],
   delivered: ReadonlySet<string> = new Set(),
   now: number = Date.now(),
-): Promise<Record<string, PlatformBacklog>> {
-  const out: Record<string, PlatformBacklog> = {};
-  for (const p of platforms) out[p] = empty();
+): Promise<Record<string, OutboxBacklog>> {
+  const out: Record<string, OutboxBacklog> = {};
+  for (const c of channels) out[c] = emptyBacklog();
   const errorAt: Record<string, number> = {};
   for (const row of await store.listRecords(OUTBOX_KIND)) {
     const e = parseEntry(row.value);
     if (e === null || e.state === "delivered" || delivered.has(e.key)) continue;
-    const b = out[e.platform] ?? empty();
-    out[e.platform] = b;
+    const b = out[e.channel] ?? emptyBacklog();
+    out[e.channel] = b;
     if (e.state === "pending") {
       b.pending++;
       if (b.oldest_pending_at === null || e.created_at < b.oldest_pending_at)
         b.oldest_pending_at = e.created_at;
     } else b.given_up++;
-    if (e.last_error !== null && row.updated_at >= (errorAt[e.platform] ?? Number.NEGATIVE_INFINITY)) {
-      errorAt[e.platform] = row.updated_at;
+    if (e.last_error !== null && row.updated_at >= (errorAt[e.channel] ?? Number.NEGATIVE_INFINITY)) {
+      errorAt[e.channel] = row.updated_at;
       b.last_error = e.last_error;
     }
   }

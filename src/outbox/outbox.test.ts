@@ -1,35 +1,36 @@
-// The platform outbox on a real store file and an in-memory platform: exactly once across a
-// restart, never twice at once from two outboxes, one chat's messages in order under retries,
-// retry_after honoured to the millisecond, the give-up bounds, and the backlog.
+// The outbox through a chat platform's channel, on a real store file and an in-memory platform:
+// exactly once across a restart, never twice at once from two outboxes, one lane's messages in
+// order under retries, retry_after honoured to the millisecond, the give-up bounds, the backlog.
 import { describe, expect, it } from "vitest";
 import { deadOwnerTag } from "../../test/helpers/dead-owner.js";
 import { type Answer, FakePlatform } from "../../test/helpers/fake-platform.js";
 import { send, setup, state, T0 } from "../../test/helpers/platform-outbox.js";
 import { ownerOf } from "../core/process-owner.js";
+import { permanent, retryable } from "../platforms/adapter.js";
+import { listChatEntries as listOutboxEntries, outboxEntryOp } from "../platforms/outbox-records.js";
 import { putOp } from "../store/record-ops.js";
 import { releaseStore } from "../store/registry.js";
-import { permanent, retryable } from "./adapter.js";
-import { listOutboxEntries, OUTBOX_KIND, outboxEntryOp } from "./outbox-records.js";
+import { OUTBOX_KIND } from "./entry.js";
 
-describe("PlatformOutbox: exactly once", () => {
+describe("Outbox: exactly once", () => {
   it("marks a success with the message id, and a new outbox on the reopened store never resends", async () => {
     const t = await setup();
     const platform = new FakePlatform();
     const outbox = t.outbox(t.store, platform);
-    const { key } = await outbox.enqueue({ message: send("1", "hello"), id: "turn_1/reply/0" });
+    const { key } = await outbox.enqueueChat({ message: send("1", "hello"), id: "turn_1/reply/0" });
     await outbox.kick();
     expect(platform.texts()).toEqual(["hello"]);
     expect(await state(t.store, key)).toMatchObject({
       state: "delivered",
       attempts: 1,
-      message_id: "100",
+      receipt: "100",
       delivered_at: T0,
     });
     expect(t.events.map((e) => [e.type, e.platform, e.chat, e.key])).toEqual([
       ["platform_delivered", "fake", "fake:1", key],
     ]);
     // The same enqueue again (a retried write by whoever made it) is recognised and not sent.
-    expect(await outbox.enqueue({ message: send("1", "hello"), id: "turn_1/reply/0" })).toEqual({
+    expect(await outbox.enqueueChat({ message: send("1", "hello"), id: "turn_1/reply/0" })).toEqual({
       key,
       created: false,
     });
@@ -126,7 +127,7 @@ describe("PlatformOutbox: exactly once", () => {
   });
 });
 
-describe("PlatformOutbox: two processes", () => {
+describe("Outbox: two processes", () => {
   it("never resends what the other delivered while this pass was busy with other chats", async () => {
     const t = await setup();
     // What the platform saw, across both processes: each send's start and end.
@@ -163,7 +164,7 @@ describe("PlatformOutbox: two processes", () => {
   });
 });
 
-describe("PlatformOutbox: order and retries", () => {
+describe("Outbox: order and retries", () => {
   it("never sends a message before an earlier one to the same chat that waits for a retry", async () => {
     const t = await setup();
     const platform = new FakePlatform("fake", [retryable("fake answered 502 Bad Gateway")]);
@@ -201,7 +202,7 @@ describe("PlatformOutbox: order and retries", () => {
       retryable("429 Too Many Requests: retry after 2", 2_000),
     ]);
     const outbox = t.outbox(t.store, platform);
-    const { key } = await outbox.enqueue({ message: send("1", "reply") });
+    const { key } = await outbox.enqueueChat({ message: send("1", "reply") });
     await outbox.kick();
     expect((await state(t.store, key))?.next_at).toBe(T0 + 1_000);
     t.clock.now += 1_000;
@@ -230,8 +231,8 @@ describe("PlatformOutbox: order and retries", () => {
     const down = retryable("fake: connect ECONNREFUSED");
     const platform = new FakePlatform("fake", [down, down, down]);
     const outbox = t.outbox(t.store, platform, { maxAttempts: 3, backoff: () => 10 });
-    const first = await outbox.enqueue({ message: send("1", "lost") });
-    await outbox.enqueue({ message: send("1", "after") });
+    const first = await outbox.enqueueChat({ message: send("1", "lost") });
+    await outbox.enqueueChat({ message: send("1", "after") });
     await outbox.kick();
     t.clock.now += 10;
     await outbox.deliverDue();
@@ -265,7 +266,7 @@ describe("PlatformOutbox: order and retries", () => {
       permanent("403 Forbidden: bot was blocked by the user"),
     ]);
     const outbox = t.outbox(t.store, platform, { maxAgeMs: 60_000, backoff: () => 10_000 });
-    const old = await outbox.enqueue({ message: send("1", "old") });
+    const old = await outbox.enqueueChat({ message: send("1", "old") });
     await outbox.kick();
     t.clock.now += 40_000;
     await outbox.deliverDue();
@@ -273,7 +274,7 @@ describe("PlatformOutbox: order and retries", () => {
     t.clock.now += 20_000;
     await outbox.deliverDue();
     expect(await state(t.store, old.key)).toMatchObject({ state: "given_up", attempts: 3 });
-    const blocked = await outbox.enqueue({ message: send("2", "blocked") });
+    const blocked = await outbox.enqueueChat({ message: send("2", "blocked") });
     await outbox.kick();
     expect(await state(t.store, blocked.key)).toMatchObject({ state: "given_up", attempts: 1 });
     expect(t.events.filter((e) => e.type === "platform_delivery_given_up").map((e) => e.message)).toEqual([

@@ -1,27 +1,28 @@
-// The platform outbox's formatting fallback, edits of a message still being sent, enqueueing in
-// the caller's transaction, a success whose mark could not be written, and its upkeep on the
-// scheduler, on a real store file and an in-memory platform.
+// The outbox through a chat platform's channel: the formatting fallback, edits of a message still
+// being sent, enqueueing in the caller's transaction, a success whose mark could not be written,
+// and its upkeep on the scheduler, on a real store file and an in-memory platform.
 import { describe, expect, it } from "vitest";
 import { FakePlatform } from "../../test/helpers/fake-platform.js";
 import { chat, send, setup, state, T0 } from "../../test/helpers/platform-outbox.js";
 import { Scheduler } from "../agent/scheduler.js";
+import { formattingRejected, retryable } from "../platforms/adapter.js";
+import { listChatEntries as listOutboxEntries, outboxEntryOp } from "../platforms/outbox-records.js";
 import { putOp } from "../store/record-ops.js";
 import type { Store } from "../store/store.js";
-import { formattingRejected, retryable } from "./adapter.js";
-import { listOutboxEntries, OUTBOX_KIND, outboxEntryOp } from "./outbox-records.js";
+import { OUTBOX_KIND } from "./entry.js";
 
-describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
+describe("Outbox: formatting, edits, transactions, upkeep", () => {
   it("resends as plain text when the platform rejects the formatting, and keeps it plain", async () => {
     const t = await setup();
     const platform = new FakePlatform("fake", [formattingRejected("can't parse entities"), retryable("502")]);
     const outbox = t.outbox(t.store, platform);
-    const { key } = await outbox.enqueue({ message: send("1", "*bold", { format: "markdown" }) });
+    const { key } = await outbox.enqueueChat({ message: send("1", "*bold", { format: "markdown" }) });
     await outbox.kick();
     expect(platform.performed.map((op) => (op.type === "send" ? op.format : op.type))).toEqual([
       "markdown",
       "plain",
     ]);
-    expect((await state(t.store, key))?.op).toMatchObject({ format: "plain" });
+    expect((await state(t.store, key))?.payload).toMatchObject({ format: "plain" });
     t.clock.now += 1_000;
     await outbox.deliverDue();
     expect(platform.performed.at(-1)).toMatchObject({ type: "send", format: "plain" });
@@ -32,8 +33,8 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     const t = await setup();
     const platform = new FakePlatform("fake", [retryable("502"), { ok: true, message_id: "555" }]);
     const outbox = t.outbox(t.store, platform);
-    const sent = await outbox.enqueue({ message: send("1", "thinking…") });
-    const edit = await outbox.enqueue({
+    const sent = await outbox.enqueueChat({ message: send("1", "thinking…") });
+    const edit = await outbox.enqueueChat({
       message: { type: "edit", chat: chat("1"), of_key: sent.key, text: "the answer", format: "plain" },
     });
     await outbox.kick();
@@ -61,8 +62,8 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     await t.store.write([op]);
     expect(await listOutboxEntries(t.store)).toEqual([entry]);
     expect(entry).toMatchObject({
-      platform: "fake",
-      chat_key: "fake:1",
+      channel: "fake",
+      lane: "fake:1",
       origin: "turn:t_1",
       state: "pending",
     });
@@ -100,14 +101,14 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
     t.clock.now += 3_600_000;
     await outbox.deliverDue();
     expect(platform.texts()).toEqual(["once"]);
-    expect(await state(t.store, key)).toMatchObject({ state: "delivered", message_id: "100" });
+    expect(await state(t.store, key)).toMatchObject({ state: "delivered", receipt: "100" });
   });
 
   it("an idle outbox still sends at once what another process writes", async () => {
     const t = await setup();
     const platform = new FakePlatform("fake", [retryable("502")]);
     const outbox = t.outbox(t.store, platform, { backoff: () => 60_000 });
-    await outbox.enqueue({ message: send("1", "waits") });
+    await outbox.enqueueChat({ message: send("1", "waits") });
     await outbox.kick();
     // Nothing due: this pass and the next find the outbox idle.
     t.clock.now += 1_000;
@@ -146,7 +147,7 @@ describe("PlatformOutbox: formatting, edits, transactions, upkeep", () => {
       Array.from({ length: 6 }, () => retryable("502")),
     );
     const outbox = t.outbox(t.store, platform);
-    const { key } = await outbox.enqueue({ message: send("1", "after the outage") });
+    const { key } = await outbox.enqueueChat({ message: send("1", "after the outage") });
     await outbox.kick();
     for (let i = 0; i < 5; i++) {
       t.clock.now = (await state(t.store, key))?.next_at ?? t.clock.now;
