@@ -146,7 +146,7 @@ export function postgresOnly(cluster: () => PgCluster): void {
       try {
         expect(new Set(opened.map((s) => s.storeId)).size).toBe(1);
         expect(opened[0]?.storeId).toMatch(/^store_/);
-        expect((await opened[0]?.stats())?.schema_version).toBe(1);
+        expect((await opened[0]?.stats())?.schema_version).toBe(2);
       } finally {
         await Promise.all(opened.map((s) => s.shutdown()));
       }

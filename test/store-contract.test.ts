@@ -369,6 +369,53 @@ describe.each(engines)("store contract: $name", (engine) => {
     expect(await s.getRecordText("note", "k")).not.toContain(secret);
   });
 
+  it("keeps the instance registry's rows: register, heartbeat, stop, list, prune", async () => {
+    const s = await open();
+    const rows = s.instances();
+    expect(rows.liveness).toBe(engine.name === "sqlite" ? "process" : "lock");
+    const before = await rows.now();
+    const a = { id: "i_a", host: "host-a", pid: 101, version: "1.2.3", meta: { holds: ["cron"] } };
+    const started = await rows.register(a);
+    expect(started).toBeGreaterThanOrEqual(before);
+    await rows.register({ id: "i_b", host: "host-b", pid: 202, version: "", meta: {} });
+    const [listedA] = await s.listInstances();
+    expect(listedA).toEqual({
+      ...a,
+      started_at: started,
+      heartbeat_at: started,
+      stopped_at: null,
+      warnings: [],
+    });
+
+    // A heartbeat returns the engine's time; meta is replaced only when given.
+    const beat = await rows.heartbeat("i_a", { holds: [] });
+    expect(beat).toBeGreaterThanOrEqual(started);
+    expect(await rows.heartbeat("i_b")).toBeGreaterThanOrEqual(started);
+    expect((await s.listInstances()).map((i) => [i.id, i.heartbeat_at >= started, i.meta])).toEqual([
+      ["i_a", true, { holds: [] }],
+      ["i_b", true, {}],
+    ]);
+    expect(await rows.heartbeat("i_unknown")).toBeNull();
+
+    // Stopped once: a second stop keeps the first time, and a stopped instance beats no more.
+    await rows.stop("i_a");
+    const stoppedAt = (await s.listInstances())[0]?.stopped_at;
+    expect(stoppedAt).toBeGreaterThanOrEqual(started);
+    await rows.stop("i_a");
+    expect((await s.listInstances())[0]?.stopped_at).toBe(stoppedAt);
+    expect(await rows.heartbeat("i_a")).toBeNull();
+
+    // Housekeeping: i_a (stopped) and i_b (silent) are older than the bound; i_c beat since.
+    await rows.register({ id: "i_c", host: "host-c", pid: 303, version: "", meta: {} });
+    const pivot = Math.max(stoppedAt ?? 0, beat ?? 0);
+    while ((await rows.now()) < pivot + 300) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await rows.heartbeat("i_c")).toBeGreaterThanOrEqual(pivot + 300);
+    expect(await rows.prune(60_000)).toEqual([]);
+    const bound = (await rows.now()) - (pivot + 150);
+    expect((await rows.prune(bound)).sort()).toEqual(["i_a", "i_b"]);
+    expect((await s.listInstances()).map((i) => i.id)).toEqual(["i_c"]);
+  });
+
   it("reports health and stats in the shared shape", async () => {
     const s = await open();
     await s.createSession();

@@ -29,3 +29,19 @@ export function newId(prefix = "", now: number = Date.now()): string {
   for (const byte of randomBytes16()) rand += ALPHABET[byte % 32];
   return `${prefix}${time}${rand}`;
 }
+
+/**
+ * When an id of newId was made (its first 10 characters after the prefix, ms since the epoch), or
+ * null when it is not one: how a reader tells an id made after what it last read from an older one.
+ */
+export function idTime(id: string, prefix = ""): number | null {
+  if (!id.startsWith(prefix) || id.length !== prefix.length + 26) return null;
+  let time = 0;
+  for (const char of id.slice(prefix.length, prefix.length + 10)) {
+    const digit = ALPHABET.indexOf(char);
+    if (digit < 0) return null;
+    time = time * 32 + digit;
+  }
+  for (const char of id.slice(prefix.length + 10)) if (!ALPHABET.includes(char)) return null;
+  return time;
+}

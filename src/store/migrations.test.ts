@@ -37,7 +37,15 @@ describe("forward-only migrations", () => {
     const tables = check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all();
     check.close();
     expect(tables).toEqual(
-      expect.arrayContaining(["sessions", "messages", "turns", "credential_state", "records", "responses"]),
+      expect.arrayContaining([
+        "sessions",
+        "messages",
+        "turns",
+        "credential_state",
+        "records",
+        "responses",
+        "instances",
+      ]),
     );
   });
 

@@ -133,6 +133,25 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX sessions_conversation ON sessions(conversation_hash) WHERE conversation_hash IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    description: "the registry of the profile's running processes (instances.ts): who is alive, since when",
+    sql: `
+      -- One row per process of the profile that ever started (until housekeeping deletes it).
+      -- Liveness data, never spooled or replayed. WITHOUT ROWID: its rows live in an index b-tree,
+      -- so salvage (recover/row-shapes.ts) never takes one for a session, which also has 8 columns.
+      CREATE TABLE instances (
+        id           TEXT PRIMARY KEY,
+        host         TEXT NOT NULL,
+        pid          INTEGER NOT NULL,
+        started_at   INTEGER NOT NULL,
+        heartbeat_at INTEGER NOT NULL,
+        stopped_at   INTEGER,
+        version      TEXT NOT NULL DEFAULT '',
+        meta         TEXT NOT NULL DEFAULT '{}'
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -14,6 +14,7 @@
 // - `record.claim` and message sequence numbers are atomic under any number of writers.
 // - Every read is async: an engine across the network cannot answer on the caller's stack.
 import type { CredentialState, CredentialStateStore } from "./credential-ledger.js";
+import type { InstanceStore, InstanceView } from "./instance-types.js";
 import type { AppliedMessage, ApplyOptions, OpResult, ResponsePutOp, TurnUpdateOp, WriteOp } from "./ops.js";
 import type { ListOptions, RecordView, StoreStats } from "./queries.js";
 import type { ResponseView } from "./response-rows.js";
@@ -69,6 +70,8 @@ export interface StoreReads {
 
   /** The shared key ledger's rows: which keys are cooling or disabled, by fingerprint. */
   credentialStates(): Promise<CredentialState[]>;
+  /** The profile's processes as the instance registry last wrote them (instances.ts), oldest first. */
+  listInstances(): Promise<InstanceView[]>;
   /** Full-text search over every message; a SearchUnavailableError says why it cannot. */
   search(query: string, options?: { limit?: number }): Promise<SearchResult>;
   /** Counts and sizes, for `tenax sessions stats` and doctor. */
@@ -116,6 +119,12 @@ export interface StorePort extends StoreReads {
 
   /** The key ledger shared by every process of the profile. */
   credentials(): CredentialStateStore;
+  /**
+   * The instance registry's rows and the engine's way of telling a live instance: its pid on this
+   * host (SQLite) or its advisory lock (PostgreSQL). Written directly, never as operations: a
+   * heartbeat spooled and replayed later would say a process lived when it did not.
+   */
+  instances(): InstanceStore;
   on(listener: (event: StoreEvent) => void): () => void;
   /**
    * The store's health as last seen: synchronous by contract (health is read on every request and

@@ -2,6 +2,7 @@
 // SQLite's read-only StoreReader keep their queries in a repository object (SqliteReads, PgReads)
 // and answer the port's reads through it: the forwarding is written here once.
 import type { CredentialState } from "./credential-ledger.js";
+import type { InstanceView } from "./instance-types.js";
 import type { StoreReads } from "./port.js";
 import type { ListOptions, RecordView, StoreStats } from "./queries.js";
 import type { ResponseView } from "./response-rows.js";
@@ -84,6 +85,10 @@ export abstract class ReadView implements RepositoryReads {
 
   credentialStates(): Promise<CredentialState[]> {
     return this.reads.credentialStates();
+  }
+
+  listInstances(): Promise<InstanceView[]> {
+    return this.reads.listInstances();
   }
 
   search(query: string, options?: { limit?: number }): Promise<SearchResult> {

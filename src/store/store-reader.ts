@@ -6,6 +6,8 @@ import { UsageError } from "../core/errors.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import { type CredentialState, readCredentialStates } from "./credential-ledger.js";
 import { classifySqliteError, SearchUnavailableError } from "./errors.js";
+import { listInstances } from "./instance-rows.js";
+import type { InstanceView } from "./instance-types.js";
 import { corruptStoreError, openDatabase } from "./open-database.js";
 import type { StoreReads } from "./port.js";
 import * as q from "./queries.js";
@@ -136,6 +138,10 @@ export class SqliteReads implements RepositoryReads {
 
   async credentialStates(): Promise<CredentialState[]> {
     return this.read((db) => readCredentialStates(db));
+  }
+
+  async listInstances(): Promise<InstanceView[]> {
+    return this.read((db) => listInstances(db));
   }
 
   async listSessions(options: q.ListOptions = {}): Promise<SessionView[]> {

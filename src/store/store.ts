@@ -10,6 +10,8 @@ import { retryWhileBusy } from "./busy-retry.js";
 import type { CredentialStateStore } from "./credential-ledger.js";
 import { classifySqliteError, StoreError } from "./errors.js";
 import { applyGroup, GroupCommit, type QueuedWrite, type WriteOutcome } from "./group-commit.js";
+import { SqliteInstances } from "./instance-rows.js";
+import type { InstanceStore } from "./instance-types.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
 import { type ApplyOptions, OpApplier, type OpResult, type WriteOp } from "./ops.js";
@@ -50,6 +52,7 @@ export class Store extends StoreDomain implements StorePort {
   private readonly walSync: WalSync | null;
   private integrity: IntegrityResult | null = null;
   private ledger: StoreCredentials | null = null;
+  private registryRows: SqliteInstances | null = null;
   private closed = false;
   readonly index: SearchQueue;
 
@@ -150,6 +153,18 @@ export class Store extends StoreDomain implements StorePort {
       busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
     });
     return this.ledger;
+  }
+
+  /** The instance registry's rows, on this connection (a corrupt or closed store refuses them). */
+  instances(): InstanceStore {
+    this.registryRows ??= new SqliteInstances({
+      db: () => this.db,
+      afterWrite: () => this.walSync?.touched(),
+      deps: this.deps,
+      busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
+      where: this.location.path,
+    });
+    return this.registryRows;
   }
 
   // ---- writes -------------------------------------------------------------------------------

@@ -5,11 +5,13 @@
 import { UsageError } from "../../core/errors.js";
 import { tenaxCommand } from "../../profile/command-hint.js";
 import { type CredentialState, parseCredentialRow } from "../credential-ledger.js";
+import type { InstanceView } from "../instance-types.js";
 import type { ListOptions, RecordView, StoreStats } from "../queries.js";
 import type { RepositoryReads } from "../read-view.js";
 import type { ResponseView } from "../response-rows.js";
 import type { MessageView, SessionView, TurnView } from "../rows.js";
 import type { SearchResult } from "../store-reader.js";
+import { listPgInstances } from "./pg-instances.js";
 import * as rows from "./pg-reads.js";
 import * as responses from "./pg-responses.js";
 import { searchMessages } from "./pg-search.js";
@@ -119,6 +121,10 @@ export class PgReads implements RepositoryReads {
       'SELECT * FROM credential_state ORDER BY provider COLLATE "C", fingerprint COLLATE "C"',
     );
     return rows.map(parseCredentialRow);
+  }
+
+  listInstances(): Promise<InstanceView[]> {
+    return listPgInstances(this.q);
   }
 
   search(query: string, options?: { limit?: number }): Promise<SearchResult> {

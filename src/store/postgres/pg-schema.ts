@@ -111,6 +111,26 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description:
+      "the registry of the profile's running processes (instances.ts): who is alive, on which host",
+    sql: `
+      -- One row per process of the profile that ever started (until housekeeping deletes it).
+      -- heartbeat_at and stopped_at are the database's clock, the one every host shares; whether
+      -- the process still runs is its session advisory lock (pg-instance-lock.ts), not this row.
+      CREATE TABLE instances (
+        id           TEXT PRIMARY KEY,
+        host         TEXT NOT NULL,
+        pid          INTEGER NOT NULL,
+        started_at   BIGINT NOT NULL,
+        heartbeat_at BIGINT NOT NULL,
+        stopped_at   BIGINT,
+        version      TEXT NOT NULL DEFAULT '',
+        meta         TEXT NOT NULL DEFAULT '{}'
+      );
+    `,
+  },
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]?.version ?? 0;

@@ -7,6 +7,7 @@ import type pg from "pg";
 import { backgroundTimers, type Clock, type Deps, defaultDeps } from "../../core/deps.js";
 import type { CredentialStateStore } from "../credential-ledger.js";
 import { StoreError } from "../errors.js";
+import type { InstanceStore } from "../instance-types.js";
 import type { ApplyOptions, OpResult, WriteOp } from "../ops.js";
 import type { StoreEngineName, StorePort } from "../port.js";
 import { Spool } from "../spool.js";
@@ -17,6 +18,7 @@ import { Availability } from "./pg-availability.js";
 import { classifyPgError } from "./pg-connection.js";
 import { PgCredentialLedger, PgStoreCredentials } from "./pg-credentials.js";
 import { describeError, PgFailures } from "./pg-failures.js";
+import { PgInstances } from "./pg-instances.js";
 import { PgOpApplier } from "./pg-ops.js";
 import type { Query } from "./pg-reads.js";
 import { PgReads } from "./pg-repository.js";
@@ -31,6 +33,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
   private readonly failures: PgFailures;
   private readonly availability: Availability;
   private ledger: PgStoreCredentials | null = null;
+  private registryRows: PgInstances | null = null;
   private ending: Promise<void> | null = null;
 
   constructor(
@@ -182,6 +185,19 @@ export class PostgresStore extends StoreDomain implements StorePort {
       () => this.availability.unavailable !== null,
     );
     return this.ledger;
+  }
+
+  /**
+   * The instance registry's rows through the pool, and each instance's liveness lock on a
+   * connection of its own to the same database.
+   */
+  instances(): InstanceStore {
+    this.registryRows ??= new PgInstances(this.query, {
+      url: this.options.url,
+      connectTimeoutMs: this.options.connectTimeoutMs ?? 5_000,
+      timers: this.options.timers ?? backgroundTimers,
+    });
+    return this.registryRows;
   }
 
   /** The database's clock (ms since the epoch): the one time every process of the profile shares. */
