@@ -10,6 +10,7 @@ import { addExecAllowPattern } from "../config/exec-allow-write.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
+import { localOwners, type Owners, ownerIsGone } from "../core/owners.js";
 import { CircuitBreakers, StoreBreakerRecords } from "../llm/breaker.js";
 import { breakerSettings } from "../llm/breaker-state.js";
 import { ConcurrencyLimiter } from "../llm/concurrency.js";
@@ -24,7 +25,7 @@ import { ExecGate } from "./approvals/exec-gate.js";
 import type { CompressionEvent } from "./compression.js";
 import { judgeCommand } from "./exec-policy/index.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
-import { DEFAULT_GRACE_MS, pidAlive } from "./process-group.js";
+import { DEFAULT_GRACE_MS } from "./process-group.js";
 import { bootId, selfIdentity } from "./process-identity.js";
 import { ProcessLedger } from "./process-ledger.js";
 import { type ProcessReapReport, reapOrphanProcesses } from "./process-reaper.js";
@@ -84,6 +85,8 @@ export interface AgentOptions {
   secrets?: ProfileSecrets;
   /** Where the tools' commands run; chosen from tools.exec.sandbox when left out. */
   sandbox?: SandboxChoice;
+  /** Who holds leases and whether a holder has ended (core/owners.ts); this host's processes by default. */
+  owners?: Owners;
 }
 
 /** The profile as its commands' marks name it: its folder's real path, however it was reached. */
@@ -108,6 +111,8 @@ export class Agent {
   private readonly turnDeps: TurnDeps;
   private readonly listeners = new Map<string, (event: AgentEvent) => void>();
   private closed = false;
+  /** Who holds leases, and whether a holder has ended: this process's tags and everyone else's. */
+  readonly owners: Owners;
 
   private constructor(
     readonly options: AgentOptions,
@@ -119,6 +124,7 @@ export class Agent {
     /** Where the tools' commands run (tools.exec.sandbox), and why. */
     readonly sandbox: SandboxChoice,
   ) {
+    this.owners = options.owners ?? localOwners();
     this.scheduler = new Scheduler({ now: () => deps.clock.now() });
     // A change held back by the write throttle is written within a second or so.
     this.scheduler.every("provider health: write", 1000, () => providerHealth.flushDue());
@@ -157,6 +163,7 @@ export class Agent {
       stallAfterMs: config.agent.stall_after * 1000,
       deadlineMs: config.agent.turn_deadline * 1000,
       store: options.store,
+      owner: this.owners.turnOwner,
     });
     this.scheduler.every("turn progress", this.progress.checkEveryMs, () => this.progress.check());
     const gate = new ExecGate({
@@ -190,11 +197,14 @@ export class Agent {
       redactor: secrets.redactor,
       awaitsApproval: (sessionId, turnId, callId) => this.approvals.isPending(sessionId, turnId, callId),
       progress: this.progress,
+      turnOwner: this.owners.turnOwner,
       taskOutput: (taskId) => this.processes.outputBytes(taskId),
     };
   }
 
-  static async create(options: AgentOptions): Promise<Agent> {
+  static async create(given: AgentOptions): Promise<Agent> {
+    const owners = given.owners ?? localOwners();
+    const options: AgentOptions = { ...given, owners };
     const deps: Deps = { ...defaultDeps, ...options.deps };
     // Before anything starts: tools.exec.sandbox bwrap without bubblewrap refuses here.
     const sandbox =
@@ -223,6 +233,8 @@ export class Agent {
           records: new StoreBreakerRecords(options.store, () => deps.clock.now()),
           settings: breakerSettings(options.config.breaker),
           now: () => deps.clock.now(),
+          owner: owners.self,
+          gone: (owner) => ownerIsGone(owners, owner),
         }),
       }));
     return new Agent(options, runtime, deps, secrets, providerHealth, sandbox);
@@ -240,8 +252,8 @@ export class Agent {
    * Mark turns whose process died as interrupted (run this when a process starts): an expired
    * lease, or an owner pid that no longer runs.
    */
-  reap(options: Omit<ReapOptions, "pidAlive"> = {}): Promise<ReapedTurn[]> {
-    return reapDeadTurns(this.store, this.deps.clock.now(), { ...options, pidAlive });
+  reap(options: Omit<ReapOptions, "owners"> = {}): Promise<ReapedTurn[]> {
+    return reapDeadTurns(this.store, this.deps.clock.now(), { ...options, owners: this.owners });
   }
 
   /**

@@ -3,30 +3,11 @@
 // (a container whose init does not), a dead grandchild stays a zombie that kill(pid, 0) still finds.
 import { readdirSync } from "node:fs";
 import { realSleep, type Sleep } from "../core/deps.js";
-import { dead, readStat } from "../core/process-identity.js";
+import { dead, pidAlive, readStat, send } from "../core/process-identity.js";
 
-export { dead, readStat, type StatLine } from "../core/process-identity.js";
+export { dead, pidAlive, readStat, type StatLine } from "../core/process-identity.js";
 
 const LINUX = process.platform === "linux";
-
-/** Sends `signal` (0 only probes); false when no such process or group exists. */
-function send(target: number, signal: NodeJS.Signals | 0): boolean {
-  try {
-    process.kill(target, signal);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** Whether a process with this pid exists and is not a zombie. */
-export function pidAlive(pid: number): boolean {
-  if (!send(pid, 0)) return false;
-  if (!LINUX) return true;
-  const stat = readStat(pid);
-  return stat !== null && !dead(stat.state);
-}
 
 /** Whether any process of the group `pgid` exists and is not a zombie. */
 export function groupAlive(pgid: number): boolean {

@@ -8,6 +8,7 @@
 // A command is recorded right after it is spawned (its pid and start time are known only then),
 // without making the command wait for the commit: a crash before the record is on disk leaves the
 // command's environment mark (process-marks.ts), which the reaper finds the same way.
+import { hostname } from "node:os";
 import { z } from "zod";
 import type { RecordPutOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
@@ -33,6 +34,11 @@ export const ownerRecordSchema = z.object({
   owner: z.object(identity),
   /** The boot the pids belong to: after a reboot they name other processes. */
   boot_id: z.string().nullable(),
+  /**
+   * The host the pids belong to, on a store several hosts share: another host's record is never
+   * judged here (its pids name processes /proc here cannot see). Absent: this host's.
+   */
+  host: z.string().optional(),
   profile: z.string(),
   processes: z.array(recordedProcessSchema),
 });
@@ -40,7 +46,9 @@ export const ownerRecordSchema = z.object({
 export type RecordedProcess = z.infer<typeof recordedProcessSchema>;
 export type OwnerRecord = z.infer<typeof ownerRecordSchema>;
 
-export const ownerKey = (pid: number) => `pid:${pid}`;
+/** A record's key: its owner's pid, and its host on a store several hosts share (pids repeat there). */
+export const ownerKey = (pid: number, host?: string) =>
+  host === undefined ? `pid:${pid}` : `${host}/pid:${pid}`;
 
 /** A put of an owner's record (by its key), or its deletion when `value` is null. */
 export function ownerRecordOp(key: string, value: OwnerRecord | null, updatedAt: number): RecordPutOp {
@@ -85,11 +93,15 @@ export class ProcessLedger {
   private flush(): Promise<void> {
     const { store, owner, bootId, profile, now } = this.options;
     this.stamp = Math.max(this.stamp, now());
+    // On a shared store the record names its host: others leave it to this host's processes.
+    const host = store.engine === "postgres" ? hostname() : undefined;
     const value: OwnerRecord | null =
-      this.live.size === 0 ? null : { owner, boot_id: bootId, profile, processes: [...this.live.values()] };
+      this.live.size === 0
+        ? null
+        : { owner, boot_id: bootId, ...(host ? { host } : {}), profile, processes: [...this.live.values()] };
     // Writes apply in call order, so the last state written is the last one stored. A store that
     // refuses the write says so through its own health; the environment mark still finds the command.
-    return store.write([ownerRecordOp(ownerKey(owner.pid), value, this.stamp)]).then(
+    return store.write([ownerRecordOp(ownerKey(owner.pid, host), value, this.stamp)]).then(
       () => {},
       () => {},
     );

@@ -2,6 +2,7 @@
 // process (same pid, another start time) is never signalled, nor a pid from another boot, nor the
 // process of an owner that still runs; records it has settled are deleted, others kept.
 import { type ChildProcess, spawn } from "node:child_process";
+import { hostname } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { deadPid } from "../../test/helpers/resume.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
@@ -87,6 +88,20 @@ describe("reapOrphanProcesses", () => {
     expect(isRunning(victim)).toBe(true);
     // Records of dead owners are settled; the live owner's is its own to keep.
     expect((await store.listRecords(PROCESS_KIND)).map((r) => r.key)).toEqual([ownerKey(liveOwner.pid)]);
+  });
+
+  it("leaves another host's record alone: neither its processes nor the record are this host's to judge", async () => {
+    const { store, reap } = await setup();
+    const victim = await sleeper("304.3");
+    const gone = { pid: await deadPid(), start: 1 };
+    // A shared store: the same pid and identity on another host must not be taken for this host's.
+    const key = ownerKey(gone.pid, "another-host");
+    await put(store, key, { ...record(gone, [victim]), host: "another-host" });
+    await put(store, ownerKey(gone.pid, hostname()), { ...record(gone, [victim]), host: hostname() });
+
+    const report = await reap();
+    expect(report.reaped.map((r) => r.pid)).toEqual([victim.pid]);
+    expect((await store.listRecords(PROCESS_KIND)).map((r) => r.key)).toEqual([key]);
   });
 
   it("kills a dead owner's recorded process whose pid and start time match, and deletes the record", async () => {

@@ -3,6 +3,7 @@
 // time verified) and from a /proc scan for this profile's mark, and ended. A process is an orphan
 // only when its owner (the Tenax process named in its mark or record, pid and start time) is gone:
 // a `tenax chat` running beside the gateway owns live tasks, and their processes are left alone.
+import { hostname } from "node:os";
 import type { StorePort } from "../store/port.js";
 import {
   isRunning,
@@ -76,6 +77,8 @@ export async function reapOrphanProcesses(options: ReapProcessesOptions): Promis
       continue;
     }
     const value = parsed.data;
+    // Another host's record (a store several hosts share): its processes are that host's to reap.
+    if (value.host !== undefined && value.host !== hostname()) continue;
     if (ownerAlive(value.owner, self)) continue;
     deadKeys.add(record.key);
     // After a reboot every recorded pid names some other process.

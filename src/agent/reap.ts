@@ -5,6 +5,7 @@
 // no lease), so a gateway that starts after a crash can tell the turns it ran from the others,
 // whoever reaped them.
 
+import { type Owners, ownerIsGone } from "../core/owners.js";
 import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
 import { MARKER_ROLE } from "./history.js";
@@ -16,25 +17,19 @@ export interface ReapedTurn {
 }
 
 export interface ReapOptions {
-  /** Whether process `pid` still runs; without it only an expired lease counts. */
-  pidAlive?: (pid: number) => boolean;
+  /** Who holds leases and whether a holder has ended; without it only an expired lease counts. */
+  owners?: Owners;
   /** Only these turns (the watchdog reaps what it has looked at, nothing else). */
   only?: ReadonlySet<string>;
 }
 
-/** The pid of a lease owner written as "pid:N" (the only form Tenax writes), or null. */
-export function ownerPid(owner: string | null): number | null {
-  const match = /^pid:(\d+)$/.exec(owner ?? "");
-  return match ? Number(match[1]) : null;
-}
-
-/** Whether nobody runs this turn any more: its lease ran out, or its owner process is gone. */
-export function isDead(turn: TurnView, now: number, pidAlive?: (pid: number) => boolean): boolean {
+/** Whether nobody runs this turn any more: its lease ran out, or its owner is known to have ended. */
+export function isDead(turn: TurnView, now: number, owners?: Owners): boolean {
   if (turn.lease_expires_at === null) return false;
   if (turn.lease_expires_at <= now) return true;
-  const pid = ownerPid(turn.lease_owner);
-  // This process's own turns are alive while it runs; the watchdog judges them by the lease.
-  return pidAlive !== undefined && pid !== null && pid !== process.pid && !pidAlive(pid);
+  // This process's own turns are alive while it runs ("mine" is never gone); the watchdog judges
+  // them by the lease.
+  return owners !== undefined && ownerIsGone(owners, turn.lease_owner);
 }
 
 export async function reapDeadTurns(
@@ -45,7 +40,7 @@ export async function reapDeadTurns(
   const reaped: ReapedTurn[] = [];
   for (const turn of await store.runningTurns()) {
     if (options.only && !options.only.has(turn.id)) continue;
-    if (!isDead(turn, now, options.pidAlive)) continue;
+    if (!isDead(turn, now, options.owners)) continue;
     const count = turn.interrupt_count + 1;
     const since = turn.heartbeat_at ?? turn.started_at;
     await store.write([

@@ -7,8 +7,10 @@ import { CheckpointStore } from "../checkpoints/store.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
+import { localOwners, type Owners } from "../core/owners.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import { InstanceRegistry, type InstanceRegistryOptions } from "../store/instances.js";
 import type { StorePort } from "../store/port.js";
 import { openProfileStore, releaseStore, type StoreSettings } from "../store/registry.js";
 import { Agent } from "./agent.js";
@@ -34,10 +36,16 @@ export interface OpenAgentOptions {
    * its event feed writes the trail.
    */
   audit?: { source: AuditSource; onFailure?: (message: string) => void };
+  /** On a shared store: the instance registry's settings (heartbeat, what the row says). */
+  instance?: InstanceRegistryOptions;
 }
 
 export interface OpenedAgent {
   agent: Agent;
+  /** Who holds leases and claims (core/owners.ts): this process's tags and how others are judged. */
+  owners: Owners;
+  /** On a shared store (PostgreSQL): this process's instance, its heartbeat and lock; else null. */
+  instances: InstanceRegistry | null;
   /** The profile's store this opened, on the engine its config names. */
   store: StorePort;
   /** The audit trail this process writes, when `audit` asked for it. */
@@ -62,7 +70,11 @@ export async function openAgent(
     ? openAuditTrail(paths, config.logs, { ...options.audit, redactor: secrets.redactor })
     : null;
   const offStore = trail ? store.on((event) => trail.storeEvent(event)) : () => {};
+  // On a shared store every process that runs turns is an instance (store/instances.ts): its
+  // leases name it, and others judge it by its lock, not by a pid their host cannot see.
+  const instances = store.engine === "postgres" ? new InstanceRegistry(store, options.instance) : null;
   try {
+    const owners = instances === null ? localOwners() : (await instances.start(), instances.owners());
     const checkpoints =
       config.checkpoints.enabled || options.checkpoints
         ? new CheckpointStore({ home: paths.home, maxSnapshots: config.checkpoints.max_snapshots })
@@ -73,6 +85,7 @@ export async function openAgent(
       config,
       store,
       secrets,
+      owners,
       ...(options.deps ? { deps: options.deps } : {}),
       ...(options.onStatus ? { onStatus: options.onStatus } : {}),
       ...(trail
@@ -98,6 +111,8 @@ export async function openAgent(
     const reapedProcesses = await agent.reapProcesses();
     return {
       agent,
+      owners,
+      instances,
       store,
       trail,
       checkpoints,
@@ -105,11 +120,13 @@ export async function openAgent(
       reapedProcesses,
       close: async () => {
         await agent.close();
+        await instances?.stop();
         offStore();
         await releaseStore(store);
       },
     };
   } catch (error) {
+    await instances?.stop();
     offStore();
     await releaseStore(store);
     throw error;

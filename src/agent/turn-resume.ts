@@ -52,6 +52,8 @@ export async function restartTurn(
   turnId: string,
   leaseMs: number,
   now: number,
+  /** The lease owner this process writes (core/owners.ts). */
+  owner = `pid:${process.pid}`,
 ): Promise<ResumePoint> {
   const turn = (await store.getTurns(sessionId)).find((t) => t.id === turnId);
   if (!turn) throw new Error(`cannot resume turn ${turnId}: session ${sessionId} has no such turn`);
@@ -61,7 +63,7 @@ export async function restartTurn(
     id: turnId,
     status: "running",
     ended_at: null,
-    lease_owner: `pid:${process.pid}`,
+    lease_owner: owner,
     lease_expires_at: now + leaseMs,
     heartbeat_at: now,
     error: null,

@@ -3,19 +3,20 @@
 // it within a second (src/agent/turn-progress.ts) and interrupts the turn like any stop: the
 // provider request aborted, the tool processes killed. A turn whose process is gone is marked
 // interrupted here at once, as a restart would. Then it waits until the store says the turn ended.
+
 import type { Sleep } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
+import { type Owners, ownerIsGone } from "../core/owners.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
-import { pidAlive } from "./process-group.js";
-import { ownerPid, reapDeadTurns } from "./reap.js";
+import { reapDeadTurns } from "./reap.js";
 import { STOP_KIND, type StopRecord } from "./turn-progress.js";
 
 export interface StopOutcome {
   session_id: string;
   turn_id: string;
-  /** The process that ran it ("pid:N"), or null when none is recorded. */
+  /** Who ran it ("pid:N", or "inst:ID" on a shared store), or null when none is recorded. */
   owner: string | null;
   /**
    * stopped: its process ended it; reaped: its process was gone and the turn is marked interrupted
@@ -33,6 +34,8 @@ export interface StopOptions {
   sleep: Sleep;
   /** How long to wait for the process running it to end it. */
   waitMs?: number;
+  /** Who holds leases: a turn whose owner is known to have ended is reaped here at once. */
+  owners: Owners;
   /** The profile, for the commands hints print. */
   profile: string;
 }
@@ -52,10 +55,9 @@ export async function stopSessionTurn(
         hint: `its turns: ${tenaxCommand(options.profile, ["sessions", "show", sessionId])}`,
       },
     );
-  const pid = ownerPid(turn.lease_owner);
   const base = { session_id: sessionId, turn_id: turn.id, owner: turn.lease_owner };
-  if (pid !== null && pid !== process.pid && !pidAlive(pid)) {
-    await reapDeadTurns(store, options.now(), { only: new Set([turn.id]), pidAlive });
+  if (ownerIsGone(options.owners, turn.lease_owner)) {
+    await reapDeadTurns(store, options.now(), { only: new Set([turn.id]), owners: options.owners });
     return { ...base, outcome: "reaped", status: await statusOf(store, turn) };
   }
   const request: StopRecord = {

@@ -130,6 +130,8 @@ export interface TurnDeps {
   awaitsApproval?: (sessionId: string, turnId: string, callId: string) => Promise<boolean>;
   /** The process's progress tracker (stalls, the deadline, stop requests); none: the turn is not watched. */
   progress?: TurnProgress | null;
+  /** The lease owner this process's turns are written with (core/owners.ts); `pid:N` when left out. */
+  turnOwner?: string;
   /** Bytes the task's processes have written so far (their output is a tool's progress). */
   taskOutput?: (taskId: string) => number;
 }
@@ -209,7 +211,14 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   const { store, deps, limits } = agent;
   const leaseMs = limits.lease_seconds * 1000;
   const resumed = input.resume
-    ? await restartTurn(store, input.sessionId, input.resume.turnId, leaseMs, deps.clock.now())
+    ? await restartTurn(
+        store,
+        input.sessionId,
+        input.resume.turnId,
+        leaseMs,
+        deps.clock.now(),
+        agent.turnOwner,
+      )
     : null;
   // Persist before publish: the question is committed with its turn before the model is asked
   // (the transcript holds it), and durable before anyone is told of the turn or any tool runs. Its
@@ -221,7 +230,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     const begun = store.beginTurn(
       input.sessionId,
       leaseMs,
-      undefined,
+      agent.turnOwner,
       { role: "user", content: input.text },
       input.before,
     );

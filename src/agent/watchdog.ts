@@ -1,12 +1,11 @@
 // While the gateway runs: running turns whose lease ran out. One of this process that still runs
-// here is hung (its heartbeat stopped): it is interrupted. One whose owner process is gone (or a
-// row of ours nothing runs) is reaped and resumed like at start. One of another live process is
-// only reported: that process may still finish it. When an owner is found gone, the commands it
+// here is hung (its heartbeat stopped): it is interrupted. One whose owner is known to have ended
+// (agent.owners: a process of this host, or an instance of a shared store), or a row of ours
+// nothing runs, is reaped and resumed like at start. One of another live owner is only reported:
+// it may still finish it. When an owner is found gone, the commands it
 // left running are ended too (what a crashed `tenax chat` left, without waiting for the next start).
 import type { Agent } from "./agent.js";
-import { pidAlive } from "./process-group.js";
 import type { ProcessReapReport } from "./process-reaper.js";
-import { ownerPid } from "./reap.js";
 import {
   type LifecycleEvent,
   type ResumeOptions,
@@ -49,7 +48,7 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
   let deadOwner = false;
   for (const turn of await agent.store.runningTurns()) {
     const expired = turn.lease_expires_at !== null && turn.lease_expires_at <= now;
-    const pid = ownerPid(turn.lease_owner);
+    const owner = turn.lease_owner === null ? "unknown" : agent.owners.state(turn.lease_owner);
     const stale = (message: string) => {
       if (seen.has(turn.id)) return;
       seen.add(turn.id);
@@ -62,7 +61,7 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
         message,
       });
     };
-    if (pid === process.pid) {
+    if (owner === "mine") {
       if (!expired) continue;
       if (host.interrupt(turn.session_id, "the turn's lease expired: its worker is hung")) {
         stale(
@@ -73,10 +72,11 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
       }
       continue;
     }
-    const ownerGone = pid !== null && !pidAlive(pid);
-    if (ownerGone || (pid === null && expired)) {
+    // A holder that cannot be told from here (no owner, or a form this process cannot look up)
+    // is judged by its lease alone.
+    if (owner === "gone" || (owner === "unknown" && expired)) {
       orphans.add(turn.id);
-      deadOwner ||= ownerGone;
+      deadOwner ||= owner === "gone";
     } else if (expired) {
       stale(
         `turn ${turn.id} of session ${turn.session_id} has an expired lease but its process (${turn.lease_owner}) still runs; it is left to that process`,

@@ -69,3 +69,24 @@ export function commandLine(pid: number): string[] | null {
   if (words.at(-1) === "") words.pop();
   return words;
 }
+
+const LINUX = process.platform === "linux";
+
+/** Sends `signal` (0 only probes); false when no such process or group exists. */
+export function send(target: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(target, signal);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Whether a process with this pid exists and is not a zombie. */
+export function pidAlive(pid: number): boolean {
+  if (!send(pid, 0)) return false;
+  if (!LINUX) return true;
+  const stat = readStat(pid);
+  return stat !== null && !dead(stat.state);
+}

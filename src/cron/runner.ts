@@ -5,7 +5,7 @@
 // a crash is attached to its run again (watcherFor); runs a dead process claimed but never started
 // are taken over; runs a dead process left running and nobody resumed are settled (recover).
 import { TenaxError } from "../core/errors.js";
-import { ownerAlive, ownerOf } from "../core/process-owner.js";
+import { localOwners, type Owners } from "../core/owners.js";
 import type { RecordPutOp, WriteOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
 import { newRun } from "./claim.js";
@@ -33,7 +33,9 @@ export interface RunnerOptions {
   now?: () => number;
   onEvent?: (event: CronEvent) => void;
   onError?: (what: string, error: unknown) => void;
-  /** Whether a claim's owner ("pid:N@START") still runs; by default a look at /proc. */
+  /** Who holds claims and whether a holder has ended (core/owners.ts); this host's processes by default. */
+  owners?: Owners;
+  /** Whether a claim's owner may still run it; by default, unless its owner is known to have ended. */
   ownerAlive?: (owner: string) => boolean;
 }
 
@@ -48,7 +50,8 @@ const BUSY_RETRY_MS = 1_000;
 const RESUME_GRACE_MS = 30_000;
 
 export class CronRunner {
-  readonly owner = ownerOf();
+  readonly owner: string;
+  private readonly alive: (owner: string) => boolean;
   private readonly pending: { run: RunRecord; job: JobRecord }[] = [];
   /** Runs started here (or resumed here) and not ended, by run key. */
   private readonly active = new Map<string, RunRecord>();
@@ -62,6 +65,10 @@ export class CronRunner {
 
   constructor(private readonly options: RunnerOptions) {
     this.now = options.now ?? Date.now;
+    const owners = options.owners ?? localOwners();
+    this.owner = owners.self;
+    // A holder that cannot be told from here is left its claim: only a known end frees it.
+    this.alive = options.ownerAlive ?? ((owner) => owners.state(owner) !== "gone");
   }
 
   enqueue(run: RunRecord, job: JobRecord): void {
@@ -177,7 +184,7 @@ export class CronRunner {
    * when no gateway runs to do it.
    */
   async orphanedTurns(): Promise<{ turn_id: string; session_id: string; interrupt_count: number }[]> {
-    const alive = this.options.ownerAlive ?? ownerAlive;
+    const alive = this.alive;
     const out: { turn_id: string; session_id: string; interrupt_count: number }[] = [];
     for (const run of await listRuns(this.options.store)) {
       if (run.state !== "running" || run.session_id === null || this.active.has(run.run_key)) continue;
@@ -210,7 +217,7 @@ export class CronRunner {
   async recover(options: {
     settleInterrupted: boolean;
   }): Promise<{ taken: RunRecord[]; settled: RunRecord[]; waiting: number }> {
-    const alive = this.options.ownerAlive ?? ownerAlive;
+    const alive = this.alive;
     const taken: RunRecord[] = [];
     const settled: RunRecord[] = [];
     let waiting = 0;

@@ -251,12 +251,13 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     observed.hub.publish({ type, layer, message, data });
   };
   // The one outbox: cron's results and notices, and (below) each chat platform's messages.
-  const outbox = new Outbox({ store: opened.store }).add(
+  const outbox = new Outbox({ store: opened.store, owners: opened.owners }).add(
     cronChannel({ outputDir: join(paths.cron, "output"), onEvent: publishCron }),
   );
   const cron = new CronEngine({
     store: opened.store,
     host: gatewayCronHost(gateway),
+    owners: opened.owners,
     maxConcurrent: Math.min(config.cron.max_concurrent, config.gateway.max_turns),
     defaultTimeoutS: config.cron.default_timeout,
     sessionOp: (title) => opened.agent.newSessionOp({ title, source: "cron" }),

@@ -17,8 +17,8 @@
 
 import type { Scheduler, Job as SchedulerJob } from "../agent/scheduler.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
+import { localOwners, type Owners, ownerIsGone } from "../core/owners.js";
 import { Passes } from "../core/passes.js";
-import { ownerGone, ownerOf } from "../core/process-owner.js";
 import type { StorePort } from "../store/port.js";
 import { claimOp, isRecordConflict, LEASE_MARGIN_MS, putOp } from "../store/record-ops.js";
 import { adoptLegacy } from "./adopt.js";
@@ -38,10 +38,8 @@ import {
 export interface OutboxOptions {
   store: StorePort;
   now?: () => number;
-  /** Who this process is in a lease (an owner tag); default: this process's pid tag. */
-  owner?: string;
-  /** Whether a lease's owner is known to have ended; default: its process is gone from this host. */
-  gone?: (owner: string) => boolean;
+  /** Who this process is in a lease, and whether another holder has ended (core/owners.ts). */
+  owners?: Owners;
   /** Lanes sent to at once; default 8. */
   parallel?: number;
 }
@@ -92,8 +90,9 @@ export class Outbox {
   constructor(private readonly options: OutboxOptions) {
     this.store = options.store;
     this.now = options.now ?? Date.now;
-    this.owner = options.owner ?? ownerOf();
-    this.gone = options.gone ?? ownerGone;
+    const owners = options.owners ?? localOwners();
+    this.owner = owners.self;
+    this.gone = (owner) => ownerIsGone(owners, owner);
   }
 
   /** Send this channel's entries from now on (a channel of the same name is replaced). */

@@ -7,7 +7,7 @@
 import { hostname } from "node:os";
 import { backgroundTimers, type Clock, systemClock, type Timers } from "../core/deps.js";
 import { newId } from "../core/ids.js";
-import { ownerGone } from "../core/process-owner.js";
+import { localOwners, type OwnerState, type Owners, processState } from "../core/owners.js";
 import {
   INSTANCE_ID_PREFIX,
   type InstanceSnapshot,
@@ -204,14 +204,29 @@ export class InstanceRegistry {
 
   /**
    * Whether the owner a tag names is known to have ended. "inst:ID" tags are this registry's (the
-   * rule in instance-liveness.ts, over the last snapshot; this instance is never gone to itself);
-   * any other tag ("pid:N@START") keeps the meaning core/process-owner.ts gives it.
+   * rule in instance-liveness.ts, over the last snapshot; this instance is never gone to itself).
+   * Any other tag is a process's ("pid:..."): on one host (SQLite) it keeps the meaning
+   * core/owners.ts gives it; across hosts (PostgreSQL) it may name a process of another host, which
+   * /proc here cannot see, so it is never taken for gone (its lease runs out instead).
    */
   gone(ownerTag: string): boolean {
-    if (!ownerTag.startsWith(INSTANCE_TAG_PREFIX)) return ownerGone(ownerTag);
+    if (!ownerTag.startsWith(INSTANCE_TAG_PREFIX))
+      return this.rows.liveness === "process" && processState(ownerTag) === "gone";
     const id = ownerTag.slice(INSTANCE_TAG_PREFIX.length);
     if (id === this.id) return false;
     return instanceGone(this.snapshot, id, this.rule);
+  }
+
+  /** This registry as the holders of leases and claims: every tag of this process is `inst:ID`. */
+  owners(): Owners {
+    const self = this.self;
+    const state = (owner: string): OwnerState => {
+      if (owner === self) return "mine";
+      if (!owner.startsWith(INSTANCE_TAG_PREFIX))
+        return this.rows.liveness === "process" ? processState(owner) : "unknown";
+      return this.gone(owner) ? "gone" : "alive";
+    };
+    return { self, turnOwner: self, state };
   }
 
   /** Local clock minus the database's, measured at each heartbeat (0 on SQLite: one clock). */
@@ -320,4 +335,33 @@ export class InstanceRegistry {
     this.prunedAt = now;
     await this.rows.prune(this.pruneAfterMs).catch(() => undefined);
   }
+}
+
+/**
+ * Owners as a process that runs no turns sees them (`tenax sessions stop`): one look at the
+ * instances, without registering. On one host, this host's processes; on a shared store, an
+ * instance is gone when marked stopped, or when its lock is not held and it has been silent
+ * longer than `silentAfterMs`, and a process tag (another host's, perhaps) is unknown.
+ */
+export async function bystanderOwners(
+  store: Pick<StorePort, "instances" | "listInstances">,
+  now: number,
+  silentAfterMs = 15_000,
+): Promise<Owners> {
+  const local = localOwners();
+  const rows = store.instances();
+  if (rows.liveness === "process") return local;
+  const listed = await store.listInstances();
+  const instances = new Map(listed.map((i) => [i.id, i]));
+  const holders = await rows.lockHolders(listed.map((i) => i.id));
+  const dbNow = await rows.now().catch(() => now);
+  const state = (owner: string): OwnerState => {
+    if (!owner.startsWith(INSTANCE_TAG_PREFIX)) return "unknown";
+    const instance = instances.get(owner.slice(INSTANCE_TAG_PREFIX.length));
+    if (instance === undefined) return "unknown";
+    if (instance.stopped_at !== null) return "gone";
+    if (holders.has(instance.id)) return "alive";
+    return dbNow - instance.heartbeat_at > silentAfterMs ? "gone" : "unknown";
+  };
+  return { self: local.self, turnOwner: local.turnOwner, state };
 }

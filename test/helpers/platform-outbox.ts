@@ -34,12 +34,11 @@ export type TestOutboxOptions = Partial<Omit<OutboxOptions, "store">> & Platform
 
 /** An outbox with one platform's channel, taking chat messages as the chat service gives them. */
 export function chatTestOutbox(store: Store, platform: FakePlatform, options: TestOutboxOptions = {}) {
-  const { now, owner, gone, parallel, ...channel } = options;
+  const { now, owners, parallel, ...channel } = options;
   const outbox = new Outbox({
     store,
     ...(now ? { now } : {}),
-    ...(owner ? { owner } : {}),
-    ...(gone ? { gone } : {}),
+    ...(owners ? { owners } : {}),
     ...(parallel ? { parallel } : {}),
   }).add(platformChannel(platform, { random: () => 0.5, ...channel }));
   return Object.assign(outbox, {

@@ -47,7 +47,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
   // The cron engine's events and the resumed turns' go to the trail as the gateway's would.
   const audit = (input: AuditInput) => opened.trail?.record(input);
   const hosts = agentHosts(opened.agent, process.cwd());
-  const outbox = new Outbox({ store: opened.store }).add(
+  const outbox = new Outbox({ store: opened.store, owners: opened.owners }).add(
     cronChannel({
       outputDir: join(paths.cron, "output"),
       onEvent: (event) => {
@@ -60,6 +60,7 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
   const engine = new CronEngine({
     store: opened.store,
     host: hosts.cron,
+    owners: opened.owners,
     maxConcurrent: Math.min(config.cron.max_concurrent, config.gateway.max_turns),
     defaultTimeoutS: config.cron.default_timeout,
     sessionOp: (title) => opened.agent.newSessionOp({ title, source: "cron" }),

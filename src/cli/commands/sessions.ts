@@ -1,10 +1,12 @@
 // `tenax sessions ...`: list, show, search, export, delete, prune, stats, reindex, check, and the
 // salvage commands. Read commands open the store read-only; a bad row is shown with a warning.
+
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { stopSessionTurn } from "../../agent/turn-stop.js";
 import { realSleep } from "../../core/deps.js";
 import { UsageError } from "../../core/errors.js";
+import { bystanderOwners } from "../../store/instances.js";
 import type { StoreReads } from "../../store/port.js";
 import type { MessageView } from "../../store/rows.js";
 import { storedToolCalls } from "../../store/tool-calls.js";
@@ -160,6 +162,7 @@ export function registerSessionsCommands(program: Command, cli: Cli): void {
             sleep: realSleep,
             waitMs: opts.wait * 1000,
             profile: cli.profile().name,
+            owners: await bystanderOwners(store, Date.now()),
           });
           if (out.json) out.document(stopped);
           else out.line(describeStop(stopped));
