@@ -3,7 +3,7 @@
 // (a container whose init does not), a dead grandchild stays a zombie that kill(pid, 0) still finds.
 import { readdirSync } from "node:fs";
 import { realSleep, type Sleep } from "../core/deps.js";
-import { dead, pidAlive, readStat, send } from "../core/process-identity.js";
+import { dead, readStat, send } from "../core/process-identity.js";
 
 export { dead, pidAlive, readStat, type StatLine } from "../core/process-identity.js";
 

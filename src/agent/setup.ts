@@ -74,7 +74,8 @@ export async function openAgent(
   // leases name it, and others judge it by its lock, not by a pid their host cannot see.
   const instances = store.engine === "postgres" ? new InstanceRegistry(store, options.instance) : null;
   try {
-    const owners = instances === null ? localOwners() : (await instances.start(), instances.owners());
+    await instances?.start();
+    const owners = instances === null ? localOwners() : instances.owners();
     const checkpoints =
       config.checkpoints.enabled || options.checkpoints
         ? new CheckpointStore({ home: paths.home, maxSnapshots: config.checkpoints.max_snapshots })

@@ -27,15 +27,16 @@ export interface WatchdogOptions<W> {
   onResume?: (report: ResumeReport) => void;
   /** Told which processes a dead owner left running were ended. */
   onProcesses?: (report: ProcessReapReport) => void;
+  /** How often to look (ms); every half lease by default. */
+  everyMs?: number;
 }
 
 /** Look every half lease; returns the scheduler job (cancelled with the agent's scheduler). */
 export function startWatchdog<W>(options: WatchdogOptions<W>): Job {
   const leaseMs = options.agent.options.config.agent.lease_seconds * 1000;
   const reported = new Set<string>();
-  return options.agent.scheduler.every("turn watchdog", Math.max(1000, Math.floor(leaseMs / 2)), () =>
-    sweep(options, reported),
-  );
+  const every = options.everyMs ?? Math.max(1000, Math.floor(leaseMs / 2));
+  return options.agent.scheduler.every("turn watchdog", every, () => sweep(options, reported));
 }
 
 /** One look at the running turns; `seen` holds the turns already reported stale (once each). */

@@ -82,6 +82,17 @@ export function canonical(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+/** Another gateway claimed the key and has not committed its run yet: the client retries shortly. */
+export function keyPending(key: string): HttpError {
+  return new HttpError(
+    409,
+    "conflict_error",
+    "idempotency_key_in_progress",
+    `another gateway is starting the run for the Idempotency-Key ${JSON.stringify(key)}; send the same request again in a second to get it`,
+    { "retry-after": "1" },
+  );
+}
+
 export function keyReused(key: string): HttpError {
   return new HttpError(
     409,

@@ -3,12 +3,14 @@
 // Idempotency-Key (kind "run_idem"). Every record carries the run's session, so deleting the
 // session deletes them all. What is read back is checked; a record that fails is treated as absent.
 import { z } from "zod";
-import type { RecordPutOp } from "../store/ops.js";
+import type { RecordClaimOp, RecordPutOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
 
 export const RUN_KIND = "run";
 export const RUN_EVENT_KIND = "run_event";
 export const RUN_IDEM_KIND = "run_idem";
+/** A stop asked of a queued run by a gateway other than the one it waits on (key the run id). */
+export const RUN_STOP_KIND = "run_stop";
 export const FINISHED = "run.finished";
 
 /** `queued`: waiting behind its session's running turn (gateway.session_queue). */
@@ -61,6 +63,11 @@ const runState = z.object({
   last_event_id: z.number().int().min(0),
   /** The Idempotency-Key the run was submitted with, so pruning the run frees the key. */
   idempotency_key: z.string().nullable(),
+  /**
+   * Who runs it (core/owners.ts: a gateway process, or an instance on a shared store): another
+   * gateway leaves a live owner's run alone and settles a gone one's. Older records lack it.
+   */
+  owner: z.string().nullable().default(null),
 });
 
 const runEvent = z.object({
@@ -70,7 +77,30 @@ const runEvent = z.object({
   data: z.looseObject({ type: z.string() }),
 });
 
-const idemRecord = z.object({ run_id: z.string(), fingerprint: z.string() });
+const idemRecord = z.object({
+  run_id: z.string(),
+  fingerprint: z.string(),
+  /** When a gateway claimed the key before starting its run (absent once the run is committed). */
+  claimed_at: z.number().optional(),
+});
+
+/** An Idempotency-Key claimed in the store before its run starts, so gateways start one run per key. */
+export function idemClaimOp(
+  key: string,
+  idem: IdemRecord,
+  expect: string | null,
+  now: number,
+): RecordClaimOp {
+  return {
+    op: "record.claim",
+    kind: RUN_IDEM_KIND,
+    key,
+    session_id: null,
+    value: JSON.stringify(idem),
+    expect,
+    updated_at: now,
+  };
+}
 
 export type RunStatus = z.infer<typeof status>;
 export type RunError = z.infer<typeof runError>;

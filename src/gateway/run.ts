@@ -42,6 +42,9 @@ import { RunRegistry } from "./runs.js";
 import { lastGatewayStart, lastStopLine, recordGatewayStart } from "./start-record.js";
 import { StopRequest } from "./stop-request.js";
 
+/** How often a gateway on a shared store looks for turns whose instance has ended. */
+const TAKEOVER_SWEEP_MS = 1_000;
+
 export interface RunGatewayOptions {
   paths: ProfilePaths;
   config: TenaxConfig;
@@ -240,6 +243,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     retentionMs: config.gateway.run_retention_hours * 3_600_000,
     onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
     approvals: opened.agent.approvals,
+    owners: opened.owners,
   });
   const publishCron = (event: CronEvent) => {
     (event.type === "cron_delivery_failed" ||
@@ -345,6 +349,8 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   if (starting)
     startWatchdog({
       ...lifecycle,
+      // On a shared store a gone instance's turns are taken over within seconds, not half a lease.
+      ...(opened.instances === null ? {} : { everyMs: TAKEOVER_SWEEP_MS }),
       onResume: (r) => reportResume(r, config.gateway.auto_resume, warn),
       onProcesses: (r) => {
         for (const line of describeProcessReap(r)) warn(line);

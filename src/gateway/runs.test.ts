@@ -108,13 +108,13 @@ describe("RunRegistry", () => {
   it("stop interrupts a running run; a finished run is not stopped again", async () => {
     const { runs } = await setup();
     const { state } = await runs.submit(ask("long"));
-    expect(runs.stop(state.run_id, "stopped by the test")).toBe(true);
+    expect(await runs.stop(state.run_id, "stopped by the test")).toBe(true);
     await runs.settled();
     expect(await runs.get(state.run_id)).toMatchObject({ status: "interrupted", partial: true });
     const types = (await runs.events(state, 0)).map((e) => e.type);
     expect(types).toContain("run.stop_requested");
     expect(types.at(-1)).toBe("run.finished");
-    expect(runs.stop(state.run_id, "again")).toBe(false);
+    expect(await runs.stop(state.run_id, "again")).toBe(false);
   });
 
   it("at startup settles runs left running from their turn's status, and resumed turns rejoin their run", async () => {

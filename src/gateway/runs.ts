@@ -10,21 +10,34 @@ import {
 } from "../agent/approvals/approval-records.js";
 import type { Scheduler } from "../agent/scheduler.js";
 import { TurnInterrupt } from "../agent/turn-failure.js";
+import { STOP_KIND, type StopRecord } from "../agent/turn-progress.js";
 import type { TurnRequest } from "../agent/turn-request.js";
 import { TenaxError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { localOwners, type Owners } from "../core/owners.js";
 import type { StorePort } from "../store/port.js";
+import { isRecordConflict } from "../store/record-ops.js";
 import type { ChatMessage } from "./chat-request.js";
 import type { Gateway, LaunchedTurn, TurnWatcher } from "./gateway.js";
 import { RunLog, type RunLogDeps } from "./run-log.js";
-import { keyReused, notStarted, outcomeOf, runError, storedError, thrownError } from "./run-outcomes.js";
+import {
+  keyPending,
+  keyReused,
+  notStarted,
+  outcomeOf,
+  runError,
+  storedError,
+  thrownError,
+} from "./run-outcomes.js";
 import {
   eventKey,
+  idemClaimOp,
   listRuns,
   putOp,
   RUN_EVENT_KIND,
   RUN_IDEM_KIND,
   RUN_KIND,
+  RUN_STOP_KIND,
   type RunEvent,
   type RunOutcome,
   type RunState,
@@ -48,6 +61,10 @@ export interface RunRegistryOptions {
   onError?: (what: string, error: unknown) => void;
   /** The agent's approvals, decided through POST /v1/runs/ID/approvals/APPROVAL_ID. */
   approvals?: ApprovalBook;
+  /** Who runs each run, and whether another gateway's owner has ended (core/owners.ts). */
+  owners?: Owners;
+  /** How long a submission waits for the run another gateway is starting for its key (ms). */
+  keyWaitMs?: number;
 }
 
 export interface RunSubmission {
@@ -70,6 +87,12 @@ export interface Submitted {
 }
 
 const DAY_MS = 24 * 3_600_000;
+/** How often a submission looks again for the run another gateway is starting for its key. */
+const KEY_POLL_MS = 100;
+/** A key claimed this long ago whose run never appeared: its gateway died before starting it. */
+const ABANDONED_CLAIM_MS = 30_000;
+/** An interrupted turn of a gone gateway is left this long for the watchdog to resume. */
+const RESUME_WINDOW_MS = 60_000;
 
 export class RunRegistry {
   private readonly live = new Map<string, RunLog>();
@@ -81,10 +104,12 @@ export class RunRegistry {
   private readonly waiting = new Map<string, AbortController>();
   private readonly store: StorePort;
   private readonly now: () => number;
+  private readonly owners: Owners;
 
   constructor(private readonly options: RunRegistryOptions) {
     this.store = options.store;
     this.now = options.now ?? Date.now;
+    this.owners = options.owners ?? localOwners();
   }
 
   /**
@@ -102,18 +127,53 @@ export class RunRegistry {
         created: false,
       }));
     }
-    const known = await readIdem(this.store, key);
-    const state = known ? await this.get(known.run_id) : null;
-    if (known && state) {
-      if (known.fingerprint !== submission.fingerprint) return Promise.reject(keyReused(key));
-      return Promise.resolve({ state, created: false });
-    }
-    const run = this.start(submission);
+    const found = await this.claimKey(key, submission.fingerprint);
+    if ("state" in found) return { state: found.state, created: false };
+    const run = this.start(submission, found.runId);
     this.claims.set(key, { fingerprint: submission.fingerprint, run });
-    // Once started the key is in the store; a submission the gateway refused frees the key.
     const release = () => this.claims.delete(key);
-    run.then(release, release);
+    // A submission the gateway refused frees the key, here and in the store.
+    run.then(release, async () => {
+      release();
+      await this.store.write([putOp(RUN_IDEM_KIND, key, "", null, this.now())]).catch(() => {});
+    });
     return run.then((s) => ({ state: s, created: true }));
+  }
+
+  /**
+   * The key claimed in the store for a new run (one gateway wins it), or the run that holds it:
+   * committed, or being started by another gateway (waited for up to keyWaitMs, then a 409 to
+   * retry). A claim whose run never appeared within ABANDONED_CLAIM_MS was left by a gateway that
+   * died before starting it, and a key whose run is gone names nothing: either is taken over.
+   */
+  private async claimKey(key: string, fingerprint: string): Promise<{ runId: string } | { state: RunState }> {
+    const until = this.now() + (this.options.keyWaitMs ?? 5_000);
+    for (;;) {
+      const text = await this.store.getRecordText(RUN_IDEM_KIND, key);
+      const known = text === null ? null : await readIdem(this.store, key);
+      if (known !== null) {
+        if (known.fingerprint !== fingerprint) throw keyReused(key);
+        const state = await this.get(known.run_id);
+        if (state !== null) return { state };
+        // A committed key (no claim time) whose run is gone, or a claim whose run never came.
+        const claimedAt = known.claimed_at ?? null;
+        const abandoned = claimedAt === null || this.now() - claimedAt > ABANDONED_CLAIM_MS;
+        if (!abandoned) {
+          if (this.now() >= until) throw keyPending(key);
+          await new Promise((resolve) => setTimeout(resolve, KEY_POLL_MS));
+          continue;
+        }
+      }
+      const runId = newId("run_", this.now());
+      try {
+        const claim = { run_id: runId, fingerprint, claimed_at: this.now() };
+        await this.store.write([idemClaimOp(key, claim, text, this.now())]);
+        return { runId };
+      } catch (error) {
+        // Another gateway claimed it between the read and the write: its run is the one.
+        if (!isRecordConflict(error)) throw error;
+      }
+    }
   }
 
   /**
@@ -167,10 +227,41 @@ export class RunRegistry {
     return (await listApprovals(this.store, state.session_id)).filter((r) => r.turn_id === turnId);
   }
 
-  /** Interrupt a running run; false when it does not run here (it has ended). */
-  stop(runId: string, reason: string): boolean {
+  /**
+   * Interrupt a run, whichever gateway runs it: here at once; on another gateway (a shared store)
+   * by a stop request in the store that its owner acts on within about a second. False when it
+   * has ended (or runs nowhere).
+   */
+  async stop(runId: string, reason: string): Promise<boolean> {
     const log = this.following(runId);
-    if (!log || log.finished) return false;
+    if (log && !log.finished) return this.stopHere(log, reason);
+    const stored = await readRun(this.store, runId);
+    if (stored === null || (stored.status !== "running" && stored.status !== "queued")) return false;
+    const at = this.now();
+    if (stored.status === "queued") {
+      await this.store.write([
+        putOp(RUN_STOP_KIND, runId, stored.session_id, { reason, requested_at: at }, at),
+      ]);
+      return true;
+    }
+    const turnId = await this.turnIdOf(stored);
+    const turn =
+      turnId === null
+        ? undefined
+        : (await this.store.getTurns(stored.session_id)).find((t) => t.id === turnId);
+    if (turn?.status !== "running") return false;
+    const request: StopRecord = {
+      session_id: stored.session_id,
+      turn_id: turn.id,
+      requested_at: at,
+      by: reason,
+    };
+    await this.store.putRecord(STOP_KIND, turn.id, request, { sessionId: stored.session_id });
+    return true;
+  }
+
+  private stopHere(log: RunLog, reason: string): boolean {
+    const runId = log.state.run_id;
     const waiting = this.waiting.get(runId);
     if (waiting) {
       log.append({ type: "run.stop_requested", reason });
@@ -180,6 +271,15 @@ export class RunRegistry {
     if (!this.options.gateway.interrupt(log.state.session_id, reason, "stopped")) return false;
     log.append({ type: "run.stop_requested", reason });
     return true;
+  }
+
+  /** Runs waiting here that another gateway was asked to stop (a stop request in the store). */
+  private async stopRequestedElsewhere(): Promise<void> {
+    for (const runId of [...this.waiting.keys()]) {
+      const log = this.live.get(runId);
+      const request = await this.store.getRecord<{ reason: string }>(RUN_STOP_KIND, runId);
+      if (log && request !== null) this.stopHere(log, request.reason);
+    }
   }
 
   /** Resolves once every run that was running here has committed its terminal event. */
@@ -222,6 +322,7 @@ export class RunRegistry {
     // not part of its reply.
     const state: RunState = {
       ...stored,
+      owner: this.owners.self,
       turn_id: turnId,
       status: "running",
       ended_at: null,
@@ -258,13 +359,42 @@ export class RunRegistry {
     for (const run of await listRuns(this.store)) {
       if ((run.status !== "running" && run.status !== "queued") || this.live.has(run.run_id)) continue;
       if (this.options.gateway.isRunning(run.session_id)) continue;
-      const log = new RunLog({ ...run }, this.logDeps());
-      this.track(log);
-      await log.finish(await this.outcomeOfStoredTurn(run));
+      // Another gateway's run (a shared store) is its own while that gateway may live.
+      if (run.owner !== null && ["alive", "unknown"].includes(this.owners.state(run.owner))) continue;
+      await this.settle(run);
       settled++;
     }
     await this.prune();
     return settled;
+  }
+
+  /**
+   * While the gateway runs: the runs of a gateway that has ended since (a shared store), once
+   * nothing will carry them on. A turn still marked running, or interrupted within the last
+   * minute, is left to the watchdog, which resumes it and attaches the run here (watcherFor).
+   */
+  async settleGoneOwners(): Promise<number> {
+    let settled = 0;
+    for (const run of await listRuns(this.store)) {
+      if ((run.status !== "running" && run.status !== "queued") || this.live.has(run.run_id)) continue;
+      if (run.owner === null || this.owners.state(run.owner) !== "gone") continue;
+      const turnId = await this.turnIdOf(run);
+      const turn =
+        turnId === null
+          ? undefined
+          : (await this.store.getTurns(run.session_id)).find((t) => t.id === turnId);
+      if (turn?.status === "running") continue;
+      if (turn?.status === "interrupted" && this.now() - (turn.ended_at ?? 0) < RESUME_WINDOW_MS) continue;
+      await this.settle(run);
+      settled++;
+    }
+    return settled;
+  }
+
+  private async settle(run: RunState): Promise<void> {
+    const log = new RunLog({ ...run }, this.logDeps());
+    this.track(log);
+    await log.finish(await this.outcomeOfStoredTurn(run));
   }
 
   /** On the agent's scheduler: prune every `pruneMs`, and settle orphaned resumed runs every minute. */
@@ -274,6 +404,11 @@ export class RunRegistry {
     );
     scheduler.every("settle orphaned runs", 60_000, async () => {
       await this.settleOrphans();
+    });
+    // A shared store: another gateway's stop of a run waiting here, and a gone gateway's runs.
+    scheduler.every("runs: stops from other gateways", 1_000, () => this.stopRequestedElsewhere());
+    scheduler.every("runs: settle gone gateways' runs", 10_000, async () => {
+      await this.settleGoneOwners();
     });
   }
 
@@ -292,16 +427,16 @@ export class RunRegistry {
       const ops = (await readEvents(this.store, run, 0)).map((e) =>
         gone(RUN_EVENT_KIND, eventKey(run.run_id, e.id)),
       );
-      ops.push(gone(RUN_KIND, run.run_id));
+      ops.push(gone(RUN_KIND, run.run_id), gone(RUN_STOP_KIND, run.run_id));
       if (run.idempotency_key !== null) ops.push(gone(RUN_IDEM_KIND, run.idempotency_key));
       await this.store.write(ops);
     }
     return old.map((r) => r.run_id);
   }
 
-  private async start(submission: RunSubmission): Promise<RunState> {
+  private async start(submission: RunSubmission, claimedId?: string): Promise<RunState> {
     const created = this.now();
-    const runId = newId("run_", created);
+    const runId = claimedId ?? newId("run_", created);
     const key = submission.idempotencyKey ?? null;
     const state: RunState = {
       run_id: runId,
@@ -316,6 +451,7 @@ export class RunRegistry {
       error: null,
       last_event_id: 0,
       idempotency_key: key,
+      owner: this.owners.self,
     };
     const log = new RunLog(state, this.logDeps(), { held: true });
     const watcher: TurnWatcher = {

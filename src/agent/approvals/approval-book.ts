@@ -9,6 +9,7 @@ import { realSleep, systemClock } from "../../core/deps.js";
 import { TenaxError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import type { StorePort } from "../../store/port.js";
+import { isRecordConflict } from "../../store/record-ops.js";
 import type { Scheduler } from "../scheduler.js";
 import { TurnInterrupt } from "../turn-failure.js";
 import {
@@ -23,6 +24,9 @@ import {
 } from "./approval-records.js";
 
 /** Patterns approved "always for this session": kind "exec_allow_session", one record per pattern. */
+/** How often a waiting turn looks in the store for a decision another process made. */
+const DECIDED_ELSEWHERE_MS = 1_000;
+
 export const SESSION_ALLOW_KIND = "exec_allow_session";
 
 export interface ApprovalRequest {
@@ -133,7 +137,14 @@ export class ApprovalBook {
     if (record.status !== "pending") return record;
     const id = record.approval_id;
     const timer = new AbortController();
-    const decided = new Promise<ApprovalRecord>((resolve) => this.waiters.set(id, resolve));
+    const decided = new Promise<ApprovalRecord>((resolve) => {
+      this.waiters.set(id, resolve);
+      // A decision made by another process (another gateway of a shared store, the CLI) is only
+      // in the store: looked for every DECIDED_ELSEWHERE_MS while the turn waits.
+      void this.decidedElsewhere(id, AbortSignal.any([timer.signal, signal])).then(
+        (found) => found !== null && resolve(found),
+      );
+    });
     const expired = this.sleep(
       Math.max(0, record.expires_at - this.clock.now()),
       AbortSignal.any([timer.signal, signal]),
@@ -145,7 +156,7 @@ export class ApprovalBook {
       const outcome = await Promise.race([decided, expired]);
       if (outcome !== "expired" && outcome !== "aborted") return outcome;
       if (this.deciding.has(id)) return await decided;
-      if (outcome === "expired") return await this.close(id, "expired", null, "the approval timeout");
+      if (outcome === "expired") return await this.closeUnlessDecided(id, "expired", "the approval timeout");
       const reason: unknown = signal.reason;
       if (TurnInterrupt.isInstance(reason) && reason.code === "shutting_down") throw reason;
       await this.close(id, "cancelled", null, "the turn was stopped").catch(() => undefined);
@@ -217,7 +228,8 @@ export class ApprovalBook {
     const due = (await listPendingApprovals(this.store)).filter(
       (r) => now >= r.expires_at && !this.waiters.has(r.approval_id),
     );
-    for (const record of due) await this.close(record.approval_id, "expired", null, "the approval timeout");
+    for (const record of due)
+      await this.closeUnlessDecided(record.approval_id, "expired", "the approval timeout");
     return due.length;
   }
 
@@ -250,6 +262,40 @@ export class ApprovalBook {
     scheduler.every("approvals: prune", 3_600_000, () => this.prune(keepMs).catch(onError));
   }
 
+  /** Close a record nobody decided; one another process decided meanwhile stays as decided. */
+  private async closeUnlessDecided(
+    approvalId: string,
+    status: "expired" | "cancelled",
+    by: string,
+  ): Promise<ApprovalRecord> {
+    try {
+      return await this.close(approvalId, status, null, by);
+    } catch (error) {
+      if (TenaxError.isInstance(error) && error.code === "already_decided")
+        return error.data.approval as ApprovalRecord;
+      throw error;
+    }
+  }
+
+  /** The record once another process decided it, polled until `signal` aborts; null then. */
+  private async decidedElsewhere(id: string, signal: AbortSignal): Promise<ApprovalRecord | null> {
+    while (!signal.aborted) {
+      try {
+        await this.sleep(DECIDED_ELSEWHERE_MS, signal);
+        const record = await this.get(id);
+        if (record !== null && record.status !== "pending") return record;
+      } catch {
+        // Aborted, or a read the store refused: the next look (or the expiry) decides.
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Commit the record's end, only over the pending record as just read (a claim): of two
+   * processes closing it at once (two gateways deciding, a decision and the expiry), one wins and
+   * the other is told `already_decided` with the record as it stands.
+   */
   private async close(
     approvalId: string,
     status: ApprovalRecord["status"],
@@ -257,8 +303,14 @@ export class ApprovalBook {
     decidedBy: string,
     extra: Parameters<StorePort["write"]>[0] = [],
   ): Promise<ApprovalRecord> {
+    const text = await this.store.getRecordText(APPROVAL_KIND, approvalId);
     const record = await this.get(approvalId);
-    if (!record) throw new Error(`approval ${approvalId} vanished from the store`);
+    if (!record || text === null) throw new Error(`approval ${approvalId} vanished from the store`);
+    const alreadyDecided = (stored: ApprovalRecord) =>
+      new TenaxError("already_decided", `approval ${approvalId} is ${stored.status}, not pending`, {
+        data: { approval: stored },
+      });
+    if (record.status !== "pending") throw alreadyDecided(record);
     const closed: ApprovalRecord = {
       ...record,
       status,
@@ -266,21 +318,32 @@ export class ApprovalBook {
       decided_by: decidedBy,
       decided_at: this.clock.now(),
     };
-    await this.put(closed, extra);
+    try {
+      await this.put(closed, extra, text);
+    } catch (error) {
+      if (!isRecordConflict(error)) throw error;
+      const stored = await this.get(approvalId);
+      throw alreadyDecided(stored ?? record);
+    }
     this.waiters.get(approvalId)?.(closed);
     return closed;
   }
 
-  private async put(record: ApprovalRecord, extra: Parameters<StorePort["write"]>[0] = []): Promise<void> {
+  /** Write a record (over `expect`, its stored text, when given: refused if it changed). */
+  private async put(
+    record: ApprovalRecord,
+    extra: Parameters<StorePort["write"]>[0] = [],
+    expect?: string,
+  ): Promise<void> {
+    const fields = {
+      kind: APPROVAL_KIND,
+      key: record.approval_id,
+      session_id: record.session_id,
+      value: JSON.stringify(record),
+      updated_at: this.clock.now(),
+    };
     await this.store.write([
-      {
-        op: "record.put",
-        kind: APPROVAL_KIND,
-        key: record.approval_id,
-        session_id: record.session_id,
-        value: JSON.stringify(record),
-        updated_at: this.clock.now(),
-      },
+      expect === undefined ? { op: "record.put", ...fields } : { op: "record.claim", ...fields, expect },
       {
         op: "record.put",
         kind: APPROVAL_PENDING_KIND,

@@ -27,6 +27,8 @@ export interface RunRoutesOptions {
   maxBufferedBytes?: number;
   /** Where the client's system messages go (gateway.client_system), as for a chat. */
   clientSystem?: "append" | "replace";
+  /** How often a follower of a run another gateway runs looks for its new events (ms). */
+  pollMs?: number;
 }
 
 const MAX_KEY_LENGTH = 255;
@@ -61,7 +63,7 @@ export function registerRunRoutes(app: App, registry: RunRegistry, options: RunR
   app.post("/v1/runs/:id/stop", async (request, reply) => {
     const { id: runId } = parseWith(runParams, request.params, "the path");
     const state = await known(registry, runId);
-    const stopped = registry.stop(runId, `stopped by POST /v1/runs/${runId}/stop`);
+    const stopped = await registry.stop(runId, `stopped by POST /v1/runs/${runId}/stop`);
     const now = (await registry.get(runId)) ?? state;
     return reply
       .code(stopped ? 202 : 200)
@@ -204,10 +206,17 @@ function follow(
           if (done) return;
           if (!(await stream.drained())) return end();
         }
-        // Not running here (ended, or never resumed): what is stored is all there will be.
-        if (log && !log.done && !done) live = true;
-        else end();
-        return;
+        if (done) return;
+        if (log && !log.done) {
+          live = true;
+          return;
+        }
+        // Not running here: ended (what is stored is all there will be), or running on another
+        // gateway of a shared store, whose events come through the store: looked for again soon.
+        const stored = await registry.get(state.run_id);
+        const ended = stored === null || (stored.status !== "running" && stored.status !== "queued");
+        if (ended && sent >= (stored?.last_event_id ?? 0)) return end();
+        if (!ended) await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 250));
       }
       for (const event of pending) {
         write(event);
