@@ -96,6 +96,14 @@ export const gatewaySchema = z
       .int({ error: "expected a whole number of waiting turns (0 or more)" })
       .min(0, { error: "expected a whole number of waiting turns (0 or more)" })
       .default(8),
+    /**
+     * A store several gateways share: how long a message waits for its session's turn running on
+     * another gateway (or being taken over from one that died) before a 409 session_busy.
+     */
+    session_wait: z
+      .number({ error: "expected seconds to wait for another gateway's turn (0 or more)" })
+      .min(0, { error: "expected seconds to wait for another gateway's turn (0 or more)" })
+      .default(60),
     /** On start after a crash, resume the turns it interrupted (src/agent/resume.ts). */
     auto_resume: flag().default(true),
     /** How long the runs API keeps an ended run and its events (GET /v1/runs/ID, Last-Event-ID). */

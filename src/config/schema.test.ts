@@ -42,6 +42,7 @@ describe("configSchema", () => {
         drain_timeout: 30,
         max_turns: 16,
         session_queue: 8,
+        session_wait: 60,
         auto_resume: true,
         client_system: "append",
         run_retention_hours: 24,

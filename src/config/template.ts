@@ -98,6 +98,7 @@ gateway:
   drain_timeout: 30     # seconds a stopping gateway waits for running turns
   max_turns: 16         # agent turns run at once; more requests get 429
   session_queue: 8      # messages that wait, in order, for a session's running turn; more get 429
+  session_wait: 60      # several gateways on one PostgreSQL: seconds a message waits for its session's turn on another (then 409)
   auto_resume: true     # after a crash, resume the turns it interrupted (suspended at the 3rd)
   run_retention_hours: 24   # background runs (/v1/runs) and their events are kept this long
   # connections:        # what keeps a flood of idle sockets from taking it down (docs/SECURITY.md);

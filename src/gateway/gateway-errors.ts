@@ -54,6 +54,17 @@ export function sessionQueueFull(id: string, bound: number): HttpError {
   );
 }
 
+/** The session's turn runs on another gateway of a shared store and did not end in time. */
+export function sessionBusy(id: string, owner: string | null, waitedS: number): HttpError {
+  return new HttpError(
+    409,
+    "conflict_error",
+    "session_busy",
+    `session ${id} is running a turn on another gateway (${owner ?? "owner unknown"}) that did not end within ${waitedS} s (gateway.session_wait); send the message again once it has answered`,
+    { "retry-after": "5" },
+  );
+}
+
 export function tooManyTurns(max: number): HttpError {
   return new HttpError(
     429,

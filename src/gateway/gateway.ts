@@ -15,12 +15,16 @@ import type { ChatMessage } from "./chat-request.js";
 import { Conversations, conversationHash, historyOf } from "./conversations.js";
 import {
   SHUTDOWN_MESSAGE,
+  sessionBusy,
   sessionQueueFull,
   tooManyTurns,
   unavailable,
   unknownSession,
 } from "./gateway-errors.js";
 import { SessionQueue } from "./session-queue.js";
+
+/** How often a message waiting for another gateway's turn of its session looks again. */
+const OTHER_GATEWAY_POLL_MS = 200;
 
 export interface GatewayOptions {
   agent: Agent;
@@ -211,6 +215,7 @@ export class Gateway {
     }
     const store = this.options.store;
     if (!(await store.getSession(requested))) throw unknownSession(requested);
+    if (!this.active.has(requested)) await this.awaitOtherGateways(requested, request.signal);
     const begin = () => this.start(requested, this.agentWork(requested, request, []), request.watcher);
     if (!this.active.has(requested)) {
       this.reserve();
@@ -232,6 +237,29 @@ export class Gateway {
     if (!waiting.queued) throw sessionQueueFull(requested, this.options.config.gateway.session_queue);
     request.onQueued?.(requested, waiting.position);
     return waiting.started;
+  }
+
+  /**
+   * A store several gateways share: one turn at a time per session across all of them. While the
+   * session has a running turn this gateway does not run (another gateway's, or one being taken
+   * over from a gateway that died), the message waits, up to gateway.session_wait.
+   */
+  private async awaitOtherGateways(sessionId: string, signal?: AbortSignal): Promise<void> {
+    const { store, agent, config } = this.options;
+    if (store.engine !== "postgres") return;
+    const waitS = config.gateway.session_wait;
+    const until = this.now() + waitS * 1000;
+    for (;;) {
+      const other = (await store.getTurns(sessionId)).find(
+        (t) =>
+          t.status === "running" && (t.lease_owner === null || agent.owners.state(t.lease_owner) !== "mine"),
+      );
+      if (other === undefined || this.active.has(sessionId)) return;
+      if (this.stopping) throw unavailable();
+      if (this.now() >= until) throw sessionBusy(sessionId, other.lease_owner, waitS);
+      if (signal?.aborted) throw signal.reason;
+      await new Promise((resolve) => setTimeout(resolve, OTHER_GATEWAY_POLL_MS));
+    }
   }
 
   /** Count a turn about to start against gateway.max_turns (429 when it is reached). */
