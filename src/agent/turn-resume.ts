@@ -21,6 +21,8 @@ export function notRunAgain(call: ToolCall): string {
 /** What a resumed turn starts from. */
 export interface ResumePoint {
   turnId: string;
+  /** The lease epoch this process took the turn over at: its writes to the turn carry it. */
+  epoch: number;
   /** Calls of the turn's last assistant message that have no result. */
   open: ToolCall[];
 }
@@ -45,7 +47,12 @@ export function openCalls(messages: readonly MessageView[]): ToolCall[] {
   return calls.filter((c) => !answered.has(c.id));
 }
 
-/** Put the turn back to running under this process's lease; returns where it goes on from. */
+/**
+ * Put the turn back to running under this process's lease, at a new lease epoch; returns where it
+ * goes on from. A compare-and-set on the status and epoch read: of two processes resuming the turn
+ * at once exactly one wins, the other is refused with `lease_lost` (store/lease-fence.ts) and must
+ * not run it.
+ */
 export async function restartTurn(
   store: StorePort,
   sessionId: string,
@@ -67,8 +74,15 @@ export async function restartTurn(
     lease_expires_at: now + leaseMs,
     heartbeat_at: now,
     error: null,
+    lease_epoch: turn.lease_epoch,
+    expect_status: turn.status,
+    new_epoch: true,
   });
-  return { turnId, open: openCalls(await turnMessages(store, sessionId, turnId)) };
+  return {
+    turnId,
+    epoch: turn.lease_epoch + 1,
+    open: openCalls(await turnMessages(store, sessionId, turnId)),
+  };
 }
 
 /**
@@ -97,6 +111,7 @@ export async function settleOpenCalls(
       tool_call_id: call.id,
       name: call.name,
       turn_id: point.turnId,
+      lease_epoch: point.epoch,
     });
   }
   // After the results: a user message between a call and its result would orphan the result.
@@ -106,6 +121,7 @@ export async function settleOpenCalls(
     content: RESUME_NOTE,
     name: RESUME_NAME,
     turn_id: point.turnId,
+    lease_epoch: point.epoch,
   });
   return null;
 }
