@@ -2,6 +2,7 @@
 // lease, the tool calls that were in flight are settled (a read-only one runs again, any other is
 // answered with a note that it was not repeated), and the model is told why the turn goes on.
 import type { ToolCall } from "../llm/provider.js";
+import { fenceRefusal } from "../store/lease-fence.js";
 import type { StorePort } from "../store/port.js";
 import type { MessageView } from "../store/rows.js";
 import { RESUME_NAME, toolCallsOf } from "./history.js";
@@ -64,7 +65,10 @@ export async function restartTurn(
 ): Promise<ResumePoint> {
   const turn = (await store.getTurns(sessionId)).find((t) => t.id === turnId);
   if (!turn) throw new Error(`cannot resume turn ${turnId}: session ${sessionId} has no such turn`);
-  if (turn.status === "running" || turn.status === "completed")
+  // Running: another process holds it (perhaps one that took it over a moment ago).
+  if (turn.status === "running")
+    throw fenceRefusal({ turnId, epoch: undefined, status: "interrupted" }, turn) ?? new Error("unreachable");
+  if (turn.status === "completed")
     throw new Error(`cannot resume turn ${turnId}: it is ${turn.status}, not interrupted`);
   await store.updateTurn({
     id: turnId,
