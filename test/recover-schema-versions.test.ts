@@ -64,4 +64,47 @@ describe("recover across schema versions", () => {
     // The title proves the row itself came back, not a placeholder made from its messages.
     expect(sessionsIn(output)).toEqual([{ id: "s_pages", title: "title of s_pages" }]);
   });
+
+  it("salvages turns of a store from before schema 7 (ten columns, epoch 0) and of today's (eleven), by SQL and from the pages", async () => {
+    const make = async (dropEpoch: boolean) => {
+      const paths = tempProfile();
+      const store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
+      const sid = await store.createSession({ id: "s_t", title: "turns" });
+      const turn = await store.startTurn(sid, 60_000, "pid:1", { role: "user", content: "q" });
+      await store.write([{ op: "turn.update", id: turn, status: "interrupted", new_epoch: true }]);
+      await releaseStore(store);
+      if (dropEpoch) {
+        const db = new Database(paths.state);
+        db.exec("ALTER TABLE turns DROP COLUMN lease_epoch; VACUUM;");
+        db.pragma("user_version = 6");
+        db.close();
+      }
+      checkpoint(paths.state);
+      return { paths, turn };
+    };
+    const turnsIn = (file: string) => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return db.prepare("SELECT id, status, lease_epoch FROM turns").all();
+      } finally {
+        db.close();
+      }
+    };
+    for (const [dropEpoch, pages] of [
+      [true, false],
+      [false, false],
+      [true, true],
+      [false, true],
+    ] as const) {
+      const { paths, turn } = await make(dropEpoch);
+      // Without the schema page only the page walk finds the rows.
+      if (pages) overwritePages(paths.state, [1], "zero", 1);
+      const output = join(tempDir(), "new.db");
+      const report = await recoverStore({ source: paths.state, output });
+      expect(report.output?.integrity.status).toBe("ok");
+      expect(turnsIn(output), `dropEpoch ${dropEpoch}, pages ${pages}`).toEqual([
+        { id: turn, status: "interrupted", lease_epoch: dropEpoch ? 0 : 2 },
+      ]);
+    }
+  });
 });

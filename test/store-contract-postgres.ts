@@ -9,6 +9,7 @@ import { seededRandom } from "../src/core/deps.js";
 import { TenaxError } from "../src/core/errors.js";
 import type { WriteOp } from "../src/store/ops.js";
 import { openPostgresStore } from "../src/store/postgres/open-postgres.js";
+import { PG_SCHEMA_VERSION } from "../src/store/postgres/pg-schema.js";
 import type { StoreEvent } from "../src/store/store-types.js";
 import type { PgCluster } from "./helpers/postgres.js";
 import { openPostgresAt } from "./helpers/store-engines.js";
@@ -146,7 +147,7 @@ export function postgresOnly(cluster: () => PgCluster): void {
       try {
         expect(new Set(opened.map((s) => s.storeId)).size).toBe(1);
         expect(opened[0]?.storeId).toMatch(/^store_/);
-        expect((await opened[0]?.stats())?.schema_version).toBe(2);
+        expect((await opened[0]?.stats())?.schema_version).toBe(PG_SCHEMA_VERSION);
       } finally {
         await Promise.all(opened.map((s) => s.shutdown()));
       }

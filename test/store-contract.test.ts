@@ -3,10 +3,13 @@
 // What one engine promises the other must keep; the PostgreSQL-only part covers what only a
 // server shared by processes can show: concurrent writers, concurrent openings, an outage.
 import { describe, expect, it } from "vitest";
+import { restartTurn } from "../src/agent/turn-resume.js";
 import { Redactor } from "../src/core/redact.js";
-import type { WriteOp } from "../src/store/ops.js";
+import { FIRST_EPOCH } from "../src/store/lease-fence.js";
+import type { MessageAppendOp, WriteOp } from "../src/store/ops.js";
 import type { StorePort } from "../src/store/port.js";
 import type { SpoolRecord } from "../src/store/spool.js";
+import type { StoreEvent } from "../src/store/store-types.js";
 import { usePostgresCluster } from "./helpers/postgres.js";
 import { type Engine, postgresEngine, sqliteEngine } from "./helpers/store-engines.js";
 import { rejected } from "./helpers/temp-home.js";
@@ -177,6 +180,92 @@ describe.each(engines)("store contract: $name", (engine) => {
     await begun.applied;
     await begun.durable;
     expect((await s.getTurns(id)).map((t) => t.id)).toEqual([turn, begun.id]);
+  });
+
+  it("refuses a stale lease epoch's message and turn update with lease_lost, changing nothing", async () => {
+    const s = await open();
+    const events: StoreEvent[] = [];
+    s.on((e) => events.push(e));
+    const sid = await s.createSession();
+    const begun = s.beginTurn(sid, 60_000, "owner:a", { role: "user", content: "question" });
+    await begun.durable;
+    const turn = begun.id;
+    expect(begun.epoch).toBe(FIRST_EPOCH);
+    expect((await s.getTurns(sid))[0]?.lease_epoch).toBe(FIRST_EPOCH);
+    // The reaper interrupts (epoch 2), another process takes it over (epoch 3).
+    await s.write([{ op: "turn.update", id: turn, status: "interrupted", new_epoch: true }]);
+    const point = await restartTurn(s, sid, turn, 60_000, 5_000, "owner:b");
+    expect(point.epoch).toBe(FIRST_EPOCH + 2);
+    const before = { turns: await s.getTurns(sid), messages: await s.getMessages(sid) };
+
+    const stale = await rejected(() =>
+      s.write([
+        put("kept-out", { v: 1 }, 9_000, sid),
+        {
+          ...(message(sid, "late", "the old owner's answer") as MessageAppendOp),
+          turn_id: turn,
+          lease_epoch: FIRST_EPOCH,
+        },
+      ]),
+    );
+    expect(stale.code).toBe("lease_lost");
+    expect(stale.message).toContain(turn);
+    expect(stale.message).toMatch(/epoch 1 but the turn is at epoch 3/);
+    expect(stale.message).toContain("another process took the turn over");
+    const beat = await rejected(() =>
+      s.updateTurn({ id: turn, heartbeat_at: 9_999, lease_expires_at: 99_999, lease_epoch: FIRST_EPOCH }),
+    );
+    expect(beat.code).toBe("lease_lost");
+    const end = await rejected(() =>
+      s.updateTurn({ id: turn, status: "completed", lease_owner: null, lease_epoch: FIRST_EPOCH }),
+    );
+    expect(end.code).toBe("lease_lost");
+    // Nothing of the refused writes landed: not the message, not the record written with it.
+    expect(await s.getTurns(sid)).toEqual(before.turns);
+    expect(await s.getMessages(sid)).toEqual(before.messages);
+    expect(await s.getRecord("note", "kept-out")).toBeNull();
+    const told = events.filter((e) => e.type === "lease_lost");
+    expect(told).toHaveLength(3);
+    expect(told[0]).toMatchObject({ layer: "store", turn_id: turn, held_epoch: 1, current_epoch: 3 });
+
+    // The owner that holds the current epoch writes as before; writes without one are not fenced.
+    await s.appendMessage({
+      session_id: sid,
+      role: "assistant",
+      content: "new owner",
+      turn_id: turn,
+      lease_epoch: 3,
+    });
+    await s.updateTurn({ id: turn, heartbeat_at: 10_000, lease_epoch: 3 });
+    await s.appendMessage({ session_id: sid, role: "assistant", content: "unfenced", turn_id: turn });
+    expect((await s.getMessages(sid)).map((m) => m.content)).toEqual(["question", "new owner", "unfenced"]);
+    expect((await s.getTurns(sid))[0]).toMatchObject({
+      status: "running",
+      lease_owner: "owner:b",
+      lease_epoch: 3,
+    });
+  });
+
+  it("lets exactly one of two concurrent takeovers of an interrupted turn win, every time", async () => {
+    const s = await open();
+    const sid = await s.createSession();
+    const rounds = 40;
+    for (let round = 0; round < rounds; round++) {
+      const turn = await s.startTurn(sid, 60_000, "owner:dead", { role: "user", content: `q${round}` });
+      await s.write([{ op: "turn.update", id: turn, status: "interrupted", new_epoch: true }]);
+      const outcomes = await Promise.allSettled(
+        ["owner:a", "owner:b"].map((owner) => restartTurn(s, sid, turn, 60_000, 1_000 + round, owner)),
+      );
+      const won = outcomes.filter((o) => o.status === "fulfilled");
+      const lost = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as { code?: string }] : []));
+      expect(won, `round ${round}`).toHaveLength(1);
+      expect(lost.map((e) => e.code)).toEqual(["lease_lost"]);
+      const row = (await s.getTurns(sid)).find((t) => t.id === turn);
+      expect(row).toMatchObject({ status: "running", lease_epoch: FIRST_EPOCH + 2 });
+      const winner = (won[0] as PromiseFulfilledResult<{ epoch: number }>).value;
+      expect(winner.epoch).toBe(FIRST_EPOCH + 2);
+      await s.updateTurn({ id: turn, status: "completed", lease_epoch: winner.epoch });
+    }
   });
 
   it("keeps records last-writer-wins by updated_at, a null value a tombstone", async () => {

@@ -10,7 +10,7 @@ import { addExecAllowPattern } from "../config/exec-allow-write.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type Deps, defaultDeps } from "../core/deps.js";
-import { localOwners, type Owners, ownerIsGone } from "../core/owners.js";
+import { leaseNow, localOwners, type Owners, ownerIsGone } from "../core/owners.js";
 import { CircuitBreakers, StoreBreakerRecords } from "../llm/breaker.js";
 import { breakerSettings } from "../llm/breaker-state.js";
 import { ConcurrencyLimiter } from "../llm/concurrency.js";
@@ -198,6 +198,7 @@ export class Agent {
       awaitsApproval: (sessionId, turnId, callId) => this.approvals.isPending(sessionId, turnId, callId),
       progress: this.progress,
       turnOwner: this.owners.turnOwner,
+      leaseNow: () => this.leaseNow(),
       taskOutput: (taskId) => this.processes.outputBytes(taskId),
     };
   }
@@ -253,7 +254,12 @@ export class Agent {
    * lease, or an owner pid that no longer runs.
    */
   reap(options: Omit<ReapOptions, "owners"> = {}): Promise<ReapedTurn[]> {
-    return reapDeadTurns(this.store, this.deps.clock.now(), { ...options, owners: this.owners });
+    return reapDeadTurns(this.store, this.leaseNow(), { ...options, owners: this.owners });
+  }
+
+  /** Now, in the clock leases are written and judged in: the database's on a shared store. */
+  leaseNow(): number {
+    return leaseNow(this.owners, this.deps.clock.now());
   }
 
   /**

@@ -103,6 +103,8 @@ export type CompressionEvent = EventBase &
 export interface CompressionInput {
   sessionId: string;
   turnId: string | null;
+  /** The lease epoch the turn's process holds: its marker is fenced by it (store/lease-fence.ts). */
+  leaseEpoch?: number;
   /** The whole durable transcript (markers included; they are never sent). */
   transcript: MessageView[];
   /** The current compaction; the store's is used when it reaches further. */
@@ -450,6 +452,7 @@ export class Compressor {
       name: "compression",
       content: note,
       turn_id: input.turnId,
+      lease_epoch: input.leaseEpoch,
     });
     try {
       await store.write([record, marker, ...extra]);

@@ -70,6 +70,8 @@ function describeStoreEvent(event: StoreEvent): string {
       return `the store's database ${event.path} cannot be reached (${event.detail}); writes are spooled`;
     case "store.available":
       return `the store's database ${event.path} answers again after ${event.down_ms} ms`;
+    case "lease_lost":
+      return event.message;
     case "store.disk_failed":
     case "store.busy_retry":
       return event.type;

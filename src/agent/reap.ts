@@ -6,6 +6,7 @@
 // whoever reaped them.
 
 import { type Owners, ownerIsGone } from "../core/owners.js";
+import { isLeaseLost } from "../store/lease-fence.js";
 import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
 import { MARKER_ROLE } from "./history.js";
@@ -43,6 +44,26 @@ export async function reapDeadTurns(
     if (!isDead(turn, now, options.owners)) continue;
     const count = turn.interrupt_count + 1;
     const since = turn.heartbeat_at ?? turn.started_at;
+    if (await interrupt(store, turn, now, count, since)) {
+      reaped.push({ turn_id: turn.id, session_id: turn.session_id, interrupt_count: count });
+    }
+  }
+  return reaped;
+}
+
+/**
+ * Mark one dead turn interrupted, at a new lease epoch: the owner, if it only stalled, has its late
+ * writes refused (store/lease-fence.ts). Compared and set on the status and epoch read, so of two
+ * processes reaping it at once one does; false when another did (or the turn moved on) first.
+ */
+async function interrupt(
+  store: StorePort,
+  turn: TurnView,
+  now: number,
+  count: number,
+  since: number | null,
+): Promise<boolean> {
+  try {
     await store.write([
       store.messageOp({
         session_id: turn.session_id,
@@ -60,11 +81,16 @@ export async function reapDeadTurns(
         lease_expires_at: null,
         interrupt_count: count,
         error: "the process running this turn stopped (its lease expired)",
+        lease_epoch: turn.lease_epoch,
+        expect_status: "running",
+        new_epoch: true,
       },
     ]);
-    reaped.push({ turn_id: turn.id, session_id: turn.session_id, interrupt_count: count });
+    return true;
+  } catch (error) {
+    if (isLeaseLost(error)) return false;
+    throw error;
   }
-  return reaped;
 }
 
 /**

@@ -80,6 +80,7 @@ async function runToolCallNow(
     tool_call_id: call.id,
     name: call.name,
     turn_id: context.turnId,
+    lease_epoch: context.leaseEpoch,
   });
   emit({
     type: "tool_finished",

@@ -30,7 +30,14 @@ export type GuardrailCode = "identical_call_limit" | "max_iterations";
  * stop (POST /v1/runs/ID/stop, `tenax sessions stop`), it ran past agent.turn_deadline, or anything
  * else that aborted it (a hung worker, Ctrl-C).
  */
-export type InterruptCode = "client_closed" | "shutting_down" | "stopped" | "interrupted" | "turn_deadline";
+export type InterruptCode =
+  | "client_closed"
+  | "shutting_down"
+  | "stopped"
+  | "interrupted"
+  | "turn_deadline"
+  /** Another process took the turn over (store/lease-fence.ts): it carries the turn on. */
+  | "lease_lost";
 
 export type FailureCode = ErrorReason | GuardrailCode | InterruptCode | "store_unavailable" | "turn_failed";
 
@@ -85,6 +92,8 @@ export function interruptFailure(reason: unknown): TurnFailure {
     interrupted: "send the request again",
     turn_deadline:
       "send it again, split into smaller steps, or raise agent.turn_deadline in config.yaml; `tenax events --type turn_stalled` shows where it stalled",
+    lease_lost:
+      "nothing: another process took this turn over and carries it on; its session shows the answer when that process ends it",
   };
   return {
     code,

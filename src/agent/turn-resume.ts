@@ -2,6 +2,7 @@
 // lease, the tool calls that were in flight are settled (a read-only one runs again, any other is
 // answered with a note that it was not repeated), and the model is told why the turn goes on.
 import type { ToolCall } from "../llm/provider.js";
+import { fenceRefusal } from "../store/lease-fence.js";
 import type { StorePort } from "../store/port.js";
 import type { MessageView } from "../store/rows.js";
 import { RESUME_NAME, toolCallsOf } from "./history.js";
@@ -21,6 +22,8 @@ export function notRunAgain(call: ToolCall): string {
 /** What a resumed turn starts from. */
 export interface ResumePoint {
   turnId: string;
+  /** The lease epoch this process took the turn over at: its writes to the turn carry it. */
+  epoch: number;
   /** Calls of the turn's last assistant message that have no result. */
   open: ToolCall[];
 }
@@ -45,7 +48,12 @@ export function openCalls(messages: readonly MessageView[]): ToolCall[] {
   return calls.filter((c) => !answered.has(c.id));
 }
 
-/** Put the turn back to running under this process's lease; returns where it goes on from. */
+/**
+ * Put the turn back to running under this process's lease, at a new lease epoch; returns where it
+ * goes on from. A compare-and-set on the status and epoch read: of two processes resuming the turn
+ * at once exactly one wins, the other is refused with `lease_lost` (store/lease-fence.ts) and must
+ * not run it.
+ */
 export async function restartTurn(
   store: StorePort,
   sessionId: string,
@@ -57,7 +65,10 @@ export async function restartTurn(
 ): Promise<ResumePoint> {
   const turn = (await store.getTurns(sessionId)).find((t) => t.id === turnId);
   if (!turn) throw new Error(`cannot resume turn ${turnId}: session ${sessionId} has no such turn`);
-  if (turn.status === "running" || turn.status === "completed")
+  // Running: another process holds it (perhaps one that took it over a moment ago).
+  if (turn.status === "running")
+    throw fenceRefusal({ turnId, epoch: undefined, status: "interrupted" }, turn) ?? new Error("unreachable");
+  if (turn.status === "completed")
     throw new Error(`cannot resume turn ${turnId}: it is ${turn.status}, not interrupted`);
   await store.updateTurn({
     id: turnId,
@@ -67,8 +78,15 @@ export async function restartTurn(
     lease_expires_at: now + leaseMs,
     heartbeat_at: now,
     error: null,
+    lease_epoch: turn.lease_epoch,
+    expect_status: turn.status,
+    new_epoch: true,
   });
-  return { turnId, open: openCalls(await turnMessages(store, sessionId, turnId)) };
+  return {
+    turnId,
+    epoch: turn.lease_epoch + 1,
+    open: openCalls(await turnMessages(store, sessionId, turnId)),
+  };
 }
 
 /**
@@ -97,6 +115,7 @@ export async function settleOpenCalls(
       tool_call_id: call.id,
       name: call.name,
       turn_id: point.turnId,
+      lease_epoch: point.epoch,
     });
   }
   // After the results: a user message between a call and its result would orphan the result.
@@ -106,6 +125,7 @@ export async function settleOpenCalls(
     content: RESUME_NOTE,
     name: RESUME_NAME,
     turn_id: point.turnId,
+    lease_epoch: point.epoch,
   });
   return null;
 }

@@ -6,7 +6,7 @@
 
 import type { Sleep } from "../core/deps.js";
 import { TenaxError } from "../core/errors.js";
-import { type Owners, ownerIsGone } from "../core/owners.js";
+import { leaseNow, type Owners, ownerIsGone } from "../core/owners.js";
 import { tenaxCommand } from "../profile/command-hint.js";
 import type { StorePort } from "../store/port.js";
 import type { TurnView } from "../store/rows.js";
@@ -57,7 +57,10 @@ export async function stopSessionTurn(
     );
   const base = { session_id: sessionId, turn_id: turn.id, owner: turn.lease_owner };
   if (ownerIsGone(options.owners, turn.lease_owner)) {
-    await reapDeadTurns(store, options.now(), { only: new Set([turn.id]), owners: options.owners });
+    await reapDeadTurns(store, leaseNow(options.owners, options.now()), {
+      only: new Set([turn.id]),
+      owners: options.owners,
+    });
     return { ...base, outcome: "reaped", status: await statusOf(store, turn) };
   }
   const request: StopRecord = {

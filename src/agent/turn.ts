@@ -8,6 +8,7 @@
 import { describeSnapshot } from "../checkpoints/describe.js";
 import type { SnapshotResult } from "../checkpoints/store.js";
 import type { Deps } from "../core/deps.js";
+import type { TenaxError } from "../core/errors.js";
 import { heldUntil } from "../core/held-until.js";
 import { newId } from "../core/ids.js";
 import type { Redactor } from "../core/redact.js";
@@ -16,6 +17,7 @@ import type { Completion } from "../llm/model-call.js";
 import type { ToolSpec } from "../llm/provider.js";
 import type { RouteEvent } from "../llm/route-events.js";
 import type { ModelRouter, TurnRoute } from "../llm/router.js";
+import { isLeaseLost } from "../store/lease-fence.js";
 import type { WriteOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
 import { traceTurn } from "./agent-trace.js";
@@ -32,6 +34,7 @@ import {
   interruptFailure,
   type OverflowState,
   type TurnFailure,
+  TurnInterrupt,
   thrownFailure,
 } from "./turn-failure.js";
 import type { ProgressEvent, TurnProgress } from "./turn-progress.js";
@@ -84,6 +87,7 @@ export interface TurnCompressor {
     input: {
       sessionId: string;
       turnId: string | null;
+      leaseEpoch?: number;
       transcript: Awaited<ReturnType<StorePort["getMessages"]>>;
       compaction: Compaction | null;
       system: string | null;
@@ -132,6 +136,8 @@ export interface TurnDeps {
   progress?: TurnProgress | null;
   /** The lease owner this process's turns are written with (core/owners.ts); `pid:N` when left out. */
   turnOwner?: string;
+  /** Now, in the clock leases are written in (core/owners.ts leaseNow); the local clock when left out. */
+  leaseNow?: () => number;
   /** Bytes the task's processes have written so far (their output is a tool's progress). */
   taskOutput?: (taskId: string) => number;
 }
@@ -210,32 +216,33 @@ export function runTurn(agent: TurnDeps, input: TurnInput): Promise<TurnResult> 
 async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult> {
   const { store, deps, limits } = agent;
   const leaseMs = limits.lease_seconds * 1000;
+  const leaseNow = agent.leaseNow ?? (() => deps.clock.now());
+  // A takeover another process won throws lease_lost here: nothing of the turn runs.
   const resumed = input.resume
-    ? await restartTurn(
-        store,
-        input.sessionId,
-        input.resume.turnId,
-        leaseMs,
-        deps.clock.now(),
-        agent.turnOwner,
-      )
+    ? await restartTurn(store, input.sessionId, input.resume.turnId, leaseMs, leaseNow(), agent.turnOwner)
     : null;
   // Persist before publish: the question is committed with its turn before the model is asked
   // (the transcript holds it), and durable before anyone is told of the turn or any tool runs. Its
   // sync runs while the model answers; the turn's events wait for it.
   let turnId: string;
+  /** The lease epoch this process holds: every write of the turn for itself carries it. */
+  let epoch: number;
   let durable: Promise<unknown> = Promise.resolve();
-  if (resumed) turnId = resumed.turnId;
-  else {
+  if (resumed) {
+    turnId = resumed.turnId;
+    epoch = resumed.epoch;
+  } else {
     const begun = store.beginTurn(
       input.sessionId,
       leaseMs,
       agent.turnOwner,
       { role: "user", content: input.text },
       input.before,
+      leaseNow(),
     );
     await begun.applied;
     turnId = begun.id;
+    epoch = begun.epoch;
     durable = begun.durable;
   }
   const tell = heldUntil(durable, safe(input.onEvent), {
@@ -275,8 +282,19 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     Math.max(1000, Math.floor(leaseMs / 3)),
     async () => {
       if (ended) return false;
-      const now = deps.clock.now();
-      await store.updateTurn({ id: turnId, heartbeat_at: now, lease_expires_at: now + leaseMs });
+      try {
+        await store.updateTurn({
+          id: turnId,
+          heartbeat_at: deps.clock.now(),
+          lease_expires_at: leaseNow() + leaseMs,
+          lease_epoch: epoch,
+        });
+      } catch (error) {
+        // Another process took the turn over: this one stops at once (no further tool runs).
+        if (!isLeaseLost(error)) throw error;
+        controller.abort(lostLease(error));
+        return false;
+      }
       return true;
     },
   );
@@ -306,6 +324,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     signal,
     sessionId: input.sessionId,
     turnId,
+    leaseEpoch: epoch,
     taskId,
     cwd: input.cwd,
     emit,
@@ -362,7 +381,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     await durable;
     tracked?.enter("compression");
     const made = await agent.compressor.compress(
-      { ...sizes, sessionId: input.sessionId, turnId, reason, signal },
+      { ...sizes, sessionId: input.sessionId, turnId, leaseEpoch: epoch, reason, signal },
       compression,
     );
     tracked?.enter("provider");
@@ -418,6 +437,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         content: completion.text === "" && calls.length > 0 ? null : completion.text,
         tool_calls: calls.length > 0 ? calls : null,
         turn_id: turnId,
+        lease_epoch: epoch,
       });
       const cut = cutByOutputLimit(completion.finish_reason);
       // A cap the caller set is what it asked for: a reply it cuts is not continued past it.
@@ -443,6 +463,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
               content: CONTINUE_PROMPT,
               name: CONTINUE_NAME,
               turn_id: turnId,
+              lease_epoch: epoch,
             });
             continue;
           }
@@ -461,6 +482,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     }
   } catch (e) {
     partial = true;
+    if (isLeaseLost(e) && !signal.aborted) controller.abort(lostLease(e));
     if (signal.aborted) {
       failure = interruptFailure(signal.reason);
       // A turn ended by its deadline failed: nobody asked for it to stop.
@@ -485,6 +507,53 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
 
   // A turn whose start never became durable was never stored: its error is the turn's.
   await durable;
+  if (failure?.code !== "lease_lost") {
+    try {
+      await endTurn(agent, input, { turnId, epoch, status, failure, answer, usage });
+    } catch (e) {
+      // The turn was taken over while it ran: its answer and end were refused; the other owner ends it.
+      if (!isLeaseLost(e)) throw e;
+      status = "interrupted";
+      failure = interruptFailure(lostLease(e));
+    }
+  }
+  const lost = failure?.code === "lease_lost";
+  const error = failure?.message ?? null;
+  if (lost) partial = true;
+  emit({ type: "turn_finished", turn_id: turnId, status, partial, error, failure });
+  return {
+    session_id: input.sessionId,
+    turn_id: turnId,
+    status,
+    // Nothing of a taken-over turn's answer was stored: it is not this process's to tell.
+    reply: lost ? "" : replyParts.join(""),
+    partial,
+    finish_reason: finishReason,
+    error,
+    failure,
+    iterations,
+    usage,
+    model,
+  };
+}
+
+/** What the turn's end writes: how it ended, and the final answer when it has one. */
+interface TurnEnd {
+  turnId: string;
+  epoch: number;
+  status: TurnStatus;
+  failure: TurnFailure | null;
+  answer: WriteOp | null;
+  usage: { input_tokens: number; output_tokens: number };
+}
+
+/**
+ * Commit the turn's end, fenced by its lease epoch: its marker when it did not complete, then the
+ * final answer, the session's usage and the turn's row together (one durable commit).
+ */
+async function endTurn(agent: TurnDeps, input: TurnInput, end: TurnEnd): Promise<void> {
+  const { store, deps } = agent;
+  const { turnId, epoch, status, failure, answer, usage } = end;
   const error = failure?.message ?? null;
   if (failure !== null) {
     await store
@@ -493,13 +562,14 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
         role: MARKER_ROLE,
         content: status === "interrupted" ? failure.message : `turn failed: ${failure.message}`,
         turn_id: turnId,
+        lease_epoch: epoch,
       })
       .catch(() => {});
   }
   const now = deps.clock.now();
   // The final answer, the session's usage and the turn's end commit together: one durable commit.
   // Usage is best effort: a usage record that cannot be read or written never keeps the turn open.
-  const end: WriteOp = {
+  const ended: WriteOp = {
     op: "turn.update",
     id: turnId,
     status,
@@ -508,6 +578,7 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     lease_owner: null,
     lease_expires_at: null,
     error,
+    lease_epoch: epoch,
   };
   let usageWrite: WriteOp | null = null;
   if (usage.input_tokens + usage.output_tokens > 0) {
@@ -518,22 +589,16 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     }
   }
   const saved = answer === null ? [] : [answer];
-  if (usageWrite === null) await store.write([...saved, end]);
-  else await store.write([...saved, usageWrite, end]).catch(() => store.write([...saved, end]));
-  emit({ type: "turn_finished", turn_id: turnId, status, partial, error, failure });
-  return {
-    session_id: input.sessionId,
-    turn_id: turnId,
-    status,
-    reply: replyParts.join(""),
-    partial,
-    finish_reason: finishReason,
-    error,
-    failure,
-    iterations,
-    usage,
-    model,
-  };
+  if (usageWrite === null) await store.write([...saved, ended]);
+  else
+    await store
+      .write([...saved, usageWrite, ended])
+      .catch((e: unknown) => (isLeaseLost(e) ? Promise.reject(e) : store.write([...saved, ended])));
+}
+
+/** The abort reason of a turn another process took over. */
+function lostLease(error: TenaxError): TurnInterrupt {
+  return new TurnInterrupt("lease_lost", `another process took this turn over (${error.message})`);
 }
 
 interface TranscriptView {

@@ -44,7 +44,7 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
   const { agent, host } = options;
   // While the gateway drains, its turns end on their own and nothing new may start.
   if (host.isStopping === true) return;
-  const now = agent.deps.clock.now();
+  const now = agent.leaseNow();
   const orphans = new Set<string>();
   let deadOwner = false;
   for (const turn of await agent.store.runningTurns()) {

@@ -22,7 +22,16 @@ export interface Owners {
   /** The tag a turn's lease names this process by (`pid:N` on one host, as turns always had). */
   readonly turnOwner: string;
   state(owner: string): OwnerState;
+  /**
+   * This host's clock minus the clock leases are written and judged in: the database's on a
+   * shared store (measured by the instance registry's heartbeat), so hosts whose clocks disagree
+   * agree on when a lease ends; 0 on one host.
+   */
+  skewMs(): number;
 }
+
+/** Now, in the clock leases are written and judged in (see Owners.skewMs). */
+export const leaseNow = (owners: Owners, localNow: number): number => localNow - owners.skewMs();
 
 /** Whether the holder a tag names is known to have ended. */
 export const ownerIsGone = (owners: Owners, owner: string | null): boolean =>
@@ -52,5 +61,6 @@ export function localOwners(): Owners {
     self,
     turnOwner,
     state: (owner) => (owner === self || owner === turnOwner ? "mine" : processState(owner)),
+    skewMs: () => 0,
   };
 }

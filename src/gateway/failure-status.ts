@@ -66,6 +66,8 @@ export const FAILURE_STATUS: Readonly<Record<FailureCode, FailureStatus>> = {
   // The turn ran past agent.turn_deadline and was ended: the gateway gave up waiting on it.
   turn_deadline: { status: 504, type: "server_error" },
   client_closed: { status: 499, type: "invalid_request_error" },
+  // Another gateway took the turn over (its lease epoch moved on): that one carries it.
+  lease_lost: { status: 409, type: "conflict_error" },
   store_unavailable: { status: 503, type: "unavailable_error" },
   turn_failed: { status: 500, type: "server_error" },
 };

@@ -226,7 +226,7 @@ export class InstanceRegistry {
         return this.rows.liveness === "process" ? processState(owner) : "unknown";
       return this.gone(owner) ? "gone" : "alive";
     };
-    return { self, turnOwner: self, state };
+    return { self, turnOwner: self, state, skewMs: () => this.skew };
   }
 
   /** Local clock minus the database's, measured at each heartbeat (0 on SQLite: one clock). */
@@ -363,5 +363,5 @@ export async function bystanderOwners(
     if (holders.has(instance.id)) return "alive";
     return dbNow - instance.heartbeat_at > silentAfterMs ? "gone" : "unknown";
   };
-  return { self: local.self, turnOwner: local.turnOwner, state };
+  return { self: local.self, turnOwner: local.turnOwner, state, skewMs: () => now - dbNow };
 }

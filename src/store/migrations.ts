@@ -152,6 +152,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 7,
+    description:
+      "a lease epoch per turn, so a process that lost a turn's lease cannot write to it (lease-fence.ts)",
+    sql: `
+      -- 1 when a turn starts, one more at each takeover or interrupt; 0 for turns from before it.
+      -- Readers never need it (READABLE_FROM_VERSION stays 1): a row without it reads as epoch 0.
+      -- A turn row now has 11 columns: recovery tells it by that (recover/row-shapes.ts).
+      ALTER TABLE turns ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -3,6 +3,7 @@
 // idempotent: a session or turn is keyed by its id, a message by its uid.
 import type Database from "better-sqlite3";
 import { StoreError } from "./errors.js";
+import { FIRST_EPOCH, fenceRefusal, type LeaseRow, leaseClaimOf } from "./lease-fence.js";
 
 export type ContentKind = "text" | "parts";
 
@@ -44,8 +45,15 @@ export interface MessageAppendOp {
   name: string | null;
   turn_id: string | null;
   created_at: number;
+  /**
+   * The lease epoch of `turn_id` the writer holds (lease-fence.ts): when set, the write is refused
+   * with `lease_lost` unless it is the turn's current one. Left out by writes that are not the
+   * running turn's own (markers of the reaper, tests, callers from before fencing).
+   */
+  lease_epoch?: number;
 }
 
+/** Starts a turn at lease epoch 1 (lease-fence.ts FIRST_EPOCH). */
 export interface TurnStartOp {
   op: "turn.start";
   id: string;
@@ -65,6 +73,12 @@ export interface TurnUpdateOp {
   heartbeat_at?: number | null;
   interrupt_count?: number;
   error?: string | null;
+  /** The lease epoch the writer holds: refused with `lease_lost` unless it is the turn's current one. */
+  lease_epoch?: number;
+  /** Refused with `lease_lost` unless the turn still has this status (a takeover's compare-and-set). */
+  expect_status?: string;
+  /** Start a new epoch (the current one plus one): a takeover, or the reaper's interrupt. */
+  new_epoch?: boolean;
 }
 
 /** Put (or, with value null, delete) one durable record; the newest updated_at wins. */
@@ -190,9 +204,10 @@ export class OpApplier {
       ),
       responseDelete: db.prepare("DELETE FROM responses WHERE id = ?"),
       turnInsert: db.prepare(
-        `INSERT OR IGNORE INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at)
-         VALUES (@id, @session_id, 'running', @started_at, @lease_owner, @lease_expires_at, @started_at)`,
+        `INSERT OR IGNORE INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at, lease_epoch)
+         VALUES (@id, @session_id, 'running', @started_at, @lease_owner, @lease_expires_at, @started_at, ${FIRST_EPOCH})`,
       ),
+      turnLease: db.prepare("SELECT status, lease_epoch FROM turns WHERE id = ?"),
     };
   }
 
@@ -229,6 +244,13 @@ export class OpApplier {
 
   private apply(op: WriteOp, options: ApplyOptions): OpResult {
     const s = this.s;
+    // Fenced first: a refusal throws before anything of the op is written (the transaction then
+    // rolls back whatever came before it).
+    const claim = leaseClaimOf(op);
+    if (claim !== null) {
+      const refusal = fenceRefusal(claim, s.turnLease.get(claim.turnId) as LeaseRow | undefined);
+      if (refusal !== null) throw refusal;
+    }
     if (op.op === "session.create" || op.op === "session.update" || op.op === "session.delete") {
       // Anything that may change a session's rows invalidates what the batch knows of it; a
       // pending updated_at is written first so that it is not lost.
@@ -291,6 +313,7 @@ export class OpApplier {
           "error",
         ] as const;
         const sets = fields.filter((f) => op[f] !== undefined).map((f) => `${f} = @${f}`);
+        if (op.new_epoch === true) sets.push("lease_epoch = lease_epoch + 1");
         if (sets.length === 0) return { op: op.op, changes: 0 };
         const values: Record<string, unknown> = { id: op.id };
         for (const f of fields) if (op[f] !== undefined) values[f] = op[f];

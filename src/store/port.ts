@@ -12,6 +12,9 @@
 //   by its newest updated_at. A write whose outcome is unknown (a lost reply to a commit) is safe
 //   to send again.
 // - `record.claim` and message sequence numbers are atomic under any number of writers.
+// - A turn's own writes are fenced by its lease epoch (lease-fence.ts): a write holding an epoch
+//   that is not the turn's current one is refused whole with `lease_lost` and told as a `lease_lost`
+//   event; a takeover (status and epoch compared and set) has exactly one winner.
 // - Every read is async: an engine across the network cannot answer on the caller's stack.
 import type { CredentialState, CredentialStateStore } from "./credential-ledger.js";
 import type { InstanceStore, InstanceView } from "./instance-types.js";
@@ -20,7 +23,7 @@ import type { ListOptions, RecordView, StoreStats } from "./queries.js";
 import type { ResponseView } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
 import type { SpoolRecord } from "./spool.js";
-import type { StagedWrite } from "./store-domain.js";
+import type { BegunTurn, StagedWrite } from "./store-domain.js";
 import type { SearchResult } from "./store-reader.js";
 
 export type { SearchResult, SearchResultItem } from "./store-reader.js";
@@ -107,7 +110,8 @@ export interface StorePort extends StoreReads {
     owner?: string,
     question?: Omit<NewMessage, "session_id" | "turn_id">,
     before?: readonly WriteOp[],
-  ): { id: string; applied: Promise<unknown>; durable: Promise<unknown> };
+    leaseNow?: number,
+  ): BegunTurn;
   updateTurn(op: Omit<TurnUpdateOp, "op">): Promise<void>;
   putResponse(row: Omit<ResponsePutOp, "op">): Promise<void>;
   deleteResponse(id: string): Promise<boolean>;

@@ -50,6 +50,8 @@ export interface TurnView {
   heartbeat_at: number | null;
   interrupt_count: number;
   error: string | null;
+  /** The lease epoch (store/lease-fence.ts); 0 for a turn stored before fencing. */
+  lease_epoch: number;
   warnings: string[];
 }
 
@@ -162,6 +164,7 @@ export function toTurnView(row: Raw): TurnView {
     heartbeat_at: checkTime(row.heartbeat_at, "heartbeat_at", warnings, true),
     interrupt_count: int(row.interrupt_count, 0),
     error: text(row.error, "error", warnings),
+    lease_epoch: int(row.lease_epoch, 0),
     warnings,
   };
 }

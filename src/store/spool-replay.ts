@@ -9,6 +9,9 @@
 //   `updated_at`; running it twice, or after a crash halfway, stores nothing twice.
 // - Only this profile's records for this store (its URL without the password) are replayed; others
 //   (spooled when the profile was on SQLite, another database) are counted and left alone.
+// - A spooled write of a turn another process took over since (its lease epoch moved on) is refused
+//   by the store's fence (lease-fence.ts): its fenced ops are left out and counted as `fenced`, the
+//   rest of its record goes in.
 // - A refused write of a turn that ended meanwhile is left out (the turn went on without it); a turn
 //   the replay writes to that is still running with nobody renewing its lease is settled as failed,
 //   never resumed: its client was told the store refused it and may have sent it again.
@@ -29,12 +32,13 @@ import {
 import { join } from "node:path";
 import { ownerGone, ownerOf } from "../core/process-owner.js";
 import { StoreError } from "./errors.js";
+import { isLeaseLost, leaseClaimOf, leaseLostDetail } from "./lease-fence.js";
 import type { WriteOp } from "./ops.js";
 import type { StorePort } from "./port.js";
 import type { SpoolRecord } from "./spool.js";
 
 const PROGRESS = "replayed.json";
-const EMPTY = { records: 0, ops: 0, messages: 0, duplicates: 0, superseded: 0, foreign: 0 };
+const EMPTY = { records: 0, ops: 0, messages: 0, duplicates: 0, superseded: 0, fenced: 0, foreign: 0 };
 const LOCK = "replay.lock";
 
 /** Bytes of each spool file (by name) already replayed. */
@@ -64,6 +68,8 @@ export interface ReplayReport {
   duplicates: number;
   /** Ops of turns that ended meanwhile, left out (see LiveTurns). */
   superseded: number;
+  /** Ops of turns another process took over since they were spooled, refused by their lease epoch. */
+  fenced: number;
   /** Turns the replay left running with nobody to run them, settled as failed. */
   settled: string[];
   foreign: number;
@@ -189,6 +195,7 @@ export async function replaySpool(
       messages: 0,
       duplicates: 0,
       superseded: 0,
+      fenced: 0,
       settled: [],
       foreign: pending.foreign,
       unreadable: pending.unreadable,
@@ -198,12 +205,7 @@ export async function replaySpool(
     for (const { file, end, record } of pending.records) {
       const { ops, skipped } = await turns.filter(record.ops);
       report.superseded += skipped;
-      if (ops.length > 0) {
-        const r = await store.replay([{ ...record, ops }]);
-        report.ops += r.ops;
-        report.messages += r.messages;
-        report.duplicates += r.duplicates;
-      }
+      await replayFenced(store, { ...record, ops }, report);
       report.records++;
       progress[file] = end;
       writeProgress(dir, progress);
@@ -271,6 +273,31 @@ class LiveTurns {
     if (op.op === "turn.update" && this.created.has(id)) return false;
     if (op.op === "message.append" && !this.created.has(id)) this.touched.set(id, op.session_id);
     return true;
+  }
+}
+
+/**
+ * Replay one record; when the fence refuses it (a turn taken over since), again without that turn's
+ * fenced ops, until it goes in or nothing is left of it.
+ */
+async function replayFenced(store: StorePort, record: SpoolRecord, report: ReplayReport): Promise<void> {
+  let ops = record.ops;
+  while (ops.length > 0) {
+    try {
+      const r = await store.replay([{ ...record, ops }]);
+      report.ops += r.ops;
+      report.messages += r.messages;
+      report.duplicates += r.duplicates;
+      return;
+    } catch (error) {
+      if (!isLeaseLost(error)) throw error;
+      const lost = leaseLostDetail(error).turn_id;
+      const kept = ops.filter((op) => leaseClaimOf(op)?.turnId !== lost);
+      // A refusal that names no op of the record is not the fence's to settle here.
+      if (kept.length === ops.length) throw error;
+      report.fenced += ops.length - kept.length;
+      ops = kept;
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 // requests into those operations. Reads are the adapter's own (each engine has its SQL).
 import type { Clock } from "../core/deps.js";
 import { newId } from "../core/ids.js";
+import { FIRST_EPOCH, isLeaseLost, leaseLostDetail } from "./lease-fence.js";
 import type {
   AppliedMessage,
   ApplyOptions,
@@ -54,7 +55,17 @@ export function messageAppendOp(input: NewMessage, now: number): WriteOp {
     name: input.name ?? null,
     turn_id: input.turn_id ?? null,
     created_at: now,
+    ...(input.lease_epoch === undefined ? {} : { lease_epoch: input.lease_epoch }),
   };
+}
+
+/** A turn just begun: its id, its lease epoch, and when it is committed and durable. */
+export interface BegunTurn {
+  id: string;
+  /** The lease epoch the starting process holds (FIRST_EPOCH); its own writes carry it. */
+  epoch: number;
+  applied: Promise<unknown>;
+  durable: Promise<unknown>;
 }
 
 export abstract class StoreDomain extends ReadView {
@@ -65,6 +76,24 @@ export abstract class StoreDomain extends ReadView {
   on(listener: (event: StoreEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * A write's promise, telling the store's listeners of a fenced write (`lease_lost`) as it is
+   * refused; the refusal itself reaches the caller unchanged.
+   */
+  protected fencing<T>(written: Promise<T>, path: string): Promise<T> {
+    return written.catch((error: unknown) => {
+      if (isLeaseLost(error))
+        this.emit({
+          type: "lease_lost",
+          layer: "store",
+          path,
+          ...leaseLostDetail(error),
+          message: error.message,
+        });
+      throw error;
+    });
   }
 
   protected emit(event: StoreEvent): void {
@@ -155,9 +184,12 @@ export abstract class StoreDomain extends ReadView {
     owner = `pid:${process.pid}`,
     question?: Omit<NewMessage, "session_id" | "turn_id">,
     before: readonly WriteOp[] = [],
-  ): { id: string; applied: Promise<unknown>; durable: Promise<unknown> } {
+    /** When the lease starts, by the clock leases are judged in (the database's on PostgreSQL). */
+    leaseNow?: number,
+  ): BegunTurn {
     const now = this.clock.now();
     const id = newId("t_", now);
+    const leaseFrom = leaseNow ?? now;
     const { applied, durable } = this.writeStaged([
       ...before,
       {
@@ -166,11 +198,11 @@ export abstract class StoreDomain extends ReadView {
         session_id: sessionId,
         started_at: now,
         lease_owner: owner,
-        lease_expires_at: now + leaseMs,
+        lease_expires_at: leaseFrom + leaseMs,
       },
       ...(question ? [this.messageOp({ ...question, session_id: sessionId, turn_id: id })] : []),
     ]);
-    return { id, applied, durable };
+    return { id, epoch: FIRST_EPOCH, applied, durable };
   }
 
   async updateTurn(op: Omit<TurnUpdateOp, "op">): Promise<void> {

@@ -41,7 +41,21 @@ export type StoreEvent =
   | { type: "store.available"; path: string; down_ms: number }
   | { type: "search.degraded"; path: string; detail: string }
   | { type: "search.rebuilt"; path: string; messages: number; duration_ms: number }
-  | { type: "search.resumed"; path: string; indexed: number };
+  | { type: "search.resumed"; path: string; indexed: number }
+  /**
+   * A write fenced off (store/lease-fence.ts): it held an epoch of the turn that is not the current
+   * one, because another process took the turn over. One event per refused write: the count of these
+   * is tenax_fenced_writes_total.
+   */
+  | {
+      type: "lease_lost";
+      layer: "store";
+      path: string;
+      turn_id: string;
+      held_epoch: number;
+      current_epoch: number;
+      message: string;
+    };
 
 export interface StoreHealth {
   /** The engine holding the store (port.ts). */
@@ -82,4 +96,6 @@ export interface NewMessage {
   name?: string | null;
   turn_id?: string | null;
   uid?: string;
+  /** The lease epoch of `turn_id` the writer holds: the running turn's own messages are fenced by it. */
+  lease_epoch?: number;
 }

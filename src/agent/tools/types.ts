@@ -57,6 +57,8 @@ export interface ToolContext extends ProcessOwner {
   signal: AbortSignal;
   sessionId: string;
   turnId: string;
+  /** The lease epoch the turn's process holds: the turn's own writes carry it (store/lease-fence.ts). */
+  leaseEpoch?: number;
   /** The project folder relative paths resolve against. */
   cwd: string;
   /**

@@ -91,7 +91,7 @@ export function registerStoreCommands(program: Command, cli: Cli): void {
           return report.unreadable.length > 0 ? 1 : 0;
         }
         out.line(
-          `replayed ${report.records} spooled writes (${report.ops} operations) into ${where}: ${report.messages} messages stored, ${report.duplicates} already there${report.superseded > 0 ? `, ${report.superseded} operations of turns that ended meanwhile left out` : ""}${report.settled.length > 0 ? `; ${report.settled.length} turns their clients were refused settled as failed (${report.settled.join(", ")})` : ""}${leftAlone(report.foreign, report.unreadable.length)}`,
+          `replayed ${report.records} spooled writes (${report.ops} operations) into ${where}: ${report.messages} messages stored, ${report.duplicates} already there${report.superseded > 0 ? `, ${report.superseded} operations of turns that ended meanwhile left out` : ""}${report.fenced > 0 ? `, ${report.fenced} operations of turns another process took over refused by their lease epoch` : ""}${report.settled.length > 0 ? `; ${report.settled.length} turns their clients were refused settled as failed (${report.settled.join(", ")})` : ""}${leftAlone(report.foreign, report.unreadable.length)}`,
         );
         for (const u of report.unreadable) out.warn(`not a spool record: ${u.file} at byte ${u.offset}`);
         return report.unreadable.length > 0 ? 1 : 0;

@@ -4,6 +4,7 @@
 // row's lock, so any number of concurrent writers get 1..n with no gap and no duplicate.
 import type pg from "pg";
 import { StoreError } from "../errors.js";
+import { FIRST_EPOCH, fenceRefusal, type LeaseClaim, type LeaseRow, leaseClaimOf } from "../lease-fence.js";
 import type {
   AppliedMessage,
   ApplyOptions,
@@ -25,8 +26,8 @@ interface SessionState {
 const SESSION_INSERT = `INSERT INTO sessions (id, title, source, model, parent_session_id, created_at, updated_at, metadata)
   VALUES ($1, $2, $3, $4, $5, $6, $6, $7) ON CONFLICT (id) DO NOTHING`;
 
-const TURN_INSERT = `INSERT INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at)
-  VALUES ($1, $2, 'running', $3, $4, $5, $3) ON CONFLICT (id) DO NOTHING`;
+const TURN_INSERT = `INSERT INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at, lease_epoch)
+  VALUES ($1, $2, 'running', $3, $4, $5, $3, ${FIRST_EPOCH}) ON CONFLICT (id) DO NOTHING`;
 
 /** The newest updated_at wins (an equal one too, as in SQLite), so an older replay never undoes it. */
 const RECORD_PUT = `INSERT INTO records (kind, key, session_id, value, updated_at) VALUES ($1, $2, $3, $4, $5)
@@ -207,8 +208,41 @@ export class PgOpApplier {
       values.push(op[field]);
       sets.push(`${field} = $${values.length}`);
     }
-    if (sets.length === 0) return 0;
-    return this.changes(`UPDATE turns SET ${sets.join(", ")} WHERE id = $1`, values);
+    if (op.new_epoch === true) sets.push("lease_epoch = lease_epoch + 1");
+    const claim = leaseClaimOf(op);
+    if (sets.length === 0) {
+      if (claim !== null) await this.fence(claim);
+      return 0;
+    }
+    if (claim === null) return this.changes(`UPDATE turns SET ${sets.join(", ")} WHERE id = $1`, values);
+    // Compare and set in one statement: of two takeovers at once, the second waits for the first's
+    // row lock, then finds the epoch moved and changes nothing.
+    const where = ["id = $1"];
+    if (claim.epoch !== undefined) where.push(`lease_epoch = $${values.push(claim.epoch)}`);
+    if (claim.status !== undefined) where.push(`status = $${values.push(claim.status)}`);
+    const changes = await this.changes(
+      `UPDATE turns SET ${sets.join(", ")} WHERE ${where.join(" AND ")}`,
+      values,
+    );
+    if (changes === 0) await this.fence(claim);
+    return changes;
+  }
+
+  /**
+   * Refuse the write unless the turn's row matches the claim; the row stays locked until commit, so
+   * no takeover lands between this check and the write it guards.
+   */
+  private async fence(claim: LeaseClaim): Promise<void> {
+    const row = (
+      await this.run<LeaseRow>("SELECT status, lease_epoch FROM turns WHERE id = $1 FOR UPDATE", [
+        claim.turnId,
+      ])
+    ).rows[0];
+    const refusal = fenceRefusal(
+      claim,
+      row === undefined ? undefined : { ...row, lease_epoch: Number(row.lease_epoch) },
+    );
+    if (refusal !== null) throw refusal;
   }
 
   /**
@@ -276,7 +310,10 @@ export class PgOpApplier {
   }
 
   private async appendMessage(op: MessageAppendOp, options: ApplyOptions): Promise<AppliedMessage> {
+    // The session row first, then the turn's: the order every write that takes both keeps.
     const state = await this.sessionState(op, options);
+    const claim = leaseClaimOf(op);
+    if (claim !== null) await this.fence(claim);
     const seq = state.nextSeq;
     const inserted = await this.run<{ id: number }>(
       `INSERT INTO messages (uid, session_id, seq, role, content, content_kind, tool_calls, tool_call_id,

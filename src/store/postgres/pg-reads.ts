@@ -26,7 +26,7 @@ export const MESSAGE_COLUMNS =
   "id, uid, session_id, seq, role, content, content_kind, tool_calls, tool_call_id, name, turn_id, created_at";
 
 const TURN_COLUMNS =
-  "id, session_id, status, started_at, ended_at, lease_owner, lease_expires_at, heartbeat_at, interrupt_count, error";
+  "id, session_id, status, started_at, ended_at, lease_owner, lease_expires_at, heartbeat_at, interrupt_count, error, lease_epoch";
 
 const SESSION_SELECT = `SELECT s.id, s.title, s.source, s.model, s.parent_session_id, s.created_at, s.updated_at,
     s.metadata, (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count,

@@ -131,6 +131,15 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    description:
+      "a lease epoch per turn, so a process that lost a turn's lease cannot write to it (lease-fence.ts)",
+    sql: `
+      -- 1 when a turn starts, one more at each takeover or interrupt; 0 for turns from before it.
+      ALTER TABLE turns ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]?.version ?? 0;

@@ -96,7 +96,10 @@ export class PostgresStore extends StoreDomain implements StorePort {
     if (this.ending !== null) return Promise.reject(this.closedError());
     const redactor = this.options.redactor;
     const ops = redactor === undefined || redactor.size === 0 ? written : redactor.redactDeep(written);
-    return this.transaction((client) => new PgOpApplier(client).applyAll(ops, options), ops);
+    return this.fencing(
+      this.transaction((client) => new PgOpApplier(client).applyAll(ops, options), ops),
+      this.where,
+    );
   }
 
   /** A PostgreSQL commit is durable when it returns: applied and durable are one promise. */

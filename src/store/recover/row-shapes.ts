@@ -62,8 +62,18 @@ export const TABLE_COLUMNS: Record<RowidTable, readonly string[]> = {
     "heartbeat_at",
     "interrupt_count",
     "error",
+    // Since schema 7; a row stored before it has the ten columns above (padded with 0, see PAD).
+    "lease_epoch",
   ],
 };
+
+/** What a column a row was stored without is padded with, when not null (a NOT NULL column's default). */
+const PAD: Readonly<Record<string, SqlValue>> = { lease_epoch: 0 };
+
+/** The value of a column a row (or a whole table) was stored without. */
+export function missingValue(column: string): SqlValue {
+  return PAD[column] ?? null;
+}
 
 /** One row as salvaged: its rowid and its values in schema order (messages[0] is the rowid itself). */
 export interface SalvagedRow {
@@ -84,6 +94,8 @@ export function classifyShape(kinds: readonly ValueKind[]): RowidTable | "meta" 
       // where a session's created_at and updated_at are integers.
       return kinds[0] === "text" && kinds[5] === "int" && kinds[6] === "int" ? "sessions" : null;
     case 10:
+    // A turn since schema 7 (lease_epoch). No other table has eleven columns.
+    case 11:
       return kinds[0] === "text" && kinds[1] === "text" ? "turns" : null;
     case 2:
       return kinds[0] === "text" && kinds[1] === "text" ? "meta" : null;
@@ -94,8 +106,8 @@ export function classifyShape(kinds: readonly ValueKind[]): RowidTable | "meta" 
 
 /** A row's values as wide as its table today: a row stored before a column was added gets null there. */
 export function padValues(table: RowidTable, values: SqlValue[]): SqlValue[] {
-  const width = TABLE_COLUMNS[table].length;
-  while (values.length < width) values.push(null);
+  const columns = TABLE_COLUMNS[table];
+  while (values.length < columns.length) values.push(missingValue(columns[values.length] ?? ""));
   return values;
 }
 

@@ -6,6 +6,7 @@
 import Database from "better-sqlite3";
 import { emptyRecordsSql, type RecordsSql, salvageRecordsSql } from "./records-sql.js";
 import {
+  missingValue,
   narrowInt,
   type PerRowidTable,
   perRowidTable,
@@ -132,7 +133,7 @@ function salvageTable(db: Database.Database, table: RowidTable, pageMax: number,
       (db.prepare(`PRAGMA table_info(${quote(table)})`).all() as { name: string }[]).map((c) => c.name),
     );
     const cols = TABLE_COLUMNS[table]
-      .map((c) => (present.has(c) ? quote(c) : `NULL AS ${quote(c)}`))
+      .map((c) => (present.has(c) ? quote(c) : `${String(missingValue(c) ?? "NULL")} AS ${quote(c)}`))
       .join(", ");
     const select = `SELECT rowid, ${cols} FROM ${quote(table)}`;
     rowStmt = db.prepare(`${select} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`).raw(true).safeIntegers(true);
