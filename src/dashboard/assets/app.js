@@ -164,9 +164,31 @@ function renderLayers(layers, gw) {
       : tile(name, c.status, c.detail, c.next, name === "gateway" ? gatewayExtras(gw) : []),
   );
   renderCredentials(layers.report.components.credentials);
+  renderInstances(layers.report.components.instances);
   $("layers").replaceChildren(...tiles);
   pill.textContent = layers.report.status;
   pill.className = `pill ${layers.report.status}`;
+}
+
+/** The profile's instances, one row each: which process, alive or gone, its heartbeat, what it runs. */
+function renderInstances(instances) {
+  const note = $("instances-note");
+  note.textContent = instances?.detail ?? "";
+  const ago = (ms) => (ms === null ? "" : `${Math.ceil(ms / 1000)} s ago`);
+  const rows = (instances?.instances ?? []).map((i) =>
+    el(
+      "tr",
+      { class: i.state === "gone" ? "down" : i.state === "unknown" ? "degraded" : "", "data-instance": i.id },
+      el("td", { class: "fp" }, `${i.id}${i.self ? " (this gateway)" : ""}`),
+      el("td", {}, `${i.host} pid ${i.pid}`),
+      el("td", {}, i.state),
+      el("td", {}, i.started_at === null ? "" : when(i.started_at)),
+      el("td", {}, ago(i.heartbeat_age_ms)),
+      el("td", {}, String(i.turns_running)),
+      el("td", {}, i.platforms === null ? "" : i.platforms.join(", ")),
+    ),
+  );
+  $("instances").tBodies[0].replaceChildren(...rows);
 }
 
 function renderCredentials(credentials) {
