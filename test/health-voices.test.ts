@@ -141,7 +141,7 @@ describe("health has one voice", () => {
     const instanceRows = page.locator("#instances tbody tr");
     await expect.poll(() => instanceRows.count()).toBe(1);
     expect(await instanceRows.first().textContent()).toMatch(
-      new RegExp(`^pid:${gateway.child.pid} \\(this gateway\\).* pid ${gateway.child.pid}alive`),
+      new RegExp(`^pid:${gateway.child.pid} \\(this gateway\\).* pid ${gateway.child.pid} · since .+alive0$`),
     );
     expect(await page.locator("#instances-note").textContent()).toMatch(
       /^one instance \(SQLite: one gateway per profile\): /,

@@ -71,6 +71,7 @@ async function holder(url: string): Promise<{ child: ChildProcess; tag: string }
 async function postgresProfile() {
   const { home, paths } = await simProfile();
   const url = await cluster().createDatabase();
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the config names the variable, as a user writes it
   appendFileSync(paths.config, 'store: { engine: postgres, url: "${TENAX_DATABASE_URL}" }\n');
   writeFileSync(paths.env, `TENAX_DATABASE_URL=${url}\n`, { mode: 0o600 });
   return { home, paths, url };
@@ -161,9 +162,7 @@ describe("the instances component on PostgreSQL", () => {
     expect(row(outside, `inst:${self?.id}`)?.state).toBe("gone"); // it marked itself stopped
     expect(row(outside, other.tag)?.state).not.toBe("alive"); // its lock went with it
     const text = await tenaxAsync(home, ["status"]);
-    expect(text.stdout).toMatch(
-      /^ {2}instances {4}ok {8}1 alive, (1 unknown, 1 gone|2 gone): /m,
-    );
+    expect(text.stdout).toMatch(/^ {2}instances {4}ok {8}1 alive, (1 unknown, 1 gone|2 gone): /m);
   }, 120_000);
 
   it("is degraded by a clock past instances.clock_skew_max, naming the instance and the skew; down past five times it", async () => {

@@ -172,20 +172,26 @@ function renderLayers(layers, gw) {
 
 /** The profile's instances, one row each: which process, alive or gone, its heartbeat, what it runs. */
 function renderInstances(instances) {
-  const note = $("instances-note");
-  note.textContent = instances?.detail ?? "";
-  const ago = (ms) => (ms === null ? "" : `${Math.ceil(ms / 1000)} s ago`);
+  $("instances-note").textContent = instances?.detail ?? "";
   const rows = (instances?.instances ?? []).map((i) =>
     el(
       "tr",
       { class: i.state === "gone" ? "down" : i.state === "unknown" ? "degraded" : "", "data-instance": i.id },
-      el("td", { class: "fp" }, `${i.id}${i.self ? " (this gateway)" : ""}`),
-      el("td", {}, `${i.host} pid ${i.pid}`),
+      el(
+        "td",
+        {},
+        el("div", { class: "fp" }, `${i.id}${i.self ? " (this gateway)" : ""}`),
+        el(
+          "div",
+          { class: "muted" },
+          [`${i.host} pid ${i.pid}`, i.started_at === null ? null : `since ${when(i.started_at)}`]
+            .filter(Boolean)
+            .join(" · "),
+        ),
+      ),
       el("td", {}, i.state),
-      el("td", {}, i.started_at === null ? "" : when(i.started_at)),
-      el("td", {}, ago(i.heartbeat_age_ms)),
-      el("td", {}, String(i.turns_running)),
-      el("td", {}, i.platforms === null ? "" : i.platforms.join(", ")),
+      el("td", {}, i.heartbeat_age_ms === null ? "" : `${Math.ceil(i.heartbeat_age_ms / 1000)} s ago`),
+      el("td", {}, `${i.turns_running}${i.platforms?.length ? ` · ${i.platforms.join(", ")}` : ""}`),
     ),
   );
   $("instances").tBodies[0].replaceChildren(...rows);
