@@ -92,6 +92,7 @@ describe("the gateway's health, metrics and events", () => {
         "cron",
         "disk",
         "gateway",
+        "instances",
         "platforms",
         "providers",
         "scheduler",

@@ -132,10 +132,20 @@ describe("health has one voice", () => {
       "scheduler",
       "tools",
       "turns",
+      "instances",
       "cron",
       "platforms",
       "disk",
     ]);
+    // The instances panel: on SQLite, this gateway as the one instance of the profile.
+    const instanceRows = page.locator("#instances tbody tr");
+    await expect.poll(() => instanceRows.count()).toBe(1);
+    expect(await instanceRows.first().textContent()).toMatch(
+      new RegExp(`^pid:${gateway.child.pid} \\(this gateway\\).* pid ${gateway.child.pid} · since .+alive0$`),
+    );
+    expect(await page.locator("#instances-note").textContent()).toMatch(
+      /^one instance \(SQLite: one gateway per profile\): /,
+    );
 
     // degraded: a turn stalled on a provider gone silent mid-reply, named by every voice; ended
     // from outside by `tenax sessions stop`, after which every voice says turns ok again.
@@ -178,6 +188,10 @@ describe("health has one voice", () => {
       providers: "down",
       cron: "degraded",
     });
+    await expect
+      .poll(() => page.locator("#instances-note").textContent())
+      .toBe("one gateway per profile on SQLite, and none runs now");
+    expect(await instanceRows.count()).toBe(0);
   }, 240_000);
 
   it("after a restart, a run that fell due while the gateway was down is missed, not lag: every voice says cron ok", async () => {

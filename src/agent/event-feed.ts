@@ -76,8 +76,9 @@ function describeStoreEvent(event: StoreEvent): string {
     case "store.busy_retry":
       return event.type;
     default: {
+      // A type this build does not know (a newer writer's): its name, never the object itself.
       const unhandled: never = event;
-      return unhandled;
+      return String((unhandled as { type: unknown }).type);
     }
   }
 }

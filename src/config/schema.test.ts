@@ -77,6 +77,7 @@ describe("configSchema", () => {
         provider_probe_interval: 60,
         provider_probe_timeout: 5,
       },
+      instances: { clock_skew_max: 2 },
       checkpoints: { enabled: false, max_snapshots: 50 },
       store: {
         engine: "sqlite",

@@ -252,6 +252,15 @@ const health = z.strictObject({
     .default(5),
 });
 
+/**
+ * The profile's instances (each gateway or chat process on a shared PostgreSQL store): a clock off
+ * from the database's by more than `clock_skew_max` seconds degrades health; by more than five
+ * times that, a gateway refuses to start (leases and heartbeats are judged on the database's clock).
+ */
+const instances = z.strictObject({
+  clock_skew_max: seconds().default(2),
+});
+
 const checkpoints = z.strictObject({
   enabled: flag().default(false),
   max_snapshots: positiveInt().default(50),
@@ -270,6 +279,7 @@ const configObject = z.strictObject({
   dashboard: dashboard.prefault({}),
   logs: logs.prefault({}),
   health: health.prefault({}),
+  instances: instances.prefault({}),
   checkpoints: checkpoints.prefault({}),
   store: storeSchema.prefault({}),
   tools: toolsSchema.prefault({}),

@@ -125,6 +125,9 @@ health:                 # the gateway's background checks behind /health
                             # models (GET /models with the key) or off; none costs a token
   provider_probe_interval: 60  # seconds between those looks
   provider_probe_timeout: 5    # a look that takes longer counts as a timeout
+# instances:            # the profile's processes sharing a PostgreSQL store (docs/CONFIG.md)
+#   clock_skew_max: 2   # seconds a host's clock may be off from the database's before /health is
+#                       # degraded; at 5 times this a gateway refuses to start
 
 # --- The agent's safety boundary (docs/SECURITY.md) -----------------------------------------------
 tools:

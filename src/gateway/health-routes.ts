@@ -58,6 +58,8 @@ export class HealthRoutes {
   }
 
   onStoreEvent(event: StoreEvent): void {
+    // Counted by type, whatever the type: /metrics reads the ones it names (STORE_EVENT_COUNTERS).
+    count(this.counters.store, event.type);
     const published = feedOfStoreEvent(event);
     if (published) this.hub.publish(published);
   }

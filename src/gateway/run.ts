@@ -25,12 +25,14 @@ import { CronEngine } from "../cron/engine.js";
 import { finishOps } from "../cron/finish.js";
 import type { CronEvent, CronStats } from "../cron/host.js";
 import { CronJobs, profileTimezone } from "../cron/jobs.js";
+import { clockSkewRefusal } from "../health/instances-component.js";
 import type { PlatformLive } from "../health/platforms-component.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import { Outbox } from "../outbox/outbox.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { takeRestartRequested } from "../profile/restart-marker.js";
+import type { InstanceRegistryOptions } from "../store/instances.js";
 import type { StoreSettings } from "../store/registry.js";
 import { buildGatewayApp } from "./app.js";
 import { buildChatPlatforms } from "./chat-platforms.js";
@@ -69,6 +71,8 @@ export interface RunGatewayOptions {
    * unsubscribe. The gateway serves on and says so in its log.
    */
   onOutputLost?: (report: (what: string) => void) => () => void;
+  /** This gateway's instance registry's settings (PostgreSQL): its heartbeat, a clock for tests. */
+  instance?: InstanceRegistryOptions;
 }
 
 /** Serve until a signal stops the gateway; resolves with the exit code. */
@@ -179,7 +183,18 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const clean = existsSync(paths.cleanShutdown);
   rmSync(paths.cleanShutdown, { force: true });
   // Opening reaps the turns a stopped process left running; they are resumed once the gateway exists.
-  const opened = await openAgent(paths, config, { storeSettings: options.storeSettings, secrets });
+  const opened = await openAgent(paths, config, {
+    storeSettings: options.storeSettings,
+    secrets,
+    ...(options.instance ? { instance: options.instance } : {}),
+  });
+  // A clock far off the database's would misjudge every lease and heartbeat: refused here, before
+  // anything is resumed or served (a smaller skew only degrades /health's instances).
+  const refusal = clockSkewRefusal(opened.instances, config.instances.clock_skew_max * 1000);
+  if (refusal !== null) {
+    await opened.close();
+    throw refusal;
+  }
   info(lastStopLine(clean, await lastGatewayStart(opened.store)));
   await recordGatewayStart(opened.store, { pid: process.pid, started_at: Date.now() }).catch(
     (error: unknown) =>
@@ -221,6 +236,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     },
     cronStats: () => cronStats?.() ?? null,
     platformsLive: () => chatLive?.() ?? {},
+    instances: { registry: opened.instances, owners: opened.owners, startedAt },
     // `gateway` is made just below; the monitor reads it only when asked.
     gateway: () => ({
       stopping: gateway.isStopping,

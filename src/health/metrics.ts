@@ -3,6 +3,7 @@
 import { bufferedSseBytes, droppedSseClients, openSseStreams } from "../core/sse.js";
 import type { ProviderCounters } from "../llm/provider-health.js";
 import { type CronMetricsInput, cronMetrics } from "./cron-metrics.js";
+import type { InstancesComponent } from "./instances-component.js";
 import type { HealthReport } from "./monitor.js";
 import type { PlatformRow, PlatformsComponent } from "./platforms-component.js";
 import type { ComponentLevel } from "./status.js";
@@ -12,11 +13,26 @@ export interface Counters {
   http: Map<string, number>;
   /** Turns finished by status. */
   turns: Map<string, number>;
+  /** The store's events by type (STORE_EVENT_COUNTERS name those /metrics counts). */
+  store: Map<string, number>;
 }
 
 export function newCounters(): Counters {
-  return { http: new Map(), turns: new Map() };
+  return { http: new Map(), turns: new Map(), store: new Map() };
 }
+
+/**
+ * Counters fed by the store's events, by the event's type: a turn taken over from an instance gone,
+ * and a write refused because its lease had passed to another instance (fencing).
+ */
+export const STORE_EVENT_COUNTERS = [
+  ["tenax_takeovers_total", "turn_takeover", "Turns this gateway took over from an instance gone."],
+  [
+    "tenax_fenced_writes_total",
+    "lease_lost",
+    "Writes of this gateway refused because another instance had taken the lease (fencing).",
+  ],
+] as const;
 
 export function count(map: Map<string, number>, key: string): void {
   map.set(key, (map.get(key) ?? 0) + 1);
@@ -148,6 +164,7 @@ export function renderMetrics(
   circuitMetrics(metric, c.providers?.models);
   if (cron !== null) cronMetrics(metric, cron);
   platformMetrics(metric, (report.components.platforms as PlatformsComponent | undefined)?.platforms ?? []);
+  instanceMetrics(metric, report.components.instances as InstancesComponent | undefined, counters.store);
   return `${out.join("\n")}\n`;
 }
 
@@ -270,4 +287,27 @@ function platformMetrics(metric: Metric, rows: readonly PlatformRow[]): void {
     "How long the oldest waiting message has waited.",
     each((r) => (r.oldest_pending_age_ms ?? 0) / 1000),
   );
+}
+
+/** The profile's instances, this process's clock against the database's, takeovers and fenced writes. */
+function instanceMetrics(
+  metric: Metric,
+  component: InstancesComponent | undefined,
+  storeEvents: ReadonlyMap<string, number>,
+): void {
+  if (component !== undefined) {
+    if (component.skew_ms !== null)
+      metric(
+        "tenax_instance_clock_skew_seconds",
+        "gauge",
+        "This gateway's clock minus the database's, measured at its heartbeat (0 on SQLite).",
+        [[{}, component.skew_ms / 1000]],
+      );
+    metric("tenax_instances", "gauge", "The profile's instances by state (on SQLite, this gateway alone).", [
+      [{ state: "alive" }, component.alive],
+      [{ state: "gone" }, component.gone],
+    ]);
+  }
+  for (const [name, type, help] of STORE_EVENT_COUNTERS)
+    metric(name, "counter", help, [[{}, storeEvents.get(type) ?? 0]]);
 }

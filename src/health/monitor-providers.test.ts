@@ -14,7 +14,7 @@ import {
 } from "../../test/helpers/provider-monitor.js";
 import { classify } from "../llm/classify.js";
 import { startSimulator } from "../llm/simulator/server.js";
-import { renderMetrics } from "./metrics.js";
+import { newCounters, renderMetrics } from "./metrics.js";
 import { worst } from "./status.js";
 
 describe("HealthMonitor: providers", () => {
@@ -89,7 +89,7 @@ describe("HealthMonitor: providers", () => {
     expect((await s.monitor.report()).status).toBe("down");
     const metrics = renderMetrics(
       await s.monitor.report(),
-      { http: new Map(), turns: new Map() },
+      newCounters(),
       [],
       { turns_in_flight: 0, event_clients: 0, started_at: 0 },
       s.monitor.providerCounters(),

@@ -113,6 +113,7 @@ describe("HealthMonitor", () => {
       "scheduler",
       "tools",
       "turns",
+      "instances",
       "cron",
       "platforms",
       "disk",

@@ -22,6 +22,12 @@ import { readCronSnapshot } from "./cron-snapshot.js";
 import { type DiskReading, diskComponent, readDisk } from "./disk.js";
 import type { EventHub, FeedEvent } from "./event-hub.js";
 import { type GatewayView, gatewayComponent } from "./gateway-component.js";
+import {
+  type GatewayInstances,
+  gatewayInstancesComponent,
+  type InstancesComponent,
+  storeInstancesComponent,
+} from "./instances-component.js";
 import type { LayerProbe } from "./layer-probe.js";
 import {
   configuredPlatforms,
@@ -88,6 +94,11 @@ export interface MonitorOptions {
   cronStats?: () => CronStats | null;
   /** Each chat platform's connection as this gateway's adapters see it; left out: none runs here. */
   platformsLive?: () => Record<string, PlatformLive>;
+  /**
+   * This gateway as an instance of the profile (its registry on PostgreSQL, its owner tags); left
+   * out: the instances are read from the store alone, as `tenax status` reads them.
+   */
+  instances?: GatewayInstances;
   now?: () => number;
 }
 
@@ -269,6 +280,8 @@ export class HealthMonitor {
         checked_at: now,
         age_ms: 0,
       },
+      // Read live: the registry's last heartbeat (every 2 s) and the turns each instance runs.
+      instances: { ...(await this.instancesNow(now)), checked_at: now, age_ms: 0 },
       // Read live too: a run's end or a given-up delivery shows at once.
       cron: {
         ...(await gatewayCronComponent(this.options.paths, this.options.config, cron, now)),
@@ -280,6 +293,15 @@ export class HealthMonitor {
       disk: this.fromProbe(this.disk.state, now, "disk", (reading) => diskComponent(reading)),
     };
     return { status: worst(Object.values(components).map((c) => c.status)), checked_at: now, components };
+  }
+
+  /** The profile's instances as this gateway's registry last saw them, and this process's clock. */
+  instancesNow(now = this.now()): Promise<InstancesComponent> {
+    const { paths, config, store, instances } = this.options;
+    const skewMaxMs = config.instances.clock_skew_max * 1000;
+    return instances === undefined
+      ? storeInstancesComponent(paths, store, skewMaxMs, now)
+      : gatewayInstancesComponent(paths, store, instances, skewMaxMs, now);
   }
 
   /** The chat platforms: the adapters' connections and every process's outbox backlog. */

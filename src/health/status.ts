@@ -33,6 +33,7 @@ import type {
   ReportedComponent,
   SchedulerComponent,
 } from "./gateway-status.js";
+import { type InstancesComponent, storeInstancesComponent } from "./instances-component.js";
 import { configuredPlatforms, type PlatformsComponent, platformsComponent } from "./platforms-component.js";
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
 import { type StoreComponent, storeComponent } from "./store-component.js";
@@ -84,6 +85,8 @@ export interface StatusReport {
     tools: ToolsComponent;
     /** The running turns, and each stalled one with the command that ends it. */
     turns: TurnsComponent;
+    /** The profile's processes on the store (one gateway on SQLite), and this one's clock. */
+    instances: InstancesComponent;
     /** The cron jobs. */
     cron: CronComponent;
     /** The chat platforms. */
@@ -105,6 +108,7 @@ export const COMPONENT_NAMES = [
   "scheduler",
   "tools",
   "turns",
+  "instances",
   "cron",
   "platforms",
   "disk",
@@ -131,12 +135,13 @@ export interface StatusInput {
 /**
  * The layers with an input only the running gateway has, whose component it computes live: the
  * writer's state and its page check (store), the engine's numbers (cron), the chat connections
- * (platforms), and the disk it measures. The providers are one function of two inputs, the store's
- * records and the gateway's live view of its calls: each voice merges the gateway's view with its
- * own read of the store. Every other layer is a function of the store alone, so each voice
+ * (platforms), the disk it measures, and its instance registry (instances: liveness by lock,
+ * refreshed at each heartbeat, and its clock against the database's). The providers are one
+ * function of two inputs, the store's records and the gateway's live view of its calls: each voice
+ * merges the gateway's view with its own read of the store. Every other layer is a function of the store alone, so each voice
  * computes it itself, from the same records, and is no staler than its own read.
  */
-export const GATEWAY_SEES = ["store", "cron", "platforms", "disk"] as const;
+export const GATEWAY_SEES = ["store", "instances", "cron", "platforms", "disk"] as const;
 
 /**
  * A profile's health as every voice outside the gateway tells it (`tenax status`, the dashboard),
@@ -169,6 +174,13 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     compression: await compressionComponent(config, reader, now),
     tools: await toolsComponent(paths, config, reader, now),
     turns: await turnsComponent(paths, reader, now),
+    instances: await storeInstancesComponent(
+      paths,
+      reader,
+      config.instances.clock_skew_max * 1000,
+      now,
+      gatewayDown,
+    ),
     cron: await cronStatus(paths, config, reader, now, gatewayDown),
     platforms: await platformsStatus(paths, config, reader, now, gatewayDown),
   };
@@ -199,6 +211,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     scheduler: outside.scheduler,
     tools: local.tools,
     turns: local.turns,
+    instances: said("instances", local.instances),
     cron: said("cron", local.cron),
     platforms: said("platforms", local.platforms),
     disk: said("disk", await localDisk(paths)),

@@ -10,7 +10,7 @@ export function registerStatusCommand(program: Command, cli: Cli): void {
   program
     .command("status")
     .description(
-      "health of each layer of this profile: gateway, store, providers, credentials, compression, tools (the exec policy, file roots, pending approvals), cron (jobs failing, deliveries given up, runs waiting), platforms (chat connections, messages waiting or given up), scheduler",
+      "health of each layer of this profile: gateway, store, providers, credentials, compression, tools (the exec policy, file roots, pending approvals), cron (jobs failing, deliveries given up, runs waiting), platforms (chat connections, messages waiting or given up), instances (the profile's gateways on a shared store, alive or gone, and their clocks), scheduler",
     )
     .option("--json", "print one JSON document")
     .action((flags: { json?: boolean }) =>

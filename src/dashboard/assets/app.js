@@ -164,9 +164,37 @@ function renderLayers(layers, gw) {
       : tile(name, c.status, c.detail, c.next, name === "gateway" ? gatewayExtras(gw) : []),
   );
   renderCredentials(layers.report.components.credentials);
+  renderInstances(layers.report.components.instances);
   $("layers").replaceChildren(...tiles);
   pill.textContent = layers.report.status;
   pill.className = `pill ${layers.report.status}`;
+}
+
+/** The profile's instances, one row each: which process, alive or gone, its heartbeat, what it runs. */
+function renderInstances(instances) {
+  $("instances-note").textContent = instances?.detail ?? "";
+  const rows = (instances?.instances ?? []).map((i) =>
+    el(
+      "tr",
+      { class: i.state === "gone" ? "down" : i.state === "unknown" ? "degraded" : "", "data-instance": i.id },
+      el(
+        "td",
+        {},
+        el("div", { class: "fp" }, `${i.id}${i.self ? " (this gateway)" : ""}`),
+        el(
+          "div",
+          { class: "muted" },
+          [`${i.host} pid ${i.pid}`, i.started_at === null ? null : `since ${when(i.started_at)}`]
+            .filter(Boolean)
+            .join(" · "),
+        ),
+      ),
+      el("td", {}, i.state),
+      el("td", {}, i.heartbeat_age_ms === null ? "" : `${Math.ceil(i.heartbeat_age_ms / 1000)} s ago`),
+      el("td", {}, `${i.turns_running}${i.platforms?.length ? ` · ${i.platforms.join(", ")}` : ""}`),
+    ),
+  );
+  $("instances").tBodies[0].replaceChildren(...rows);
 }
 
 function renderCredentials(credentials) {
