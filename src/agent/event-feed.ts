@@ -72,6 +72,8 @@ function describeStoreEvent(event: StoreEvent): string {
       return `the store's database ${event.path} answers again after ${event.down_ms} ms`;
     case "lease_lost":
       return event.message;
+    case "turn_takeover":
+      return `turn ${event.turn_id} taken over${event.owner === null ? "" : ` by ${event.owner}`} (its lease epoch moved on)`;
     case "store.disk_failed":
     case "store.busy_retry":
       return event.type;

@@ -222,6 +222,11 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   let cronStats: (() => CronStats) | null = null;
   // The chat platforms are made below, once the gateway exists: until then no connection to show.
   let chatLive: (() => Record<string, PlatformLive>) | null = null;
+  // Each turn this gateway takes over is told in its instance's row, for /health everywhere.
+  opened.store.on((event) => {
+    if (event.type === "turn_takeover")
+      opened.instances?.mergeMeta({ last_takeover: { turn_id: event.turn_id, at: Date.now() } });
+  });
   const observed = startObservability({
     paths,
     config,

@@ -218,9 +218,12 @@ function rowOf(
         ? (platforms as string[])
         : null,
     turns_running: turns.filter((t) => t.lease_owner === tag).length,
-    last_takeover: null,
+    last_takeover: isRecord(view.meta.last_takeover) ? view.meta.last_takeover : null,
   };
 }
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 async function runningTurns(store: StoreReads): Promise<TurnView[]> {
   try {

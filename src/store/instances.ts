@@ -202,6 +202,11 @@ export class InstanceRegistry {
     this.metaChanged = true;
   }
 
+  /** Some facts of this instance for its row (the others kept), written with the next heartbeat. */
+  mergeMeta(meta: Record<string, unknown>): void {
+    this.setMeta({ ...this.meta, ...meta });
+  }
+
   /**
    * Whether the owner a tag names is known to have ended. "inst:ID" tags are this registry's (the
    * rule in instance-liveness.ts, over the last snapshot; this instance is never gone to itself).

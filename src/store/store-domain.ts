@@ -80,9 +80,25 @@ export abstract class StoreDomain extends ReadView {
 
   /**
    * A write's promise, telling the store's listeners of a fenced write (`lease_lost`) as it is
-   * refused; the refusal itself reaches the caller unchanged.
+   * refused, and of each turn this process took over (`turn_takeover`) once that is committed; the
+   * refusal itself reaches the caller unchanged.
    */
-  protected fencing<T>(written: Promise<T>, path: string): Promise<T> {
+  protected fencing<T>(written: Promise<T>, path: string, ops: readonly WriteOp[] = []): Promise<T> {
+    const takeovers = ops.filter(isTakeover);
+    if (takeovers.length > 0)
+      void written.then(
+        () => {
+          for (const op of takeovers)
+            this.emit({
+              type: "turn_takeover",
+              layer: "store",
+              path,
+              turn_id: op.id,
+              owner: op.lease_owner ?? null,
+            });
+        },
+        () => {},
+      );
     return written.catch((error: unknown) => {
       if (isLeaseLost(error))
         this.emit({
@@ -240,4 +256,9 @@ export abstract class StoreDomain extends ReadView {
     }
     return { ops, messages, duplicates };
   }
+}
+
+/** A turn put back to running under a new lease with its epoch moved on: a takeover (a resume). */
+function isTakeover(op: WriteOp): op is TurnUpdateOp {
+  return op.op === "turn.update" && op.new_epoch === true && op.status === "running";
 }

@@ -47,6 +47,11 @@ export type StoreEvent =
    * one, because another process took the turn over. One event per refused write: the count of these
    * is tenax_fenced_writes_total.
    */
+  /**
+   * This process took a turn over (a resume of a turn another process, or this one before a
+   * restart, left): its lease epoch moved on. The count of these is tenax_takeovers_total.
+   */
+  | { type: "turn_takeover"; layer: "store"; path: string; turn_id: string; owner: string | null }
   | {
       type: "lease_lost";
       layer: "store";

@@ -183,7 +183,7 @@ export class Store extends StoreDomain implements StorePort {
     if (this.corrupt !== null) return Promise.reject(this.failures.corrupt(ops, this.corrupt.detail));
     if (this.diskFailure !== null)
       return Promise.reject(this.failures.afterDiskFailure(ops, this.diskFailure));
-    return this.fencing(this.group.add(ops, options), this.location.path);
+    return this.fencing(this.group.add(ops, options), this.location.path, ops);
   }
 
   /** The same, also saying when the write is committed and visible to reads, before it is durable. */
@@ -192,8 +192,9 @@ export class Store extends StoreDomain implements StorePort {
       const refused = this.write(written, options);
       return { applied: refused, durable: refused };
     }
-    const staged = this.group.addStaged(this.redacted(written), options);
-    const applied = this.fencing(staged.applied, this.location.path);
+    const ops = this.redacted(written);
+    const staged = this.group.addStaged(ops, options);
+    const applied = this.fencing(staged.applied, this.location.path, ops);
     // As addStaged's own: a caller waiting on durable alone leaves no refusal unhandled.
     applied.catch(() => {});
     return { applied, durable: staged.durable };

@@ -99,6 +99,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
     return this.fencing(
       this.transaction((client) => new PgOpApplier(client).applyAll(ops, options), ops),
       this.where,
+      ops,
     );
   }
 
