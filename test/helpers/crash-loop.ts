@@ -48,14 +48,14 @@ export interface CrashLoopResult {
 
 const TOKEN = /^([cr]\d+ m\d+)(?:\n|$)/;
 
-interface AckedTurn {
+export interface AckedTurn {
   sessionId: string;
   text: string;
   reply: string;
   turn: { id: string; status: string };
 }
 
-interface AckedRun {
+export interface AckedRun {
   runId: string;
   key: string;
   sessionHeader: string | null;
@@ -80,7 +80,7 @@ interface Phase {
 }
 
 /** A random mix of slow replies and tool calls, for whichever requests come next. */
-function steps(random: Random, file: string, count: number): SimStep[] {
+export function steps(random: Random, file: string, count: number): SimStep[] {
   return Array.from({ length: count }, (_, i): SimStep => {
     const pick = random();
     if (pick < 0.45)
@@ -218,7 +218,11 @@ async function settled(open: OpenReader, gateway: GatewayProcess, ms = 60_000): 
 }
 
 /** Every acknowledged chat turn: its question and its reply, in the order acknowledged. */
-async function expectAcknowledged(reader: StoreReads, acked: AckedTurn[], runs: AckedRun[]): Promise<number> {
+export async function expectAcknowledged(
+  reader: StoreReads,
+  acked: AckedTurn[],
+  runs: AckedRun[],
+): Promise<number> {
   const bySession = new Map<string, AckedTurn[]>();
   for (const a of acked) bySession.set(a.sessionId, [...(bySession.get(a.sessionId) ?? []), a]);
   let checked = 0;
@@ -273,7 +277,7 @@ function tokenOf(m: { role: string; content: unknown }): string | null {
  * many resume notes follow it) was completed at most once, and never for more resumptions than
  * the store counts interruptions.
  */
-async function expectAnsweredOnce(
+export async function expectAnsweredOnce(
   sim: Simulator,
   reader: StoreReads,
 ): Promise<{ answers: number; resumed: number }> {

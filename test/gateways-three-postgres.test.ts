@@ -1,0 +1,247 @@
+// Three gateways of one profile on one PostgreSQL database, as three hosts would run them (one
+// home each, one config), with clients spread over all three while two of them are killed with
+// kill -9 and started again. Afterwards: every acknowledged chat turn is stored exactly once and in
+// order, every acknowledged run settled and found again by its Idempotency-Key on any gateway; a
+// run whose gateway died was completed by another and followed to its end from a third; a cron
+// occurrence due while gateways died ran once.
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type Random, seededRandom } from "../src/core/deps.js";
+import { listRuns as listCronRuns } from "../src/cron/records.js";
+import { openProfileReader, type ProfileReader } from "../src/store/registry.js";
+import { requireBuild, tenaxAsync } from "./helpers/cli.js";
+import { type AckedRun, type AckedTurn, expectAcknowledged, steps } from "./helpers/crash-loop.js";
+import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
+import { usePostgresCluster } from "./helpers/postgres.js";
+import { type RunView, readEvents, started, submit, user } from "./helpers/runs-client.js";
+import { sharedProfiles } from "./helpers/shared-gateways.js";
+import { tempDir } from "./helpers/tmp.js";
+import { chatTurn, expectConsistent, tortureSeed } from "./helpers/torture.js";
+
+beforeAll(() => requireBuild());
+const cluster = usePostgresCluster();
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The gateways as a load balancer sees them: a slot per host, empty while its gateway is down. */
+class Pool {
+  constructor(
+    readonly slots: (GatewayProcess | null)[],
+    private readonly random: Random,
+  ) {}
+
+  /** A live gateway, chosen at random (never null: at least one always runs). */
+  pick(): GatewayProcess {
+    const live = this.slots.filter((g): g is GatewayProcess => g !== null);
+    const chosen = live[Math.floor(this.random() * live.length)];
+    if (chosen === undefined) throw new Error("no gateway runs");
+    return chosen;
+  }
+
+  /** kill -9 the gateway of slot `i`; it takes no more requests from here on. */
+  async kill(i: number): Promise<void> {
+    const gw = this.slots[i];
+    if (!gw) return;
+    this.slots[i] = null;
+    gw.child.kill("SIGKILL");
+    await gw.exited;
+  }
+}
+
+interface Load {
+  live: boolean;
+  acked: AckedTurn[];
+  runs: AckedRun[];
+  /** Answers that are neither an acknowledgement nor a gateway dying under the request. */
+  odd: string[];
+  /** 409 session_busy answers (a session's turn still being taken over): not acknowledged. */
+  busy: number;
+}
+
+async function chatClient(pool: Pool, load: Load, c: number): Promise<void> {
+  let session: string | null = null;
+  for (let n = 0; load.live; n++) {
+    const text = `c${c} m${n}`;
+    let answer: Awaited<ReturnType<typeof chatTurn>>;
+    try {
+      answer = await chatTurn(pool.pick(), text, session);
+    } catch {
+      continue; // its gateway died under it: not acknowledged; the client goes to another
+    }
+    // The script can make the model read the same file three times in a row: the guardrail halts
+    // that turn, rightly, with a 422; the session goes on.
+    if (answer.status === 422 && answer.code === "identical_call_limit" && answer.sessionId !== null) {
+      session = answer.sessionId;
+      continue;
+    }
+    if (answer.status === 409 && answer.code === "session_busy") {
+      load.busy++;
+      await sleep(200);
+      continue;
+    }
+    if (answer.status !== 200 || answer.sessionId === null || answer.turn === null) {
+      load.odd.push(`${text}: ${answer.status} ${answer.code} ${answer.reply}`);
+      await sleep(100);
+      continue;
+    }
+    session = answer.sessionId;
+    load.acked.push({ sessionId: answer.sessionId, text, reply: answer.reply, turn: answer.turn });
+  }
+}
+
+async function runClient(pool: Pool, load: Load, c: number): Promise<void> {
+  for (let n = 0; load.live; n++) {
+    const key = `three-${c}-${n}`;
+    const body = user(`r${c} m${n}`);
+    let run: RunView;
+    try {
+      const response = await submit(pool.pick(), body, { "idempotency-key": key });
+      run = (await response.json()) as RunView;
+      if (response.status !== 202) {
+        load.odd.push(`r${c} m${n}: ${response.status} ${JSON.stringify(run)}`);
+        await sleep(100);
+        continue;
+      }
+    } catch {
+      continue;
+    }
+    load.runs.push({ runId: run.run_id, key, sessionHeader: null, body, sessionId: run.session_id });
+    // Its state, asked of whichever gateway the balancer picks, until it ends.
+    while (load.live && (run.status === "running" || run.status === "queued")) {
+      await sleep(150);
+      try {
+        run = (await (await pool.pick().fetch(`/v1/runs/${run.run_id}`)).json()) as RunView;
+      } catch {
+        // that gateway died: ask another
+      }
+    }
+  }
+}
+
+/** Once no turn and no run is running in the store, twice in a row. */
+async function settled(open: () => Promise<ProfileReader>, ms = 90_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (let quiet = 0; quiet < 2; ) {
+    if (Date.now() > deadline) throw new Error("the gateways did not settle");
+    await sleep(300);
+    const reader = await open();
+    const running =
+      (await reader.runningTurns()).length +
+      (await reader.listRecords<{ status: string }>("run")).filter(
+        (r) => r.value.status === "running" || r.value.status === "queued",
+      ).length;
+    reader.close();
+    quiet = running === 0 ? quiet + 1 : 0;
+  }
+}
+
+describe("three gateways on one PostgreSQL", () => {
+  it("clients over all three while two are killed and restarted: nothing acknowledged is lost or doubled", async () => {
+    const random = seededRandom(tortureSeed("gateways-three-postgres"));
+    const url = await cluster().createDatabase();
+    const notesDir = tempDir();
+    const notes = join(notesDir, "notes.txt");
+    writeFileSync(notes, "something to read\n");
+    const { sim, paths, homes } = await sharedProfiles(
+      3,
+      url,
+      "gateway: { max_turns: 64 }\nagent: { lease_seconds: 5 }",
+      `tools: { exec: { mode: full }, files: { roots: [${JSON.stringify(notesDir)}] } }`,
+    );
+    const open = async () =>
+      (await openProfileReader(paths[0] as never, { engine: "postgres", url })) as ProfileReader;
+    const pool = new Pool(await Promise.all(homes.map((home) => startGateway(home))), random);
+    const gw = (i: number) => {
+      const g = pool.slots[i];
+      if (!g) throw new Error(`gateway ${i} is down`);
+      return g;
+    };
+
+    // A cron occurrence due while gateways die: claimed once, whoever holds it.
+    const added = await tenaxAsync(homes[0] ?? "", [
+      "cron",
+      "add",
+      "once",
+      "--schedule",
+      "in 12s",
+      "--prompt",
+      "the cron occurrence",
+      "--deliver",
+      "local",
+    ]);
+    expect(added.status, added.stderr).toBe(0);
+
+    // The run that loses its gateway: slow, on gateway 1, followed from gateway 2 throughout.
+    sim.script([
+      {
+        type: "reply",
+        text: "a long answer gateway 1 never finishes ".repeat(8),
+        chunk_size: 3,
+        chunk_delay_ms: 150,
+      },
+    ]);
+    const doomed = await started(
+      await submit(gw(1), user("outlive your gateway"), { "idempotency-key": "doomed" }),
+    );
+    const follower = readEvents(gw(2), doomed.run_id);
+    await readEvents(gw(2), doomed.run_id, { stopAfter: 3 });
+
+    // Then slow replies and tool calls for the clients, so kills land mid-turn.
+    sim.script(steps(random, notes, 400));
+    const load: Load = { live: true, acked: [], runs: [], odd: [], busy: 0 };
+    const clients = [
+      ...Array.from({ length: 4 }, (_, c) => chatClient(pool, load, c)),
+      ...Array.from({ length: 2 }, (_, c) => runClient(pool, load, c)),
+    ];
+    // Two gateways die with kill -9 mid-load, each started again a little later.
+    await sleep(1_500 + Math.floor(random() * 1_000));
+    await pool.kill(1);
+    await sleep(3_000);
+    pool.slots[1] = await startGateway(homes[1] ?? "");
+    await sleep(2_000 + Math.floor(random() * 2_000));
+    await pool.kill(0);
+    await sleep(3_000);
+    pool.slots[0] = await startGateway(homes[0] ?? "");
+    await sleep(4_000);
+    load.live = false;
+    await Promise.all(clients);
+
+    // The doomed run: completed by another gateway, followed to its end from the third.
+    const { events, ended } = await follower;
+    expect(ended).toBe(true);
+    expect(events.map((e) => e.event)).toContain("run.resumed");
+    expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", status: "completed" });
+
+    await settled(open);
+    // The cron occurrence ran once (its time passed while gateway 0 was down).
+    const until = Date.now() + 30_000;
+    let cronRuns = await listCronRuns(await open(), "once");
+    while (cronRuns.filter((r) => r.state === "ok").length === 0 && Date.now() < until) {
+      await sleep(500);
+      cronRuns = await listCronRuns(await open(), "once");
+    }
+    expect(cronRuns.map((r) => r.state)).toEqual(["ok"]);
+    await settled(open);
+
+    const reader = await open();
+    try {
+      const figures = await expectConsistent(reader);
+      const checked = await expectAcknowledged(reader, load.acked, load.runs);
+      console.log(
+        `three gateways: ${load.acked.length} chat turns and ${load.runs.length} runs acknowledged, ${checked} checks; ${figures.turns.length} turns stored (${figures.turns.filter((t) => t.interrupt_count > 0).length} taken over); ${load.busy} session_busy answers`,
+      );
+    } finally {
+      reader.close();
+    }
+    // Every acknowledged run is found again by its key, on any gateway.
+    for (const run of load.runs) {
+      const again = await submit(pool.pick(), run.body, { "idempotency-key": run.key });
+      expect(again.status, `run ${run.runId} retried`).toBe(200);
+      expect(((await again.json()) as RunView).run_id).toBe(run.runId);
+    }
+    expect(load.odd).toEqual([]);
+    expect(load.acked.length).toBeGreaterThan(10);
+  }, 240_000);
+});
