@@ -5,10 +5,13 @@
 import type Database from "better-sqlite3";
 import type { Deps } from "../core/deps.js";
 import { retryWhileBusy } from "./busy-retry.js";
+import { LocalNamedLock } from "./local-named-lock.js";
 import { StoreError } from "./errors.js";
 import {
   INSTANCE_COLUMNS,
   type InstanceView,
+  type NamedLock,
+  type NamedLockOptions,
   type NewInstance,
   type ProcessLiveness,
   toInstanceView,
@@ -56,6 +59,10 @@ export class SqliteInstances implements ProcessLiveness {
 
   async now(): Promise<number> {
     return this.options.deps.clock.now();
+  }
+
+  namedLock(name: string, options: NamedLockOptions): NamedLock {
+    return new LocalNamedLock(name, options);
   }
 
   register(instance: NewInstance): Promise<number> {
