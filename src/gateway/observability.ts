@@ -52,6 +52,7 @@ export function startObservability(input: {
   /** The cron engine's numbers once it runs in this gateway (it may start after this). */
   cronStats?: MonitorOptions["cronStats"];
   platformsLive?: MonitorOptions["platformsLive"];
+  platformsHolding?: MonitorOptions["platformsHolding"];
   /** The clock the monitor reads (the scheduler's: a test runs both on fake time). */
   now?: () => number;
 }): Observability {
@@ -77,6 +78,7 @@ export function startObservability(input: {
     ...(input.providers ? { providers: input.providers } : {}),
     ...(input.cronStats ? { cronStats: input.cronStats } : {}),
     ...(input.platformsLive ? { platformsLive: input.platformsLive } : {}),
+    ...(input.platformsHolding ? { platformsHolding: input.platformsHolding } : {}),
     ...(input.now ? { now: input.now } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {

@@ -25,7 +25,7 @@ import { CronEngine } from "../cron/engine.js";
 import { finishOps } from "../cron/finish.js";
 import type { CronEvent, CronStats } from "../cron/host.js";
 import { CronJobs, profileTimezone } from "../cron/jobs.js";
-import type { PlatformLive } from "../health/platforms-component.js";
+import type { PlatformLive, PlatformsHolding } from "../health/platforms-component.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import { Outbox } from "../outbox/outbox.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
@@ -204,6 +204,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   let cronStats: (() => CronStats) | null = null;
   // The chat platforms are made below, once the gateway exists: until then no connection to show.
   let chatLive: (() => Record<string, PlatformLive>) | null = null;
+  let chatHolding: (() => PlatformsHolding) | null = null;
   const observed = startObservability({
     paths,
     config,
@@ -218,6 +219,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     },
     cronStats: () => cronStats?.() ?? null,
     platformsLive: () => chatLive?.() ?? {},
+    platformsHolding: () => chatHolding?.() ?? null,
     // `gateway` is made just below; the monitor reads it only when asked.
     gateway: () => ({
       stopping: gateway.isStopping,
@@ -279,6 +281,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     outbox,
     gateway,
     agent: opened.agent,
+    owners: opened.owners,
     onEvent: (event) => {
       (event.type === "platform_delivered" ? info : warn)(event.message);
       const { type, layer, message, ...data } = event;
@@ -287,6 +290,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     log: { info, warn },
   });
   chatLive = chat === null ? null : () => chat.live();
+  chatHolding = chat === null ? null : () => chat.holding();
   const app = buildGatewayApp({
     gateway,
     agent: opened.agent,
@@ -305,6 +309,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       webhook: chat?.platforms.webhook ?? null,
       telegram: chat?.platforms.telegram ?? null,
       status: async () => await observed.monitor.platformsNow(),
+      holding: () => chatHolding?.() ?? null,
     },
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume

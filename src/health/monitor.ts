@@ -27,6 +27,7 @@ import {
   configuredPlatforms,
   type PlatformLive,
   type PlatformsComponent,
+  type PlatformsHolding,
   platformsComponent,
 } from "./platforms-component.js";
 import { configuredProviders, providersComponent } from "./provider-component.js";
@@ -88,6 +89,8 @@ export interface MonitorOptions {
   cronStats?: () => CronStats | null;
   /** Each chat platform's connection as this gateway's adapters see it; left out: none runs here. */
   platformsLive?: () => Record<string, PlatformLive>;
+  /** Whether this gateway holds the chat platforms, and who does (null: none configured). */
+  platformsHolding?: () => PlatformsHolding | null;
   now?: () => number;
 }
 
@@ -292,7 +295,16 @@ export class HealthMonitor {
     } catch {
       // A store that cannot be read is the store component's news.
     }
-    return platformsComponent(paths, config, backlog, this.options.platformsLive?.() ?? null, now);
+    const live = this.options.platformsLive?.() ?? null;
+    return platformsComponent(
+      paths,
+      config,
+      backlog,
+      live,
+      now,
+      false,
+      this.options.platformsHolding?.() ?? null,
+    );
   }
 
   /** store, providers, credentials, compression: the probe's report, plus what only this process knows. */

@@ -4,7 +4,9 @@
 // - the gateway resumed its turn (handed over through ChatService.resumed): that result answers it;
 // - its turn never started: it runs now, as if it had just arrived;
 // - its turn ended but the answer was not committed: the answer is read back from the store;
-// - its turn was interrupted and not resumed: the chat is told to send /retry.
+// - its turn was interrupted and not resumed: the chat is told to send /retry;
+// - its turn still runs in another live process (which held the platforms before this one): that
+//   process commits its answer, so it is left alone.
 // Nothing is answered twice: an answer is committed with the entry's done mark, so a done entry
 // is never pending again.
 import type { TurnResult } from "../agent/turn.js";
@@ -23,12 +25,16 @@ export interface RecoverReport {
   answered: number;
   /** Commands and button presses run again. */
   inline: number;
+  /** Messages whose turn another running process still runs: left to it. */
+  elsewhere: number;
 }
 
 export interface RecoverInput {
   store: StorePort;
   /** The inbox's pending entries of this process's platforms, oldest first. */
   pending: readonly InboxEntry[];
+  /** Whether a turn's lease owner is another process that still runs (it will answer). */
+  runsElsewhere(owner: string): boolean;
   /** Resumed turns by session id; taken out as they are matched. */
   handover: Map<string, Promise<TurnResult>>;
   inline(entry: InboxEntry): Promise<void>;
@@ -39,7 +45,7 @@ export interface RecoverInput {
 
 export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> {
   const { store } = input;
-  const report: RecoverReport = { queued: 0, resumed: 0, answered: 0, inline: 0 };
+  const report: RecoverReport = { queued: 0, resumed: 0, answered: 0, inline: 0, elsewhere: 0 };
   for (const entry of input.pending) {
     if (entry.event.type !== "message") {
       await input.inline(entry);
@@ -64,6 +70,10 @@ export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> 
     if (turn === undefined) {
       input.queue({ entry });
       report.queued++;
+      continue;
+    }
+    if (turn.status === "running" && turn.lease_owner !== null && input.runsElsewhere(turn.lease_owner)) {
+      report.elsewhere++;
       continue;
     }
     const done: DoneResult = {

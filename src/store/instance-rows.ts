@@ -5,7 +5,6 @@
 import type Database from "better-sqlite3";
 import type { Deps } from "../core/deps.js";
 import { retryWhileBusy } from "./busy-retry.js";
-import { LocalNamedLock } from "./local-named-lock.js";
 import { StoreError } from "./errors.js";
 import {
   INSTANCE_COLUMNS,
@@ -16,6 +15,7 @@ import {
   type ProcessLiveness,
   toInstanceView,
 } from "./instance-types.js";
+import { LocalNamedLock } from "./local-named-lock.js";
 
 /** Every instance, oldest first; none from a store older than migration 6 (a reader reads any). */
 export function listInstances(db: Database.Database): InstanceView[] {

@@ -24,7 +24,9 @@ export class PgNamedLock implements NamedLock {
     settings: Omit<LockConnectionSettings, "retryMs">,
   ) {
     if (!LOCK_NAME.test(name))
-      throw new RangeError(`store: a lock name is 1-16 of a-z, 0-9, _ and -, starting with a letter; not ${name}`);
+      throw new RangeError(
+        `store: a lock name is 1-16 of a-z, 0-9, _ and -, starting with a letter; not ${name}`,
+      );
     this.prefix = `tenax lock ${name} `;
     const applicationName = `${this.prefix}${options.self}`;
     if (Buffer.byteLength(applicationName) > 63)
