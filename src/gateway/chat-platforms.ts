@@ -83,11 +83,30 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     adapters: platforms.adapters,
     outbox: platforms.outbox,
     allowedUsers,
-    runsElsewhere: (owner) => options.owners.state(owner) === "alive",
+    // Another live gateway's turn (it held the platforms before), or one this gateway's watchdog
+    // resumed: either commits its result, which the inbox then answers from.
+    stillRuns: (owner) => ["alive", "mine"].includes(options.owners.state(owner)),
     onError: (platform, message) => log.warn(`${platform}: ${message}`),
   });
   // Set at quiesce (a stop began): winning the lock then starts nothing.
   let quiescing = false;
+  // Counts the terms this gateway held the platforms; a term's recheck ends with it.
+  let term = 0;
+  const recover = async (first: boolean, mine: number): Promise<void> => {
+    if (mine !== term || quiescing) return;
+    const r = await service.recover();
+    if (first && r.queued + r.resumed + r.answered + r.inline + r.waiting > 0)
+      log.info(
+        `chat platforms: from the inbox, ${r.queued} message(s) queued again, ${r.resumed} answered by resumed turns, ${r.answered} answered from the store, ${r.inline} command(s) run again, ${r.waiting} waiting for a turn still running`,
+      );
+    // A message whose turn still runs (another gateway's, which held the platforms before, or a
+    // resume here): looked at again until that turn ended, then answered from it, once.
+    if (r.waiting > 0)
+      setTimeout(
+        () => void recover(false, mine).catch((e) => log.warn(`chat platforms: ${e}`)),
+        2_000,
+      ).unref();
+  };
   const holder = new PlatformsHolder({
     lock: (name, lockOptions) => options.store.instances().namedLock(name, lockOptions),
     self: options.owners.self,
@@ -95,25 +114,19 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     term: {
       async begin() {
         if (quiescing) return;
+        const mine = ++term;
         service.restart();
-        const r = await service.recover();
-        if (r.queued + r.resumed + r.answered + r.inline + r.elsewhere > 0)
-          log.info(
-            `chat platforms: from the inbox, ${r.queued} message(s) queued again, ${r.resumed} answered by resumed turns, ${r.answered} answered from the store, ${r.inline} command(s) run again, ${r.elsewhere} left to the gateway still running their turn`,
-          );
+        await recover(true, mine);
         await platforms.start(() => service.sink);
         for (const adapter of platforms.adapters) log.info(`${adapter.name}: receiving (chat platform)`);
       },
       async end() {
+        term++;
         service.stop();
         await platforms.stop();
       },
     },
   });
-  if (config.platforms.telegram?.allowed_users.length === 0)
-    log.warn(
-      "telegram: platforms.telegram.allowed_users is empty, so every message is refused; the refusal tells each sender their user id to add",
-    );
   return {
     platforms,
     service,

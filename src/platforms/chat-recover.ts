@@ -5,8 +5,9 @@
 // - its turn never started: it runs now, as if it had just arrived;
 // - its turn ended but the answer was not committed: the answer is read back from the store;
 // - its turn was interrupted and not resumed: the chat is told to send /retry;
-// - its turn still runs in another live process (which held the platforms before this one): that
-//   process commits its answer, so it is left alone.
+// - its turn still runs, in another live process (which held the platforms before this one) or
+//   resumed here by the watchdog: it is left pending, with its session's later messages, and
+//   looked at again (the caller's) once that turn has ended.
 // Nothing is answered twice: an answer is committed with the entry's done mark, so a done entry
 // is never pending again.
 import type { TurnResult } from "../agent/turn.js";
@@ -25,16 +26,16 @@ export interface RecoverReport {
   answered: number;
   /** Commands and button presses run again. */
   inline: number;
-  /** Messages whose turn another running process still runs: left to it. */
-  elsewhere: number;
+  /** Messages whose turn still runs (another process's, a resume), or waiting behind one: left pending. */
+  waiting: number;
 }
 
 export interface RecoverInput {
   store: StorePort;
   /** The inbox's pending entries of this process's platforms, oldest first. */
   pending: readonly InboxEntry[];
-  /** Whether a turn's lease owner is another process that still runs (it will answer). */
-  runsElsewhere(owner: string): boolean;
+  /** Whether a running turn's lease owner still runs it (another live process, a resume here). */
+  stillRuns(owner: string): boolean;
   /** Resumed turns by session id; taken out as they are matched. */
   handover: Map<string, Promise<TurnResult>>;
   inline(entry: InboxEntry): Promise<void>;
@@ -45,8 +46,14 @@ export interface RecoverInput {
 
 export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> {
   const { store } = input;
-  const report: RecoverReport = { queued: 0, resumed: 0, answered: 0, inline: 0, elsewhere: 0 };
+  const report: RecoverReport = { queued: 0, resumed: 0, answered: 0, inline: 0, waiting: 0 };
+  // Sessions with a message left waiting: their later messages wait too, to keep their order.
+  const held = new Set<string>();
   for (const entry of input.pending) {
+    if (entry.event.type === "message" && held.has(entry.session_key)) {
+      report.waiting++;
+      continue;
+    }
     if (entry.event.type !== "message") {
       await input.inline(entry);
       report.inline++;
@@ -72,8 +79,9 @@ export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> 
       report.queued++;
       continue;
     }
-    if (turn.status === "running" && turn.lease_owner !== null && input.runsElsewhere(turn.lease_owner)) {
-      report.elsewhere++;
+    if (turn.status === "running" && turn.lease_owner !== null && input.stillRuns(turn.lease_owner)) {
+      held.add(entry.session_key);
+      report.waiting++;
       continue;
     }
     const done: DoneResult = {

@@ -41,10 +41,10 @@ export interface ChatServiceOptions {
   allowedUsers: Readonly<Record<string, readonly string[] | "anyone">>;
   inbox?: PlatformInbox;
   /**
-   * Whether a turn's lease owner is another process that still runs (core/owners.ts): recover()
-   * leaves a message whose turn such a process runs to it (it commits the answer). None: never.
+   * Whether a running turn's lease owner still runs it (core/owners.ts): recover() leaves such a
+   * message, and its session's later ones, until that turn ends. None: never.
    */
-  runsElsewhere?: (owner: string) => boolean;
+  stillRuns?: (owner: string) => boolean;
   now?: () => number;
   /** How often the typing indicator is sent while a turn runs (ms); default 4 s. */
   typingEveryMs?: number;
@@ -323,7 +323,7 @@ export class ChatService {
       pending: (await this.inbox.pending()).filter(
         (e) => this.adapters.has(e.platform) && !this.inFlight(e.key),
       ),
-      runsElsewhere: this.options.runsElsewhere ?? (() => false),
+      stillRuns: this.options.stillRuns ?? (() => false),
       handover: this.handover,
       inline: (entry) => this.inline(entry),
       queue: (item) => enqueue(this.laneOf(item.entry), item),
