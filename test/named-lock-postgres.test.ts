@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { PlatformsHolder } from "../src/gateway/platforms-holder.js";
 import type { NamedLock, NamedLockState } from "../src/store/instance-types.js";
 import { HELD_ADVISORY_KEYS } from "../src/store/postgres/pg-instance-lock.js";
 import { namedLockKey } from "../src/store/postgres/pg-named-lock.js";
@@ -169,6 +170,68 @@ describe("the named lock on PostgreSQL", () => {
     expect(() => store.instances().namedLock("Platforms!", { self: "inst:x", onChange: () => {} })).toThrow(
       /store: a lock name is 1-16 of a-z/,
     );
+  });
+});
+
+describe("the gateway's platforms holder over the real lock", () => {
+  it("starts the platforms when it wins, stops them at once when the lock's session ends, and starts them again only once it holds it again", async () => {
+    const url = await cluster().createDatabase();
+    const store = await openStore(url);
+    const steps: string[] = [];
+    const lines: string[] = [];
+    const holder = new PlatformsHolder({
+      lock: (name, options) => store.instances().namedLock(name, options),
+      self: "inst:i_gateway",
+      retryMs: 200,
+      log: { info: (l) => lines.push(l), warn: (l) => lines.push(l) },
+      term: {
+        begin: async () => {
+          steps.push("begin");
+        },
+        end: async () => {
+          steps.push("end");
+        },
+      },
+    });
+    await holder.start();
+    expect(steps).toEqual(["begin"]);
+    expect(holder.holding()).toEqual({
+      holder: true,
+      held_by: "inst:i_gateway",
+      self: "inst:i_gateway",
+      detail: null,
+    });
+    // Another session queues for the key; the server ends ours (as a restart of the database would).
+    const other = new pg.Client({
+      connectionString: url,
+      application_name: "tenax lock platforms inst:i_other",
+    });
+    other.on("error", () => undefined);
+    await other.connect();
+    clients.push(other);
+    const waiting = other.query("SELECT pg_advisory_lock($1::bigint)", [namedLockKey("platforms")]);
+    const [pid] = await sessionsHolding(url, namedLockKey("platforms"));
+    const admin = new pg.Client({ connectionString: url });
+    admin.on("error", () => undefined);
+    await admin.connect();
+    clients.push(admin);
+    const ended = Date.now();
+    await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+    await waiting;
+    await until(() => steps.length === 2, 3_000, "the platforms stopped");
+    console.log(`platforms holder: stopped ${Date.now() - ended} ms after its lock's session ended`);
+    expect(steps).toEqual(["begin", "end"]);
+    await until(() => holder.holding().held_by === "inst:i_other", 3_000, "the new holder named");
+    expect(holder.holding()).toMatchObject({ holder: false, held_by: "inst:i_other" });
+    expect(lines.join("\n")).toMatch(/lost their lock .*: stopped them at once/);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(steps).toEqual(["begin", "end"]);
+    await other.query("SELECT pg_advisory_unlock($1::bigint)", [namedLockKey("platforms")]);
+    await until(() => steps.length === 3, 3_000, "the platforms started again");
+    expect(steps).toEqual(["begin", "end", "begin"]);
+    await holder.stop();
+    expect(steps).toEqual(["begin", "end", "begin", "end"]);
+    expect(await sessionsHolding(url, namedLockKey("platforms"))).toEqual([]);
   });
 });
 
