@@ -52,7 +52,7 @@ describe("chat service: shutdown and restart", () => {
       expect(await b.resumed(record.session_id, result)).toBe(true);
     }
     expect(await b.resumed("ses_unknown", Promise.resolve({} as TurnResult))).toBe(false);
-    expect(await b.recover()).toEqual({ queued: 0, resumed: 2, answered: 0, inline: 0 });
+    expect(await b.recover()).toEqual({ queued: 0, resumed: 2, answered: 0, inline: 0, waiting: 0 });
     await Promise.all(results);
     await t.settle(b);
     const chat = t.sent("-1001");
@@ -68,7 +68,7 @@ describe("chat service: shutdown and restart", () => {
     expect((await listChatSessions(t.store)).every((r) => r.running === null)).toBe(true);
     // A third start answers nothing again.
     const c = await t.service();
-    expect(await c.recover()).toEqual({ queued: 0, resumed: 0, answered: 0, inline: 0 });
+    expect(await c.recover()).toEqual({ queued: 0, resumed: 0, answered: 0, inline: 0, waiting: 0 });
     await t.settle(c);
     expect(t.sent("-1001")).toHaveLength(4);
   });
@@ -99,7 +99,7 @@ describe("chat service: shutdown and restart", () => {
     await a.inbox.accept(event);
     a.stop();
     const b = await t.service();
-    expect(await b.recover()).toEqual({ queued: 1, resumed: 0, answered: 0, inline: 0 });
+    expect(await b.recover()).toEqual({ queued: 1, resumed: 0, answered: 0, inline: 0, waiting: 0 });
     await t.settle(b);
     expect(t.sent("42")).toEqual(["echo: survive the crash"]);
     // The platform redelivers it (its ack was lost with the process), and a third start recovers.
@@ -109,6 +109,47 @@ describe("chat service: shutdown and restart", () => {
     await t.settle(c);
     expect(t.sent("42")).toEqual(["echo: survive the crash"]);
     expect(t.sim.requests()).toHaveLength(1);
+  });
+
+  it("a message whose turn another live process still runs waits, with its session's later ones, until that turn ends", async () => {
+    const t = await chatSetup();
+    const a = await t.service();
+    const { entry } = await a.inbox.accept(t.text("running elsewhere"));
+    const { entry: later } = await a.inbox.accept(t.text("sent after it"));
+    a.stop();
+    // The old holder of the platforms marked the session and began the turn; it still runs there.
+    const { id, op } = t.agent.newSessionOp({ source: "telegram" });
+    const now = Date.now();
+    const mark = chatSessionOp(
+      {
+        session_key: entry.session_key,
+        platform: "telegram",
+        chat_key: entry.chat_key,
+        chat: entry.event.chat,
+        session_id: id,
+        created_at: now,
+        updated_at: now,
+        running: { inbox_key: entry.key, session_id: id, turns_before: 0, at: now },
+        last_error: null,
+        last_error_at: null,
+      },
+      now,
+    );
+    await t.store.write([op, mark.op]);
+    await t.store.beginTurn(id, 60_000, "inst:i_elsewhere", { role: "user", content: "running elsewhere" })
+      .applied;
+    const alive = new Set(["inst:i_elsewhere"]);
+    const b = await t.service({ stillRuns: (owner) => alive.has(owner) });
+    expect(await b.recover()).toEqual({ queued: 0, resumed: 0, answered: 0, inline: 0, waiting: 2 });
+    await t.settle(b);
+    expect(t.sent("42")).toEqual([]);
+    expect((await b.inbox.get("telegram", later.update_id))?.state).toBe("pending");
+    // That process is gone and its turn was never resumed: told once, then the later one runs.
+    alive.clear();
+    expect(await b.recover()).toEqual({ queued: 1, resumed: 0, answered: 1, inline: 0, waiting: 0 });
+    await t.settle(b);
+    expect(t.sent("42")[0]).toBe(notResumed());
+    expect(t.sent("42")).toHaveLength(2);
   });
 
   it("after a crash between a turn's end and its answer, answers from the stored reply without running it again", async () => {
@@ -137,7 +178,7 @@ describe("chat service: shutdown and restart", () => {
     await t.agent.turn({ sessionId: id, text: "almost answered", cwd: t.project });
     a.stop();
     const b = await t.service();
-    expect(await b.recover()).toEqual({ queued: 0, resumed: 0, answered: 1, inline: 0 });
+    expect(await b.recover()).toEqual({ queued: 0, resumed: 0, answered: 1, inline: 0, waiting: 0 });
     await t.settle(b);
     expect(t.sent("42")).toEqual(["echo: almost answered"]);
     expect(t.sim.requests()).toHaveLength(1);
@@ -154,7 +195,7 @@ describe("chat service: shutdown and restart", () => {
     a.stop();
     await a.inbox.accept(t.text("/status"));
     const b = await t.service();
-    expect(await b.recover()).toEqual({ queued: 0, resumed: 0, answered: 1, inline: 1 });
+    expect(await b.recover()).toEqual({ queued: 0, resumed: 0, answered: 1, inline: 1, waiting: 0 });
     await t.settle(b);
     const [told, status] = t.sent("42");
     expect(told).toBe(notResumed());

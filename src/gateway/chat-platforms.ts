@@ -1,15 +1,17 @@
 // The chat platforms in a running gateway, start to stop: the adapters and the outbox (from
 // platforms.ts), the chat service over the gateway as its host, and the four moments the
 // gateway's own lifecycle calls in: resume (a chat turn resumed after a crash is handed to the
-// service, which says "back online" once per chat, then answers), start (the inbox's pending
-// messages run, the adapters connect), the stop's notice (before the drain, one message to each
-// chat with a turn running) and the stop itself (after the drain, before the store closes).
+// service, which says "back online" once per chat, then answers), start (the platforms' lock is
+// tried; while this gateway holds it the inbox's pending messages run and the adapters connect,
+// platforms-holder.ts), the stop's notice (before the drain, one message to each chat with a turn
+// running) and the stop itself (after the drain, before the store closes; the lock let go).
 import type { Agent } from "../agent/agent.js";
 import type { PlatformEvent } from "../agent/events.js";
 import type { ReapedTurn } from "../agent/reap.js";
 import type { ResumeReport } from "../agent/resume.js";
 import type { TenaxConfig } from "../config/schema.js";
-import type { PlatformLive } from "../health/platforms-component.js";
+import type { Owners } from "../core/owners.js";
+import type { PlatformLive, PlatformsHolding } from "../health/platforms-component.js";
 import type { Outbox } from "../outbox/outbox.js";
 import { ChatService } from "../platforms/chat-service.js";
 import { listChatSessions } from "../platforms/chat-sessions.js";
@@ -17,11 +19,14 @@ import type { StorePort } from "../store/port.js";
 import { gatewayChatHost } from "./chat-host.js";
 import type { Gateway, TurnWatcher } from "./gateway.js";
 import { buildPlatforms, type GatewayPlatforms } from "./platforms.js";
+import { PlatformsHolder } from "./platforms-holder.js";
 
 export interface GatewayChat {
   platforms: GatewayPlatforms;
   service: ChatService;
   live(): Record<string, PlatformLive>;
+  /** Whether this gateway holds the platforms (and runs them), and who does. */
+  holding(): PlatformsHolding;
   /** The follower of a resumed turn that is a chat's (its approvals reach the chat). */
   watcherFor(sessionId: string): Promise<TurnWatcher | undefined>;
   /**
@@ -31,13 +36,16 @@ export interface GatewayChat {
   interruptedByStop(alreadyReaped: readonly ReapedTurn[]): Promise<ReapedTurn[]>;
   /** After the resume: hand each resumed chat turn to the service. */
   resumed(report: ResumeReport): void;
-  /** Run what the inbox holds and connect the adapters. */
+  /**
+   * Try the platforms' lock, and keep trying; while held, run what the inbox holds and connect
+   * the adapters. Resolves after the first try (the platforms started, when it won).
+   */
   start(): Promise<void>;
   /** Before the drain: tell each chat with a running turn, within `timeoutMs`; never throws. */
   notifyShutdown(restarting: boolean, timeoutMs?: number): Promise<{ chats: number; sent: number }>;
   /** Start nothing new (at the first stop signal). */
   quiesce(): void;
-  /** After the drain: stop receiving and sending; what is queued waits for the next start. */
+  /** After the drain: stop receiving and sending, let the lock go; what is queued waits for the next holder. */
   stop(): Promise<void>;
 }
 
@@ -48,6 +56,8 @@ export interface ChatPlatformsOptions {
   outbox: Outbox;
   gateway: Gateway;
   agent: Agent;
+  /** This process in leases (turns): the platforms' lock names its holder by `self`. */
+  owners: Owners;
   onEvent: (event: PlatformEvent) => void;
   log: { info(line: string): void; warn(line: string): void };
 }
@@ -73,16 +83,55 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     adapters: platforms.adapters,
     outbox: platforms.outbox,
     allowedUsers,
+    // Another live gateway's turn (it held the platforms before), or one this gateway's watchdog
+    // resumed: either commits its result, which the inbox then answers from.
+    stillRuns: (owner) => ["alive", "mine"].includes(options.owners.state(owner)),
     onError: (platform, message) => log.warn(`${platform}: ${message}`),
   });
-  if (config.platforms.telegram?.allowed_users.length === 0)
-    log.warn(
-      "telegram: platforms.telegram.allowed_users is empty, so every message is refused; the refusal tells each sender their user id to add",
-    );
+  // Set at quiesce (a stop began): winning the lock then starts nothing.
+  let quiescing = false;
+  // Counts the terms this gateway held the platforms; a term's recheck ends with it.
+  let term = 0;
+  const recover = async (first: boolean, mine: number): Promise<void> => {
+    if (mine !== term || quiescing) return;
+    const r = await service.recover();
+    if (first && r.queued + r.resumed + r.answered + r.inline + r.waiting > 0)
+      log.info(
+        `chat platforms: from the inbox, ${r.queued} message(s) queued again, ${r.resumed} answered by resumed turns, ${r.answered} answered from the store, ${r.inline} command(s) run again, ${r.waiting} waiting for a turn still running`,
+      );
+    // A message whose turn still runs (another gateway's, which held the platforms before, or a
+    // resume here): looked at again until that turn ended, then answered from it, once.
+    if (r.waiting > 0)
+      setTimeout(
+        () => void recover(false, mine).catch((e) => log.warn(`chat platforms: ${e}`)),
+        2_000,
+      ).unref();
+  };
+  const holder = new PlatformsHolder({
+    lock: (name, lockOptions) => options.store.instances().namedLock(name, lockOptions),
+    self: options.owners.self,
+    log,
+    term: {
+      async begin() {
+        if (quiescing) return;
+        const mine = ++term;
+        service.restart();
+        await recover(true, mine);
+        await platforms.start(() => service.sink);
+        for (const adapter of platforms.adapters) log.info(`${adapter.name}: receiving (chat platform)`);
+      },
+      async end() {
+        term++;
+        service.stop();
+        await platforms.stop();
+      },
+    },
+  });
   return {
     platforms,
     service,
     live: () => platforms.live(),
+    holding: () => holder.holding(),
     async watcherFor(sessionId) {
       const onEvent = await service.eventsFor(sessionId);
       return onEvent === undefined ? undefined : { onEvent, shutdown: () => {} };
@@ -103,17 +152,12 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
     async resumed(report) {
       for (const turn of report.resumed) await service.resumed(turn.session_id, turn.result);
     },
-    async start() {
-      const r = await service.recover();
-      if (r.queued + r.resumed + r.answered + r.inline > 0)
-        log.info(
-          `chat platforms: after the restart, ${r.queued} message(s) queued again, ${r.resumed} answered by resumed turns, ${r.answered} answered from the store, ${r.inline} command(s) run again`,
-        );
-      await platforms.start(() => service.sink);
-      for (const adapter of platforms.adapters) log.info(`${adapter.name}: receiving (chat platform)`);
-    },
+    start: () => holder.start(),
     notifyShutdown: (restarting, timeoutMs = 3_000) => service.shutdownNotice({ restarting, timeoutMs }),
-    quiesce: () => service.stop(),
+    quiesce: () => {
+      quiescing = true;
+      service.stop();
+    },
     async stop() {
       service.stop();
       // The answers of turns the drain saw end are committed before the store closes (bounded:
@@ -122,7 +166,7 @@ export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat |
       await Promise.race([service.idle(), within(5_000)]);
       // And sent, if the platform takes them at once; what it does not waits for the next start.
       await Promise.race([platforms.outbox.kick(), within(3_000)]);
-      await platforms.stop();
+      await holder.stop();
     },
   };
 }

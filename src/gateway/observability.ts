@@ -54,6 +54,7 @@ export function startObservability(input: {
   platformsLive?: MonitorOptions["platformsLive"];
   /** This gateway as an instance of the profile (its registry on PostgreSQL). */
   instances?: MonitorOptions["instances"];
+  platformsHolding?: MonitorOptions["platformsHolding"];
   /** The clock the monitor reads (the scheduler's: a test runs both on fake time). */
   now?: () => number;
 }): Observability {
@@ -80,6 +81,7 @@ export function startObservability(input: {
     ...(input.cronStats ? { cronStats: input.cronStats } : {}),
     ...(input.platformsLive ? { platformsLive: input.platformsLive } : {}),
     ...(input.instances ? { instances: input.instances } : {}),
+    ...(input.platformsHolding ? { platformsHolding: input.platformsHolding } : {}),
     ...(input.now ? { now: input.now } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {

@@ -1,7 +1,8 @@
 // The chat platforms config.yaml names, as this gateway runs them: one adapter each (Telegram
-// through grammY, the webhook platform), each a channel of the gateway's one outbox, and their
-// live status for /health. The chat service on top decides what each
-// inbound message becomes; this file only makes and starts the parts.
+// through grammY, the webhook platform), each a channel of the gateway's one outbox while this
+// gateway holds the platforms (platforms-holder.ts), and their live status for /health. The chat
+// service on top decides what each inbound message becomes; this file only makes, starts and
+// stops the parts.
 import type { PlatformEvent } from "../agent/events.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { PlatformLive } from "../health/platforms-component.js";
@@ -17,9 +18,12 @@ export interface GatewayPlatforms {
   webhook: WebhookAdapter | null;
   outbox: ChatOutbox;
   live(): Record<string, PlatformLive>;
-  /** Start receiving on every adapter, each into its sink. */
+  /** Send each platform's outbox entries from this gateway, and start receiving, each into its sink. */
   start(sinkFor: (platform: string) => InboundSink): Promise<void>;
-  /** Stop receiving (the outbox is the gateway's to stop); what is queued stays queued. */
+  /**
+   * Stop receiving and sending (the outbox is the gateway's to stop); what is queued stays queued
+   * for the next start, here or in the gateway that holds the platforms then.
+   */
   stop(): Promise<void>;
 }
 
@@ -59,7 +63,6 @@ export function buildPlatforms(options: PlatformsOptions): GatewayPlatforms {
   const adapters: PlatformAdapter[] = [telegram, webhook].filter(
     (a): a is NonNullable<typeof a> => a !== null,
   );
-  for (const adapter of adapters) options.outbox.add(platformChannel(adapter, { onEvent: options.onEvent }));
   return {
     adapters,
     telegram,
@@ -70,9 +73,13 @@ export function buildPlatforms(options: PlatformsOptions): GatewayPlatforms {
       ...(webhook ? { webhook: webhook.status() } : {}),
     }),
     async start(sinkFor) {
-      for (const adapter of adapters) await adapter.start(sinkFor(adapter.name));
+      for (const adapter of adapters) {
+        options.outbox.add(platformChannel(adapter, { onEvent: options.onEvent }));
+        await adapter.start(sinkFor(adapter.name));
+      }
     },
     async stop() {
+      for (const adapter of adapters) options.outbox.remove(adapter.name);
       await Promise.all(adapters.map((a) => a.stop()));
     },
   };

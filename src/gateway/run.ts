@@ -26,7 +26,7 @@ import { finishOps } from "../cron/finish.js";
 import type { CronEvent, CronStats } from "../cron/host.js";
 import { CronJobs, profileTimezone } from "../cron/jobs.js";
 import { clockSkewRefusal } from "../health/instances-component.js";
-import type { PlatformLive } from "../health/platforms-component.js";
+import type { PlatformLive, PlatformsHolding } from "../health/platforms-component.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
 import { Outbox } from "../outbox/outbox.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
@@ -227,6 +227,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     if (event.type === "turn_takeover")
       opened.instances?.mergeMeta({ last_takeover: { turn_id: event.turn_id, at: Date.now() } });
   });
+  let chatHolding: (() => PlatformsHolding) | null = null;
   const observed = startObservability({
     paths,
     config,
@@ -242,6 +243,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     cronStats: () => cronStats?.() ?? null,
     platformsLive: () => chatLive?.() ?? {},
     instances: { registry: opened.instances, owners: opened.owners, startedAt },
+    platformsHolding: () => chatHolding?.() ?? null,
     // `gateway` is made just below; the monitor reads it only when asked.
     gateway: () => ({
       stopping: gateway.isStopping,
@@ -304,6 +306,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     outbox,
     gateway,
     agent: opened.agent,
+    owners: opened.owners,
     onEvent: (event) => {
       (event.type === "platform_delivered" ? info : warn)(event.message);
       const { type, layer, message, ...data } = event;
@@ -312,6 +315,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     log: { info, warn },
   });
   chatLive = chat === null ? null : () => chat.live();
+  chatHolding = chat === null ? null : () => chat.holding();
   const app = buildGatewayApp({
     gateway,
     agent: opened.agent,
@@ -330,6 +334,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
       webhook: chat?.platforms.webhook ?? null,
       telegram: chat?.platforms.telegram ?? null,
       status: async () => await observed.monitor.platformsNow(),
+      holding: () => chatHolding?.() ?? null,
     },
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume

@@ -33,6 +33,7 @@ import {
   configuredPlatforms,
   type PlatformLive,
   type PlatformsComponent,
+  type PlatformsHolding,
   platformsComponent,
 } from "./platforms-component.js";
 import { configuredProviders, providersComponent } from "./provider-component.js";
@@ -99,6 +100,8 @@ export interface MonitorOptions {
    * out: the instances are read from the store alone, as `tenax status` reads them.
    */
   instances?: GatewayInstances;
+  /** Whether this gateway holds the chat platforms, and who does (null: none configured). */
+  platformsHolding?: () => PlatformsHolding | null;
   now?: () => number;
 }
 
@@ -314,7 +317,16 @@ export class HealthMonitor {
     } catch {
       // A store that cannot be read is the store component's news.
     }
-    return platformsComponent(paths, config, backlog, this.options.platformsLive?.() ?? null, now);
+    const live = this.options.platformsLive?.() ?? null;
+    return platformsComponent(
+      paths,
+      config,
+      backlog,
+      live,
+      now,
+      false,
+      this.options.platformsHolding?.() ?? null,
+    );
   }
 
   /** store, providers, credentials, compression: the probe's report, plus what only this process knows. */

@@ -38,8 +38,25 @@ export interface PlatformRow {
   oldest_pending_age_ms: number | null;
 }
 
+/**
+ * With several gateways of one profile on a shared store, one holds the chat platforms (the store's
+ * `platforms` lock): it alone receives and sends; the others serve the rest and stand by.
+ */
+export interface PlatformsHolding {
+  /** This gateway runs the chat platforms. */
+  holder: boolean;
+  /** The owner tag of the gateway holding them ("inst:ID"; "pid:N" on one host), or null when unknown. */
+  held_by: string | null;
+  /** This gateway's owner tag. */
+  self: string;
+  /** Why this gateway does not hold them (who does, the database's error), or null. */
+  detail: string | null;
+}
+
 export interface PlatformsComponent extends Component {
   platforms: PlatformRow[];
+  /** Whether this gateway holds the platforms, and who does; null outside a gateway. */
+  holding: PlatformsHolding | null;
 }
 
 /** The platforms config.yaml names, in a stable order. */
@@ -54,13 +71,16 @@ export function platformsComponent(
   config: Pick<TenaxConfig, "platforms">,
   backlog: Record<string, OutboxBacklog>,
   /** The gateway's live view; null when no gateway runs in this process (and none answered). */
-  live: Record<string, PlatformLive> | null,
+  gatewayLive: Record<string, PlatformLive> | null,
   now: number,
   gatewayDown = false,
+  /** The gateway's hold on the platforms; null outside a gateway. A standby knows no connection. */
+  holding: PlatformsHolding | null = null,
 ): PlatformsComponent {
   const names = configuredPlatforms(config);
   if (names.length === 0)
-    return { status: "ok", detail: "no chat platforms configured", next: null, platforms: [] };
+    return { status: "ok", detail: "no chat platforms configured", next: null, platforms: [], holding };
+  const live = holding?.holder === false ? null : gatewayLive;
   const log = `${paths.logs}/gateway.log`;
   const rows: PlatformRow[] = names.map((name) => {
     const b = backlog[name];
@@ -106,6 +126,7 @@ export function platformsComponent(
       detail: problems.map((p) => p.detail).join("; "),
       next: problems[0]?.next ?? null,
       platforms: rows,
+      holding,
     };
   const detail = rows
     .map((r) => {
@@ -117,5 +138,9 @@ export function platformsComponent(
       return `${r.platform}: ${how}${since}, ${r.pending === 0 ? "nothing waiting" : `${r.pending} waiting`}`;
     })
     .join("; ");
-  return { status: "ok", detail, next: null, platforms: rows };
+  const standby =
+    holding?.holder === false
+      ? `held by ${holding.held_by ?? "another gateway"}, not this one (${holding.self}); `
+      : "";
+  return { status: "ok", detail: `${standby}${detail}`, next: null, platforms: rows, holding };
 }

@@ -103,6 +103,17 @@ export class Outbox {
     return this;
   }
 
+  /**
+   * Send this channel's entries no more (another process sends them now): they stay pending in the
+   * store; an attempt already under way ends as it would have.
+   */
+  remove(name: string): this {
+    this.channels.delete(name);
+    this.toAdopt.delete(name);
+    this.idle = null;
+    return this;
+  }
+
   channelNames(): string[] {
     return [...this.channels.keys()];
   }

@@ -4,7 +4,10 @@
 // - the gateway resumed its turn (handed over through ChatService.resumed): that result answers it;
 // - its turn never started: it runs now, as if it had just arrived;
 // - its turn ended but the answer was not committed: the answer is read back from the store;
-// - its turn was interrupted and not resumed: the chat is told to send /retry.
+// - its turn was interrupted and not resumed: the chat is told to send /retry;
+// - its turn still runs, in another live process (which held the platforms before this one) or
+//   resumed here by the watchdog: it is left pending, with its session's later messages, and
+//   looked at again (the caller's) once that turn has ended.
 // Nothing is answered twice: an answer is committed with the entry's done mark, so a done entry
 // is never pending again.
 import type { TurnResult } from "../agent/turn.js";
@@ -23,12 +26,16 @@ export interface RecoverReport {
   answered: number;
   /** Commands and button presses run again. */
   inline: number;
+  /** Messages whose turn still runs (another process's, a resume), or waiting behind one: left pending. */
+  waiting: number;
 }
 
 export interface RecoverInput {
   store: StorePort;
   /** The inbox's pending entries of this process's platforms, oldest first. */
   pending: readonly InboxEntry[];
+  /** Whether a running turn's lease owner still runs it (another live process, a resume here). */
+  stillRuns(owner: string): boolean;
   /** Resumed turns by session id; taken out as they are matched. */
   handover: Map<string, Promise<TurnResult>>;
   inline(entry: InboxEntry): Promise<void>;
@@ -39,8 +46,14 @@ export interface RecoverInput {
 
 export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> {
   const { store } = input;
-  const report: RecoverReport = { queued: 0, resumed: 0, answered: 0, inline: 0 };
+  const report: RecoverReport = { queued: 0, resumed: 0, answered: 0, inline: 0, waiting: 0 };
+  // Sessions with a message left waiting: their later messages wait too, to keep their order.
+  const held = new Set<string>();
   for (const entry of input.pending) {
+    if (entry.event.type === "message" && held.has(entry.session_key)) {
+      report.waiting++;
+      continue;
+    }
     if (entry.event.type !== "message") {
       await input.inline(entry);
       report.inline++;
@@ -64,6 +77,11 @@ export async function recoverInbox(input: RecoverInput): Promise<RecoverReport> 
     if (turn === undefined) {
       input.queue({ entry });
       report.queued++;
+      continue;
+    }
+    if (turn.status === "running" && turn.lease_owner !== null && input.stillRuns(turn.lease_owner)) {
+      held.add(entry.session_key);
+      report.waiting++;
       continue;
     }
     const done: DoneResult = {

@@ -40,6 +40,11 @@ export interface ChatServiceOptions {
    */
   allowedUsers: Readonly<Record<string, readonly string[] | "anyone">>;
   inbox?: PlatformInbox;
+  /**
+   * Whether a running turn's lease owner still runs it (core/owners.ts): recover() leaves such a
+   * message, and its session's later ones, until that turn ends. None: never.
+   */
+  stillRuns?: (owner: string) => boolean;
   now?: () => number;
   /** How often the typing indicator is sent while a turn runs (ms); default 4 s. */
   typingEveryMs?: number;
@@ -85,7 +90,8 @@ export class ChatService {
   private readonly handling = new Set<string>();
   private readonly lastUpdate: Record<string, number> = {};
   private readonly lastError: Record<string, string> = {};
-  private readonly stopping = new AbortController();
+  /** Aborted by stop(); a new one at restart() (this process holds the platforms again). */
+  private stopping = new AbortController();
   private readonly context: CommandContext;
   private readonly writer: ChatWriter;
   private readonly direct: PlatformDirect;
@@ -306,12 +312,18 @@ export class ChatService {
     return record === undefined ? undefined : (event) => this.onTurnEvent(record.chat, event);
   }
 
-  /** At start: run what the inbox holds, in arrival order, and answer the resumed turns. */
+  /**
+   * At start: run what the inbox holds, in arrival order, and answer the resumed turns. What this
+   * service runs already (a stop, then a restart while a turn went on) is left to its lane.
+   */
   async recover(): Promise<RecoverReport> {
     await Promise.all(this.notices.splice(0));
     const report = await recoverInbox({
       store: this.store,
-      pending: (await this.inbox.pending()).filter((e) => this.adapters.has(e.platform)),
+      pending: (await this.inbox.pending()).filter(
+        (e) => this.adapters.has(e.platform) && !this.inFlight(e.key),
+      ),
+      stillRuns: this.options.stillRuns ?? (() => false),
       handover: this.handover,
       inline: (entry) => this.inline(entry),
       queue: (item) => enqueue(this.laneOf(item.entry), item),
@@ -348,6 +360,24 @@ export class ChatService {
   stop(): void {
     this.stopping.abort();
     this.direct.stopTyping();
+  }
+
+  /**
+   * After a stop: take updates and run lanes again. What waited on a lane is dropped, to be read
+   * again from the inbox by recover(): another process may have answered or be running it since
+   * (a turn resumed here is kept: only this process has its result).
+   */
+  restart(): void {
+    if (!this.stopping.signal.aborted) return;
+    this.stopping = new AbortController();
+    for (const lane of this.lanes.values()) lane.queue = lane.queue.filter((i) => i.resumed !== undefined);
+  }
+
+  /** Whether an inbox entry is queued or running on one of this service's lanes. */
+  private inFlight(key: string): boolean {
+    for (const lane of this.lanes.values())
+      if (lane.current?.entry.key === key || lane.queue.some((i) => i.entry.key === key)) return true;
+    return false;
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {

@@ -9,10 +9,13 @@ import { StoreError } from "./errors.js";
 import {
   INSTANCE_COLUMNS,
   type InstanceView,
+  type NamedLock,
+  type NamedLockOptions,
   type NewInstance,
   type ProcessLiveness,
   toInstanceView,
 } from "./instance-types.js";
+import { LocalNamedLock } from "./local-named-lock.js";
 
 /** Every instance, oldest first; none from a store older than migration 6 (a reader reads any). */
 export function listInstances(db: Database.Database): InstanceView[] {
@@ -56,6 +59,10 @@ export class SqliteInstances implements ProcessLiveness {
 
   async now(): Promise<number> {
     return this.options.deps.clock.now();
+  }
+
+  namedLock(name: string, options: NamedLockOptions): NamedLock {
+    return new LocalNamedLock(name, options);
   }
 
   register(instance: NewInstance): Promise<number> {

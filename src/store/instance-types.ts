@@ -50,6 +50,41 @@ export interface InstanceLock {
   release(): Promise<void>;
 }
 
+/** Where a named lock stands for one contender: only one process of the profile holds it at a time. */
+export type NamedLockState =
+  /** The first attempt has not ended. */
+  | "trying"
+  | "held"
+  /** Not held: another instance holds it, or the database cannot be reached; tried again. */
+  | "standby"
+  | "released";
+
+/**
+ * A leadership lock by name (`platforms`): tried, never waited on. While not held it is tried
+ * again every second or so, and taken within that once its holder's process ends.
+ */
+export interface NamedLock {
+  readonly name: string;
+  readonly state: NamedLockState;
+  /** The owner tag of its holder ("inst:ID"; this process's own when held), or null when unknown. */
+  readonly holder: string | null;
+  /** Why it is not held (who holds it, the connection's error), or null when it is. */
+  readonly detail: string | null;
+  /** Try it now, and keep trying while it is not held; resolves after the first attempt, never rejects. */
+  start(): Promise<void>;
+  /** Let it go (another process may take it at once); nothing is tried after this. */
+  release(): Promise<void>;
+}
+
+export interface NamedLockOptions {
+  /** This process's owner tag, shown to the other contenders as the holder. */
+  self: string;
+  /** Told each change: held, lost (standby), held by someone else now. */
+  onChange(lock: NamedLock): void;
+  /** While not held, how often it is tried (and, while held, its connection checked); default 1 s. */
+  retryMs?: number;
+}
+
 /** The rows of the registry, written directly (never operations: a heartbeat is not replayable). */
 export interface InstanceRows {
   /** The engine's clock (the database's on PostgreSQL), ms since the epoch. */
@@ -65,6 +100,12 @@ export interface InstanceRows {
   stop(id: string): Promise<void>;
   /** Housekeeping: delete instances stopped, or silent, for longer than `olderThanMs`; their ids. */
   prune(olderThanMs: number): Promise<string[]>;
+  /**
+   * The leadership lock named `name`, one per profile. PostgreSQL: a session advisory lock on a
+   * connection of its own, tried by every instance. SQLite: one gateway per profile, so it is
+   * always this process's.
+   */
+  namedLock(name: string, options: NamedLockOptions): NamedLock;
 }
 
 /** SQLite: one host, so a process is alive while its pid runs (core/process-identity.ts). */

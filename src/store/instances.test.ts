@@ -137,6 +137,7 @@ describe("the instance registry (SQLite: one host, pids)", () => {
         failing ? Promise.reject(new Error("disk on fire")) : rows.heartbeat(id, meta),
       stop: (id) => rows.stop(id),
       prune: (ms) => rows.prune(ms),
+      namedLock: (name, options) => rows.namedLock(name, options),
     };
     const other = `inst:${newId(INSTANCE_ID_PREFIX, time.now())}`;
     await rows.register({
@@ -198,6 +199,7 @@ describe("the instance registry (SQLite: one host, pids)", () => {
       heartbeat: (id, meta) => rows.heartbeat(id, meta),
       stop: (id) => rows.stop(id),
       prune: (ms) => rows.prune(ms),
+      namedLock: (name, options) => rows.namedLock(name, options),
     };
     const r = registry(
       { silentAfterMs: 15_000 },

@@ -5,9 +5,14 @@
 //                                          (Telegram cannot send one), the webhook secret instead
 //   GET  /api/platforms                    each platform's connection and outbox, as /health has it
 // A message is acknowledged only once it is committed: a store that cannot take it answers 503,
-// and the sender (the tool, or Telegram) sends it again.
+// and the sender (the tool, or Telegram) sends it again. With several gateways of one profile,
+// only the one holding the chat platforms takes their messages (platforms-holder.ts): the others
+// answer 503 platforms_not_held naming the holder, taking nothing, so a message is never run by
+// a gateway that does not run the chats; the sender sends it again (to the holder, or here once
+// this gateway holds them, within seconds of the holder's stop).
 import { z } from "zod";
 import { errorMessage } from "../../core/errors.js";
+import type { PlatformsHolding } from "../../health/platforms-component.js";
 import { type App, jsonBodyOf } from "../../http/app.js";
 import { HttpError } from "../../http/http-error.js";
 import { parseWith } from "../../http/validate.js";
@@ -19,6 +24,8 @@ export interface PlatformRoutesOptions {
   telegram: TelegramAdapter | null;
   /** The platforms component (/health's). */
   status: () => unknown;
+  /** Whether this gateway holds the chat platforms; null or left out: it does (one gateway). */
+  holding?: () => PlatformsHolding | null;
 }
 
 const notConfigured = (platform: string, what: string) =>
@@ -38,6 +45,20 @@ const notCommitted = (error: unknown) =>
     { "retry-after": "5" },
   );
 
+/** 503 on a gateway that does not hold the platforms: nothing is taken, the sender sends it again. */
+function requireHolder(options: PlatformRoutesOptions): void {
+  const holding = options.holding?.() ?? null;
+  if (holding === null || holding.holder) return;
+  const who = holding.held_by === null ? "no gateway is known to" : `gateway ${holding.held_by} does`;
+  throw new HttpError(
+    503,
+    "server_error",
+    "platforms_not_held",
+    `gateway: this gateway (${holding.self}) does not run the chat platforms, ${who} (the store's platforms lock${holding.detail ? `: ${holding.detail}` : ""}); nothing was taken: send it to that gateway, or here again, which takes them within seconds if that one stops`,
+    { "retry-after": "2" },
+  );
+}
+
 // Telegram's Update as far as the route needs to know it; the adapter reads the rest.
 const telegramUpdate = z.looseObject({ update_id: z.number().int().nonnegative() });
 
@@ -48,6 +69,7 @@ export function registerPlatformRoutes(app: App, options: PlatformRoutesOptions)
     const adapter = options.webhook;
     if (adapter === null) throw notConfigured("webhook", "POST /api/platforms/webhook/messages");
     const body = parseWith(webhookInbound, jsonBodyOf(request), "the request body");
+    requireHolder(options);
     try {
       await adapter.receive(body);
     } catch (error) {
@@ -64,6 +86,7 @@ export function registerPlatformRoutes(app: App, options: PlatformRoutesOptions)
       if (adapter === null || adapter.status().mode !== "webhook")
         throw notConfigured("telegram", "Telegram's webhook (mode: webhook)");
       const update = parseWith(telegramUpdate, jsonBodyOf(request), "the update");
+      requireHolder(options);
       const secret = request.headers["x-telegram-bot-api-secret-token"];
       let taken: boolean;
       try {

@@ -7,6 +7,8 @@ import {
   type InstanceLockState,
   type InstanceView,
   type LockLiveness,
+  type NamedLock,
+  type NamedLockOptions,
   type NewInstance,
   toInstanceView,
 } from "../instance-types.js";
@@ -16,6 +18,7 @@ import {
   type LockConnectionSettings,
   PgInstanceLock,
 } from "./pg-instance-lock.js";
+import { PgNamedLock } from "./pg-named-lock.js";
 import type { Query } from "./pg-reads.js";
 
 /** The database's clock in ms since the epoch (the statement's transaction time). */
@@ -100,5 +103,9 @@ export class PgInstances implements LockLiveness {
     options: { retryMs?: number } = {},
   ): PgInstanceLock {
     return new PgInstanceLock(id, { ...this.connection, retryMs: options.retryMs ?? 1_000 }, onChange);
+  }
+
+  namedLock(name: string, options: NamedLockOptions): NamedLock {
+    return new PgNamedLock(name, options, this.connection);
   }
 }
