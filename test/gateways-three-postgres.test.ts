@@ -3,13 +3,17 @@
 // kill -9 and started again. Afterwards: every acknowledged chat turn is stored exactly once and in
 // order, every acknowledged run settled and found again by its Idempotency-Key on any gateway; a
 // run whose gateway died was completed by another and followed to its end from a third; a cron
-// occurrence due while gateways died ran once.
+// occurrence due while gateways died ran once; each Telegram message sent meanwhile was taken in
+// once and answered once (one gateway at a time holds the chat platforms).
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Random, seededRandom } from "../src/core/deps.js";
 import { listRuns as listCronRuns } from "../src/cron/records.js";
+import { listEntries } from "../src/outbox/entry.js";
+import { INBOX_KIND } from "../src/platforms/inbox.js";
+import { startTelegramSim, type TelegramSim } from "../src/platforms/telegram/sim/server.js";
 import { openProfileReader, type ProfileReader } from "../src/store/registry.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type AckedRun, type AckedTurn, expectAcknowledged, steps } from "./helpers/crash-loop.js";
@@ -22,6 +26,10 @@ import { chatTurn, expectConsistent, tortureSeed } from "./helpers/torture.js";
 
 beforeAll(() => requireBuild());
 const cluster = usePostgresCluster();
+const telegrams: TelegramSim[] = [];
+afterEach(async () => {
+  for (const tg of telegrams.splice(0)) await tg.close();
+});
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -120,6 +128,20 @@ async function runClient(pool: Pool, load: Load, c: number): Promise<void> {
   }
 }
 
+const TOKEN = "123456789:AAHtest-token-for-three-gateways";
+const CHATS = [42, 77];
+
+/** Messages from two Telegram users, one every 300 ms while the load runs. */
+async function telegramClient(tg: TelegramSim, load: Load, sent: string[]): Promise<void> {
+  for (let n = 0; load.live; n++) {
+    const chat = CHATS[n % CHATS.length] ?? 42;
+    const text = `tg ${n}`;
+    tg.injectMessage({ chat, from: chat, text });
+    sent.push(text);
+    await sleep(300);
+  }
+}
+
 /** Once no turn and no run is running in the store, twice in a row. */
 async function settled(open: () => Promise<ProfileReader>, ms = 90_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -141,13 +163,19 @@ describe("three gateways on one PostgreSQL", () => {
   it("clients over all three while two are killed and restarted: nothing acknowledged is lost or doubled", async () => {
     const random = seededRandom(tortureSeed("gateways-three-postgres"));
     const url = await cluster().createDatabase();
+    const tg = await startTelegramSim({ token: TOKEN, chats: CHATS.map((id) => ({ id })) });
+    telegrams.push(tg);
     const notesDir = tempDir();
     const notes = join(notesDir, "notes.txt");
     writeFileSync(notes, "something to read\n");
     const { sim, paths, homes } = await sharedProfiles(
       3,
       url,
-      "gateway: { max_turns: 64 }\nagent: { lease_seconds: 5 }",
+      [
+        "gateway: { max_turns: 64, drain_timeout: 2 }",
+        "agent: { lease_seconds: 5 }",
+        `platforms:\n  telegram: { token: "${TOKEN}", api_root: "${tg.apiRoot}", allowed_users: [${CHATS.join(", ")}], poll_timeout: 1 }`,
+      ].join("\n"),
       `tools: { exec: { mode: full }, files: { roots: [${JSON.stringify(notesDir)}] } }`,
     );
     const open = async () =>
@@ -191,9 +219,11 @@ describe("three gateways on one PostgreSQL", () => {
     // Then slow replies and tool calls for the clients, so kills land mid-turn.
     sim.script(steps(random, notes, 400));
     const load: Load = { live: true, acked: [], runs: [], odd: [], busy: 0 };
+    const telegram: string[] = [];
     const clients = [
       ...Array.from({ length: 4 }, (_, c) => chatClient(pool, load, c)),
       ...Array.from({ length: 2 }, (_, c) => runClient(pool, load, c)),
+      telegramClient(tg, load, telegram),
     ];
     // Two gateways die with kill -9 mid-load, each started again a little later.
     await sleep(1_500 + Math.floor(random() * 1_000));
@@ -225,12 +255,43 @@ describe("three gateways on one PostgreSQL", () => {
     expect(cronRuns.map((r) => r.state)).toEqual(["ok"]);
     await settled(open);
 
+    // Every Telegram message taken in once and answered: each update is one inbox entry, done, with
+    // its answer delivered (answers are keyed by their update: two are impossible by construction).
+    let answered = 0;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const r = await open();
+      const inbox = await r.listRecords<{ key: string; state: string }>(INBOX_KIND);
+      const chats = (await listEntries(r)).filter((e) => e.channel === "telegram");
+      r.close();
+      const answers = chats.filter((e) => e.origin?.startsWith("inbox:") && e.state === "delivered");
+      const done = inbox.length === telegram.length && inbox.every((e) => e.value.state === "done");
+      const pending = chats.filter((e) => e.state === "pending").length;
+      const unanswered = inbox.filter((e) => !answers.some((a) => a.origin === `inbox:${e.value.key}`));
+      if (done && pending === 0 && unanswered.length === 0) {
+        const delivered = chats.filter((e) => e.state === "delivered").length;
+        const sentByBot = CHATS.reduce((n, chat) => n + tg.sentMessages(chat).length, 0);
+        // Telegram has no idempotency key: only a kill between its acceptance of a message and
+        // the delivered mark may send that one message again (at most one per kill).
+        expect(sentByBot).toBeGreaterThanOrEqual(delivered);
+        expect(sentByBot - delivered).toBeLessThanOrEqual(2);
+        expect(tg.calls("getUpdates").filter((c) => c.status === 409)).toEqual([]);
+        answered = inbox.length;
+        break;
+      }
+      if (Date.now() > deadline)
+        throw new Error(
+          `telegram: ${inbox.length} of ${telegram.length} taken in, ${pending} sends pending, unanswered: ${unanswered.map((e) => e.key).join(", ")}`,
+        );
+      await sleep(500);
+    }
+
     const reader = await open();
     try {
       const figures = await expectConsistent(reader);
       const checked = await expectAcknowledged(reader, load.acked, load.runs);
       console.log(
-        `three gateways: ${load.acked.length} chat turns and ${load.runs.length} runs acknowledged, ${checked} checks; ${figures.turns.length} turns stored (${figures.turns.filter((t) => t.interrupt_count > 0).length} taken over); ${load.busy} session_busy answers`,
+        `three gateways: ${load.acked.length} chat turns, ${load.runs.length} runs and ${answered} Telegram messages acknowledged, ${checked} checks; ${figures.turns.length} turns stored (${figures.turns.filter((t) => t.interrupt_count > 0).length} taken over); ${load.busy} session_busy answers`,
       );
     } finally {
       reader.close();
