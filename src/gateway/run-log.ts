@@ -16,6 +16,9 @@ import {
   type RunState,
 } from "./run-records.js";
 
+/** Where a shared store wakes the followers of a run whose events were just committed. */
+export const RUN_EVENTS_CHANNEL = "tenax_run_events";
+
 export interface RunLogDeps {
   store: StorePort;
   now: () => number;
@@ -143,6 +146,8 @@ export class RunLog {
     ops.push(putOp(RUN_KIND, run_id, session_id, snapshot, now));
     try {
       await this.deps.store.write(ops);
+      // Followers on other gateways of a shared store read the store: wake them.
+      void this.deps.store.notify?.(RUN_EVENTS_CHANNEL, run_id).catch(() => {});
     } catch (error) {
       this.deps.onError?.(error);
     }

@@ -19,7 +19,7 @@ import type { StorePort } from "../store/port.js";
 import { isRecordConflict } from "../store/record-ops.js";
 import type { ChatMessage } from "./chat-request.js";
 import type { Gateway, LaunchedTurn, TurnWatcher } from "./gateway.js";
-import { RunLog, type RunLogDeps } from "./run-log.js";
+import { RUN_EVENTS_CHANNEL, RunLog, type RunLogDeps } from "./run-log.js";
 import {
   keyPending,
   keyReused,
@@ -188,6 +188,26 @@ export class RunRegistry {
   following(runId: string): RunLog | undefined {
     const log = this.live.get(runId);
     return log && !log.done ? log : undefined;
+  }
+
+  /**
+   * Resolves after `ms`, or sooner when another gateway of a shared store commits events of this
+   * run (a wake-up: the caller reads the store either way).
+   */
+  waitForEvents(runId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let stop: (() => void) | undefined;
+      const timer = setTimeout(() => {
+        stop?.();
+        resolve();
+      }, ms);
+      stop = this.store.listen?.(RUN_EVENTS_CHANNEL, (payload) => {
+        if (payload !== runId) return;
+        clearTimeout(timer);
+        stop?.();
+        resolve();
+      });
+    });
   }
 
   /** The committed events of a run after an event id. */

@@ -83,6 +83,13 @@ export interface StoreReads {
 
 /** The writable store of a profile: what every layer above the store imports. */
 export interface StorePort extends StoreReads {
+  /**
+   * A store several processes share (PostgreSQL): wake the processes listening on `channel` (a
+   * hint that something was written, never data), and hear such wake-ups. Absent on SQLite, where
+   * one gateway runs a profile.
+   */
+  notify?(channel: string, payload: string): Promise<void>;
+  listen?(channel: string, handler: (payload: string) => void): () => void;
   write(ops: WriteOp[], options?: ApplyOptions): Promise<OpResult[]>;
   writeStaged(ops: WriteOp[], options?: ApplyOptions): StagedWrite;
 

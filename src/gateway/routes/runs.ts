@@ -216,7 +216,8 @@ function follow(
         const stored = await registry.get(state.run_id);
         const ended = stored === null || (stored.status !== "running" && stored.status !== "queued");
         if (ended && sent >= (stored?.last_event_id ?? 0)) return end();
-        if (!ended) await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 250));
+        // Woken as the gateway running it commits events; the poll is the fallback.
+        if (!ended) await registry.waitForEvents(state.run_id, options.pollMs ?? 1_000);
       }
       for (const event of pending) {
         write(event);

@@ -19,6 +19,7 @@ import { classifyPgError } from "./pg-connection.js";
 import { PgCredentialLedger, PgStoreCredentials } from "./pg-credentials.js";
 import { describeError, PgFailures } from "./pg-failures.js";
 import { PgInstances } from "./pg-instances.js";
+import { PgListener } from "./pg-listener.js";
 import { PgOpApplier } from "./pg-ops.js";
 import type { Query } from "./pg-reads.js";
 import { PgReads } from "./pg-repository.js";
@@ -34,6 +35,7 @@ export class PostgresStore extends StoreDomain implements StorePort {
   private readonly availability: Availability;
   private ledger: PgStoreCredentials | null = null;
   private registryRows: PgInstances | null = null;
+  private listener: PgListener | null = null;
   private ending: Promise<void> | null = null;
 
   constructor(
@@ -204,6 +206,21 @@ export class PostgresStore extends StoreDomain implements StorePort {
     return this.registryRows;
   }
 
+  /** Wake the processes listening on `channel` (a hint, never data: they read the store). */
+  async notify(channel: string, payload: string): Promise<void> {
+    await this.query("SELECT pg_notify($1, $2)", [channel, payload]);
+  }
+
+  /** Hear `channel`'s wake-ups from every process of the store, until the returned function is called. */
+  listen(channel: string, handler: (payload: string) => void): () => void {
+    this.listener ??= new PgListener({
+      url: this.options.url,
+      connectTimeoutMs: this.options.connectTimeoutMs ?? 5_000,
+      timers: this.options.timers ?? backgroundTimers,
+    });
+    return this.listener.listen(channel, handler);
+  }
+
   /** The database's clock (ms since the epoch): the one time every process of the profile shares. */
   async databaseNow(): Promise<number> {
     const [row] = await this.query<{ now: number }>(
@@ -235,7 +252,8 @@ export class PostgresStore extends StoreDomain implements StorePort {
     if (this.ending !== null) return;
     this.availability.stop();
     this.spool.close();
-    this.ending = this.pool.end();
+    const listener = this.listener?.close() ?? Promise.resolve();
+    this.ending = Promise.all([this.pool.end(), listener]).then(() => {});
   }
 
   /** close(), resolving once every connection of the pool is closed. */
