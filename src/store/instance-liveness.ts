@@ -22,6 +22,9 @@ export interface InstanceSnapshot {
   misses: ReadonlyMap<string, number>;
 }
 
+/** A lock holder silent this long is taken for cut off (see instanceGone). */
+export const PARTITION_SILENCE_MS = 30_000;
+
 export interface LivenessRule {
   /** A heartbeat older than this (engine time) is silence. */
   silentAfterMs: number;
@@ -37,7 +40,9 @@ export interface LivenessRule {
  * - an instance marked stopped is gone;
  * - PostgreSQL: gone when its advisory lock is not held AND either two refreshes in a row saw it
  *   without it (one alone may fall between a restart of the database and its taking the lock
- *   again) or its heartbeat is older than `silentAfterMs`. A held lock is alive: its connection is;
+ *   again) or its heartbeat is older than `silentAfterMs`. A held lock is alive while its holder
+ *   beats; one silent for PARTITION_SILENCE_MS is cut off from the database (a partition the
+ *   server has not noticed yet) or hung, and gone: its late writes are fenced by the lease epoch;
  * - SQLite (one host): gone when its pid no longer runs (with the pid's start time and the boot it
  *   belongs to, so a reused pid is not taken for it); a row of another host, by silence alone;
  * - an id the snapshot does not hold is gone only when it was made more than `silentAfterMs` before
@@ -56,7 +61,10 @@ export function instanceGone(snapshot: InstanceSnapshot | null, id: string, rule
   if (instance.stopped_at !== null) return true;
   const silent = snapshot.at - instance.heartbeat_at > rule.silentAfterMs;
   if (snapshot.holders !== null) {
-    if (snapshot.holders.has(id)) return false;
+    // A held lock whose holder has not beaten for PARTITION_SILENCE_MS: cut off from the database
+    // (a partition the server has not noticed yet) or hung. Its turns may be taken over: every
+    // write it makes later is refused by the turn's lease epoch.
+    if (snapshot.holders.has(id)) return snapshot.at - instance.heartbeat_at > PARTITION_SILENCE_MS;
     return (snapshot.misses.get(id) ?? 0) >= 2 || silent;
   }
   if (instance.host !== rule.host) return silent;

@@ -6,7 +6,13 @@ import { tempProfile } from "../../test/helpers/tmp.js";
 import { newId } from "../core/ids.js";
 import { selfIdentity } from "../core/process-identity.js";
 import { ownerOf } from "../core/process-owner.js";
-import { INSTANCE_ID_PREFIX, type InstanceSnapshot, instanceGone, processMeta } from "./instance-liveness.js";
+import {
+  INSTANCE_ID_PREFIX,
+  type InstanceSnapshot,
+  instanceGone,
+  PARTITION_SILENCE_MS,
+  processMeta,
+} from "./instance-liveness.js";
 import type { InstanceView, ProcessLiveness } from "./instance-types.js";
 import { InstanceRegistry, type InstanceSource } from "./instances.js";
 import { storeOptions } from "./registry.js";
@@ -233,8 +239,10 @@ describe("the liveness rule on PostgreSQL's locks (made-up snapshots)", () => {
     misses: new Map(misses > 0 ? [["a", misses]] : []),
   });
 
-  it("a held lock is alive however old its heartbeat; one miss is not gone, two are", () => {
-    expect(instanceGone(snapshot(0, ["a"], 0), "a", rule)).toBe(false);
+  it("a held lock is alive until its holder is silent 30 s (cut off, or hung); one miss is not gone, two are", () => {
+    expect(instanceGone(snapshot(0, ["a"], 100_000 - PARTITION_SILENCE_MS), "a", rule)).toBe(false);
+    expect(instanceGone(snapshot(0, ["a"], 100_000 - PARTITION_SILENCE_MS - 1), "a", rule)).toBe(true);
+    expect(instanceGone(snapshot(0, ["a"], 0), "a", rule)).toBe(true);
     expect(instanceGone(snapshot(1, []), "a", rule)).toBe(false);
     expect(instanceGone(snapshot(2, []), "a", rule)).toBe(true);
     expect(instanceGone(snapshot(1, [], 84_000), "a", rule)).toBe(true);
