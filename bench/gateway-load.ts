@@ -2,7 +2,8 @@
 // with the simulator or the gateways). It takes a plan as JSON in argv[2], prints the result as one
 // JSON document on stdout, and sends the same chat request to every target over undici pools with
 // keep-alive: an open-loop schedule in alternating rounds, a closed-loop maximum, and streamed
-// requests timed to their first content token.
+// requests timed to their first content token. A plan may name only some of those phases, and a
+// target may be several gateways of one profile, the requests spread over them round-robin.
 import { Pool } from "undici";
 import { seededRandom } from "../src/core/deps.js";
 import { quantile, shuffle } from "./stats.js";
@@ -16,7 +17,16 @@ export interface LoadTarget {
   headers: Record<string, string>;
   /** The `model` sent: the agent (`tenax`) to the Tenax gateway, the simulator's model elsewhere. */
   model?: string;
+  /**
+   * More gateways of the same profile, with the same path and headers: the requests are spread
+   * round-robin over `origin` and these (in the closed loop, client i always sends to the i-th).
+   */
+  peers?: string[];
 }
+
+/** The phases of a plan; a plan that names none runs them all, in this order, after the warm-up. */
+export const LOAD_PHASES = ["open", "closed", "serial", "stream"] as const;
+export type LoadPhase = (typeof LOAD_PHASES)[number];
 
 export interface LoadPlan {
   targets: LoadTarget[];
@@ -32,6 +42,7 @@ export interface LoadPlan {
   streams: number;
   seed: number;
   prompt: string;
+  phases?: LoadPhase[];
 }
 
 export interface LatencySummary {
@@ -80,6 +91,8 @@ export interface LoadResult {
   stream: StreamFigures[];
   /** Up to 5 error messages per target, to say what failed. */
   error_samples: Record<string, string[]>;
+  /** Every error per target, counted by kind: `HTTP 409`, `HTTP 503`, or `network` (no answer). */
+  error_kinds: Record<string, Record<string, number>>;
 }
 
 const summary = (ms: readonly number[]): LatencySummary => ({
@@ -91,23 +104,34 @@ const summary = (ms: readonly number[]): LatencySummary => ({
 
 interface Sender {
   target: LoadTarget;
-  pool: Pool;
+  /** One per gateway of the target: its origin, then its peers. */
+  pools: Pool[];
   body: string;
   streamBody: string;
 }
 
 const errorSamples: Record<string, string[]> = {};
+const errorKinds: Record<string, Record<string, number>> = {};
 
-function noteError(target: string, message: string): void {
+function noteError(target: string, kind: string, message: string): void {
   const list = errorSamples[target] ?? [];
   if (list.length < 5) list.push(message);
   errorSamples[target] = list;
+  const kinds = errorKinds[target] ?? {};
+  kinds[kind] = (kinds[kind] ?? 0) + 1;
+  errorKinds[target] = kinds;
 }
 
-/** One non-streamed request; resolves true when it got a 200 with a body read to the end. */
-async function once(s: Sender): Promise<boolean> {
+/** The pool of the target's `i`-th gateway, round-robin. */
+const poolOf = (s: Sender, i: number): Pool => s.pools[i % s.pools.length] as Pool;
+
+/**
+ * One non-streamed request to the target's `i`-th gateway (round-robin); resolves true when it got
+ * a 200 with a body read to the end.
+ */
+async function once(s: Sender, i = 0): Promise<boolean> {
   try {
-    const res = await s.pool.request({
+    const res = await poolOf(s, i).request({
       path: s.target.path,
       method: "POST",
       headers: s.target.headers,
@@ -115,12 +139,12 @@ async function once(s: Sender): Promise<boolean> {
     });
     const text = await res.body.text();
     if (res.statusCode !== 200) {
-      noteError(s.target.name, `HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+      noteError(s.target.name, `HTTP ${res.statusCode}`, `HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
       return false;
     }
     return true;
   } catch (error) {
-    noteError(s.target.name, error instanceof Error ? error.message : String(error));
+    noteError(s.target.name, "network", error instanceof Error ? error.message : String(error));
     return false;
   }
 }
@@ -146,9 +170,8 @@ async function openLoop(s: Sender, rps: number, seconds: number, round: number):
     while (i < total && start + i * interval <= now) {
       const scheduled = start + i * interval;
       lags.push(now - scheduled);
-      i++;
       inflight.push(
-        once(s).then((good) => {
+        once(s, i++).then((good) => {
           const end = performance.now();
           lastEnd = Math.max(lastEnd, end);
           if (good) {
@@ -181,10 +204,10 @@ async function closedLoop(s: Sender, clients: number, seconds: number, round: nu
   const deadline = started + seconds * 1000;
   const latencies: number[] = [];
   let errors = 0;
-  const client = async () => {
+  const client = async (_: unknown, i: number) => {
     while (performance.now() < deadline) {
       const t = performance.now();
-      if (await once(s)) latencies.push(performance.now() - t);
+      if (await once(s, i)) latencies.push(performance.now() - t);
       else errors++;
     }
   };
@@ -201,17 +224,18 @@ async function closedLoop(s: Sender, clients: number, seconds: number, round: nu
 }
 
 /** One streamed request: ms to the first non-empty content delta and to the end, or null on failure. */
-async function streamOnce(s: Sender): Promise<{ ttft: number; total: number } | null> {
+async function streamOnce(s: Sender, i: number): Promise<{ ttft: number; total: number } | null> {
   const started = performance.now();
   try {
-    const res = await s.pool.request({
+    const res = await poolOf(s, i).request({
       path: s.target.path,
       method: "POST",
       headers: s.target.headers,
       body: s.streamBody,
     });
     if (res.statusCode !== 200) {
-      noteError(s.target.name, `stream HTTP ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
+      const text = (await res.body.text()).slice(0, 200);
+      noteError(s.target.name, `HTTP ${res.statusCode}`, `stream HTTP ${res.statusCode}: ${text}`);
       return null;
     }
     let ttft = Number.NaN;
@@ -231,41 +255,28 @@ async function streamOnce(s: Sender): Promise<{ ttft: number; total: number } | 
       }
     }
     if (Number.isNaN(ttft)) {
-      noteError(s.target.name, "stream ended without a content delta");
+      noteError(s.target.name, "no content", "stream ended without a content delta");
       return null;
     }
     return { ttft, total: performance.now() - started };
   } catch (error) {
-    noteError(s.target.name, `stream: ${error instanceof Error ? error.message : String(error)}`);
+    noteError(s.target.name, "network", `stream: ${error instanceof Error ? error.message : String(error)}`);
     return null;
   }
 }
 
-async function main(): Promise<void> {
-  const plan = JSON.parse(process.argv[2] ?? "{}") as LoadPlan;
-  const messages = [{ role: "user", content: plan.prompt }];
-  const sender = (target: LoadTarget): Sender => {
-    const request = { model: target.model ?? "echo", messages };
-    return {
-      target,
-      pool: new Pool(target.origin, {
-        connections: Math.max(256, plan.closedClients),
-        pipelining: 1,
-        keepAliveTimeout: 60_000,
-      }),
-      body: JSON.stringify(request),
-      streamBody: JSON.stringify({ ...request, stream: true }),
-    };
-  };
-  const senders = plan.targets.map(sender);
-  const everyone = [...senders, ...plan.diagnosticTargets.map(sender)];
-  const random = seededRandom(plan.seed);
-  const log = (line: string) => process.stderr.write(`${line}\n`);
+const log = (line: string) => process.stderr.write(`${line}\n`);
 
-  for (const s of senders) {
-    log(`  warm-up: ${s.target.name}, ${plan.warmupSeconds} s at ${plan.rps}/s`);
-    await openLoop(s, plan.rps, plan.warmupSeconds, -1);
-  }
+/** What each phase measures runs over: the plan, its senders, and the one seeded shuffle. */
+interface Run {
+  plan: LoadPlan;
+  senders: Sender[];
+  /** The senders and the diagnostic ones (measured only in the serial phase). */
+  everyone: Sender[];
+  random: () => number;
+}
+
+async function openPhase({ plan, senders, random }: Run): Promise<OpenRound[]> {
   const open: OpenRound[] = [];
   for (let round = 0; round < plan.rounds; round++) {
     for (const s of shuffle([...senders], random)) {
@@ -278,15 +289,26 @@ async function main(): Promise<void> {
       await sleep(200);
     }
   }
+  return open;
+}
+
+async function closedPhase({ plan, senders, random }: Run): Promise<ClosedRound[]> {
   const closed: ClosedRound[] = [];
   for (let round = 0; round < plan.closedRounds; round++) {
     for (const s of shuffle([...senders], random)) {
       const r = await closedLoop(s, plan.closedClients, plan.closedSeconds, round);
-      log(`  closed loop round ${round + 1}/${plan.closedRounds} ${s.target.name}: ${r.rps.toFixed(0)}/s`);
+      log(
+        `  closed loop round ${round + 1}/${plan.closedRounds} ${s.target.name}: ${r.rps.toFixed(0)}/s, ` +
+          `p50 ${r.latency.p50_ms.toFixed(2)} ms, ${r.errors} errors`,
+      );
       closed.push(r);
       await sleep(200);
     }
   }
+  return closed;
+}
+
+async function serialPhase({ plan, senders, everyone, random }: Run): Promise<ClosedRound[]> {
   const serial: ClosedRound[] = [];
   for (const s of everyone.slice(senders.length)) await closedLoop(s, 4, plan.warmupSeconds, -1);
   for (let round = 0; round < plan.closedRounds; round++) {
@@ -298,13 +320,17 @@ async function main(): Promise<void> {
       serial.push(r);
     }
   }
+  return serial;
+}
+
+async function streamPhase({ plan, senders, random }: Run): Promise<StreamFigures[]> {
   log(`  streaming: ${plan.streams} requests per target, one at a time, interleaved`);
   const ttft = new Map<string, number[]>(senders.map((s) => [s.target.name, []]));
   const totals = new Map<string, number[]>(senders.map((s) => [s.target.name, []]));
   const streamErrors = new Map<string, number>(senders.map((s) => [s.target.name, 0]));
   for (let i = 0; i < plan.streams; i++) {
     for (const s of shuffle([...senders], random)) {
-      const r = await streamOnce(s);
+      const r = await streamOnce(s, i);
       const name = s.target.name;
       if (r === null) streamErrors.set(name, (streamErrors.get(name) ?? 0) + 1);
       else {
@@ -313,15 +339,51 @@ async function main(): Promise<void> {
       }
     }
   }
-  const stream: StreamFigures[] = senders.map((s) => ({
+  return senders.map((s) => ({
     target: s.target.name,
     ok: ttft.get(s.target.name)?.length ?? 0,
     errors: streamErrors.get(s.target.name) ?? 0,
     ttft: summary(ttft.get(s.target.name) ?? []),
     total: summary(totals.get(s.target.name) ?? []),
   }));
-  await Promise.all(everyone.map((s) => s.pool.close()));
-  const result: LoadResult = { open, closed, serial, stream, error_samples: errorSamples };
+}
+
+function sender(plan: LoadPlan, target: LoadTarget): Sender {
+  const request = { model: target.model ?? "echo", messages: [{ role: "user", content: plan.prompt }] };
+  const pool = (origin: string) =>
+    new Pool(origin, {
+      connections: Math.max(256, plan.closedClients),
+      pipelining: 1,
+      keepAliveTimeout: 60_000,
+    });
+  return {
+    target,
+    pools: [target.origin, ...(target.peers ?? [])].map(pool),
+    body: JSON.stringify(request),
+    streamBody: JSON.stringify({ ...request, stream: true }),
+  };
+}
+
+async function main(): Promise<void> {
+  const plan = JSON.parse(process.argv[2] ?? "{}") as LoadPlan;
+  const senders = plan.targets.map((t) => sender(plan, t));
+  const everyone = [...senders, ...plan.diagnosticTargets.map((t) => sender(plan, t))];
+  const run: Run = { plan, senders, everyone, random: seededRandom(plan.seed) };
+  const phases = new Set<LoadPhase>(plan.phases ?? LOAD_PHASES);
+
+  for (const s of senders) {
+    log(`  warm-up: ${s.target.name}, ${plan.warmupSeconds} s at ${plan.rps}/s`);
+    await openLoop(s, plan.rps, plan.warmupSeconds, -1);
+  }
+  const result: LoadResult = {
+    open: phases.has("open") ? await openPhase(run) : [],
+    closed: phases.has("closed") ? await closedPhase(run) : [],
+    serial: phases.has("serial") ? await serialPhase(run) : [],
+    stream: phases.has("stream") ? await streamPhase(run) : [],
+    error_samples: errorSamples,
+    error_kinds: errorKinds,
+  };
+  await Promise.all(everyone.flatMap((s) => s.pools.map((p) => p.close())));
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 

@@ -8,7 +8,6 @@
 // in shuffled rounds, so the machine's noise falls on all of them alike. Since issue 26 the same
 // gateway also runs with its profile in PostgreSQL (tenax_pg), and, given BENCH_TENAX_BEFORE, a
 // checkout from before the store port on SQLite (tenax_before): see gateway-engines.ts.
-import { mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -22,12 +21,12 @@ import {
   stopBenchPostgres,
 } from "./gateway-engines.js";
 import type { LoadPlan, LoadResult, LoadTarget } from "./gateway-load.js";
-import { type Child, launch, printedUrl, runLoad, stopAll, waitFor } from "./load-run.js";
+import { type Child, launch, printedUrl, runLoad, stopAll } from "./load-run.js";
 import { type Aim, table } from "./report.js";
 import { median } from "./stats.js";
+import { answers, JSON_HEADERS, startTenax, TENAX_HEADERS, tenaxTarget } from "./tenax-gateway.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const TENAX_BIN = fileURLToPath(new URL("../../bin/tenax.js", import.meta.url));
 const PROMPT = "say something short about resilient agents";
 
 /** Every target, in the report's order; the engine targets only when they can run. */
@@ -134,93 +133,12 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-async function answers(url: string, headers: Record<string, string>, model = "echo"): Promise<void> {
-  const deadline = performance.now() + 30_000;
-  let last = "";
-  while (performance.now() < deadline) {
-    try {
-      const res = await fetch(url, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ model, messages: [{ role: "user", content: "ready?" }] }),
-      });
-      last = `${res.status} ${await res.text()}`;
-      if (res.ok) return;
-    } catch (error) {
-      last = String(error);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} never answered a chat request: ${last}`);
-}
-
 function peerInfo(): { entry: string; version: string } {
   const require = createRequire(import.meta.url);
   const pkgPath = require.resolve("@portkey-ai/gateway/package.json");
   const pkg = require(pkgPath) as { version: string; bin: string | Record<string, string> };
   const bin = typeof pkg.bin === "string" ? pkg.bin : (Object.values(pkg.bin)[0] ?? "");
   return { entry: join(dirname(pkgPath), bin), version: pkg.version };
-}
-
-const JSON_HEADERS = { "content-type": "application/json" };
-/** The Tenax gateways' key (given as TENAX_API_KEY), sent as their clients send it. */
-const TENAX_KEY = "tnx-bench-gateway-key";
-const TENAX_HEADERS = { ...JSON_HEADERS, authorization: `Bearer ${TENAX_KEY}` };
-
-interface TenaxOptions {
-  synchronous: "full" | "normal";
-  /** More keys of the profile's store section, e.g. its engine and URL. */
-  store?: string;
-  /** The CLI entry to run; another checkout's for tenax_before. */
-  bin?: string;
-  profileDir?: string;
-  env?: NodeJS.ProcessEnv;
-}
-
-/** `tenax gateway run` (the built CLI) on a scratch home whose only provider is the simulator. */
-async function startTenax(
-  workDir: string,
-  simUrl: string,
-  turns: number,
-  options: TenaxOptions,
-): Promise<{ process: Child; url: string }> {
-  const home = mkdtempSync(join(workDir, `gateway-peer-${options.synchronous}-`));
-  const store = [`synchronous: ${options.synchronous}`, ...(options.store ? [options.store] : [])];
-  writeFileSync(
-    join(home, "config.yaml"),
-    [
-      "model: { provider: sim, name: echo }",
-      "providers:",
-      `  sim: { type: simulator, base_url: "${simUrl}", max_concurrency: ${turns} }`,
-      `gateway: { drain_timeout: 1, max_turns: ${turns} }`,
-      `store: { ${store.join(", ")} }`,
-      "",
-    ].join("\n"),
-  );
-  // BENCH_GATEWAY_PROFILE=DIR writes a V8 CPU profile of the Tenax gateway there, for diagnosis.
-  const profileArgs = options.profileDir ? ["--cpu-prof", "--cpu-prof-dir", options.profileDir] : [];
-  const child = launch([...profileArgs, options.bin ?? TENAX_BIN, "gateway", "run", "--port", "0"], {
-    ...process.env,
-    ...options.env,
-    TENAX_HOME: home,
-    TENAX_PROFILE: "",
-    TENAX_API_KEY: TENAX_KEY,
-  });
-  try {
-    const url = await waitFor("the Tenax gateway", child, (out) => {
-      const m = /gateway listening on (http:\/\/\S+)/.exec(out);
-      return m?.[1] ?? null;
-    });
-    return { process: child, url };
-  } catch (error) {
-    child.child.kill("SIGKILL");
-    throw error;
-  }
-}
-
-/** A load target on a Tenax gateway: its agent (`tenax`) unless another model is named. */
-function tenaxTarget(name: string, url: string, model = "tenax"): LoadTarget {
-  return { name, origin: new URL(url).origin, path: "/v1/chat/completions", headers: TENAX_HEADERS, model };
 }
 
 /** The Tenax gateways of the engine targets that can run here, and why the others do not. */

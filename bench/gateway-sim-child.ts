@@ -3,8 +3,11 @@
 import { startSimulator } from "../src/llm/simulator/server.js";
 
 const sim = await startSimulator();
-// The simulator records every request; forget them now and then so a long run's memory stays flat.
-setInterval(() => sim.reset(), 1000);
+// The simulator records every request; forget them now and then so a long run's memory stays flat,
+// but never while a bench's script (POST /__sim/script) waits for its request: reset drops it too.
+setInterval(() => {
+  if (sim.queued() === 0) sim.reset();
+}, 1000);
 process.stdout.write(`${JSON.stringify({ url: sim.url })}\n`);
 process.on("SIGTERM", () => {
   void sim.close().finally(() => process.exit(0));

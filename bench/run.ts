@@ -4,8 +4,10 @@
 // leave behind; the gateway's added latency, throughput and first-token time beside Portkey's
 // gateway (bench/gateway-peer.ts); and what Fastify and Hono add to one route over node:http
 // (bench/http-framework.ts); and what the store's continuous verification costs and how soon it
-// finds damage (bench/store-verify.ts). Every knob is an environment variable (see BENCH_* below);
-// BENCH_MESSAGES sets the size of the search store (default 1M).
+// finds damage (bench/store-verify.ts); and several gateways on one PostgreSQL against one on
+// SQLite, with the takeover time after kill -9 (bench/gateways-shared.ts). Every knob is an
+// environment variable (see BENCH_* below); BENCH_MESSAGES sets the size of the search store
+// (default 1M). Suites named as arguments (`npm run bench -- gateways`) run alone, as BENCH_ONLY.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -21,6 +23,12 @@ import {
   judgeGatewayAims,
   runGatewayPeerBench,
 } from "./gateway-peer.js";
+import {
+  judgeSharedAims,
+  runSharedGatewaysBench,
+  type SharedGatewaysOutcome,
+  sharedLines,
+} from "./gateways-shared.js";
 import {
   type FrameworkResult,
   frameworkLines,
@@ -73,6 +81,7 @@ const SUITES = [
   "slowdisk",
   "cron",
   "verify",
+  "gateways",
 ] as const;
 
 const Env = z.object({
@@ -140,6 +149,16 @@ const Env = z.object({
   BENCH_VERIFY_CPU_PERCENT: z.coerce.number().positive().max(100).default(1),
   BENCH_VERIFY_TRIALS: count(3),
   BENCH_VERIFY_REPEATS: count(3),
+  /** The gateways suite: closed-loop sizes, seconds per configuration per round, rounds, most gateways on PostgreSQL, kills. */
+  BENCH_GATEWAYS_CLIENTS: z
+    .string()
+    .default("16,64")
+    .transform((s) => s.split(",").map((x) => Number(x.trim())))
+    .pipe(z.array(z.number().int().positive())),
+  BENCH_GATEWAYS_SECONDS: z.coerce.number().positive().default(4),
+  BENCH_GATEWAYS_ROUNDS: count(5),
+  BENCH_GATEWAYS_MAX: z.coerce.number().int().min(2).default(3),
+  BENCH_GATEWAYS_KILLS: count(10),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -169,9 +188,11 @@ function sourceVersion(): { commit: string; store_changes: string[]; llm_changes
 }
 
 async function main(): Promise<void> {
-  const env = Env.parse(
-    Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("BENCH_"))),
-  );
+  const names = process.argv.slice(2);
+  const env = Env.parse({
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("BENCH_"))),
+    ...(names.length > 0 ? { BENCH_ONLY: names.join(",") } : {}),
+  });
   const out = resolve(env.BENCH_OUT);
   const work = join(out, `work-${process.pid}`);
   mkdirSync(work, { recursive: true });
@@ -410,6 +431,23 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let gateways: SharedGatewaysOutcome | null = null;
+  if (only.has("gateways")) {
+    log("several gateways on one PostgreSQL against one on SQLite, then takeovers after kill -9");
+    gateways = await runSharedGatewaysBench(
+      work,
+      {
+        clients: env.BENCH_GATEWAYS_CLIENTS,
+        seconds: env.BENCH_GATEWAYS_SECONDS,
+        rounds: env.BENCH_GATEWAYS_ROUNDS,
+        warmupSeconds: env.BENCH_GATEWAY_WARMUP_SECONDS,
+        gateways: env.BENCH_GATEWAYS_MAX,
+        kills: env.BENCH_GATEWAYS_KILLS,
+      },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
@@ -422,6 +460,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     ...(slowDisk ? [judgeSlowDiskAim(slowDisk)] : []),
     ...(cron ? judgeCronAims(cron) : []),
     ...(verify ? judgeVerifyAims(verify) : []),
+    ...(gateways ? judgeSharedAims(gateways) : []),
   ];
   const result = {
     started_at: started.toISOString(),
@@ -450,6 +489,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     slow_disk: slowDisk,
     cron,
     verify,
+    gateways,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -480,6 +520,7 @@ function print(r: {
   slow_disk: SlowDiskResult | null;
   cron: CronBenchResult | null;
   verify: VerifyResult | null;
+  gateways: SharedGatewaysOutcome | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -612,6 +653,7 @@ function print(r: {
   if (r.slow_disk) lines.push("", ...slowDiskLines(r.slow_disk));
   if (r.cron) lines.push(...cronLines(r.cron));
   if (r.verify) lines.push(...verifyLines(r.verify));
+  if (r.gateways) lines.push(...sharedLines(r.gateways));
   lines.push(
     "\naims",
     table(
