@@ -46,6 +46,7 @@ const EXPECTED: [FailureCode, number, string][] = [
   ["shutting_down", 503, "unavailable_error"],
   ["interrupted", 503, "unavailable_error"],
   ["stopped", 409, "conflict_error"],
+  ["lease_lost", 409, "conflict_error"],
   ["turn_deadline", 504, "server_error"],
   ["client_closed", 499, "invalid_request_error"],
   ["store_unavailable", 503, "unavailable_error"],
