@@ -12,6 +12,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Random, seededRandom } from "../src/core/deps.js";
 import { listRuns as listCronRuns } from "../src/cron/records.js";
 import { listEntries } from "../src/outbox/entry.js";
+import { readChatSession } from "../src/platforms/chat-sessions.js";
 import { INBOX_KIND } from "../src/platforms/inbox.js";
 import { startTelegramSim, type TelegramSim } from "../src/platforms/telegram/sim/server.js";
 import { openProfileReader, type ProfileReader } from "../src/store/registry.js";
@@ -33,12 +34,48 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** What a failed Telegram check shows: the first unanswered entries, their chats' sessions and turns, the gateways' platform lines. */
+async function whyUnanswered(
+  open: () => Promise<ProfileReader>,
+  unanswered: readonly { key: string; value: unknown }[],
+  pool: Pool,
+): Promise<string> {
+  const r = await open();
+  try {
+    const lines: string[] = [];
+    for (const entry of unanswered.slice(0, 3)) {
+      lines.push(`inbox ${entry.key}: ${JSON.stringify(entry.value)}`);
+      const key = (entry.value as { session_key?: string }).session_key ?? "";
+      const chat = await readChatSession(r, key);
+      lines.push(`  chat session: ${JSON.stringify(chat)}`);
+      for (const id of new Set([chat?.session_id, chat?.running?.session_id])) {
+        if (id === undefined) continue;
+        for (const t of await r.getTurns(id))
+          lines.push(
+            `  turn ${t.id} of ${id}: ${t.status} owner=${t.lease_owner} epoch=${t.lease_epoch} error=${t.error}`,
+          );
+      }
+    }
+    for (const [i, gw] of pool.started.entries()) {
+      const said = `${gw.stdout()}\n${gw.stderr()}`
+        .split("\n")
+        .filter((l) => /chat platforms|platforms|telegram|resum|took over|interrupt/i.test(l));
+      lines.push(`gateway #${i} (pid ${gw.child.pid}):`, ...said.slice(-25).map((l) => `  ${l}`));
+    }
+    return lines.join("\n");
+  } finally {
+    r.close();
+  }
+}
+
 /** The gateways as a load balancer sees them: a slot per host, empty while its gateway is down. */
 class Pool {
   constructor(
     readonly slots: (GatewayProcess | null)[],
     private readonly random: Random,
-  ) {}
+  ) {
+    this.started = slots.filter((g): g is GatewayProcess => g !== null);
+  }
 
   /** A live gateway, chosen at random (never null: at least one always runs). */
   pick(): GatewayProcess {
@@ -46,6 +83,15 @@ class Pool {
     const chosen = live[Math.floor(this.random() * live.length)];
     if (chosen === undefined) throw new Error("no gateway runs");
     return chosen;
+  }
+
+  /** Every gateway started, killed ones too: their output tells what happened when a check fails. */
+  readonly started: GatewayProcess[];
+
+  /** Put a (re)started gateway in slot `i`. */
+  add(i: number, gw: GatewayProcess): void {
+    this.slots[i] = gw;
+    this.started.push(gw);
   }
 
   /** kill -9 the gateway of slot `i`; it takes no more requests from here on. */
@@ -229,11 +275,11 @@ describe("three gateways on one PostgreSQL", () => {
     await sleep(1_500 + Math.floor(random() * 1_000));
     await pool.kill(1);
     await sleep(3_000);
-    pool.slots[1] = await startGateway(homes[1] ?? "");
+    pool.add(1, await startGateway(homes[1] ?? ""));
     await sleep(2_000 + Math.floor(random() * 2_000));
     await pool.kill(0);
     await sleep(3_000);
-    pool.slots[0] = await startGateway(homes[0] ?? "");
+    pool.add(0, await startGateway(homes[0] ?? ""));
     await sleep(4_000);
     load.live = false;
     await Promise.all(clients);
@@ -281,7 +327,7 @@ describe("three gateways on one PostgreSQL", () => {
       }
       if (Date.now() > deadline)
         throw new Error(
-          `telegram: ${inbox.length} of ${telegram.length} taken in, ${pending} sends pending, unanswered: ${unanswered.map((e) => e.key).join(", ")}`,
+          `telegram: ${inbox.length} of ${telegram.length} taken in, ${pending} sends pending, unanswered: ${unanswered.map((e) => e.key).join(", ")}\n${await whyUnanswered(open, unanswered, pool)}`,
         );
       await sleep(500);
     }

@@ -246,6 +246,63 @@ describe.each(engines)("store contract: $name", (engine) => {
     });
   });
 
+  it("runs one turn per session: a start or resume beside a running turn is refused whole with turn_running", async () => {
+    const s = await open();
+    const sid = await s.createSession();
+    const other = await s.createSession();
+    const first = await s.startTurn(sid, 60_000, "owner:a", { role: "user", content: "first" });
+    const before = { turns: await s.getTurns(sid), messages: await s.getMessages(sid) };
+    const second = await rejected(() =>
+      s.startTurn(sid, 60_000, "owner:b", { role: "user", content: "second" }, [put("kept-out", 1, 9_000)]),
+    );
+    expect(second.code).toBe("turn_running");
+    expect(second.message).toContain(`session ${sid}`);
+    expect(second.message).toContain(`turn ${first} (held by owner:a)`);
+    expect(second.hint).toContain(`tenax sessions stop ${sid}`);
+    expect(second.data).toMatchObject({ session_id: sid, running_turn_id: first, owner: "owner:a" });
+    // Nothing of the refused write landed: not the turn, not its question, not what came before it.
+    expect(await s.getTurns(sid)).toEqual(before.turns);
+    expect(await s.getMessages(sid)).toEqual(before.messages);
+    expect(await s.getRecord("note", "kept-out")).toBeNull();
+    // Another session is not held by it.
+    await s.startTurn(other, 60_000, "owner:b", { role: "user", content: "elsewhere" });
+
+    // A resume of an interrupted turn beside the running one is refused the same way.
+    await s.updateTurn({ id: first, status: "interrupted", new_epoch: true });
+    const next = await s.startTurn(sid, 60_000, "owner:b", { role: "user", content: "went on" });
+    const resume = await rejected(() => restartTurn(s, sid, first, 60_000, 5_000, "owner:c"));
+    expect(resume.code).toBe("turn_running");
+    expect(resume.data).toMatchObject({ running_turn_id: next, owner: "owner:b" });
+    expect((await s.getTurns(sid)).map((t) => [t.id, t.status])).toEqual([
+      [first, "interrupted"],
+      [next, "running"],
+    ]);
+    // Once the running turn ends, the session takes a new one.
+    await s.updateTurn({ id: next, status: "completed" });
+    await restartTurn(s, sid, first, 60_000, 5_000, "owner:c");
+    expect((await s.runningTurns()).filter((t) => t.session_id === sid).map((t) => t.id)).toEqual([first]);
+  });
+
+  it("lets exactly one of several concurrent turn starts in a session win, every time", async () => {
+    const s = await open();
+    const sid = await s.createSession();
+    for (let round = 0; round < 30; round++) {
+      const outcomes = await Promise.allSettled(
+        ["owner:a", "owner:b", "owner:c"].map((owner) =>
+          s.startTurn(sid, 60_000, owner, { role: "user", content: `${owner} ${round}` }),
+        ),
+      );
+      const won = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+      const lost = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as { code?: string }] : []));
+      expect(won, `round ${round}`).toHaveLength(1);
+      expect(lost.map((e) => e.code)).toEqual(["turn_running", "turn_running"]);
+      expect((await s.runningTurns()).map((t) => t.id)).toEqual(won);
+      await s.updateTurn({ id: won[0] ?? "", status: "completed" });
+    }
+    // Only the winners' questions were stored.
+    expect(await s.getMessages(sid)).toHaveLength(30);
+  });
+
   it("lets exactly one of two concurrent takeovers of an interrupted turn win, every time", async () => {
     const s = await open();
     const sid = await s.createSession();

@@ -60,7 +60,7 @@ export function sessionBusy(id: string, owner: string | null, waitedS: number): 
     409,
     "conflict_error",
     "session_busy",
-    `session ${id} is running a turn on another gateway (${owner ?? "owner unknown"}) that did not end within ${waitedS} s (gateway.session_wait); send the message again once it has answered`,
+    `session ${id} is running a turn elsewhere (${owner ?? "owner unknown"}: another gateway, or a \`tenax chat\`) that did not end within ${waitedS} s (gateway.session_wait); send the message again once it has answered`,
     { "retry-after": "5" },
   );
 }

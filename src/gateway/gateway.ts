@@ -9,6 +9,7 @@ import { type InterruptCode, TurnInterrupt } from "../agent/turn-failure.js";
 import type { TurnRequest } from "../agent/turn-request.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { Target } from "../llm/route-events.js";
+import { turnRunningDetail } from "../store/one-running-turn.js";
 import type { WriteOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
 import type { ChatMessage } from "./chat-request.js";
@@ -23,8 +24,8 @@ import {
 } from "./gateway-errors.js";
 import { SessionQueue } from "./session-queue.js";
 
-/** How often a message waiting for another gateway's turn of its session looks again. */
-const OTHER_GATEWAY_POLL_MS = 200;
+/** How often a message for a session running a turn elsewhere tries to start again. */
+const OTHER_OWNER_POLL_MS = 250;
 
 export interface GatewayOptions {
   agent: Agent;
@@ -215,7 +216,6 @@ export class Gateway {
     }
     const store = this.options.store;
     if (!(await store.getSession(requested))) throw unknownSession(requested);
-    if (!this.active.has(requested)) await this.awaitOtherGateways(requested, request.signal);
     const begin = () => this.start(requested, this.agentWork(requested, request, []), request.watcher);
     if (!this.active.has(requested)) {
       this.reserve();
@@ -240,25 +240,29 @@ export class Gateway {
   }
 
   /**
-   * A store several gateways share: one turn at a time per session across all of them. While the
-   * session has a running turn this gateway does not run (another gateway's, or one being taken
-   * over from a gateway that died), the message waits, up to gateway.session_wait.
+   * One turn at a time per session, whoever runs it: the store refuses a turn's start while the
+   * session runs one elsewhere (another gateway, one being taken over from a gateway that died, a
+   * `tenax chat`). The start is tried again until it is taken or gateway.session_wait has passed
+   * (409 session_busy); nothing of a refused start was written.
    */
-  private async awaitOtherGateways(sessionId: string, signal?: AbortSignal): Promise<void> {
-    const { store, agent, config } = this.options;
-    if (store.engine !== "postgres") return;
-    const waitS = config.gateway.session_wait;
+  private async whenSessionFree<T>(
+    sessionId: string,
+    signal: AbortSignal,
+    start: () => Promise<T>,
+  ): Promise<T> {
+    const waitS = this.options.config.gateway.session_wait;
     const until = this.now() + waitS * 1000;
     for (;;) {
-      const other = (await store.getTurns(sessionId)).find(
-        (t) =>
-          t.status === "running" && (t.lease_owner === null || agent.owners.state(t.lease_owner) !== "mine"),
-      );
-      if (other === undefined || this.active.has(sessionId)) return;
-      if (this.stopping) throw unavailable();
-      if (this.now() >= until) throw sessionBusy(sessionId, other.lease_owner, waitS);
-      if (signal?.aborted) throw signal.reason;
-      await new Promise((resolve) => setTimeout(resolve, OTHER_GATEWAY_POLL_MS));
+      try {
+        return await start();
+      } catch (error) {
+        const running = turnRunningDetail(error);
+        if (running === null) throw error;
+        if (this.stopping) throw unavailable();
+        if (this.now() >= until) throw sessionBusy(sessionId, running.owner, waitS);
+        if (signal.aborted) throw signal.reason;
+        await new Promise((resolve) => setTimeout(resolve, OTHER_OWNER_POLL_MS));
+      }
     }
   }
 
@@ -284,18 +288,20 @@ export class Gateway {
     const { text, request } = launch;
     return async (signal, onEvent) => {
       if (stillThere && !(await stillThere())) throw unknownSession(sessionId);
-      const result = await this.options.agent.turn({
-        sessionId,
-        text,
-        cwd: launch.cwd ?? this.options.cwd,
-        ...(launch.model ? { route: this.options.agent.runtime.router.turn(launch.model) } : {}),
-        signal,
-        onEvent,
-        before,
-        approvals: launch.approvals ?? null,
-        ...(launch.deadline === false ? { deadline: false } : {}),
-        ...(request === undefined ? {} : { request }),
-      });
+      const result = await this.whenSessionFree(sessionId, signal, () =>
+        this.options.agent.turn({
+          sessionId,
+          text,
+          cwd: launch.cwd ?? this.options.cwd,
+          ...(launch.model ? { route: this.options.agent.runtime.router.turn(launch.model) } : {}),
+          signal,
+          onEvent,
+          before,
+          approvals: launch.approvals ?? null,
+          ...(launch.deadline === false ? { deadline: false } : {}),
+          ...(request === undefined ? {} : { request }),
+        }),
+      );
       try {
         await this.conversations.recordTurn(sessionId, text, result, fresh?.base);
       } catch {

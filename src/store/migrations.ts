@@ -1,6 +1,7 @@
 // The store's schema, as forward-only migrations. PRAGMA user_version holds the version reached;
 // application_id marks the file as a Tenax store. A store from a newer Tenax is never touched.
 import type Database from "better-sqlite3";
+import { oneRunningTurnSql } from "./one-running-turn.js";
 
 /** "TNAX" as a big-endian integer; SQLite stores it in the file header. */
 export const APPLICATION_ID = 0x544e4158;
@@ -162,6 +163,11 @@ export const MIGRATIONS: readonly Migration[] = [
       -- A turn row now has 11 columns: recovery tells it by that (recover/row-shapes.ts).
       ALTER TABLE turns ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
     `,
+  },
+  {
+    version: 8,
+    description: "one running turn per session, whichever process runs it (one-running-turn.ts)",
+    sql: oneRunningTurnSql("rowid"),
   },
 ];
 

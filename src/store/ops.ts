@@ -4,6 +4,7 @@
 import type Database from "better-sqlite3";
 import { StoreError } from "./errors.js";
 import { FIRST_EPOCH, fenceRefusal, type LeaseRow, leaseClaimOf } from "./lease-fence.js";
+import { type RunningTurn, turnRunningRefusal } from "./one-running-turn.js";
 
 export type ContentKind = "text" | "parts";
 
@@ -205,9 +206,17 @@ export class OpApplier {
       responseDelete: db.prepare("DELETE FROM responses WHERE id = ?"),
       turnInsert: db.prepare(
         `INSERT OR IGNORE INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at, lease_epoch)
-         VALUES (@id, @session_id, 'running', @started_at, @lease_owner, @lease_expires_at, @started_at, ${FIRST_EPOCH})`,
+         VALUES (@id, @session_id, @status, @started_at, @lease_owner, @lease_expires_at, @started_at, ${FIRST_EPOCH})`,
       ),
       turnLease: db.prepare("SELECT status, lease_epoch FROM turns WHERE id = ?"),
+      runningTurn: db.prepare(
+        "SELECT id, lease_owner FROM turns WHERE session_id = ? AND status = 'running'",
+      ),
+      otherRunningTurn: db.prepare(
+        `SELECT other.id, other.lease_owner, turn.session_id FROM turns turn
+         JOIN turns other ON other.session_id = turn.session_id AND other.status = 'running' AND other.id != turn.id
+         WHERE turn.id = ?`,
+      ),
     };
   }
 
@@ -285,7 +294,7 @@ export class OpApplier {
       case "message.append":
         return { op: op.op, changes: 1, message: this.appendMessage(op, options) };
       case "turn.start":
-        return { op: op.op, changes: s.turnInsert.run(op).changes };
+        return { op: op.op, changes: this.startTurn(op, options) };
       case "record.put":
         return { op: op.op, changes: s.recordPut.run(op).changes };
       case "record.claim": {
@@ -315,6 +324,7 @@ export class OpApplier {
         const sets = fields.filter((f) => op[f] !== undefined).map((f) => `${f} = @${f}`);
         if (op.new_epoch === true) sets.push("lease_epoch = lease_epoch + 1");
         if (sets.length === 0) return { op: op.op, changes: 0 };
+        if (op.status === "running") this.sessionMustBeFree(op.id);
         const values: Record<string, unknown> = { id: op.id };
         for (const f of fields) if (op[f] !== undefined) values[f] = op[f];
         const info = this.cached(`UPDATE turns SET ${sets.join(", ")} WHERE id = @id`).run(values);
@@ -325,6 +335,28 @@ export class OpApplier {
         throw new StoreError("store_bad_op", `unknown store operation ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * Insert a running turn (one already there is a replay: nothing changes). Refused with
+   * `turn_running` while its session runs another turn; a replayed turn is stored interrupted then.
+   */
+  private startTurn(op: TurnStartOp, options: ApplyOptions): number {
+    const s = this.s;
+    const changes = s.turnInsert.run({ ...op, status: "running" }).changes;
+    if (changes > 0 || s.turnLease.get(op.id) !== undefined) return changes;
+    if (options.createMissingSessions) return s.turnInsert.run({ ...op, status: "interrupted" }).changes;
+    throw turnRunningRefusal(
+      op.session_id,
+      op.id,
+      s.runningTurn.get(op.session_id) as RunningTurn | undefined,
+    );
+  }
+
+  /** Refuse a turn going back to running (a resume) while its session runs another. */
+  private sessionMustBeFree(turnId: string): void {
+    const other = this.s.otherRunningTurn.get(turnId) as (RunningTurn & { session_id: string }) | undefined;
+    if (other !== undefined) throw turnRunningRefusal(other.session_id, turnId, other);
   }
 
   private appendMessage(op: MessageAppendOp, options: ApplyOptions): AppliedMessage {

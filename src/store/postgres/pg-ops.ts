@@ -5,6 +5,7 @@
 import type pg from "pg";
 import { StoreError } from "../errors.js";
 import { FIRST_EPOCH, fenceRefusal, type LeaseClaim, type LeaseRow, leaseClaimOf } from "../lease-fence.js";
+import { ONE_RUNNING_INDEX, type RunningTurn, turnRunningRefusal } from "../one-running-turn.js";
 import type {
   AppliedMessage,
   ApplyOptions,
@@ -12,6 +13,7 @@ import type {
   OpResult,
   RecordClaimOp,
   SessionUpdateOp,
+  TurnStartOp,
   TurnUpdateOp,
   WriteOp,
 } from "../ops.js";
@@ -26,8 +28,11 @@ interface SessionState {
 const SESSION_INSERT = `INSERT INTO sessions (id, title, source, model, parent_session_id, created_at, updated_at, metadata)
   VALUES ($1, $2, $3, $4, $5, $6, $6, $7) ON CONFLICT (id) DO NOTHING`;
 
+/** No conflict target: a turn already there (a replay) and the session's running turn (turns_one_running) both change nothing. */
 const TURN_INSERT = `INSERT INTO turns (id, session_id, status, started_at, lease_owner, lease_expires_at, heartbeat_at, lease_epoch)
-  VALUES ($1, $2, 'running', $3, $4, $5, $3, ${FIRST_EPOCH}) ON CONFLICT (id) DO NOTHING`;
+  VALUES ($1, $2, $6, $3, $4, $5, $3, ${FIRST_EPOCH}) ON CONFLICT DO NOTHING`;
+
+const RUNNING_TURN = "SELECT id, lease_owner FROM turns WHERE session_id = $1 AND status = 'running'";
 
 /** The newest updated_at wins (an equal one too, as in SQLite), so an older replay never undoes it. */
 const RECORD_PUT = `INSERT INTO records (kind, key, session_id, value, updated_at) VALUES ($1, $2, $3, $4, $5)
@@ -145,16 +150,7 @@ export class PgOpApplier {
       case "message.append":
         return { op: op.op, changes: 1, message: await this.appendMessage(op, options) };
       case "turn.start":
-        return {
-          op: op.op,
-          changes: await this.changes(TURN_INSERT, [
-            op.id,
-            op.session_id,
-            op.started_at,
-            op.lease_owner,
-            op.lease_expires_at,
-          ]),
-        };
+        return { op: op.op, changes: await this.startTurn(op, options) };
       case "turn.update":
         return { op: op.op, changes: await this.updateTurn(op) };
       case "record.put":
@@ -200,6 +196,53 @@ export class PgOpApplier {
     return messages + (await this.changes("DELETE FROM sessions WHERE id = $1", [id]));
   }
 
+  /**
+   * Insert a running turn (one already there is a replay: nothing changes). Refused with
+   * `turn_running` while its session runs another turn; a replayed turn is stored interrupted then.
+   */
+  private async startTurn(op: TurnStartOp, options: ApplyOptions): Promise<number> {
+    const values = (status: string) => [
+      op.id,
+      op.session_id,
+      op.started_at,
+      op.lease_owner,
+      op.lease_expires_at,
+      status,
+    ];
+    const changes = await this.changes(TURN_INSERT, values("running"));
+    if (changes > 0) return changes;
+    if ((await this.run("SELECT 1 FROM turns WHERE id = $1", [op.id])).rows.length > 0) return 0;
+    if (options.createMissingSessions) return this.changes(TURN_INSERT, values("interrupted"));
+    const running = (await this.run<RunningTurn>(RUNNING_TURN, [op.session_id])).rows[0];
+    throw turnRunningRefusal(op.session_id, op.id, running);
+  }
+
+  /**
+   * A turn going back to running (a resume) is refused while its session runs another; the index
+   * decides a race between two such writes, and its refusal is told the same way.
+   */
+  private async freeSessionUpdate(turnId: string, sql: string, values: unknown[]): Promise<number> {
+    type Holder = { session_id: string; id: string | null; lease_owner: string | null };
+    const holder = (
+      await this.run<Holder>(
+        `SELECT turn.session_id, other.id, other.lease_owner FROM turns turn
+         LEFT JOIN turns other ON other.session_id = turn.session_id AND other.status = 'running' AND other.id <> turn.id
+         WHERE turn.id = $1`,
+        [turnId],
+      )
+    ).rows[0];
+    const running = (h: Holder | undefined) =>
+      h?.id == null ? undefined : { id: h.id, lease_owner: h.lease_owner };
+    if (running(holder) !== undefined)
+      throw turnRunningRefusal(holder?.session_id ?? "", turnId, running(holder));
+    try {
+      return await this.changes(sql, values);
+    } catch (error) {
+      if ((error as { constraint?: unknown }).constraint !== ONE_RUNNING_INDEX) throw error;
+      throw turnRunningRefusal(holder?.session_id ?? "", turnId, undefined);
+    }
+  }
+
   private async updateTurn(op: TurnUpdateOp): Promise<number> {
     const values: unknown[] = [op.id];
     const sets: string[] = [];
@@ -214,16 +257,15 @@ export class PgOpApplier {
       if (claim !== null) await this.fence(claim);
       return 0;
     }
-    if (claim === null) return this.changes(`UPDATE turns SET ${sets.join(", ")} WHERE id = $1`, values);
+    const update = (sql: string) =>
+      op.status === "running" ? this.freeSessionUpdate(op.id, sql, values) : this.changes(sql, values);
+    if (claim === null) return update(`UPDATE turns SET ${sets.join(", ")} WHERE id = $1`);
     // Compare and set in one statement: of two takeovers at once, the second waits for the first's
     // row lock, then finds the epoch moved and changes nothing.
     const where = ["id = $1"];
     if (claim.epoch !== undefined) where.push(`lease_epoch = $${values.push(claim.epoch)}`);
     if (claim.status !== undefined) where.push(`status = $${values.push(claim.status)}`);
-    const changes = await this.changes(
-      `UPDATE turns SET ${sets.join(", ")} WHERE ${where.join(" AND ")}`,
-      values,
-    );
+    const changes = await update(`UPDATE turns SET ${sets.join(", ")} WHERE ${where.join(" AND ")}`);
     if (changes === 0) await this.fence(claim);
     return changes;
   }

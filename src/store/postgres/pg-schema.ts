@@ -3,6 +3,7 @@
 // mirror SQLite's (migrations.ts); times are BIGINT milliseconds since the epoch. Each session
 // keeps its next message sequence number (next_seq), so concurrent appends never compute max+1.
 // row_no columns give rows an insertion order, the tiebreak SQLite takes from its rowid.
+import { oneRunningTurnSql } from "../one-running-turn.js";
 
 export interface PgMigration {
   version: number;
@@ -139,6 +140,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       -- 1 when a turn starts, one more at each takeover or interrupt; 0 for turns from before it.
       ALTER TABLE turns ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
     `,
+  },
+  {
+    version: 4,
+    description: "one running turn per session, whichever gateway runs it (one-running-turn.ts)",
+    sql: oneRunningTurnSql("row_no"),
   },
 ];
 
