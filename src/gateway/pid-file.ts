@@ -1,5 +1,8 @@
-// One gateway per profile: the pid file is created exclusively, so two gateways starting at once
-// cannot both win; a file naming a dead process (a crash) is reclaimed, a live one refuses.
+// One gateway per profile and home: the pid file is created exclusively, so two gateways starting
+// at once cannot both win; a file naming a dead process (a crash) is reclaimed, a live one refuses.
+// On a store several gateways share (PostgreSQL) a home may run more than one: each further gateway
+// holds a numbered file beside it (gateway.2.pid, gateway.3.pid, ...) by the same rule, and the
+// first file stays the one local commands read (`tenax status`, the URL `tenax chat` finds).
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { TenaxError } from "../core/errors.js";
 import { writeFileAtomic } from "../profile/atomic-write.js";
@@ -16,6 +19,8 @@ export interface PidInfo {
 }
 
 export interface PidLock {
+  /** The pid file held: the profile's, or a numbered one beside it (a further gateway of a shared store). */
+  file: string;
   /** Record where the gateway listens once its port is bound. */
   update(info: PidInfo): Promise<void>;
   /** Remove the file if it is still ours. */
@@ -26,7 +31,40 @@ export interface PidLock {
   crashed: { pid: number; started_at: number } | null;
 }
 
-export function acquirePidFile(file: string, info: PidInfo, profile: string): PidLock {
+/** The most gateways one home runs on a shared store (numbered pid files tried). */
+export const MAX_GATEWAYS_PER_HOME = 32;
+
+/** A numbered pid file beside `file`: gateway.pid -> gateway.N.pid. */
+export function numberedPidFile(file: string, n: number): string {
+  return n === 1 ? file : file.replace(/(\.pid)?$/, `.${n}$1`);
+}
+
+/**
+ * Take the profile's pid file; with `shared` (the store is one several gateways share), the first
+ * free numbered file when a live gateway holds it. Refuses with `gateway_running` otherwise.
+ */
+export function acquirePidFile(
+  file: string,
+  info: PidInfo,
+  profile: string,
+  options: { shared?: boolean } = {},
+): PidLock {
+  if (!options.shared) return acquireOne(file, info, profile, false);
+  for (let n = 1; n <= MAX_GATEWAYS_PER_HOME; n++) {
+    try {
+      return acquireOne(numberedPidFile(file, n), info, profile, true);
+    } catch (error) {
+      if (!TenaxError.isInstance(error) || error.code !== "gateway_running") throw error;
+    }
+  }
+  throw new TenaxError(
+    "gateway_running",
+    `${MAX_GATEWAYS_PER_HOME} gateways of profile ${profile} already run from this home (pid files ${file} to ${numberedPidFile(file, MAX_GATEWAYS_PER_HOME)})`,
+    { hint: "stop one of them first, or run further gateways from another home (another host)" },
+  );
+}
+
+function acquireOne(file: string, info: PidInfo, profile: string, shared: boolean): PidLock {
   let reclaimed: number | null = null;
   let crashed: PidLock["crashed"] = null;
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -47,7 +85,9 @@ export function acquirePidFile(file: string, info: PidInfo, profile: string): Pi
         "gateway_running",
         `a gateway for profile ${profile} is already running (pid ${holder.pid}, pid file ${file})`,
         {
-          hint: `stop it first (kill ${holder.pid}), or use another profile with --profile NAME`,
+          hint: shared
+            ? `stop it first (kill ${holder.pid})`
+            : `stop it first (kill ${holder.pid}), or use another profile with --profile NAME; several gateways of one profile need a store they share (store.engine: postgres, see docs/STORE-ENGINES.md)`,
           data: { pid: holder.pid },
         },
       );
@@ -84,6 +124,7 @@ function lock(file: string, pid: number, reclaimed: number | null, crashed: PidL
     }
   };
   return {
+    file,
     reclaimed,
     crashed,
     update: (info) => writeFileAtomic(file, `${JSON.stringify(info)}\n`, 0o600),

@@ -101,10 +101,12 @@ export async function runGateway(options: RunGatewayOptions): Promise<number> {
 
 async function runLocked(options: RunGatewayOptions, stop: StopRequest): Promise<number> {
   const { paths } = options;
+  // On a store several gateways share, a home may run more than one (each its own pid file).
   const lock = acquirePidFile(
     paths.pid,
     { pid: process.pid, started_at: Date.now(), ...options.launch },
     paths.name,
+    { shared: options.config.store.engine === "postgres" },
   );
   let keyed: ReturnType<typeof ensureGatewayKey>;
   try {
@@ -144,6 +146,10 @@ async function runLocked(options: RunGatewayOptions, stop: StopRequest): Promise
   try {
     if (lock.reclaimed !== null)
       out.warn(`reclaimed the pid file of gateway pid ${lock.reclaimed}, which is no longer running`);
+    if (lock.file !== paths.pid)
+      out.info(
+        `another gateway of profile ${paths.name} runs from this home; this one holds ${lock.file} (the store is shared: both serve)`,
+      );
     return await serve({ ...options, config: keyed.config }, { keyed, secrets, lock, log, out, stop });
   } catch (error) {
     log.write("error", `the gateway stopped on an error: ${errorMessage(error)}`);
