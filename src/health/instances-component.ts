@@ -39,6 +39,8 @@ export interface InstanceRow {
   turns_running: number;
   /** The last turn it took over from an instance gone; null while not known. */
   last_takeover: Record<string, unknown> | null;
+  /** Its clock minus the database's (ms), as it measured and published it (meta.clock_skew_ms); null while not known. */
+  clock_skew_ms: number | null;
 }
 
 export interface InstancesComponent extends Component {
@@ -109,6 +111,7 @@ export async function gatewayInstancesComponent(
       turns_running: turns.filter((t) => t.lease_owner !== null && owners.state(t.lease_owner) === "mine")
         .length,
       last_takeover: null,
+      clock_skew_ms: 0,
     };
     return judge({ paths, engine: "sqlite", judged_by: "process", rows: [row], skewMs: 0, skewMaxMs });
   }
@@ -219,6 +222,7 @@ function rowOf(
         : null,
     turns_running: turns.filter((t) => t.lease_owner === tag).length,
     last_takeover: isRecord(view.meta.last_takeover) ? view.meta.last_takeover : null,
+    clock_skew_ms: typeof view.meta.clock_skew_ms === "number" ? view.meta.clock_skew_ms : null,
   };
 }
 
@@ -304,6 +308,16 @@ function judge(input: Judged): InstancesComponent {
       level: refused ? "down" : "degraded",
       detail: `${who}: its clock is ${describeSkew(skewMs)} the database's, past instances.clock_skew_max (${formatDuration(skewMaxMs)})${refused ? `; past ${SKEW_REFUSE_FACTOR} times it a gateway refuses to start` : ""}`,
       next: `set this host's clock right (NTP: \`timedatectl status\`, \`chronyc tracking\`); instances.clock_skew_max is in ${paths.config}`,
+    });
+  }
+  // Another instance's clock, as it published it: it is degraded there too, and refused at its start
+  // past SKEW_REFUSE_FACTOR times the bound; shown here so one look finds the host to fix.
+  for (const row of alive) {
+    if (row.self || row.clock_skew_ms === null || Math.abs(row.clock_skew_ms) <= skewMaxMs) continue;
+    problems.push({
+      level: "degraded",
+      detail: `instance ${row.id} (host ${row.host}, pid ${row.pid}): its clock is ${describeSkew(row.clock_skew_ms)} the database's, past instances.clock_skew_max (${formatDuration(skewMaxMs)})`,
+      next: `set the clock of host ${row.host} right (NTP: \`timedatectl status\`, \`chronyc tracking\`)`,
     });
   }
   if (input.trouble) {

@@ -20,6 +20,9 @@ import type { InstanceLock, InstanceLockState, InstanceStore, InstanceView } fro
 import type { StorePort } from "./port.js";
 
 /** What the registry needs of a store: the registry's rows and their listing. */
+
+/** How far an instance's measured clock skew moves before its row says the new one. */
+export const SKEW_PUBLISH_STEP_MS = 250;
 export type InstanceSource = Pick<StorePort, "instances" | "listInstances">;
 
 /** The prefix of an owner tag naming an instance of the registry: "inst:ID". */
@@ -298,6 +301,17 @@ export class InstanceRegistry {
     if (this.state === "started") this.timer = this.timers.set(() => void this.tick(), this.heartbeatMs);
   }
 
+  /**
+   * Keep this instance's skew, and publish it in its row (meta.clock_skew_ms, with the next
+   * heartbeat) when it moved by SKEW_PUBLISH_STEP_MS: the others show it, no instance judges itself alone.
+   */
+  private measuredSkew(skew: number): void {
+    this.skew = skew;
+    const published = this.meta.clock_skew_ms;
+    if (typeof published !== "number" || Math.abs(published - skew) >= SKEW_PUBLISH_STEP_MS)
+      this.mergeMeta({ clock_skew_ms: skew });
+  }
+
   private failed(what: string, error: unknown): void {
     this.failures++;
     this.failure = `${what} failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -313,7 +327,8 @@ export class InstanceRegistry {
     if (meta !== undefined) this.metaChanged = false;
     this.evicted = beat === null;
     const at = beat ?? (await this.rows.now());
-    if (beat !== null && this.rows.liveness === "lock") this.skew = Math.round((before + after) / 2 - beat);
+    if (beat !== null && this.rows.liveness === "lock")
+      this.measuredSkew(Math.round((before + after) / 2 - beat));
     const listed = await this.store.listInstances();
     const instances = new Map(listed.map((i) => [i.id, i]));
     let holders: Set<string> | null = null;
