@@ -5,15 +5,17 @@
 // result queued by the standby is sent by the holder, and after kill -9 of the holder the standby
 // takes over within a bound (measured) and answers what waited exactly once.
 import { writeFileSync } from "node:fs";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../src/llm/simulator/server.js";
 import { notResumed } from "../src/platforms/chat-texts.js";
 import { startTelegramSim, type TelegramSim } from "../src/platforms/telegram/sim/server.js";
 import { startCallbackServer } from "./helpers/callback-server.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, startGateway } from "./helpers/gateway.js";
+import { closeAfterEach } from "./helpers/opened.js";
 import { usePostgresCluster } from "./helpers/postgres.js";
 import { profileWith } from "./helpers/temp-home.js";
+import { until } from "./helpers/until.js";
 
 beforeAll(() => requireBuild());
 const cluster = usePostgresCluster();
@@ -22,18 +24,9 @@ const TOKEN = "123456789:AAHtest-token-for-the-holder-tests";
 const OWNER = 42;
 const OTHER = 77;
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  for (const o of open.splice(0).reverse()) await o.close();
-});
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const opened = closeAfterEach();
+/** How long a step of these tests may take, looked at every 50 ms. */
+const STEP_MS = 30_000;
 
 interface Holding {
   holder: boolean;
@@ -46,7 +39,8 @@ async function setup(homes: number, extra: (index: number) => string = () => "")
   const sim = await startSimulator();
   const tg = await startTelegramSim({ token: TOKEN, chats: [{ id: OWNER }, { id: OTHER }] });
   const cb = await startCallbackServer();
-  open.push(sim, tg);
+  opened.add(sim, (s) => s.close());
+  opened.add(tg, (t) => t.close());
   const url = await cluster().createDatabase();
   const paths = Array.from({ length: homes }, (_, i) => {
     const p = profileWith(
@@ -68,16 +62,12 @@ async function setup(homes: number, extra: (index: number) => string = () => "")
 }
 
 async function gateway(home: string): Promise<GatewayProcess> {
-  const gw = await startGateway(home);
-  open.push({
-    close: async () => {
-      if (gw.child.exitCode === null && gw.child.signalCode === null) {
-        gw.child.kill("SIGKILL");
-        await gw.exited;
-      }
-    },
+  return opened.add(await startGateway(home), async (gw) => {
+    if (gw.child.exitCode === null && gw.child.signalCode === null) {
+      gw.child.kill("SIGKILL");
+      await gw.exited;
+    }
   });
-  return gw;
 }
 
 async function holding(gw: GatewayProcess): Promise<Holding> {
@@ -99,11 +89,16 @@ describe("two gateways of one profile on PostgreSQL: one holds the chat platform
     const { tg, cb, paths } = await setup(2, (i) => (i === 0 ? "cron: { enabled: false }" : ""));
     const [pa, pb] = paths as [(typeof paths)[0], (typeof paths)[0]];
     const a = await gateway(pa.home);
-    await until("the first gateway holds the platforms", async () => (await holding(a)).holder);
+    await until(async () => (await holding(a)).holder, STEP_MS, "the first gateway holds the platforms", 50);
     const b = await gateway(pb.home);
     const self = (await holding(a)).self;
     expect(self).toMatch(/^inst:i_/);
-    await until("the second gateway names the holder", async () => (await holding(b)).held_by === self);
+    await until(
+      async () => (await holding(b)).held_by === self,
+      STEP_MS,
+      "the second gateway names the holder",
+      50,
+    );
     expect(await holding(b)).toMatchObject({ holder: false, held_by: self });
     expect(b.stdout()).toMatch(/chat platforms: held by inst:i_\w+; this gateway serves everything else/);
     const health = (await (await b.fetch("/health")).json()) as {
@@ -141,7 +136,7 @@ describe("two gateways of one profile on PostgreSQL: one holds the chat platform
       body: JSON.stringify(message),
     });
     expect(taken.status).toBe(202);
-    await until("the webhook answer", () => cb.taken().length === 1);
+    await until(() => cb.taken().length === 1, STEP_MS, "the webhook answer", 50);
 
     // A cron job on the standby: its result is queued there and sent by the holder, once.
     const add = await tenaxAsync(pb.home, [
@@ -157,7 +152,7 @@ describe("two gateways of one profile on PostgreSQL: one holds the chat platform
     ]);
     expect(add.status).toBe(0);
     const cronText = "morning\n\necho: good morning";
-    await until("the cron result in its chat", () => texts(tg, OTHER).includes(cronText), 60_000);
+    await until(() => texts(tg, OTHER).includes(cronText), 60_000, "the cron result in its chat", 50);
     // It ran on the standby (cron is off on the holder), which has no Telegram channel to send it.
     expect(b.stdout()).toMatch(/morning: run morning\/\S+ ended ok/);
     expect(a.stdout()).not.toMatch(/morning: run/);
@@ -175,10 +170,10 @@ describe("two gateways of one profile on PostgreSQL: one holds the chat platform
     const { sim, tg, paths } = await setup(2);
     const [pa, pb] = paths as [(typeof paths)[0], (typeof paths)[0]];
     const a = await gateway(pa.home);
-    await until("the first gateway holds the platforms", async () => (await holding(a)).holder);
+    await until(async () => (await holding(a)).holder, STEP_MS, "the first gateway holds the platforms", 50);
     const b = await gateway(pb.home);
     const self = (await holding(a)).self;
-    await until("the second gateway stands by", async () => (await holding(b)).held_by === self);
+    await until(async () => (await holding(b)).held_by === self, STEP_MS, "the second gateway stands by", 50);
 
     tg.injectMessage({ chat: OWNER, from: OWNER, text: "before" });
     await tg.waitForMessages(OWNER, 1, { timeoutMs: 30_000 });
@@ -187,15 +182,15 @@ describe("two gateways of one profile on PostgreSQL: one holds the chat platform
     sim.script([{ type: "hang", phase: "before_headers" }]);
     tg.injectMessage({ chat: OWNER, from: OWNER, text: "running" });
     tg.injectMessage({ chat: OWNER, from: OWNER, text: "queued" });
-    await until("the running turn's model call", () => sim.requests().length === 2);
-    await until("both updates committed and confirmed", () => tg.pendingUpdates() === 0);
+    await until(() => sim.requests().length === 2, STEP_MS, "the running turn's model call", 50);
+    await until(() => tg.pendingUpdates() === 0, STEP_MS, "both updates committed and confirmed", 50);
 
     const killed = Date.now();
     a.child.kill("SIGKILL");
     await a.exited;
     // Sent while no gateway holds the platforms: Telegram keeps it for the next poller.
     tg.injectMessage({ chat: OTHER, from: OTHER, text: "after" });
-    await until("the standby holds the platforms", async () => (await holding(b)).holder, 10_000);
+    await until(async () => (await holding(b)).holder, 10_000, "the standby holds the platforms", 50);
     const took = Date.now() - killed;
     console.log(`platforms: the standby took them ${took} ms after kill -9 of their holder`);
     expect(took).toBeLessThan(10_000);

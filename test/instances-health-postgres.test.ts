@@ -3,12 +3,10 @@
 // `tenax status`, with the turns each one's lease names; the one killed with -9 is shown gone; with
 // no gateway, `tenax status` judges them by one look at the locks. A clock off from the database's
 // degrades the component (naming the instance and the skew), and far off refuses a gateway's start.
-import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   clockSkewRefusal,
   gatewayInstancesComponent,
@@ -18,55 +16,18 @@ import {
 import { InstanceRegistry } from "../src/store/instances.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { type GatewayProcess, refusedGateway, simProfile, startGateway } from "./helpers/gateway.js";
-import { usePostgresCluster } from "./helpers/postgres.js";
+import { closeAfterEach } from "./helpers/opened.js";
+import { instanceHolder, usePostgresCluster } from "./helpers/postgres.js";
 import { openPostgresAt } from "./helpers/store-engines.js";
-import { tempDir, tempProfile } from "./helpers/tmp.js";
+import { tempProfile } from "./helpers/tmp.js";
+import { untilValue } from "./helpers/until.js";
 
 const cluster = usePostgresCluster();
-const HOLDER = new URL("./fixtures/instance-holder.mjs", import.meta.url).pathname;
 const CLOCK_AHEAD = pathToFileURL(new URL("./fixtures/clock-ahead.mjs", import.meta.url).pathname).href;
 
-const children: ChildProcess[] = [];
-const registries: InstanceRegistry[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  for (const registry of registries.splice(0)) await registry.stop();
-});
+const opened = closeAfterEach();
 
 beforeAll(() => requireBuild());
-
-async function until<T>(look: () => Promise<T>, ok: (value: T) => boolean, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await look();
-    if (ok(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`not true within ${timeoutMs} ms: ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** An instance of the profile in a process of its own (the compiled registry); resolves with its tag. */
-async function holder(url: string): Promise<{ child: ChildProcess; tag: string }> {
-  const child = spawn(process.execPath, [HOLDER, url, tempDir(), "250"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.push(child);
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const tag = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the child instance did not start in 20 s")), 20_000);
-    lines.on("line", (line) => {
-      const match = /^ready (inst:\S+)$/.exec(line);
-      if (match?.[1] === undefined) return;
-      clearTimeout(timer);
-      resolve(match[1]);
-    });
-    child.once("exit", (code) =>
-      reject(new Error(`the child instance exited (${code}) before it was ready`)),
-    );
-  });
-  return { child, tag };
-}
 
 async function postgresProfile() {
   const { home, paths } = await simProfile();
@@ -96,25 +57,27 @@ describe("the instances component on PostgreSQL", () => {
   it("shows a gateway and another instance alive, then the one killed with -9 gone, on /health, /metrics and tenax status", async () => {
     const { home, url } = await postgresProfile();
     const gw = await startGateway(home);
-    const first = await until(
+    const first = await untilValue(
       () => instancesOf(gw),
       (c) => c.alive === 1,
       10_000,
       "the gateway listed",
+      50,
     );
     const self = first.instances.find((i) => i.self);
     expect(self).toMatchObject({ state: "alive", pid: gw.child.pid, host: hostname(), platforms: null });
     expect(first).toMatchObject({ status: "ok", engine: "postgres", judged_by: "registry" });
 
-    const other = await holder(url);
+    const other = await instanceHolder(opened, url, 250);
     const { store } = await openPostgresAt(url);
     const session = await store.createSession();
     await store.startTurn(session, 60_000, other.tag);
-    const both = await until(
+    const both = await untilValue(
       () => instancesOf(gw),
       (c) => row(c, other.tag)?.state === "alive",
       10_000,
       "the other instance listed alive",
+      50,
     );
     expect(both).toMatchObject({ status: "ok", alive: 2, gone: 0 });
     expect(row(both, other.tag)).toMatchObject({
@@ -139,11 +102,12 @@ describe("the instances component on PostgreSQL", () => {
 
     const killedAt = Date.now();
     other.child.kill("SIGKILL");
-    const after = await until(
+    const after = await untilValue(
       () => instancesOf(gw),
       (c) => row(c, other.tag)?.state === "gone",
       15_000,
       "the killed instance shown gone",
+      50,
     );
     console.log(`instance killed with -9 shown gone on /health after ${Date.now() - killedAt} ms`);
     expect(after).toMatchObject({ alive: 1, gone: 1 });
@@ -155,7 +119,7 @@ describe("the instances component on PostgreSQL", () => {
     // No gateway: tenax status reads the rows and takes one look at the locks.
     gw.child.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
-    const third = await holder(url);
+    const third = await instanceHolder(opened, url, 250);
     const outside = await statusInstances(home);
     expect(outside).toMatchObject({ judged_by: "locks", engine: "postgres", skew_ms: null });
     expect(row(outside, third.tag)?.state).toBe("alive");
@@ -170,11 +134,10 @@ describe("the instances component on PostgreSQL", () => {
     const { store } = await openPostgresAt(url);
     const paths = tempProfile();
     const skewed = async (aheadMs: number) => {
-      const registry = new InstanceRegistry(store, {
-        heartbeatMs: 250,
-        clock: { now: () => Date.now() + aheadMs },
-      });
-      registries.push(registry);
+      const registry = opened.add(
+        new InstanceRegistry(store, { heartbeatMs: 250, clock: { now: () => Date.now() + aheadMs } }),
+        (r) => r.stop(),
+      );
       await registry.start();
       const self = { registry, owners: registry.owners(), startedAt: Date.now() };
       return { registry, component: await gatewayInstancesComponent(paths, store, self, 2_000, Date.now()) };

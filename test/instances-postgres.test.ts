@@ -2,75 +2,28 @@
 // and are alive while their session advisory lock is held: how pg_locks shows such a lock, an
 // instance killed with -9 seen gone within seconds, a live one never, and a database restart or a
 // session holding our lock reported and healed. The child instances run the compiled registry.
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { InstanceLockState, LockLiveness } from "../src/store/instance-types.js";
 import { InstanceRegistry, type InstanceRegistryOptions } from "../src/store/instances.js";
 import { HELD_ADVISORY_KEYS, instanceLockKey } from "../src/store/postgres/pg-instance-lock.js";
 import { PG_MIGRATIONS, PG_SCHEMA_VERSION } from "../src/store/postgres/pg-schema.js";
 import type { PostgresStore } from "../src/store/postgres/postgres-store.js";
-import { usePostgresCluster } from "./helpers/postgres.js";
+import { closeAfterEach } from "./helpers/opened.js";
+import { instanceHolder, pgClient, usePostgresCluster } from "./helpers/postgres.js";
 import { openPostgresAt } from "./helpers/store-engines.js";
-import { tempDir } from "./helpers/tmp.js";
+import { until } from "./helpers/until.js";
 
 const cluster = usePostgresCluster();
-const HOLDER = new URL("./fixtures/instance-holder.mjs", import.meta.url).pathname;
+const opened = closeAfterEach();
 
-const children: ChildProcess[] = [];
-const registries: InstanceRegistry[] = [];
-const clients: pg.Client[] = [];
-
-afterEach(async () => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  for (const registry of registries.splice(0)) await registry.stop();
-  for (const client of clients.splice(0)) await client.end().catch(() => undefined);
-});
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not true within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-async function client(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url });
-  c.on("error", () => undefined);
-  await c.connect();
-  clients.push(c);
-  return c;
-}
+const client = (url: string) => pgClient(opened, url);
 
 async function registry(store: PostgresStore, options: InstanceRegistryOptions = {}) {
-  const r = new InstanceRegistry(store, { heartbeatMs: 250, relockMs: 200, ...options });
-  registries.push(r);
+  const r = opened.add(new InstanceRegistry(store, { heartbeatMs: 250, relockMs: 200, ...options }), (r) =>
+    r.stop(),
+  );
   await r.start();
   return r;
-}
-
-/** An instance in a child process (a real node); resolves with its tag once it is registered. */
-async function holder(url: string, heartbeatMs: number): Promise<{ child: ChildProcess; tag: string }> {
-  const child = spawn(process.execPath, [HOLDER, url, tempDir(), String(heartbeatMs)], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.push(child);
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const tag = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the child instance did not start in 20 s")), 20_000);
-    lines.on("line", (line) => {
-      const match = /^ready (inst:\S+)$/.exec(line);
-      if (match?.[1] === undefined) return;
-      clearTimeout(timer);
-      resolve(match[1]);
-    });
-    child.once("exit", (code) =>
-      reject(new Error(`the child instance exited (${code}) before it was ready`)),
-    );
-  });
-  return { child, tag };
 }
 
 describe("instances on PostgreSQL", () => {
@@ -135,7 +88,7 @@ describe("instances on PostgreSQL", () => {
     const url = await cluster().createDatabase();
     const { store } = await openPostgresAt(url);
     const observer = await registry(store, { heartbeatMs: 250 });
-    const { child, tag } = await holder(url, 250);
+    const { child, tag } = await instanceHolder(opened, url, 250);
     await until(() => observer.list().some((i) => `inst:${i.id}` === tag), 5_000, "the child is listed");
     expect(observer.gone(tag)).toBe(false);
     expect(await (store.instances() as LockLiveness).lockHolders([tag.slice(5)])).toEqual(
@@ -157,7 +110,7 @@ describe("instances on PostgreSQL", () => {
     const url = await cluster().createDatabase();
     const { store } = await openPostgresAt(url);
     const observer = await registry(store, { heartbeatMs: 100 });
-    const { child, tag } = await holder(url, 100);
+    const { child, tag } = await instanceHolder(opened, url, 100);
     const refreshes = new Set<number>();
     let judgedGone = 0;
     await until(

@@ -3,49 +3,31 @@
 // to the others, a standby taking over within a second or two of the holder's release or kill -9
 // (measured), a holder whose session the server ends told at once and not taking it back while
 // another holds it; and on SQLite (one gateway per profile) always this process's.
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import pg from "pg";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { PlatformsHolder } from "../src/gateway/platforms-holder.js";
-import type { NamedLock, NamedLockState } from "../src/store/instance-types.js";
+import type { NamedLockState } from "../src/store/instance-types.js";
 import { HELD_ADVISORY_KEYS } from "../src/store/postgres/pg-instance-lock.js";
 import { namedLockKey } from "../src/store/postgres/pg-named-lock.js";
 import type { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { Store } from "../src/store/store.js";
 import { requireBuild } from "./helpers/cli.js";
-import { usePostgresCluster } from "./helpers/postgres.js";
+import { closeAfterEach } from "./helpers/opened.js";
+import { pgClient, usePostgresCluster } from "./helpers/postgres.js";
 import { openPostgresAt } from "./helpers/store-engines.js";
 import { tempDir } from "./helpers/tmp.js";
+import { until } from "./helpers/until.js";
 
 beforeAll(() => requireBuild());
 const cluster = usePostgresCluster();
 const HOLDER = new URL("./fixtures/named-lock-holder.mjs", import.meta.url).pathname;
 
-const children: ChildProcess[] = [];
-const locks: NamedLock[] = [];
-const stores: PostgresStore[] = [];
-const clients: pg.Client[] = [];
-
-afterEach(async () => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  for (const lock of locks.splice(0)) await lock.release();
-  for (const store of stores.splice(0)) await store.shutdown().catch(() => undefined);
-  for (const client of clients.splice(0)) await client.end().catch(() => undefined);
-});
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not true within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const opened = closeAfterEach();
 
 async function openStore(url: string): Promise<PostgresStore> {
   const { store } = await openPostgresAt(url);
-  stores.push(store);
-  return store;
+  return opened.add(store, (s) => s.shutdown().catch(() => undefined));
 }
 
 /** A contender in this process; `seen` records each state it was told of. */
@@ -58,15 +40,12 @@ function contender(store: PostgresStore, self: string, retryMs = 200) {
       if (seen.at(-1) !== l.state) seen.push(l.state);
     },
   });
-  locks.push(lock);
+  opened.add(lock, (l) => l.release());
   return { lock, seen };
 }
 
 async function sessionsHolding(url: string, key: string): Promise<number[]> {
-  const c = new pg.Client({ connectionString: url });
-  c.on("error", () => undefined);
-  await c.connect();
-  clients.push(c);
+  const c = await pgClient(opened, url);
   const { rows } = await c.query<{ pid: number }>(
     `SELECT pid FROM (${HELD_ADVISORY_KEYS}) h WHERE key = $1`,
     [key],
@@ -104,10 +83,11 @@ describe("the named lock on PostgreSQL", () => {
 
   it("a holder killed with -9 loses it at once: the standby takes it within seconds (measured)", async () => {
     const url = await cluster().createDatabase();
-    const child = spawn(process.execPath, [HOLDER, url, tempDir(), "platforms", "inst:i_child"], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    children.push(child);
+    const child = opened.child(
+      spawn(process.execPath, [HOLDER, url, tempDir(), "platforms", "inst:i_child"], {
+        stdio: ["ignore", "pipe", "inherit"],
+      }),
+    );
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("the child did not take the lock in 20 s")), 20_000);
@@ -138,18 +118,9 @@ describe("the named lock on PostgreSQL", () => {
     expect(a.lock.state).toBe("held");
     const [pid] = await sessionsHolding(url, namedLockKey("platforms"));
     // Someone else waits on the same key with a plain session: it wins the moment a's session ends.
-    const other = new pg.Client({
-      connectionString: url,
-      application_name: "tenax lock platforms inst:i_other",
-    });
-    other.on("error", () => undefined);
-    await other.connect();
-    clients.push(other);
+    const other = await pgClient(opened, url, "tenax lock platforms inst:i_other");
     const waiting = other.query("SELECT pg_advisory_lock($1::bigint)", [namedLockKey("platforms")]);
-    const admin = new pg.Client({ connectionString: url });
-    admin.on("error", () => undefined);
-    await admin.connect();
-    clients.push(admin);
+    const admin = await pgClient(opened, url);
     await admin.query("SELECT pg_terminate_backend($1)", [pid]);
     await waiting;
     await until(() => a.lock.state === "standby", 3_000, "a says it lost the lock");
@@ -202,19 +173,10 @@ describe("the gateway's platforms holder over the real lock", () => {
       detail: null,
     });
     // Another session queues for the key; the server ends ours (as a restart of the database would).
-    const other = new pg.Client({
-      connectionString: url,
-      application_name: "tenax lock platforms inst:i_other",
-    });
-    other.on("error", () => undefined);
-    await other.connect();
-    clients.push(other);
+    const other = await pgClient(opened, url, "tenax lock platforms inst:i_other");
     const waiting = other.query("SELECT pg_advisory_lock($1::bigint)", [namedLockKey("platforms")]);
     const [pid] = await sessionsHolding(url, namedLockKey("platforms"));
-    const admin = new pg.Client({ connectionString: url });
-    admin.on("error", () => undefined);
-    await admin.connect();
-    clients.push(admin);
+    const admin = await pgClient(opened, url);
     const ended = Date.now();
     await admin.query("SELECT pg_terminate_backend($1)", [pid]);
     await waiting;

@@ -16,6 +16,7 @@ import { openPostgresAt } from "./helpers/store-engines.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
 import { rejected } from "./helpers/temp-home.js";
 import { tempDir } from "./helpers/tmp.js";
+import { until } from "./helpers/until.js";
 
 const SEED = Number(process.env.TENAX_TEST_SEED ?? Date.now() % 1_000_000);
 
@@ -27,14 +28,6 @@ const put = (key: string, value: string, at: number): WriteOp => ({
   value: JSON.stringify(value),
   updated_at: at,
 });
-
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not true within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function sql(url: string, text: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
@@ -243,7 +236,7 @@ export function postgresOnly(cluster: () => PgCluster): void {
         await db.start();
       }
       // Nothing written yet: the background ping notices the database is back.
-      await until(() => store.health().unavailable === null, 10_000);
+      await until(() => store.health().unavailable === null, 10_000, "the store healed", 50);
       expect(events.map((e) => e.type)).toContain("store.available");
       const after = await store.appendMessage({ session_id: sid, role: "user", content: "after" });
       expect(after.seq).toBe(2);
@@ -288,7 +281,7 @@ export function postgresOnly(cluster: () => PgCluster): void {
           expect(["store_unavailable", "store_commit_unknown"]).toContain(lost.code);
           expect(store.health().unavailable).not.toBeNull();
           proxy.blackhole(false);
-          await until(() => store.health().unavailable === null, 10_000);
+          await until(() => store.health().unavailable === null, 10_000, "the store healed", 50);
           await store.appendMessage({ session_id: sid, role: "user", content: "after", uid: "u_after" });
           expect((await store.getMessages(sid)).map((m) => m.content)).toContain("after");
         } finally {

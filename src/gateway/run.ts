@@ -6,41 +6,28 @@
 // a second signal cuts the drain short.
 
 import { existsSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { describeProcessReap } from "../agent/process-reaper.js";
-import { reapedByOthers } from "../agent/reap.js";
+import { type ReapedTurn, reapedByOthers } from "../agent/reap.js";
 import { type ResumeOptions, type ResumeReport, resumeInterrupted } from "../agent/resume.js";
-import { openAgent } from "../agent/setup.js";
+import { type OpenedAgent, openAgent } from "../agent/setup.js";
 import { startWatchdog } from "../agent/watchdog.js";
 import { ensureGatewayKey, GATEWAY_KEY_VARIABLE, type GatewayKeySource } from "../config/gateway-key.js";
-import { modelProblem } from "../config/model-check.js";
-import { platformProblem } from "../config/platform-check.js";
 import { loadProfileSecrets, type ProfileSecrets } from "../config/profile-secrets.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { errorMessage, TenaxError } from "../core/errors.js";
 import type { RotatingLog } from "../core/log-file.js";
 import { startTracing, TRACE_SHUTDOWN_MS, type Tracing } from "../core/trace-start.js";
-import { cronChannel } from "../cron/delivery.js";
-import { CronEngine } from "../cron/engine.js";
-import { finishOps } from "../cron/finish.js";
-import type { CronEvent, CronStats } from "../cron/host.js";
-import { CronJobs, profileTimezone } from "../cron/jobs.js";
 import { clockSkewRefusal } from "../health/instances-component.js";
-import type { PlatformLive, PlatformsHolding } from "../health/platforms-component.js";
 import { closeApp, isLoopback, listen, urlHost } from "../http/listen.js";
-import { Outbox } from "../outbox/outbox.js";
 import type { GatewayLaunch } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { takeRestartRequested } from "../profile/restart-marker.js";
 import type { InstanceRegistryOptions } from "../store/instances.js";
 import type { StoreSettings } from "../store/registry.js";
-import { buildGatewayApp } from "./app.js";
-import { buildChatPlatforms } from "./chat-platforms.js";
-import { gatewayCronHost } from "./cron-host.js";
-import { Gateway, type TurnWatcher } from "./gateway.js";
-import { gatewayLog, startObservability } from "./observability.js";
+import type { TurnWatcher } from "./gateway.js";
+import { buildGatewayParts, type GatewayParts, type OperatorLines } from "./gateway-parts.js";
+import { gatewayLog } from "./observability.js";
 import { acquirePidFile, type PidLock } from "./pid-file.js";
-import { RunRegistry } from "./runs.js";
 import { lastGatewayStart, lastStopLine, recordGatewayStart } from "./start-record.js";
 import { StopRequest } from "./stop-request.js";
 
@@ -126,7 +113,7 @@ async function runLocked(options: RunGatewayOptions, stop: StopRequest): Promise
   // error a gateway dies of, which is where `tenax up` sends people after a crash loop.
   const { redactor } = secrets;
   const log = gatewayLog(paths, keyed.config, redactor);
-  const out: Lines = {
+  const out: OperatorLines = {
     info: (line) => {
       options.info(redactor.redactMessage(line));
       log.write("info", line);
@@ -162,28 +149,59 @@ async function runLocked(options: RunGatewayOptions, stop: StopRequest): Promise
   }
 }
 
-interface Lines {
-  info(line: string): void;
-  warn(line: string): void;
-}
-
 interface Started {
   keyed: ReturnType<typeof ensureGatewayKey>;
   secrets: ProfileSecrets;
   lock: PidLock;
   log: RotatingLog;
-  out: Lines;
+  out: OperatorLines;
   stop: StopRequest;
 }
 
 /** The gateway from its pid lock and key on: open the agent, serve, drain, close. */
 async function serve(options: RunGatewayOptions, started: Started): Promise<number> {
-  const { paths, config, host } = options;
-  const { keyed, secrets, lock, log, stop } = started;
-  const { redactor } = secrets;
-  const { info, warn } = started.out;
+  const { stop } = started;
   // A second signal means "stop now": the drain is cut short and what runs is interrupted.
-  stop.whenHurried((again) => info(`${again} again: interrupting the running turns now`));
+  stop.whenHurried((again) => started.out.info(`${again} again: interrupting the running turns now`));
+  const { opened, reapedElsewhere } = await openGatewayAgent(options, started);
+  const parts = buildGatewayParts({
+    paths: options.paths,
+    config: options.config,
+    cwd: options.cwd,
+    version: options.version,
+    opened,
+    log: started.log,
+    redactor: started.secrets.redactor,
+    out: started.out,
+  });
+  // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
+  // leaves the turns interrupted.
+  const { cron, chat, gateway } = parts;
+  const shutDown = () => {
+    cron.stop();
+    chat?.quiesce();
+    gateway.beginShutdown();
+  };
+  if (stop.signal.aborted) shutDown();
+  else stop.signal.addEventListener("abort", shutDown, { once: true });
+  const starting = await resumeTurns(options, started, opened, parts, reapedElsewhere);
+  await settleLeftRuns(parts, started.out);
+  if (starting) await startBackground(options.config, opened, parts, started.out);
+  await openPort(options, started, opened, parts);
+  return await shutDownGateway(options, started, opened, parts);
+}
+
+/**
+ * Say where the key is and how the last stop went, open the agent (which reaps the turns a stopped
+ * process left running) and record this start. Refuses a clock far off the database's.
+ */
+async function openGatewayAgent(
+  options: RunGatewayOptions,
+  started: Started,
+): Promise<{ opened: OpenedAgent; reapedElsewhere: ReapedTurn[] }> {
+  const { paths, config } = options;
+  const { keyed, secrets, lock } = started;
+  const { info, warn } = started.out;
   if (keyed.tightened !== null) warn(keyed.tightened);
   info(keyLine(paths, keyed.source));
   const clean = existsSync(paths.cleanShutdown);
@@ -221,138 +239,24 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     warn(
       "no provider is configured, so the built-in local simulator answers (it echoes); set model and providers in config.yaml for a real model",
     );
-  const startedAt = Date.now();
-  let address: string | null = null;
-  let listeningAt: { host: string; port: number } | null = null;
-  // The engine is made below and runs only once started (cron.enabled): until then no numbers.
-  let cronStats: (() => CronStats) | null = null;
-  // The chat platforms are made below, once the gateway exists: until then no connection to show.
-  let chatLive: (() => Record<string, PlatformLive>) | null = null;
-  // Each turn this gateway takes over is told in its instance's row, for /health everywhere.
-  opened.store.on((event) => {
-    if (event.type === "turn_takeover")
-      opened.instances?.mergeMeta({ last_takeover: { turn_id: event.turn_id, at: Date.now() } });
-  });
-  let chatHolding: (() => PlatformsHolding) | null = null;
-  const observed = startObservability({
-    paths,
-    config,
-    store: opened.store,
-    scheduler: opened.agent.scheduler,
-    log,
-    redactor,
-    providers: {
-      recorder: opened.agent.providerHealth,
-      keyOf: async (provider) =>
-        (await opened.agent.runtime.router.runtime(provider).pool.next(Date.now()))?.key ?? null,
-    },
-    cronStats: () => cronStats?.() ?? null,
-    platformsLive: () => chatLive?.() ?? {},
-    instances: { registry: opened.instances, owners: opened.owners, startedAt },
-    platformsHolding: () => chatHolding?.() ?? null,
-    // `gateway` is made just below; the monitor reads it only when asked.
-    gateway: () => ({
-      stopping: gateway.isStopping,
-      turnsInFlight: gateway.turnsInFlight,
-      maxTurns: config.gateway.max_turns,
-      startedAt,
-      address,
-    }),
-  });
-  const gateway = new Gateway({
-    agent: opened.agent,
-    store: opened.store,
-    config,
-    cwd: options.cwd,
-    onTurnEvent: (sessionId, event) => observed.routes.onTurnEvent(sessionId, event),
-  });
-  const runs = new RunRegistry({
-    store: opened.store,
-    gateway,
-    retentionMs: config.gateway.run_retention_hours * 3_600_000,
-    onError: (what, error) => warn(`runs API: ${what} failed: ${(error as Error).message}`),
-    approvals: opened.agent.approvals,
-    owners: opened.owners,
-  });
-  const publishCron = (event: CronEvent) => {
-    (event.type === "cron_delivery_failed" ||
-      event.type === "cron_delivery_given_up" ||
-      event.type === "cron_failing"
-      ? warn
-      : info)(event.message);
-    const { type, layer, message, ...data } = event;
-    observed.hub.publish({ type, layer, message, data });
-  };
-  // The one outbox: cron's results and notices, and (below) each chat platform's messages.
-  const outbox = new Outbox({ store: opened.store, owners: opened.owners }).add(
-    cronChannel({ outputDir: join(paths.cron, "output"), onEvent: publishCron }),
-  );
-  const cron = new CronEngine({
-    store: opened.store,
-    host: gatewayCronHost(gateway),
-    owners: opened.owners,
-    maxConcurrent: Math.min(config.cron.max_concurrent, config.gateway.max_turns),
-    defaultTimeoutS: config.cron.default_timeout,
-    sessionOp: (title) => opened.agent.newSessionOp({ title, source: "cron" }),
-    onEvent: publishCron,
-    finishOps: finishOps(opened.store),
-    afterFinish: () => void outbox.kick(),
-    onError: (what, error) => warn(`cron: ${what} failed: ${(error as Error).message}`),
-  });
-  const jobs = new CronJobs(opened.store, {
-    timezone: profileTimezone(config),
-    checkModel: (model) => modelProblem(config, model),
-    checkPlatform: (platform) => platformProblem(config, platform),
-    cwd: options.cwd,
-    onChange: async () => await cron.changed(),
-  });
-  const chat = buildChatPlatforms({
-    config,
-    store: opened.store,
-    outbox,
-    gateway,
-    agent: opened.agent,
-    owners: opened.owners,
-    onEvent: (event) => {
-      (event.type === "platform_delivered" ? info : warn)(event.message);
-      const { type, layer, message, ...data } = event;
-      observed.hub.publish({ type, layer, message, data });
-    },
-    log: { info, warn },
-  });
-  chatLive = chat === null ? null : () => chat.live();
-  chatHolding = chat === null ? null : () => chat.holding();
-  const app = buildGatewayApp({
-    gateway,
-    agent: opened.agent,
-    store: opened.store,
-    config,
-    version: options.version,
-    listening: () => listeningAt,
-    health: observed.routes,
-    runs,
-    runOptions: {
-      maxBufferedBytes: config.gateway.stream_buffer_kb * 1024,
-      clientSystem: config.gateway.client_system,
-    },
-    cron: { jobs, runNow: async (name) => await cron.runNow(name) },
-    platforms: {
-      webhook: chat?.platforms.webhook ?? null,
-      telegram: chat?.platforms.telegram ?? null,
-      status: async () => await observed.monitor.platformsNow(),
-      holding: () => chatHolding?.() ?? null,
-    },
-  });
-  // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
-  // leaves the turns interrupted.
-  const shutDown = () => {
-    cron.stop();
-    chat?.quiesce();
-    gateway.beginShutdown();
-  };
-  if (stop.signal.aborted) shutDown();
-  else stop.signal.addEventListener("abort", shutDown, { once: true });
-  // Before the runs are recovered: a run whose turn is resumed follows it instead of ending.
+  return { opened, reapedElsewhere };
+}
+
+/**
+ * Resume the interrupted turns (before the runs are recovered: a run whose turn is resumed follows
+ * it instead of ending) and, unless a stop came meanwhile, start the watchdog. Returns whether the
+ * gateway goes on starting.
+ */
+async function resumeTurns(
+  options: RunGatewayOptions,
+  started: Started,
+  opened: OpenedAgent,
+  parts: GatewayParts,
+  reapedElsewhere: ReapedTurn[],
+): Promise<boolean> {
+  const { config } = options;
+  const { info, warn } = started.out;
+  const { gateway, runs, cron, chat, observed } = parts;
   const lifecycle: ResumeOptions<TurnWatcher> = {
     agent: opened.agent,
     reaped: [
@@ -377,7 +281,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   const resumeReport = await resumeInterrupted(lifecycle);
   reportResume(resumeReport, config.gateway.auto_resume, warn);
   chat?.resumed(resumeReport);
-  const starting = !stop.signal.aborted;
+  const starting = !started.stop.signal.aborted;
   if (starting)
     startWatchdog({
       ...lifecycle,
@@ -388,29 +292,55 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
         for (const line of describeProcessReap(r)) warn(line);
       },
     });
-  const settledRuns = await runs.recover();
-  if (settledRuns > 0) info(`${settledRuns} run(s) left running by the last gateway were settled`);
-  const cronLeft = await cron.runner.recover({ settleInterrupted: true });
+  return starting;
+}
+
+/** The runs and cron job runs a stopped process left running, settled (or taken over). */
+async function settleLeftRuns(parts: GatewayParts, out: OperatorLines): Promise<void> {
+  const settledRuns = await parts.runs.recover();
+  if (settledRuns > 0) out.info(`${settledRuns} run(s) left running by the last gateway were settled`);
+  const cronLeft = await parts.cron.runner.recover({ settleInterrupted: true });
   if (cronLeft.settled.length + cronLeft.taken.length > 0)
-    info(
+    out.info(
       `cron: ${cronLeft.settled.length} job run(s) left running by a stopped process were settled, ${cronLeft.taken.length} claimed but never started were taken over`,
     );
-  if (starting) {
-    if (config.cron.enabled) {
-      cron.startOn(opened.agent.scheduler);
-      cronStats = () => cron.stats();
-    }
-    // Cron's deliveries go out even while cron is off: they are results of runs already made.
-    outbox.maintainOn(opened.agent.scheduler);
-    runs.maintainOn(opened.agent.scheduler);
-    await chat?.start();
-    // Decided approvals are kept as long as ended runs are.
-    opened.agent.approvals.maintainOn(
-      opened.agent.scheduler,
-      Math.max(config.gateway.run_retention_hours * 3_600_000, 7 * 24 * 3_600_000),
-      (error) => warn(`approvals: ${(error as Error).message}`),
-    );
+}
+
+/** The background work on the agent's scheduler (cron, the outbox, runs, approvals) and the chat platforms. */
+async function startBackground(
+  config: TenaxConfig,
+  opened: OpenedAgent,
+  parts: GatewayParts,
+  out: OperatorLines,
+): Promise<void> {
+  const { scheduler } = opened.agent;
+  const { cron } = parts;
+  if (config.cron.enabled) {
+    cron.startOn(scheduler);
+    parts.late.cronStats = () => cron.stats();
   }
+  // Cron's deliveries go out even while cron is off: they are results of runs already made.
+  parts.outbox.maintainOn(scheduler);
+  parts.runs.maintainOn(scheduler);
+  await parts.chat?.start();
+  // Decided approvals are kept as long as ended runs are.
+  opened.agent.approvals.maintainOn(
+    scheduler,
+    Math.max(config.gateway.run_retention_hours * 3_600_000, 7 * 24 * 3_600_000),
+    (error) => out.warn(`approvals: ${(error as Error).message}`),
+  );
+}
+
+/** Open the port (unless a stop came first) and say where the gateway listens. */
+async function openPort(
+  options: RunGatewayOptions,
+  started: Started,
+  opened: OpenedAgent,
+  parts: GatewayParts,
+): Promise<void> {
+  const { host } = options;
+  const { stop, lock } = started;
+  const { app, observed, late } = parts;
   // The first look at the providers, for at most a second: a provider that answers at once is
   // never `unknown` merely because the gateway has just started, and one that takes no connection
   // is `unknown` until its look ends, without holding the port closed for provider_probe_timeout.
@@ -433,21 +363,35 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     await opened.close();
     throw error;
   }
-  if (bound !== null) {
-    listeningAt = { host, port: bound };
-    await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
-    address = `http://${urlHost(host)}:${bound}`;
-    observed.hub.publish({
-      type: "gateway_started",
-      layer: "lifecycle",
-      message: `gateway listening on ${address}`,
-    });
-    info(`gateway listening on ${address}`);
-  }
+  if (bound === null) return;
+  late.listeningAt = { host, port: bound };
+  await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
+  late.address = `http://${urlHost(host)}:${bound}`;
+  observed.hub.publish({
+    type: "gateway_started",
+    layer: "lifecycle",
+    message: `gateway listening on ${late.address}`,
+  });
+  started.out.info(`gateway listening on ${late.address}`);
+}
 
+/**
+ * Once a stop is asked for: no new turns, tell the chats, drain (interrupting what is left), settle
+ * the runs, stop the parts and close the store; a clean stop is marked only when the drain completed.
+ */
+async function shutDownGateway(
+  options: RunGatewayOptions,
+  started: Started,
+  opened: OpenedAgent,
+  parts: GatewayParts,
+): Promise<number> {
+  const { paths, config } = options;
+  const { stop } = started;
+  const { info, warn } = started.out;
+  const { gateway, chat, observed } = parts;
   const signal = await stop.requested;
   info(
-    `${signal}: stopping${listeningAt === null ? " before it served (the start ends here)" : ""}; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
+    `${signal}: stopping${parts.late.listeningAt === null ? " before it served (the start ends here)" : ""}; no new turns, draining ${gateway.turnsInFlight} running turn(s) for up to ${config.gateway.drain_timeout}s`,
   );
   observed.hub.publish({
     type: "shutdown",
@@ -469,12 +413,12 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     );
   }
   // Every run's terminal event is committed (and sent to its followers) before the store closes.
-  await runs.settled();
-  await cron.runner.settled(5_000);
+  await parts.runs.settled();
+  await parts.cron.runner.settled(5_000);
   await chat?.stop();
-  outbox.stop();
+  parts.outbox.stop();
   await observed.close();
-  await closeApp(app);
+  await closeApp(parts.app);
   await opened.close();
   if (drained) writeFileSync(paths.cleanShutdown, `${new Date().toISOString()}\n`, { mode: 0o600 });
   info(drained ? "gateway stopped cleanly" : "gateway stopped after interrupting turns (not a clean stop)");

@@ -1,7 +1,9 @@
 // The runs API's registry: a run is one agent turn started in the background, with a durable,
-// numbered event log (run-log.ts) that clients replay and follow. It claims Idempotency-Keys so a
-// retried submission finds its run (also after a restart), stops runs, settles at startup the runs
-// whose turn no longer runs, attaches resumed turns to their run, and prunes old runs.
+// numbered event log (run-log.ts) that clients replay and follow. It keeps this gateway's runs in
+// process: it starts runs (one per Idempotency-Key, also after a restart), stops them, settles at
+// startup the runs whose turn no longer runs, attaches resumed turns to their run, and prunes old
+// runs. What it asks of a store other gateways share (claiming a key, a stop for another gateway's
+// run, a gone gateway's runs, waking followers) is run-shared.ts; a run's stored turn, run-turn.ts.
 import type { ApprovalBook } from "../agent/approvals/approval-book.js";
 import {
   type ApprovalDecision,
@@ -10,28 +12,17 @@ import {
 } from "../agent/approvals/approval-records.js";
 import type { Scheduler } from "../agent/scheduler.js";
 import { TurnInterrupt } from "../agent/turn-failure.js";
-import { STOP_KIND, type StopRecord } from "../agent/turn-progress.js";
 import type { TurnRequest } from "../agent/turn-request.js";
 import { TenaxError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { localOwners, type Owners } from "../core/owners.js";
 import type { StorePort } from "../store/port.js";
-import { isRecordConflict } from "../store/record-ops.js";
 import type { ChatMessage } from "./chat-request.js";
 import type { Gateway, LaunchedTurn, TurnWatcher } from "./gateway.js";
-import { RUN_EVENTS_CHANNEL, RunLog, type RunLogDeps } from "./run-log.js";
-import {
-  keyPending,
-  keyReused,
-  notStarted,
-  outcomeOf,
-  runError,
-  storedError,
-  thrownError,
-} from "./run-outcomes.js";
+import { RunLog, type RunLogDeps } from "./run-log.js";
+import { keyReused, notStarted, outcomeOf, runError, thrownError } from "./run-outcomes.js";
 import {
   eventKey,
-  idemClaimOp,
   listRuns,
   putOp,
   RUN_EVENT_KIND,
@@ -39,12 +30,12 @@ import {
   RUN_KIND,
   RUN_STOP_KIND,
   type RunEvent,
-  type RunOutcome,
   type RunState,
   readEvents,
-  readIdem,
   readRun,
 } from "./run-records.js";
+import { SharedRuns } from "./run-shared.js";
+import { runTurnId, storedTurnOutcome } from "./run-turn.js";
 
 export { fingerprint } from "./run-outcomes.js";
 export type { RunEvent, RunState, RunStatus } from "./run-records.js";
@@ -87,12 +78,6 @@ export interface Submitted {
 }
 
 const DAY_MS = 24 * 3_600_000;
-/** How often a submission looks again for the run another gateway is starting for its key. */
-const KEY_POLL_MS = 100;
-/** A key claimed this long ago whose run never appeared: its gateway died before starting it. */
-const ABANDONED_CLAIM_MS = 30_000;
-/** An interrupted turn of a gone gateway is left this long for the watchdog to resume. */
-const RESUME_WINDOW_MS = 60_000;
 
 export class RunRegistry {
   private readonly live = new Map<string, RunLog>();
@@ -105,11 +90,19 @@ export class RunRegistry {
   private readonly store: StorePort;
   private readonly now: () => number;
   private readonly owners: Owners;
+  private readonly shared: SharedRuns;
 
   constructor(private readonly options: RunRegistryOptions) {
     this.store = options.store;
     this.now = options.now ?? Date.now;
     this.owners = options.owners ?? localOwners();
+    this.shared = new SharedRuns({
+      store: this.store,
+      now: this.now,
+      owners: this.owners,
+      ...(options.keyWaitMs === undefined ? {} : { keyWaitMs: options.keyWaitMs }),
+      runState: (runId) => this.get(runId),
+    });
   }
 
   /**
@@ -127,7 +120,7 @@ export class RunRegistry {
         created: false,
       }));
     }
-    const found = await this.claimKey(key, submission.fingerprint);
+    const found = await this.shared.claimKey(key, submission.fingerprint);
     if ("state" in found) return { state: found.state, created: false };
     const run = this.start(submission, found.runId);
     this.claims.set(key, { fingerprint: submission.fingerprint, run });
@@ -135,45 +128,9 @@ export class RunRegistry {
     // A submission the gateway refused frees the key, here and in the store.
     run.then(release, async () => {
       release();
-      await this.store.write([putOp(RUN_IDEM_KIND, key, "", null, this.now())]).catch(() => {});
+      await this.shared.releaseKey(key);
     });
     return run.then((s) => ({ state: s, created: true }));
-  }
-
-  /**
-   * The key claimed in the store for a new run (one gateway wins it), or the run that holds it:
-   * committed, or being started by another gateway (waited for up to keyWaitMs, then a 409 to
-   * retry). A claim whose run never appeared within ABANDONED_CLAIM_MS was left by a gateway that
-   * died before starting it, and a key whose run is gone names nothing: either is taken over.
-   */
-  private async claimKey(key: string, fingerprint: string): Promise<{ runId: string } | { state: RunState }> {
-    const until = this.now() + (this.options.keyWaitMs ?? 5_000);
-    for (;;) {
-      const text = await this.store.getRecordText(RUN_IDEM_KIND, key);
-      const known = text === null ? null : await readIdem(this.store, key);
-      if (known !== null) {
-        if (known.fingerprint !== fingerprint) throw keyReused(key);
-        const state = await this.get(known.run_id);
-        if (state !== null) return { state };
-        // A committed key (no claim time) whose run is gone, or a claim whose run never came.
-        const claimedAt = known.claimed_at ?? null;
-        const abandoned = claimedAt === null || this.now() - claimedAt > ABANDONED_CLAIM_MS;
-        if (!abandoned) {
-          if (this.now() >= until) throw keyPending(key);
-          await new Promise((resolve) => setTimeout(resolve, KEY_POLL_MS));
-          continue;
-        }
-      }
-      const runId = newId("run_", this.now());
-      try {
-        const claim = { run_id: runId, fingerprint, claimed_at: this.now() };
-        await this.store.write([idemClaimOp(key, claim, text, this.now())]);
-        return { runId };
-      } catch (error) {
-        // Another gateway claimed it between the read and the write: its run is the one.
-        if (!isRecordConflict(error)) throw error;
-      }
-    }
   }
 
   /**
@@ -195,19 +152,7 @@ export class RunRegistry {
    * run (a wake-up: the caller reads the store either way).
    */
   waitForEvents(runId: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      let stop: (() => void) | undefined;
-      const timer = setTimeout(() => {
-        stop?.();
-        resolve();
-      }, ms);
-      stop = this.store.listen?.(RUN_EVENTS_CHANNEL, (payload) => {
-        if (payload !== runId) return;
-        clearTimeout(timer);
-        stop?.();
-        resolve();
-      });
-    });
+    return this.shared.waitForEvents(runId, ms);
   }
 
   /** The committed events of a run after an event id. */
@@ -227,7 +172,7 @@ export class RunRegistry {
   ): Promise<ApprovalRecord> {
     const book = this.options.approvals;
     const record = (await book?.get(approvalId)) ?? null;
-    const turnId = await this.turnIdOf(state);
+    const turnId = await runTurnId(this.store, state);
     if (!book || !record || record.session_id !== state.session_id || record.turn_id !== turnId) {
       throw new TenaxError("not_found", `run ${state.run_id} has no approval ${approvalId}`, {
         hint: `its approvals are listed by GET /v1/runs/${state.run_id}/approvals`,
@@ -242,7 +187,7 @@ export class RunRegistry {
 
   /** The approvals the run's turn asked for, oldest first. */
   async approvalsOf(state: RunState): Promise<ApprovalRecord[]> {
-    const turnId = await this.turnIdOf(state);
+    const turnId = await runTurnId(this.store, state);
     if (turnId === null || !this.options.approvals) return [];
     return (await listApprovals(this.store, state.session_id)).filter((r) => r.turn_id === turnId);
   }
@@ -257,27 +202,7 @@ export class RunRegistry {
     if (log && !log.finished) return this.stopHere(log, reason);
     const stored = await readRun(this.store, runId);
     if (stored === null || (stored.status !== "running" && stored.status !== "queued")) return false;
-    const at = this.now();
-    if (stored.status === "queued") {
-      await this.store.write([
-        putOp(RUN_STOP_KIND, runId, stored.session_id, { reason, requested_at: at }, at),
-      ]);
-      return true;
-    }
-    const turnId = await this.turnIdOf(stored);
-    const turn =
-      turnId === null
-        ? undefined
-        : (await this.store.getTurns(stored.session_id)).find((t) => t.id === turnId);
-    if (turn?.status !== "running") return false;
-    const request: StopRecord = {
-      session_id: stored.session_id,
-      turn_id: turn.id,
-      requested_at: at,
-      by: reason,
-    };
-    await this.store.putRecord(STOP_KIND, turn.id, request, { sessionId: stored.session_id });
-    return true;
+    return this.shared.requestStop(stored, reason);
   }
 
   private stopHere(log: RunLog, reason: string): boolean {
@@ -297,8 +222,8 @@ export class RunRegistry {
   private async stopRequestedElsewhere(): Promise<void> {
     for (const runId of [...this.waiting.keys()]) {
       const log = this.live.get(runId);
-      const request = await this.store.getRecord<{ reason: string }>(RUN_STOP_KIND, runId);
-      if (log && request !== null) this.stopHere(log, request.reason);
+      const reason = await this.shared.stopRequest(runId);
+      if (log && reason !== null) this.stopHere(log, reason);
     }
   }
 
@@ -320,7 +245,7 @@ export class RunRegistry {
       if (log.finished || this.options.gateway.isRunning(session_id)) continue;
       const turn = (await this.store.getTurns(session_id)).find((t) => t.id === turn_id);
       if (turn?.status === "running") continue;
-      void log.finish(await this.outcomeOfStoredTurn(log.state));
+      void log.finish(await storedTurnOutcome(this.store, log.state));
       settled++;
     }
     return settled;
@@ -335,7 +260,8 @@ export class RunRegistry {
     let stored = runs.find((r) => r.turn_id === turnId);
     for (const r of runs) {
       if (stored) break;
-      if (r.turn_id === null && r.status === "running" && (await this.turnIdOf(r)) === turnId) stored = r;
+      if (r.turn_id === null && r.status === "running" && (await runTurnId(this.store, r)) === turnId)
+        stored = r;
     }
     if (!stored) return undefined;
     // The resumed turn answers again from its last saved message: the text cut by the crash is
@@ -379,8 +305,7 @@ export class RunRegistry {
     for (const run of await listRuns(this.store)) {
       if ((run.status !== "running" && run.status !== "queued") || this.live.has(run.run_id)) continue;
       if (this.options.gateway.isRunning(run.session_id)) continue;
-      // Another gateway's run (a shared store) is its own while that gateway may live.
-      if (run.owner !== null && ["alive", "unknown"].includes(this.owners.state(run.owner))) continue;
+      if (this.shared.ownedElsewhere(run)) continue;
       await this.settle(run);
       settled++;
     }
@@ -395,16 +320,7 @@ export class RunRegistry {
    */
   async settleGoneOwners(): Promise<number> {
     let settled = 0;
-    for (const run of await listRuns(this.store)) {
-      if ((run.status !== "running" && run.status !== "queued") || this.live.has(run.run_id)) continue;
-      if (run.owner === null || this.owners.state(run.owner) !== "gone") continue;
-      const turnId = await this.turnIdOf(run);
-      const turn =
-        turnId === null
-          ? undefined
-          : (await this.store.getTurns(run.session_id)).find((t) => t.id === turnId);
-      if (turn?.status === "running") continue;
-      if (turn?.status === "interrupted" && this.now() - (turn.ended_at ?? 0) < RESUME_WINDOW_MS) continue;
+    for await (const run of this.shared.goneOwnersRuns((runId) => this.live.has(runId))) {
       await this.settle(run);
       settled++;
     }
@@ -414,7 +330,7 @@ export class RunRegistry {
   private async settle(run: RunState): Promise<void> {
     const log = new RunLog({ ...run }, this.logDeps());
     this.track(log);
-    await log.finish(await this.outcomeOfStoredTurn(run));
+    await log.finish(await storedTurnOutcome(this.store, run));
   }
 
   /** On the agent's scheduler: prune every `pruneMs`, and settle orphaned resumed runs every minute. */
@@ -458,7 +374,25 @@ export class RunRegistry {
     const created = this.now();
     const runId = claimedId ?? newId("run_", created);
     const key = submission.idempotencyKey ?? null;
-    const state: RunState = {
+    const log = new RunLog(this.newState(runId, created, key), this.logDeps(), { held: true });
+    const stopper = new AbortController();
+    const { launched, queued } = this.launch(submission, log, stopper.signal);
+    const place = await queued;
+    const { sessionId, first } =
+      place === null ? await this.started(log, launched) : this.queued(log, launched, place, stopper);
+    this.track(log);
+    // The run and its key are committed before the client hears the run id.
+    // Deleting the session deletes its runs, their events and keys, tombstones too.
+    await log.begin(
+      sessionId,
+      first,
+      this.shared.keyCommitOps(key, sessionId, runId, submission.fingerprint, created),
+    );
+    return log.committed ?? { ...log.state };
+  }
+
+  private newState(runId: string, created: number, key: string | null): RunState {
+    return {
       run_id: runId,
       session_id: "",
       turn_id: null,
@@ -473,13 +407,20 @@ export class RunRegistry {
       idempotency_key: key,
       owner: this.owners.self,
     };
-    const log = new RunLog(state, this.logDeps(), { held: true });
-    const watcher: TurnWatcher = {
-      onEvent: (event) => log.onAgentEvent(event),
-      shutdown: (message) => log.append({ type: "run.shutdown", message }),
-    };
-    const stopper = new AbortController();
-    let queued: { sessionId: string; position: number } | null = null;
+  }
+
+  /**
+   * Launch the run's turn through the gateway, its events going to the run's log. `queued`
+   * resolves with the run's place when its session is busy, else with null once launched (or
+   * refused): launch calls onQueued before its promise settles (it first reads the store, so not
+   * before it returns), so once either happened, whether the run waits is known.
+   */
+  private launch(
+    submission: RunSubmission,
+    log: RunLog,
+    signal: AbortSignal,
+  ): { launched: Promise<LaunchedTurn>; queued: Promise<QueuePlace | null> } {
+    let place: QueuePlace | null = null;
     let toldQueued: () => void = () => {};
     const queuedNow = new Promise<void>((resolve) => {
       toldQueued = resolve;
@@ -490,83 +431,55 @@ export class RunRegistry {
         : { earlier: submission.earlier ?? [] }),
       text: submission.text,
       ...(submission.request === undefined ? {} : { request: submission.request }),
-      watcher,
-      signal: stopper.signal,
-      approvals: { requestedBy: `runs API, run ${runId}` },
+      watcher: {
+        onEvent: (event) => log.onAgentEvent(event),
+        shutdown: (message) => log.append({ type: "run.shutdown", message }),
+      },
+      signal,
+      approvals: { requestedBy: `runs API, run ${log.state.run_id}` },
       onQueued: (sessionId, position) => {
-        queued = { sessionId, position };
+        place = { sessionId, position };
         toldQueued();
       },
     });
-    const follow = (turn: LaunchedTurn) =>
-      void turn.result.then(
-        (result) => log.finish(outcomeOf(result)),
-        (error: unknown) =>
-          log.finish({ status: "failed", reply: log.state.reply, partial: true, error: thrownError(error) }),
-      );
-    // launch calls onQueued before its promise settles (it first reads the store, so not before
-    // it returns): once either happened, whether the run waits is known.
-    await Promise.race([queuedNow, launched.then(NOTHING, NOTHING)]);
-    const waiting = queued as { sessionId: string; position: number } | null;
-    let first: { type: string; [field: string]: unknown };
-    let sessionId: string;
-    if (waiting === null) {
-      const turn = await launched;
-      follow(turn);
-      sessionId = turn.sessionId;
-      first = { type: "run.started", run_id: runId, session_id: sessionId };
-    } else {
-      // Behind the session's running turn: the run is `queued` (and stoppable) until it starts.
-      sessionId = waiting.sessionId;
-      Object.assign(state, { status: "queued", started_at: null });
-      this.waiting.set(runId, stopper);
-      first = { type: "run.queued", run_id: runId, session_id: sessionId, position: waiting.position };
-      launched.then(
-        (turn) => {
-          this.waiting.delete(runId);
-          Object.assign(state, { status: "running", started_at: this.now() });
-          log.append({ type: "run.started", run_id: runId, session_id: sessionId });
-          follow(turn);
-        },
-        (error: unknown) => {
-          this.waiting.delete(runId);
-          void log.finish(notStarted(error));
-        },
-      );
-    }
-    this.track(log);
-    // The run and its key are committed before the client hears the run id.
-    // Deleting the session deletes its runs, their events and keys, tombstones too.
-    const idem =
-      key === null
-        ? []
-        : [
-            putOp(
-              RUN_IDEM_KIND,
-              key,
-              sessionId,
-              { run_id: runId, fingerprint: submission.fingerprint },
-              created,
-            ),
-          ];
-    await log.begin(sessionId, first, idem);
-    return log.committed ?? { ...log.state };
+    const queued = Promise.race([queuedNow, launched.then(NOTHING, NOTHING)]).then(() => place);
+    return { launched, queued };
   }
 
-  /**
-   * The run's turn. When the process stopped after the run was committed but before its
-   * `turn_started` event was, the record has no turn id: the run's turn is then the session's
-   * first turn started at or after the run's turn started (its launch started the session's next
-   * turn then); a run still queued never had a turn.
-   */
-  private async turnIdOf(run: RunState): Promise<string | null> {
-    if (run.turn_id !== null) return run.turn_id;
-    if (run.status === "queued") return null;
-    const since = run.started_at ?? run.created_at;
-    const after = (await this.store.getTurns(run.session_id))
-      .filter((t) => t.started_at !== null && t.started_at >= since)
-      .sort((a, b) => (a.started_at ?? 0) - (b.started_at ?? 0));
-    return after[0]?.id ?? null;
+  /** A run whose turn started at once: `run.started` first. */
+  private async started(log: RunLog, launched: Promise<LaunchedTurn>): Promise<FirstEvent> {
+    const turn = await launched;
+    follow(log, turn);
+    const first = { type: "run.started", run_id: log.state.run_id, session_id: turn.sessionId };
+    return { sessionId: turn.sessionId, first };
+  }
+
+  /** Behind the session's running turn: the run is `queued` (and stoppable) until it starts. */
+  private queued(
+    log: RunLog,
+    launched: Promise<LaunchedTurn>,
+    place: QueuePlace,
+    stopper: AbortController,
+  ): FirstEvent {
+    const { state } = log;
+    const runId = state.run_id;
+    const sessionId = place.sessionId;
+    Object.assign(state, { status: "queued", started_at: null });
+    this.waiting.set(runId, stopper);
+    launched.then(
+      (turn) => {
+        this.waiting.delete(runId);
+        Object.assign(state, { status: "running", started_at: this.now() });
+        log.append({ type: "run.started", run_id: runId, session_id: sessionId });
+        follow(log, turn);
+      },
+      (error: unknown) => {
+        this.waiting.delete(runId);
+        void log.finish(notStarted(error));
+      },
+    );
+    const first = { type: "run.queued", run_id: runId, session_id: sessionId, position: place.position };
+    return { sessionId, first };
   }
 
   private track(log: RunLog): void {
@@ -585,52 +498,27 @@ export class RunRegistry {
       onError: (error) => this.options.onError?.("committing run events", error),
     };
   }
-
-  /** How a run whose turn stopped without this process ends: the turn's stored status. */
-  private async outcomeOfStoredTurn(run: RunState): Promise<RunOutcome> {
-    const turnId = await this.turnIdOf(run);
-    const turn =
-      turnId === null ? undefined : (await this.store.getTurns(run.session_id)).find((t) => t.id === turnId);
-    if (!turn)
-      return {
-        status: "failed",
-        reply: run.reply,
-        partial: true,
-        error: storedError(
-          "not_started",
-          "unavailable_error",
-          "the gateway stopped before the run's turn started",
-          "submit it again",
-        ),
-      };
-    if (turn.status === "completed") {
-      const answer = (await this.store.getMessages(run.session_id))
-        .filter((m) => m.turn_id === turn.id && m.role === "assistant" && m.content !== null)
-        .at(-1);
-      return { status: "completed", reply: answer?.content ?? run.reply, partial: false, error: null };
-    }
-    const status = turn.status === "failed" || turn.status === "suspended" ? turn.status : "interrupted";
-    // Only the turn's message is stored with it; its code says how it ended.
-    const message =
-      turn.error ??
-      `the gateway stopped while the run's turn was running (turn ${turn.id} is ${turn.status})`;
-    return {
-      status,
-      reply: run.reply,
-      partial: true,
-      error:
-        status === "failed"
-          ? storedError(
-              "turn_failed",
-              "server_error",
-              message,
-              "submit it again; the message says what failed",
-            )
-          : status === "suspended"
-            ? storedError("suspended", "unavailable_error", message, "submit it again to start over")
-            : storedError("interrupted", "unavailable_error", message, "submit it again to start over"),
-    };
-  }
 }
 
 const NOTHING = (): void => {};
+
+/** Where a queued run waits: its session and its place in the session's queue. */
+interface QueuePlace {
+  sessionId: string;
+  position: number;
+}
+
+/** The session a run's turn is in, and the run's first event. */
+interface FirstEvent {
+  sessionId: string;
+  first: { type: string; [field: string]: unknown };
+}
+
+/** The run ends with its turn's result (or, should the turn throw, as failed). */
+function follow(log: RunLog, turn: LaunchedTurn): void {
+  void turn.result.then(
+    (result) => log.finish(outcomeOf(result)),
+    (error: unknown) =>
+      log.finish({ status: "failed", reply: log.state.reply, partial: true, error: thrownError(error) }),
+  );
+}

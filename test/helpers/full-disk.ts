@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { Store } from "../../src/store/store.js";
+import { until as untilHolds } from "./until.js";
 
 /** Mount a tmpfs of `size` (e.g. "16m"); returns its mount point and the unmount to run after the test. */
 export function tinyDisk(size = "16m"): { dir: string; unmount: () => void } {
@@ -68,9 +69,5 @@ export function passiveCheckpoint(path: string): void {
 }
 
 export async function until(what: () => boolean | Promise<boolean>, ms = 20_000, step = 50): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await what())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting`);
-    await new Promise((r) => setTimeout(r, step));
-  }
+  await untilHolds(what, ms, "the awaited condition", step);
 }

@@ -6,6 +6,7 @@ import { afterEach, expect } from "vitest";
 import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
 import { type ListeningProcess, runToEnd, startListening } from "./listening.js";
 import { profileWith } from "./temp-home.js";
+import { until as untilHolds } from "./until.js";
 
 export type GatewayProcess = ListeningProcess;
 
@@ -68,9 +69,5 @@ export async function expectError(response: Response, status: number, code: stri
 }
 
 export async function until(what: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await what())) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await untilHolds(what, ms, "the awaited condition");
 }

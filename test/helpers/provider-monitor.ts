@@ -13,6 +13,7 @@ import type { ProvidersComponent } from "../../src/health/provider-component.js"
 import { ProviderHealthRecorder } from "../../src/llm/provider-health.js";
 import { openStore, releaseStore } from "../../src/store/registry.js";
 import { tempProfile } from "./tmp.js";
+import { until as untilHolds } from "./until.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -71,11 +72,7 @@ export async function providerMonitor(
 export const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function until(what: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await what())) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await wait(20);
-  }
+  await untilHolds(what, ms, "the awaited condition");
 }
 
 /** Listen on 127.0.0.1 (a free port by default), closed after the test; resolves with the port. */
