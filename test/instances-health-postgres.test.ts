@@ -166,6 +166,34 @@ describe("the instances component on PostgreSQL", () => {
     );
     const refusal = clockSkewRefusal(far.registry, 2_000);
     expect(refusal?.code).toBe("clock_skew");
+
+    // Each publishes its skew in its row: the instance whose own clock is right sees both others'
+    // (degraded, never down: each other host refuses itself), naming their hosts.
+    const fineSees = await untilValue(
+      () =>
+        gatewayInstancesComponent(
+          paths,
+          store,
+          { registry: fine.registry, owners: fine.registry.owners(), startedAt: 0 },
+          2_000,
+          Date.now(),
+        ),
+      (c) => c.instances.filter((r) => !r.self && r.clock_skew_ms !== null).length === 2,
+      10_000,
+      "the other two instances' published skew",
+    );
+    const offId = off.registry.self.slice(5);
+    const farId = far.registry.self.slice(5);
+    expect(fineSees.status).toBe("degraded");
+    expect(fineSees.skew_ms).toBeLessThan(1_000);
+    expect(fineSees.instances.find((r) => r.id === offId)?.clock_skew_ms).toBeGreaterThan(3_000);
+    expect(fineSees.detail).toContain(
+      `instance ${offId} (host ${hostname()}, pid ${process.pid}): its clock is 3.`,
+    );
+    expect(fineSees.detail).toMatch(
+      new RegExp(`instance ${farId} \\(host [^)]*\\): its clock is 1[12]\\.\\d s behind`),
+    );
+    expect(fineSees.next).toContain(`set the clock of host ${hostname()} right`);
   }, 60_000);
 
   it("refuses to start a gateway whose host clock is more than five times the bound off the database's", async () => {
