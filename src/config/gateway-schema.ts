@@ -97,8 +97,8 @@ export const gatewaySchema = z
       .min(0, { error: "expected a whole number of waiting turns (0 or more)" })
       .default(8),
     /**
-     * A store several gateways share: how long a message waits for its session's turn running on
-     * another gateway (or being taken over from one that died) before a 409 session_busy.
+     * How long a message waits for its session's turn running elsewhere (another gateway, one being
+     * taken over from a gateway that died, a `tenax chat`) before a 409 session_busy.
      */
     session_wait: z
       .number({ error: "expected seconds to wait for another gateway's turn (0 or more)" })
