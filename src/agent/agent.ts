@@ -48,6 +48,7 @@ import {
   type TurnResult,
 } from "./turn.js";
 import { TurnProgress } from "./turn-progress.js";
+import { type ResumePoint, restartTurn } from "./turn-resume.js";
 
 /** What `/compress` did: the compaction made (null: none) and the compressor's events of the call. */
 export interface ManualCompression {
@@ -255,6 +256,16 @@ export class Agent {
    */
   reap(options: Omit<ReapOptions, "owners"> = {}): Promise<ReapedTurn[]> {
     return reapDeadTurns(this.store, this.leaseNow(), { ...options, owners: this.owners });
+  }
+
+  /**
+   * Take an interrupted turn over for this process (its lease, a new epoch): resume it by passing the
+   * point as `turn({ resume: { turnId, point } })`. Refused with `lease_lost` when another process
+   * took it first, `turn_running` when its session runs another turn.
+   */
+  takeOver(sessionId: string, turnId: string): Promise<ResumePoint> {
+    const leaseMs = this.turnDeps.limits.lease_seconds * 1000;
+    return restartTurn(this.store, sessionId, turnId, leaseMs, this.leaseNow(), this.owners.turnOwner);
   }
 
   /** Now, in the clock leases are written and judged in: the database's on a shared store. */

@@ -76,6 +76,37 @@ describe("resuming an interrupted turn", () => {
     expect(stored[2]).toMatchObject({ name: RESUME_NAME, turn_id: turnId });
   });
 
+  it("reports a turn another resume took over first as skipped, never as resumed twice", async () => {
+    const { sim, store, agent, session, project } = await setup();
+    const turnId = await crashedTurn(store, session, async (turn_id) => {
+      await store.appendMessage({ session_id: session, role: "user", content: "once", turn_id });
+    });
+    sim.script([{ type: "reply", text: "answered once" }]);
+    const reaped = await agent.reap();
+    const events: LifecycleEvent[] = [];
+    // Two watchdogs (here: two hosts of one agent) resume the same reaped turn at once.
+    const reports = await Promise.all(
+      [host(), host()].map((h) =>
+        resumeInterrupted({
+          agent,
+          reaped,
+          autoResume: true,
+          host: h,
+          cwd: project,
+          onEvent: (e) => events.push(e),
+        }),
+      ),
+    );
+    const resumed = reports.flatMap((r) => r.resumed);
+    const skipped = reports.flatMap((r) => r.skipped);
+    expect(resumed.map((r) => r.turn_id)).toEqual([turnId]);
+    expect(skipped).toHaveLength(1);
+    expect(skipped[0]?.reason).toMatch(/another process took it over first|it is running now/);
+    expect(events.filter((e) => e.type === "turn_resumed")).toHaveLength(1);
+    expect(await resumed[0]?.result).toMatchObject({ status: "completed", reply: "answered once" });
+    expect(sim.requests()).toHaveLength(1);
+  });
+
   it("does not run an in-flight call again unless it is read-only", async () => {
     const { sim, store, agent, session, project } = await setup();
     const log = join(project, "log.txt");

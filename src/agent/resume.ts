@@ -2,11 +2,13 @@
 // than MAX_INTERRUPTIONS times is resumed (same turn id, from its last saved message) as the
 // session's running turn of whoever hosts turns (the gateway); one interrupted that often is
 // suspended with a note, so a turn that kills its process cannot make a resume loop.
+import { isLeaseLost } from "../store/lease-fence.js";
+import { turnRunningDetail } from "../store/one-running-turn.js";
 import type { Agent } from "./agent.js";
 import { MARKER_ROLE } from "./history.js";
 import type { ReapedTurn } from "./reap.js";
 import type { AgentEvent, TurnResult } from "./turn.js";
-import { turnMessages } from "./turn-resume.js";
+import { type ResumePoint, turnMessages } from "./turn-resume.js";
 
 /** A turn interrupted this many times is suspended instead of resumed. */
 export const MAX_INTERRUPTIONS = 3;
@@ -130,6 +132,12 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
       skip("its session is running another turn");
       continue;
     }
+    // Taken over here first, so a takeover another process won is reported as such, not as resumed.
+    const point = await takeOver(agent, turn);
+    if (typeof point === "string") {
+      skip(point);
+      continue;
+    }
     const watcher = await options.watcherFor?.(turn.turn_id, turn.session_id);
     const own = options.turnOptionsFor?.(turn.turn_id, turn.session_id);
     const launched = host.track(
@@ -138,7 +146,7 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
         agent.turn({
           sessionId: turn.session_id,
           text: "",
-          resume: { turnId: turn.turn_id },
+          resume: { turnId: turn.turn_id, point },
           cwd: own?.cwd ?? options.cwd,
           signal,
           onEvent,
@@ -159,6 +167,18 @@ export async function resumeInterrupted<W>(options: ResumeOptions<W>): Promise<R
     );
   }
   return report;
+}
+
+/** The turn taken over by this process, or why it was not (another took it first, its session is busy). */
+async function takeOver(agent: Agent, turn: ReapedTurn): Promise<ResumePoint | string> {
+  try {
+    return await agent.takeOver(turn.session_id, turn.turn_id);
+  } catch (error) {
+    if (isLeaseLost(error)) return "another process took it over first; it runs there";
+    if (turnRunningDetail(error) !== null)
+      return "its session started another turn meanwhile; it stays interrupted";
+    return `it could not be taken over (${error instanceof Error ? error.message : String(error)}); it stays interrupted`;
+  }
 }
 
 /** Mark a turn suspended, with a note in its transcript that says what the user can do. */

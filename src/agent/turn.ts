@@ -39,7 +39,7 @@ import {
 } from "./turn-failure.js";
 import type { ProgressEvent, TurnProgress } from "./turn-progress.js";
 import { callSettings, type TurnRequest, turnSystem } from "./turn-request.js";
-import { restartTurn, settleOpenCalls } from "./turn-resume.js";
+import { type ResumePoint, restartTurn, settleOpenCalls } from "./turn-resume.js";
 import { usageOp } from "./usage.js";
 
 export type TurnStatus = "completed" | "interrupted" | "failed";
@@ -156,7 +156,11 @@ export interface TurnInput {
    * Go on with this interrupted turn (same id) from its last saved message instead of starting
    * one with `text` (then unused): see src/agent/turn-resume.ts.
    */
-  resume?: { turnId: string };
+  resume?: {
+    turnId: string;
+    /** Where it goes on from, when the caller has taken it over already (`Agent.takeOver`). */
+    point?: ResumePoint;
+  };
   /** Writes committed with the turn's start, before it (a new session and its history). */
   before?: readonly WriteOp[];
   /** What the caller asks of every model call of this turn (an API client's system text, cap, sampling). */
@@ -219,7 +223,8 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   const leaseNow = agent.leaseNow ?? (() => deps.clock.now());
   // A takeover another process won throws lease_lost here: nothing of the turn runs.
   const resumed = input.resume
-    ? await restartTurn(store, input.sessionId, input.resume.turnId, leaseMs, leaseNow(), agent.turnOwner)
+    ? (input.resume.point ??
+      (await restartTurn(store, input.sessionId, input.resume.turnId, leaseMs, leaseNow(), agent.turnOwner)))
     : null;
   // Persist before publish: the question is committed with its turn before the model is asked
   // (the transcript holds it), and durable before anyone is told of the turn or any tool runs. Its
