@@ -47,6 +47,21 @@ describe("chat service: who it answers", () => {
 });
 
 describe("chat service: in order, none lost", () => {
+  it("keeps answering a chat after recover() looked at its idle lane (a recheck while another chat's turn runs elsewhere)", async () => {
+    const t = await chatSetup();
+    const s = await t.service();
+    await t.platform.receive(t.text("first"));
+    await t.settle(s);
+    expect(t.sent("42")).toEqual(["echo: first"]);
+    // The gateway calls recover() again every 2 s while a message waits for a turn another gateway
+    // runs; each call pumps every lane, idle ones too. An idle lane must still take what comes next.
+    await s.recover();
+    await s.recover();
+    await t.platform.receive(t.text("second"));
+    await t.until(() => t.sent("42").length === 2, "the answer to the message after the recover");
+    expect(t.sent("42")).toEqual(["echo: first", "echo: second"]);
+  });
+
   it("answers three messages sent at once to one chat in order, one turn at a time, in one session", async () => {
     const t = await chatSetup();
     const s = await t.service();

@@ -220,20 +220,26 @@ export class ChatService {
 
   /** Work a lane's queue, one turn at a time, unless a pump already does. */
   private pump(lane: Lane): void {
-    if (lane.pumping !== null || this.stopping.signal.aborted) return;
-    lane.pumping = this.track(
-      (async () => {
-        try {
-          for (let item = lane.queue.shift(); item !== undefined; item = lane.queue.shift()) {
-            if (this.stopping.signal.aborted) return;
-            await runLaneItem(this.turns, lane, item);
-          }
-        } finally {
-          lane.current = null;
-          lane.pumping = null;
-        }
-      })(),
-    );
+    if (lane.pumping !== null || lane.queue.length === 0 || this.stopping.signal.aborted) return;
+    lane.pumping = this.track(this.drain(lane));
+  }
+
+  /**
+   * The pump's work. It yields before anything else: its end clears `lane.pumping`, which must
+   * come after pump() set it. (Run at once, an empty queue ended it before the assignment, which
+   * then marked the lane as pumped for good: the chat was never answered again.)
+   */
+  private async drain(lane: Lane): Promise<void> {
+    await Promise.resolve();
+    try {
+      for (let item = lane.queue.shift(); item !== undefined; item = lane.queue.shift()) {
+        if (this.stopping.signal.aborted) return;
+        await runLaneItem(this.turns, lane, item);
+      }
+    } finally {
+      lane.current = null;
+      lane.pumping = null;
+    }
   }
 
   /**
