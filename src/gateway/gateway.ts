@@ -258,11 +258,29 @@ export class Gateway {
       } catch (error) {
         const running = turnRunningDetail(error);
         if (running === null) throw error;
-        if (this.stopping) throw unavailable();
-        if (this.now() >= until) throw sessionBusy(sessionId, running.owner, waitS);
-        if (signal.aborted) throw signal.reason;
-        await new Promise((resolve) => setTimeout(resolve, OTHER_OWNER_POLL_MS));
+        await this.whileRunning(sessionId, running, { until, waitS }, signal);
       }
+    }
+  }
+
+  /**
+   * Wait while the turn that holds the session is still its last turn and running (read, not tried:
+   * each refused start would be a failed turn in the traces), then let the start be tried again.
+   * 503 once the gateway stops, 409 session_busy at the deadline, the client's reason if it left.
+   */
+  private async whileRunning(
+    sessionId: string,
+    running: { running_turn_id: string | null; owner: string | null },
+    deadline: { until: number; waitS: number },
+    signal: AbortSignal,
+  ): Promise<void> {
+    for (;;) {
+      if (this.stopping) throw unavailable();
+      if (this.now() >= deadline.until) throw sessionBusy(sessionId, running.owner, deadline.waitS);
+      if (signal.aborted) throw signal.reason;
+      await new Promise((resolve) => setTimeout(resolve, OTHER_OWNER_POLL_MS));
+      const last = (await this.options.store.getSession(sessionId))?.last_turn;
+      if (last?.id !== running.running_turn_id || last.status !== "running") return;
     }
   }
 

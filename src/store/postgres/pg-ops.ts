@@ -231,15 +231,14 @@ export class PgOpApplier {
         [turnId],
       )
     ).rows[0];
-    const running = (h: Holder | undefined) =>
-      h?.id == null ? undefined : { id: h.id, lease_owner: h.lease_owner };
-    if (running(holder) !== undefined)
-      throw turnRunningRefusal(holder?.session_id ?? "", turnId, running(holder));
+    const sessionId = holder?.session_id ?? "";
+    if (holder?.id != null)
+      throw turnRunningRefusal(sessionId, turnId, { id: holder.id, lease_owner: holder.lease_owner });
     try {
       return await this.changes(sql, values);
     } catch (error) {
       if ((error as { constraint?: unknown }).constraint !== ONE_RUNNING_INDEX) throw error;
-      throw turnRunningRefusal(holder?.session_id ?? "", turnId, undefined);
+      throw turnRunningRefusal(sessionId, turnId, undefined);
     }
   }
 
