@@ -76,7 +76,7 @@ describe("instances on PostgreSQL", () => {
     await setup.query(`INSERT INTO tenax_meta VALUES ('schema_version', '1'), ('store_id', 'store_old'), ('profile', 'default');
       INSERT INTO sessions (id, title, created_at, updated_at) VALUES ('s_old', 'kept', 1, 2)`);
     const { store } = await openPostgresAt(url);
-    expect(PG_SCHEMA_VERSION).toBe(3);
+    expect(PG_SCHEMA_VERSION).toBe(4);
     expect((await store.stats()).schema_version).toBe(PG_SCHEMA_VERSION);
     expect(store.storeId).toBe("store_old");
     expect((await store.getSession("s_old"))?.title).toBe("kept");

@@ -114,6 +114,8 @@ export class Agent {
   private closed = false;
   /** Who holds leases, and whether a holder has ended: this process's tags and everyone else's. */
   readonly owners: Owners;
+  /** Turns this process gave up on while their row still says running (their end was not written). */
+  private readonly abandonedTurns = new Set<string>();
 
   private constructor(
     readonly options: AgentOptions,
@@ -201,6 +203,7 @@ export class Agent {
       turnOwner: this.owners.turnOwner,
       leaseNow: () => this.leaseNow(),
       taskOutput: (taskId) => this.processes.outputBytes(taskId),
+      abandoned: (turnId) => this.abandonedTurns.add(turnId),
     };
   }
 
@@ -254,8 +257,22 @@ export class Agent {
    * Mark turns whose process died as interrupted (run this when a process starts): an expired
    * lease, or an owner pid that no longer runs.
    */
-  reap(options: Omit<ReapOptions, "owners"> = {}): Promise<ReapedTurn[]> {
-    return reapDeadTurns(this.store, this.leaseNow(), { ...options, owners: this.owners });
+  async reap(options: Omit<ReapOptions, "owners" | "abandoned"> = {}): Promise<ReapedTurn[]> {
+    const reaped = await reapDeadTurns(this.store, this.leaseNow(), {
+      ...options,
+      owners: this.owners,
+      abandoned: this.abandonedTurns,
+    });
+    for (const turn of reaped) this.abandonedTurns.delete(turn.turn_id);
+    return reaped;
+  }
+
+  /**
+   * Whether this process gave the turn up with its row still running (its end could not be
+   * written): nothing runs it, so `reap` marks it interrupted at once, whatever its lease says.
+   */
+  abandoned(turnId: string): boolean {
+    return this.abandonedTurns.has(turnId);
   }
 
   /**

@@ -22,6 +22,8 @@ export interface ReapOptions {
   owners?: Owners;
   /** Only these turns (the watchdog reaps what it has looked at, nothing else). */
   only?: ReadonlySet<string>;
+  /** Turns this process gave up on with their row still running: dead whatever their lease says. */
+  abandoned?: ReadonlySet<string>;
 }
 
 /** Whether nobody runs this turn any more: its lease ran out, or its owner is known to have ended. */
@@ -41,7 +43,7 @@ export async function reapDeadTurns(
   const reaped: ReapedTurn[] = [];
   for (const turn of await store.runningTurns()) {
     if (options.only && !options.only.has(turn.id)) continue;
-    if (!isDead(turn, now, options.owners)) continue;
+    if (!options.abandoned?.has(turn.id) && !isDead(turn, now, options.owners)) continue;
     const count = turn.interrupt_count + 1;
     const since = turn.heartbeat_at ?? turn.started_at;
     if (await interrupt(store, turn, now, count, since)) {

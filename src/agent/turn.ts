@@ -140,6 +140,11 @@ export interface TurnDeps {
   leaseNow?: () => number;
   /** Bytes the task's processes have written so far (their output is a tool's progress). */
   taskOutput?: (taskId: string) => number;
+  /**
+   * Told of a turn this process gave up on with its row still marked running (its end could not
+   * be written: the store refused it), so the turn's session is not held until its lease runs out.
+   */
+  abandoned?: (turnId: string) => void;
 }
 
 export interface TurnInput {
@@ -511,13 +516,19 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   }
 
   // A turn whose start never became durable was never stored: its error is the turn's.
-  await durable;
+  await durable.catch((e: unknown) => {
+    agent.abandoned?.(turnId);
+    throw e;
+  });
   if (failure?.code !== "lease_lost") {
     try {
       await endTurn(agent, input, { turnId, epoch, status, failure, answer, usage });
     } catch (e) {
       // The turn was taken over while it ran: its answer and end were refused; the other owner ends it.
-      if (!isLeaseLost(e)) throw e;
+      if (!isLeaseLost(e)) {
+        agent.abandoned?.(turnId);
+        throw e;
+      }
       status = "interrupted";
       failure = interruptFailure(lostLease(e));
     }

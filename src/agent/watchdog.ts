@@ -63,6 +63,11 @@ export async function sweep<W>(options: WatchdogOptions<W>, seen = new Set<strin
       });
     };
     if (owner === "mine") {
+      // Given up here with its end unwritten (a store outage): nothing runs it, its session waits.
+      if (agent.abandoned(turn.id)) {
+        orphans.add(turn.id);
+        continue;
+      }
       if (!expired) continue;
       if (host.interrupt(turn.session_id, "the turn's lease expired: its worker is hung")) {
         stale(
