@@ -18,6 +18,7 @@ import { ProviderHealthRecorder } from "../llm/provider-health.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import { turnRunningDetail } from "../store/one-running-turn.js";
 import type { WriteOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
 import { ApprovalBook } from "./approvals/approval-book.js";
@@ -328,11 +329,19 @@ export class Agent {
     if (this.closed) throw new Error("the agent is closed");
     const listener = this.withTap(input.sessionId, input.onEvent);
     if (listener) this.listeners.set(input.sessionId, listener);
+    const run = () =>
+      runTurn(this.turnDeps, listener === input.onEvent ? input : { ...input, onEvent: listener });
     try {
-      return await runTurn(
-        this.turnDeps,
-        listener === input.onEvent ? input : { ...input, onEvent: listener },
-      );
+      try {
+        return await run();
+      } catch (error) {
+        // The session is held by a turn this process gave up on (its end could not be written):
+        // nothing runs it, so it is marked interrupted and the turn starts after all.
+        const held = turnRunningDetail(error)?.running_turn_id ?? null;
+        if (held === null || !this.abandonedTurns.has(held)) throw error;
+        if ((await this.reap({ only: new Set([held]) })).length === 0) throw error;
+        return await run();
+      }
     } finally {
       if (listener && this.listeners.get(input.sessionId) === listener)
         this.listeners.delete(input.sessionId);

@@ -258,12 +258,6 @@ export class Gateway {
       } catch (error) {
         const running = turnRunningDetail(error);
         if (running === null) throw error;
-        // A turn this gateway gave up on (its end could not be written) holds the session: it is
-        // marked interrupted now, and the start tried again at once.
-        const held = running.running_turn_id;
-        if (held !== null && this.options.agent.abandoned(held)) {
-          if ((await this.options.agent.reap({ only: new Set([held]) })).length > 0) continue;
-        }
         await this.whileRunning(sessionId, running, { until, waitS }, signal);
       }
     }
