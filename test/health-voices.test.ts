@@ -137,12 +137,17 @@ describe("health has one voice", () => {
       "platforms",
       "disk",
     ]);
-    // The instances panel: on SQLite, this gateway as the one instance of the profile.
+    // The instances panel: on SQLite, this gateway as the one instance of the profile, with no
+    // turn running (the page refreshes every second: a sample taken during "hello" said 1).
     const instanceRows = page.locator("#instances tbody tr");
     await expect.poll(() => instanceRows.count()).toBe(1);
-    expect(await instanceRows.first().textContent()).toMatch(
-      new RegExp(`^pid:${gateway.child.pid} \\(this gateway\\).* pid ${gateway.child.pid} · since .+alive0$`),
-    );
+    await expect
+      .poll(() => instanceRows.first().textContent(), { timeout: 10_000 })
+      .toMatch(
+        new RegExp(
+          `^pid:${gateway.child.pid} \\(this gateway\\).* pid ${gateway.child.pid} · since .+alive0$`,
+        ),
+      );
     expect(await page.locator("#instances-note").textContent()).toMatch(
       /^one instance \(SQLite: one gateway per profile\): /,
     );
