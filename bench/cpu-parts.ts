@@ -27,7 +27,12 @@ interface CpuProfile {
 const JSON_PART = "JSON (parse, stringify)";
 
 /** The issue's coarse groups, each part in one of them. */
-export type CpuGroup = "SQLite and src/store" | "openai" | "Fastify" | "JSON" | "everything else";
+export type CpuGroup =
+  | "SQLite and src/store"
+  | "provider client (src/llm/providers, undici, openai)"
+  | "Fastify"
+  | "JSON"
+  | "everything else";
 
 export interface CpuPart {
   part: string;
@@ -49,8 +54,9 @@ export interface CpuBreakdown {
   samples: number;
   /** Whether both marks fell inside the profile (otherwise the whole profile was summed). */
   windowed: boolean;
-  /** Self time of everything but idle, ms. */
+  /** Self time of everything but idle, ms; and idle (the main thread waiting in the event loop). */
   busy_ms: number;
+  idle_ms: number;
   parts: CpuPart[];
   groups: Record<CpuGroup, number>;
   /** The functions with the most self time. */
@@ -97,11 +103,32 @@ function fastifyPackages(): Set<string> {
 
 const groupOf = (part: string, fastify: Set<string>): CpuGroup => {
   if (part === "SQLite (better-sqlite3)" || part === "src/store") return "SQLite and src/store";
-  if (part === "openai") return "openai";
+  if (
+    part === "openai" ||
+    part === "src/llm/providers" ||
+    part === "package undici" ||
+    part === "Node's fetch (undici)"
+  )
+    return "provider client (src/llm/providers, undici, openai)";
   if (part === JSON_PART) return "JSON";
   if (part.startsWith("package ") && fastify.has(part.slice("package ".length))) return "Fastify";
   return "everything else";
 };
+
+/** Node's own modules, in a few families. */
+function nodeModule(url: string): string {
+  if (/^node:(_http|http|internal\/http)/.test(url)) return "http";
+  if (/^node:(net|stream|internal\/streams|internal\/stream_base|_stream|internal\/net)/.test(url))
+    return "net and streams";
+  if (/^node:(fs|internal\/fs)/.test(url)) return "fs";
+  if (
+    /^node:(timers|internal\/timers|internal\/process|internal\/async_hooks|events|internal\/event_target)/.test(
+      url,
+    )
+  )
+    return "process, timers, events";
+  return "other";
+}
 
 /** The part of a script by its URL, or null for a native function (no script). */
 function scriptPart(url: string, name: string): string | null {
@@ -115,9 +142,10 @@ function scriptPart(url: string, name: string): string | null {
     return `package ${pkg[1]}`;
   }
   if (url.startsWith("node:internal/deps/undici")) return "Node's fetch (undici)";
-  if (url.startsWith("node:")) return "Node core (net, http, streams, timers)";
-  const layer = /\/dist\/([^/]+)\//.exec(url);
-  if (layer?.[1] !== undefined) return `src/${layer[1]}`;
+  if (url.startsWith("node:")) return `Node core: ${nodeModule(url)}`;
+  const layer = /\/dist\/([^/]+)\/(?:(providers)\/)?/.exec(url);
+  if (layer?.[1] !== undefined)
+    return layer[2] === undefined ? `src/${layer[1]}` : `src/${layer[1]}/${layer[2]}`;
   if (url.endsWith("/bin/tenax.js")) return "src/cli";
   return "other scripts";
 }
@@ -172,10 +200,14 @@ export function summarizeCpuProfile(path: string, fromUs: number, toUs: number, 
   }
 
   const parts = new Map<string, number>();
+  let idleUs = 0;
   const functions = new Map<string, CpuFunction>();
   for (const [id, us] of selfUs) {
     const part = partOf(id);
-    if (part === "(idle)") continue;
+    if (part === "(idle)") {
+      idleUs += us;
+      continue;
+    }
     parts.set(part, (parts.get(part) ?? 0) + us / 1000);
     const frame = byId.get(id)?.callFrame;
     const where = frame?.url ? `${shortUrl(frame.url)}:${frame.lineNumber + 1}` : "(native)";
@@ -186,7 +218,7 @@ export function summarizeCpuProfile(path: string, fromUs: number, toUs: number, 
   }
   const groups: Record<CpuGroup, number> = {
     "SQLite and src/store": 0,
-    openai: 0,
+    "provider client (src/llm/providers, undici, openai)": 0,
     Fastify: 0,
     JSON: 0,
     "everything else": 0,
@@ -200,6 +232,7 @@ export function summarizeCpuProfile(path: string, fromUs: number, toUs: number, 
     samples,
     windowed,
     busy_ms: partList.reduce((a, p) => a + p.ms, 0),
+    idle_ms: idleUs / 1000,
     parts: partList,
     groups,
     top: [...functions.values()].sort((a, b) => b.ms - a.ms).slice(0, top),

@@ -460,6 +460,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     log(`one agent turn, profiled: ${int(env.BENCH_TURN_PROFILE_TURNS)} turns one at a time, three runs`);
     turnProfile = await runTurnProfileBench(
       work,
+      out,
       {
         turns: env.BENCH_TURN_PROFILE_TURNS,
         warmup: env.BENCH_TURN_PROFILE_WARMUP,

@@ -1,5 +1,6 @@
 // The file system calls of a process traced with `strace -f -y -s 0 -o FILE` (every thread, each
-// file descriptor shown with its path), counted by call and by file between two marks: the lines
+// line led by its thread id, each file descriptor shown with its path), counted by call and by file
+// between two marks: the lines
 // where the process opened `mark-1.json.tmp` and `mark-2.json.tmp` (turn-profile-preload.ts writes
 // them on SIGUSR2). The mark files' own calls are left out.
 import { readFileSync } from "node:fs";
@@ -24,6 +25,8 @@ export interface CallCount {
   calls: number;
   /** Bytes read or written (0 for the calls that move none). */
   bytes: number;
+  /** Of the calls, those made on another thread than the main one (libuv's pool, workers). */
+  off_main: number;
 }
 
 /** By call, then by file (basename; `socket` and `pipe` for those). */
@@ -36,7 +39,7 @@ export interface StraceWindow {
 }
 
 // `PID name(FD</path>, ...` ; an unfinished call is counted where it starts, its "resumed" line not.
-const CALL = /^(?:\d+\s+)?([a-z0-9_]+)\((\d+)<([^>]*)>(.*)$/;
+const CALL = /^(\d+)\s+([a-z0-9_]+)\((\d+)<([^>]*)>(.*)$/;
 
 function fileName(path: string): string {
   if (path.startsWith("socket:") || path.startsWith("TCP") || path.startsWith("UNIX")) return "socket";
@@ -57,7 +60,7 @@ function bytesOf(name: string, rest: string): number {
   return count?.[1] !== undefined ? Number(count[1]) : 0;
 }
 
-export function countStraceWindow(logPath: string, markDir: string): StraceWindow {
+export function countStraceWindow(logPath: string, markDir: string, mainPid: number): StraceWindow {
   const lines = readFileSync(logPath, "utf8").split("\n");
   const counts: IoCounts = {};
   let state: "before" | "inside" | "after" = "before";
@@ -70,11 +73,12 @@ export function countStraceWindow(logPath: string, markDir: string): StraceWindo
     if (state !== "inside" || line.includes(`${markDir}/mark-`)) continue;
     const m = CALL.exec(line);
     if (m === null) continue;
-    const [, name = "", , path = "", rest = ""] = m;
+    const [, tid = "", name = "", , path = "", rest = ""] = m;
     const file = fileName(path);
     const byCall = counts[name] ?? {};
-    const c = byCall[file] ?? { calls: 0, bytes: 0 };
+    const c = byCall[file] ?? { calls: 0, bytes: 0, off_main: 0 };
     c.calls++;
+    if (Number(tid) !== mainPid) c.off_main++;
     c.bytes += bytesOf(name, rest);
     byCall[file] = c;
     counts[name] = byCall;
@@ -84,11 +88,12 @@ export function countStraceWindow(logPath: string, markDir: string): StraceWindo
 
 /** Calls of `name` on files whose name passes `match`, summed. */
 export function sumCalls(counts: IoCounts, name: string, match: (file: string) => boolean): CallCount {
-  const sum = { calls: 0, bytes: 0 };
+  const sum = { calls: 0, bytes: 0, off_main: 0 };
   for (const [file, c] of Object.entries(counts[name] ?? {})) {
     if (!match(file)) continue;
     sum.calls += c.calls;
     sum.bytes += c.bytes;
+    sum.off_main += c.off_main;
   }
   return sum;
 }

@@ -10,7 +10,7 @@
 // The marks are turn-profile-preload.ts's, written on SIGUSR2 right before and after the N turns.
 // Simulator, gateway and this process (the client) are separate processes; nothing under src/ is
 // changed to measure it.
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Pool } from "undici";
@@ -247,6 +247,7 @@ async function latencyRun(
 
 async function cpuRun(
   workDir: string,
+  outDir: string,
   simUrl: string,
   settings: TurnProfileSettings,
   log: (line: string) => void,
@@ -270,7 +271,9 @@ async function cpuRun(
     await stopProfiled(p);
   }
   const { first, last, errors } = window;
-  const profile = findCpuProfile(readdirSync(profileDir), profileDir, p.pid);
+  // Kept beside the results, to be opened in a browser's profiler.
+  const profile = join(outDir, `turn-profile-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`);
+  copyFileSync(findCpuProfile(readdirSync(profileDir), profileDir, p.pid), profile);
   const n = settings.turns;
   const cpuMs = (last.cpu_us.user + last.cpu_us.system - first.cpu_us.user - first.cpu_us.system) / 1000;
   return {
@@ -367,6 +370,7 @@ async function storeRun(
 
 export async function runTurnProfileBench(
   workDir: string,
+  outDir: string,
   settings: TurnProfileSettings,
   log: (line: string) => void,
 ): Promise<TurnProfileResult> {
@@ -375,7 +379,7 @@ export async function runTurnProfileBench(
     const simUrl = await printedUrl("the simulator", sim);
     log(`  simulator: ${simUrl} (pid ${sim.child.pid})`);
     const latency = await latencyRun(workDir, simUrl, settings, log);
-    const cpu = await cpuRun(workDir, simUrl, settings, log);
+    const cpu = await cpuRun(workDir, outDir, simUrl, settings, log);
     const store = await storeRun(workDir, simUrl, settings, log);
     const notes: string[] = [];
     if (store.io === null) notes.push(`${STRACE} not found: no system call counts`);
@@ -494,7 +498,7 @@ export function turnProfileLines(r: TurnProfileResult): string[] {
       st.by_sql.slice(0, 30).map((x) => [f2(x.per_turn), x.file, x.sql.slice(0, 100)]),
     ),
     `\nCPU per turn by part (main thread, self time, ${c.samples} samples at ${s.cpuIntervalUs} µs over ${f2(c.window_ms)} ms): ` +
-      `${f3(c.busy_ms / n)} ms busy; the process's user+system CPU ${f3(r.cpu.process_cpu_ms_per_turn)} ms (every thread)`,
+      `${f3(c.busy_ms / n)} ms busy, ${f3(c.idle_ms / n)} ms idle; the process's user+system CPU ${f3(r.cpu.process_cpu_ms_per_turn)} ms (every thread)`,
     table(
       ["part", "group", "ms per turn", "% of busy"],
       c.parts.map((p) => [p.part, p.group, f3(p.ms / n), ((100 * p.ms) / c.busy_ms).toFixed(1)]),
