@@ -68,6 +68,7 @@ export interface CpuFigures {
   breakdown: CpuBreakdown;
   /** The process's user + system CPU between the marks, every thread (the profile: main thread only). */
   process_cpu_ms_per_turn: number;
+  /** Every thread's, the profiler's sampling thread (a wake-up per sample) included. */
   voluntary_switches_per_turn: number;
   profile: string;
 }
