@@ -15,8 +15,16 @@ export interface Child {
   output: () => string;
 }
 
-export function launch(args: string[], env: NodeJS.ProcessEnv = process.env): Child {
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * `node ARGS` as a child; with a `wrapper` (e.g. `strace ... -o FILE`), that command runs node, and
+ * the child is the wrapper's process, not node's.
+ */
+export function launch(args: string[], env: NodeJS.ProcessEnv = process.env, wrapper: string[] = []): Child {
+  const [command = process.execPath, ...prefix] = [...wrapper, process.execPath];
+  const child = spawn(command, [...prefix, ...args], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout?.setEncoding("utf8").on("data", (c: string) => {
     out += c;

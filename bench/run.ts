@@ -5,9 +5,10 @@
 // gateway (bench/gateway-peer.ts); and what Fastify and Hono add to one route over node:http
 // (bench/http-framework.ts); and what the store's continuous verification costs and how soon it
 // finds damage (bench/store-verify.ts); and several gateways on one PostgreSQL against one on
-// SQLite, with the takeover time after kill -9 (bench/gateways-shared.ts). Every knob is an
-// environment variable (see BENCH_* below); BENCH_MESSAGES sets the size of the search store
-// (default 1M). Suites named as arguments (`npm run bench -- gateways`) run alone, as BENCH_ONLY.
+// SQLite, with the takeover time after kill -9 (bench/gateways-shared.ts); and one agent turn
+// profiled: its commits, syncs, statements, bytes and CPU by part (bench/turn-profile.ts). Every
+// knob is an environment variable (see BENCH_* below); BENCH_MESSAGES sets the size of the search
+// store (default 1M). Suites named as arguments (`npm run bench -- gateways`) run alone, as BENCH_ONLY.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -56,6 +57,7 @@ import { ensureFixture } from "./store-fixture.js";
 import { judgeVerifyAims, runVerifyBench, type VerifyResult, verifyLines } from "./store-verify.js";
 import { judgeStreamAim, runStreamBench, type StreamResult, streamLines } from "./stream-text.js";
 import { judgeSubagentAim, runSubagentBench, type SubagentResult, subagentLines } from "./subagents.js";
+import { runTurnProfileBench, type TurnProfileResult, turnProfileLines } from "./turn-profile.js";
 import { diagnoseWrites, type WriteDiagnosis } from "./write-diagnosis.js";
 import { runWriteBench, type WriteResult } from "./write-throughput.js";
 
@@ -82,6 +84,7 @@ const SUITES = [
   "cron",
   "verify",
   "gateways",
+  "turn-profile",
 ] as const;
 
 const Env = z.object({
@@ -159,6 +162,10 @@ const Env = z.object({
   BENCH_GATEWAYS_ROUNDS: count(5),
   BENCH_GATEWAYS_MAX: z.coerce.number().int().min(2).default(3),
   BENCH_GATEWAYS_KILLS: count(10),
+  /** The turn-profile suite: turns measured, warm-up turns, µs between CPU profile samples. */
+  BENCH_TURN_PROFILE_TURNS: count(500),
+  BENCH_TURN_PROFILE_WARMUP: count(200),
+  BENCH_TURN_PROFILE_CPU_INTERVAL_US: count(100),
   BENCH_ONLY: z
     .string()
     .default(SUITES.join(","))
@@ -448,6 +455,21 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     );
   }
 
+  let turnProfile: TurnProfileResult | null = null;
+  if (only.has("turn-profile")) {
+    log(`one agent turn, profiled: ${int(env.BENCH_TURN_PROFILE_TURNS)} turns one at a time, three runs`);
+    turnProfile = await runTurnProfileBench(
+      work,
+      out,
+      {
+        turns: env.BENCH_TURN_PROFILE_TURNS,
+        warmup: env.BENCH_TURN_PROFILE_WARMUP,
+        cpuIntervalUs: env.BENCH_TURN_PROFILE_CPU_INTERVAL_US,
+      },
+      log,
+    );
+  }
+
   const aims = [
     ...judgeAims(write?.rows ?? null, search, env.BENCH_MESSAGES),
     ...(router ? [judgeRouterAim(router)] : []),
@@ -490,6 +512,7 @@ async function runAll(env: z.infer<typeof Env>, out: string, work: string): Prom
     cron,
     verify,
     gateways,
+    turn_profile: turnProfile,
     aims,
   };
   const name = `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`;
@@ -521,6 +544,7 @@ function print(r: {
   cron: CronBenchResult | null;
   verify: VerifyResult | null;
   gateways: SharedGatewaysOutcome | null;
+  turn_profile: TurnProfileResult | null;
   source: ReturnType<typeof sourceVersion>;
   aims: ReturnType<typeof judgeAims>;
   fixture: Record<string, unknown> | null;
@@ -654,6 +678,7 @@ function print(r: {
   if (r.cron) lines.push(...cronLines(r.cron));
   if (r.verify) lines.push(...verifyLines(r.verify));
   if (r.gateways) lines.push(...sharedLines(r.gateways));
+  if (r.turn_profile) lines.push(...turnProfileLines(r.turn_profile));
   lines.push(
     "\naims",
     table(

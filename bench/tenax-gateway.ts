@@ -22,6 +22,10 @@ export interface TenaxOptions {
   /** The CLI entry to run; another checkout's for tenax_before. */
   bin?: string;
   profileDir?: string;
+  /** More node options before the CLI entry (e.g. --import, --cpu-prof-interval). */
+  nodeArgs?: string[];
+  /** A command that runs node (e.g. strace); the child is then that command's process. */
+  wrapper?: string[];
   env?: NodeJS.ProcessEnv;
 }
 
@@ -53,13 +57,11 @@ export function tenaxHome(workDir: string, simUrl: string, turns: number, option
 export async function launchTenax(home: string, options: TenaxOptions): Promise<TenaxGateway> {
   // BENCH_GATEWAY_PROFILE=DIR writes a V8 CPU profile of the Tenax gateway there, for diagnosis.
   const profileArgs = options.profileDir ? ["--cpu-prof", "--cpu-prof-dir", options.profileDir] : [];
-  const child = launch([...profileArgs, options.bin ?? TENAX_BIN, "gateway", "run", "--port", "0"], {
-    ...process.env,
-    ...options.env,
-    TENAX_HOME: home,
-    TENAX_PROFILE: "",
-    TENAX_API_KEY: TENAX_KEY,
-  });
+  const child = launch(
+    [...profileArgs, ...(options.nodeArgs ?? []), options.bin ?? TENAX_BIN, "gateway", "run", "--port", "0"],
+    { ...process.env, ...options.env, TENAX_HOME: home, TENAX_PROFILE: "", TENAX_API_KEY: TENAX_KEY },
+    options.wrapper,
+  );
   try {
     const url = await waitFor("the Tenax gateway", child, (out) => {
       const m = /gateway listening on (http:\/\/\S+)/.exec(out);
