@@ -136,8 +136,12 @@ describe("chat service: shutdown and restart", () => {
       now,
     );
     await t.store.write([op, mark.op]);
-    await t.store.beginTurn(id, 60_000, "inst:i_elsewhere", { role: "user", content: "running elsewhere" })
-      .applied;
+    await t.store.beginTurn({
+      sessionId: id,
+      leaseMs: 60_000,
+      owner: "inst:i_elsewhere",
+      question: { role: "user", content: "running elsewhere" },
+    }).applied;
     const alive = new Set(["inst:i_elsewhere"]);
     const b = await t.service({ stillRuns: (owner) => alive.has(owner) });
     expect(await b.recover()).toEqual({ queued: 0, resumed: 0, answered: 0, inline: 0, waiting: 2 });

@@ -30,7 +30,13 @@ describe("lease fencing on PostgreSQL, two stores on two pools", () => {
     const told: StoreEvent[] = [];
     old.on((e) => told.push(e));
     const now = await old.databaseNow();
-    const begun = old.beginTurn(sid, 1_000, "inst:old", { role: "user", content: "question" }, [], now);
+    const begun = old.beginTurn({
+      sessionId: sid,
+      leaseMs: 1_000,
+      owner: "inst:old",
+      question: { role: "user", content: "question" },
+      leaseNow: now,
+    });
     await begun.durable;
     await old.appendMessage({
       session_id: sid,
@@ -133,7 +139,7 @@ describe("lease fencing on PostgreSQL, two stores on two pools", () => {
 
   it("refuses a spooled write of a turn taken over since, replaying the rest of its record", async () => {
     const { old, next, sid } = await twoOwners();
-    const begun = old.beginTurn(sid, 60_000, "inst:old");
+    const begun = old.beginTurn({ sessionId: sid, leaseMs: 60_000, owner: "inst:old" });
     await begun.durable;
     // What the old owner's store kept in its spool while the database could not be reached.
     const spoolDir = `${tempDir()}/spool`;

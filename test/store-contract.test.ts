@@ -176,7 +176,7 @@ describe.each(engines)("store contract: $name", (engine) => {
     ]);
     expect(await s.interruptedTurnsOf("owner:b", 0)).toEqual([]);
     expect((await s.getSession(id))?.last_turn).toMatchObject({ id: turn });
-    const begun = s.beginTurn(id, 1_000);
+    const begun = s.beginTurn({ sessionId: id, leaseMs: 1_000 });
     await begun.applied;
     await begun.durable;
     expect((await s.getTurns(id)).map((t) => t.id)).toEqual([turn, begun.id]);
@@ -187,7 +187,12 @@ describe.each(engines)("store contract: $name", (engine) => {
     const events: StoreEvent[] = [];
     s.on((e) => events.push(e));
     const sid = await s.createSession();
-    const begun = s.beginTurn(sid, 60_000, "owner:a", { role: "user", content: "question" });
+    const begun = s.beginTurn({
+      sessionId: sid,
+      leaseMs: 60_000,
+      owner: "owner:a",
+      question: { role: "user", content: "question" },
+    });
     await begun.durable;
     const turn = begun.id;
     expect(begun.epoch).toBe(FIRST_EPOCH);

@@ -168,6 +168,16 @@ export interface TurnInput {
   };
   /** Writes committed with the turn's start, before it (a new session and its history). */
   before?: readonly WriteOp[];
+  /**
+   * When the caller first tells anyone of the turn. "start" (the default): before the model
+   * answers (a run, a chat-platform message, a cron occurrence, a stream), so the question is
+   * durable before the turn is told. "answer": by the answer alone (a chat completion not
+   * streamed), so the question is committed first but becomes durable with the turn's end, in its
+   * one sync; a crash before that leaves the caller with a broken connection and nothing told.
+   */
+  acknowledgedBy?: "start" | "answer";
+  /** Writes committed with a completed turn's end, given its whole reply (a conversation's hash). */
+  endWrites?: (reply: string) => Promise<readonly WriteOp[]>;
   /** What the caller asks of every model call of this turn (an API client's system text, cap, sampling). */
   request?: TurnRequest;
   /**
@@ -242,14 +252,15 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
     turnId = resumed.turnId;
     epoch = resumed.epoch;
   } else {
-    const begun = store.beginTurn(
-      input.sessionId,
+    const begun = store.beginTurn({
+      sessionId: input.sessionId,
       leaseMs,
-      agent.turnOwner,
-      { role: "user", content: input.text },
-      input.before,
-      leaseNow(),
-    );
+      ...(agent.turnOwner === undefined ? {} : { owner: agent.turnOwner }),
+      question: { role: "user", content: input.text },
+      ...(input.before === undefined ? {} : { before: input.before }),
+      leaseNow: leaseNow(),
+      durableWithNext: input.acknowledgedBy === "answer",
+    });
     await begun.applied;
     turnId = begun.id;
     epoch = begun.epoch;
@@ -522,7 +533,8 @@ async function runTurnNow(agent: TurnDeps, input: TurnInput): Promise<TurnResult
   });
   if (failure?.code !== "lease_lost") {
     try {
-      await endTurn(agent, input, { turnId, epoch, status, failure, answer, usage });
+      const reply = replyParts.join("");
+      await endTurn(agent, input, { turnId, epoch, status, failure, answer, usage, reply });
     } catch (e) {
       // The turn was taken over while it ran: its answer and end were refused; the other owner ends it.
       if (!isLeaseLost(e)) {
@@ -561,11 +573,14 @@ interface TurnEnd {
   failure: TurnFailure | null;
   answer: WriteOp | null;
   usage: { input_tokens: number; output_tokens: number };
+  /** The whole reply, for the caller's end writes. */
+  reply: string;
 }
 
 /**
  * Commit the turn's end, fenced by its lease epoch: its marker when it did not complete, then the
- * final answer, the session's usage and the turn's row together (one durable commit).
+ * final answer, the caller's end writes, the session's usage and the turn's row together (one
+ * durable commit: the turn's one sync when its caller acknowledges it by its answer).
  */
 async function endTurn(agent: TurnDeps, input: TurnInput, end: TurnEnd): Promise<void> {
   const { store, deps } = agent;
@@ -604,11 +619,20 @@ async function endTurn(agent: TurnDeps, input: TurnInput, end: TurnEnd): Promise
       // An unreadable usage record never keeps the turn from ending.
     }
   }
+  let extra: readonly WriteOp[] = [];
+  if (status === "completed" && input.endWrites !== undefined) {
+    try {
+      extra = await input.endWrites(end.reply);
+    } catch {
+      // The caller's own bookkeeping (a conversation's hash) never keeps the turn from ending.
+    }
+  }
   const saved = answer === null ? [] : [answer];
-  if (usageWrite === null) await store.write([...saved, ended]);
+  const whole = [...saved, ...extra, ...(usageWrite === null ? [] : [usageWrite]), ended];
+  if (whole.length === saved.length + 1) await store.write(whole);
   else
     await store
-      .write([...saved, usageWrite, ended])
+      .write(whole)
       .catch((e: unknown) => (isLeaseLost(e) ? Promise.reject(e) : store.write([...saved, ended])));
 }
 

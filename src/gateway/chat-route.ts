@@ -89,7 +89,9 @@ export async function serveChat(
         : { sessionId: requested }),
       text: request.messages[lastUser]?.content ?? "",
       request: turnRequestOf(request, gateway.clientSystem),
-      ...(watcher ? { watcher } : {}),
+      // A stream tells the client of the session as the turn starts; a plain answer is the
+      // client's first word of it, so its question may become durable with the answer.
+      ...(watcher ? { watcher } : { acknowledgedBy: "answer" as const }),
       signal: hangup.signal,
     });
     echo["x-session-id"] = turn.sessionId;

@@ -2,12 +2,12 @@
 // of its conversation as its client sees it (a hash chain over the user and assistant messages:
 // each question and the turn's whole reply), updated after every completed turn and indexed in
 // the store, so a request whose earlier messages hash to it continues that session in one lookup.
-// A new conversation's session is titled in the background from its first message.
+// A new conversation's session is titled in the background by auxiliary.title, when one is set;
+// until then (and without one) every surface shows its first message as its title.
 import { createHash } from "node:crypto";
-import type { TurnResult } from "../agent/turn.js";
 import type { ModelRouter } from "../llm/router.js";
+import type { WriteOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
-import { plainTitle } from "../store/session-title.js";
 import type { ChatMessage } from "./chat-request.js";
 
 type Said = Pick<ChatMessage, "role" | "content">;
@@ -63,31 +63,36 @@ export class Conversations {
   }
 
   /**
-   * After a completed turn: the session's conversation now ends with the question and the reply.
-   * `base` is the fingerprint of the conversation before it (undefined: the session's stored one;
-   * a session that never had one, made outside the gateway, is not tracked).
+   * What a completed turn's end also commits: the session's conversation now ends with the
+   * question and the reply. `base` is the fingerprint of the conversation before it (undefined:
+   * the session's stored one; a session that never had one, made outside the gateway, is not
+   * tracked).
    */
-  async recordTurn(sessionId: string, text: string, result: TurnResult, base?: string | null): Promise<void> {
-    if (result.status !== "completed") return;
-    const store = this.options.store;
-    const before = base === undefined ? await store.conversationHash(sessionId) : base;
-    if (base === undefined && before === null) return;
+  async turnWrites(sessionId: string, text: string, reply: string, base?: string | null): Promise<WriteOp[]> {
+    const before = base === undefined ? await this.options.store.conversationHash(sessionId) : base;
+    if (base === undefined && before === null) return [];
     const hash = conversationHash(before, [
       { role: "user", content: text },
-      { role: "assistant", content: result.reply },
+      { role: "assistant", content: reply },
     ]);
-    await store.write([
-      { op: "session.update", id: sessionId, conversation_hash: hash, updated_at: this.options.now() },
-    ]);
+    return [{ op: "session.update", id: sessionId, conversation_hash: hash, updated_at: this.options.now() }];
   }
 
-  /** Title a new conversation's session in the background; the reply never waits for it. */
+  /**
+   * Title a new conversation's session in the background with auxiliary.title; the reply never
+   * waits for it. Without a title model nothing is written: every surface shows the first message
+   * as the title of an untitled session (session-title.ts), and a title model that fails or is
+   * too slow leaves it so.
+   */
   title(sessionId: string, firstMessage: string): void {
+    if (!this.options.titleModel || this.stop.signal.aborted) return;
     const task = this.makeTitle(firstMessage)
       .then((title) =>
-        this.options.store.write([
-          { op: "session.update", id: sessionId, title, updated_at: this.options.now() },
-        ]),
+        title === null
+          ? undefined
+          : this.options.store.write([
+              { op: "session.update", id: sessionId, title, updated_at: this.options.now() },
+            ]),
       )
       .then(
         () => undefined,
@@ -98,15 +103,14 @@ export class Conversations {
     void task.finally(() => this.titling.delete(task));
   }
 
-  /** Stop making titles (their plain ones are written) and wait for the writes. */
+  /** Stop making titles (they stay untitled: the first message shows) and wait for the writes. */
   async close(): Promise<void> {
     this.stop.abort();
     await Promise.all([...this.titling]);
   }
 
-  private async makeTitle(firstMessage: string): Promise<string> {
-    const plain = plainTitle(firstMessage);
-    if (!this.options.titleModel || this.stop.signal.aborted) return plain;
+  /** The title model's title; null when it failed, was stopped or said nothing usable. */
+  private async makeTitle(firstMessage: string): Promise<string | null> {
     try {
       const completion = await this.options.router.auxiliary(
         "title",
@@ -119,9 +123,9 @@ export class Conversations {
         },
         { signal: this.stop.signal },
       );
-      return (completion && cleanTitle(completion.text)) ?? plain;
+      return completion ? cleanTitle(completion.text) : null;
     } catch {
-      return plain;
+      return null;
     }
   }
 }

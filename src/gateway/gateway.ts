@@ -69,6 +69,8 @@ export interface LaunchRequest {
   cwd?: string;
   /** False for a caller with its own deadline (a cron job's --timeout): agent.turn_deadline does not apply. */
   deadline?: boolean;
+  /** When the caller first tells its client of the turn (TurnInput.acknowledgedBy); "start" when left out. */
+  acknowledgedBy?: "start" | "answer";
 }
 
 export interface LaunchedTurn {
@@ -292,9 +294,9 @@ export class Gateway {
   }
 
   /**
-   * The agent's turn, then the session's conversation fingerprint (committed before the reply is
-   * sent, so the client's next request finds it); a new conversation (`fresh`) also gets its title
-   * made in the background.
+   * The agent's turn, whose end commits the session's conversation fingerprint with the answer (so
+   * the client's next request finds it); a new conversation (`fresh`) also gets its title made in
+   * the background when a title model is configured.
    */
   private agentWork(
     sessionId: string,
@@ -318,13 +320,10 @@ export class Gateway {
           approvals: launch.approvals ?? null,
           ...(launch.deadline === false ? { deadline: false } : {}),
           ...(request === undefined ? {} : { request }),
+          ...(launch.acknowledgedBy === undefined ? {} : { acknowledgedBy: launch.acknowledgedBy }),
+          endWrites: (reply) => this.conversations.turnWrites(sessionId, text, reply, fresh?.base),
         }),
       );
-      try {
-        await this.conversations.recordTurn(sessionId, text, result, fresh?.base);
-      } catch {
-        // The turn is answered all the same; only a stateless follow-up would start a new session.
-      }
       if (fresh) this.conversations.title(sessionId, fresh.firstMessage);
       return result;
     };

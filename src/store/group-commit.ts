@@ -110,6 +110,12 @@ export class GroupCommit {
     }
     tellApplied(group, outcomes);
     span.event("applied");
+    // Nothing in the group waits for a sync: the next synced commit makes it durable.
+    if (group.every((w) => w.options.durableWithNext === true)) {
+      span.end();
+      settle(group, outcomes);
+      return;
+    }
     // Acknowledged once on disk; the next group does not wait for this one's sync to commit.
     this.committer.durable().then(
       () => {

@@ -155,6 +155,13 @@ export type OpResult = { op: WriteOp["op"]; changes: number; message?: AppliedMe
 export interface ApplyOptions {
   /** When replaying, a message whose session row is gone gets a placeholder session. */
   createMissingSessions?: boolean;
+  /**
+   * The write is acknowledged once committed, without a sync of its own: it becomes durable with
+   * the next synced commit. For a turn's start whose caller acknowledges nothing before the turn's
+   * answer (a chat completion not streamed), so a turn makes one sync, its end's. A store may sync
+   * it all the same (a group with other writes, PostgreSQL, whose commit is its sync).
+   */
+  durableWithNext?: boolean;
 }
 
 /** Prepared statements for one connection, built once. */

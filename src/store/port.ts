@@ -23,7 +23,7 @@ import type { ListOptions, RecordView, StoreStats } from "./queries.js";
 import type { ResponseView } from "./response-rows.js";
 import type { MessageView, SessionView, TurnView } from "./rows.js";
 import type { SpoolRecord } from "./spool.js";
-import type { BegunTurn, StagedWrite } from "./store-domain.js";
+import type { BegunTurn, StagedWrite, TurnStart } from "./store-domain.js";
 import type { SearchResult } from "./store-reader.js";
 
 export type { SearchResult, SearchResultItem } from "./store-reader.js";
@@ -111,14 +111,7 @@ export interface StorePort extends StoreReads {
     question?: Omit<NewMessage, "session_id" | "turn_id">,
     before?: readonly WriteOp[],
   ): Promise<string>;
-  beginTurn(
-    sessionId: string,
-    leaseMs: number,
-    owner?: string,
-    question?: Omit<NewMessage, "session_id" | "turn_id">,
-    before?: readonly WriteOp[],
-    leaseNow?: number,
-  ): BegunTurn;
+  beginTurn(start: TurnStart): BegunTurn;
   updateTurn(op: Omit<TurnUpdateOp, "op">): Promise<void>;
   putResponse(row: Omit<ResponsePutOp, "op">): Promise<void>;
   deleteResponse(id: string): Promise<boolean>;

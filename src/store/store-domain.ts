@@ -59,6 +59,25 @@ export function messageAppendOp(input: NewMessage, now: number): WriteOp {
   };
 }
 
+/** What starts a turn (`beginTurn`). */
+export interface TurnStart {
+  sessionId: string;
+  leaseMs: number;
+  /** The lease owner; `pid:N` of this process when left out. */
+  owner?: string;
+  /** The user's message, committed with the start. */
+  question?: Omit<NewMessage, "session_id" | "turn_id">;
+  /** Writes committed with the start, before it (a new session and its history). */
+  before?: readonly WriteOp[];
+  /** When the lease starts, by the clock leases are judged in (the database's on PostgreSQL). */
+  leaseNow?: number;
+  /**
+   * The start needs no sync of its own: the caller tells nobody of the turn before its answer,
+   * whose synced commit makes the start durable too (ApplyOptions.durableWithNext).
+   */
+  durableWithNext?: boolean;
+}
+
 /** A turn just begun: its id, its lease epoch, and when it is committed and durable. */
 export interface BegunTurn {
   id: string;
@@ -185,7 +204,7 @@ export abstract class StoreDomain extends ReadView {
     question?: Omit<NewMessage, "session_id" | "turn_id">,
     before: readonly WriteOp[] = [],
   ): Promise<string> {
-    const begun = this.beginTurn(sessionId, leaseMs, owner, question, before);
+    const begun = this.beginTurn({ sessionId, leaseMs, owner, ...(question ? { question } : {}), before });
     await begun.durable;
     return begun.id;
   }
@@ -194,30 +213,26 @@ export abstract class StoreDomain extends ReadView {
    * `startTurn`, telling apart the moment the turn is committed (the transcript holds its
    * question: the model can be asked) from the moment it is durable (anyone can be told of it).
    */
-  beginTurn(
-    sessionId: string,
-    leaseMs: number,
-    owner = `pid:${process.pid}`,
-    question?: Omit<NewMessage, "session_id" | "turn_id">,
-    before: readonly WriteOp[] = [],
-    /** When the lease starts, by the clock leases are judged in (the database's on PostgreSQL). */
-    leaseNow?: number,
-  ): BegunTurn {
+  beginTurn(start: TurnStart): BegunTurn {
+    const { sessionId, leaseMs, owner = `pid:${process.pid}`, question, before = [] } = start;
     const now = this.clock.now();
     const id = newId("t_", now);
-    const leaseFrom = leaseNow ?? now;
-    const { applied, durable } = this.writeStaged([
-      ...before,
-      {
-        op: "turn.start",
-        id,
-        session_id: sessionId,
-        started_at: now,
-        lease_owner: owner,
-        lease_expires_at: leaseFrom + leaseMs,
-      },
-      ...(question ? [this.messageOp({ ...question, session_id: sessionId, turn_id: id })] : []),
-    ]);
+    const leaseFrom = start.leaseNow ?? now;
+    const { applied, durable } = this.writeStaged(
+      [
+        ...before,
+        {
+          op: "turn.start",
+          id,
+          session_id: sessionId,
+          started_at: now,
+          lease_owner: owner,
+          lease_expires_at: leaseFrom + leaseMs,
+        },
+        ...(question ? [this.messageOp({ ...question, session_id: sessionId, turn_id: id })] : []),
+      ],
+      start.durableWithNext === true ? { durableWithNext: true } : {},
+    );
     return { id, epoch: FIRST_EPOCH, applied, durable };
   }
 

@@ -1,6 +1,14 @@
 // The WAL sync off the event loop: a write is acknowledged once its WAL frames are synced; a
 // failed sync ends this process's writing for good (spooled, health down), never a quiet loss.
-import { closeSync, existsSync, openSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fdatasync,
+  fdatasyncSync,
+  openSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -122,6 +130,53 @@ describe("the store with its WAL synced off the event loop", () => {
     ]);
     await expect(refused.applied).rejects.toThrow();
     await expect(refused.durable).rejects.toThrow();
+    await releaseStore(store);
+  });
+
+  it("a turn's start acknowledged by its answer makes no sync of its own: the end's one sync covers both", async () => {
+    const paths = tempProfile();
+    let syncs = 0;
+    const store = await openStore(paths, {
+      integrityCheckTimeoutMs: 0,
+      walFiles: {
+        openSync: (path, flags) => openSync(path, flags),
+        fdatasync: (fd, done) => {
+          syncs++;
+          fdatasync(fd, done);
+        },
+        fdatasyncSync: (fd) => fdatasyncSync(fd),
+        closeSync: (fd) => closeSync(fd),
+      },
+    });
+    // The search queue's own commits would hold a sync's waiters for one more (see WalSync).
+    store.index.stop();
+    const session = await store.createSession({ title: "one sync" });
+    const question = { role: "user" as const, content: "question" };
+    syncs = 0;
+    const lazy = store.beginTurn({ sessionId: session, leaseMs: 60_000, question, durableWithNext: true });
+    await lazy.durable;
+    // Committed (the transcript holds the question, the session is held) and not synced.
+    expect(syncs).toBe(0);
+    expect((await store.getSession(session))?.last_turn).toMatchObject({ id: lazy.id, status: "running" });
+    expect((await store.getMessages(session)).map((m) => m.content)).toEqual(["question"]);
+    await store.write([
+      store.messageOp({ session_id: session, role: "assistant", content: "answer", turn_id: lazy.id }),
+      { op: "turn.update", id: lazy.id, status: "completed", ended_at: Date.now(), lease_owner: null },
+    ]);
+    expect(syncs).toBe(1);
+    // A start its caller tells of at once is durable first: its own sync.
+    const told = store.beginTurn({ sessionId: session, leaseMs: 60_000, question });
+    await told.durable;
+    expect(syncs).toBe(2);
+    // A lazy write committed in one group with a synced one is synced with it.
+    const [a, b] = [
+      store.writeStaged([store.messageOp({ session_id: session, role: "user", content: "a" })], {
+        durableWithNext: true,
+      }),
+      store.writeStaged([store.messageOp({ session_id: session, role: "user", content: "b" })]),
+    ];
+    await Promise.all([a.durable, b.durable]);
+    expect(syncs).toBe(3);
     await releaseStore(store);
   });
 
