@@ -218,12 +218,18 @@ export interface RecordView<T = unknown> {
   updated_at: number;
 }
 
+/** Connections known to have the records table: it is never dropped, so once seen it is asked no more. */
+const withRecords = new WeakSet<Database.Database>();
+
 function hasRecords(db: Database.Database): boolean {
-  // A store of schema version 1 or 2 read by a newer reader has no records table yet.
-  return (
+  if (withRecords.has(db)) return true;
+  // A store of schema version 1 or 2 read by a newer reader has no records table yet (until a
+  // newer process migrates it: a missing table is looked for again on the next read).
+  const found =
     prepared(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'", true).get() !==
-    undefined
-  );
+    undefined;
+  if (found) withRecords.add(db);
+  return found;
 }
 
 function parseValue<T>(text: unknown): T | null {

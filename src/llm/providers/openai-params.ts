@@ -19,6 +19,33 @@ import type {
 
 export type MaxTokensField = "max_tokens" | "max_completion_tokens";
 
+/**
+ * The request's JSON body. A turn sends the same tool objects on every call, and their JSON
+ * Schemas are most of a short request's bytes: each tool's JSON is made once per tool object and
+ * set into the body as text.
+ */
+export function chatBody(request: ChatRequest, maxTokensField: MaxTokensField): string {
+  const tools = request.tools ?? [];
+  const params = toParams({ ...request, tools: [] }, maxTokensField);
+  if (tools.length === 0) return JSON.stringify(params);
+  // Tenax's tools win over a caller's unknown fields, as every known field does.
+  const { tools: _theirs, ...rest } = params as ChatCompletionCreateParamsStreaming & { tools?: unknown };
+  const json = JSON.stringify(rest);
+  return `${json.slice(0, -1)},"tools":[${tools.map(toolJson).join(",")}]}`;
+}
+
+const toolJsons = new WeakMap<ToolSpec, string>();
+
+/** One tool on the wire, as JSON; kept per tool object (a tool changed in place is not seen). */
+function toolJson(tool: ToolSpec): string {
+  let json = toolJsons.get(tool);
+  if (json === undefined) {
+    json = JSON.stringify(toTool(tool));
+    toolJsons.set(tool, json);
+  }
+  return json;
+}
+
 export function toParams(
   request: ChatRequest,
   maxTokensField: MaxTokensField,

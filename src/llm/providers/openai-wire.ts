@@ -64,12 +64,12 @@ export const OPENAI_WIRE_ERRORS: SdkErrors = {
   errorBody: (parsed) => ({ error: parsed }),
 };
 
-/** POST `body` to `${baseURL}/chat/completions` and yield the stream's chunks. */
+/** POST `body` (JSON text) to `${baseURL}/chat/completions` and yield the stream's chunks. */
 export async function openChatStream(
   request: WireRequest,
   baseURL: string,
   apiKey: string,
-  body: unknown,
+  body: string,
   signal: AbortSignal,
   state: CallState,
 ): Promise<AsyncGenerator<ChatCompletionChunk>> {
@@ -83,7 +83,7 @@ export async function openChatStream(
           accept: "text/event-stream",
           authorization: `Bearer ${apiKey}`,
         },
-        body: JSON.stringify(body),
+        body,
         signal,
       }),
       signal,

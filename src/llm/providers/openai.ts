@@ -4,7 +4,7 @@
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import type { Provider, ProviderEvent, ToolCall, Usage } from "../provider.js";
 import { checkTimeouts, DEFAULT_TIMEOUTS } from "../timeouts.js";
-import { type MaxTokensField, toParams } from "./openai-params.js";
+import { chatBody, type MaxTokensField } from "./openai-params.js";
 import { defaultWireRequest, OPENAI_WIRE_ERRORS, openChatStream, type WireRequest } from "./openai-wire.js";
 import { type SdkProviderOptions, sdkStreamer } from "./sdk-call.js";
 
@@ -33,7 +33,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
               request,
               options.baseURL,
               call.apiKey,
-              toParams(chat, maxTokensField),
+              chatBody(chat, maxTokensField),
               signal,
               state,
             ),
