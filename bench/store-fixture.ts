@@ -62,7 +62,7 @@ async function buildFixture(
   const corpus = new Corpus(0xbe4c + total);
   const store = await openStore(paths, {
     synchronous: "normal",
-    rereadPagesOnWrite: false,
+    rereadPagesOnWrite: "off",
     integrityCheckTimeoutMs: 0,
   });
   const samples: FixtureMeta["samples"] = { rare: [], medium: [], common: [], phrases: [] };

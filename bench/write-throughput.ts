@@ -129,7 +129,7 @@ async function runTrial(
   const paths = copyFixture(fixture, dir);
   const store = await openStore(paths, {
     synchronous: config.synchronous,
-    rereadPagesOnWrite: config.reread,
+    rereadPagesOnWrite: config.reread ? "always" : "off",
     integrityCheckTimeoutMs: 0,
   });
   try {

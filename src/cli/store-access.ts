@@ -4,6 +4,7 @@ import { loadConfig } from "../config/load.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { UsageError } from "../core/errors.js";
 import type { ProfilePaths } from "../profile/paths.js";
+import type { RereadMode } from "../store/page-reread.js";
 import type { StorePort } from "../store/port.js";
 import {
   openProfileReader,
@@ -28,9 +29,9 @@ export function storeSettings(config: TenaxConfig): StoreSettings {
     // SQLite's synchronous=FULL does (the slow-disk benchmark compares the two).
     syncOffLoop: process.env.TENAX_STORE_SYNC !== "inline",
     // Also a diagnostic: TENAX_STORE_REREAD=off keeps cached pages across writes, so damage to the
-    // file under a running process is no longer caught by the next write (the gateway benchmark
-    // shows what the re-read costs a turn).
-    rereadPagesOnWrite: process.env.TENAX_STORE_REREAD !== "off",
+    // file under a running process is no longer caught by the next write; =always re-reads before
+    // every commit, as the store did before page-reread.ts (the benchmarks compare them).
+    rereadPagesOnWrite: rereadMode(process.env.TENAX_STORE_REREAD),
   };
 }
 
@@ -90,4 +91,8 @@ export async function withSqliteWriter<T>(
   } finally {
     await releaseStore(store);
   }
+}
+
+function rereadMode(value: string | undefined): RereadMode {
+  return value === "off" || value === "always" ? value : "changed";
 }

@@ -2,7 +2,6 @@
 // turns) wait for its next turn and are committed together, in call order, in one transaction and
 // so one sync of the disk. Each write is a savepoint of its own, so a write that fails by itself
 // (an unknown session) is refused alone; a failure of the commit fails the whole group.
-import type Database from "better-sqlite3";
 import { startSpan } from "../core/trace.js";
 import { classifySqliteError } from "./errors.js";
 import type { ApplyOptions, OpResult, WriteOp } from "./ops.js";
@@ -131,16 +130,19 @@ export class GroupCommit {
   }
 }
 
-/** The group's writes inside the current transaction, one savepoint each (none for a lone write). */
+/**
+ * The group's writes inside the current transaction, one savepoint each (none for a lone write).
+ * `inSavepoint` runs `apply` in a nested transaction (a savepoint), made once per connection.
+ */
 export function applyGroup(
-  db: Database.Database,
   group: readonly QueuedWrite[],
   apply: (write: QueuedWrite) => OpResult[],
+  inSavepoint: (write: QueuedWrite) => OpResult[],
 ): WriteOutcome[] {
   if (group.length === 1) return [{ ok: true, results: apply(group[0] as QueuedWrite) }];
   return group.map((w): WriteOutcome => {
     try {
-      return { ok: true, results: db.transaction(() => apply(w))() };
+      return { ok: true, results: inSavepoint(w) };
     } catch (error) {
       // Damage or a failing disk ends the whole group; anything else is this write's alone.
       if (["corrupt", "full", "io"].includes(classifySqliteError(error))) throw error;

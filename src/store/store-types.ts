@@ -4,6 +4,7 @@ import type { Deps } from "../core/deps.js";
 import type { Redactor } from "../core/redact.js";
 import type { IntegrityResult } from "./integrity.js";
 import type { Synchronous } from "./open-database.js";
+import type { RereadMode } from "./page-reread.js";
 import type { StoreLocation } from "./store-reader.js";
 import type { WalFiles } from "./wal-sync.js";
 
@@ -20,8 +21,12 @@ export interface StoreOptions extends StoreLocation {
    * or let SQLite sync each commit on it (false; for comparison only).
    */
   syncOffLoop?: boolean;
-  /** Re-read touched pages from the file on every write (default true); off only for diagnosis. */
-  rereadPagesOnWrite?: boolean;
+  /**
+   * When a write reads the pages it touches from the file again instead of the cache
+   * (page-reread.ts): "changed" (the default: when the file changed under the writer, and at
+   * least every second), "always" (before every commit), "off" (diagnosis only).
+   */
+  rereadPagesOnWrite?: RereadMode;
   /** The profile's secrets, redacted from every write before it is stored or spooled. */
   redactor?: Redactor;
   /** The file calls the WAL's syncs make (the real ones unless a test holds a sync back). */

@@ -15,6 +15,7 @@ import type { InstanceStore } from "./instance-types.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
 import { type ApplyOptions, OpApplier, type OpResult, type WriteOp } from "./ops.js";
+import { PageReread } from "./page-reread.js";
 import type { StorePort } from "./port.js";
 import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
@@ -43,6 +44,10 @@ export class Store extends StoreDomain implements StorePort {
   private guard: Database.Database | null = null;
   private readonly applier: OpApplier;
   private readonly dropCache: Database.Statement;
+  /** A group's commit: one IMMEDIATE transaction, each write a savepoint (made once, not per commit). */
+  private readonly commitTransaction: Database.Transaction<(group: readonly QueuedWrite[]) => WriteOutcome[]>;
+  /** When a commit reads its pages from the file again (page-reread.ts). */
+  private readonly reread: PageReread;
   private readonly spool: Spool;
   private readonly failures: StoreFailures;
   private readonly deps: Deps;
@@ -78,6 +83,16 @@ export class Store extends StoreDomain implements StorePort {
     this.applier = new OpApplier(db);
     this.walSync = syncsOffLoop(options) ? new WalSync(`${options.path}-wal`, options.walFiles) : null;
     this.dropCache = db.prepare("PRAGMA shrink_memory");
+    const apply = (w: QueuedWrite) => this.applier.applyAll(w.ops, w.options);
+    const inSavepoint = db.transaction(apply);
+    this.commitTransaction = db.transaction((group: readonly QueuedWrite[]) =>
+      applyGroup(group, apply, (w) => inSavepoint(w)),
+    );
+    this.reread = new PageReread(
+      [options.path, `${options.path}-wal`],
+      options.rereadPagesOnWrite ?? "changed",
+      () => this.deps.clock.now(),
+    );
     this.spool = new Spool(options.spoolDir, options.profile, options.path);
     this.failures = new StoreFailures(this.location, this.spool, options.spoolDir, this.deps.clock, (e) =>
       this.emit(e),
@@ -86,8 +101,14 @@ export class Store extends StoreDomain implements StorePort {
       db,
       new SearchIndex(options.searchPath, storeId(db), false),
       (e) => this.emit(e),
-      () => this.walSync?.touched(),
+      () => this.ownCommit(),
     );
+  }
+
+  /** A commit of this connection outside the groups (the search queue, the ledger, the registry). */
+  private ownCommit(): void {
+    this.walSync?.touched();
+    this.reread.ownCommit();
   }
 
   /** Open the writable store. Use the registry (openStore) instead: it keeps one per process. */
@@ -148,7 +169,7 @@ export class Store extends StoreDomain implements StorePort {
       db: () => this.db,
       guard: () => this.guard,
       onCorrupt: (detail) => this.markCorrupt(detail),
-      afterWrite: () => this.walSync?.touched(),
+      afterWrite: () => this.ownCommit(),
       deps: this.deps,
       busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
     });
@@ -159,7 +180,7 @@ export class Store extends StoreDomain implements StorePort {
   instances(): InstanceStore {
     this.registryRows ??= new SqliteInstances({
       db: () => this.db,
-      afterWrite: () => this.walSync?.touched(),
+      afterWrite: () => this.ownCommit(),
       deps: this.deps,
       busyBudgetMs: this.options.writeRetryBudgetMs ?? 30_000,
       where: this.location.path,
@@ -253,14 +274,13 @@ export class Store extends StoreDomain implements StorePort {
   private commitGroup(group: readonly QueuedWrite[]): WriteOutcome[] {
     const db = this.db;
     if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
-    // Drop the cached pages first, so the write reads every page it touches from the file:
-    // damage under a running process is caught by the next write that touches it, instead of
-    // hiding behind a stale cache while new writes pile on (costs ~20% of write throughput).
-    if (this.options.rereadPagesOnWrite !== false) this.dropCache.run();
+    // Drop the cached pages first when the file may have changed under this process, so the write
+    // reads every page it touches from the file and damage is caught by the write instead of
+    // hiding behind a stale cache while new writes pile on (page-reread.ts says when).
+    if (this.reread.beforeCommit()) this.dropCache.run();
     // With synchronous: full, the group is acknowledged once WalSync has synced the WAL.
-    const outcomes = db
-      .transaction(() => applyGroup(db, group, (w) => this.applier.applyAll(w.ops, w.options)))
-      .immediate();
+    const outcomes = this.commitTransaction.immediate(group);
+    this.reread.ownCommit();
     this.index.schedule();
     return outcomes;
   }
