@@ -15,14 +15,15 @@
 //
 // "always" restores a re-read before every commit (the benchmarks compare the two), "off" never
 // re-reads (a diagnosis: damage is then found by the continuous page check only).
-import { type BigIntStats, statSync } from "node:fs";
+import { type Stats, statSync } from "node:fs";
 
 export type RereadMode = "changed" | "always" | "off";
 
 /** How often the cache is dropped whatever the files say (ms). */
 export const REREAD_EVERY_MS = 1000;
 
-type Look = string;
+/** Per file: inode, size, modification and change time (ms, with the file system's sub-ms part). */
+type Look = number[];
 
 export class PageReread {
   private seen: Look | null = null;
@@ -42,7 +43,7 @@ export class PageReread {
     if (this.mode === "off") return false;
     const now = this.now();
     if (this.mode === "always") return this.reread(now);
-    if (this.seen === null || this.look() !== this.seen) {
+    if (this.seen === null || !same(this.look(), this.seen)) {
       this.counts.changed++;
       return this.reread(now);
     }
@@ -64,13 +65,16 @@ export class PageReread {
   }
 
   private look(): Look {
-    return this.files
-      .map((file) => describe(statSync(file, { bigint: true, throwIfNoEntry: false })))
-      .join("|");
+    const look: Look = [];
+    for (const file of this.files) {
+      const stat: Stats | undefined = statSync(file, { throwIfNoEntry: false });
+      if (stat === undefined) look.push(-1, -1, -1, -1);
+      else look.push(stat.ino, stat.size, stat.mtimeMs, stat.ctimeMs);
+    }
+    return look;
   }
 }
 
-function describe(stat: BigIntStats | undefined): string {
-  if (stat === undefined) return "-";
-  return `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+function same(a: Look, b: Look): boolean {
+  return a.length === b.length && a.every((value, i) => value === b[i]);
 }
