@@ -1,8 +1,9 @@
 // The model-gateway mode and the store's syncs, over the real app and a real store whose WAL syncs
-// the test holds back: the provider is asked once the question is committed, while its sync runs
-// (so an answer waits for about one sync, not two in a row); the client hears nothing before the
-// question is durable, and gets its answer only once the answer is durable too; a question that can
-// never be made durable is never answered as a success.
+// the test holds back: the provider is asked once the question is committed, while a stream's
+// question is synced (so an answer waits for about one sync, not two in a row), and a plain call's
+// question is made durable by its answer's one sync; the client hears nothing before the question
+// is durable, and gets its answer only once the answer is durable too; a question that can never be
+// made durable is never answered as a success.
 import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
 import { APIError } from "openai";
 import { describe, expect, it } from "vitest";
@@ -13,11 +14,13 @@ import { type ModelGateway, startModelGateway } from "./helpers/model-gateway.js
 function heldSyncs() {
   const pending: Array<() => void> = [];
   const state = { held: false, failing: false };
+  let asked = 0;
   const files: WalFiles = {
     openSync,
     closeSync,
     fdatasyncSync,
     fdatasync: (fd, done) => {
+      asked++;
       const run = () => {
         if (state.failing) done(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
         else fdatasync(fd, done);
@@ -31,6 +34,8 @@ function heldSyncs() {
     state,
     /** Syncs asked for and not yet run. */
     waiting: () => pending.length,
+    /** Syncs asked for so far. */
+    asked: () => asked,
     release: () => {
       state.held = false;
       for (const run of pending.splice(0)) run();
@@ -92,15 +97,17 @@ describe("the model-gateway mode and durable commits", () => {
                 text: data.choices[0]?.message.content ?? "",
                 sessionId: response.headers.get("x-session-id") ?? "",
               }));
-        // The question is committed, its sync held: the provider is asked all the same.
+        // The question is committed: the provider is asked. A stream's question is synced
+        // meanwhile (its sync is held here); a plain answer's waits for the answer's one sync.
         await until("the provider to be asked", () => gw.bodies(gw.main).length === 1);
-        expect(syncs.waiting()).toBeGreaterThan(0);
+        expect(syncs.waiting()).toBe(stream ? 1 : 0);
         // But the client has nothing yet: not the stream's headers, not the answer.
         expect(await settled(answer)).toBe(false);
         // The question made durable while the provider still answers; then syncs are held again.
         syncs.release();
         await new Promise((r) => setTimeout(r, 300));
         syncs.state.held = true;
+        const syncsBeforeAnswer = syncs.asked();
         // The answer is committed (visible to reads), its sync held: the client does not have it.
         await until(
           "the answer's commit",
@@ -109,6 +116,10 @@ describe("the model-gateway mode and durable commits", () => {
         expect(await settled(answer)).toBe(false);
         syncs.release();
         const { text, sessionId } = await answer;
+        // A plain call's question asked for no sync of its own: the answer's made it durable too.
+        // (A stream's may take two: the search index's commit during a held sync asks for one more.)
+        if (stream) expect(syncsBeforeAnswer).toBeGreaterThanOrEqual(1);
+        else expect(syncsBeforeAnswer).toBe(0);
         expect(text).toBe("echo: hello there");
         expect((await gw.store.getMessages(sessionId)).map((m) => [m.role, m.content])).toEqual([
           ["user", "hello there"],
@@ -119,6 +130,31 @@ describe("the model-gateway mode and durable commits", () => {
       }
     });
   }
+
+  it("answers a plain call's failure only once its question is durable, naming its session", async () => {
+    const syncs = heldSyncs();
+    const gw = await startModelGateway({ walFiles: syncs.files, breaker: false });
+    try {
+      syncs.state.held = true;
+      gw.main.script([{ type: "error", status: 400, body: { error: { message: "bad request" } } }]);
+      const failed = gw.client.chat.completions
+        .create({ model: "main/echo", messages: [{ role: "user", content: "hi" }] })
+        .catch((e: unknown) => e);
+      await until("the provider to be asked", () => gw.main.requests().length === 1);
+      await until("the provider's answer", () => gw.main.requests()[0]?.ended === "completed");
+      // The provider said no, and the client is told nothing while the question's sync is held.
+      await until("a sync to be asked for", () => syncs.waiting() > 0);
+      expect(await settled(failed)).toBe(false);
+      syncs.release();
+      const error = (await failed) as APIError;
+      expect(error).toBeInstanceOf(APIError);
+      expect(error.status).toBe(400);
+      const sessionId = error.headers?.get("x-session-id") ?? "";
+      expect((await gw.store.getMessages(sessionId)).map((m) => m.content)).toEqual(["hi"]);
+    } finally {
+      syncs.release();
+    }
+  });
 
   it("never answers a call as a success when its question cannot be made durable", async () => {
     const syncs = heldSyncs();

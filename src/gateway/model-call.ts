@@ -80,9 +80,12 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       const { sessionId, ops } = await requestOps(deps.store, target, call.request.messages, requested);
       span.set({ "gen_ai.conversation.id": sessionId });
       // Persist, then publish: the session and the question are committed before the provider is
-      // asked, and durable before the client hears of them. Their sync runs while the provider
-      // answers, so the answer waits for its own sync only, not for the question's before it too.
-      const question = deps.store.writeStaged(ops);
+      // asked, and durable before the client hears of them. A stream hears of them as it opens:
+      // their sync runs while the provider answers. A plain answer is the client's first word of
+      // the call: the answer's one sync makes both durable (durableWithNext), and a failure's
+      // answer waits for the question's sync.
+      const lazy = !call.stream;
+      const question = deps.store.writeStaged(ops, lazy ? { durableWithNext: true } : {});
       await question.applied;
       // A client that hangs up (or is dropped for not reading) ends its call: no one would get it.
       // So does a question that cannot be made durable: its call's answer could never be stored.
@@ -139,6 +142,7 @@ export function createModelCallHandler(deps: ModelCallDeps): ModelCallHandler {
       } catch (error) {
         // A question never made durable was never stored: the store's error is the call's.
         await told;
+        if (lazy) await deps.store.durableSoFar();
         const failure = controller.signal.aborted
           ? interruptFailure(controller.signal.reason)
           : thrownFailure(error);

@@ -70,6 +70,11 @@ export class GroupCommit {
     return { applied: either, durable };
   }
 
+  /** Resolves once every group committed so far (the one committing now included) is durable. */
+  durable(): Promise<void> {
+    return this.committing.then(() => this.committer.durable());
+  }
+
   /** Commit what waits now (a caller that did not wait for its write when the store closes). */
   drainNow(): void {
     const group = this.queued.splice(0);

@@ -92,6 +92,11 @@ export interface StorePort extends StoreReads {
   listen?(channel: string, handler: (payload: string) => void): () => void;
   write(ops: WriteOp[], options?: ApplyOptions): Promise<OpResult[]>;
   writeStaged(ops: WriteOp[], options?: ApplyOptions): StagedWrite;
+  /**
+   * Resolves once every write committed so far is durable: what a write made with
+   * `durableWithNext` waits on when nothing else is left to commit (a model call that failed).
+   */
+  durableSoFar(): Promise<void>;
 
   createSession(input?: NewSession): Promise<string>;
   sessionOp(input?: NewSession): { id: string; op: WriteOp };

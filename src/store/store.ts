@@ -221,6 +221,11 @@ export class Store extends StoreDomain implements StorePort {
     return { applied, durable: staged.durable };
   }
 
+  durableSoFar(): Promise<void> {
+    // A damaged store has synced what it committed (WalSync.seal); a failed sync rejects.
+    return this.group.durable();
+  }
+
   /**
    * Every write passes here, so no secret is stored (state.db, its WAL, search.db, the spool):
    * messages, tool calls, turn errors and records, with the profile's secrets redacted.

@@ -105,6 +105,11 @@ export class PostgresStore extends StoreDomain implements StorePort {
     );
   }
 
+  /** Every commit is durable when it returns. */
+  durableSoFar(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** A PostgreSQL commit is durable when it returns: applied and durable are one promise. */
   writeStaged(ops: WriteOp[], options: ApplyOptions = {}): StagedWrite {
     const written = this.write(ops, options);
