@@ -6,6 +6,7 @@
 import { copyFileSync, existsSync, rmSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { classifySqliteError } from "./errors.js";
+import { PageReread } from "./page-reread.js";
 import { createPrivateFile } from "./private-file.js";
 
 export interface IndexItem {
@@ -42,11 +43,17 @@ export class SearchIndex {
   /** Why the last open() returned false, for people ("does not exist", ...). */
   problem: string | null = null;
 
+  /** When a write reads its pages from the file again (page-reread.ts): damage is noticed by the next write. */
+  private readonly reread: PageReread;
+
   constructor(
     readonly path: string,
     private readonly storeId: string,
     private readonly readonly: boolean,
-  ) {}
+    now: () => number = Date.now,
+  ) {
+    this.reread = new PageReread([path, `${path}-wal`], "changed", now);
+  }
 
   /**
    * Open (creating it if needed). Returns false when the file is missing, damaged or of another
@@ -228,14 +235,19 @@ export class SearchIndex {
   private write<T>(fn: (db: Database.Database) => T): T {
     for (let attempt = 0; ; attempt++) {
       const db = this.requireDb();
-      // Read touched pages from the file, not a stale cache, so damage is noticed by the next write.
-      db.pragma("shrink_memory");
-      const result = db
-        .transaction(() =>
-          this.inode === currentInode(this.path) || attempt >= 2 ? { value: fn(db) } : null,
-        )
-        .immediate();
-      if (result !== null) return result.value;
+      // Read touched pages from the file, not a stale cache, once the file changed under this
+      // handle, so damage is noticed by the next write.
+      if (this.reread.beforeCommit()) db.pragma("shrink_memory");
+      try {
+        const result = db
+          .transaction(() =>
+            this.inode === currentInode(this.path) || attempt >= 2 ? { value: fn(db) } : null,
+          )
+          .immediate();
+        if (result !== null) return result.value;
+      } finally {
+        this.reread.ownCommit();
+      }
     }
   }
 
