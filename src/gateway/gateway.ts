@@ -129,7 +129,7 @@ export class Gateway {
     if (this.stopping) return;
     this.stopping = true;
     this.queue.rejectAll(() => unavailable());
-    // Titles being made fall back to their plain ones now.
+    // Titles being made stop: those sessions show their first message.
     void this.conversations.close();
     for (const turn of this.active.values()) for (const w of turn.watchers) w.shutdown(SHUTDOWN_MESSAGE);
   }
