@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { fakeTimers } from "../../test/helpers/fake-time.js";
+import { type FakeTimers, fakeTimers } from "../../test/helpers/fake-time.js";
 import { Scheduler } from "./scheduler.js";
 
 const schedulers: Scheduler[] = [];
@@ -14,6 +14,21 @@ function make(onError?: (job: string, error: unknown) => void): Scheduler {
 }
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A scheduler on fake time: exact counts, whatever the machine's load. */
+function onFakeTime(time: FakeTimers, onError?: (job: string, error: unknown) => void): Scheduler {
+  const s = new Scheduler({ now: time.now, timers: time.timers, ...(onError ? { onError } : {}) });
+  schedulers.push(s);
+  return s;
+}
+
+/** `count` steps of `ms`, each followed by the ends of the runs it started (a job is rescheduled when it ends). */
+async function step(time: FakeTimers, ms: number, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    time.advance(ms);
+    await new Promise((r) => setImmediate(r));
+  }
+}
 
 describe("Scheduler", () => {
   it("runs on the timers it is given: an hour of jobs on fake time, one timer armed at a time", async () => {
@@ -37,20 +52,22 @@ describe("Scheduler", () => {
   });
 
   it("runs many jobs on one timer, each at its own period", async () => {
-    const s = make();
+    const time = fakeTimers();
+    const s = onFakeTime(time);
     const runs = { fast: 0, slow: 0 };
     for (let i = 0; i < 100; i++) s.every(`fast-${i}`, 10, () => void runs.fast++);
     s.every("slow", 60, () => void runs.slow++);
     expect(s.size).toBe(101);
-    await wait(130);
-    expect(runs.fast).toBeGreaterThanOrEqual(100 * 3);
-    expect(runs.slow).toBeGreaterThanOrEqual(1);
-    expect(runs.slow).toBeLessThanOrEqual(2);
+    await step(time, 10, 13);
+    expect(time.pending).toBe(1);
+    expect(runs.fast).toBe(100 * 13);
+    expect(runs.slow).toBe(2);
   });
 
   it("a job that throws is reported and rescheduled; one that returns false stops", async () => {
     const errors: string[] = [];
-    const s = make((job, error) => errors.push(`${job}: ${(error as Error).message}`));
+    const time = fakeTimers();
+    const s = onFakeTime(time, (job, error) => errors.push(`${job}: ${(error as Error).message}`));
     let thrown = 0;
     let counted = 0;
     s.every("flaky", 10, () => {
@@ -58,8 +75,9 @@ describe("Scheduler", () => {
       throw new Error("boom");
     });
     s.every("three-times", 10, () => ++counted < 3);
-    await wait(120);
-    expect(thrown).toBeGreaterThanOrEqual(3);
+    await step(time, 10, 12);
+    expect(thrown).toBe(12);
+    expect(errors).toHaveLength(12);
     expect(errors[0]).toBe("flaky: boom");
     expect(counted).toBe(3);
     expect(s.size).toBe(1);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { btreePages, checkpoint, overwritePages } from "../../test/helpers/corrupt.js";
 import { tempProfile } from "../../test/helpers/tmp.js";
+import { untilValue } from "../../test/helpers/until.js";
 import { Scheduler } from "../agent/scheduler.js";
 import { defaultConfig } from "../config/schema.js";
 import type { CronStats } from "../cron/host.js";
@@ -140,9 +141,14 @@ describe("HealthMonitor", () => {
       });
     }, 5000);
     s.monitor.start();
-    await wait(800);
-    // report() is synchronous: it cannot wait for the hung probe, only read its last result.
-    const report = await s.monitor.report();
+    // report() is synchronous: it cannot wait for the hung probe, only read its last result; looked
+    // at until that result is over 400 ms old (past the 100 ms interval, so the probe has hung).
+    const report = await untilValue(
+      () => s.monitor.report(),
+      (r) => (r.components.store?.age_ms ?? 0) > 400,
+      5_000,
+      "a store result over 400 ms old",
+    );
     const store = report.components.store;
     expect(store?.status).toBe("degraded");
     expect(store?.detail).toMatch(/has not answered for \d+ s; this result is \d+ s old/);
@@ -161,8 +167,15 @@ describe("HealthMonitor", () => {
       );
     }, 200);
     s.monitor.start();
-    await wait(900);
-    const store = (await s.monitor.report()).components.store;
+    // Looked at until a third probe has started and the store says a probe failed.
+    const store = (
+      await untilValue(
+        () => s.monitor.report(),
+        (r) => calls >= 3 && /the last check failed/.test(r.components.store?.detail ?? ""),
+        5_000,
+        "a third probe, after a failed one",
+      )
+    ).components.store;
     expect(store?.detail).toMatch(/the last check failed \(no answer within 1 s\)/);
     expect(store?.status).toBe("degraded");
     expect(calls).toBeGreaterThanOrEqual(3);
@@ -216,8 +229,15 @@ describe("HealthMonitor", () => {
     while (Date.now() < until) {
       // Block the event loop, as a hung synchronous call would.
     }
-    await wait(1100);
-    const scheduler = (await s.monitor.report()).components.scheduler;
+    // The scheduler measures the lag when its one-second tick wakes up late.
+    const scheduler = (
+      await untilValue(
+        () => s.monitor.report(),
+        (r) => Number(r.components.scheduler?.max_lag_ms ?? 0) > 1000,
+        5_000,
+        "a lag measured after the block",
+      )
+    ).components.scheduler;
     expect(scheduler?.max_lag_ms).toBeGreaterThan(1000);
     expect(scheduler?.status).toBe("degraded");
   });
