@@ -1,6 +1,7 @@
 // A turn this process gave up on because its end could not be written (the store refused it) is
 // still "running" in the store under a live lease: nothing runs it, so it is reaped at once, and a
-// new turn in its session starts after reaping it.
+// new turn in its session starts after reaping it. Once the store shows it ended, or this process
+// takes it over again, it is forgotten.
 // On the real store, whose writes of a turn's end are refused while `failEnds` is set.
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
@@ -10,6 +11,7 @@ import type { WriteOp } from "../store/ops.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { Agent } from "./agent.js";
+import { reapDeadTurns } from "./reap.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -85,5 +87,27 @@ describe("turns given up with their end unwritten", () => {
     const turns = await setup.store.getTurns(setup.session);
     expect(turns.find((t) => t.id === id)?.status).toBe("interrupted");
     expect(setup.agent.abandoned(id)).toBe(false);
+  });
+
+  it("are forgotten once the store shows them ended by another process", async () => {
+    const setup = await agentWithRefusedEnds();
+    const id = await abandonedTurn(setup);
+    // Another process reaps it once its lease ran out (it knows nothing of this one's giving up).
+    const later = setup.agent.leaseNow() + 24 * 3600_000;
+    expect((await reapDeadTurns(setup.store, later)).map((t) => t.turn_id)).toEqual([id]);
+    expect(setup.agent.abandoned(id)).toBe(true);
+    expect(await setup.agent.reap()).toEqual([]);
+    expect(setup.agent.abandoned(id)).toBe(false);
+  });
+
+  it("are not reaped once taken over again, by this process after another reaped them", async () => {
+    const setup = await agentWithRefusedEnds();
+    const id = await abandonedTurn(setup);
+    const later = setup.agent.leaseNow() + 24 * 3600_000;
+    expect((await reapDeadTurns(setup.store, later)).map((t) => t.turn_id)).toEqual([id]);
+    await setup.agent.takeOver(setup.session, id);
+    expect(setup.agent.abandoned(id)).toBe(false);
+    expect(await setup.agent.reap()).toEqual([]);
+    expect((await setup.store.runningTurns()).map((t) => t.id)).toEqual([id]);
   });
 });

@@ -2,6 +2,8 @@
 // their row still running (their end could not be written: the store refused it) are dead whatever
 // their lease says, so `reap` marks them interrupted at once and a new turn in their session need
 // not wait out the lease; an interrupted turn is taken over at a new lease epoch to resume it.
+// A given-up turn is forgotten once the store shows it no longer running under this process's
+// lease, whoever ended or took it, or once this process takes it over again.
 import type { Owners } from "../core/owners.js";
 import { turnRunningDetail } from "../store/one-running-turn.js";
 import type { StorePort } from "../store/port.js";
@@ -34,7 +36,7 @@ export class TurnOwnership {
 
   /**
    * Mark dead turns interrupted (reap.ts): an expired lease, an owner that ended, or a turn this
-   * process gave up on. Given-up turns reaped here are forgotten.
+   * process gave up on. Given-up turns reaped here, or that the store shows ended, are forgotten.
    */
   async reap(options: Omit<ReapOptions, "owners" | "abandoned"> = {}): Promise<ReapedTurn[]> {
     const { store, owners } = this.options;
@@ -44,6 +46,7 @@ export class TurnOwnership {
       abandoned: this.given,
     });
     for (const turn of reaped) this.given.delete(turn.turn_id);
+    await this.forgetEnded();
     return reaped;
   }
 
@@ -51,9 +54,9 @@ export class TurnOwnership {
    * Take an interrupted turn over for this process (its lease, a new epoch). Refused with
    * `lease_lost` when another process took it first, `turn_running` when its session runs another.
    */
-  takeOver(sessionId: string, turnId: string): Promise<ResumePoint> {
+  async takeOver(sessionId: string, turnId: string): Promise<ResumePoint> {
     const { store, owners, leaseSeconds } = this.options;
-    return restartTurn(
+    const point = await restartTurn(
       store,
       sessionId,
       turnId,
@@ -61,6 +64,9 @@ export class TurnOwnership {
       this.options.leaseNow(),
       owners.turnOwner,
     );
+    // This process runs it again: it is no longer given up, whoever ended it before.
+    this.given.delete(turnId);
+    return point;
   }
 
   /**
@@ -76,5 +82,25 @@ export class TurnOwnership {
       if ((await this.reap({ only: new Set([held]) })).length === 0) throw error;
       return await begin();
     }
+  }
+
+  /**
+   * Forget the given-up turns the store no longer shows running under this process's lease
+   * (another process reaped them, or took them over since): one would otherwise be held here for
+   * good, and a turn another process resumed reaped by this one at once. Only turns given up
+   * before the look are judged by it. Best effort: what was reaped stands either way.
+   */
+  private async forgetEnded(): Promise<void> {
+    if (this.given.size === 0) return;
+    const before = [...this.given];
+    const mine = this.options.owners.turnOwner;
+    let held: Set<string>;
+    try {
+      const running = await this.options.store.runningTurns();
+      held = new Set(running.filter((turn) => turn.lease_owner === mine).map((turn) => turn.id));
+    } catch {
+      return;
+    }
+    for (const id of before) if (!held.has(id)) this.given.delete(id);
   }
 }
