@@ -18,7 +18,6 @@ import { ProviderHealthRecorder } from "../llm/provider-health.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import { turnRunningDetail } from "../store/one-running-turn.js";
 import type { WriteOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
 import { ApprovalBook } from "./approvals/approval-book.js";
@@ -31,7 +30,7 @@ import { bootId, selfIdentity } from "./process-identity.js";
 import { ProcessLedger } from "./process-ledger.js";
 import { type ProcessReapReport, reapOrphanProcesses } from "./process-reaper.js";
 import { ProcessRegistry } from "./processes.js";
-import { type ReapedTurn, type ReapOptions, reapDeadTurns } from "./reap.js";
+import type { ReapedTurn, ReapOptions } from "./reap.js";
 import { chooseSandbox, type SandboxChoice } from "./sandbox/sandbox.js";
 import { Scheduler } from "./scheduler.js";
 import { defineTool } from "./tools/define-tool.js";
@@ -48,8 +47,9 @@ import {
   type TurnInput,
   type TurnResult,
 } from "./turn.js";
+import { TurnOwnership } from "./turn-ownership.js";
 import { TurnProgress } from "./turn-progress.js";
-import { type ResumePoint, restartTurn } from "./turn-resume.js";
+import type { ResumePoint } from "./turn-resume.js";
 
 /** What `/compress` did: the compaction made (null: none) and the compressor's events of the call. */
 export interface ManualCompression {
@@ -115,8 +115,8 @@ export class Agent {
   private closed = false;
   /** Who holds leases, and whether a holder has ended: this process's tags and everyone else's. */
   readonly owners: Owners;
-  /** Turns this process gave up on while their row still says running (their end was not written). */
-  private readonly abandonedTurns = new Set<string>();
+  /** Which running turns this process may end or take over (turn-ownership.ts). */
+  private readonly ownership: TurnOwnership;
 
   private constructor(
     readonly options: AgentOptions,
@@ -129,6 +129,12 @@ export class Agent {
     readonly sandbox: SandboxChoice,
   ) {
     this.owners = options.owners ?? localOwners();
+    this.ownership = new TurnOwnership({
+      store: options.store,
+      owners: this.owners,
+      leaseNow: () => this.leaseNow(),
+      leaseSeconds: options.config.agent.lease_seconds,
+    });
     this.scheduler = new Scheduler({ now: () => deps.clock.now() });
     // A change held back by the write throttle is written within a second or so.
     this.scheduler.every("provider health: write", 1000, () => providerHealth.flushDue());
@@ -204,7 +210,7 @@ export class Agent {
       turnOwner: this.owners.turnOwner,
       leaseNow: () => this.leaseNow(),
       taskOutput: (taskId) => this.processes.outputBytes(taskId),
-      abandoned: (turnId) => this.abandonedTurns.add(turnId),
+      abandoned: (turnId) => this.ownership.abandon(turnId),
     };
   }
 
@@ -258,14 +264,8 @@ export class Agent {
    * Mark turns whose process died as interrupted (run this when a process starts): an expired
    * lease, or an owner pid that no longer runs.
    */
-  async reap(options: Omit<ReapOptions, "owners" | "abandoned"> = {}): Promise<ReapedTurn[]> {
-    const reaped = await reapDeadTurns(this.store, this.leaseNow(), {
-      ...options,
-      owners: this.owners,
-      abandoned: this.abandonedTurns,
-    });
-    for (const turn of reaped) this.abandonedTurns.delete(turn.turn_id);
-    return reaped;
+  reap(options: Omit<ReapOptions, "owners" | "abandoned"> = {}): Promise<ReapedTurn[]> {
+    return this.ownership.reap(options);
   }
 
   /**
@@ -273,7 +273,7 @@ export class Agent {
    * written): nothing runs it, so `reap` marks it interrupted at once, whatever its lease says.
    */
   abandoned(turnId: string): boolean {
-    return this.abandonedTurns.has(turnId);
+    return this.ownership.abandoned(turnId);
   }
 
   /**
@@ -282,8 +282,7 @@ export class Agent {
    * took it first, `turn_running` when its session runs another turn.
    */
   takeOver(sessionId: string, turnId: string): Promise<ResumePoint> {
-    const leaseMs = this.turnDeps.limits.lease_seconds * 1000;
-    return restartTurn(this.store, sessionId, turnId, leaseMs, this.leaseNow(), this.owners.turnOwner);
+    return this.ownership.takeOver(sessionId, turnId);
   }
 
   /** Now, in the clock leases are written and judged in: the database's on a shared store. */
@@ -332,16 +331,9 @@ export class Agent {
     const run = () =>
       runTurn(this.turnDeps, listener === input.onEvent ? input : { ...input, onEvent: listener });
     try {
-      try {
-        return await run();
-      } catch (error) {
-        // The session is held by a turn this process gave up on (its end could not be written):
-        // nothing runs it, so it is marked interrupted and the turn starts after all.
-        const held = turnRunningDetail(error)?.running_turn_id ?? null;
-        if (held === null || !this.abandonedTurns.has(held)) throw error;
-        if ((await this.reap({ only: new Set([held]) })).length === 0) throw error;
-        return await run();
-      }
+      // A session held by a turn this process gave up on (its end could not be written) is freed
+      // by reaping that turn: nothing runs it.
+      return await this.ownership.start(run);
     } finally {
       if (listener && this.listeners.get(input.sessionId) === listener)
         this.listeners.delete(input.sessionId);

@@ -71,6 +71,11 @@ export class TurnInterrupt extends Error {
   }
 }
 
+/** The abort reason of a turn another process took over. */
+export function lostLease(error: TenaxError): TurnInterrupt {
+  return new TurnInterrupt("lease_lost", `another process took this turn over (${error.message})`);
+}
+
 /** What the turn knows about an overflow it could not get past. */
 export interface OverflowState {
   /** A compression pass ran for this overflow and the request was still refused. */
