@@ -1,13 +1,15 @@
-// What a turn costs the disk, counted on a real store whose WAL syncs are counted: a turn its
-// caller acknowledges by its answer (a chat completion not streamed) makes one sync, its end's,
-// which carries the answer, the caller's end writes and the turn's row; a turn told of at its
-// start makes its question durable first, one sync more; a tool never runs before the start is
-// durable.
-import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
+// What a turn asks of the disk, on a real store: a turn its caller acknowledges by its answer (a
+// chat completion not streamed) makes one synced commit, its end's, which carries the answer, the
+// caller's end writes and the turn's row, and its start waits for that sync; a turn told of at its
+// start makes its question durable first, one synced commit more; a tool never runs before the
+// start is durable. The turn's writes are counted as the store is asked for them (the process's
+// other writers, such as the provider health records, commit on their own timers), and that a
+// write made with durableWithNext asks for no sync of its own is src/store/wal-sync.test.ts's.
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
 import { configSchema } from "../config/schema.js";
 import { type Simulator, startSimulator } from "../llm/simulator/server.js";
+import type { ApplyOptions, WriteOp } from "../store/ops.js";
 import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
 import { Agent } from "./agent.js";
@@ -21,22 +23,8 @@ async function countedAgent() {
   const sim: Simulator = await startSimulator();
   closing.push(() => sim.close());
   const paths = tempProfile();
-  const counts = { syncs: 0 };
-  const store: Store = await openStore(paths, {
-    integrityCheckTimeoutMs: 0,
-    walFiles: {
-      openSync: (path, flags) => openSync(path, flags),
-      fdatasync: (fd, done) => {
-        counts.syncs++;
-        fdatasync(fd, done);
-      },
-      fdatasyncSync: (fd) => fdatasyncSync(fd),
-      closeSync: (fd) => closeSync(fd),
-    },
-  });
+  const store: Store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
   closing.push(() => releaseStore(store));
-  // The search queue's own commits would hold a sync's waiters for one more (see WalSync).
-  store.index.stop();
   const config = configSchema.parse({
     model: { provider: "sim", name: "echo" },
     providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
@@ -46,13 +34,35 @@ async function countedAgent() {
   const agent = await Agent.create({ paths, config, store });
   closing.push(() => agent.close());
   const session = await agent.newSession();
+  // The session's writes as the store is asked for them: synced, or durable with the next sync.
+  const counts = { syncs: 0, lazy: 0 };
+  const ofSession = (ops: readonly WriteOp[]) =>
+    ops.some((op) => ("session_id" in op && op.session_id === session) || op.op === "turn.update");
+  const count = (ops: readonly WriteOp[], options?: ApplyOptions) => {
+    if (!ofSession(ops)) return;
+    if (options?.durableWithNext === true) counts.lazy++;
+    else counts.syncs++;
+  };
+  const write = store.write.bind(store);
+  const writeStaged = store.writeStaged.bind(store);
+  store.write = (ops, options) => {
+    count(ops, options);
+    return write(ops, options);
+  };
+  store.writeStaged = (ops, options) => {
+    count(ops, options);
+    return writeStaged(ops, options);
+  };
+  closing.push(async () => {
+    store.write = write;
+    store.writeStaged = writeStaged;
+  });
   return { sim, store, agent, session, counts, cwd: tempDir("tenax-project-") };
 }
 
 describe("a turn's commits and syncs", () => {
   it("acknowledged by its answer: one sync for the whole turn, the end writes in its commit", async () => {
     const { store, agent, session, counts, cwd } = await countedAgent();
-    counts.syncs = 0;
     const result = await agent.turn({
       sessionId: session,
       text: "hello",
@@ -63,7 +73,7 @@ describe("a turn's commits and syncs", () => {
       ],
     });
     expect(result).toMatchObject({ status: "completed", reply: "echo: hello" });
-    expect(counts.syncs).toBe(1);
+    expect(counts).toEqual({ syncs: 1, lazy: 1 });
     expect((await store.getMessages(session)).map((m) => [m.role, m.content])).toEqual([
       ["user", "hello"],
       ["assistant", "echo: hello"],
@@ -74,7 +84,6 @@ describe("a turn's commits and syncs", () => {
 
   it("told of at its start: its question is durable first, then its end: two syncs", async () => {
     const { agent, session, counts, cwd } = await countedAgent();
-    counts.syncs = 0;
     let syncsWhenTold = -1;
     const result = await agent.turn({
       sessionId: session,
@@ -86,7 +95,7 @@ describe("a turn's commits and syncs", () => {
     });
     expect(result.status).toBe("completed");
     expect(syncsWhenTold).toBe(1);
-    expect(counts.syncs).toBe(2);
+    expect(counts).toEqual({ syncs: 2, lazy: 0 });
   });
 
   it("acknowledged by its answer, a tool runs only once the start is durable", async () => {
@@ -95,7 +104,6 @@ describe("a turn's commits and syncs", () => {
       { type: "tool_calls", calls: [{ name: "write_file", arguments: { path: "a.txt", content: "x" } }] },
       { type: "reply", text: "done" },
     ]);
-    counts.syncs = 0;
     let syncsAtTool = -1;
     const result = await agent.turn({
       sessionId: session,
@@ -109,6 +117,7 @@ describe("a turn's commits and syncs", () => {
     expect(result).toMatchObject({ status: "completed", reply: "done" });
     // The call's message is committed and synced before the tool starts, the start with it.
     expect(syncsAtTool).toBe(1);
+    expect(counts.lazy).toBe(1);
     expect((await store.getMessages(session)).map((m) => m.role)).toEqual([
       "user",
       "assistant",
