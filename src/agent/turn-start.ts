@@ -43,7 +43,8 @@ export async function startTurn(agent: TurnDeps, input: TurnInput): Promise<Turn
     : null;
   // Persist before publish: the question is committed with its turn before the model is asked
   // (the transcript holds it), and durable before anyone is told of the turn or any tool runs. Its
-  // sync runs while the model answers; the turn's events wait for it.
+  // sync runs while the model answers, and the turn's events wait for it; a caller that tells of
+  // the turn only by its answer lets the end's sync (or a tool call's) make it durable.
   let turnId: string;
   let epoch: number;
   let durable: Promise<unknown> = Promise.resolve();

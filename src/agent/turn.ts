@@ -1,7 +1,8 @@
 // One agent turn as a plain async function: the user's message is committed first, then the model
-// is called with the history (the message's sync runs meanwhile, and nothing is told of the turn
-// before it is durable), tool calls are run and each result committed as it completes, until a
-// final answer, committed with the turn's end, or the iteration budget. The turn holds a lease that the one
+// is called with the history (the message's sync runs meanwhile, or, for a caller that tells of the
+// turn only by its answer, comes with the end's; nothing is told of the turn before it is durable),
+// tool calls are run and each result committed as it completes, until a final answer, committed
+// with the turn's end, or the iteration budget. The turn holds a lease that the one
 // scheduler renews; a crash leaves the turn "running" with an expired lease and a transcript to
 // resume from. One abort stops everything of the turn: the model call (auxiliary ones included),
 // the tools, their processes, and subagents.
