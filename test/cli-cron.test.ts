@@ -141,7 +141,7 @@ describe("tenax cron list, show, runs, pause, resume, remove", () => {
     const [header = "", ...rows] = list.stdout.trim().split("\n");
     expect(header).toMatch(/^NAME\s+SCHEDULE\s+NEXT DUE\s+LAST\s+STREAK\s+ENABLED$/);
     const report = rows.find((r) => r.startsWith("report")) ?? "";
-    expect(report).toMatch(/0 3 \* \* \*\s+\d{4}-\d\d-\d\d 03:00 Europe\/Berlin \(in [\d.]+ [hd]\)/);
+    expect(report).toMatch(/0 3 \* \* \*\s+\d{4}-\d\d-\d\d 03:00 Europe\/Berlin \(in [\d.]+ (s|min|h|d)\)/);
     expect(report).toMatch(/failed: the provider refused the key\s+0\s+yes$/);
     expect(rows.find((r) => r.startsWith("often"))).toMatch(/\(in (29|30) min\)/);
     const listed = JSON.parse(tenax(home, ["cron", "list", "--json"]).stdout) as {
