@@ -142,8 +142,8 @@ describe("a tool's child process", () => {
     const info = await reg.start(command, { cwd: tempDir(), taskId: "t" });
     let polled = "";
     await waitUntil(
-      () => {
-        polled += reg.poll(info.id).stdout;
+      async () => {
+        polled += (await reg.poll(info.id)).stdout;
         return polled.split("\n").length > 2;
       },
       5_000,

@@ -25,8 +25,8 @@ afterEach(async () => {
 async function printedPids(reg: ProcessRegistry, id: string): Promise<number[]> {
   let out = "";
   await waitUntil(
-    () => {
-      out += reg.poll(id, "pids").stdout;
+    async () => {
+      out += (await reg.poll(id, "pids")).stdout;
       return out.endsWith("\n");
     },
     5_000,
@@ -42,7 +42,7 @@ describe("ProcessRegistry", () => {
     const started = await reg.start("pwd; echo oops >&2; exit 3", { cwd, taskId: "t1" });
     expect(started.status).toBe("running");
     await waitUntil(() => reg.get(started.id)?.status === "exited");
-    const polled = reg.poll(started.id, "t1");
+    const polled = await reg.poll(started.id, "t1");
     expect(polled).toMatchObject({ status: "exited", exit_code: 3, signal: null, task_id: "t1" });
     expect(polled.stdout.trim()).toBe(cwd);
     expect(polled.stderr).toBe("oops\n");
@@ -65,13 +65,13 @@ describe("ProcessRegistry", () => {
     });
     const cwd = reg.get(id)?.cwd as string;
     await waitUntil(() => (reg.get(id)?.output_bytes.stdout ?? 0) >= 4);
-    expect(reg.poll(id, "t1").stdout).toBe("one\n");
-    expect(reg.poll(id, "t1").stdout).toBe("");
+    expect((await reg.poll(id, "t1")).stdout).toBe("one\n");
+    expect((await reg.poll(id, "t1")).stdout).toBe("");
     writeFileSync(join(cwd, "go"), "");
     await waitUntil(() => (reg.get(id)?.output_bytes.stdout ?? 0) >= 8);
-    expect(reg.poll(id, "t1")).toMatchObject({ stdout: "two\n", status: "running" });
+    expect(await reg.poll(id, "t1")).toMatchObject({ stdout: "two\n", status: "running" });
     // Another reader has its own position: it sees everything once.
-    expect(reg.poll(id, "t2").stdout).toBe("one\ntwo\n");
+    expect((await reg.poll(id, "t2")).stdout).toBe("one\ntwo\n");
   });
 
   it("kills the whole group, grandchildren included, and waits until it is gone", async () => {
@@ -177,11 +177,25 @@ describe("ProcessRegistry", () => {
     expect(reg.liveCount()).toBe(0);
   });
 
+  it("a poll of an exited command waits for output still in its pipe", async () => {
+    // Node may report the shell's exit before its pipe is read to the end. Here a child that left
+    // the group holds the pipe and writes after the shell exited: the poll that reports the exit
+    // waits for the pipe to close, so it holds that output too.
+    const reg = registry();
+    const { id } = await reg.start("setsid sh -c 'sleep 0.3; echo late' & echo early; exit 7", {
+      cwd: tempDir(),
+      taskId: "t1",
+    });
+    await waitUntil(() => reg.get(id)?.status === "exited");
+    const polled = await reg.poll(id, "t1");
+    expect(polled).toMatchObject({ status: "exited", exit_code: 7, stdout: "early\nlate\n" });
+  });
+
   it("keeps its output bounded: the first bytes and the latest", async () => {
     const reg = registry({ headBytes: 100, tailBytes: 100, pollBytes: 1_000 });
     const { id } = await reg.start("seq 1 20000", { cwd: tempDir(), taskId: "t1" });
     await waitUntil(() => reg.get(id)?.status === "exited");
-    const polled = reg.poll(id, "t1");
+    const polled = await reg.poll(id, "t1");
     expect(polled.stdout.startsWith("1\n2\n3\n")).toBe(true);
     expect(polled.stdout.endsWith("19999\n20000\n")).toBe(true);
     expect(polled.omitted_bytes?.stdout).toBe((reg.get(id)?.output_bytes.stdout ?? 0) - 200);

@@ -57,7 +57,17 @@ interface Entry {
   cursors: Map<string, { stdout: number; stderr: number }>;
   exited: Promise<void>;
   closed: Promise<void>;
+  /** Every output pipe has closed: what the command wrote is all in the buffers. */
+  outputClosed: boolean;
+  /** A poll already waited DRAIN_MS for the pipes of this ended command; later polls do not. */
+  drainWaited: boolean;
 }
+
+/**
+ * How long a poll of an ended command waits for its last output. The shell's exit event may come
+ * before its pipes are read to the end; past this, what still holds them left the group.
+ */
+const DRAIN_MS = 1_000;
 
 function waitForExit(entry: Entry, signal: AbortSignal): Promise<boolean> {
   if (entry.endedAt !== null) return Promise.resolve(true);
@@ -155,7 +165,11 @@ export class ProcessRegistry {
         entry.signal = signal;
         entry.endedAt = this.clock.now();
       }),
-      closed: spawned.closed,
+      closed: spawned.closed.then(() => {
+        entry.outputClosed = true;
+      }),
+      outputClosed: false,
+      drainWaited: false,
     };
     this.entries.set(entry.id, entry);
     this.launched.add(entry.taskId);
@@ -196,9 +210,16 @@ export class ProcessRegistry {
     return entry && this.info(entry);
   }
 
-  /** State and the output `reader` has not seen yet (at most pollBytes a stream: head and tail). */
-  poll(id: string, reader = "", maxBytes = this.pollBytes): PollResult {
+  /**
+   * State and the output `reader` has not seen yet (at most pollBytes a stream: head and tail).
+   * A command reported exited has its output in: the poll first waits (bounded) for its pipes.
+   */
+  async poll(id: string, reader = "", maxBytes = this.pollBytes): Promise<PollResult> {
     const entry = this.require(id);
+    if (!entry.outputClosed && !entry.drainWaited && !this.entryAlive(entry)) {
+      entry.drainWaited = true;
+      await this.outputIn(entry, DRAIN_MS);
+    }
     const cursor = entry.cursors.get(reader) ?? { stdout: 0, stderr: 0 };
     const out = entry.stdout.excerpt(cursor.stdout, maxBytes);
     const err = entry.stderr.excerpt(cursor.stderr, maxBytes);
@@ -322,7 +343,9 @@ export class ProcessRegistry {
     };
   }
 
-  private async settle(entry: Entry, ms: number): Promise<boolean> {
+  /** Whether the output pipes closed within `ms`. */
+  private async outputIn(entry: Entry, ms: number): Promise<boolean> {
+    if (entry.outputClosed) return true;
     const stop = new AbortController();
     const timedOut = this.sleep(ms, stop.signal).then(
       () => false,
@@ -330,6 +353,12 @@ export class ProcessRegistry {
     );
     const closed = await Promise.race([entry.closed.then(() => true), timedOut]);
     stop.abort();
+    return closed;
+  }
+
+  /** Waits up to `ms` for the output pipes, then stops reading them (what holds them left the group). */
+  private async settle(entry: Entry, ms: number): Promise<boolean> {
+    const closed = await this.outputIn(entry, ms);
     if (!closed) {
       entry.child.stdout?.destroy();
       entry.child.stderr?.destroy();

@@ -33,9 +33,13 @@ export function toolContext(
 }
 
 /** Polls `check` every 10 ms until it returns true; fails after `timeoutMs`. */
-export async function waitUntil(check: () => boolean, timeoutMs = 5_000, what = "condition"): Promise<void> {
+export async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+  what = "condition",
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

@@ -186,7 +186,11 @@ describe.skipIf(BWRAP === null)("a command in the bubblewrap sandbox", () => {
         taskId: "t1",
       },
     );
-    await waitUntil(() => reg.poll(id, "w").stdout.includes("up"), 10_000, "the command to start");
+    await waitUntil(
+      async () => (await reg.poll(id, "w")).stdout.includes("up"),
+      10_000,
+      "the command to start",
+    );
     const killed = await reg.kill(id);
     expect(killed.killed).toBe(true);
     expect(readFileSync(join(m.project, "bye"), "utf8")).toBe("cleaned\n");
@@ -201,8 +205,16 @@ describe.skipIf(BWRAP === null)("a command in the bubblewrap sandbox", () => {
       taskId: "t1",
     });
     const escaped = await reg.start("setsid sleep 31 & echo up; wait", { cwd: m.project, taskId: "t1" });
-    await waitUntil(() => reg.poll(stubborn.id, "w").stdout.includes("up"), 10_000, "the stubborn command");
-    await waitUntil(() => reg.poll(escaped.id, "w").stdout.includes("up"), 10_000, "the escaping command");
+    await waitUntil(
+      async () => (await reg.poll(stubborn.id, "w")).stdout.includes("up"),
+      10_000,
+      "the stubborn command",
+    );
+    await waitUntil(
+      async () => (await reg.poll(escaped.id, "w")).stdout.includes("up"),
+      10_000,
+      "the escaping command",
+    );
     const started = Date.now();
     expect((await reg.cleanupTask("t1")).sort()).toEqual([stubborn.id, escaped.id].sort());
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);

@@ -52,7 +52,7 @@ export function processTool(registry: ProcessRegistry): Tool {
         }
         case "poll": {
           find("poll", args.id);
-          const { task_id: owner, ...polled } = registry.poll(args.id as string, context.taskId);
+          const { task_id: owner, ...polled } = await registry.poll(args.id as string, context.taskId);
           return { ...polled, yours: owner === context.taskId };
         }
         case "kill": {

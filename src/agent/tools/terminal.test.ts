@@ -24,9 +24,9 @@ const run = async (args: Record<string, unknown>, context = toolContext(tempDir(
 async function printedPids(taskId: string): Promise<number[]> {
   let out = "";
   await waitUntil(
-    () => {
+    async () => {
       const running = registry.list(taskId)[0];
-      if (running) out += registry.poll(running.id, "test").stdout;
+      if (running) out += (await registry.poll(running.id, "test")).stdout;
       return out.endsWith("\n");
     },
     5_000,
