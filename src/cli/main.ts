@@ -4,23 +4,6 @@ import { Command, CommanderError } from "commander";
 import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../profile/paths.js";
-import { registerApprovalsCommands } from "./commands/approvals.js";
-import { registerChatCommand } from "./commands/chat.js";
-import { registerCheckpointsCommands } from "./commands/checkpoints.js";
-import { registerCronCommands } from "./commands/cron.js";
-import { registerDashboardCommand } from "./commands/dashboard.js";
-import { registerDoctorCommand } from "./commands/doctor.js";
-import { registerDrillCommand } from "./commands/drill.js";
-import { registerEventsCommand } from "./commands/events.js";
-import { registerGatewayCommands } from "./commands/gateway.js";
-import { registerGatewayServiceCommands } from "./commands/gateway-service.js";
-import { registerInitCommand } from "./commands/init.js";
-import { registerProfileCommands } from "./commands/profile.js";
-import { registerSessionsCommands } from "./commands/sessions.js";
-import { registerSimulatorCommand } from "./commands/simulator.js";
-import { registerStatusCommand } from "./commands/status.js";
-import { registerStoreCommands } from "./commands/store.js";
-import { registerUpCommand } from "./commands/up.js";
 import { createOutput, type Output, reportError } from "./output.js";
 import { guardStandardStreams, writeStd } from "./std-streams.js";
 
@@ -71,22 +54,13 @@ export async function main(argv: string[]): Promise<number> {
     },
   };
 
-  registerApprovalsCommands(program, cli);
-  registerCheckpointsCommands(program, cli);
-  registerCronCommands(program, cli);
-  registerDashboardCommand(program, cli);
-  registerDoctorCommand(program, cli);
-  registerDrillCommand(program, cli);
-  registerEventsCommand(program, cli);
-  registerGatewayServiceCommands(registerGatewayCommands(program, cli), cli);
-  registerInitCommand(program, cli);
-  registerChatCommand(program, cli);
-  registerProfileCommands(program, cli);
-  registerSessionsCommands(program, cli);
-  registerSimulatorCommand(program, cli);
-  registerStatusCommand(program, cli);
-  registerStoreCommands(program, cli);
-  registerUpCommand(program, cli);
+  const name = commandName(argv);
+  const named = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  const versionOnly = name === "" && argv.some((word) => word === "-V" || word === "--version");
+  const registers = named !== undefined ? [named] : versionOnly ? [] : Object.values(COMMANDS);
+  for (const register of registers) {
+    await register(program, cli);
+  }
   for (const command of allCommands(program)) command.exitOverride();
 
   try {
@@ -100,6 +74,49 @@ export async function main(argv: string[]): Promise<number> {
     return reportError(error, false);
   }
   return exitCode;
+}
+
+type Register = (program: Command, cli: Cli) => Promise<void>;
+
+/**
+ * Each top-level command and how to register it. A command's module is loaded only when it is
+ * the one asked for (every one for help, or a name Tenax does not know): loading all of them cost
+ * each start about a second, most of it the agent and provider stack that few commands use.
+ */
+const COMMANDS: Readonly<Record<string, Register>> = {
+  approvals: async (p, c) => (await import("./commands/approvals.js")).registerApprovalsCommands(p, c),
+  chat: async (p, c) => (await import("./commands/chat.js")).registerChatCommand(p, c),
+  checkpoints: async (p, c) => (await import("./commands/checkpoints.js")).registerCheckpointsCommands(p, c),
+  cron: async (p, c) => (await import("./commands/cron.js")).registerCronCommands(p, c),
+  dashboard: async (p, c) => (await import("./commands/dashboard.js")).registerDashboardCommand(p, c),
+  doctor: async (p, c) => (await import("./commands/doctor.js")).registerDoctorCommand(p, c),
+  drill: async (p, c) => (await import("./commands/drill.js")).registerDrillCommand(p, c),
+  events: async (p, c) => (await import("./commands/events.js")).registerEventsCommand(p, c),
+  gateway: async (p, c) => {
+    const [gateway, service] = await Promise.all([
+      import("./commands/gateway.js"),
+      import("./commands/gateway-service.js"),
+    ]);
+    service.registerGatewayServiceCommands(gateway.registerGatewayCommands(p, c), c);
+  },
+  init: async (p, c) => (await import("./commands/init.js")).registerInitCommand(p, c),
+  profile: async (p, c) => (await import("./commands/profile.js")).registerProfileCommands(p, c),
+  sessions: async (p, c) => (await import("./commands/sessions.js")).registerSessionsCommands(p, c),
+  simulator: async (p, c) => (await import("./commands/simulator.js")).registerSimulatorCommand(p, c),
+  status: async (p, c) => (await import("./commands/status.js")).registerStatusCommand(p, c),
+  store: async (p, c) => (await import("./commands/store.js")).registerStoreCommands(p, c),
+  up: async (p, c) => (await import("./commands/up.js")).registerUpCommand(p, c),
+};
+
+/** The top-level command `argv` names: its first word that is neither an option nor --profile's value. */
+function commandName(argv: readonly string[]): string {
+  for (let i = 0; i < argv.length; i++) {
+    const word = argv[i] as string;
+    if (word === "--profile") i++;
+    else if (word === "--") return argv[i + 1] ?? "";
+    else if (!word.startsWith("-")) return word;
+  }
+  return "";
 }
 
 function allCommands(command: Command): Command[] {

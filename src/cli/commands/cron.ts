@@ -1,6 +1,7 @@
 // `tenax cron add|list|show|runs|pause|resume|remove|run|tick`: the profile's scheduled jobs,
 // kept in its store through the CronJobs service, so they work beside a running gateway (whose
-// engine sees a change at its next wake-up). `run` and `tick` run the engine here (cron-run.ts).
+// engine sees a change at its next wake-up). `run` and `tick` run the engine here (cron-run.ts, loaded
+// only for them: the agent and provider stack it needs would slow every other cron command).
 
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
@@ -12,7 +13,6 @@ import type { RunRecord } from "../../cron/records.js";
 import type { Cli } from "../main.js";
 import { type Output, table } from "../output.js";
 import { withWriter } from "../store-access.js";
-import { runJobCommand, tickCommand } from "./cron-run.js";
 
 interface AddFlags {
   schedule: string;
@@ -313,12 +313,14 @@ export function registerCronCommands(program: Command, cli: Cli): void {
     .description("run a job now, here, outside its schedule")
     .option("--json", "print JSON")
     .action((name: string, flags: { json?: boolean }) =>
-      cli.run(flags.json, (out) => runJobCommand(cli, out, name)),
+      cli.run(flags.json, async (out) => (await import("./cron-run.js")).runJobCommand(cli, out, name)),
     );
 
   cron
     .command("tick")
     .description("run what is due once, here (for a system cron when no gateway runs)")
     .option("--json", "print JSON")
-    .action((flags: { json?: boolean }) => cli.run(flags.json, (out) => tickCommand(cli, out)));
+    .action((flags: { json?: boolean }) =>
+      cli.run(flags.json, async (out) => (await import("./cron-run.js")).tickCommand(cli, out)),
+    );
 }
