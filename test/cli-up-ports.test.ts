@@ -43,7 +43,7 @@ describe("tenax up --gateway-port P --dashboard-port Q", () => {
     expect(up.url).toBe(dashboardUrl);
     // The dashboard's first look is already at the gateway's port, before the gateway listens.
     await until(() => up.stdout().includes("dashboard: probing the gateway at"), 15_000);
-    expect(up.stdout()).toContain(`dashboard: probing the gateway at ${gatewayUrl};`);
+    expect(up.stdout()).toContain(`dashboard: probing the gateway at ${gatewayUrl} (as tenax up starts it);`);
     await until(() => readUpState(paths)?.gateway.state === "running", 20_000);
 
     const view = (await (await fetch(`${dashboardUrl}/api/gateway`)).json()) as {

@@ -102,8 +102,9 @@ async function serve(
       ),
   );
   out.line(`dashboard listening on http://${urlHost(host)}:${bound}`);
+  const { url, source } = dashboard.probe.current;
   out.line(
-    `dashboard: probing the gateway at ${dashboard.probe.current.url}; reading ${storeWhere(paths)} read-only`,
+    `dashboard: probing the gateway at ${url} (${PROBE_SOURCE[source]}); reading ${storeWhere(paths)} read-only`,
   );
   const why = await stopSignal;
   removeDashboardPid(paths, process.pid);
@@ -112,3 +113,10 @@ async function serve(
   out.line(`dashboard stopped (${why})`);
   return 0;
 }
+
+/** Where the first probe's address came from: a port picked at start (0) is known only once bound. */
+const PROBE_SOURCE = {
+  pid_file: "as its pid file says",
+  up: "as tenax up starts it",
+  config: "config.yaml's gateway.port, until its pid file says where it listens",
+} as const;
