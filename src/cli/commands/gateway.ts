@@ -5,7 +5,6 @@ import type { Command } from "commander";
 import { type LoadedConfig, loadConfig } from "../../config/load.js";
 import { isConfigError } from "../../core/errors.js";
 import { parentPipe } from "../../core/parent-pipe.js";
-import { runGateway } from "../../gateway/run.js";
 import { GATEWAY_EXIT_CONFIG_ERROR } from "../../gateway/service/exit-codes.js";
 import { parsePort } from "../../http/listen.js";
 import type { GatewayLaunch } from "../../profile/gateway-pid.js";
@@ -73,6 +72,8 @@ async function serve(
     return configExit(error);
   }
   try {
+    // Loaded here, not with the command group: `gateway status` and the service verbs need none of it.
+    const { runGateway } = await import("../../gateway/run.js");
     return await runGateway({
       paths,
       config,
