@@ -6,7 +6,14 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { openReader } from "../src/store/registry.js";
 import { requireBuild } from "./helpers/cli.js";
 import { simProfile, startGateway } from "./helpers/gateway.js";
-import { chatTurn, expectConsistent, isFinalReply, percentile, tortureSeed } from "./helpers/torture.js";
+import {
+  chatTurn,
+  errorChain,
+  expectConsistent,
+  isFinalReply,
+  percentile,
+  tortureSeed,
+} from "./helpers/torture.js";
 
 beforeAll(() => requireBuild());
 
@@ -63,7 +70,7 @@ describe("torture: load", () => {
               latencies.push(answer.ms);
               acked.push({ text, reply: answer.reply });
             } catch (error) {
-              errors.push(`client ${c} turn ${n}: ${String(error)}`);
+              errors.push(`client ${c} turn ${n}: ${errorChain(error)}`);
               return;
             }
           }

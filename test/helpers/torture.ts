@@ -61,6 +61,24 @@ export async function chatTurn(
   };
 }
 
+/**
+ * An error with the causes it wraps ("fetch failed: ECONNRESET read ECONNRESET"): fetch's own
+ * message never says whether the connection was refused, reset or timed out.
+ */
+export function errorChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error; e !== undefined && e !== null && parts.length < 4; ) {
+    const { code, message, cause } = e as { code?: unknown; message?: unknown; cause?: unknown };
+    parts.push(
+      [typeof code === "string" ? code : "", typeof message === "string" ? message : String(e)]
+        .join(" ")
+        .trim(),
+    );
+    e = typeof e === "object" ? cause : undefined;
+  }
+  return parts.join(": ");
+}
+
 /** The p-th percentile (0..100) of some numbers, nearest rank. */
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;
