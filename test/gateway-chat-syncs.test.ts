@@ -9,35 +9,15 @@
 // counts an agent's own, because the process's other writers (the provider health records) commit
 // on their own timers.
 import { describe, expect, it } from "vitest";
-import type { ApplyOptions, WriteOp } from "../src/store/ops.js";
+import type { WriteOp } from "../src/store/ops.js";
+import { type CountedWrite, countWrites } from "./helpers/counted-writes.js";
 import { type ResponsesApp, startResponsesApp } from "./helpers/responses-app.js";
 
-interface CountedWrite {
-  synced: boolean;
-  ops: string[];
-}
-
-/** The store's writes of sessions, messages and turns from now on, and whether each asked for a sync. */
-function countWrites(app: ResponsesApp): CountedWrite[] {
-  const writes: CountedWrite[] = [];
-  const ofTurn = (ops: readonly WriteOp[]) =>
-    ops.some((op) => op.op.startsWith("session.") || op.op.startsWith("turn.") || op.op === "message.append");
-  const count = (ops: readonly WriteOp[], options?: ApplyOptions) => {
-    if (ofTurn(ops)) writes.push({ synced: options?.durableWithNext !== true, ops: ops.map((op) => op.op) });
-  };
-  const { store } = app;
-  const write = store.write.bind(store);
-  const writeStaged = store.writeStaged.bind(store);
-  store.write = (ops, options) => {
-    count(ops, options);
-    return write(ops, options);
-  };
-  store.writeStaged = (ops, options) => {
-    count(ops, options);
-    return writeStaged(ops, options);
-  };
-  return writes;
-}
+/** The store's writes of sessions, messages and turns from now on. */
+const turnWrites = (app: ResponsesApp) =>
+  countWrites(app.store, (ops: readonly WriteOp[]) =>
+    ops.some((op) => op.op.startsWith("session.") || op.op.startsWith("turn.") || op.op === "message.append"),
+  );
 
 const post = (app: ResponsesApp, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${app.url}/v1/chat/completions`, {
@@ -46,21 +26,19 @@ const post = (app: ResponsesApp, body: unknown, headers: Record<string, string> 
     body: JSON.stringify(body),
   });
 
-const synced = (writes: readonly CountedWrite[]) => writes.filter((w) => w.synced).length;
-const lazy = (writes: readonly CountedWrite[]) => writes.filter((w) => !w.synced).length;
 const ends = (w: CountedWrite | undefined) => w?.ops.includes("turn.update") === true;
 
 describe("a chat completion's synced commits, through the chat route", () => {
   it("not streamed: one sync for the whole turn, its question lazy and made durable by the end's", async () => {
     const app = await startResponsesApp();
-    const writes = countWrites(app);
+    const { counts, writes, reset } = turnWrites(app);
     const answer = await post(app, { messages: [{ role: "user", content: "hello" }] });
     expect(answer.status).toBe(200);
     const body = (await answer.json()) as { choices: { message: { content: string } }[] };
     expect(body.choices[0]?.message.content).toBe("echo: hello");
     const session = answer.headers.get("x-session-id");
     expect(session).toBeTruthy();
-    expect({ synced: synced(writes), lazy: lazy(writes) }).toEqual({ synced: 1, lazy: 1 });
+    expect(counts).toEqual({ syncs: 1, lazy: 1 });
     // The lazy one is the question (the turn's start), the synced one the turn's end.
     expect(writes[0]).toMatchObject({ synced: false });
     expect(writes[0]?.ops).toEqual(
@@ -76,7 +54,7 @@ describe("a chat completion's synced commits, through the chat route", () => {
     expect((await app.store.getSession(session ?? ""))?.last_turn).toMatchObject({ status: "completed" });
 
     // The conversation's next turn, in its session: one sync again.
-    writes.length = 0;
+    reset();
     const next = await post(
       app,
       { messages: [{ role: "user", content: "again" }] },
@@ -84,12 +62,12 @@ describe("a chat completion's synced commits, through the chat route", () => {
     );
     expect(next.status).toBe(200);
     await next.json();
-    expect({ synced: synced(writes), lazy: lazy(writes) }).toEqual({ synced: 1, lazy: 1 });
+    expect(counts).toEqual({ syncs: 1, lazy: 1 });
   });
 
   it("streamed: its question is durable before the client hears of the turn, then its end: two syncs", async () => {
     const app = await startResponsesApp();
-    const writes = countWrites(app);
+    const { counts, writes } = turnWrites(app);
     const answer = await post(app, { messages: [{ role: "user", content: "hello" }], stream: true });
     expect(answer.status).toBe(200);
     expect(answer.headers.get("content-type")).toMatch(/text\/event-stream/);
@@ -104,7 +82,7 @@ describe("a chat completion's synced commits, through the chat route", () => {
       ["user", "hello"],
       ["assistant", "echo: hello"],
     ]);
-    expect({ synced: synced(writes), lazy: lazy(writes) }).toEqual({ synced: 2, lazy: 0 });
+    expect(counts).toEqual({ syncs: 2, lazy: 0 });
     expect(ends(writes[1])).toBe(true);
   });
 });
