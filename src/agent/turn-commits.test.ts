@@ -4,7 +4,8 @@
 // start makes its question durable first, one synced commit more; a tool never runs before the
 // start is durable. The turn's writes are counted as the store is asked for them (the process's
 // other writers, such as the provider health records, commit on their own timers), and that a
-// write made with durableWithNext asks for no sync of its own is src/store/wal-sync.test.ts's.
+// write made with durableWithNext asks for no sync of its own is src/store/wal-sync.test.ts's;
+// that the chat route asks for these turns is test/gateway-chat-syncs.test.ts's.
 import { describe, expect, it } from "vitest";
 import { cleanups, setupAgent } from "../../test/helpers/agent.js";
 import { countWrites } from "../../test/helpers/counted-writes.js";
