@@ -4,60 +4,21 @@
 // start makes its question durable first, one synced commit more; a tool never runs before the
 // start is durable. The turn's writes are counted as the store is asked for them (the process's
 // other writers, such as the provider health records, commit on their own timers), and that a
-// write made with durableWithNext asks for no sync of its own is src/store/wal-sync.test.ts's.
-import { afterEach, describe, expect, it } from "vitest";
-import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
-import { configSchema } from "../config/schema.js";
-import { type Simulator, startSimulator } from "../llm/simulator/server.js";
-import type { ApplyOptions, WriteOp } from "../store/ops.js";
-import { openStore, releaseStore } from "../store/registry.js";
-import type { Store } from "../store/store.js";
-import { Agent } from "./agent.js";
-
-const closing: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const close of closing.splice(0).reverse()) await close();
-});
+// write made with durableWithNext asks for no sync of its own is src/store/wal-sync.test.ts's;
+// that the chat route asks for these turns is test/gateway-chat-syncs.test.ts's.
+import { describe, expect, it } from "vitest";
+import { cleanups, setupAgent } from "../../test/helpers/agent.js";
+import { countWrites } from "../../test/helpers/counted-writes.js";
+import type { WriteOp } from "../store/ops.js";
 
 async function countedAgent() {
-  const sim: Simulator = await startSimulator();
-  closing.push(() => sim.close());
-  const paths = tempProfile();
-  const store: Store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-  closing.push(() => releaseStore(store));
-  const config = configSchema.parse({
-    model: { provider: "sim", name: "echo" },
-    providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
-    retry: { max_attempts: 1 },
-    tools: { exec: { mode: "full", sandbox: "none" } },
-  });
-  const agent = await Agent.create({ paths, config, store });
-  closing.push(() => agent.close());
-  const session = await agent.newSession();
+  const { sim, store, agent, session, project } = await setupAgent();
   // The session's writes as the store is asked for them: synced, or durable with the next sync.
-  const counts = { syncs: 0, lazy: 0 };
   const ofSession = (ops: readonly WriteOp[]) =>
     ops.some((op) => ("session_id" in op && op.session_id === session) || op.op === "turn.update");
-  const count = (ops: readonly WriteOp[], options?: ApplyOptions) => {
-    if (!ofSession(ops)) return;
-    if (options?.durableWithNext === true) counts.lazy++;
-    else counts.syncs++;
-  };
-  const write = store.write.bind(store);
-  const writeStaged = store.writeStaged.bind(store);
-  store.write = (ops, options) => {
-    count(ops, options);
-    return write(ops, options);
-  };
-  store.writeStaged = (ops, options) => {
-    count(ops, options);
-    return writeStaged(ops, options);
-  };
-  closing.push(async () => {
-    store.write = write;
-    store.writeStaged = writeStaged;
-  });
-  return { sim, store, agent, session, counts, cwd: tempDir("tenax-project-") };
+  const counted = countWrites(store, ofSession);
+  cleanups.push(async () => counted.restore());
+  return { sim, store, agent, session, counts: counted.counts, cwd: project };
 }
 
 describe("a turn's commits and syncs", () => {

@@ -3,50 +3,32 @@
 // new turn in its session starts after reaping it. Once the store shows it ended, or this process
 // takes it over again, it is forgotten.
 // On the real store, whose writes of a turn's end are refused while `failEnds` is set.
-import { afterEach, describe, expect, it } from "vitest";
-import { tempDir, tempProfile } from "../../test/helpers/tmp.js";
-import { configSchema } from "../config/schema.js";
-import { type Simulator, startSimulator } from "../llm/simulator/server.js";
+import { describe, expect, it } from "vitest";
+import { setupAgent } from "../../test/helpers/agent.js";
 import type { WriteOp } from "../store/ops.js";
-import { openStore, releaseStore } from "../store/registry.js";
 import type { Store } from "../store/store.js";
-import { Agent } from "./agent.js";
 import { reapDeadTurns } from "./reap.js";
 
-const cleanups: Array<() => Promise<void>> = [];
-
 async function agentWithRefusedEnds() {
-  const sim: Simulator = await startSimulator();
-  cleanups.push(() => sim.close());
-  const paths = tempProfile();
-  const real: Store = await openStore(paths, { integrityCheckTimeoutMs: 0 });
-  cleanups.push(() => releaseStore(real));
   const refusal = { failEnds: false };
   const endsTurn = (op: WriteOp) =>
     op.op === "turn.update" && op.ended_at !== undefined && op.ended_at !== null;
   // The real store, but a write that ends a turn fails (a full disk, a store outage) while asked to.
-  const store = new Proxy(real, {
-    get(target, prop, receiver) {
-      if (prop === "write") {
-        return (ops: WriteOp[], options?: Parameters<Store["write"]>[1]) =>
-          refusal.failEnds && ops.some(endsTurn)
-            ? Promise.reject(new Error("the store refused the write (test)"))
-            : target.write(ops, options);
-      }
-      const value: unknown = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  const config = configSchema.parse({
-    model: { provider: "sim", name: "echo" },
-    providers: { sim: { type: "simulator", base_url: sim.url, api_keys: ["sk-test"] } },
-    retry: { max_attempts: 1 },
-    tools: { exec: { mode: "full", sandbox: "none" } },
-  });
-  const agent = await Agent.create({ paths, config, store });
-  cleanups.push(() => agent.close());
-  const session = await agent.newSession();
-  return { store: real, agent, session, refusal, cwd: tempDir("tenax-project-") };
+  const refusingEnds = (real: Store) =>
+    new Proxy(real, {
+      get(target, prop, receiver) {
+        if (prop === "write") {
+          return (ops: WriteOp[], options?: Parameters<Store["write"]>[1]) =>
+            refusal.failEnds && ops.some(endsTurn)
+              ? Promise.reject(new Error("the store refused the write (test)"))
+              : target.write(ops, options);
+        }
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  const { store, agent, session, project } = await setupAgent({}, { agentStore: refusingEnds });
+  return { store, agent, session, refusal, cwd: project };
 }
 
 /** A turn of `session` whose end the store refuses: it throws, and its row stays running. */
@@ -66,10 +48,6 @@ async function abandonedTurn(setup: Awaited<ReturnType<typeof agentWithRefusedEn
 }
 
 describe("turns given up with their end unwritten", () => {
-  afterEach(async () => {
-    for (const close of cleanups.splice(0).reverse()) await close();
-  });
-
   it("are reaped at once, whatever their lease says, and then forgotten", async () => {
     const setup = await agentWithRefusedEnds();
     const id = await abandonedTurn(setup);

@@ -1,21 +1,20 @@
-// The writing side of a profile's session store: one connection per store per process (through
-// the registry), short IMMEDIATE transactions with bounded, jittered retries when another process
-// holds the write lock, and a sticky failure mode for corruption: once a write meets a damaged
-// file, every later write goes to the spool, and the handle is closed without a WAL checkpoint.
-// Writes are group-committed (group-commit.ts) and, with synchronous: full, acknowledged once the
-// WAL is synced off the event loop (wal-sync.ts); what a refused write is told is store-failures.ts.
+// A profile's SQLite session store, the adapter of the store port: one writing connection per
+// store per process (through the registry), the port's reads over it (SqliteReads, the repository
+// of queries in store-reader.ts), the connection's lifecycle, health and checks, and a sticky
+// failure mode for corruption: once a write, a read or a check meets a damaged file, every later
+// write goes to the spool, and the handle is closed without a WAL checkpoint. How a write is
+// committed and acknowledged (group commit, the WAL's sync, what a refused write is told) is the
+// write path's: write-path.ts, which states what it promises.
 import Database from "better-sqlite3";
 import { type Clock, type Deps, defaultDeps } from "../core/deps.js";
 import { retryWhileBusy } from "./busy-retry.js";
 import type { CredentialStateStore } from "./credential-ledger.js";
-import { classifySqliteError, StoreError } from "./errors.js";
-import { applyGroup, GroupCommit, type QueuedWrite, type WriteOutcome } from "./group-commit.js";
+import { StoreError } from "./errors.js";
 import { SqliteInstances } from "./instance-rows.js";
 import type { InstanceStore } from "./instance-types.js";
 import { checkIntegrity, type IntegrityResult } from "./integrity.js";
 import { openDatabase, recoverCommand } from "./open-database.js";
-import { type ApplyOptions, OpApplier, type OpResult, type WriteOp } from "./ops.js";
-import { PageReread } from "./page-reread.js";
+import type { ApplyOptions, OpResult, WriteOp } from "./ops.js";
 import type { StorePort } from "./port.js";
 import { SearchIndex } from "./search-index.js";
 import { SearchQueue } from "./search-queue.js";
@@ -25,14 +24,15 @@ import { type StagedWrite, StoreDomain } from "./store-domain.js";
 import { StoreFailures } from "./store-failures.js";
 import { SqliteReads, type StoreLocation } from "./store-reader.js";
 import type { StoreHealth, StoreOptions } from "./store-types.js";
-import { WalSync } from "./wal-sync.js";
+import { syncsOffLoop, WritePath } from "./write-path.js";
 
 export type { NewMessage, NewSession, StoreEvent, StoreHealth, StoreOptions } from "./store-types.js";
 
 /**
- * The SQLite adapter of the store port: the domain's writes (StoreDomain) committed by group
- * commit, and the port's reads done by SqliteReads over this store's connection. SQLite-only
- * extras (integrity checks, damage reports, the search queue, health details) stay on this class.
+ * The SQLite adapter of the store port: the domain's writes (StoreDomain) committed by the write
+ * path (WritePath), and the port's reads done by SqliteReads over this store's connection.
+ * SQLite-only extras (integrity checks, damage reports, the search queue, health details) stay on
+ * this class.
  */
 export class Store extends StoreDomain implements StorePort {
   readonly engine = "sqlite" as const;
@@ -42,19 +42,12 @@ export class Store extends StoreDomain implements StorePort {
   protected readonly reads: SqliteReads;
   private db: Database.Database | null;
   private guard: Database.Database | null = null;
-  private readonly applier: OpApplier;
-  private readonly dropCache: Database.Statement;
-  /** A group's commit: one IMMEDIATE transaction, each write a savepoint (made once, not per commit). */
-  private readonly commitTransaction: Database.Transaction<(group: readonly QueuedWrite[]) => WriteOutcome[]>;
-  /** When a commit reads its pages from the file again (page-reread.ts). */
-  private readonly reread: PageReread;
   private readonly spool: Spool;
   private readonly failures: StoreFailures;
   private readonly deps: Deps;
   private corrupt: StoreHealth["corrupt"] = null;
-  private diskFailure: StoreHealth["disk_failure"] = null;
-  /** Syncs the WAL before a group is acknowledged (synchronous: full); null when not durable. */
-  private readonly walSync: WalSync | null;
+  /** How a write is committed and acknowledged (write-path.ts). */
+  private readonly writes: WritePath;
   private integrity: IntegrityResult | null = null;
   private ledger: StoreCredentials | null = null;
   private registryRows: SqliteInstances | null = null;
@@ -80,23 +73,18 @@ export class Store extends StoreDomain implements StorePort {
       onSearchFailure: (error) => this.index.degrade(error),
       searchProblem: () => this.index.problem(),
     });
-    this.applier = new OpApplier(db);
-    this.walSync = syncsOffLoop(options) ? new WalSync(`${options.path}-wal`, options.walFiles) : null;
-    this.dropCache = db.prepare("PRAGMA shrink_memory");
-    const apply = (w: QueuedWrite) => this.applier.applyAll(w.ops, w.options);
-    const inSavepoint = db.transaction(apply);
-    this.commitTransaction = db.transaction((group: readonly QueuedWrite[]) =>
-      applyGroup(group, apply, (w) => inSavepoint(w)),
-    );
-    this.reread = new PageReread(
-      [options.path, `${options.path}-wal`],
-      options.rereadPagesOnWrite ?? "changed",
-      () => this.deps.clock.now(),
-    );
     this.spool = new Spool(options.spoolDir, options.profile, options.path);
     this.failures = new StoreFailures(this.location, this.spool, options.spoolDir, this.deps.clock, (e) =>
       this.emit(e),
     );
+    this.writes = new WritePath(db, options, this.deps, this.failures, {
+      connection: () => this.db,
+      damaged: () => this.corrupt,
+      markCorrupt: (detail) => this.markCorrupt(detail),
+      afterCommit: () => this.index.schedule(),
+      fence: (written, ops) => this.fencing(written, this.location.path, ops),
+      emit: (e) => this.emit(e),
+    });
     this.index = new SearchQueue(
       db,
       new SearchIndex(options.searchPath, storeId(db), false),
@@ -107,8 +95,7 @@ export class Store extends StoreDomain implements StorePort {
 
   /** A commit of this connection outside the groups (the search queue, the ledger, the registry). */
   private ownCommit(): void {
-    this.walSync?.touched();
-    this.reread.ownCommit();
+    this.writes.ownCommit();
   }
 
   /** Open the writable store. Use the registry (openStore) instead: it keeps one per process. */
@@ -188,134 +175,24 @@ export class Store extends StoreDomain implements StorePort {
     return this.registryRows;
   }
 
-  // ---- writes -------------------------------------------------------------------------------
+  // ---- writes: the write path's (write-path.ts) ------------------------------------------------
 
   /**
-   * Apply operations in one transaction. Resolves once they are committed (the acknowledgement).
-   *
-   * Group commit: writes made while the event loop is busy (concurrent turns) are committed
-   * together at the next turn of the loop, in call order, in one transaction and so one sync of the
-   * disk; each write is a savepoint of its own in it, so a write that fails (an unknown session,
-   * say) is refused alone and the others commit. A failure of the commit itself (damage, a full
-   * disk, an I/O error) fails every write of the group, each with the error a lone write gets.
+   * Apply operations in one transaction. Resolves once they are committed and durable (the
+   * acknowledgement). Writes made while the event loop is busy are committed together, one sync
+   * of the disk for all; a write that fails by itself is refused alone (write-path.ts).
    */
   write(written: WriteOp[], options: ApplyOptions = {}): Promise<OpResult[]> {
-    const ops = this.redacted(written);
-    if (this.corrupt !== null) return Promise.reject(this.failures.corrupt(ops, this.corrupt.detail));
-    if (this.diskFailure !== null)
-      return Promise.reject(this.failures.afterDiskFailure(ops, this.diskFailure));
-    return this.fencing(this.group.add(ops, options), this.location.path, ops);
+    return this.writes.write(written, options);
   }
 
   /** The same, also saying when the write is committed and visible to reads, before it is durable. */
   writeStaged(written: WriteOp[], options: ApplyOptions = {}): StagedWrite {
-    if (this.corrupt !== null || this.diskFailure !== null) {
-      const refused = this.write(written, options);
-      return { applied: refused, durable: refused };
-    }
-    const ops = this.redacted(written);
-    const staged = this.group.addStaged(ops, options);
-    const applied = this.fencing(staged.applied, this.location.path, ops);
-    // As addStaged's own: a caller waiting on durable alone leaves no refusal unhandled.
-    applied.catch(() => {});
-    return { applied, durable: staged.durable };
+    return this.writes.writeStaged(written, options);
   }
 
   durableSoFar(): Promise<void> {
-    // A damaged store has synced what it committed (WalSync.seal); a failed sync rejects.
-    return this.group.durable();
-  }
-
-  /**
-   * Every write passes here, so no secret is stored (state.db, its WAL, search.db, the spool):
-   * messages, tool calls, turn errors and records, with the profile's secrets redacted.
-   */
-  private redacted(ops: WriteOp[]): WriteOp[] {
-    const redactor = this.options.redactor;
-    return redactor === undefined || redactor.size === 0 ? ops : redactor.redactDeep(ops);
-  }
-
-  private readonly group = new GroupCommit({
-    commit: async (group) => {
-      // Damage found by an earlier group: these go to the spool, each with its own error.
-      const corrupt = this.corrupt;
-      if (corrupt !== null)
-        return group.map((w) => ({
-          ok: false as const,
-          error: this.failures.corrupt(w.ops, corrupt.detail),
-        }));
-      return retryWhileBusy(
-        () => this.commitGroup(group),
-        this.retryOptions(`write to ${this.location.path}`),
-      );
-    },
-    commitNow: (group) => this.commitGroup(group),
-    durable: () =>
-      this.walSync?.sync().catch((error: unknown) => Promise.reject(this.syncFailed(error))) ?? DONE,
-    durableNow: () => {
-      try {
-        this.walSync?.syncNow();
-      } catch (error) {
-        throw this.syncFailed(error);
-      }
-    },
-    fail: (group, error) => this.settleFailedGroup(group, error),
-  });
-
-  /**
-   * The WAL could not be synced: final for this process (see WalSync). Later writes go to the
-   * spool, and health says the store is down until Tenax restarts.
-   */
-  private syncFailed(error: unknown): StoreError {
-    const failure = this.failures.syncFailed(error);
-    if (this.diskFailure === null) {
-      this.diskFailure = { detail: failure.detail, since: this.deps.clock.now() };
-      this.emit({ type: "store.disk_failed", path: this.location.path, detail: failure.detail });
-    }
-    return failure.error;
-  }
-
-  /** One IMMEDIATE transaction for the group. */
-  private commitGroup(group: readonly QueuedWrite[]): WriteOutcome[] {
-    const db = this.db;
-    if (db === null) throw new StoreError("store_closed", `the store ${this.location.path} is closed`);
-    // Drop the cached pages first when the file may have changed under this process, so the write
-    // reads every page it touches from the file and damage is caught by the write instead of
-    // hiding behind a stale cache while new writes pile on (page-reread.ts says when).
-    if (this.reread.beforeCommit()) this.dropCache.run();
-    // With synchronous: full, the group is acknowledged once WalSync has synced the WAL.
-    const outcomes = this.commitTransaction.immediate(group);
-    this.reread.ownCommit();
-    this.index.schedule();
-    return outcomes;
-  }
-
-  /** The commit failed: every write of the group gets what a lone write would have got. */
-  private settleFailedGroup(group: readonly QueuedWrite[], error: unknown): void {
-    const kind = classifySqliteError(error);
-    if (kind === "corrupt") this.markCorrupt((error as Error).message);
-    for (const w of group) {
-      if (kind === "corrupt") w.reject(this.failures.corrupt(w.ops, (error as Error).message));
-      else if (kind === "full") w.reject(this.failures.diskFull());
-      else if (kind === "io") w.reject(this.failures.diskFailed(error));
-      else w.reject(error);
-    }
-  }
-
-  private retryOptions(what: string) {
-    return {
-      budgetMs: this.options.writeRetryBudgetMs ?? 30_000,
-      deps: this.deps,
-      what,
-      onRetry: (attempt: number, waited: number, nextIn: number) =>
-        this.emit({
-          type: "store.busy_retry",
-          path: this.location.path,
-          attempt,
-          waited_ms: waited,
-          next_in_ms: nextIn,
-        }),
-    };
+    return this.writes.durableSoFar();
   }
 
   /**
@@ -335,7 +212,7 @@ export class Store extends StoreDomain implements StorePort {
     this.corrupt = { detail, since: this.deps.clock.now(), recover };
     this.index.stop();
     // What was committed before is synced now; a group whose sync comes later is answered by this.
-    this.walSync?.seal();
+    this.writes.seal();
     // A read-only connection holding its shared lock makes the writer's close skip the checkpoint
     // (only the last connection checkpoints), and being read-only it can never checkpoint itself.
     try {
@@ -438,9 +315,9 @@ export class Store extends StoreDomain implements StorePort {
       engine: "sqlite",
       path: this.location.path,
       unavailable: null,
-      writable: this.db !== null && this.diskFailure === null,
+      writable: this.db !== null && this.writes.diskFailure === null,
       corrupt: this.corrupt,
-      disk_failure: this.diskFailure,
+      disk_failure: this.writes.diskFailure,
       integrity: this.integrity,
       spooled_records: this.failures.spooledRecords,
       search: this.index.health(),
@@ -450,7 +327,7 @@ export class Store extends StoreDomain implements StorePort {
 
   close(): void {
     // Writes still queued for a group commit are committed now (a caller that did not wait).
-    this.group.drainNow();
+    this.writes.drain();
     // A short-lived process (one CLI turn) must not leave its messages waiting for the next writer.
     if (this.db !== null) this.index.flush();
     this.index.stop();
@@ -459,18 +336,11 @@ export class Store extends StoreDomain implements StorePort {
       this.db.close();
       this.db = null;
     }
-    this.walSync?.close();
+    this.writes.close();
     this.closed = true;
     // The guard of a corrupt store is left open on purpose: closing it last could not checkpoint
     // (it is read-only), but keeping it means no other handle of ours can become the last one.
   }
-}
-
-const DONE = Promise.resolve();
-
-/** Whether commits are synced by WalSync (synchronous: full, unless a diagnostic says inline). */
-function syncsOffLoop(options: StoreOptions): boolean {
-  return (options.synchronous ?? "full") === "full" && options.syncOffLoop !== false;
 }
 
 function storeId(db: Database.Database): string {

@@ -1,7 +1,8 @@
 // An agent on a real store in a temp profile, over a simulator on real HTTP, with a session and a
 // project folder; all of it closed after each test. `extra` adds config keys. Commands run
 // (tools.exec.mode full), on the machine (sandbox none: these tests read the pids and marks of
-// what commands start), unless `extra.tools` sets a policy.
+// what commands start), unless `extra.tools` sets a policy. `options.agentStore` gives the agent
+// a stand-in made from the real store (one that refuses some writes, say); `store` is the real one.
 import { afterEach } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import { configSchema } from "../../src/config/schema.js";
@@ -15,7 +16,12 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-export async function setupAgent(extra: Record<string, unknown> = {}) {
+export interface SetupAgentOptions {
+  /** The store the agent is given, made from the real one; the real one by default. */
+  agentStore?: (real: Store) => Store;
+}
+
+export async function setupAgent(extra: Record<string, unknown> = {}, options: SetupAgentOptions = {}) {
   const sim: Simulator = await startSimulator();
   cleanups.push(() => sim.close());
   const paths = tempProfile();
@@ -31,7 +37,7 @@ export async function setupAgent(extra: Record<string, unknown> = {}) {
     tools: { exec: { mode: "full", sandbox: "none" } },
     ...extra,
   });
-  const agent = await Agent.create({ paths, config, store });
+  const agent = await Agent.create({ paths, config, store: options.agentStore?.(store) ?? store });
   cleanups.push(() => agent.close());
   const session = await agent.newSession();
   const project = tempDir("tenax-project-");
