@@ -374,12 +374,14 @@ function textOfParts(content: string): string {
   }
 }
 
+/** Each item's text in the index, replacing what its message had there; none removes it. */
 function applyItems(db: Database.Database, items: readonly IndexItem[]): void {
   const del = db.prepare("DELETE FROM fts WHERE rowid = ?");
-  const ins = db.prepare("INSERT INTO fts (rowid, text) VALUES (?, ?)");
+  // FTS5 replaces the row of that rowid, its old terms included: one statement a message, not two.
+  const put = db.prepare("INSERT OR REPLACE INTO fts (rowid, text) VALUES (?, ?)");
   for (const item of items) {
-    del.run(item.id);
-    if (item.text !== null && item.text !== "") ins.run(item.id, item.text);
+    if (item.text !== null && item.text !== "") put.run(item.id, item.text);
+    else del.run(item.id);
   }
 }
 
