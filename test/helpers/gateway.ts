@@ -65,16 +65,17 @@ export interface SharedGateway {
 export function sharedSimGateway(
   gateway = "",
   tools = "tools: { exec: { mode: full } }",
+  models?: Record<string, { context_window: number; max_output_tokens: number }>,
 ): () => SharedGateway {
   let shared: SharedGateway | null = null;
   let remove = () => {};
   beforeAll(async () => {
-    const sim = await startSimulator();
+    const sim = await startSimulator(models ? { models } : {});
     const home = lastingTempDir("tenax-");
     remove = home.remove;
     const paths = profilePaths(home.dir, DEFAULT_PROFILE);
     mkdirSync(paths.dir, { recursive: true });
-    writeFileSync(paths.config, simConfig(sim, gateway, tools), { mode: 0o600 });
+    writeFileSync(paths.config, simConfig(sim, gateway, tools, models), { mode: 0o600 });
     try {
       shared = {
         gw: await startLasting(home.dir, ["gateway", "run", "--port", "0"], "gateway"),
