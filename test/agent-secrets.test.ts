@@ -178,14 +178,16 @@ async function attackEverySurface(tools: string) {
   const cli = await tenaxAsync(home, ["chat", "-q", "show me the keys"], { env });
   expect(cli.status, cli.stderr).toBe(0);
   const sessions = [plain.session, streamed.session, ran.session];
-  const api = await Promise.all(sessions.map(async (id) => (await gw.fetch(`/api/sessions/${id}`)).text()));
-  const dashboard = await startDashboard(home);
-  const board = await Promise.all(
-    sessions.map(async (id) => (await fetch(`${dashboard.url}/api/sessions/${id}`)).text()),
-  );
-  const shown = await Promise.all(sessions.map((id) => tenaxAsync(home, ["sessions", "show", id, "--json"])));
-  const events = await tenaxAsync(home, ["events", "--json"]);
-  const hub = await feed(gw);
+  // Every surface is read once all four turns are done; the reads change nothing, so they go at once.
+  const [api, board, shown, events, hub] = await Promise.all([
+    Promise.all(sessions.map(async (id) => (await gw.fetch(`/api/sessions/${id}`)).text())),
+    startDashboard(home).then((dashboard) =>
+      Promise.all(sessions.map(async (id) => (await fetch(`${dashboard.url}/api/sessions/${id}`)).text())),
+    ),
+    Promise.all(sessions.map((id) => tenaxAsync(home, ["sessions", "show", id, "--json"]))),
+    tenaxAsync(home, ["events", "--json"]),
+    feed(gw),
+  ]);
   gw.child.kill("SIGTERM");
   await gw.exited;
   const bodies = sim.requests().map((r) => r.body);

@@ -136,7 +136,16 @@ describe("tenax cron list, show, runs, pause, resume, remove", () => {
     expect(add(home, "often", "every 30m").status).toBe(0);
     await seedRuns(paths, "report");
 
-    const list = tenax(home, ["cron", "list"]);
+    // The reads change nothing: they run at once, and are checked one by one below.
+    const [list, listJson, show, showJson, runsText, runsLimited, badLimit] = await Promise.all([
+      tenaxAsync(home, ["cron", "list"]),
+      tenaxAsync(home, ["cron", "list", "--json"]),
+      tenaxAsync(home, ["cron", "show", "report"]),
+      tenaxAsync(home, ["cron", "show", "report", "--json"]),
+      tenaxAsync(home, ["cron", "runs", "report"]),
+      tenaxAsync(home, ["cron", "runs", "report", "--json", "--limit", "1"]),
+      tenaxAsync(home, ["cron", "runs", "report", "--limit", "lots"]),
+    ]);
     expect(list.status, list.stderr).toBe(0);
     const [header = "", ...rows] = list.stdout.trim().split("\n");
     expect(header).toMatch(/^NAME\s+SCHEDULE\s+NEXT DUE\s+LAST\s+STREAK\s+ENABLED$/);
@@ -144,13 +153,12 @@ describe("tenax cron list, show, runs, pause, resume, remove", () => {
     expect(report).toMatch(/0 3 \* \* \*\s+\d{4}-\d\d-\d\d 03:00 Europe\/Berlin \(in [\d.]+ (s|min|h|d)\)/);
     expect(report).toMatch(/failed: the provider refused the key\s+0\s+yes$/);
     expect(rows.find((r) => r.startsWith("often"))).toMatch(/\(in (29|30) min\)/);
-    const listed = JSON.parse(tenax(home, ["cron", "list", "--json"]).stdout) as {
+    const listed = JSON.parse(listJson.stdout) as {
       jobs: Array<{ name: string; next_due_at: number; last: { state: string } | null }>;
     };
     expect(listed.jobs.map((j) => j.name).sort()).toEqual(["often", "report"]);
     expect(listed.jobs.find((j) => j.name === "report")?.last?.state).toBe("failed");
 
-    const show = tenax(home, ["cron", "show", "report"]);
     expect(show.status, show.stderr).toBe(0);
     for (const field of [
       "schedule",
@@ -165,7 +173,7 @@ describe("tenax cron list, show, runs, pause, resume, remove", () => {
     ])
       expect(show.stdout).toMatch(new RegExp(`^${field} +\\S`, "m"));
     expect(show.stdout).toMatch(/last runs:\n {2}2026-06-01 04:00 Europe\/Berlin {2}failed missed/);
-    const shown = JSON.parse(tenax(home, ["cron", "show", "report", "--json"]).stdout) as {
+    const shown = JSON.parse(showJson.stdout) as {
       job: { name: string };
       runs: unknown[];
     };
@@ -173,16 +181,15 @@ describe("tenax cron list, show, runs, pause, resume, remove", () => {
     expect(shown.runs).toHaveLength(2);
 
     // One line per run, newest first: occurrence in the job's zone, state, missed, duration, what it said.
-    const runs = tenax(home, ["cron", "runs", "report"]).stdout.trim().split("\n");
+    const runs = runsText.stdout.trim().split("\n");
     expect(runs).toEqual([
       "2026-06-01 04:00 Europe/Berlin  failed missed  1.0 s  catch_up  the provider refused the key",
       "2026-06-01 03:00 Europe/Berlin  ok  2.5 s  schedule  all clear",
     ]);
-    const runsJson = JSON.parse(tenax(home, ["cron", "runs", "report", "--json", "--limit", "1"]).stdout) as {
+    const runsJson = JSON.parse(runsLimited.stdout) as {
       runs: Array<{ state: string }>;
     };
     expect(runsJson.runs.map((r) => r.state)).toEqual(["failed"]);
-    const badLimit = tenax(home, ["cron", "runs", "report", "--limit", "lots"]);
     expect([badLimit.status, badLimit.stderr]).toEqual([
       2,
       'error: --limit "lots" is not a whole number\ne.g. --limit 20\n',

@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
 import { profilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
-import { printedCommands, requireBuild, runPrinted, tenax } from "./helpers/cli.js";
+import { printedCommands, requireBuild, runPrinted, tenax, tenaxAsync } from "./helpers/cli.js";
 import { btreePages, checkpoint, garbageAfterHeader, overwritePages, PAGE } from "./helpers/corrupt.js";
 import { tempDir } from "./helpers/tmp.js";
 
@@ -43,37 +43,41 @@ async function seededHome(): Promise<{ home: string; ids: string[] }> {
 describe("tenax sessions", () => {
   it("lists, shows, exports and counts bad rows with warnings instead of failing", async () => {
     const { home, ids } = await seededHome();
-    const list = tenax(home, ["sessions", "list", "--json"]);
+    const prefix = ids[0]?.slice(0, 14) ?? "";
+    const out = join(home, "export.json");
+    // None of these changes the store: they run at once, and are checked one by one below.
+    const [list, text, show, byPrefix, exported, statsRun] = await Promise.all([
+      tenaxAsync(home, ["sessions", "list", "--json"]),
+      tenaxAsync(home, ["sessions", "list"]),
+      tenaxAsync(home, ["sessions", "show", "s_bad"]),
+      tenaxAsync(home, ["sessions", "show", prefix, "--json"]),
+      tenaxAsync(home, ["sessions", "export", "s_bad", "--output", out]),
+      tenaxAsync(home, ["sessions", "stats", "--json"]),
+    ]);
     expect(list.status).toBe(0);
     const sessions = JSON.parse(list.stdout).sessions as { id: string; warnings: string[] }[];
     expect(sessions.map((s) => s.id).sort()).toEqual([...ids, "s_bad"].sort());
     expect(sessions.find((s) => s.id === "s_bad")?.warnings.length).toBe(2);
     expect(list.stderr).toMatch(/warning: session s_bad: created_at is string "yesterday"/);
 
-    const text = tenax(home, ["sessions", "list"]);
     expect(text.stdout).toMatch(/s_bad !/);
     expect(text.stdout).toMatch(/deploy notes/);
 
-    const show = tenax(home, ["sessions", "show", "s_bad"]);
     expect(show.status).toBe(0);
     expect(show.stdout).toContain("odd");
     expect(show.stderr).toMatch(/message #1 \(id \d+\): tool_calls is not valid JSON/);
 
-    const prefix = ids[0]?.slice(0, 14) ?? "";
-    const byPrefix = tenax(home, ["sessions", "show", prefix, "--json"]);
     expect(JSON.parse(byPrefix.stdout).messages.map((m: { content: string }) => m.content)).toEqual([
       "about deploy notes: the platypus is here",
       "noted",
     ]);
 
-    const out = join(home, "export.json");
-    const exported = tenax(home, ["sessions", "export", "s_bad", "--output", out]);
     expect(exported.status).toBe(0);
     const document = JSON.parse(readFileSync(out, "utf8"));
     expect(document).toMatchObject({ format: "tenax.session.v1", session: { id: "s_bad" } });
     expect(document.messages[0].warnings[0]).toMatch(/tool_calls/);
 
-    const stats = JSON.parse(tenax(home, ["sessions", "stats", "--json"]).stdout);
+    const stats = JSON.parse(statsRun.stdout);
     expect(stats).toMatchObject({
       sessions: 3,
       messages: 5,

@@ -124,7 +124,13 @@ describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, thro
 
   it("`status`, `sessions list` and `doctor` answer truthfully and create nothing", async () => {
     const fresh = freshHome(via);
-    const status = await tenax(fresh, ["status", "--json"]);
+    // Run at once: each must create nothing whatever the others do, and the home's absence is
+    // checked after all three.
+    const [status, list, doctor] = await Promise.all([
+      tenax(fresh, ["status", "--json"]),
+      tenax(fresh, ["sessions", "list"]),
+      tenax(fresh, ["doctor", "--json"]),
+    ]);
     // Down, truthfully: no gateway runs; the store is simply not made yet, and the next step is said.
     expect(status.status).toBe(2);
     const report = JSON.parse(status.stdout) as {
@@ -140,9 +146,7 @@ describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, thro
       status: "down",
       next: expect.stringMatching(/\btenax up\b/),
     });
-    const list = await tenax(fresh, ["sessions", "list"]);
     expect(list).toMatchObject({ status: 0, stdout: "no sessions yet\n" });
-    const doctor = await tenax(fresh, ["doctor", "--json"]);
     const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; detail: string }> }).checks;
     expect(checks.find((c) => c.name === "permissions")?.detail).toMatch(/does not exist yet/);
     for (const run of [status, list, doctor]) expect(run.stderr).not.toMatch(/a bug in Tenax/);
@@ -152,8 +156,13 @@ describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, thro
 
   it("a named profile that does not exist is a usage error that says how to create it", async () => {
     const fresh = freshHome(via);
-    for (const args of [["gateway", "run", "--port", "0"], ["chat", "-q", "hi"], ["up"]]) {
-      const run = await runToEnd(fresh.home, ["--profile", "ghost", ...args], fresh.env);
+    const commands = [["gateway", "run", "--port", "0"], ["chat", "-q", "hi"], ["up"]];
+    // Run at once: each must refuse, and create nothing, whatever the others do.
+    const runs = await Promise.all(
+      commands.map((args) => runToEnd(fresh.home, ["--profile", "ghost", ...args], fresh.env)),
+    );
+    for (const [i, run] of runs.entries()) {
+      const args = commands[i] ?? [];
       expect(run.status, args.join(" ")).toBe(2);
       expect(run.output).toMatch(/no profile named "ghost"/);
       expect(run.output).toContain("tenax profile create ghost");

@@ -4,7 +4,7 @@
 // one run and one model call; stop; and every bad input in the OpenAI error shape.
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { expectError, simProfile, startGateway, until } from "./helpers/gateway.js";
+import { expectError, sharedSimGateway, simProfile, startGateway, until } from "./helpers/gateway.js";
 import {
   type RunView,
   readEvents,
@@ -25,91 +25,153 @@ function expectContiguous(events: SseEvent[], from = 1) {
 const slowReply = (text: string) => ({ type: "reply" as const, text, chunk_size: 3, chunk_delay_ms: 100 });
 
 describe("tenax gateway run: the runs API", () => {
-  it("runs a turn in the background: events to the end, then its state with the reply; X-Session-Id continues", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    const caps = (await (await gw.fetch(`/api/capabilities`)).json()) as { capabilities: string[] };
-    expect(caps.capabilities).toContain("runs");
-    const response = await submit(gw, user("the word is pineapple"));
-    expect(response.headers.get("x-session-id")).toMatch(/^s_/);
-    const run = await started(response);
-    expect(run).toMatchObject({ object: "run", status: "running", run_id: expect.stringMatching(/^run_/) });
-    expect(response.headers.get("location")).toBe(`/v1/runs/${run.run_id}`);
+  // These only read and write runs of their own: one gateway serves them all.
+  describe("on one gateway", () => {
+    const shared = sharedSimGateway();
+    it("runs a turn in the background: events to the end, then its state with the reply; X-Session-Id continues", async () => {
+      const { gw, sim } = shared();
+      const caps = (await (await gw.fetch(`/api/capabilities`)).json()) as { capabilities: string[] };
+      expect(caps.capabilities).toContain("runs");
+      const response = await submit(gw, user("the word is pineapple"));
+      expect(response.headers.get("x-session-id")).toMatch(/^s_/);
+      const run = await started(response);
+      expect(run).toMatchObject({ object: "run", status: "running", run_id: expect.stringMatching(/^run_/) });
+      expect(response.headers.get("location")).toBe(`/v1/runs/${run.run_id}`);
 
-    const { events, ended } = await readEvents(gw, run.run_id);
-    expect(ended).toBe(true);
-    expectContiguous(events);
-    expect(events[0]?.event).toBe("run.started");
-    expect(events.map((e) => e.event)).toContain("turn_started");
-    const text = events
-      .filter((e) => e.event === "text")
-      .map((e) => e.data.delta)
-      .join("");
-    expect(text).toBe("echo: the word is pineapple");
-    expect(events.at(-1)).toMatchObject({
-      event: "run.finished",
-      data: { status: "completed", reply: "echo: the word is pineapple", partial: false },
+      const { events, ended } = await readEvents(gw, run.run_id);
+      expect(ended).toBe(true);
+      expectContiguous(events);
+      expect(events[0]?.event).toBe("run.started");
+      expect(events.map((e) => e.event)).toContain("turn_started");
+      const text = events
+        .filter((e) => e.event === "text")
+        .map((e) => e.data.delta)
+        .join("");
+      expect(text).toBe("echo: the word is pineapple");
+      expect(events.at(-1)).toMatchObject({
+        event: "run.finished",
+        data: { status: "completed", reply: "echo: the word is pineapple", partial: false },
+      });
+      const done = await state(gw, run.run_id);
+      expect(done).toMatchObject({
+        status: "completed",
+        reply: "echo: the word is pineapple",
+        partial: false,
+        error: null,
+        session_id: run.session_id,
+        turn_id: expect.stringMatching(/^t_/),
+        last_event_id: events.length,
+      });
+
+      const next = await started(await submit(gw, user("and now?"), { "x-session-id": run.session_id }));
+      expect(next.session_id).toBe(run.session_id);
+      await readEvents(gw, next.run_id);
+      expect((await state(gw, next.run_id)).reply).toBe("echo: and now?");
+      expect(JSON.stringify(sim.requests()[1]?.body)).toContain("pineapple");
     });
-    const done = await state(gw, run.run_id);
-    expect(done).toMatchObject({
-      status: "completed",
-      reply: "echo: the word is pineapple",
-      partial: false,
-      error: null,
-      session_id: run.session_id,
-      turn_id: expect.stringMatching(/^t_/),
-      last_event_id: events.length,
+
+    it("a stream cut mid-turn and resumed with Last-Event-ID gives every event exactly once", async () => {
+      const { gw, sim } = shared();
+      sim.script([slowReply("one two three four five six seven eight nine ten")]);
+      const run = await started(await submit(gw, user("count")));
+      const first = await readEvents(gw, run.run_id, { stopAfter: 4 });
+      expect(first.ended).toBe(false);
+      const lastSeen = first.events.at(-1)?.id ?? 0;
+      // The turn is still streaming when the client comes back.
+      expect((await state(gw, run.run_id)).status).toBe("running");
+      const rest = await readEvents(gw, run.run_id, { after: lastSeen });
+      expect(rest.ended).toBe(true);
+      const joined = [...first.events, ...rest.events];
+      expectContiguous(joined);
+      expect(joined.filter((e) => e.event === "text").length).toBeGreaterThan(2);
+      expect(joined.at(-1)?.data).toMatchObject({ type: "run.finished", status: "completed" });
+      // The same union as one whole replay, event for event.
+      const whole = await readEvents(gw, run.run_id);
+      expect(whole.events).toEqual(joined);
+      // The query parameter works as the header does.
+      expect((await readEvents(gw, run.run_id, { after: 2, query: true })).events).toEqual(joined.slice(2));
     });
 
-    const next = await started(await submit(gw, user("and now?"), { "x-session-id": run.session_id }));
-    expect(next.session_id).toBe(run.session_id);
-    await readEvents(gw, next.run_id);
-    expect((await state(gw, next.run_id)).reply).toBe("echo: and now?");
-    expect(JSON.stringify(sim.requests()[1]?.body)).toContain("pineapple");
-  });
+    it("a repeated Idempotency-Key, sequential or concurrent, gives the same run and one model call", async () => {
+      const { gw, sim } = shared();
+      sim.script([slowReply("only once, please")]);
+      const key = { "idempotency-key": "order-7f3a" };
+      const answers = await Promise.all([1, 2, 3].map(() => submit(gw, user("pay"), key)));
+      const bodies = (await Promise.all(answers.map((r) => r.json()))) as RunView[];
+      expect(new Set(bodies.map((b) => b.run_id)).size).toBe(1);
+      expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 202]);
+      const runId = bodies[0]?.run_id ?? "";
+      await readEvents(gw, runId);
+      const again = await submit(gw, user("pay"), key);
+      expect(again.status).toBe(200);
+      expect(((await again.json()) as RunView).run_id).toBe(runId);
+      expect(sim.requests()).toHaveLength(1);
 
-  it("a stream cut mid-turn and resumed with Last-Event-ID gives every event exactly once", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    sim.script([slowReply("one two three four five six seven eight nine ten")]);
-    const run = await started(await submit(gw, user("count")));
-    const first = await readEvents(gw, run.run_id, { stopAfter: 4 });
-    expect(first.ended).toBe(false);
-    const lastSeen = first.events.at(-1)?.id ?? 0;
-    // The turn is still streaming when the client comes back.
-    expect((await state(gw, run.run_id)).status).toBe("running");
-    const rest = await readEvents(gw, run.run_id, { after: lastSeen });
-    expect(rest.ended).toBe(true);
-    const joined = [...first.events, ...rest.events];
-    expectContiguous(joined);
-    expect(joined.filter((e) => e.event === "text").length).toBeGreaterThan(2);
-    expect(joined.at(-1)?.data).toMatchObject({ type: "run.finished", status: "completed" });
-    // The same union as one whole replay, event for event.
-    const whole = await readEvents(gw, run.run_id);
-    expect(whole.events).toEqual(joined);
-    // The query parameter works as the header does.
-    expect((await readEvents(gw, run.run_id, { after: 2, query: true })).events).toEqual(joined.slice(2));
-  });
+      const reused = await expectError(await submit(gw, user("refund"), key), 409, "idempotency_key_reused");
+      expect(reused.message).toContain("order-7f3a");
+      expect(sim.requests()).toHaveLength(1);
+    });
 
-  it("a repeated Idempotency-Key, sequential or concurrent, gives the same run and one model call", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    sim.script([slowReply("only once, please")]);
-    const key = { "idempotency-key": "order-7f3a" };
-    const answers = await Promise.all([1, 2, 3].map(() => submit(gw, user("pay"), key)));
-    const bodies = (await Promise.all(answers.map((r) => r.json()))) as RunView[];
-    expect(new Set(bodies.map((b) => b.run_id)).size).toBe(1);
-    expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 202]);
-    const runId = bodies[0]?.run_id ?? "";
-    await readEvents(gw, runId);
-    const again = await submit(gw, user("pay"), key);
-    expect(again.status).toBe(200);
-    expect(((await again.json()) as RunView).run_id).toBe(runId);
-    expect(sim.requests()).toHaveLength(1);
+    it("stop interrupts a running run; stopping it again answers its state", async () => {
+      const { gw, sim } = shared();
+      sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
+      const run = await started(await submit(gw, user("wait")));
+      await until(() => sim.requests().length === 1);
+      const following = readEvents(gw, run.run_id);
+      const stop = await gw.fetch(`/v1/runs/${run.run_id}/stop`, { method: "POST" });
+      expect(stop.status).toBe(202);
+      expect(await stop.json()).toMatchObject({ run_id: run.run_id, stop_requested: true });
+      const { events, ended } = await following;
+      expect(ended).toBe(true);
+      expect(events.map((e) => e.event)).toContain("run.stop_requested");
+      expect(events.at(-1)?.data).toMatchObject({
+        type: "run.finished",
+        status: "interrupted",
+        partial: true,
+      });
+      await until(() => sim.requests()[0]?.ended !== "open");
+      const twice = await gw.fetch(`/v1/runs/${run.run_id}/stop`, { method: "POST" });
+      expect(twice.status).toBe(200);
+      expect(await twice.json()).toMatchObject({ status: "interrupted", stop_requested: false });
+    });
 
-    const reused = await expectError(await submit(gw, user("refund"), key), 409, "idempotency_key_reused");
-    expect(reused.message).toContain("order-7f3a");
-    expect(sim.requests()).toHaveLength(1);
+    it("answers every bad input in the OpenAI error shape with its status", async () => {
+      const { gw } = shared();
+      await expectError(await gw.fetch(`/v1/runs/run_nope`), 404, "run_not_found");
+      await expectError(await gw.fetch(`/v1/runs/run_nope/events`), 404, "run_not_found");
+      await expectError(await gw.fetch(`/v1/runs/run_nope/stop`, { method: "POST" }), 404, "run_not_found");
+      const list = await gw.fetch(`/v1/runs`);
+      expect(list.headers.get("allow")).toBe("POST");
+      await expectError(list, 405, "method_not_allowed");
+      await expectError(await gw.fetch(`/v1/runs/run_nope`, { method: "DELETE" }), 405, "method_not_allowed");
+      await expectError(await gw.fetch(`/v1/runs/run_nope/stop`), 405, "method_not_allowed");
+      await expectError(await submit(gw, "{not json"), 400, "invalid_json");
+      await expectError(await submit(gw, JSON.stringify({ messages: [] })), 400, "invalid_field");
+      await expectError(
+        await submit(gw, JSON.stringify({ messages: [{ role: "user", content: "x" }], colour: 1 })),
+        400,
+        "unknown_field",
+      );
+      const stream = await expectError(
+        await submit(gw, JSON.stringify({ stream: true, messages: [{ role: "user", content: "x" }] })),
+        400,
+        "invalid_field",
+      );
+      expect(stream.message).toContain("/v1/runs/ID/events");
+      await expectError(await submit(gw, user("x"), { "x-session-id": "s_nope" }), 404, "session_not_found");
+      await expectError(
+        await submit(gw, user("x"), { "idempotency-key": "k".repeat(300) }),
+        400,
+        "invalid_idempotency_key",
+      );
+      const run = await started(await submit(gw, user("fine")));
+      await expectError(
+        await gw.fetch(`/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "-1" } }),
+        400,
+        "invalid_last_event_id",
+      );
+      expect((await gw.fetch(`/health/live`)).status).toBe(200);
+    });
   });
 
   it("after SIGTERM and a restart, the run's state and the rest of its events are still served", async () => {
@@ -224,64 +286,5 @@ describe("tenax gateway run: the runs API", () => {
     expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", status: "interrupted", partial: true });
     expect((await state(again, run.run_id)).status).toBe("interrupted");
     expect(sim.requests()).toHaveLength(1);
-  });
-
-  it("stop interrupts a running run; stopping it again answers its state", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    sim.script([{ type: "hang", phase: "mid_stream", after_chunks: 1 }]);
-    const run = await started(await submit(gw, user("wait")));
-    await until(() => sim.requests().length === 1);
-    const following = readEvents(gw, run.run_id);
-    const stop = await gw.fetch(`/v1/runs/${run.run_id}/stop`, { method: "POST" });
-    expect(stop.status).toBe(202);
-    expect(await stop.json()).toMatchObject({ run_id: run.run_id, stop_requested: true });
-    const { events, ended } = await following;
-    expect(ended).toBe(true);
-    expect(events.map((e) => e.event)).toContain("run.stop_requested");
-    expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", status: "interrupted", partial: true });
-    await until(() => sim.requests()[0]?.ended !== "open");
-    const twice = await gw.fetch(`/v1/runs/${run.run_id}/stop`, { method: "POST" });
-    expect(twice.status).toBe(200);
-    expect(await twice.json()).toMatchObject({ status: "interrupted", stop_requested: false });
-  });
-
-  it("answers every bad input in the OpenAI error shape with its status", async () => {
-    const { home } = await simProfile();
-    const gw = await startGateway(home);
-    await expectError(await gw.fetch(`/v1/runs/run_nope`), 404, "run_not_found");
-    await expectError(await gw.fetch(`/v1/runs/run_nope/events`), 404, "run_not_found");
-    await expectError(await gw.fetch(`/v1/runs/run_nope/stop`, { method: "POST" }), 404, "run_not_found");
-    const list = await gw.fetch(`/v1/runs`);
-    expect(list.headers.get("allow")).toBe("POST");
-    await expectError(list, 405, "method_not_allowed");
-    await expectError(await gw.fetch(`/v1/runs/run_nope`, { method: "DELETE" }), 405, "method_not_allowed");
-    await expectError(await gw.fetch(`/v1/runs/run_nope/stop`), 405, "method_not_allowed");
-    await expectError(await submit(gw, "{not json"), 400, "invalid_json");
-    await expectError(await submit(gw, JSON.stringify({ messages: [] })), 400, "invalid_field");
-    await expectError(
-      await submit(gw, JSON.stringify({ messages: [{ role: "user", content: "x" }], colour: 1 })),
-      400,
-      "unknown_field",
-    );
-    const stream = await expectError(
-      await submit(gw, JSON.stringify({ stream: true, messages: [{ role: "user", content: "x" }] })),
-      400,
-      "invalid_field",
-    );
-    expect(stream.message).toContain("/v1/runs/ID/events");
-    await expectError(await submit(gw, user("x"), { "x-session-id": "s_nope" }), 404, "session_not_found");
-    await expectError(
-      await submit(gw, user("x"), { "idempotency-key": "k".repeat(300) }),
-      400,
-      "invalid_idempotency_key",
-    );
-    const run = await started(await submit(gw, user("fine")));
-    await expectError(
-      await gw.fetch(`/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "-1" } }),
-      400,
-      "invalid_last_event_id",
-    );
-    expect((await gw.fetch(`/health/live`)).status).toBe(200);
   });
 });

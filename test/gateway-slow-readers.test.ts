@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
-import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
+import { type GatewayProcess, sharedSimGateway, simProfile, startGateway } from "./helpers/gateway.js";
 
 beforeAll(() => requireBuild());
 
@@ -113,84 +113,87 @@ describe("slow readers", () => {
     await reader.cancel();
   }, 180_000);
 
-  it("drops a run's follower that stops reading; it resumes with Last-Event-ID and misses nothing", async () => {
-    const { home, sim } = await simProfile("stream_buffer_kb: 64", undefined, LONG_REPLIES);
-    const gw = await startGateway(home);
-    // 8 MB (more than the kernel holds for a socket, about 4 MB, and the bound), in pieces slow
-    // enough to span many of the run log's batches.
-    const text = "abcdefghij".repeat(800_000);
-    sim.script([{ type: "reply", text, chunk_size: 8000, chunk_delay_ms: 2 }]);
-    const submitted = await gw.fetch("/v1/runs", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ messages: [{ role: "user", content: "a long one" }] }),
-    });
-    const run = (await submitted.json()) as { run_id: string };
-    stalled(gw, `/v1/runs/${run.run_id}/events`);
-    await expect
-      .poll(() => metric(gw, "tenax_sse_clients_dropped_total", 'stream="run_events"'), {
-        timeout: 60_000,
-      })
-      .toBe(1);
-    const state = async () =>
-      (await (await gw.fetch(`/v1/runs/${run.run_id}`)).json()) as { status: string; reply: string };
-    await expect.poll(async () => (await state()).status, { timeout: 60_000 }).toBe("completed");
+  // These two count drops on streams of their own (run_events, chat): one gateway serves both.
+  describe("with replies of 8 MB", () => {
+    const longReplies = sharedSimGateway("stream_buffer_kb: 64", undefined, LONG_REPLIES);
 
-    // Everything, from the start, once: the text events join to the whole reply.
-    const all = await (
-      await gw.fetch(`/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "0" } })
-    ).text();
-    const frames = all.split("\n\n").filter((f) => f.includes("data: "));
-    const ids = frames.map((f) => Number(/^id: (\d+)/m.exec(f)?.[1]));
-    expect(ids).toEqual(ids.map((_, i) => i + 1));
-    const joined = frames
-      .filter((f) => /^event: text$/m.test(f))
-      .map((f) => (JSON.parse(/^data: (.*)$/m.exec(f)?.[1] ?? "{}") as { delta: string }).delta)
-      .join("");
-    expect(joined).toBe(text);
-  }, 120_000);
+    it("drops a run's follower that stops reading; it resumes with Last-Event-ID and misses nothing", async () => {
+      const { gw, sim } = longReplies();
+      // 8 MB (more than the kernel holds for a socket, about 4 MB, and the bound), in pieces slow
+      // enough to span many of the run log's batches.
+      const text = "abcdefghij".repeat(800_000);
+      sim.script([{ type: "reply", text, chunk_size: 8000, chunk_delay_ms: 2 }]);
+      const submitted = await gw.fetch("/v1/runs", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ messages: [{ role: "user", content: "a long one" }] }),
+      });
+      const run = (await submitted.json()) as { run_id: string };
+      stalled(gw, `/v1/runs/${run.run_id}/events`);
+      await expect
+        .poll(() => metric(gw, "tenax_sse_clients_dropped_total", 'stream="run_events"'), {
+          timeout: 60_000,
+        })
+        .toBe(1);
+      const state = async () =>
+        (await (await gw.fetch(`/v1/runs/${run.run_id}`)).json()) as { status: string; reply: string };
+      await expect.poll(async () => (await state()).status, { timeout: 60_000 }).toBe("completed");
 
-  it("drops a streamed chat client that stops reading, and its turn still completes and is saved", async () => {
-    const { home, sim } = await simProfile("stream_buffer_kb: 64", undefined, LONG_REPLIES);
-    const gw = await startGateway(home);
-    const text = "0123456789".repeat(800_000);
-    sim.script([{ type: "reply", text, chunk_size: 4000 }]);
-    const { hostname, port } = new URL(gw.url);
-    const socket = connect(Number(port), hostname);
-    sockets.push(socket);
-    const body = JSON.stringify({
-      model: "tenax",
-      stream: true,
-      messages: [{ role: "user", content: "long" }],
-    });
-    socket.write(
-      `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nauthorization: Bearer ${gw.key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-    // Read the status line and headers only, then stop reading.
-    const head = await new Promise<string>((resolve) => {
-      let got = "";
-      const onData = (chunk: Buffer) => {
-        got += chunk.toString("latin1");
-        if (got.includes("\r\n\r\n")) {
-          socket.off("data", onData);
-          socket.pause();
-          resolve(got);
-        }
-      };
-      socket.on("data", onData);
-    });
-    const session = /x-session-id: (\S+)/i.exec(head)?.[1] as string;
-    expect(session).toMatch(/^s_/);
-    await expect
-      .poll(() => metric(gw, "tenax_sse_clients_dropped_total", 'stream="chat"'), { timeout: 60_000 })
-      .toBe(1);
-    const saved = async () =>
-      (await (await gw.fetch(`/api/sessions/${session}`)).json()) as {
-        running: boolean;
-        messages: { role: string; content: string }[];
-      };
-    await expect.poll(async () => (await saved()).running, { timeout: 60_000 }).toBe(false);
-    const messages = (await saved()).messages;
-    expect(messages.filter((m) => m.role === "assistant").at(-1)?.content).toBe(text);
-  }, 120_000);
+      // Everything, from the start, once: the text events join to the whole reply.
+      const all = await (
+        await gw.fetch(`/v1/runs/${run.run_id}/events`, { headers: { "last-event-id": "0" } })
+      ).text();
+      const frames = all.split("\n\n").filter((f) => f.includes("data: "));
+      const ids = frames.map((f) => Number(/^id: (\d+)/m.exec(f)?.[1]));
+      expect(ids).toEqual(ids.map((_, i) => i + 1));
+      const joined = frames
+        .filter((f) => /^event: text$/m.test(f))
+        .map((f) => (JSON.parse(/^data: (.*)$/m.exec(f)?.[1] ?? "{}") as { delta: string }).delta)
+        .join("");
+      expect(joined).toBe(text);
+    }, 120_000);
+
+    it("drops a streamed chat client that stops reading, and its turn still completes and is saved", async () => {
+      const { gw, sim } = longReplies();
+      const text = "0123456789".repeat(800_000);
+      sim.script([{ type: "reply", text, chunk_size: 4000 }]);
+      const { hostname, port } = new URL(gw.url);
+      const socket = connect(Number(port), hostname);
+      sockets.push(socket);
+      const body = JSON.stringify({
+        model: "tenax",
+        stream: true,
+        messages: [{ role: "user", content: "long" }],
+      });
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nauthorization: Bearer ${gw.key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // Read the status line and headers only, then stop reading.
+      const head = await new Promise<string>((resolve) => {
+        let got = "";
+        const onData = (chunk: Buffer) => {
+          got += chunk.toString("latin1");
+          if (got.includes("\r\n\r\n")) {
+            socket.off("data", onData);
+            socket.pause();
+            resolve(got);
+          }
+        };
+        socket.on("data", onData);
+      });
+      const session = /x-session-id: (\S+)/i.exec(head)?.[1] as string;
+      expect(session).toMatch(/^s_/);
+      await expect
+        .poll(() => metric(gw, "tenax_sse_clients_dropped_total", 'stream="chat"'), { timeout: 60_000 })
+        .toBe(1);
+      const saved = async () =>
+        (await (await gw.fetch(`/api/sessions/${session}`)).json()) as {
+          running: boolean;
+          messages: { role: string; content: string }[];
+        };
+      await expect.poll(async () => (await saved()).running, { timeout: 60_000 }).toBe(false);
+      const messages = (await saved()).messages;
+      expect(messages.filter((m) => m.role === "assistant").at(-1)?.content).toBe(text);
+    }, 120_000);
+  });
 });

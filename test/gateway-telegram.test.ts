@@ -69,7 +69,38 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms =
   }
 }
 
+/** The last user message of a model call's body. */
+function lastUserOf(body: unknown): string | undefined {
+  const users = (body as { messages: { role: string; content: string }[] }).messages.filter(
+    (m) => m.role === "user",
+  );
+  return users.at(-1)?.content;
+}
+
 const texts = (tg: TelegramSim, chat: number) => tg.sentMessages(chat).map((m) => m.text);
+
+/** Messages the gateway's outbox holds unsent for Telegram (its /health says). */
+async function unsent(gw: GatewayProcess): Promise<number> {
+  const health = (await (await gw.fetch("/health")).json()) as {
+    components: { platforms: { platforms: { platform: string; pending: number }[] } };
+  };
+  const row = health.components.platforms.platforms.find((p) => p.platform === "telegram");
+  if (row === undefined) throw new Error("the gateway's /health names no telegram platform");
+  return row.pending;
+}
+
+/**
+ * Instead of waiting a while to see that nothing more comes to `chat`: a later message from an
+ * allowed user is answered there, and then the outbox holds nothing unsent. One chat's messages
+ * go in order, so whatever was queued for the chat before that answer arrived before it, and
+ * whatever was queued after was sent before the outbox was empty: the chat's texts are final.
+ * The later answer is "echo: later", last.
+ */
+async function settled(gw: GatewayProcess, tg: TelegramSim, chat: number, from = OWNER): Promise<void> {
+  tg.injectMessage({ chat, from, text: "later" });
+  await until("the later message answered", () => texts(tg, chat).includes("echo: later"));
+  await until("nothing left unsent", async () => (await unsent(gw)) === 0);
+}
 
 describe("Telegram through a real gateway", () => {
   it("an allowed user's message is answered in its chat; a stranger is refused once and never reaches the model", async () => {
@@ -83,11 +114,18 @@ describe("Telegram through a real gateway", () => {
     tg.injectMessage({ chat: 77, from: 77, text: "let me in" });
     tg.injectMessage({ chat: 77, from: 77, text: "please" });
     await tg.waitForMessages(77, 1, { timeoutMs: 20_000 });
+    // Each update is handled (a refusal queued) before it is confirmed: once both are, and the
+    // outbox is empty, a second refusal would have been sent.
     await until("both updates confirmed", () => tg.pendingUpdates() === 0);
-    await new Promise((r) => setTimeout(r, 1500));
+    await until("nothing left unsent", async () => (await unsent(gw)) === 0);
     expect(texts(tg, 77)).toHaveLength(1);
     expect(texts(tg, 77)[0]).toContain("Your telegram user id is 77");
-    expect(sim.requests()).toHaveLength(1);
+    // A turn the stranger's updates had started would have called the model before the owner's
+    // later message (polled after both were handled) was answered: only the owner's two did.
+    await settled(gw, tg, OWNER);
+    expect(texts(tg, 77)).toHaveLength(1);
+    expect(texts(tg, OWNER)).toEqual(["echo: hello there", "echo: later"]);
+    expect(sim.requests().map((r) => lastUserOf(r.body))).toEqual(["hello there", "later"]);
     // Nothing of the stranger's was stored: no session, the store knows one chat.
     const sessions = (await (await gw.fetch("/api/sessions")).json()) as { data: { source?: string }[] };
     expect(sessions.data).toHaveLength(1);
@@ -112,12 +150,7 @@ describe("Telegram through a real gateway", () => {
     await tg.waitForMessages(OWNER, 3, { timeoutMs: 30_000 });
     expect(texts(tg, OWNER)).toEqual(["first answer", "second answer", "third answer"]);
     // Each turn saw the messages before it: the second call's last user message is "two".
-    const lastUser = sim.requests().map((r) => {
-      const users = (r.body as { messages: { role: string; content: string }[] }).messages.filter(
-        (m) => m.role === "user",
-      );
-      return users.at(-1)?.content;
-    });
+    const lastUser = sim.requests().map((r) => lastUserOf(r.body));
     expect(lastUser).toEqual(["one", "two", "three"]);
   });
 
@@ -141,13 +174,14 @@ describe("Telegram through a real gateway", () => {
       { type: "reply", text: "answer one" },
       { type: "reply", text: "answer two" },
     ]);
-    await gateway(home);
+    const second = await gateway(home);
     await tg.waitForMessages(GROUP, 4, { timeoutMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 1500));
+    await settled(second, tg, GROUP, 5);
     const after = texts(tg, GROUP).slice(1);
-    expect(after).toHaveLength(3);
+    expect(after).toHaveLength(4);
     expect(after[0]).toMatch(/back online/);
-    expect([...after.slice(1)].sort()).toEqual(["answer one", "answer two"]);
+    expect([...after.slice(1, 3)].sort()).toEqual(["answer one", "answer two"]);
+    expect(after[3]).toBe("echo: later");
   });
 
   it("a stop asked for by tenax gateway restart says restarting, with the /retry advice", async () => {
@@ -199,7 +233,7 @@ describe("Telegram through a real gateway", () => {
     const { tg, home } = await setup();
     // The gateway runs first: a job that fell due before any scheduler watched is a catch-up run
     // for a missed time (said so in its message), which a slow start would make of this one.
-    await gateway(home);
+    const gw = await gateway(home);
     const add = await tenaxAsync(home, [
       "cron",
       "add",
@@ -214,14 +248,26 @@ describe("Telegram through a real gateway", () => {
     expect(add.stderr).toBe("");
     expect(add.status).toBe(0);
     await tg.waitForMessages(OWNER, 1, { timeoutMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 2500));
-    expect(texts(tg, OWNER)).toEqual(["morning\n\necho: good morning"]);
+    // The one-shot ran and is due no more; its one run's result was sent, once.
+    const job = async () =>
+      (await (await gw.fetch("/api/jobs/morning")).json()) as {
+        next_due_at: number | null;
+        last: { ended_at: number | null } | null;
+      };
+    await until("the job's run ended, and nothing due", async () => {
+      const j = await job();
+      return j.next_due_at === null && (j.last?.ended_at ?? null) !== null;
+    });
+    const runs = (await (await gw.fetch("/api/jobs/morning/runs")).json()) as { data: unknown[] };
+    expect(runs.data).toHaveLength(1);
+    await settled(gw, tg, OWNER);
+    expect(texts(tg, OWNER)).toEqual(["morning\n\necho: good morning", "echo: later"]);
     expect(tg.sentMessages(OWNER)[0]).toMatchObject({ parse_mode: "HTML" });
   });
 
   it("sendMessage failing 502 twice, then 429 retry_after 2, then ok: the answer arrives exactly once", async () => {
     const { tg, home } = await setup();
-    await gateway(home);
+    const gw = await gateway(home);
     tg.fault([
       { type: "error", method: "sendMessage", status: 502, times: 2 },
       { type: "rate_limit", method: "sendMessage", retry_after: 2 },
@@ -237,8 +283,8 @@ describe("Telegram through a real gateway", () => {
     const [, , limited, ok] = attempts;
     expect((ok?.at ?? 0) - (limited?.at ?? 0)).toBeGreaterThanOrEqual(1_900);
     expect(Date.now() - started).toBeLessThan(30_000);
-    await new Promise((r) => setTimeout(r, 2500));
-    expect(texts(tg, OWNER)).toEqual(["echo: through the storm"]);
+    await settled(gw, tg, OWNER);
+    expect(texts(tg, OWNER)).toEqual(["echo: through the storm", "echo: later"]);
   });
 
   it("kill -9 with answers in the outbox: after the restart each arrives exactly once", async () => {
@@ -256,10 +302,10 @@ describe("Telegram through a real gateway", () => {
     first.child.kill("SIGKILL");
     await first.exited;
     tg.reset();
-    await gateway(home);
+    const second = await gateway(home);
     await tg.waitForMessages(OWNER, 2, { timeoutMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 2500));
-    expect(texts(tg, OWNER)).toEqual(["echo: alpha", "echo: beta"]);
+    await settled(second, tg, OWNER);
+    expect(texts(tg, OWNER)).toEqual(["echo: alpha", "echo: beta", "echo: later"]);
   });
 
   it("kill -9 during a send: the restart takes the dead gateway's lease over at once", async () => {
@@ -272,11 +318,11 @@ describe("Telegram through a real gateway", () => {
     first.child.kill("SIGKILL");
     await first.exited;
     tg.reset();
-    await gateway(home);
+    const second = await gateway(home);
     // Well before the lease would end: the lease names a process that is gone.
     await tg.waitForMessages(OWNER, 1, { timeoutMs: 20_000 });
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(texts(tg, OWNER)).toEqual(["echo: alpha"]);
+    await settled(second, tg, OWNER);
+    expect(texts(tg, OWNER)).toEqual(["echo: alpha", "echo: later"]);
   });
 
   it("a dangerous command approved with the button runs; denied, it does not", async () => {

@@ -8,7 +8,13 @@ import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
-import { expectError, refusedGateway, simProfile, startGateway } from "./helpers/gateway.js";
+import {
+  expectError,
+  refusedGateway,
+  sharedSimGateway,
+  simProfile,
+  startGateway,
+} from "./helpers/gateway.js";
 import { keyedFetch, startListening } from "./helpers/listening.js";
 import { rawRequest } from "./helpers/raw-http.js";
 
@@ -26,65 +32,116 @@ async function sessionCount(gw: { fetch(path: string): Promise<Response> }): Pro
 }
 
 describe("the gateway's web checks", () => {
-  it("refuses text/plain, form and multipart bodies that hold valid JSON with 415, before any turn", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    const multipart = `--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n${CHAT}\r\n--x--\r\n`;
-    const cases: [string | undefined, string][] = [
-      ["text/plain", CHAT],
-      ["text/plain;charset=UTF-8", CHAT],
-      ["application/x-www-form-urlencoded", CHAT],
-      ["multipart/form-data; boundary=x", multipart],
-      ["application/json; charset=latin1", CHAT],
-      ["application/jsonx", CHAT],
-      [undefined, CHAT],
-    ];
-    for (const path of ["/v1/chat/completions", "/v1/runs"])
-      for (const [type, body] of cases) {
-        const headers: Record<string, string> = { ...gw.auth, ...(type ? { "content-type": type } : {}) };
-        const answer = await rawRequest(gw.url, "POST", path, { headers, body });
-        expect(answer.status, `${path} ${type}`).toBe(415);
-        expect(errorCode(answer.body)).toBe("unsupported_media_type");
-        expect(JSON.parse(answer.body).error.message).toMatch(/Content-Type: application\/json/);
+  // These use the default config and change nothing another of them reads: one gateway serves
+  // them (the first of them finds its store new, with no session).
+  describe("with the default config", () => {
+    const shared = sharedSimGateway();
+    it("refuses text/plain, form and multipart bodies that hold valid JSON with 415, before any turn", async () => {
+      const { gw, sim } = shared();
+      const multipart = `--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n${CHAT}\r\n--x--\r\n`;
+      const cases: [string | undefined, string][] = [
+        ["text/plain", CHAT],
+        ["text/plain;charset=UTF-8", CHAT],
+        ["application/x-www-form-urlencoded", CHAT],
+        ["multipart/form-data; boundary=x", multipart],
+        ["application/json; charset=latin1", CHAT],
+        ["application/jsonx", CHAT],
+        [undefined, CHAT],
+      ];
+      for (const path of ["/v1/chat/completions", "/v1/runs"])
+        for (const [type, body] of cases) {
+          const headers: Record<string, string> = { ...gw.auth, ...(type ? { "content-type": type } : {}) };
+          const answer = await rawRequest(gw.url, "POST", path, { headers, body });
+          expect(answer.status, `${path} ${type}`).toBe(415);
+          expect(errorCode(answer.body)).toBe("unsupported_media_type");
+          expect(JSON.parse(answer.body).error.message).toMatch(/Content-Type: application\/json/);
+        }
+      // Nothing ran: the model was never called and no session was made.
+      expect(sim.requests()).toHaveLength(0);
+      expect(await sessionCount(gw)).toBe(0);
+      // application/json, with or without a UTF-8 charset, is served.
+      for (const type of ["application/json", 'Application/JSON; charset="utf-8"']) {
+        const ok = await rawRequest(gw.url, "POST", "/v1/chat/completions", {
+          headers: { ...gw.auth, "content-type": type },
+          body: CHAT,
+        });
+        expect(ok.status, type).toBe(200);
       }
-    // Nothing ran: the model was never called and no session was made.
-    expect(sim.requests()).toHaveLength(0);
-    expect(await sessionCount(gw)).toBe(0);
-    // application/json, with or without a UTF-8 charset, is served.
-    for (const type of ["application/json", 'Application/JSON; charset="utf-8"']) {
-      const ok = await rawRequest(gw.url, "POST", "/v1/chat/completions", {
-        headers: { ...gw.auth, "content-type": type },
+      expect(sim.requests()).toHaveLength(2);
+    });
+
+    it("answers 421 to a Host that is neither loopback nor the configured host (DNS rebinding)", async () => {
+      const { gw, sim } = shared();
+      const port = new URL(gw.url).port;
+      for (const host of ["evil.example", `attacker.test:${port}`, `127.0.0.1.attacker.test:${port}`]) {
+        for (const [method, path] of [
+          ["POST", "/v1/chat/completions"],
+          ["GET", "/api/sessions"],
+          ["GET", "/health/live"],
+        ] as const) {
+          const answer = await rawRequest(gw.url, method, path, {
+            headers: { ...gw.auth, host, "content-type": "application/json" },
+            ...(method === "POST" ? { body: CHAT } : {}),
+          });
+          expect(answer.status, `${host} ${path}`).toBe(421);
+          expect(errorCode(answer.body)).toBe("misdirected_request");
+        }
+      }
+      expect(sim.requests()).toHaveLength(0);
+      // Loopback names on any port pass, as does the configured host with the bound port.
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, "127.9.8.7", "[::1]:1"]) {
+        const answer = await rawRequest(gw.url, "GET", "/v1/models", { headers: { ...gw.auth, host } });
+        expect(answer.status, host).toBe(200);
+      }
+    });
+
+    it("answers 403 to a foreign Origin (another loopback address, null) and runs no turn", async () => {
+      const { gw, sim } = shared();
+      const port = new URL(gw.url).port;
+      for (const origin of [
+        `http://127.0.0.2:${port}`,
+        "null",
+        `http://localhost:${port}`,
+        "https://evil.example",
+      ]) {
+        const answer = await rawRequest(gw.url, "POST", "/v1/chat/completions", {
+          headers: { ...gw.auth, origin, "content-type": "application/json" },
+          body: CHAT,
+        });
+        expect(answer.status, origin).toBe(403);
+        expect(errorCode(answer.body)).toBe("origin_not_allowed");
+        expect(JSON.parse(answer.body).error.message).toMatch(/gateway\.cors_origins/);
+        expect(answer.headers["access-control-allow-origin"]).toBeUndefined();
+        const preflight = await rawRequest(gw.url, "OPTIONS", "/v1/chat/completions", {
+          headers: { origin, "access-control-request-method": "POST" },
+        });
+        expect(preflight.status).toBe(403);
+      }
+      expect(sim.requests()).toHaveLength(0);
+      // The gateway's own origin is no foreign one.
+      const own = await rawRequest(gw.url, "POST", "/v1/chat/completions", {
+        headers: { ...gw.auth, origin: `http://127.0.0.1:${port}`, "content-type": "application/json" },
         body: CHAT,
       });
-      expect(ok.status, type).toBe(200);
-    }
-    expect(sim.requests()).toHaveLength(2);
-  });
+      expect(own.status).toBe(200);
+    });
 
-  it("answers 421 to a Host that is neither loopback nor the configured host (DNS rebinding)", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    const port = new URL(gw.url).port;
-    for (const host of ["evil.example", `attacker.test:${port}`, `127.0.0.1.attacker.test:${port}`]) {
-      for (const [method, path] of [
-        ["POST", "/v1/chat/completions"],
-        ["GET", "/api/sessions"],
-        ["GET", "/health/live"],
-      ] as const) {
-        const answer = await rawRequest(gw.url, method, path, {
-          headers: { ...gw.auth, host, "content-type": "application/json" },
-          ...(method === "POST" ? { body: CHAT } : {}),
+    it("needs the key by default: 401 without it or with a wrong one, and no turn runs", async () => {
+      const { gw, sim } = shared();
+      expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
+      await expectError(await fetch(`${gw.url}/api/capabilities`), 401, "invalid_api_key");
+      const chat = (auth: Record<string, string>) =>
+        fetch(`${gw.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...auth },
+          body: CHAT,
         });
-        expect(answer.status, `${host} ${path}`).toBe(421);
-        expect(errorCode(answer.body)).toBe("misdirected_request");
-      }
-    }
-    expect(sim.requests()).toHaveLength(0);
-    // Loopback names on any port pass, as does the configured host with the bound port.
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, "127.9.8.7", "[::1]:1"]) {
-      const answer = await rawRequest(gw.url, "GET", "/v1/models", { headers: { ...gw.auth, host } });
-      expect(answer.status, host).toBe(200);
-    }
+      await expectError(await chat({}), 401, "invalid_api_key");
+      await expectError(await chat({ authorization: `Bearer ${gw.key}x` }), 401, "invalid_api_key");
+      expect(sim.requests()).toHaveLength(0);
+      expect((await chat(gw.auth)).status).toBe(200);
+      expect(sim.requests()).toHaveLength(1);
+    });
   });
 
   it("answers 421 to its own LAN name unless gateway.allowed_hosts lists it", async () => {
@@ -114,38 +171,6 @@ describe("the gateway's web checks", () => {
       expect(await ask(`attacker.test:${port}`)).toBe(421);
     },
   );
-
-  it("answers 403 to a foreign Origin (another loopback address, null) and runs no turn", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    const port = new URL(gw.url).port;
-    for (const origin of [
-      `http://127.0.0.2:${port}`,
-      "null",
-      `http://localhost:${port}`,
-      "https://evil.example",
-    ]) {
-      const answer = await rawRequest(gw.url, "POST", "/v1/chat/completions", {
-        headers: { ...gw.auth, origin, "content-type": "application/json" },
-        body: CHAT,
-      });
-      expect(answer.status, origin).toBe(403);
-      expect(errorCode(answer.body)).toBe("origin_not_allowed");
-      expect(JSON.parse(answer.body).error.message).toMatch(/gateway\.cors_origins/);
-      expect(answer.headers["access-control-allow-origin"]).toBeUndefined();
-      const preflight = await rawRequest(gw.url, "OPTIONS", "/v1/chat/completions", {
-        headers: { origin, "access-control-request-method": "POST" },
-      });
-      expect(preflight.status).toBe(403);
-    }
-    expect(sim.requests()).toHaveLength(0);
-    // The gateway's own origin is no foreign one.
-    const own = await rawRequest(gw.url, "POST", "/v1/chat/completions", {
-      headers: { ...gw.auth, origin: `http://127.0.0.1:${port}`, "content-type": "application/json" },
-      body: CHAT,
-    });
-    expect(own.status).toBe(200);
-  });
 
   it("lets a listed origin in with CORS headers, answers its preflight 204, and still wants the key", async () => {
     const app = "http://127.0.0.3:5173";
@@ -189,24 +214,6 @@ describe("the gateway's web checks", () => {
       headers: { ...gw.auth, origin: "https://app.example.org" },
     });
     expect(other.status).toBe(403);
-  });
-
-  it("needs the key by default: 401 without it or with a wrong one, and no turn runs", async () => {
-    const { home, sim } = await simProfile();
-    const gw = await startGateway(home);
-    expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
-    await expectError(await fetch(`${gw.url}/api/capabilities`), 401, "invalid_api_key");
-    const chat = (auth: Record<string, string>) =>
-      fetch(`${gw.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...auth },
-        body: CHAT,
-      });
-    await expectError(await chat({}), 401, "invalid_api_key");
-    await expectError(await chat({ authorization: `Bearer ${gw.key}x` }), 401, "invalid_api_key");
-    expect(sim.requests()).toHaveLength(0);
-    expect((await chat(gw.auth)).status).toBe(200);
-    expect(sim.requests()).toHaveLength(1);
   });
 });
 

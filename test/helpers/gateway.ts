@@ -2,10 +2,13 @@
 // simulator running in the test process; it is stopped after each test that starts one. The child
 // gets the home's test key as TENAX_API_KEY (test/helpers/cli.ts): send it with `gw.fetch` or
 // `gw.auth`, or as `apiKey: gw.key` in an OpenAI client.
-import { afterEach, expect } from "vitest";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { type Simulator, startSimulator } from "../../src/llm/simulator/server.js";
-import { type ListeningProcess, runToEnd, startListening } from "./listening.js";
+import { DEFAULT_PROFILE, profilePaths } from "../../src/profile/paths.js";
+import { type ListeningProcess, runToEnd, startLasting, startListening } from "./listening.js";
 import { profileWith } from "./temp-home.js";
+import { lastingTempDir } from "./tmp.js";
 import { until as untilHolds } from "./until.js";
 
 export type GatewayProcess = ListeningProcess;
@@ -33,11 +36,75 @@ export async function simProfile(
 ) {
   const sim = await startSimulator(models ? { models } : {});
   sims.push(sim);
-  const listed = models ? `, models: ${JSON.stringify(models)}` : "";
-  const paths = profileWith(
-    `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}"${listed} }\n${gateway ? `gateway: { ${gateway} }\n` : ""}${tools}\n`,
-  );
+  const paths = profileWith(simConfig(sim, gateway, tools, models));
   return { sim, paths, home: paths.home };
+}
+
+function simConfig(
+  sim: Simulator,
+  gateway: string,
+  tools: string,
+  models?: Record<string, { context_window: number; max_output_tokens: number }>,
+): string {
+  const listed = models ? `, models: ${JSON.stringify(models)}` : "";
+  return `model: { provider: sim, name: echo }\nproviders:\n  sim: { type: simulator, base_url: "${sim.url}"${listed} }\n${gateway ? `gateway: { ${gateway} }\n` : ""}${tools}\n`;
+}
+
+export interface SharedGateway {
+  gw: GatewayProcess;
+  sim: Simulator;
+  home: string;
+}
+
+/**
+ * One gateway on a simProfile for the tests of the enclosing describe, for tests that do not
+ * interfere (each its own runs and sessions): started before the first, stopped and its home
+ * removed after the last. Before each test the simulator forgets its script and its requests, so
+ * a test sees only its own model calls. Call the returned function inside a test.
+ */
+export function sharedSimGateway(
+  gateway = "",
+  tools = "tools: { exec: { mode: full } }",
+  models?: Record<string, { context_window: number; max_output_tokens: number }>,
+): () => SharedGateway {
+  let shared: SharedGateway | null = null;
+  let remove = () => {};
+  beforeAll(async () => {
+    const sim = await startSimulator(models ? { models } : {});
+    const home = lastingTempDir("tenax-");
+    remove = home.remove;
+    const paths = profilePaths(home.dir, DEFAULT_PROFILE);
+    mkdirSync(paths.dir, { recursive: true });
+    writeFileSync(paths.config, simConfig(sim, gateway, tools, models), { mode: 0o600 });
+    try {
+      shared = {
+        gw: await startLasting(home.dir, ["gateway", "run", "--port", "0"], "gateway"),
+        sim,
+        home: home.dir,
+      };
+    } catch (error) {
+      await sim.close();
+      remove();
+      throw error;
+    }
+  });
+  beforeEach(() => shared?.sim.reset());
+  afterAll(async () => {
+    if (shared === null) return;
+    const { gw, sim } = shared;
+    shared = null;
+    if (gw.child.exitCode === null && gw.child.signalCode === null) {
+      gw.child.kill("SIGKILL");
+      await gw.exited;
+    }
+    await sim.close();
+    remove();
+  });
+  return () => {
+    if (shared === null)
+      throw new Error("the shared gateway is not running (used outside its describe's tests?)");
+    return shared;
+  };
 }
 
 /**

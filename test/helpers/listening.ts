@@ -53,6 +53,25 @@ export function startListening(
 }
 
 /**
+ * As startListening, but the process is not killed after the test that started it: it serves
+ * several tests of a file, and the file stops it (an afterAll) before its home is removed.
+ */
+export function startLasting(
+  home: string,
+  args: string[],
+  what: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<ListeningProcess> {
+  const environment = cliEnvironment(home, env);
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: environment });
+  return listening(child, what, environment, false).catch((error: unknown) => {
+    // No test's cleanup knows of it: a start that never listened is ended here.
+    child.kill("SIGKILL");
+    throw error;
+  });
+}
+
+/**
  * A long-running command that a hint printed (`tenax gateway run --port 0`), run by a shell exactly
  * as printed, from the home folder, with `tenax` meaning this CLI; waits for `WHAT listening on URL`.
  */
@@ -68,10 +87,11 @@ function listening(
   child: ChildProcess & { stdout: Readable; stderr: Readable },
   what: string,
   environment: NodeJS.ProcessEnv,
+  perTest = true,
 ) {
   const key = environment.TENAX_API_KEY;
   const auth: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
-  started.push(child);
+  if (perTest) started.push(child);
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (c: string) => {

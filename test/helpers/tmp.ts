@@ -28,6 +28,20 @@ export function tempDir(prefix = "tenax-test-"): string {
   return dir;
 }
 
+/**
+ * A temp folder that outlives the test that made it (a file's shared gateway lives in one):
+ * `remove` deletes it, once whatever writes into it has ended.
+ */
+export function lastingTempDir(prefix = "tenax-test-"): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return {
+    dir,
+    remove: () => {
+      if (!process.env.TENAX_KEEP_TMP) rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
+    },
+  };
+}
+
 export function tempProfile(name = "default"): ProfilePaths {
   return profilePaths(tempDir(), name);
 }
