@@ -3,6 +3,7 @@
 import { Command, CommanderError } from "commander";
 import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
+import { TenaxError } from "../core/errors.js";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../profile/paths.js";
 import { createOutput, type Output, reportError } from "./output.js";
 import { guardStandardStreams, writeStd } from "./std-streams.js";
@@ -58,8 +59,10 @@ export async function main(argv: string[]): Promise<number> {
   const named = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   const versionOnly = name === "" && argv.some((word) => word === "-V" || word === "--version");
   const registers = named !== undefined ? [named] : versionOnly ? [] : Object.values(COMMANDS);
-  for (const register of registers) {
-    await register(program, cli);
+  try {
+    await registerCommands(registers, program, cli, name);
+  } catch (error) {
+    return reportError(error, false);
   }
   for (const command of allCommands(program)) command.exitOverride();
 
@@ -76,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
   return exitCode;
 }
 
-type Register = (program: Command, cli: Cli) => Promise<void>;
+export type Register = (program: Command, cli: Cli) => Promise<void>;
 
 /**
  * Each top-level command and how to register it. A command's module is loaded only when it is
@@ -107,6 +110,30 @@ const COMMANDS: Readonly<Record<string, Register>> = {
   store: async (p, c) => (await import("./commands/store.js")).registerStoreCommands(p, c),
   up: async (p, c) => (await import("./commands/up.js")).registerUpCommand(p, c),
 };
+
+/**
+ * Loads and registers the commands. Code that cannot load (a native module built for another
+ * Node.js, a file missing from dist) is an error naming the command and the fix, not a crash.
+ */
+export async function registerCommands(
+  registers: readonly Register[],
+  program: Command,
+  cli: Cli,
+  name: string,
+): Promise<void> {
+  try {
+    for (const register of registers) await register(program, cli);
+  } catch (error) {
+    const what = Object.hasOwn(COMMANDS, name) ? `tenax ${name}` : "tenax's commands";
+    throw new TenaxError(
+      "cli_load_failed",
+      `could not load the code of ${what}: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        hint: "install Tenax again with the Node.js that runs it: npm install (it builds too; node --version says which Node.js that is)",
+      },
+    );
+  }
+}
 
 /** The top-level command `argv` names: its first word that is neither an option nor --profile's value. */
 function commandName(argv: readonly string[]): string {
