@@ -68,7 +68,10 @@ describe.each(SANDBOXES)("processes that leave their group (sandbox: %s)", (sand
     const stop = new AbortController();
     const turn = agent.turn({ sessionId: session, text: "delegate", cwd: project, signal: stop.signal });
     await waitUntil(() => sim.requests().length === 3, 20_000, "the subagent's reply");
-    // While the subagent runs, its escaped process lives (it is found by its mark).
+    // While the subagent runs, its escaped process lives (it is found by its mark). In the sandbox
+    // the command returns as soon as its shell exits, so the sleeper may still be on its way to
+    // exec: it has until the subagent's slow reply (3 s) ends to show up.
+    await waitUntil(() => processesOf(["sleep", "305"], profile).length === 1, 2_500, "the escaped sleeper");
     const sleeper = theProcess(["sleep", "305"], profile);
     await waitUntil(() => sim.requests().length === 4, 20_000, "the parent's next model call");
     expect(running(sleeper)).toBe(false);
