@@ -9,7 +9,7 @@ import { HttpError, typeForStatus } from "../http/http-error.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { SearchResult, StoreReads } from "../store/port.js";
-import { urlWithoutPassword } from "../store/postgres/pg-connection.js";
+import { urlWithoutPassword } from "../store/postgres/pg-url.js";
 import { type EngineSettings, engineOf, openProfileReader, type ProfileReader } from "../store/registry.js";
 import type { SessionView } from "../store/rows.js";
 import { type TranscriptMessage, transcriptView } from "./transcript-view.js";

@@ -8,7 +8,7 @@ import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { recoverCommand } from "../store/open-database.js";
 import type { StoreReads } from "../store/port.js";
-import { urlWithoutPassword } from "../store/postgres/pg-connection.js";
+import { urlWithoutPassword } from "../store/postgres/pg-url.js";
 import { type EngineSettings, engineOf, openProfileReader, type ProfileReader } from "../store/registry.js";
 import { readSpool } from "../store/spool.js";
 import { pendingSpool } from "../store/spool-replay.js";

@@ -8,8 +8,7 @@ import { dirname, resolve } from "node:path";
 import type { ProfilePaths } from "../profile/paths.js";
 import { StoreOpenError } from "./errors.js";
 import type { StoreEngineName, StorePort, StoreReads } from "./port.js";
-import { openPostgresStore } from "./postgres/open-postgres.js";
-import { urlWithoutPassword } from "./postgres/pg-connection.js";
+import { urlWithoutPassword } from "./postgres/pg-url.js";
 import type { PostgresStore } from "./postgres/postgres-store.js";
 import { Store, type StoreOptions } from "./store.js";
 import { StoreReader } from "./store-reader.js";
@@ -81,8 +80,8 @@ export async function openProfileStore(
 ): Promise<StorePort> {
   if (settings.engine !== "postgres") return openStore(paths, settings);
   const url = postgresUrl(settings);
-  return shared(`postgres ${urlWithoutPassword(url)}`, paths, () =>
-    openPostgresStore({
+  return shared(`postgres ${urlWithoutPassword(url)}`, paths, async () =>
+    (await postgresEngine()).openPostgresStore({
       url,
       profile: paths.name,
       spoolDir: paths.spool,
@@ -91,6 +90,11 @@ export async function openProfileStore(
       poolMax: settings.poolSize,
     }),
   );
+}
+
+/** The PostgreSQL engine and the pg package, loaded only by a profile that uses them. */
+function postgresEngine(): Promise<typeof import("./postgres/open-postgres.js")> {
+  return import("./postgres/open-postgres.js");
 }
 
 function postgresUrl(settings: EngineSettings): string {
@@ -151,6 +155,7 @@ export async function openProfileReader(
   settings: EngineSettings = {},
 ): Promise<ProfileReader | null> {
   if (settings.engine !== "postgres") return existsSync(paths.state) ? openReader(paths) : null;
+  const { openPostgresStore } = await postgresEngine();
   const store = await openPostgresStore({
     url: postgresUrl(settings),
     profile: paths.name,

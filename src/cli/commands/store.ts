@@ -13,8 +13,7 @@ import { readGatewayPid } from "../../profile/gateway-pid.js";
 import type { ProfilePaths } from "../../profile/paths.js";
 import { type CopyCounts, copyStore } from "../../store/copy.js";
 import { recoverCommand } from "../../store/open-database.js";
-import { openPostgresStore } from "../../store/postgres/open-postgres.js";
-import { urlWithoutPassword } from "../../store/postgres/pg-connection.js";
+import { urlWithoutPassword } from "../../store/postgres/pg-url.js";
 import { pendingSpool, type ReplayReport, replaySpool } from "../../store/spool-replay.js";
 import type { Cli } from "../main.js";
 
@@ -118,6 +117,7 @@ function leftAlone(foreign: number, unreadable: number): string {
  */
 async function replayInto(paths: ProfilePaths, url: string): Promise<ReplayReport> {
   const spoolDir = mkdtempSync(join(tmpdir(), "tenax-replay-spool-"));
+  const { openPostgresStore } = await import("../../store/postgres/open-postgres.js");
   const target = await openPostgresStore({ url, profile: paths.name, spoolDir });
   try {
     return await replaySpool(target, paths.spool, paths.name, () => Date.now());
@@ -154,6 +154,7 @@ async function copyInto(
   progress: (line: string) => void,
 ): Promise<CopyCounts> {
   const spoolDir = mkdtempSync(join(tmpdir(), "tenax-copy-spool-"));
+  const { openPostgresStore } = await import("../../store/postgres/open-postgres.js");
   const target = await openPostgresStore({ url, profile: paths.name, spoolDir });
   try {
     return await copyStore({ path: paths.state, profile: paths.name }, target, (p) =>

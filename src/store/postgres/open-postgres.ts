@@ -4,9 +4,10 @@
 import type { Deps, Timers } from "../../core/deps.js";
 import type { Redactor } from "../../core/redact.js";
 import { StoreOpenError } from "../errors.js";
-import { classifyPgError, createPool, urlWithoutPassword } from "./pg-connection.js";
+import { classifyPgError, createPool } from "./pg-connection.js";
 import { describeError } from "./pg-failures.js";
 import { migratePostgres } from "./pg-migrate.js";
+import { urlWithoutPassword } from "./pg-url.js";
 import { PostgresStore } from "./postgres-store.js";
 
 export interface PostgresStoreOptions {

@@ -1,7 +1,8 @@
 // What may be printed of a database URL (never its password), and how driver errors are sorted:
 // the database away, a transaction to run again, or anything else (passed on as it is).
 import { describe, expect, it } from "vitest";
-import { classifyPgError, urlWithoutPassword } from "./pg-connection.js";
+import { classifyPgError } from "./pg-connection.js";
+import { urlWithoutPassword } from "./pg-url.js";
 
 describe("urlWithoutPassword", () => {
   it("removes the password from the user part and from the query", () => {

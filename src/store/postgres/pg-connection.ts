@@ -53,19 +53,6 @@ export function createPool(settings: PoolSettings, onIdleError: (error: Error) =
   return pool;
 }
 
-/** The database URL with its password removed: safe for logs, health and error messages. */
-export function urlWithoutPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== "") parsed.password = "";
-    parsed.searchParams.delete("password");
-    return parsed.toString();
-  } catch {
-    // Not a URL (a key=value connection string): drop anything that looks like a password.
-    return url.replace(/password\s*=\s*('[^']*'|\S+)/gi, "password=…").replace(/:[^:@/]*@/, "@");
-  }
-}
-
 export type PgFailure = "unavailable" | "retry" | "other";
 
 const UNAVAILABLE_NODE_CODES = new Set([
