@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The CLI entry point: the compiled code lives in dist/ (built by `npm install` through `prepare`).
-import { main } from "../dist/cli/main.js";
+// The CLI entry point: the compiled code lives in dist/bundle/ (built by `npm install` through
+// `prepare`: tsc, then rolldown.config.mjs).
+import { main } from "../dist/bundle/main.js";
 
 // A command must end with an answer. Should it ever wait on something that can no longer answer
 // (a promise nothing will settle), Node would end it silently with exit 13: say so instead.

@@ -15,7 +15,7 @@ export interface Run {
 }
 
 export function requireBuild(): void {
-  if (!existsSync(join(ROOT, "dist", "cli", "main.js")))
+  if (!existsSync(join(ROOT, "dist", "bundle", "main.js")))
     throw new Error("dist/ is missing: run `npm run build` first");
 }
 
