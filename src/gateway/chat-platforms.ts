@@ -63,9 +63,9 @@ export interface ChatPlatformsOptions {
 }
 
 /** The chat platforms config.yaml names, or null when it names none. */
-export function buildChatPlatforms(options: ChatPlatformsOptions): GatewayChat | null {
+export async function buildChatPlatforms(options: ChatPlatformsOptions): Promise<GatewayChat | null> {
   const { config, log } = options;
-  const platforms = buildPlatforms({
+  const platforms = await buildPlatforms({
     config,
     outbox: options.outbox,
     onEvent: options.onEvent,

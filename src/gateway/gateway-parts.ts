@@ -66,7 +66,7 @@ export interface GatewayParts {
   late: LateFacts;
 }
 
-export function buildGatewayParts(input: PartsInput): GatewayParts {
+export async function buildGatewayParts(input: PartsInput): Promise<GatewayParts> {
   const { opened, config, out } = input;
   const late: LateFacts = {
     startedAt: Date.now(),
@@ -99,7 +99,7 @@ export function buildGatewayParts(input: PartsInput): GatewayParts {
     owners: opened.owners,
   });
   const { outbox, cron, jobs } = buildCron(input, gateway, observed);
-  const chat = buildChat(input, gateway, outbox, observed);
+  const chat = await buildChat(input, gateway, outbox, observed);
   late.chatLive = chat === null ? null : () => chat.live();
   late.chatHolding = chat === null ? null : () => chat.holding();
   const app = buildGatewayApp({
@@ -202,7 +202,7 @@ function buildChat(
   gateway: Gateway,
   outbox: Outbox,
   observed: Observability,
-): GatewayChat | null {
+): Promise<GatewayChat | null> {
   const { config, opened, out } = input;
   return buildChatPlatforms({
     config,

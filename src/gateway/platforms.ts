@@ -9,7 +9,7 @@ import type { PlatformLive } from "../health/platforms-component.js";
 import type { Outbox } from "../outbox/outbox.js";
 import type { InboundSink, PlatformAdapter } from "../platforms/adapter.js";
 import { type ChatOutbox, chatOutbox, platformChannel } from "../platforms/outbox-channel.js";
-import { TelegramAdapter } from "../platforms/telegram/adapter.js";
+import type { TelegramAdapter } from "../platforms/telegram/adapter.js";
 import { WebhookAdapter } from "../platforms/webhook/adapter.js";
 
 export interface GatewayPlatforms {
@@ -36,13 +36,17 @@ export interface PlatformsOptions {
   onTrouble: (platform: string, message: string | null) => void;
 }
 
-export function buildPlatforms(options: PlatformsOptions): GatewayPlatforms {
+/**
+ * The platforms of config.yaml. Telegram's adapter (with grammY, a megabyte of code) is loaded
+ * only when Telegram is configured.
+ */
+export async function buildPlatforms(options: PlatformsOptions): Promise<GatewayPlatforms> {
   const { config } = options;
   const tg = config.platforms.telegram;
   const telegram =
     tg === undefined
       ? null
-      : new TelegramAdapter({
+      : new (await import("../platforms/telegram/adapter.js")).TelegramAdapter({
           token: tg.token,
           apiRoot: tg.api_root,
           mode: tg.mode,

@@ -164,7 +164,7 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // A second signal means "stop now": the drain is cut short and what runs is interrupted.
   stop.whenHurried((again) => started.out.info(`${again} again: interrupting the running turns now`));
   const { opened, reapedElsewhere } = await openGatewayAgent(options, started);
-  const parts = buildGatewayParts({
+  const parts = await buildGatewayParts({
     paths: options.paths,
     config: options.config,
     cwd: options.cwd,

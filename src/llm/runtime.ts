@@ -20,7 +20,8 @@ import {
   type RuntimeConfig,
   usesBuiltInSimulator,
 } from "./runtime-config.js";
-import { DEFAULT_SIM_MODELS, type Simulator, startSimulator } from "./simulator/server.js";
+import type { Simulator } from "./simulator/server.js";
+import { DEFAULT_SIM_MODELS } from "./simulator/types.js";
 import type { Timeouts } from "./timeouts.js";
 
 export const DEFAULT_BASE_URLS = {
@@ -145,6 +146,9 @@ async function createClient(
       }
       let baseURL = settings.base_url;
       if (baseURL === undefined) {
+        // The simulator's HTTP server is loaded only by a runtime that starts one: a command that
+        // only describes the providers (tenax status) never loads it.
+        const { startSimulator } = await import("./simulator/server.js");
         const sim = await startSimulator({ models: { ...served } });
         simulators.set(name, sim);
         if (settings.script) sim.script(settings.script);
