@@ -2,8 +2,8 @@
 // a few files in dist/bundle/. A process then loads tens of modules instead of about 1,500 (its
 // own 600 and the packages' 900), and Node's per-module cost (resolve, read, link) was most of a
 // start: a gateway's, a `tenax status`'s, each CLI call's (docs/PERFORMANCE.md, "A bundled
-// start"). Each command and each package the code imports on demand (pg, the Anthropic SDK, undici)
-// stays a chunk of its own, loaded only when used.
+// start"). Each command and each part the code imports on demand (pg, Telegram's adapter, the
+// simulator's server, the Anthropic SDK, undici) stays a chunk of its own, loaded only when used.
 //
 // The bundle is the modules' code as written, only joined: no tree-shaking and no minifying (not
 // even rolldown's default dead-code pass), because both drop a call whose result is unused when
