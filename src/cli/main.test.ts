@@ -24,7 +24,7 @@ describe("registerCommands", () => {
       (e: unknown) => e,
     );
     expect(TenaxError.isInstance(failure)).toBe(true);
-    expect(failure).toMatchObject({ code: "cli_load_failed", exitCode: 1 });
+    expect(failure).toMatchObject({ code: "code_load_failed", exitCode: 1 });
     expect((failure as Error).message).toMatch(/^could not load the code of tenax status: .*no-such-command/);
     expect((failure as TenaxError).hint).toContain("npm install");
   });

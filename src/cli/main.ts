@@ -3,7 +3,7 @@
 import { Command, CommanderError } from "commander";
 import { ensureProfileHome } from "../config/profile-home.js";
 import { requireProfile } from "../config/profiles.js";
-import { TenaxError } from "../core/errors.js";
+import { codeLoadError } from "../core/load-code.js";
 import { type ProfilePaths, profilePaths, resolveHome, selectProfileName } from "../profile/paths.js";
 import { createOutput, type Output, reportError } from "./output.js";
 import { guardStandardStreams, writeStd } from "./std-streams.js";
@@ -124,14 +124,7 @@ export async function registerCommands(
   try {
     for (const register of registers) await register(program, cli);
   } catch (error) {
-    const what = Object.hasOwn(COMMANDS, name) ? `tenax ${name}` : "tenax's commands";
-    throw new TenaxError(
-      "cli_load_failed",
-      `could not load the code of ${what}: ${error instanceof Error ? error.message : String(error)}`,
-      {
-        hint: "install Tenax again with the Node.js that runs it: npm install (it builds too; node --version says which Node.js that is)",
-      },
-    );
+    throw codeLoadError(Object.hasOwn(COMMANDS, name) ? `tenax ${name}` : "tenax's commands", error);
   }
 }
 

@@ -3,8 +3,10 @@
 // gateway holds the platforms (platforms-holder.ts), and their live status for /health. The chat
 // service on top decides what each inbound message becomes; this file only makes, starts and
 // stops the parts.
+
 import type { PlatformEvent } from "../agent/events.js";
 import type { TenaxConfig } from "../config/schema.js";
+import { loadCode } from "../core/load-code.js";
 import type { PlatformLive } from "../health/platforms-component.js";
 import type { Outbox } from "../outbox/outbox.js";
 import type { InboundSink, PlatformAdapter } from "../platforms/adapter.js";
@@ -46,7 +48,9 @@ export async function buildPlatforms(options: PlatformsOptions): Promise<Gateway
   const telegram =
     tg === undefined
       ? null
-      : new (await import("../platforms/telegram/adapter.js")).TelegramAdapter({
+      : new (
+          await loadCode("the Telegram platform", () => import("../platforms/telegram/adapter.js"))
+        ).TelegramAdapter({
           token: tg.token,
           apiRoot: tg.api_root,
           mode: tg.mode,

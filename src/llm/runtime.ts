@@ -1,7 +1,9 @@
 // From the configuration (RuntimeConfig, what a loaded config.yaml gives) to a working ModelRouter: one client, key pool and concurrency limit per
 // provider, the in-process simulator started where config asks for it, the fallback and auxiliary
 // chains. Whoever builds it closes it (that stops the simulators it started).
+
 import { type Deps, defaultDeps } from "../core/deps.js";
+import { loadCode } from "../core/load-code.js";
 import { Redactor } from "../core/redact.js";
 import { type CredentialStateStore, MemoryCredentialLedger } from "../store/credential-ledger.js";
 import type { CircuitBreakers } from "./breaker.js";
@@ -148,7 +150,7 @@ async function createClient(
       if (baseURL === undefined) {
         // The simulator's HTTP server is loaded only by a runtime that starts one: a command that
         // only describes the providers (tenax status) never loads it.
-        const { startSimulator } = await import("./simulator/server.js");
+        const { startSimulator } = await loadCode("the simulator", () => import("./simulator/server.js"));
         const sim = await startSimulator({ models: { ...served } });
         simulators.set(name, sim);
         if (settings.script) sim.script(settings.script);

@@ -3,8 +3,10 @@
 // `openProfileStore` and `openProfileReader` open the engine the profile's config names (store.engine);
 // `openStore` and `openReader` are SQLite's own, for what only that engine has (integrity checks,
 // salvage, the search index's rebuild).
+
 import { existsSync, realpathSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { loadCode } from "../core/load-code.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { StoreOpenError } from "./errors.js";
 import type { StoreEngineName, StorePort, StoreReads } from "./port.js";
@@ -93,8 +95,8 @@ export async function openProfileStore(
 }
 
 /** The PostgreSQL engine and the pg package, loaded only by a profile that uses them. */
-function postgresEngine(): Promise<typeof import("./postgres/open-postgres.js")> {
-  return import("./postgres/open-postgres.js");
+export function postgresEngine(): Promise<typeof import("./postgres/open-postgres.js")> {
+  return loadCode("the PostgreSQL store engine", () => import("./postgres/open-postgres.js"));
 }
 
 function postgresUrl(settings: EngineSettings): string {

@@ -1,6 +1,7 @@
 // `tenax store copy --to URL`: the profile's SQLite store (state.db, left unchanged) copied into an
 // empty PostgreSQL database, every count read back, and the config change printed. The gateway
 // must not run meanwhile (what it wrote during the copy would be missing from it).
+
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +15,7 @@ import type { ProfilePaths } from "../../profile/paths.js";
 import { type CopyCounts, copyStore } from "../../store/copy.js";
 import { recoverCommand } from "../../store/open-database.js";
 import { urlWithoutPassword } from "../../store/postgres/pg-url.js";
+import { postgresEngine } from "../../store/registry.js";
 import { pendingSpool, type ReplayReport, replaySpool } from "../../store/spool-replay.js";
 import type { Cli } from "../main.js";
 
@@ -117,7 +119,7 @@ function leftAlone(foreign: number, unreadable: number): string {
  */
 async function replayInto(paths: ProfilePaths, url: string): Promise<ReplayReport> {
   const spoolDir = mkdtempSync(join(tmpdir(), "tenax-replay-spool-"));
-  const { openPostgresStore } = await import("../../store/postgres/open-postgres.js");
+  const { openPostgresStore } = await postgresEngine();
   const target = await openPostgresStore({ url, profile: paths.name, spoolDir });
   try {
     return await replaySpool(target, paths.spool, paths.name, () => Date.now());
@@ -154,7 +156,7 @@ async function copyInto(
   progress: (line: string) => void,
 ): Promise<CopyCounts> {
   const spoolDir = mkdtempSync(join(tmpdir(), "tenax-copy-spool-"));
-  const { openPostgresStore } = await import("../../store/postgres/open-postgres.js");
+  const { openPostgresStore } = await postgresEngine();
   const target = await openPostgresStore({ url, profile: paths.name, spoolDir });
   try {
     return await copyStore({ path: paths.state, profile: paths.name }, target, (p) =>
