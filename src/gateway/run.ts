@@ -164,6 +164,8 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // A second signal means "stop now": the drain is cut short and what runs is interrupted.
   stop.whenHurried((again) => started.out.info(`${again} again: interrupting the running turns now`));
   const { opened, reapedElsewhere } = await openGatewayAgent(options, started);
+  // A part that cannot be built (its code did not load) ends the start: the agent closes with it,
+  // or its store and simulator would keep a process alive that serves nothing.
   const parts = await buildGatewayParts({
     paths: options.paths,
     config: options.config,
@@ -173,6 +175,9 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
     log: started.log,
     redactor: started.secrets.redactor,
     out: started.out,
+  }).catch(async (error: unknown) => {
+    await opened.close();
+    throw error;
   });
   // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
   // leaves the turns interrupted.
