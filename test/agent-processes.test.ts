@@ -41,10 +41,19 @@ describe.each(SANDBOXES)("processes that leave their group (sandbox: %s)", (sand
       cwd: project,
       onEvent: (event) => {
         if (event.type === "tool_finished" && seen.length === 0) {
-          seen = [
-            processesOf(["sleep", "302"], profile).length,
-            processesOf(["sleep", "306"], profile).length,
-          ].map((n) => n === 1);
+          // The command returns when its shell exits, and a setsid child may not have become
+          // `sleep` yet: look for up to 2.5 s, holding the turn here (this callback is
+          // synchronous), so that what is seen is seen while the turn still runs.
+          const alive = () =>
+            [processesOf(["sleep", "302"], profile), processesOf(["sleep", "306"], profile)].map(
+              (found) => found.length === 1,
+            );
+          const until = Date.now() + 2_500;
+          seen = alive();
+          while (seen.includes(false) && Date.now() < until) {
+            Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+            seen = alive();
+          }
         }
       },
     });
