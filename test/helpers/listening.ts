@@ -47,8 +47,7 @@ export function startListening(
   what: string,
   env: NodeJS.ProcessEnv = {},
 ): Promise<ListeningProcess> {
-  const environment = cliEnvironment(home, env);
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: environment });
+  const { child, environment } = spawnTenax(home, args, env);
   return listening(child, what, environment);
 }
 
@@ -62,13 +61,18 @@ export function startLasting(
   what: string,
   env: NodeJS.ProcessEnv = {},
 ): Promise<ListeningProcess> {
-  const environment = cliEnvironment(home, env);
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: environment });
+  const { child, environment } = spawnTenax(home, args, env);
   return listening(child, what, environment, false).catch((error: unknown) => {
     // No test's cleanup knows of it: a start that never listened is ended here.
     child.kill("SIGKILL");
     throw error;
   });
+}
+
+/** `tenax ARGS` for `home`, from the clone, with the environment it was given. */
+function spawnTenax(home: string, args: string[], env: NodeJS.ProcessEnv) {
+  const environment = cliEnvironment(home, env);
+  return { child: spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: environment }), environment };
 }
 
 /**
