@@ -164,35 +164,39 @@ async function serve(options: RunGatewayOptions, started: Started): Promise<numb
   // A second signal means "stop now": the drain is cut short and what runs is interrupted.
   stop.whenHurried((again) => started.out.info(`${again} again: interrupting the running turns now`));
   const { opened, reapedElsewhere } = await openGatewayAgent(options, started);
-  // A part that cannot be built (its code did not load) ends the start: the agent closes with it,
-  // or its store and simulator would keep a process alive that serves nothing.
-  const parts = await buildGatewayParts({
-    paths: options.paths,
-    config: options.config,
-    cwd: options.cwd,
-    version: options.version,
-    opened,
-    log: started.log,
-    redactor: started.secrets.redactor,
-    out: started.out,
-  }).catch(async (error: unknown) => {
+  // Until the port is open, a step that fails ends the start: what was opened closes with it, or
+  // the store, the simulator and the monitor would keep a process alive that serves nothing.
+  let parts: GatewayParts | null = null;
+  try {
+    parts = await buildGatewayParts({
+      paths: options.paths,
+      config: options.config,
+      cwd: options.cwd,
+      version: options.version,
+      opened,
+      log: started.log,
+      redactor: started.secrets.redactor,
+      out: started.out,
+    });
+    // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
+    // leaves the turns interrupted.
+    const { cron, chat, gateway } = parts;
+    const shutDown = () => {
+      cron.stop();
+      chat?.quiesce();
+      gateway.beginShutdown();
+    };
+    if (stop.signal.aborted) shutDown();
+    else stop.signal.addEventListener("abort", shutDown, { once: true });
+    const starting = await resumeTurns(options, started, opened, parts, reapedElsewhere);
+    await settleLeftRuns(parts, started.out);
+    if (starting) await startBackground(options.config, opened, parts, started.out);
+    await openPort(options, started, parts);
+  } catch (error) {
+    await parts?.observed.close();
     await opened.close();
     throw error;
-  });
-  // From the moment a stop is asked for (at once, not a tick later), nothing new starts: resume
-  // leaves the turns interrupted.
-  const { cron, chat, gateway } = parts;
-  const shutDown = () => {
-    cron.stop();
-    chat?.quiesce();
-    gateway.beginShutdown();
-  };
-  if (stop.signal.aborted) shutDown();
-  else stop.signal.addEventListener("abort", shutDown, { once: true });
-  const starting = await resumeTurns(options, started, opened, parts, reapedElsewhere);
-  await settleLeftRuns(parts, started.out);
-  if (starting) await startBackground(options.config, opened, parts, started.out);
-  await openPort(options, started, opened, parts);
+  }
   return await shutDownGateway(options, started, opened, parts);
 }
 
@@ -337,12 +341,7 @@ async function startBackground(
 }
 
 /** Open the port (unless a stop came first) and say where the gateway listens. */
-async function openPort(
-  options: RunGatewayOptions,
-  started: Started,
-  opened: OpenedAgent,
-  parts: GatewayParts,
-): Promise<void> {
+async function openPort(options: RunGatewayOptions, started: Started, parts: GatewayParts): Promise<void> {
   const { host } = options;
   const { stop, lock } = started;
   const { app, observed, late } = parts;
@@ -354,20 +353,14 @@ async function openPort(
   // The app is made ready (its plugins load over several turns of the event loop) before the last
   // look at the stop, and one more turn lets a signal that came while the thread was busy be
   // delivered: from that look to the bind only promises run, so no stop can slip in between.
-  let bound: number | null = null;
-  try {
-    await app.ready();
-    await new Promise((resolve) => setImmediate(resolve));
-    if (!stop.signal.aborted)
-      bound = await listen(app, host, options.port, {
+  await app.ready();
+  await new Promise((resolve) => setImmediate(resolve));
+  const bound = stop.signal.aborted
+    ? null
+    : await listen(app, host, options.port, {
         name: "gateway",
         hint: "stop what uses it, or choose another port with --port P (or gateway.port in config.yaml)",
       });
-  } catch (error) {
-    await observed.close();
-    await opened.close();
-    throw error;
-  }
   if (bound === null) return;
   late.listeningAt = { host, port: bound };
   await lock.update({ pid: process.pid, started_at: Date.now(), host, port: bound, ...options.launch });
