@@ -5,14 +5,17 @@
 // runs inside them), a part of their own; so is JSON, seen through the preload's jsonParse and
 // jsonStringify (V8 charges a builtin to its caller; Node's internals call their own copies, so
 // undici's Response.json() stays undici's). Only the samples between two marks (monotonic µs, the
-// clock of the profile's timestamps) are counted.
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join } from "node:path";
+// clock of the profile's timestamps) are counted. A frame in the bundle (dist/bundle/, what a
+// `tenax` process runs) is first traced back through the bundle's source map to the module it was
+// written in (dist/store/..., node_modules/undici/...), and then sorted like any other script.
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire, SourceMap, type SourceMapPayload } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
 
@@ -150,12 +153,42 @@ function scriptPart(url: string, name: string): string | null {
   return "other scripts";
 }
 
+/**
+ * The script a bundled frame was written in, as a file URL (`.../dist/store/writer.js`,
+ * `.../node_modules/undici/lib/...`), through the bundle's source map; the frame's own URL when it
+ * is not in the bundle or the map is missing.
+ */
+function unbundler(): (frame: ProfileNode["callFrame"]) => { url: string; line: number } {
+  const maps = new Map<string, SourceMap | null>();
+  const mapOf = (url: string): SourceMap | null => {
+    if (maps.has(url)) return maps.get(url) ?? null;
+    const file = `${fileURLToPath(url)}.map`;
+    const map = existsSync(file)
+      ? new SourceMap(JSON.parse(readFileSync(file, "utf8")) as SourceMapPayload)
+      : null;
+    maps.set(url, map);
+    return map;
+  };
+  return (frame) => {
+    const own = { url: frame.url, line: frame.lineNumber };
+    if (!frame.url.startsWith("file:") || !frame.url.includes("/dist/bundle/")) return own;
+    const entry = mapOf(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber);
+    if (entry === undefined || !("originalSource" in entry)) return own;
+    const url = entry.originalSource.startsWith("file:")
+      ? entry.originalSource
+      : pathToFileURL(resolve(dirname(fileURLToPath(frame.url)), entry.originalSource)).href;
+    return { url, line: entry.originalLine };
+  };
+}
+
 export function summarizeCpuProfile(path: string, fromUs: number, toUs: number, top = 15): CpuBreakdown {
   const profile = JSON.parse(readFileSync(path, "utf8")) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const fastify = fastifyPackages();
+  const sourceOf = unbundler();
+  const urlOf = (node: ProfileNode | undefined): string => (node ? sourceOf(node.callFrame).url : "");
 
   const partCache = new Map<number, string>();
   const partOf = (id: number): string => {
@@ -163,7 +196,7 @@ export function summarizeCpuProfile(path: string, fromUs: number, toUs: number, 
     if (cached !== undefined) return cached;
     const node = byId.get(id);
     const name = node?.callFrame.functionName ?? "";
-    let part = scriptPart(node?.callFrame.url ?? "", name);
+    let part = scriptPart(urlOf(node), name);
     if (part === null) {
       const up = parent.get(id);
       const caller =
@@ -210,7 +243,8 @@ export function summarizeCpuProfile(path: string, fromUs: number, toUs: number, 
     }
     parts.set(part, (parts.get(part) ?? 0) + us / 1000);
     const frame = byId.get(id)?.callFrame;
-    const where = frame?.url ? `${shortUrl(frame.url)}:${frame.lineNumber + 1}` : "(native)";
+    const source = frame ? sourceOf(frame) : { url: "", line: 0 };
+    const where = source.url ? `${shortUrl(source.url)}:${source.line + 1}` : "(native)";
     const key = `${frame?.functionName ?? "?"} ${where}`;
     const f = functions.get(key) ?? { function: frame?.functionName || "(anonymous)", where, part, ms: 0 };
     f.ms += us / 1000;
