@@ -182,6 +182,17 @@ export class AuditTrail {
       if (sessionId !== null && turnId !== null && input.type === "turn_started")
         this.running.set(sessionId, turnId);
       const running = sessionId === null ? undefined : this.running.get(sessionId);
+      // The turn the line is of: its own, or the one its session runs now.
+      const id = turnId ?? running;
+      if (input.type === "turn_finished") {
+        if (sessionId !== null) this.running.delete(sessionId);
+        // A turn that went well with nothing on the way (no retry, no fallback, ...) is no audit's
+        // business: a busy gateway's trail keeps its trouble, not a line for every quiet turn. Its
+        // line is not even shaped.
+        const quiet = input.data?.status === "completed" && (id === undefined || !this.told.has(id));
+        if (id !== undefined) this.told.delete(id);
+        if (quiet) return;
+      }
       const record = auditRecord(
         turnId === null && running !== undefined
           ? { ...input, data: { ...input.data, turn_id: running } }
@@ -189,16 +200,8 @@ export class AuditTrail {
         at,
         this.options.source,
       );
-      if (sessionId !== null && input.type === "turn_finished") this.running.delete(sessionId);
       if (record === null) return;
-      // A turn that went well with nothing on the way (no retry, no fallback, ...) is no audit's
-      // business: a busy gateway's trail keeps its trouble, not a line for every quiet turn.
-      const id = record.turn_id;
-      if (input.type === "turn_finished") {
-        const quiet = input.data?.status === "completed" && (id === undefined || !this.told.has(id));
-        if (id !== undefined) this.told.delete(id);
-        if (quiet) return;
-      } else if (id !== undefined) this.told.add(id);
+      if (input.type !== "turn_finished" && record.turn_id !== undefined) this.told.add(record.turn_id);
       this.log.append(record);
     } catch {
       // An event that cannot be shaped (a cycle in its data) is lost, never the turn it reports on.
