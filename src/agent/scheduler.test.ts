@@ -98,6 +98,37 @@ describe("Scheduler", () => {
     expect(() => s.every("z", 10, () => true)).toThrow(/stopped/);
   });
 
+  it("a sooner job added and cancelled leaves its timer, which wakes early and arms for what is due", async () => {
+    const time = fakeTimers();
+    let set = 0;
+    const counted = {
+      set: (fn: () => void, ms: number) => {
+        set++;
+        return time.timers.set(fn, ms);
+      },
+      clear: time.timers.clear,
+    };
+    const s = new Scheduler({ now: time.now, timers: counted });
+    schedulers.push(s);
+    const runs: number[] = [];
+    s.every("minutely", 60_000, () => void runs.push((time.now() - time.start) / 1000));
+    expect(set).toBe(1);
+    // A turn's heartbeat: sooner than everything else, then cancelled when the turn ends.
+    s.every("heartbeat", 10_000, () => true).cancel();
+    expect(set).toBe(2);
+    // More turns add and cancel theirs: the one timer, armed for as soon, stays as it is.
+    for (let i = 0; i < 5; i++) s.every(`heartbeat-${i}`, 10_000, () => true).cancel();
+    expect(set).toBe(2);
+    expect(time.pending).toBe(1);
+    // It wakes at 10 s to nothing due, and arms for the minute.
+    await step(time, 10_000, 1);
+    expect(runs).toEqual([]);
+    expect(time.pending).toBe(1);
+    await step(time, 10_000, 5);
+    expect(runs).toEqual([60]);
+    expect(time.pending).toBe(1);
+  });
+
   it("never overlaps a slow async job with itself", async () => {
     const s = make();
     let active = 0;

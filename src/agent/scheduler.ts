@@ -97,9 +97,15 @@ export class Scheduler {
   private arm(): void {
     let soonest = Number.POSITIVE_INFINITY;
     for (const entry of this.entries) if (!entry.running && entry.due < soonest) soonest = entry.due;
-    if (soonest === this.timerDue && this.timer !== null) return;
+    if (soonest === Number.POSITIVE_INFINITY) {
+      this.disarm();
+      return;
+    }
+    // A timer armed for as soon or sooner stays: waking early finds nothing due and arms again,
+    // which costs less than clearing and setting a timer each time a turn adds and cancels its
+    // heartbeat (twice a turn).
+    if (this.timer !== null && this.timerDue <= soonest) return;
     this.disarm();
-    if (soonest === Number.POSITIVE_INFINITY) return;
     this.timerDue = soonest;
     // Background bookkeeping never keeps a finished process alive: the default timers are unref'd.
     // Armed outside any trace: a timer armed during a turn would run every later job in its span.
