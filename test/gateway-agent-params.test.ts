@@ -7,21 +7,20 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { until } from "./helpers/gateway.js";
-import { type ResponsesApp, startResponsesApp } from "./helpers/responses-app.js";
+import { type GatewayApp, startGatewayApp } from "./helpers/gateway-app.js";
 
 type SentMessage = { role: string; content: unknown };
 type SentBody = Record<string, unknown> & { messages: SentMessage[] };
-const sent = (app: ResponsesApp, i: number) => app.sim.requests()[i]?.body as SentBody;
+const sent = (app: GatewayApp, i: number) => app.sim.requests()[i]?.body as SentBody;
 const systemOf = (body: SentBody) => body.messages.filter((m) => m.role === "system").map((m) => m.content);
 
-const client = (app: ResponsesApp) =>
-  new OpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key, maxRetries: 0 });
+const client = (app: GatewayApp) => new OpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key, maxRetries: 0 });
 
 const PROMPT = "You are the Tenax test agent.";
 
 describe("model tenax honours the client's request", () => {
   it("sends the client's system and developer messages after Tenax's prompt, for this turn only", async () => {
-    const app = await startResponsesApp({ agent: { system_prompt: PROMPT } });
+    const app = await startGatewayApp({ agent: { system_prompt: PROMPT } });
     const openai = client(app);
     const { data, response } = await openai.chat.completions
       .create({
@@ -49,7 +48,7 @@ describe("model tenax honours the client's request", () => {
   });
 
   it("with gateway.client_system: replace, the client's system text is sent instead of Tenax's", async () => {
-    const app = await startResponsesApp({
+    const app = await startGatewayApp({
       agent: { system_prompt: PROMPT },
       gateway: { client_system: "replace" },
     });
@@ -70,7 +69,7 @@ describe("model tenax honours the client's request", () => {
   });
 
   it("sends max_tokens, stop, temperature, top_p, seed and user with every model call of the turn", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     // The turn's first call asks for a tool, so the turn makes two calls.
     app.sim.script([
       { type: "tool_calls", calls: [{ name: "todo", arguments: { action: "list" } }] },
@@ -113,7 +112,7 @@ describe("model tenax honours the client's request", () => {
   });
 
   it("a reply cut by the client's max_tokens ends the turn there (finish_reason length), never continued", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     app.sim.script([{ type: "reply", text: "one two", finish_reason: "length" }]);
     const capped = await client(app).chat.completions.create({
       model: "tenax",
@@ -138,7 +137,7 @@ describe("model tenax honours the client's request", () => {
   });
 
   it("refuses a value it cannot send with a 400 naming the field", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const bad = async (body: Record<string, unknown>) => {
       const response = await fetch(`${app.url}/v1/chat/completions`, {
         method: "POST",
@@ -160,7 +159,7 @@ describe("model tenax honours the client's request", () => {
 
 describe("a model call is one of the gateway's running things", () => {
   it("counts for gateway.max_turns, is waited for by the drain, and is interrupted when it runs out", async () => {
-    const app = await startResponsesApp({ gateway: { max_turns: 1 } });
+    const app = await startGatewayApp({ gateway: { max_turns: 1 } });
     const openai = client(app);
     app.sim.script([{ type: "hang", phase: "before_headers" }]);
     const call = openai.chat.completions
@@ -204,7 +203,7 @@ describe("what a command run by the agent inherits", () => {
       PASSED_ON: "yes",
     });
     try {
-      const app = await startResponsesApp({
+      const app = await startGatewayApp({
         providers: { sim: { api_keys: ["sk-test-provider-key-0042"] } },
         tools: { exec: { mode: "full", env: ["PASSED_ON", "COPY_OF_THE_PROVIDER_KEY"] } },
       });

@@ -11,15 +11,15 @@
 import { describe, expect, it } from "vitest";
 import type { WriteOp } from "../src/store/ops.js";
 import { type CountedWrite, countWrites } from "./helpers/counted-writes.js";
-import { type ResponsesApp, startResponsesApp } from "./helpers/responses-app.js";
+import { type GatewayApp, startGatewayApp } from "./helpers/gateway-app.js";
 
 /** The store's writes of sessions, messages and turns from now on. */
-const turnWrites = (app: ResponsesApp) =>
+const turnWrites = (app: GatewayApp) =>
   countWrites(app.store, (ops: readonly WriteOp[]) =>
     ops.some((op) => op.op.startsWith("session.") || op.op.startsWith("turn.") || op.op === "message.append"),
   );
 
-const post = (app: ResponsesApp, body: unknown, headers: Record<string, string> = {}) =>
+const post = (app: GatewayApp, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${app.url}/v1/chat/completions`, {
     method: "POST",
     headers: { authorization: `Bearer ${app.key}`, "content-type": "application/json", ...headers },
@@ -30,7 +30,7 @@ const ends = (w: CountedWrite | undefined) => w?.ops.includes("turn.update") ===
 
 describe("a chat completion's synced commits, through the chat route", () => {
   it("not streamed: one sync for the whole turn, its question lazy and made durable by the end's", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const { counts, writes, reset } = turnWrites(app);
     const answer = await post(app, { messages: [{ role: "user", content: "hello" }] });
     expect(answer.status).toBe(200);
@@ -66,7 +66,7 @@ describe("a chat completion's synced commits, through the chat route", () => {
   });
 
   it("streamed: its question is durable before the client hears of the turn, then its end: two syncs", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const { counts, writes } = turnWrites(app);
     const answer = await post(app, { messages: [{ role: "user", content: "hello" }], stream: true });
     expect(answer.status).toBe(200);

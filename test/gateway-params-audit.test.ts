@@ -10,14 +10,13 @@ import type { ResponseCreateParamsBase } from "openai/resources/responses/respon
 import { describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
 import { simProfile, startGateway, until } from "./helpers/gateway.js";
-import { type ResponsesApp, startResponsesApp } from "./helpers/responses-app.js";
+import { type GatewayApp, startGatewayApp } from "./helpers/gateway-app.js";
 
 type SentBody = Record<string, unknown>;
-const sent = (app: ResponsesApp, i: number) => app.sim.requests()[i]?.body as SentBody;
-const lastSent = (app: ResponsesApp) => app.sim.requests().at(-1)?.body as SentBody;
+const sent = (app: GatewayApp, i: number) => app.sim.requests()[i]?.body as SentBody;
+const lastSent = (app: GatewayApp) => app.sim.requests().at(-1)?.body as SentBody;
 
-const client = (app: ResponsesApp) =>
-  new OpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key, maxRetries: 0 });
+const client = (app: GatewayApp) => new OpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key, maxRetries: 0 });
 
 /**
  * How each mode treats a parameter: `sent` on to the provider as it came (or as `as` says), `refused`
@@ -91,7 +90,7 @@ const CHAT: { [K in keyof ChatCompletionCreateParamsBase]-?: Row } = {
   web_search_options: { value: { search_context_size: "low" }, tenax: "refused", model: "sent" },
 };
 
-async function post(app: ResponsesApp, path: string, body: Record<string, unknown>) {
+async function post(app: GatewayApp, path: string, body: Record<string, unknown>) {
   const response = await fetch(`${app.url}${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${app.key}`, "content-type": "application/json" },
@@ -110,7 +109,7 @@ function expectRefusedByName(answer: { status: number; body: Record<string, unkn
 describe("every Chat Completions parameter is sent on or refused by name", () => {
   for (const mode of ["tenax", "model"] as const) {
     it(`model: ${mode === "tenax" ? "tenax (an agent turn)" : "sim/echo (one model call)"}`, async () => {
-      const app = await startResponsesApp();
+      const app = await startGatewayApp();
       const model = mode === "tenax" ? "tenax" : "sim/echo";
       for (const [name, row] of Object.entries(CHAT) as [string, Row][]) {
         const fate = row[mode];
@@ -136,7 +135,7 @@ describe("every Chat Completions parameter is sent on or refused by name", () =>
 
 describe("model tenax sends the penalties and passed-on fields with every model call of the turn", () => {
   it("frequency_penalty, presence_penalty, metadata, store and reasoning_effort reach both calls", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     app.sim.script([
       { type: "tool_calls", calls: [{ name: "todo", arguments: { action: "list" } }] },
       { type: "reply", text: "done" },
@@ -163,7 +162,7 @@ describe("model tenax sends the penalties and passed-on fields with every model 
   });
 
   it("a penalty out of range is a 400 naming it, in both modes", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     for (const model of ["tenax", "sim/echo"]) {
       const answer = await post(app, "/v1/chat/completions", {
         model,
@@ -220,7 +219,7 @@ const RESPONSES: { [K in keyof ResponseCreateParamsBase]-?: Row } = {
 describe("every Responses parameter is sent on or refused by name", () => {
   for (const mode of ["tenax", "model"] as const) {
     it(`model: ${mode === "tenax" ? "tenax" : "sim/echo"}`, async () => {
-      const app = await startResponsesApp();
+      const app = await startGatewayApp();
       const model = mode === "tenax" ? "tenax" : "sim/echo";
       for (const [name, row] of Object.entries(RESPONSES) as [string, Row][]) {
         const fate = row[mode];

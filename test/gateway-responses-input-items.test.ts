@@ -5,9 +5,9 @@
 import OpenAI from "openai";
 import type { ResponseItem } from "openai/resources/responses/responses";
 import { describe, expect, it } from "vitest";
-import { type ResponsesApp, startResponsesApp } from "./helpers/responses-app.js";
+import { type GatewayApp, startGatewayApp } from "./helpers/gateway-app.js";
 
-const client = (app: ResponsesApp, key = app.key) =>
+const client = (app: GatewayApp, key = app.key) =>
   new OpenAI({ baseURL: `${app.url}/v1`, apiKey: key, maxRetries: 0 });
 
 async function all(openai: OpenAI, id: string, query: OpenAI.Responses.InputItemListParams = {}) {
@@ -29,7 +29,7 @@ function said(item: ResponseItem): string {
 
 describe("GET /v1/responses/ID/input_items", () => {
   it("model tenax: lists the chain and the new input, newest first, and pages with after", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     const first = await openai.responses.create({
       model: "tenax",
@@ -78,7 +78,7 @@ describe("GET /v1/responses/ID/input_items", () => {
   });
 
   it("model PROVIDER/NAME: a function call and its output are items too", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     app.sim.script([
       { type: "tool_calls", calls: [{ id: "call_1", name: "lookup", arguments: { q: "tenax" } }] },
@@ -98,7 +98,7 @@ describe("GET /v1/responses/ID/input_items", () => {
   });
 
   it("has the auth and the errors of GET /v1/responses/ID", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     const made = await openai.responses.create({ model: "tenax", input: "hello" });
     const unstored = await openai.responses.create({ model: "tenax", input: "forget me", store: false });

@@ -8,17 +8,16 @@ import { generateText, streamText } from "ai";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { until } from "./helpers/gateway.js";
-import { type ResponsesApp, startResponsesApp } from "./helpers/responses-app.js";
+import { type GatewayApp, startGatewayApp } from "./helpers/gateway-app.js";
 
 type Sent = { messages?: { role: string; content: unknown }[] };
-const sent = (app: ResponsesApp, i: number) =>
+const sent = (app: GatewayApp, i: number) =>
   (app.sim.requests()[i]?.body as Sent | undefined)?.messages ?? [];
-const sentText = (app: ResponsesApp, i: number) => JSON.stringify(sent(app, i));
+const sentText = (app: GatewayApp, i: number) => JSON.stringify(sent(app, i));
 
-const client = (app: ResponsesApp) =>
-  new OpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key, maxRetries: 0 });
+const client = (app: GatewayApp) => new OpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key, maxRetries: 0 });
 
-const raw = (app: ResponsesApp, path: string, init: RequestInit = {}) =>
+const raw = (app: GatewayApp, path: string, init: RequestInit = {}) =>
   fetch(`${app.url}${path}`, {
     ...init,
     headers: { authorization: `Bearer ${app.key}`, "content-type": "application/json", ...init.headers },
@@ -26,7 +25,7 @@ const raw = (app: ResponsesApp, path: string, init: RequestInit = {}) =>
 
 describe("POST /v1/responses with model tenax, through the openai client", () => {
   it("answers a string input, and an item input with instructions", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     const { data, response } = await openai.responses
       .create({ model: "tenax", input: "the word is pineapple" })
@@ -65,7 +64,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
   });
 
   it("streams the standard events in order, numbered, with the text the reply had", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     app.sim.script([{ type: "reply", text: "one two three four five", chunk_size: 4 }]);
     const stream = await openai.responses.create({ model: "tenax", input: "count", stream: true });
@@ -104,7 +103,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
   });
 
   it("continues a chain with previous_response_id in the same session, and forks a new one", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     const first = await openai.responses
       .create({ model: "tenax", input: "the word is pineapple" })
@@ -140,7 +139,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
   });
 
   it("GET returns a stored response, DELETE deletes it; store: false keeps none", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     const made = await openai.responses.create({ model: "tenax", input: "keep me", metadata: { tag: "a" } });
     const got = await openai.responses.retrieve(made.id);
@@ -170,7 +169,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
   });
 
   it("a failing provider is an error to the client, streamed and not, and a failed stored response", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     app.sim.script([
       {
@@ -218,7 +217,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
   });
 
   it("refuses by name what it cannot honour", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     await expect(
       openai.responses.create({ model: "tenax", input: "x", tools: [{ type: "web_search" }] }),
@@ -249,7 +248,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
   });
 
   it("a client that hangs up mid-stream stops the turn, which ends interrupted and kept", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     app.sim.script([{ type: "reply", text: "slow ".repeat(200), chunk_size: 5, chunk_delay_ms: 20 }]);
     const controller = new AbortController();
     const res = await raw(app, "/v1/responses", {
@@ -292,7 +291,7 @@ describe("POST /v1/responses with model tenax, through the openai client", () =>
 
 describe("POST /v1/responses with a PROVIDER/NAME model", () => {
   it("previous_response_id replays the stored chain as the messages, oldest first", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = client(app);
     const first = await openai.responses.create({ model: "sim/echo", input: "the colour is teal" });
     const second = await openai.responses.create({
@@ -328,7 +327,7 @@ describe("POST /v1/responses with a PROVIDER/NAME model", () => {
 
 describe("POST /v1/responses through the Vercel AI SDK and LangChain", () => {
   it("the AI SDK's default openai(...) provider: generateText and streamText", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const openai = createOpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key });
     const made = await generateText({ model: openai("tenax"), prompt: "hello sdk", maxRetries: 0 });
     expect(made.text).toBe("echo: hello sdk");
@@ -343,7 +342,7 @@ describe("POST /v1/responses through the Vercel AI SDK and LangChain", () => {
   });
 
   it("LangChain with useResponsesApi: invoke and stream", async () => {
-    const app = await startResponsesApp();
+    const app = await startGatewayApp();
     const model = new ChatOpenAI({
       model: "tenax",
       apiKey: app.key,

@@ -10,8 +10,8 @@ import { describe, expect, it } from "vitest";
 import type { Simulator } from "../src/llm/simulator/server.js";
 import type { SimStep } from "../src/llm/simulator/steps.js";
 import type { Store } from "../src/store/store.js";
+import { startGatewayApp } from "./helpers/gateway-app.js";
 import { startModelGateway } from "./helpers/model-gateway.js";
-import { startResponsesApp } from "./helpers/responses-app.js";
 import {
   type AssembledCall,
   isResponses,
@@ -32,7 +32,7 @@ interface Served {
 const MODES = {
   agent: {
     model: "tenax",
-    start: async (): Promise<Served> => startResponsesApp({ retry: { max_attempts: 3 } }),
+    start: async (): Promise<Served> => startGatewayApp({ retry: { max_attempts: 3 } }),
   },
   model: {
     model: "main/echo",

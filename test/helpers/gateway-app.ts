@@ -1,5 +1,5 @@
-// The gateway's app (the Responses routes among the rest) over a real agent, store and simulator,
-// on 127.0.0.1 port 0; all of it closed after each test.
+// The gateway's whole app (chat completions, the Responses API, runs and the rest) over a real agent,
+// store and simulator, in this process on 127.0.0.1 port 0; all of it closed after each test.
 import { randomBytes } from "node:crypto";
 import { afterEach } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
@@ -17,7 +17,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-export interface ResponsesApp {
+export interface GatewayApp {
   url: string;
   key: string;
   sim: Simulator;
@@ -26,9 +26,9 @@ export interface ResponsesApp {
 }
 
 /** `config` is merged over the profile's config (its gateway section over the key, providers.sim over the simulator's). */
-export async function startResponsesApp(
+export async function startGatewayApp(
   config: Record<string, Record<string, unknown>> = {},
-): Promise<ResponsesApp> {
+): Promise<GatewayApp> {
   const sim = await startSimulator();
   cleanups.push(() => sim.close());
   const paths = tempProfile();
