@@ -30,25 +30,53 @@ async function openDashboard(width: number, height: number): Promise<Page> {
   return page;
 }
 
-/** The three columns under the tiles, and the page's scroll width against its own. */
+/**
+ * The three columns under the tiles, and the page's scroll width against its own, all read from one
+ * layout: the page keeps polling, and a banner or a taller row of tiles that appears between two
+ * separate reads moves every column down, so boxes read one at a time could disagree by its height.
+ */
 async function measure(page: Page) {
-  const box = async (selector: string): Promise<Box> => {
-    const found = await page.locator(selector).boundingBox();
-    if (found === null) throw new Error(`${selector} is not shown`);
+  const selectors = {
+    sessions: 'main > section[aria-label="sessions"]',
+    transcript: 'main > section[aria-label="transcript"]',
+    aside: "main > aside",
+  };
+  const read = await page.evaluate((wanted) => {
+    // The page's own document (the test's TypeScript has no DOM types).
+    interface Rect {
+      x: number;
+      y: number;
+      width: number;
+      height: number;
+    }
+    const doc = (
+      globalThis as unknown as {
+        document: {
+          documentElement: { scrollWidth: number; clientWidth: number };
+          querySelector(s: string): { getBoundingClientRect(): Rect } | null;
+        };
+      }
+    ).document;
+    const boxes: Record<string, Rect | null> = {};
+    for (const [name, selector] of Object.entries(wanted)) {
+      const r = doc.querySelector(selector)?.getBoundingClientRect() ?? null;
+      boxes[name] = r === null ? null : { x: r.x, y: r.y, width: r.width, height: r.height };
+    }
+    const root = doc.documentElement;
+    return { boxes, scrollWidth: root.scrollWidth, clientWidth: root.clientWidth };
+  }, selectors);
+  const box = (name: keyof typeof selectors): Box => {
+    const found = read.boxes[name];
+    if (found === null || found === undefined || found.width === 0)
+      throw new Error(`${selectors[name]} is not shown`);
     return found;
   };
-  const widths = await page.evaluate(() => {
-    // The page's own document (the test's TypeScript has no DOM types).
-    const root = (
-      globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
-    ).document.documentElement;
-    return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth };
-  });
   return {
-    sessions: await box('main > section[aria-label="sessions"]'),
-    transcript: await box('main > section[aria-label="transcript"]'),
-    aside: await box("main > aside"),
-    ...widths,
+    sessions: box("sessions"),
+    transcript: box("transcript"),
+    aside: box("aside"),
+    scrollWidth: read.scrollWidth,
+    clientWidth: read.clientWidth,
   };
 }
 
