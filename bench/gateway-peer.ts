@@ -9,7 +9,6 @@
 // gateway also runs with its profile in PostgreSQL (tenax_pg), and, given BENCH_TENAX_BEFORE, a
 // checkout from before the store port on SQLite (tenax_before): see gateway-engines.ts.
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -21,7 +20,7 @@ import {
   stopBenchPostgres,
 } from "./gateway-engines.js";
 import type { LoadPlan, LoadResult, LoadTarget } from "./gateway-load.js";
-import { type Child, launch, printedUrl, runLoad, stopAll } from "./load-run.js";
+import { type Child, freePort, launch, printedUrl, runLoad, stopAll } from "./load-run.js";
 import { type Aim, table } from "./report.js";
 import { median } from "./stats.js";
 import { answers, JSON_HEADERS, startTenax, TENAX_HEADERS, tenaxTarget } from "./tenax-gateway.js";
@@ -124,16 +123,8 @@ export interface GatewayPeerResult {
   raw: LoadResult;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
-function peerInfo(): { entry: string; version: string } {
+/** Portkey's gateway as installed: the script its package runs, and its version. */
+export function peerInfo(): { entry: string; version: string } {
   const require = createRequire(import.meta.url);
   const pkgPath = require.resolve("@portkey-ai/gateway/package.json");
   const pkg = require(pkgPath) as { version: string; bin: string | Record<string, string> };

@@ -3,6 +3,7 @@
 // result read back. The gateway and the framework benches share it, so their targets are measured
 // the same way.
 import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LoadPlan, LoadResult } from "./gateway-load.js";
@@ -86,4 +87,14 @@ export async function runLoad(plan: LoadPlan, log: (line: string) => void): Prom
     .find((l) => l.startsWith('{"open"'));
   if (line === undefined) throw new Error(`the load generator failed:\n${load.output()}`);
   return JSON.parse(line) as LoadResult;
+}
+
+/** A port nothing listens on now (the kernel's pick for port 0). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
 }

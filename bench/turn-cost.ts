@@ -13,14 +13,13 @@
 // 300 warm-up rounds); "added" is a target's p50 minus the simulator's. The simulator's own CPU
 // counts the requests of every target, so its per-request figure is the sum over them.
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Pool } from "undici";
-import { type Child, launch, printedUrl, stopAll } from "./load-run.js";
+import { peerInfo } from "./gateway-peer.js";
+import { type Child, freePort, launch, printedUrl, stopAll } from "./load-run.js";
 import { answers, JSON_HEADERS, launchTenax, TENAX_HEADERS, tenaxHome } from "./tenax-gateway.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -91,15 +90,11 @@ async function once(t: Target): Promise<number> {
 }
 
 async function portkey(simUrl: string, children: Child[]): Promise<Target> {
-  const require = createRequire(import.meta.url);
-  const pkgPath = require.resolve("@portkey-ai/gateway/package.json");
-  const pkg = require(pkgPath) as { bin: string | Record<string, string> };
-  const bin = typeof pkg.bin === "string" ? pkg.bin : (Object.values(pkg.bin)[0] ?? "");
   const port = await freePort();
   const child = launch([
     "--import",
     join(HERE, "gateway-peer-fetch.js"),
-    join(dirname(pkgPath), bin),
+    peerInfo().entry,
     `--port=${port}`,
     "--headless",
   ]);
@@ -113,16 +108,6 @@ async function portkey(simUrl: string, children: Child[]): Promise<Target> {
   const url = `http://127.0.0.1:${port}`;
   await answers(`${url}/v1/chat/completions`, headers);
   return target("Portkey (proxy, nothing stored)", child, url, headers, "echo");
-}
-
-/** A port nothing listens on now (the kernel's pick for port 0). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
 }
 
 const quantile = (values: number[], q: number): number => {
