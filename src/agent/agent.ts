@@ -17,6 +17,7 @@ import { ConcurrencyLimiter } from "../llm/concurrency.js";
 import { ProviderHealthRecorder } from "../llm/provider-health.js";
 import type { StatusEvent } from "../llm/route-events.js";
 import { createModelRuntime, type ModelRuntime } from "../llm/runtime.js";
+import { tenaxCommand } from "../profile/command-hint.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import type { WriteOp } from "../store/ops.js";
 import type { StorePort } from "../store/port.js";
@@ -25,6 +26,7 @@ import { ExecGate } from "./approvals/exec-gate.js";
 import type { CompressionEvent } from "./compression.js";
 import { judgeCommand } from "./exec-policy/index.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
+import { McpHub } from "./mcp/mcp-hub.js";
 import { DEFAULT_GRACE_MS } from "./process-group.js";
 import { bootId, selfIdentity } from "./process-identity.js";
 import { ProcessLedger } from "./process-ledger.js";
@@ -58,6 +60,9 @@ export interface ManualCompression {
 }
 
 export const DEFAULT_SYSTEM_PROMPT = `You are Tenax, an agent running on the operator's own machine. Use the tools to look before you act: read files before changing them, run commands to check your work, and keep a todo list for work of several steps. Say plainly what you did and what failed. When a tool returns an error, read it and change something before trying again.`;
+
+/** How long a turn waits for the MCP servers' first start before it goes on without those still starting. */
+const MCP_FIRST_START_WAIT_MS = 10_000;
 
 /** How much of a subagent's reply its parent gets back. */
 const MAX_SUBAGENT_REPLY = 20_000;
@@ -117,6 +122,8 @@ export class Agent {
   readonly owners: Owners;
   /** Which running turns this process may end or take over (turn-ownership.ts). */
   private readonly ownership: TurnOwnership;
+  /** The profile's MCP servers (config `mcp.servers`), started by `startMcp`; null when none are configured. */
+  readonly mcp: McpHub | null;
 
   private constructor(
     readonly options: AgentOptions,
@@ -193,10 +200,16 @@ export class Agent {
       }),
       ...durableTools(options.store, () => deps.clock.now()),
     ];
+    this.mcp = this.mcpHub(deps, secrets);
+    const own = [...base, this.delegateTool(base)];
+    const mcp = this.mcp;
     this.turnDeps = {
       store: options.store,
       router: runtime.router,
-      tools: [...base, this.delegateTool(base)],
+      // The MCP servers' tools as they are when a turn starts: a server's new list reaches the next turn.
+      get tools() {
+        return mcp === null ? own : [...own, ...mcp.tools()];
+      },
       scheduler: this.scheduler,
       deps,
       limits: config.agent,
@@ -212,6 +225,46 @@ export class Agent {
       taskOutput: (taskId) => this.processes.outputBytes(taskId),
       abandoned: (turnId) => this.ownership.abandon(turnId),
     };
+  }
+
+  /** The profile's MCP servers, their tools' approvals going through the exec approval flow. */
+  private mcpHub(deps: Deps, secrets: ProfileSecrets): McpHub | null {
+    const { config, paths } = this.options;
+    if (Object.keys(config.mcp.servers).length === 0) return null;
+    const gate = new ExecGate({
+      book: this.approvals,
+      mode: "approve (mcp.servers)",
+      // The command is the tool's name and its arguments; "always" adds the tool's name to tools.exec.allow.
+      judge: (command, approved) => {
+        const tool = command.split(" ", 1)[0] ?? command;
+        const allowed = approved.includes(tool) || config.tools.exec.allow.includes(tool);
+        return {
+          decision: allowed ? "run" : "ask",
+          reason: allowed
+            ? `${tool} is approved`
+            : `${tool} is listed under approve in mcp.servers, so it runs only once approved`,
+          dangers: [],
+          unlisted: [],
+          pattern: tool,
+        };
+      },
+    });
+    return new McpHub({
+      servers: config.mcp.servers,
+      profileDir: paths.dir,
+      profileMark: this.profileMark,
+      owner: selfIdentity(),
+      secrets,
+      deps,
+      redact: (text) => secrets.redactor.redact(text),
+      gate,
+      tryCommand: (server) => tenaxCommand(paths.name, ["mcp", "test", server]),
+    });
+  }
+
+  /** Start the profile's MCP servers (the gateway and `tenax chat` do, once orphans are reaped); returns at once. */
+  startMcp(): void {
+    this.mcp?.start();
   }
 
   static async create(given: AgentOptions): Promise<Agent> {
@@ -330,6 +383,8 @@ export class Agent {
     if (listener) this.listeners.set(input.sessionId, listener);
     const run = () =>
       runTurn(this.turnDeps, listener === input.onEvent ? input : { ...input, onEvent: listener });
+    // A turn right after the start sees the MCP servers' tools: it waits for their first start, a little.
+    await this.mcp?.firstStart(MCP_FIRST_START_WAIT_MS);
     try {
       // A session held by a turn this process gave up on (its end could not be written) is freed
       // by reaping that turn: nothing runs it.
@@ -414,6 +469,7 @@ export class Agent {
     if (this.closed) return;
     this.closed = true;
     this.scheduler.stop();
+    await this.mcp?.close();
     await this.processes.cleanupAll();
     // What the write throttle held back reaches the store before it closes.
     await this.providerHealth.flush();
@@ -445,7 +501,7 @@ export class Agent {
           });
           // The subagent's work is its parent's progress; the parent's deadline covers it.
           const result = await runTurn(
-            { ...this.turnDeps, tools, progress: null },
+            { ...this.turnDeps, tools: [...tools, ...(this.mcp?.tools() ?? [])], progress: null },
             {
               sessionId,
               text: args.task,

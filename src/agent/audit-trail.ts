@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { AppendLog } from "../core/append-log.js";
 import type { Redactor } from "../core/redact.js";
 import type { ProfilePaths } from "../profile/paths.js";
-import { type FeedInput, feedOfStoreEvent, feedOfTurnEvent } from "./event-feed.js";
-import type { AgentEvent, StoreEvent, TenaxEventType } from "./events.js";
+import { type FeedInput, feedOfMcpEvent, feedOfStoreEvent, feedOfTurnEvent } from "./event-feed.js";
+import type { AgentEvent, McpEvent, StoreEvent, TenaxEventType } from "./events.js";
 
 /** The trail's file in a profile; rotated ones are NAME.1 (newest) … NAME.keep. */
 export function auditFile(paths: ProfilePaths): string {
@@ -216,6 +216,10 @@ export class AuditTrail {
   storeEvent(event: StoreEvent): void {
     const input = feedOfStoreEvent(event);
     if (input) this.record(input);
+  }
+
+  mcpEvent(event: McpEvent): void {
+    this.record(feedOfMcpEvent(event));
   }
 }
 

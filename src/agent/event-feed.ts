@@ -3,7 +3,7 @@
 // feed (GET /api/events) and the audit trail (logs/events.jsonl) both take events in this shape,
 // so they tell the same story. Events that say nothing about the turn's health (reply text, tool
 // starts) have no layer and no line.
-import type { AgentEvent, StoreEvent, TenaxEventType } from "./events.js";
+import type { AgentEvent, McpEvent, StoreEvent, TenaxEventType } from "./events.js";
 
 export interface FeedInput {
   type: TenaxEventType;
@@ -42,6 +42,12 @@ export function feedOfStoreEvent(event: StoreEvent): FeedInput | null {
   if (event.type === "store.busy_retry") return null;
   const { type, ...data } = event;
   return { type, layer: "store", message: describeStoreEvent(event), data };
+}
+
+/** An MCP server's event (mcp/mcp-types.ts) as a feed line; a timeout names its session. */
+export function feedOfMcpEvent(event: McpEvent): FeedInput {
+  const { type, layer, message, session_id, ...data } = event;
+  return { type, layer, session_id: session_id ?? null, message, data };
 }
 
 /** One line for an event that carries no message of its own. */

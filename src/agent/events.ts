@@ -4,10 +4,11 @@
 // dotted names (`store.corrupt`, `search.degraded`, ...) that /api/events has always sent.
 // A switch over any of these ends in a `never` check, so a new event is handled everywhere.
 import type { StoreEvent } from "../store/store-types.js";
+import type { McpEvent } from "./mcp/mcp-types.js";
 import type { LifecycleEvent } from "./resume.js";
 import type { AgentEvent } from "./turn.js";
 
-export type { AgentEvent, LifecycleEvent, StoreEvent };
+export type { AgentEvent, LifecycleEvent, McpEvent, StoreEvent };
 
 /** The gateway process's own lifecycle, for its event feed. */
 export interface GatewayEvent {
@@ -50,5 +51,12 @@ export interface PlatformEvent {
   message: string;
 }
 
-export type TenaxEvent = AgentEvent | StoreEvent | LifecycleEvent | GatewayEvent | CronEvent | PlatformEvent;
+export type TenaxEvent =
+  | AgentEvent
+  | StoreEvent
+  | LifecycleEvent
+  | GatewayEvent
+  | CronEvent
+  | PlatformEvent
+  | McpEvent;
 export type TenaxEventType = TenaxEvent["type"];

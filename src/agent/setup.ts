@@ -38,6 +38,8 @@ export interface OpenAgentOptions {
   audit?: { source: AuditSource; onFailure?: (message: string) => void };
   /** On a shared store: the instance registry's settings (heartbeat, what the row says). */
   instance?: InstanceRegistryOptions;
+  /** Start the profile's MCP servers (config `mcp.servers`) once orphans are reaped: the gateway and `tenax chat` do. */
+  mcp?: boolean;
 }
 
 export interface OpenedAgent {
@@ -109,7 +111,10 @@ export async function openAgent(
       });
     }
     const reaped = await agent.reap();
+    // What a dead process of the profile left running (its MCP servers too) is ended first.
     const reapedProcesses = await agent.reapProcesses();
+    const offMcp = trail && agent.mcp ? agent.mcp.on((event) => trail.mcpEvent(event)) : () => {};
+    if (options.mcp) agent.startMcp();
     return {
       agent,
       owners,
@@ -121,6 +126,7 @@ export async function openAgent(
       reapedProcesses,
       close: async () => {
         await agent.close();
+        offMcp();
         await instances?.stop();
         offStore();
         await releaseStore(store);

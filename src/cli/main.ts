@@ -23,7 +23,9 @@ export interface Cli {
   ): Promise<void>;
 }
 
-export const VERSION = "0.1.0";
+import { VERSION } from "../core/version.js";
+
+export { VERSION };
 
 export async function main(argv: string[]): Promise<number> {
   guardStandardStreams();

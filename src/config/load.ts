@@ -11,7 +11,7 @@ import { type GatewayKeySource, withDefaultGatewayKey } from "./gateway-key.js";
 import { interpolate } from "./interpolate.js";
 import { type ConfigProblem, configProblemsError, schemaProblems } from "./problems.js";
 import { configSchema, defaultConfig, type TenaxConfig } from "./schema.js";
-import { isSecretPath, secretIn } from "./secrets.js";
+import { isSecretPath, readsSecretVariables, secretIn } from "./secrets.js";
 import { forEachValueScalar, formatKeyPath, type KeyPath, keyPathAtOffset, locate } from "./yaml-nodes.js";
 
 export interface LoadedConfig {
@@ -190,8 +190,9 @@ function substituteVariables(
   forEachValueScalar(doc, (scalar, path) => {
     if (typeof scalar.value !== "string") return;
     const secret = isSecretPath(path);
+    const secretVariables = readsSecretVariables(path);
     const result = interpolate(scalar.value, (name) => {
-      if (secret) out.secretVariables.add(name);
+      if (secretVariables) out.secretVariables.add(name);
       return lookup(name);
     });
     if (!result.ok) {

@@ -93,6 +93,7 @@ describe("configSchema", () => {
       },
       cron: { enabled: true, max_concurrent: 4, default_timeout: 600, run_retention_days: 30 },
       platforms: {},
+      mcp: { servers: {} },
     });
     expect(usesBuiltInSimulator(config)).toBe(true);
   });

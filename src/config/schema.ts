@@ -8,6 +8,7 @@ import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
 import { connectionsSchema } from "./connections-schema.js";
 import { cronSchema } from "./cron-schema.js";
 import { gatewaySchema } from "./gateway-schema.js";
+import { mcpSchema } from "./mcp-schema.js";
 import { platformsSchema } from "./platforms-schema.js";
 import { flag, host, httpUrl, intBetween, port, positiveInt, text } from "./schema-parts.js";
 import { storeSchema } from "./store-schema.js";
@@ -286,6 +287,7 @@ const configObject = z.strictObject({
   cron: cronSchema.prefault({}),
   platforms: platformsSchema.prefault({}),
   telemetry: telemetrySchema.optional(),
+  mcp: mcpSchema.prefault({}),
 });
 
 /**

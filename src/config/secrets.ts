@@ -14,7 +14,30 @@ export const SECRET_PATHS: readonly (readonly string[])[] = [
   ["platforms", "*", "token"],
   ["telemetry", "headers", "*"],
   ["store", "url"],
+  ["mcp", "servers", "*", "headers", "*"],
 ];
+
+/**
+ * Key paths whose values are not secret as written, but where every `${VAR}` they read is: an MCP
+ * server's `env: { GITHUB_TOKEN: "${GITHUB_TOKEN}" }` is redacted wherever the token shows, while
+ * `env: { ROOT: /srv/data }` stays readable.
+ */
+export const SECRET_VARIABLE_PATHS: readonly (readonly string[])[] = [
+  ["mcp", "servers", "*", "env", "*"],
+  ["mcp", "servers", "*", "args", "*"],
+];
+
+/** True when every variable a value at this path reads is a secret (a secret path, or one of SECRET_VARIABLE_PATHS). */
+export function readsSecretVariables(path: readonly PropertyKey[]): boolean {
+  return (
+    isSecretPath(path) ||
+    SECRET_VARIABLE_PATHS.some(
+      (pattern) =>
+        path.length === pattern.length &&
+        pattern.every((part, i) => part === "*" || part === String(path[i])),
+    )
+  );
+}
 
 /** Key paths holding a URL whose password alone is the secret (the rest names a host, to be shown). */
 const URL_PATHS: readonly (readonly string[])[] = [["store", "url"]];

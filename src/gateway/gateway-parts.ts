@@ -3,7 +3,9 @@
 // engine and jobs, the chat platforms, and the HTTP app. Nothing here starts work or opens the
 // port: run.ts does, in order. What the parts learn later (the bound address, cron's numbers once
 // it runs) is in `late`, which health reads only when asked.
+
 import { join } from "node:path";
+import { feedOfMcpEvent } from "../agent/event-feed.js";
 import type { OpenedAgent } from "../agent/setup.js";
 import { modelProblem } from "../config/model-check.js";
 import { platformProblem } from "../config/platform-check.js";
@@ -129,7 +131,8 @@ export async function buildGatewayParts(input: PartsInput): Promise<GatewayParts
 /** The feed, the health monitor and the log, over the gateway as it is when asked. */
 function observe(input: PartsInput, late: LateFacts, gateway: () => Gateway): Observability {
   const { paths, config, opened } = input;
-  return startObservability({
+  const mcp = opened.agent.mcp;
+  const observed = startObservability({
     paths,
     config,
     store: opened.store,
@@ -145,6 +148,7 @@ function observe(input: PartsInput, late: LateFacts, gateway: () => Gateway): Ob
     platformsLive: () => late.chatLive?.() ?? {},
     instances: { registry: opened.instances, owners: opened.owners, startedAt: late.startedAt },
     platformsHolding: () => late.chatHolding?.() ?? null,
+    ...(mcp === null ? {} : { mcpLive: () => mcp.states() }),
     gateway: () => ({
       stopping: gateway().isStopping,
       turnsInFlight: gateway().turnsInFlight,
@@ -153,6 +157,9 @@ function observe(input: PartsInput, late: LateFacts, gateway: () => Gateway): Ob
       address: late.address,
     }),
   });
+  // The MCP servers' restarts and timeouts go to the feed, and so to the log and the audit trail.
+  mcp?.on((event) => observed.hub.publish(feedOfMcpEvent(event)));
+  return observed;
 }
 
 /** The one outbox (cron's results and notices; each chat platform's messages are added later), cron's engine and its jobs. */

@@ -33,7 +33,12 @@ export function gatewayLog(paths: ProfilePaths, config: TenaxConfig, redactor?: 
 }
 
 /** Feed events the log writes as warnings (besides the store's and every `*_exhausted`). */
-const WARNINGS: ReadonlySet<string> = new Set(["turn_stalled", "turn_deadline"]);
+const WARNINGS: ReadonlySet<string> = new Set([
+  "turn_stalled",
+  "turn_deadline",
+  "mcp_restart",
+  "mcp_timeout",
+]);
 
 export function startObservability(input: {
   paths: ProfilePaths;
@@ -55,6 +60,8 @@ export function startObservability(input: {
   /** This gateway as an instance of the profile (its registry on PostgreSQL). */
   instances?: MonitorOptions["instances"];
   platformsHolding?: MonitorOptions["platformsHolding"];
+  /** The MCP servers this gateway runs (their states), when config names any. */
+  mcpLive?: MonitorOptions["mcpLive"];
   /** The clock the monitor reads (the scheduler's: a test runs both on fake time). */
   now?: () => number;
 }): Observability {
@@ -82,6 +89,7 @@ export function startObservability(input: {
     ...(input.platformsLive ? { platformsLive: input.platformsLive } : {}),
     ...(input.instances ? { instances: input.instances } : {}),
     ...(input.platformsHolding ? { platformsHolding: input.platformsHolding } : {}),
+    ...(input.mcpLive ? { mcpLive: input.mcpLive } : {}),
     ...(input.now ? { now: input.now } : {}),
   });
   const routes = new HealthRoutes(hub, monitor, () => {

@@ -219,6 +219,7 @@ async function openGatewayAgent(
   const opened = await openAgent(paths, config, {
     storeSettings: options.storeSettings,
     secrets,
+    mcp: true,
     ...(options.instance ? { instance: options.instance } : {}),
   });
   // A clock far off the database's would misjudge every lease and heartbeat: refused here, before

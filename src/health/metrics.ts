@@ -1,9 +1,12 @@
 // GET /metrics: the gateway's state in the Prometheus text format (version 0.0.4). Gauges for each
 // layer's status and the figures behind it, counters for requests, turns and status events.
+
+import type { McpServerState } from "../agent/mcp/mcp-types.js";
 import { bufferedSseBytes, droppedSseClients, openSseStreams } from "../core/sse.js";
 import type { ProviderCounters } from "../llm/provider-health.js";
 import { type CronMetricsInput, cronMetrics } from "./cron-metrics.js";
 import type { InstancesComponent } from "./instances-component.js";
+import type { McpComponent } from "./mcp-component.js";
 import type { HealthReport } from "./monitor.js";
 import type { PlatformRow, PlatformsComponent } from "./platforms-component.js";
 import type { ComponentLevel } from "./status.js";
@@ -164,6 +167,7 @@ export function renderMetrics(
   circuitMetrics(metric, c.providers?.models);
   if (cron !== null) cronMetrics(metric, cron);
   platformMetrics(metric, (report.components.platforms as PlatformsComponent | undefined)?.platforms ?? []);
+  mcpMetrics(metric, (report.components.mcp as McpComponent | undefined)?.servers ?? []);
   instanceMetrics(metric, report.components.instances as InstancesComponent | undefined, counters.store);
   return `${out.join("\n")}\n`;
 }
@@ -250,6 +254,49 @@ type Metric = (
 ) => void;
 
 /** Per chat platform: the connection, the last update, and what waits in the outbox. */
+/** Each MCP server the gateway runs: up or not, its tools, and its calls, errors, timeouts and restarts. */
+function mcpMetrics(metric: Metric, rows: readonly McpServerState[]): void {
+  if (rows.length === 0) return;
+  const each = (value: (r: McpServerState) => number) =>
+    rows.map((r): [Record<string, string>, number] => [{ server: r.server }, value(r)]);
+  metric(
+    "tenax_mcp_server_up",
+    "gauge",
+    "1 while the MCP server is ready, 0 when not.",
+    each((r) => (r.status === "ready" ? 1 : 0)),
+  );
+  metric(
+    "tenax_mcp_tools",
+    "gauge",
+    "Tools the model is shown for the MCP server.",
+    each((r) => r.tools),
+  );
+  metric(
+    "tenax_mcp_calls_total",
+    "counter",
+    "Tool calls sent to the MCP server.",
+    each((r) => r.calls),
+  );
+  metric(
+    "tenax_mcp_errors_total",
+    "counter",
+    "MCP tool calls that failed (timeouts included).",
+    each((r) => r.errors),
+  );
+  metric(
+    "tenax_mcp_timeouts_total",
+    "counter",
+    "MCP tool calls given up at the server's timeout.",
+    each((r) => r.timeouts),
+  );
+  metric(
+    "tenax_mcp_restarts_total",
+    "counter",
+    "Times the MCP server was lost after being ready.",
+    each((r) => r.restarts),
+  );
+}
+
 function platformMetrics(metric: Metric, rows: readonly PlatformRow[]): void {
   if (rows.length === 0) return;
   const each = (value: (r: PlatformRow) => number | null) =>

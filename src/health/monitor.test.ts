@@ -117,6 +117,7 @@ describe("HealthMonitor", () => {
       "instances",
       "cron",
       "platforms",
+      "mcp",
       "disk",
     ]);
     expect(report.status).toBe("ok");

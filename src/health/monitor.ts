@@ -4,6 +4,7 @@
 // their last results and the agent's live view of every call's outcome, so it answers at once even
 // while the store or a provider hangs, and says how old each result is.
 
+import type { McpServerState } from "../agent/mcp/mcp-types.js";
 import type { Scheduler } from "../agent/scheduler.js";
 import type { TenaxConfig } from "../config/schema.js";
 import type { CronStats } from "../cron/host.js";
@@ -29,6 +30,7 @@ import {
   storeInstancesComponent,
 } from "./instances-component.js";
 import type { LayerProbe } from "./layer-probe.js";
+import { mcpComponent } from "./mcp-component.js";
 import {
   configuredPlatforms,
   type PlatformLive,
@@ -102,6 +104,8 @@ export interface MonitorOptions {
   instances?: GatewayInstances;
   /** Whether this gateway holds the chat platforms, and who does (null: none configured). */
   platformsHolding?: () => PlatformsHolding | null;
+  /** The MCP servers this gateway runs, each as it is now; left out: none runs here. */
+  mcpLive?: () => McpServerState[];
   now?: () => number;
 }
 
@@ -293,6 +297,12 @@ export class HealthMonitor {
       },
       // Read live: a message given up or a lost connection shows at once.
       platforms: { ...(await this.platformsNow(now)), checked_at: now, age_ms: 0 },
+      // Read live: a server lost or back shows at once.
+      mcp: {
+        ...mcpComponent(this.options.paths, this.options.config, this.options.mcpLive?.() ?? null, now),
+        checked_at: now,
+        age_ms: 0,
+      },
       disk: this.fromProbe(this.disk.state, now, "disk", (reading) => diskComponent(reading)),
     };
     return { status: worst(Object.values(components).map((c) => c.status)), checked_at: now, components };

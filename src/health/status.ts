@@ -34,6 +34,7 @@ import type {
   SchedulerComponent,
 } from "./gateway-status.js";
 import { type InstancesComponent, storeInstancesComponent } from "./instances-component.js";
+import { type McpComponent, mcpComponent } from "./mcp-component.js";
 import { configuredPlatforms, type PlatformsComponent, platformsComponent } from "./platforms-component.js";
 import { configuredProviders, type ProvidersComponent, providersComponent } from "./provider-component.js";
 import { type StoreComponent, storeComponent } from "./store-component.js";
@@ -91,6 +92,8 @@ export interface StatusReport {
     cron: CronComponent;
     /** The chat platforms. */
     platforms: PlatformsComponent;
+    /** The MCP servers, as the gateway that runs them sees them. */
+    mcp: McpComponent;
     /** Inside the gateway: only its /health can say. Present when the caller looked at the gateway. */
     scheduler?: SchedulerComponent;
     /** Free space under the profile and what the store and logs take. */
@@ -111,6 +114,7 @@ export const COMPONENT_NAMES = [
   "instances",
   "cron",
   "platforms",
+  "mcp",
   "disk",
 ] as const satisfies readonly (keyof StatusReport["components"])[];
 
@@ -141,7 +145,7 @@ export interface StatusInput {
  * merges the gateway's view with its own read of the store. Every other layer is a function of the store alone, so each voice
  * computes it itself, from the same records, and is no staler than its own read.
  */
-export const GATEWAY_SEES = ["store", "instances", "cron", "platforms", "disk"] as const;
+export const GATEWAY_SEES = ["store", "instances", "cron", "platforms", "mcp", "disk"] as const;
 
 /**
  * A profile's health as every voice outside the gateway tells it (`tenax status`, the dashboard),
@@ -183,6 +187,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     ),
     cron: await cronStatus(paths, config, reader, now, gatewayDown),
     platforms: await platformsStatus(paths, config, reader, now, gatewayDown),
+    mcp: mcpComponent(paths, config, null, now),
   };
   if (outside === null) return report(paths, local);
   const seen = outside.health?.components ?? {};
@@ -214,6 +219,7 @@ export async function collectStatus(input: StatusInput): Promise<StatusReport> {
     instances: said("instances", local.instances),
     cron: said("cron", local.cron),
     platforms: said("platforms", local.platforms),
+    mcp: said("mcp", local.mcp),
     disk: said("disk", await localDisk(paths)),
   });
 }

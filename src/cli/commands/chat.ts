@@ -46,6 +46,7 @@ export function registerChatCommand(program: Command, cli: Cli): void {
           secrets: loadProfileSecrets(paths, loaded),
           ...(flags.checkpoints ? { checkpoints: true } : {}),
           audit: { source: "chat", onFailure: (message) => out.warn(message) },
+          mcp: true,
         }).catch(async (error: unknown) => {
           await tracing?.shutdown();
           throw error;

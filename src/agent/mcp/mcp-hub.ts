@@ -1,0 +1,154 @@
+// The profile's MCP servers in one process (the gateway, `tenax chat`): each supervised on its own
+// (mcp-link.ts), started without holding up the process's start, their tools put together for the
+// turns (mcp-tools.ts), their states for health, and their events for the feed and the audit trail.
+import { isAbsolute, resolve } from "node:path";
+import type { McpServerConfig } from "../../config/mcp-schema.js";
+import type { Deps } from "../../core/deps.js";
+import { commandLine } from "../../core/errors.js";
+import type { ProcessIdentity } from "../../core/process-identity.js";
+import { VERSION } from "../../core/version.js";
+import type { ExecGate } from "../approvals/exec-gate.js";
+import { childEnvironment, type EnvSecrets } from "../child-env.js";
+import { markEnv } from "../process-marks.js";
+import type { Tool } from "../tools/types.js";
+import { McpLink } from "./mcp-link.js";
+import { mcpTool } from "./mcp-tools.js";
+import type { McpEvent, McpServerState } from "./mcp-types.js";
+import { mcpToolNames } from "./tool-names.js";
+
+/** The task id in the marks of a server's processes: what the profile's next start reaps. */
+export const mcpTaskId = (server: string) => `mcp:${server}`;
+
+export interface McpHubOptions {
+  servers: Record<string, McpServerConfig>;
+  /** The profile's folder: where a server runs unless its `cwd` says, and what relative ones resolve against. */
+  profileDir: string;
+  /** The profile as its processes' marks name it (process-marks.ts). */
+  profileMark: string;
+  /** This process, in the marks; null when it cannot be read (no /proc). */
+  owner: ProcessIdentity | null;
+  /** What a server's environment never inherits (child-env.ts). */
+  secrets: EnvSecrets;
+  deps: Deps;
+  redact: (text: string) => string;
+  /** The approval flow for tools a server's `approve` lists; null: they are refused. */
+  gate: ExecGate | null;
+  /** The command that tries one server (`tenax mcp test NAME`). */
+  tryCommand: (server: string) => string;
+  /** For tests: a faster backoff and ping. */
+  link?: Pick<ConstructorParameters<typeof McpLink>[0], "backoff" | "pingEveryMs">;
+}
+
+export class McpHub {
+  private readonly links: McpLink[];
+  private readonly listeners = new Set<(event: McpEvent) => void>();
+  private cached: readonly Tool[] | null = null;
+
+  constructor(private readonly options: McpHubOptions) {
+    this.links = Object.entries(options.servers).map(
+      ([name, config]) =>
+        new McpLink({
+          name,
+          config,
+          deps: options.deps,
+          redact: options.redact,
+          version: VERSION,
+          tryCommand: options.tryCommand(name),
+          target: "command" in config ? commandLine([config.command, ...config.args]) : shownUrl(config.url),
+          stdio: (stdio) => this.stdio(name, stdio),
+          onEvent: (event) => this.tell(event),
+          onTools: () => {
+            this.cached = null;
+          },
+          ...options.link,
+        }),
+    );
+  }
+
+  get size(): number {
+    return this.links.length;
+  }
+
+  /** Start every server; returns at once. */
+  start(): void {
+    for (const link of this.links) link.start();
+  }
+
+  /** Resolves once every server's first start has ended (ready or not), or after `maxMs`. */
+  async firstStart(maxMs: number): Promise<void> {
+    if (this.links.length === 0) return;
+    const wait = new AbortController();
+    await Promise.race([
+      Promise.all(this.links.map((l) => l.firstAttempt)),
+      this.options.deps.sleep(maxMs, wait.signal).catch(() => {}),
+    ]);
+    wait.abort();
+  }
+
+  /** The tools of every server as the model sees them: the last list of each, kept while it is down. */
+  tools(): readonly Tool[] {
+    this.cached ??= this.links.flatMap((link) => {
+      const names = mcpToolNames(
+        link.name,
+        link.tools.map((t) => t.name),
+      );
+      const approve = this.options.servers[link.name]?.approve ?? [];
+      return link.tools.map((tool) =>
+        mcpTool({
+          link,
+          tool,
+          name: names.get(tool.name) ?? tool.name,
+          gate: approve === "all" || approve.includes(tool.name) ? this.options.gate : null,
+        }),
+      );
+    });
+    return this.cached;
+  }
+
+  states(): McpServerState[] {
+    return this.links.map((l) => l.state());
+  }
+
+  /** Hear every server's events; returns the way to stop hearing them. */
+  on(listener: (event: McpEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Stop every server (a stdio server's whole process group). */
+  async close(): Promise<void> {
+    await Promise.all(this.links.map((l) => l.stop()));
+  }
+
+  private tell(event: McpEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener never breaks the server's supervision.
+      }
+    }
+  }
+
+  private stdio(name: string, config: Extract<McpServerConfig, { command: string }>) {
+    const { owner, profileMark, profileDir } = this.options;
+    const marks = owner === null ? {} : markEnv(profileMark, owner, mcpTaskId(name));
+    const cwd =
+      config.cwd === undefined
+        ? profileDir
+        : isAbsolute(config.cwd)
+          ? config.cwd
+          : resolve(profileDir, config.cwd);
+    return { env: childEnvironment(this.options.secrets, { ...config.env, ...marks }), cwd };
+  }
+}
+
+/** A URL as shown: without its query or credentials. */
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return url;
+  }
+}
