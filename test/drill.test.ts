@@ -34,6 +34,7 @@ const EXPECTED: Record<string, string> = {
   "during a cron run": "cron",
   "missed window": "cron",
   "Telegram Bot API down": "platforms",
+  "MCP server dies mid-call": "mcp",
   "state.db corrupted": "store",
   "search index damaged": "store",
 };

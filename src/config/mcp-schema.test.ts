@@ -1,4 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { profileWith } from "../../test/helpers/temp-home.js";
+import { loadConfig } from "./load.js";
+import { loadProfileSecrets } from "./profile-secrets.js";
 import { configSchema } from "./schema.js";
 
 const issues = (mcp: unknown) => {
@@ -56,5 +59,26 @@ describe("mcp config", () => {
     expect(issues({ servers: { s: { command: "x", approve: "some" } } })[0]).toContain(
       'mcp.servers.s.approve: expected a list of the server\'s tool names, or "all"',
     );
+  });
+
+  it("redacts what an env or args value reads from a variable, and header values, never a literal env value", () => {
+    const paths = profileWith(
+      [
+        "mcp:",
+        "  servers:",
+        '    gh: { command: npx, args: ["--token=${GH_TOKEN}"], env: { DATA_ROOT: /srv/data/projects, API_KEY: "${SERVER_KEY}" } }',
+        '    remote: { url: "https://mcp.example.invalid/mcp", headers: { X-Key: literal-header-secret } }',
+        "",
+      ].join("\n"),
+    );
+    const env = { GH_TOKEN: "ghp_tokenvalue12345", SERVER_KEY: "server-key-value-678" };
+    const loaded = loadConfig(paths, env);
+    expect(loaded.secretVariables).toEqual(expect.arrayContaining(["GH_TOKEN", "SERVER_KEY"]));
+    const { redactor } = loadProfileSecrets(paths, loaded, env);
+    const text = "ghp_tokenvalue12345 server-key-value-678 literal-header-secret /srv/data/projects";
+    expect(redactor.redact(text)).not.toMatch(
+      /ghp_tokenvalue12345|server-key-value-678|literal-header-secret/,
+    );
+    expect(redactor.redact(text)).toContain("/srv/data/projects");
   });
 });

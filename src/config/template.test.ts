@@ -32,6 +32,7 @@ describe("config template", () => {
       "checkpoints:",
       "store:",
       "api_key:",
+      "mcp:",
     ]) {
       expect(template).toContain(key);
     }
@@ -48,6 +49,20 @@ describe("config template", () => {
 
     const error = thrown(() => loadConfig(paths, {}));
     expect(error.message).toContain("${OPENAI_API_KEY} is not set");
+  });
+
+  it("gives valid MCP servers once their example is uncommented, the header's token a secret", () => {
+    const lines = template.split("\n");
+    const from = lines.indexOf("# mcp:");
+    expect(from).toBeGreaterThan(0);
+    const block = lines.slice(from, from + 4).map((line) => line.replace(/^# /, ""));
+    const paths = profileWith(`${template}\n${block.join("\n")}\n`);
+    const { config, secretVariables } = loadConfig(paths, { MCP_TOKEN: "mcp-token-123456" });
+    expect(Object.keys(config.mcp.servers)).toEqual(["files", "remote"]);
+    expect(config.mcp.servers.remote).toMatchObject({
+      headers: { Authorization: "Bearer mcp-token-123456" },
+    });
+    expect(secretVariables).toContain("MCP_TOKEN");
   });
 
   it("takes the key from the profile's .env when the environment lacks it", () => {

@@ -156,6 +156,15 @@ cron:
 #     allowed_users: [123456789]      # Telegram user ids that reach the agent; anyone else is refused
 #     mode: polling                   # polling (no public URL needed) | webhook (needs webhook_url)
 
+# --- MCP tool servers (docs/MCP.md): their tools reach the model as mcp__SERVER__TOOL ------------
+# Started with the gateway and tenax chat, restarted with backoff while they fail; try one with
+# tenax mcp test NAME. Values may read \${VAR} from this profile's .env (header values are secrets).
+# mcp:
+#   servers:
+#     files: { command: npx, args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/notes"], timeout: 60 }
+#     remote: { url: https://mcp.example.com/mcp, headers: { Authorization: "Bearer \${MCP_TOKEN}" } }
+#     # approve: [tool, ...] or approve: all makes those tools wait for an approval, as tools.exec does
+
 # --- Traces (OpenTelemetry over OTLP/HTTP; docs/OPERATIONS.md: "Traces") -----------------------
 # Off unless this section names an endpoint or OTEL_EXPORTER_OTLP_ENDPOINT is set; a key set here
 # wins over the OTEL_* variable that says the same. One trace per turn: model calls, tools,
