@@ -66,6 +66,7 @@ describe("mcp config", () => {
       [
         "mcp:",
         "  servers:",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: config values as the user writes them
         '    gh: { command: npx, args: ["--token=${GH_TOKEN}"], env: { DATA_ROOT: /srv/data/projects, API_KEY: "${SERVER_KEY}" } }',
         '    remote: { url: "https://mcp.example.invalid/mcp", headers: { X-Key: literal-header-secret } }',
         "",
