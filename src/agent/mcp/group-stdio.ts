@@ -5,6 +5,7 @@
 // found and ended by the next start), keeps the tail of what it printed on stderr for the error
 // that says why it stopped, and reads JSON-RPC lines with the SDK's own buffer.
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -125,7 +126,9 @@ function describeSpawnError(
 ): Error {
   if (error.code === "ENOENT")
     return new Error(
-      `cannot run "${command}": no such command in PATH (${env.PATH ?? "unset"}), or the folder ${cwd} does not exist`,
+      existsSync(cwd)
+        ? `cannot run "${command}": no such command in PATH (${env.PATH ?? "unset"}); give its full path`
+        : `cannot run "${command}": its folder ${cwd} (cwd) does not exist`,
     );
   if (error.code === "EACCES") return new Error(`cannot run "${command}": permission denied`);
   return new Error(`cannot run "${command}": ${error.message}`);
