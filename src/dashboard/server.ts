@@ -30,6 +30,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   "/app.js": { file: "app.js", type: JS },
   "/dom.js": { file: "dom.js", type: JS },
   "/transcript.js": { file: "transcript.js", type: JS },
+  "/mcp.js": { file: "mcp.js", type: JS },
   "/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
 };
 

@@ -1,12 +1,13 @@
 // A profile whose store holds what a dashboard shows after a few days of use: sessions with and
 // without titles, one whose turn called tools (a long command, a failing one, a hostile argument),
 // one whose last turn failed and one interrupted; and the dashboard serving it in-process, as
-// `tenax dashboard` does (its gateway probe is left off: nothing listens on port 1).
+// `tenax dashboard` does (its gateway probe finds nothing on port 1, unless a test stands a gateway's
+// answers in for it).
 
 import { afterEach } from "vitest";
 import { loadConfig } from "../../src/config/load.js";
 import { buildDashboardApp } from "../../src/dashboard/app.js";
-import { Dashboard } from "../../src/dashboard/server.js";
+import { Dashboard, type DashboardOptions } from "../../src/dashboard/server.js";
 import { closeApp, listen } from "../../src/http/listen.js";
 import type { ProfilePaths } from "../../src/profile/paths.js";
 import { openStore, releaseStore } from "../../src/store/registry.js";
@@ -121,10 +122,16 @@ afterEach(async () => {
   for (const close of serving.splice(0)) await close();
 });
 
-/** Serve the profile's dashboard on 127.0.0.1 as `tenax dashboard` does, until the test ends. */
-export async function serveDashboard(paths: ProfilePaths): Promise<string> {
+/**
+ * Serve the profile's dashboard on 127.0.0.1 as `tenax dashboard` does, until the test ends;
+ * `options.probe` may stand a fake gateway's answers in for its look at the gateway.
+ */
+export async function serveDashboard(
+  paths: ProfilePaths,
+  options: Pick<DashboardOptions, "probe"> = {},
+): Promise<string> {
   const { config } = loadConfig(paths);
-  const app = buildDashboardApp(new Dashboard({ paths, config, version: "test" }));
+  const app = buildDashboardApp(new Dashboard({ paths, config, version: "test", ...options }));
   const port = await listen(app, "127.0.0.1", 0, { name: "dashboard" });
   serving.push(() => closeApp(app));
   return `http://127.0.0.1:${port}`;

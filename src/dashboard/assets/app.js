@@ -1,6 +1,7 @@
 // The dashboard page: polls the dashboard server's JSON and redraws. Every piece of text goes in
 // through textContent (el() in dom.js), never as HTML: transcripts and error messages are untrusted.
 import { $, clock, el, when } from "/dom.js";
+import { mcpLines, mcpSummary } from "/mcp.js";
 import { messageNode, turnMark } from "/transcript.js";
 
 const POLL_MS = 1000;
@@ -158,11 +159,11 @@ function renderLayers(layers, gw) {
     pill.className = "pill down";
     return;
   }
-  const tiles = Object.entries(layers.report.components).map(([name, c]) =>
-    name === "providers"
-      ? providersTile(c)
-      : tile(name, c.status, c.detail, c.next, name === "gateway" ? gatewayExtras(gw) : []),
-  );
+  const tiles = Object.entries(layers.report.components).map(([name, c]) => {
+    if (name === "providers") return providersTile(c);
+    if (name === "mcp") return tile(name, c.status, mcpSummary(c), c.next, mcpLines(c));
+    return tile(name, c.status, c.detail, c.next, name === "gateway" ? gatewayExtras(gw) : []);
+  });
   renderCredentials(layers.report.components.credentials);
   renderInstances(layers.report.components.instances);
   $("layers").replaceChildren(...tiles);
