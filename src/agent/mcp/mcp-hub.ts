@@ -43,6 +43,7 @@ export class McpHub {
   private readonly links: McpLink[];
   private readonly listeners = new Set<(event: McpEvent) => void>();
   private cached: readonly Tool[] | null = null;
+  private started = false;
 
   constructor(private readonly options: McpHubOptions) {
     this.links = Object.entries(options.servers).map(
@@ -71,12 +72,16 @@ export class McpHub {
 
   /** Start every server; returns at once. */
   start(): void {
+    this.started = true;
     for (const link of this.links) link.start();
   }
 
-  /** Resolves once every server's first start has ended (ready or not), or after `maxMs`. */
+  /**
+   * Resolves once every server's first start has ended (ready or not), or after `maxMs`; at once
+   * when the servers were never started here (a process that runs turns without them).
+   */
   async firstStart(maxMs: number): Promise<void> {
-    if (this.links.length === 0) return;
+    if (!this.started || this.links.length === 0) return;
     const wait = new AbortController();
     await Promise.race([
       Promise.all(this.links.map((l) => l.firstAttempt)),

@@ -4,6 +4,7 @@
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
+import type { McpHub } from "../../agent/mcp/mcp-hub.js";
 import { describeProcessReap } from "../../agent/process-reaper.js";
 import { openAgent } from "../../agent/setup.js";
 import type { ApprovalRequestedEvent } from "../../agent/tools/types.js";
@@ -63,6 +64,7 @@ export function registerChatCommand(program: Command, cli: Cli): void {
               `turn ${turn.turn_id} of session ${turn.session_id} was left running by a process that stopped; it is marked interrupted`,
             );
           }
+          sayMcpOutages(opened.agent.mcp, (line) => out.warn(line));
           const view = chatView(opened.agent.runtime, flags.json === true);
           if (flags.query !== undefined) {
             // One turn, no one at a prompt: what the exec policy holds back is denied at once.
@@ -92,6 +94,21 @@ export function registerChatCommand(program: Command, cli: Cli): void {
         }
       }),
     );
+}
+
+/**
+ * An MCP server that does not start, or is lost, is said once per outage, and its return once: a
+ * server failing for an hour is one line, not one per attempt (the audit trail has each).
+ */
+function sayMcpOutages(hub: McpHub | null, warn: (line: string) => void): void {
+  const down = new Set<string>();
+  hub?.on((event) => {
+    if (event.type === "mcp_restart" && !down.has(event.server)) {
+      down.add(event.server);
+      const tryIt = hub.states().find((state) => state.server === event.server)?.try;
+      warn(tryIt === undefined ? event.message : `${event.message} (${tryIt} shows why)`);
+    } else if (event.type === "mcp_ready" && down.delete(event.server)) warn(event.message);
+  });
 }
 
 async function oneShot(chat: ChatSession, query: string, out: { json: boolean; document(v: unknown): void }) {

@@ -40,6 +40,8 @@ async function withEngine<T>(cli: Cli, out: Output, body: (opened: Opened) => Pr
     storeSettings: storeSettings(config),
     secrets: loadProfileSecrets(paths, loaded),
     audit: { source: "cron", onFailure: (message) => out.warn(message) },
+    // A job run here gets the tools it would get in the gateway.
+    mcp: true,
   }).catch(async (error: unknown) => {
     await tracing?.shutdown();
     throw error;
