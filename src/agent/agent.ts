@@ -26,7 +26,7 @@ import { ExecGate } from "./approvals/exec-gate.js";
 import type { CompressionEvent } from "./compression.js";
 import { judgeCommand } from "./exec-policy/index.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
-import { McpHub } from "./mcp/mcp-hub.js";
+import { McpHub, storeToolMemory } from "./mcp/mcp-hub.js";
 import { DEFAULT_GRACE_MS } from "./process-group.js";
 import { bootId, selfIdentity } from "./process-identity.js";
 import { ProcessLedger } from "./process-ledger.js";
@@ -259,6 +259,7 @@ export class Agent {
       redact: (text) => secrets.redactor.redact(text),
       gate,
       tryCommand: (server) => tenaxCommand(paths.name, ["mcp", "test", server]),
+      memory: storeToolMemory(this.options.store),
     });
   }
 

@@ -13,7 +13,7 @@ import { Redactor } from "../../core/redact.js";
 import { pidAlive } from "../process-group.js";
 import { scanMarked } from "../process-marks.js";
 import type { Tool } from "../tools/types.js";
-import { McpHub, mcpTaskId } from "./mcp-hub.js";
+import { MCP_TOOLS_KIND, McpHub, type McpToolMemory, mcpTaskId, storeToolMemory } from "./mcp-hub.js";
 import type { McpEvent } from "./mcp-types.js";
 
 const FIXTURE = join(import.meta.dirname, "../../../test/fixtures/mcp-server.mjs");
@@ -29,7 +29,7 @@ function stdioServer(env: Record<string, string> = {}, timeout = 10): McpServerC
   return { command: process.execPath, args: [FIXTURE], env, timeout, approve: [] };
 }
 
-function openHub(servers: Record<string, McpServerConfig>, dir = tempDir()) {
+function openHub(servers: Record<string, McpServerConfig>, dir = tempDir(), memory?: McpToolMemory) {
   const events: McpEvent[] = [];
   const hub = new McpHub({
     servers,
@@ -42,6 +42,7 @@ function openHub(servers: Record<string, McpServerConfig>, dir = tempDir()) {
     gate: null,
     tryCommand: (server) => `tenax mcp test ${server}`,
     link: { backoff: { firstMs: 50, maxMs: 400, stableMs: 60_000 }, pingEveryMs: 100 },
+    ...(memory ? { memory } : {}),
   });
   hub.on((e) => events.push(e));
   hubs.push(hub);
@@ -180,6 +181,40 @@ describe("MCP servers over stdio", () => {
     expect(s?.next_attempt_at).not.toBeNull();
     expect(events.filter((e) => e.type === "mcp_restart").length).toBeGreaterThanOrEqual(2);
     expect(hub.tools()).toEqual([]);
+  });
+
+  it("lists a server's remembered tools when it cannot start after a restart, each saying why it is not run", async () => {
+    const records = new Map<string, unknown>();
+    const store = {
+      getRecord: async <T>(kind: string, key: string) => (records.get(`${kind}/${key}`) ?? null) as T | null,
+      putRecord: async (kind: string, key: string, value: unknown) => {
+        records.set(`${kind}/${key}`, JSON.parse(JSON.stringify(value)));
+      },
+    };
+    const first = openHub({ fx: stdioServer() }, tempDir(), storeToolMemory(store));
+    await first.hub.firstStart(10_000);
+    await waitUntil(() => records.has(`${MCP_TOOLS_KIND}/fx`), 5_000, "the list to be kept");
+    await first.hub.close();
+    // The same server (same command), failing now: a token expired overnight.
+    const second = openHub(
+      { fx: stdioServer({ MCP_FIXTURE_FAIL_START: "token expired" }) },
+      tempDir(),
+      storeToolMemory(store),
+    );
+    await second.hub.firstStart(10_000);
+    expect(state(second.hub, "fx")?.status).toBe("failed");
+    expect(second.hub.tools().map((t) => t.spec.name)).toContain("mcp__fx__echo");
+    await expect(call(second.hub, "mcp__fx__echo", { text: "x" })).rejects.toThrow(
+      /^mcp__fx__echo is unavailable: MCP server "fx" has not started \(last error: the server exited \(exit code 3\); it printed: token expired.*\); it was not run$/,
+    );
+    // Another command is another server: what the old one listed is not shown for it.
+    const third = openHub(
+      { fx: { ...stdioServer({ MCP_FIXTURE_FAIL_START: "x" }), args: [FIXTURE, "--other"] } },
+      tempDir(),
+      storeToolMemory(store),
+    );
+    await third.hub.firstStart(10_000);
+    expect(third.hub.tools()).toEqual([]);
   });
 
   it("says a command that does not exist is not found", async () => {

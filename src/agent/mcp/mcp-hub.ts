@@ -2,11 +2,13 @@
 // (mcp-link.ts), started without holding up the process's start, their tools put together for the
 // turns (mcp-tools.ts), their states for health, and their events for the feed and the audit trail.
 import { isAbsolute, resolve } from "node:path";
+import { type Tool as McpTool, ToolSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../../config/mcp-schema.js";
 import type { Deps } from "../../core/deps.js";
 import { commandLine } from "../../core/errors.js";
 import type { ProcessIdentity } from "../../core/process-identity.js";
 import { VERSION } from "../../core/version.js";
+import type { StorePort } from "../../store/port.js";
 import type { ExecGate } from "../approvals/exec-gate.js";
 import { childEnvironment, type EnvSecrets } from "../child-env.js";
 import { markEnv } from "../process-marks.js";
@@ -35,8 +37,39 @@ export interface McpHubOptions {
   gate: ExecGate | null;
   /** The command that tries one server (`tenax mcp test NAME`). */
   tryCommand: (server: string) => string;
+  /**
+   * Where each server's last list of tools is kept across restarts, so a server that is down when
+   * this process starts still has its tools listed (answering why they cannot run); none: not kept.
+   */
+  memory?: McpToolMemory;
   /** For tests: a faster backoff and ping. */
   link?: Pick<ConstructorParameters<typeof McpLink>[0], "backoff" | "pingEveryMs">;
+}
+
+/** The store's record kind of the servers' last lists of tools, by server name. */
+export const MCP_TOOLS_KIND = "mcp_tools";
+
+/**
+ * Each server's last list of tools in the profile's store, kept with what the server was: a
+ * changed command or URL forgets it, and so does a record that is not a list of MCP tools.
+ */
+export function storeToolMemory(store: Pick<StorePort, "getRecord" | "putRecord">): McpToolMemory {
+  return {
+    async load(server, target) {
+      const record = await store.getRecord<{ target?: unknown; tools?: unknown }>(MCP_TOOLS_KIND, server);
+      if (record === null || record.target !== target) return null;
+      const tools = record.tools;
+      if (!Array.isArray(tools) || !tools.every((tool) => ToolSchema.safeParse(tool).success)) return null;
+      return tools as McpTool[];
+    },
+    save: (server, target, tools) => store.putRecord(MCP_TOOLS_KIND, server, { target, tools }),
+  };
+}
+
+/** A server's last list of tools, kept with what the server was (a changed command or URL forgets it). */
+export interface McpToolMemory {
+  load(server: string, target: string): Promise<McpTool[] | null>;
+  save(server: string, target: string, tools: McpTool[]): Promise<void>;
 }
 
 export class McpHub {
@@ -44,8 +77,14 @@ export class McpHub {
   private readonly listeners = new Set<(event: McpEvent) => void>();
   private cached: readonly Tool[] | null = null;
   private started = false;
+  private readonly targets = new Map<string, string>();
 
   constructor(private readonly options: McpHubOptions) {
+    for (const [name, config] of Object.entries(options.servers))
+      this.targets.set(
+        name,
+        "command" in config ? commandLine([config.command, ...config.args]) : shownUrl(config.url),
+      );
     this.links = Object.entries(options.servers).map(
       ([name, config]) =>
         new McpLink({
@@ -55,11 +94,12 @@ export class McpHub {
           redact: options.redact,
           version: VERSION,
           tryCommand: options.tryCommand(name),
-          target: "command" in config ? commandLine([config.command, ...config.args]) : shownUrl(config.url),
+          target: this.targets.get(name) ?? "",
           stdio: (stdio) => this.stdio(name, stdio),
           onEvent: (event) => this.tell(event),
-          onTools: () => {
+          onTools: (tools) => {
             this.cached = null;
+            void options.memory?.save(name, this.targets.get(name) ?? "", tools).catch(() => {});
           },
           ...options.link,
         }),
@@ -70,10 +110,29 @@ export class McpHub {
     return this.links.length;
   }
 
-  /** Start every server; returns at once. */
+  /**
+   * Start every server; returns at once. Each server's remembered tools are listed first (while it
+   * starts, or if it cannot), then its own list replaces them.
+   */
   start(): void {
     this.started = true;
-    for (const link of this.links) link.start();
+    for (const link of this.links) {
+      const memory = this.options.memory;
+      if (memory === undefined) {
+        link.start();
+        continue;
+      }
+      void memory
+        .load(link.name, this.targets.get(link.name) ?? "")
+        .catch(() => null)
+        .then((tools) => {
+          if (tools !== null) {
+            link.remember(tools);
+            this.cached = null;
+          }
+          link.start();
+        });
+    }
   }
 
   /**

@@ -34,7 +34,7 @@ export interface McpLinkOptions {
   redact: (text: string) => string;
   onEvent: (event: McpEvent) => void;
   /** The server's list of tools changed (or was first read). */
-  onTools: () => void;
+  onTools: (tools: McpTool[]) => void;
   /** The command an operator runs to see this server start (`tenax mcp test NAME`). */
   tryCommand: string;
   /** The target as shown: the command line, or the URL. */
@@ -92,6 +92,11 @@ export class McpLink {
 
   start(): void {
     this.loop ??= this.supervise();
+  }
+
+  /** The tools an earlier process last saw, listed until the server gives its own. */
+  remember(tools: McpTool[]): void {
+    if (this.tools.length === 0) this.tools = tools;
   }
 
   async stop(): Promise<void> {
@@ -298,7 +303,7 @@ export class McpLink {
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     this.tools = tools;
-    this.options.onTools();
+    this.options.onTools(tools);
   }
 
   /** A Streamable HTTP server has no process to watch: a ping says whether it still answers. */
