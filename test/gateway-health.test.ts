@@ -93,6 +93,7 @@ describe("the gateway's health, metrics and events", () => {
         "disk",
         "gateway",
         "instances",
+        "mcp",
         "platforms",
         "providers",
         "scheduler",

@@ -135,6 +135,7 @@ describe("health has one voice", () => {
       "instances",
       "cron",
       "platforms",
+      "mcp",
       "disk",
     ]);
     // The instances panel: on SQLite, this gateway as the one instance of the profile, with no
