@@ -2,8 +2,6 @@
 // registry, the one scheduler, checkpoints and compression, over the profile's store. `turn()`
 // runs one turn; `close()` stops everything it started (processes, timers, simulators).
 
-import { realpathSync } from "node:fs";
-import { resolve } from "node:path";
 import { z } from "zod";
 import type { SnapshotResult } from "../checkpoints/store.js";
 import { addExecAllowPattern } from "../config/exec-allow-write.js";
@@ -30,6 +28,7 @@ import { McpHub, storeToolMemory } from "./mcp/mcp-hub.js";
 import { DEFAULT_GRACE_MS } from "./process-group.js";
 import { bootId, selfIdentity } from "./process-identity.js";
 import { ProcessLedger } from "./process-ledger.js";
+import { profileMark } from "./process-marks.js";
 import { type ProcessReapReport, reapOrphanProcesses } from "./process-reaper.js";
 import { ProcessRegistry } from "./processes.js";
 import type { ReapedTurn, ReapOptions } from "./reap.js";
@@ -94,15 +93,6 @@ export interface AgentOptions {
   sandbox?: SandboxChoice;
   /** Who holds leases and whether a holder has ended (core/owners.ts); this host's processes by default. */
   owners?: Owners;
-}
-
-/** The profile as its commands' marks name it: its folder's real path, however it was reached. */
-function profileMark(dir: string): string {
-  try {
-    return realpathSync(dir);
-  } catch {
-    return resolve(dir);
-  }
 }
 
 export class Agent {

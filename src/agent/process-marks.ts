@@ -4,7 +4,8 @@
 // and the next process of the profile find by it what escaped the task's process groups. A command
 // that clears its environment (`env -i`) drops the mark: the durable record (process-ledger.ts) of
 // the shell it was started as still names it.
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, realpathSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { readProcFile } from "../core/proc-file.js";
 import { dead, readStat } from "./process-group.js";
@@ -24,6 +25,19 @@ export interface Marks {
 
 export interface MarkedProcess extends ProcessIdentity {
   marks: Marks;
+}
+
+/**
+ * The profile as its processes' marks name it: its folder's real path, however it was reached. One
+ * function for every process that marks (the agent, `tenax mcp test`), so the next start of any of
+ * them finds what another left.
+ */
+export function profileMark(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return resolve(dir);
+  }
 }
 
 export const ownerText = (owner: ProcessIdentity) => `${owner.pid}:${owner.start}`;

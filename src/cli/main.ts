@@ -105,6 +105,7 @@ const COMMANDS: Readonly<Record<string, Register>> = {
     service.registerGatewayServiceCommands(gateway.registerGatewayCommands(p, c), c);
   },
   init: async (p, c) => (await import("./commands/init.js")).registerInitCommand(p, c),
+  mcp: async (p, c) => (await import("./commands/mcp.js")).registerMcpCommands(p, c),
   profile: async (p, c) => (await import("./commands/profile.js")).registerProfileCommands(p, c),
   sessions: async (p, c) => (await import("./commands/sessions.js")).registerSessionsCommands(p, c),
   simulator: async (p, c) => (await import("./commands/simulator.js")).registerSimulatorCommand(p, c),

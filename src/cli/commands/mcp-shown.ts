@@ -1,0 +1,49 @@
+// An MCP server as `tenax mcp list` and `tenax mcp test` show it: what it runs or where it is,
+// never a header's or an env variable's value (they hold tokens), with whatever a secret variable
+// put in a command line redacted.
+import type { McpServerState } from "../../agent/mcp/mcp-types.js";
+import type { McpServerConfig } from "../../config/mcp-schema.js";
+import { commandLine } from "../../core/errors.js";
+
+export interface ShownServer {
+  name: string;
+  transport: "stdio" | "http";
+  /** The command line (redacted), or the URL without its query or credentials. */
+  target: string;
+  timeout: number;
+  approve: "all" | string[];
+}
+
+export function describeServer(
+  name: string,
+  server: McpServerConfig,
+  redact: (text: string) => string,
+): ShownServer {
+  const stdio = "command" in server;
+  return {
+    name,
+    transport: stdio ? "stdio" : "http",
+    target: redact(stdio ? commandLine([server.command, ...server.args]) : shownUrl(server.url)),
+    timeout: server.timeout,
+    approve: server.approve,
+  };
+}
+
+/** The gateway's state with anything secret it might hold redacted (a command line, an error page). */
+export function shownState(state: McpServerState, redact: (text: string) => string): McpServerState {
+  return {
+    ...state,
+    target: redact(state.target),
+    last_error: state.last_error === null ? null : redact(state.last_error),
+  };
+}
+
+/** A URL as shown: without its query or credentials, as the hub shows it (mcp-hub.ts). */
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return url;
+  }
+}
