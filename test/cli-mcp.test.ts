@@ -236,7 +236,7 @@ describe("tenax mcp test", () => {
     const argv = [process.execPath, ...args];
     watch(argv);
     const silent = (timeout: number) =>
-      `{ command: ${JSON.stringify(process.execPath)}, args: ${JSON.stringify(args)}, timeout: ${timeout} }`;
+      `{ command: ${JSON.stringify(process.execPath)}, args: ${JSON.stringify(args)}, start_timeout: ${timeout} }`;
     const paths = await profileWithServers({ silent: silent(1), patient: silent(60) });
 
     const started = Date.now();

@@ -11,11 +11,11 @@ const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
 const headerName = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const timeout = z
-  .number({ error: "expected a number of seconds (more than 0, at most 3600)" })
-  .positive({ error: "expected a number of seconds (more than 0, at most 3600)" })
-  .max(3600, { error: "expected a number of seconds (more than 0, at most 3600)" })
-  .default(60);
+const seconds = () =>
+  z
+    .number({ error: "expected a number of seconds (more than 0, at most 3600)" })
+    .positive({ error: "expected a number of seconds (more than 0, at most 3600)" })
+    .max(3600, { error: "expected a number of seconds (more than 0, at most 3600)" });
 
 /** Tools that wait for an approval (tools.exec's flow) before they run: a list, or all of them. */
 const approve = z
@@ -25,8 +25,10 @@ const approve = z
   .default([]);
 
 const common = {
-  /** Seconds a call (and the server's start) may take before it is given up. */
-  timeout,
+  /** Seconds a call may take before it is given up. */
+  timeout: seconds().default(60),
+  /** Seconds the server's start (initialize, then its tools) may take; left out, the timeout or 30, whichever is longer. */
+  start_timeout: seconds().optional(),
   approve,
 };
 
@@ -96,6 +98,14 @@ export const mcpSchema = z.strictObject({
     })
     .default({}),
 });
+
+/** The least a server's start is given when `start_timeout` is left out (npx -y and uvx download first). */
+export const MIN_START_SECONDS = 30;
+
+/** How long a server's start may take. */
+export function mcpStartSeconds(server: Pick<McpServerConfig, "timeout" | "start_timeout">): number {
+  return server.start_timeout ?? Math.max(server.timeout, MIN_START_SECONDS);
+}
 
 export type McpStdioServerConfig = z.infer<typeof stdioServer>;
 export type McpHttpServerConfig = z.infer<typeof httpServer>;

@@ -178,6 +178,8 @@ describe("MCP servers over stdio", () => {
       "the server exited (exit code 3); it printed: ERROR: GITHUB_TOKEN is not set",
     );
     expect(s?.try).toBe("tenax mcp test broken");
+    // No pid of a process that has ended (it may be another process's by now).
+    expect(s?.pid).toBeNull();
     expect(s?.next_attempt_at).not.toBeNull();
     expect(events.filter((e) => e.type === "mcp_restart").length).toBeGreaterThanOrEqual(2);
     expect(hub.tools()).toEqual([]);
@@ -242,7 +244,39 @@ describe("MCP servers over stdio", () => {
     expect(marked.every((p) => p.marks.taskId === mcpTaskId("fx"))).toBe(true);
     await hub.close();
     await waitUntil(() => !pidAlive(child) && !pidAlive(server), 5_000, "the server's whole group to end");
-    expect(state(hub, "fx")?.status).toBe("stopped");
+    expect(state(hub, "fx")).toMatchObject({ status: "stopped", pid: null });
+  });
+
+  it("lets no one wait on a first start the server was stopped during", async () => {
+    const silent: McpServerConfig = {
+      command: process.execPath,
+      args: ["-e", "setInterval(() => {}, 1000)"],
+      env: {},
+      timeout: 60,
+      approve: [],
+    };
+    const { hub } = openHub({ silent });
+    await waitUntil(() => (state(hub, "silent")?.pid ?? null) !== null, 5_000, "the server to run");
+    await hub.close();
+    const started = Date.now();
+    await hub.firstStart(30_000);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it("shows a command line with what a secret variable put in it redacted", async () => {
+    const hub = new McpHub({
+      servers: { fx: { ...stdioServer(), args: [FIXTURE, "--token=sekret-token-value"] } },
+      profileDir: tempDir(),
+      profileMark: tempDir(),
+      owner: null,
+      secrets: { names: new Set(), redactor: new Redactor([]) },
+      deps: defaultDeps,
+      redact: (t) => t.replaceAll("sekret-token-value", "[redacted:TOKEN]"),
+      gate: null,
+      tryCommand: (server) => `tenax mcp test ${server}`,
+    });
+    hubs.push(hub);
+    expect(state(hub, "fx")?.target).toBe(`${process.execPath} ${FIXTURE} --token=[redacted:TOKEN]`);
   });
 });
 

@@ -5,7 +5,6 @@ import { isAbsolute, resolve } from "node:path";
 import { type Tool as McpTool, ToolSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../../config/mcp-schema.js";
 import type { Deps } from "../../core/deps.js";
-import { commandLine } from "../../core/errors.js";
 import type { ProcessIdentity } from "../../core/process-identity.js";
 import { VERSION } from "../../core/version.js";
 import type { StorePort } from "../../store/port.js";
@@ -14,6 +13,7 @@ import { childEnvironment, type EnvSecrets } from "../child-env.js";
 import { markEnv } from "../process-marks.js";
 import type { Tool } from "../tools/types.js";
 import { McpLink } from "./mcp-link.js";
+import { mcpTarget } from "./mcp-target.js";
 import { mcpTool } from "./mcp-tools.js";
 import type { McpEvent, McpServerState } from "./mcp-types.js";
 import { mcpToolNames } from "./tool-names.js";
@@ -80,11 +80,9 @@ export class McpHub {
   private readonly targets = new Map<string, string>();
 
   constructor(private readonly options: McpHubOptions) {
+    // A command line may carry what a secret variable put there: redacted wherever it is shown.
     for (const [name, config] of Object.entries(options.servers))
-      this.targets.set(
-        name,
-        "command" in config ? commandLine([config.command, ...config.args]) : shownUrl(config.url),
-      );
+      this.targets.set(name, options.redact(mcpTarget(config)));
     this.links = Object.entries(options.servers).map(
       ([name, config]) =>
         new McpLink({
@@ -149,6 +147,22 @@ export class McpHub {
     wait.abort();
   }
 
+  /** Each server's tools as listed: the model's name, the server's own name and its description. */
+  catalog(): Array<{ server: string; name: string; server_name: string; description: string }> {
+    return this.links.flatMap((link) => {
+      const names = mcpToolNames(
+        link.name,
+        link.tools.map((t) => t.name),
+      );
+      return link.tools.map((tool) => ({
+        server: link.name,
+        name: names.get(tool.name) ?? tool.name,
+        server_name: tool.name,
+        description: tool.description ?? "",
+      }));
+    });
+  }
+
   /** The tools of every server as the model sees them: the last list of each, kept while it is down. */
   tools(): readonly Tool[] {
     this.cached ??= this.links.flatMap((link) => {
@@ -204,15 +218,5 @@ export class McpHub {
           ? config.cwd
           : resolve(profileDir, config.cwd);
     return { env: childEnvironment(this.options.secrets, { ...config.env, ...marks }), cwd };
-  }
-}
-
-/** A URL as shown: without its query or credentials. */
-function shownUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return url;
   }
 }

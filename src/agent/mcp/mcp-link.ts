@@ -15,7 +15,7 @@ import {
   type Tool as McpTool,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { McpServerConfig } from "../../config/mcp-schema.js";
+import { type McpServerConfig, mcpStartSeconds } from "../../config/mcp-schema.js";
 import type { Deps } from "../../core/deps.js";
 import { ToolError } from "../tools/types.js";
 import { GroupStdioTransport } from "./group-stdio.js";
@@ -201,6 +201,15 @@ export class McpLink {
   }
 
   private async supervise(): Promise<void> {
+    try {
+      await this.superviseUntilStopped();
+    } finally {
+      // However it ends (stopped during its first start too), no one waits on the first start.
+      this.settle?.();
+    }
+  }
+
+  private async superviseUntilStopped(): Promise<void> {
     const { deps } = this.options;
     const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
     const signal = this.stopping.signal;
@@ -257,7 +266,8 @@ export class McpLink {
   /** Start the server and list its tools; resolves with a promise of why the connection ended. */
   private async connect(): Promise<{ lost: Promise<string> }> {
     const { config } = this.options;
-    const timeoutMs = config.timeout * 1000;
+    // A server that downloads itself first (npx -y, uvx) may take longer to start than a call may.
+    const startMs = mcpStartSeconds(config) * 1000;
     const transport = this.makeTransport();
     this.transport = transport;
     const client = new Client({ name: "tenax", version: this.options.version }, { capabilities: {} });
@@ -266,13 +276,13 @@ export class McpLink {
       client.onclose = () => resolve(this.describeEnd(transport));
     });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      void this.listTools(client, timeoutMs).catch((error: unknown) =>
+      void this.listTools(client, config.timeout * 1000).catch((error: unknown) =>
         this.lose?.(`listing its tools failed: ${errorText(error)}`),
       );
     });
     try {
-      await client.connect(transport, { timeout: timeoutMs, signal: this.stopping.signal });
-      await this.listTools(client, timeoutMs);
+      await client.connect(transport, { timeout: startMs, signal: this.stopping.signal });
+      await this.listTools(client, startMs);
     } catch (error) {
       const end =
         transport instanceof GroupStdioTransport && transport.exit !== null
@@ -330,6 +340,7 @@ export class McpLink {
     const client = this.client;
     const transport = this.transport;
     this.client = null;
+    this.transport = null;
     this.lose = null;
     if (client !== null) await client.close().catch(() => {});
     if (transport !== null) await transport.close().catch(() => {});

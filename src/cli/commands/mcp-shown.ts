@@ -1,9 +1,9 @@
 // An MCP server as `tenax mcp list` and `tenax mcp test` show it: what it runs or where it is,
 // never a header's or an env variable's value (they hold tokens), with whatever a secret variable
 // put in a command line redacted.
+import { mcpTarget } from "../../agent/mcp/mcp-target.js";
 import type { McpServerState } from "../../agent/mcp/mcp-types.js";
 import type { McpServerConfig } from "../../config/mcp-schema.js";
-import { commandLine } from "../../core/errors.js";
 
 export interface ShownServer {
   name: string;
@@ -23,7 +23,7 @@ export function describeServer(
   return {
     name,
     transport: stdio ? "stdio" : "http",
-    target: redact(stdio ? commandLine([server.command, ...server.args]) : shownUrl(server.url)),
+    target: redact(mcpTarget(server)),
     timeout: server.timeout,
     approve: server.approve,
   };
@@ -36,14 +36,4 @@ export function shownState(state: McpServerState, redact: (text: string) => stri
     target: redact(state.target),
     last_error: state.last_error === null ? null : redact(state.last_error),
   };
-}
-
-/** A URL as shown: without its query or credentials, as the hub shows it (mcp-hub.ts). */
-function shownUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return url;
-  }
 }

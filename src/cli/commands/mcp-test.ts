@@ -1,16 +1,15 @@
 // `tenax mcp test NAME [--json]`: one MCP server of the profile started here, alone, as the gateway
 // would start it (its own process group, the profile's marks, the environment a tool gets, a real
 // Streamable HTTP session), to see whether it starts and which tools the model would get from it.
-// It waits for the first start (at most the server's timeout), calls no tool, and always stops the
+// It waits for the first start (at most the server's start_timeout), calls no tool, and always stops the
 // server again (its whole process group), also when interrupted. Exit 0 ready, 1 not.
 
 import { McpHub } from "../../agent/mcp/mcp-hub.js";
 import type { McpServerState } from "../../agent/mcp/mcp-types.js";
 import { selfIdentity } from "../../agent/process-identity.js";
 import { profileMark } from "../../agent/process-marks.js";
-import type { Tool } from "../../agent/tools/types.js";
 import { loadConfig } from "../../config/load.js";
-import type { McpServerConfig } from "../../config/mcp-schema.js";
+import { type McpServerConfig, mcpStartSeconds } from "../../config/mcp-schema.js";
 import { loadProfileSecrets } from "../../config/profile-secrets.js";
 import { defaultDeps, type Sleep } from "../../core/deps.js";
 import { TenaxError, UsageError } from "../../core/errors.js";
@@ -56,11 +55,10 @@ export async function testServer(cli: Cli, out: Output, name: string): Promise<n
   const redact = (text: string) => secrets.redactor.redact(text);
   const shown = describeServer(name, server, redact);
   out.line(
-    `starting MCP server "${name}" (${shown.transport}: ${shown.target}); it has ${server.timeout} s (mcp.servers.${name}.timeout)...`,
+    `starting MCP server "${name}" (${shown.transport}: ${shown.target}); it has ${mcpStartSeconds(server)} s to start...`,
   );
-  // SIGINT or SIGTERM cuts every sleep of the hub short (the wait for the first start, a backoff):
-  // a server stopped during its first start never settles that start, so the hub's wait for it
-  // would otherwise keep this process up for the whole timeout after the server is gone.
+  // SIGINT or SIGTERM cuts every sleep of the hub short (the wait for the first start, a backoff),
+  // so this process ends at once, with the server.
   const interrupt = new AbortController();
   const sleep: Sleep = (ms, signal) =>
     defaultDeps.sleep(
@@ -79,7 +77,7 @@ export async function testServer(cli: Cli, out: Output, name: string): Promise<n
     tryCommand: (s) => tenaxCommand(paths.name, ["mcp", "test", s]),
   });
   const started = Date.now();
-  const report = await withHub(hub, interrupt, server.timeout * 1000, (): TestReport => {
+  const report = await withHub(hub, interrupt, mcpStartSeconds(server) * 1000, (): TestReport => {
     const state = hub.states()[0];
     return {
       server: name,
@@ -88,7 +86,7 @@ export async function testServer(cli: Cli, out: Output, name: string): Promise<n
       ...outcome(name, server, state, interrupt.signal.aborted),
       pid: state?.pid ?? null,
       elapsed_ms: Date.now() - started,
-      tools: state?.status === "ready" ? hub.tools().map((t) => testedTool(t, name, server)) : [],
+      tools: state?.status === "ready" ? hub.catalog().map((t) => testedTool(t, server)) : [],
     };
   });
   if (out.json) {
@@ -135,29 +133,17 @@ function outcome(
   if (state?.last_error) return { status: "failed", error: state.last_error };
   return {
     status: "failed",
-    error: `it did not finish starting within ${server.timeout} s (mcp.servers.${name}.timeout); a server that first downloads itself (npx -y, uvx) may need more`,
+    error: `it did not finish starting within ${mcpStartSeconds(server)} s (mcp.servers.${name}.start_timeout; a server that first downloads itself, through npx -y or uvx, may need more)`,
   };
 }
 
-/** The tool as listed: its description without the suffix the hub adds for the model. */
-function testedTool(tool: Tool, server: string, config: McpServerConfig): TestedTool {
-  const { name, description } = tool.spec;
-  // mcp-tools.ts describes each tool to the model as `DESCRIPTION (tool "NAME" of MCP server "SERVER")`.
-  const tail = `" of MCP server "${server}")`;
-  const start = description.lastIndexOf(' (tool "');
-  const suffixed = start >= 0 && description.endsWith(tail);
-  const prefix = `mcp__${server}__`;
-  const serverName = suffixed
-    ? description.slice(start + ' (tool "'.length, description.length - tail.length)
-    : name.startsWith(prefix)
-      ? name.slice(prefix.length)
-      : name;
-  const own = suffixed ? description.slice(0, start) : description;
+/** A tool as listed: the model's name, the server's own, the first line of its description. */
+function testedTool(tool: ReturnType<McpHub["catalog"]>[number], config: McpServerConfig): TestedTool {
   return {
-    name,
-    server_name: serverName,
-    description: (own.trim().split("\n", 1)[0] ?? "").trim(),
-    approve: config.approve === "all" || config.approve.includes(serverName),
+    name: tool.name,
+    server_name: tool.server_name,
+    description: (tool.description.trim().split("\n", 1)[0] ?? "").trim(),
+    approve: config.approve === "all" || config.approve.includes(tool.server_name),
   };
 }
 
