@@ -42,7 +42,7 @@ function server(paths: ProfilePaths, name: string, state: Partial<McpServerState
     pid: null,
     last_error: null,
     next_attempt_at: null,
-    attempts: 0,
+    failures: 0,
     calls: 0,
     errors: 0,
     timeouts: 0,
@@ -89,7 +89,7 @@ describe("the dashboard's MCP tile", () => {
         tools: 3,
         last_error: HOSTILE,
         next_attempt_at: Date.now() + 30_000,
-        attempts: 2,
+        failures: 2,
         calls: 30,
         errors: 4,
         timeouts: 2,
@@ -101,7 +101,7 @@ describe("the dashboard's MCP tile", () => {
         status: "failed",
         last_error: "connect ECONNREFUSED 127.0.0.1:443",
         next_attempt_at: Date.now() + 60_000,
-        attempts: 1,
+        failures: 1,
       }),
       server(paths, "notes", { target: "uvx notes-mcp", status: "starting" }),
     ]);
@@ -141,9 +141,7 @@ describe("the dashboard's MCP tile", () => {
     const search = await lines("search");
     expect(search[0]).toBe("search restarting; 3 tools unavailable");
     expect(search[1]).toBe(`last error: ${HOSTILE}`);
-    expect(search[2]).toMatch(
-      /^next attempt at \d\d:\d\d:\d\d \(in ([12]\d|30) s\); 2 failed starts in a row$/,
-    );
+    expect(search[2]).toMatch(/^next attempt at \d\d:\d\d:\d\d \(in ([12]\d|30) s\); 2 failures in a row$/);
     expect(search.slice(3)).toEqual([
       "try: tenax mcp test search",
       "30 calls · 4 errors · 2 timeouts · 3 restarts",
@@ -154,9 +152,7 @@ describe("the dashboard's MCP tile", () => {
     const tickets = await lines("tickets");
     expect(tickets[0]).toBe("tickets failed to start (https://mcp.example.invalid/mcp)");
     expect(tickets[1]).toBe("last error: connect ECONNREFUSED 127.0.0.1:443");
-    expect(tickets[2]).toMatch(
-      /^next attempt at \d\d:\d\d:\d\d \(in ([3-5]\d|60) s\); 1 failed start in a row$/,
-    );
+    expect(tickets[2]).toMatch(/^next attempt at \d\d:\d\d:\d\d \(in ([3-5]\d|60) s\); 1 failure in a row$/);
     expect(tickets[3]).toBe("try: tenax mcp test tickets");
 
     expect(await lines("notes")).toEqual([

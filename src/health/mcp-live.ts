@@ -16,7 +16,7 @@ const stateSchema = z.object({
   pid: z.number().nullable(),
   last_error: z.string().nullable(),
   next_attempt_at: z.number().nullable(),
-  attempts: z.number(),
+  failures: z.number(),
   calls: z.number(),
   errors: z.number(),
   timeouts: z.number(),

@@ -168,9 +168,9 @@ describe("MCP servers over stdio", () => {
     });
     await hub.firstStart(10_000);
     await waitUntil(
-      () => (state(hub, "broken")?.attempts ?? 0) >= 3 && state(hub, "broken")?.next_attempt_at !== null,
+      () => (state(hub, "broken")?.failures ?? 0) >= 3 && state(hub, "broken")?.next_attempt_at !== null,
       10_000,
-      "three attempts",
+      "three failures",
     );
     const s = state(hub, "broken");
     expect(s?.status).toBe("failed");
@@ -217,6 +217,21 @@ describe("MCP servers over stdio", () => {
     );
     await third.hub.firstStart(10_000);
     expect(third.hub.tools()).toEqual([]);
+  });
+
+  it("doubles the delay for a server that dies soon after each start, instead of restarting it every second", async () => {
+    // Up for 700 ms each time (a start takes longer than that here, so it is ready for a moment).
+    const { hub, events } = openHub({ flappy: stdioServer({ MCP_FIXTURE_EXIT_AFTER_MS: "700" }) });
+    await waitUntil(
+      () => events.filter((e) => e.type === "mcp_restart").length >= 4,
+      20_000,
+      "four restarts",
+    );
+    const delays = events.filter((e) => e.type === "mcp_restart").map((e) => e.delay_ms ?? 0);
+    // 50, 100, 200, 400 ms with ±20% jitter (the test's backoff): each step about twice the last.
+    for (let i = 1; i < 4; i++)
+      expect((delays[i] as number) / (delays[i - 1] as number)).toBeGreaterThan(1.3);
+    expect(events.filter((e) => e.type === "mcp_ready").length).toBeGreaterThanOrEqual(3);
   });
 
   it("says a command that does not exist is not found", async () => {

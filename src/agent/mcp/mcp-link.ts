@@ -61,7 +61,8 @@ export class McpLink {
   private since: number;
   private lastError: string | null = null;
   private nextAttemptAt: number | null = null;
-  private attempts = 0;
+  /** Failed starts and early losses in a row (reset by a server that stays up for `stableMs`). */
+  private failures = 0;
   private readonly counts = { calls: 0, errors: 0, timeouts: 0, restarts: 0 };
   /** The server's tools as it last listed them; kept while it is down. */
   tools: McpTool[] = [];
@@ -118,7 +119,7 @@ export class McpLink {
       pid: this.transport instanceof GroupStdioTransport ? this.transport.pid : null,
       last_error: this.lastError,
       next_attempt_at: this.nextAttemptAt,
-      attempts: this.attempts,
+      failures: this.failures,
       ...this.counts,
       try: this.options.tryCommand,
     };
@@ -215,13 +216,11 @@ export class McpLink {
     const signal = this.stopping.signal;
     let everReady = false;
     while (!signal.aborted) {
-      this.attempts++;
       let readyAt: number | null = null;
       try {
         const { lost } = await this.connect();
         readyAt = deps.clock.now();
         everReady = true;
-        this.attempts = 0;
         this.settle?.();
         const reason = await lost;
         if (signal.aborted) break;
@@ -236,12 +235,12 @@ export class McpLink {
         await this.disconnect();
       }
       this.settle?.();
-      // A server that was ready for a while starts over from the shortest delay.
-      if (readyAt !== null && deps.clock.now() - readyAt >= backoff.stableMs) this.attempts = 0;
-      const step = Math.min(
-        backoff.maxMs,
-        backoff.firstMs * 2 ** Math.min(Math.max(0, this.attempts - 1), 16),
-      );
+      // A failed start, or a loss soon after one, is one more failure in a row, and the delay
+      // doubles: a server that dies right after each start is not started every second for ever.
+      // One that was up for a while starts over from the shortest delay.
+      const stable = readyAt !== null && deps.clock.now() - readyAt >= backoff.stableMs;
+      this.failures = stable ? 1 : this.failures + 1;
+      const step = Math.min(backoff.maxMs, backoff.firstMs * 2 ** Math.min(this.failures - 1, 16));
       const delay = Math.round(step * (0.8 + 0.4 * deps.random()));
       this.nextAttemptAt = deps.clock.now() + delay;
       this.setStatus(everReady ? "restarting" : "failed");
@@ -249,7 +248,7 @@ export class McpLink {
         type: "mcp_restart",
         layer: "mcp",
         server: this.name,
-        attempt: this.attempts + 1,
+        attempt: this.failures + 1,
         delay_ms: delay,
         reason: this.lastError ?? "unknown",
         message: `MCP server "${this.name}" ${readyAt === null ? "did not start" : "was lost"}: ${this.lastError}; starting it again in ${formatSeconds(delay)}`,
@@ -393,11 +392,13 @@ function errorText(error: unknown): string {
 
 /** A request that never reached the server: the connection was refused before it was sent. */
 function isRefused(error: unknown): boolean {
-  const cause = error instanceof Error ? (error as Error & { cause?: unknown }).cause : undefined;
-  const code = (cause as { code?: unknown } | undefined)?.code;
-  return (
-    code === "ECONNREFUSED" || (error instanceof Error && /ECONNREFUSED|not running/.test(error.message))
-  );
+  // The refusal may be some causes down (the SDK's error, fetch's TypeError, the socket's).
+  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 5; depth++) {
+    if ((at as { code?: unknown }).code === "ECONNREFUSED" || /ECONNREFUSED|not running/.test(at.message))
+      return true;
+    at = (at as Error & { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 function formatSeconds(ms: number): string {

@@ -20,8 +20,8 @@ export interface McpServerState {
   last_error: string | null;
   /** When the next attempt to start it is due; null unless restarting or failed. */
   next_attempt_at: number | null;
-  /** Starts tried since it was last ready. */
-  attempts: number;
+  /** Failed starts, and losses soon after a start, in a row: what the backoff doubles on. */
+  failures: number;
   calls: number;
   errors: number;
   timeouts: number;

@@ -180,13 +180,13 @@ function liveDetail(live: McpServerState, now: number): string | null {
     case "stopped":
       return null;
     case "starting":
-      return `starting (attempt ${Math.max(1, live.attempts)})`;
+      return "starting";
     case "restarting":
     case "failed": {
       // No next attempt while one is under way.
       const next =
         live.next_attempt_at === null
-          ? `; trying again now (attempt ${Math.max(1, live.attempts)})`
+          ? `; trying again now (attempt ${live.failures + 1})`
           : `; next attempt in ${formatDuration(Math.max(0, live.next_attempt_at - now))}`;
       return `${live.status}: ${live.last_error ?? "no error was recorded"}${next}; see it start with ${live.try}`;
     }

@@ -96,7 +96,7 @@ function said(s) {
 
 /** When it is tried again; during the attempt itself there is no next one yet. */
 function nextAttempt(s, now) {
-  const tried = s.attempts > 0 ? `; ${plural(s.attempts, "failed start")} in a row` : "";
+  const tried = s.failures > 0 ? `; ${plural(s.failures, "failure")} in a row` : "";
   if (s.next_attempt_at === null || s.next_attempt_at === undefined) return `starting it again now${tried}`;
   const left = Math.max(0, Math.ceil((s.next_attempt_at - now) / 1000));
   return `next attempt at ${clock(s.next_attempt_at)} (in ${left} s)${tried}`;
