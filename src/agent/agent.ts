@@ -24,6 +24,7 @@ import { ExecGate } from "./approvals/exec-gate.js";
 import type { CompressionEvent } from "./compression.js";
 import { judgeCommand } from "./exec-policy/index.js";
 import { COMPACTION_KIND, type Compaction, MARKER_ROLE } from "./history.js";
+import { mcpApprovalGate } from "./mcp/mcp-approvals.js";
 import { McpHub, storeToolMemory } from "./mcp/mcp-hub.js";
 import { DEFAULT_GRACE_MS } from "./process-group.js";
 import { bootId, selfIdentity } from "./process-identity.js";
@@ -221,24 +222,6 @@ export class Agent {
   private mcpHub(deps: Deps, secrets: ProfileSecrets): McpHub | null {
     const { config, paths } = this.options;
     if (Object.keys(config.mcp.servers).length === 0) return null;
-    const gate = new ExecGate({
-      book: this.approvals,
-      mode: "approve (mcp.servers)",
-      // The command is the tool's name and its arguments; "always" adds the tool's name to tools.exec.allow.
-      judge: (command, approved) => {
-        const tool = command.split(" ", 1)[0] ?? command;
-        const allowed = approved.includes(tool) || config.tools.exec.allow.includes(tool);
-        return {
-          decision: allowed ? "run" : "ask",
-          reason: allowed
-            ? `${tool} is approved`
-            : `${tool} is listed under approve in mcp.servers, so it runs only once approved`,
-          dangers: [],
-          unlisted: [],
-          pattern: tool,
-        };
-      },
-    });
     return new McpHub({
       servers: config.mcp.servers,
       profileDir: paths.dir,
@@ -247,7 +230,7 @@ export class Agent {
       secrets,
       deps,
       redact: (text) => secrets.redactor.redact(text),
-      gate,
+      gate: mcpApprovalGate(this.approvals, config.tools.exec.allow),
       tryCommand: (server) => tenaxCommand(paths.name, ["mcp", "test", server]),
       memory: storeToolMemory(this.options.store),
     });
