@@ -220,8 +220,8 @@ describe("MCP servers over stdio", () => {
   });
 
   it("doubles the delay for a server that dies soon after each start, instead of restarting it every second", async () => {
-    // Up for 700 ms each time (a start takes longer than that here, so it is ready for a moment).
-    const { hub, events } = openHub({ flappy: stdioServer({ MCP_FIXTURE_EXIT_AFTER_MS: "700" }) });
+    // It serves for 700 ms after each start, then exits.
+    const { events } = openHub({ flappy: stdioServer({ MCP_FIXTURE_EXIT_AFTER_MS: "700" }) });
     await waitUntil(
       () => events.filter((e) => e.type === "mcp_restart").length >= 4,
       20_000,
