@@ -51,7 +51,7 @@ export function registerMcpCommands(program: Command, cli: Cli): void {
   mcp
     .command("test <name>")
     .description(
-      "start one server here, alone, wait for it to start (at most its timeout), list the tools the model would see, and stop it; calls no tool. Exit 1 when it does not start",
+      "start one server here, alone, wait for it to start (at most its start_timeout), list the tools the model would see, and stop it; calls no tool. Exit 1 when it does not start",
     )
     .option("--json", "print one JSON document")
     .action((name: string, flags: { json?: boolean }) =>
