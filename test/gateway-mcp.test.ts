@@ -174,6 +174,30 @@ describe("tenax gateway run: MCP servers", () => {
     expect(toolResults(sim)).toEqual(["echo: approved"]);
   });
 
+  it("a run stopped while an MCP call hangs cancels the call on the server, and the server serves on", async () => {
+    const { sim, home, log } = await mcpProfile();
+    const gw = await startGateway(home);
+    sim.script([
+      { type: "tool_calls", calls: [{ name: "mcp__fx__hang", arguments: {} }] },
+      { type: "reply", text: "never asked for" },
+    ]);
+    const submitted = await gw.fetch("/v1/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "tenax", messages: [{ role: "user", content: "hang" }] }),
+    });
+    const { run_id } = (await submitted.json()) as { run_id: string };
+    await until(() => existsSync(log) && readFileSync(log, "utf8").includes("hang"));
+    expect((await gw.fetch(`/v1/runs/${run_id}/stop`, { method: "POST" })).status).toBeLessThan(300);
+    await until(async () => {
+      const run = (await (await gw.fetch(`/v1/runs/${run_id}`)).json()) as { status: string };
+      return run.status !== "running" && run.status !== "queued";
+    });
+    await until(() => readFileSync(log, "utf8").includes("hang cancelled"));
+    expect(sim.requests()).toHaveLength(1);
+    expect(await mcpState(gw)).toMatchObject({ status: "ready", timeouts: 0 });
+  });
+
   it("no server process outlives the gateway: stopped, or killed and started again", async () => {
     const { sim, home } = await mcpProfile();
     const first = await startGateway(home);
