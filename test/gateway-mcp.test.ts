@@ -93,7 +93,7 @@ describe("tenax gateway run: MCP servers", () => {
   });
 
   it("a server that crashes is started again, and its tools work once it is back", async () => {
-    const { sim, home } = await mcpProfile();
+    const { sim, home, paths } = await mcpProfile();
     const gw = await startGateway(home);
     sim.script([
       { type: "tool_calls", calls: [{ name: "mcp__fx__crash", arguments: {} }] },
@@ -110,6 +110,9 @@ describe("tenax gateway run: MCP servers", () => {
     ]);
     expect((await chat(gw, "again")).reply).toBe("ok");
     expect(toolResults(sim)).toEqual(["echo: back"]);
+    // The restart is in the audit trail, for `tenax events --layer mcp` the morning after.
+    const trail = readFileSync(join(paths.logs, "events.jsonl"), "utf8");
+    expect(trail).toMatch(/"layer":"mcp","type":"mcp_restart"/);
   });
 
   it("a server that cannot start leaves the gateway serving, named in /health with the command to try", async () => {

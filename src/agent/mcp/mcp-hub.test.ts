@@ -262,6 +262,34 @@ describe("MCP servers over stdio", () => {
     expect(state(hub, "fx")).toMatchObject({ status: "stopped", pid: null });
   });
 
+  it("costs a turn no timer once every first start has ended", async () => {
+    let sleeps = 0;
+    const hub = new McpHub({
+      servers: { fx: stdioServer() },
+      profileDir: tempDir(),
+      profileMark: tempDir(),
+      owner: null,
+      secrets: { names: new Set(), redactor: new Redactor([]) },
+      deps: {
+        ...defaultDeps,
+        sleep: (ms, signal) => {
+          sleeps++;
+          return defaultDeps.sleep(ms, signal);
+        },
+      },
+      redact: (t) => t,
+      gate: null,
+      tryCommand: (server) => `tenax mcp test ${server}`,
+    });
+    hubs.push(hub);
+    hub.start();
+    await hub.firstStart(10_000);
+    expect(state(hub, "fx")?.status).toBe("ready");
+    const before = sleeps;
+    for (let i = 0; i < 5; i++) await hub.firstStart(10_000);
+    expect(sleeps).toBe(before);
+  });
+
   it("lets no one wait on a first start the server was stopped during", async () => {
     const silent: McpServerConfig = {
       command: process.execPath,

@@ -77,6 +77,8 @@ export class McpHub {
   private readonly listeners = new Set<(event: McpEvent) => void>();
   private cached: readonly Tool[] | null = null;
   private started = false;
+  private firstStartsOver = false;
+  private allFirstStarts: Promise<void> = Promise.resolve();
   private readonly targets = new Map<string, string>();
 
   constructor(private readonly options: McpHubOptions) {
@@ -114,6 +116,9 @@ export class McpHub {
    */
   start(): void {
     this.started = true;
+    this.allFirstStarts = Promise.all(this.links.map((l) => l.firstAttempt)).then(() => {
+      this.firstStartsOver = true;
+    });
     for (const link of this.links) {
       const memory = this.options.memory;
       if (memory === undefined) {
@@ -138,12 +143,10 @@ export class McpHub {
    * when the servers were never started here (a process that runs turns without them).
    */
   async firstStart(maxMs: number): Promise<void> {
-    if (!this.started || this.links.length === 0) return;
+    // Every turn asks: once all first starts have ended, it costs no promise and no timer.
+    if (!this.started || this.firstStartsOver) return;
     const wait = new AbortController();
-    await Promise.race([
-      Promise.all(this.links.map((l) => l.firstAttempt)),
-      this.options.deps.sleep(maxMs, wait.signal).catch(() => {}),
-    ]);
+    await Promise.race([this.allFirstStarts, this.options.deps.sleep(maxMs, wait.signal).catch(() => {})]);
     wait.abort();
   }
 
