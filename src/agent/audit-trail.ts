@@ -17,7 +17,7 @@ export function auditFile(paths: ProfilePaths): string {
 }
 
 /** Which process wrote a line. */
-export type AuditSource = "gateway" | "chat" | "cron";
+export type AuditSource = "gateway" | "chat" | "cron" | "dashboard";
 
 /**
  * Events left out of the trail, each with why; every other event with a feed line is written.

@@ -5,12 +5,12 @@ import { z } from "zod";
 import { PROVIDER_TYPES } from "../llm/runtime-config.js";
 import { simStepSchema } from "../llm/simulator/steps.js";
 import { DEFAULT_SIM_MODELS } from "../llm/simulator/types.js";
-import { connectionsSchema } from "./connections-schema.js";
 import { cronSchema } from "./cron-schema.js";
+import { dashboardSchema } from "./dashboard-schema.js";
 import { gatewaySchema } from "./gateway-schema.js";
 import { mcpSchema } from "./mcp-schema.js";
 import { platformsSchema } from "./platforms-schema.js";
-import { flag, host, httpUrl, intBetween, port, positiveInt, text } from "./schema-parts.js";
+import { flag, httpUrl, intBetween, positiveInt, text } from "./schema-parts.js";
 import { storeSchema } from "./store-schema.js";
 import { telemetrySchema } from "./telemetry-schema.js";
 import { toolsSchema } from "./tools-schema.js";
@@ -197,12 +197,6 @@ const breaker = z
     path: ["max_cooldown"],
   });
 
-const dashboard = z.strictObject({
-  host: host().default("127.0.0.1"),
-  port: port().default(8080),
-  connections: connectionsSchema.prefault({}),
-});
-
 /** The gateway's log file (logs/gateway.log): rotated at max_mb, keeping `keep` old files. */
 const logs = z.strictObject({
   max_mb: z
@@ -277,7 +271,7 @@ const configObject = z.strictObject({
   retry: retry.prefault({}),
   breaker: breaker.prefault({}),
   gateway: gatewaySchema.prefault({}),
-  dashboard: dashboard.prefault({}),
+  dashboard: dashboardSchema.prefault({}),
   logs: logs.prefault({}),
   health: health.prefault({}),
   instances: instances.prefault({}),

@@ -15,6 +15,7 @@ export const SECRET_PATHS: readonly (readonly string[])[] = [
   ["telemetry", "headers", "*"],
   ["store", "url"],
   ["mcp", "servers", "*", "headers", "*"],
+  ["dashboard", "auth", "oidc", "client_secret"],
 ];
 
 /**

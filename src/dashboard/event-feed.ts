@@ -1,6 +1,7 @@
 // The gateway's status events (GET /api/events, SSE), followed by the dashboard server for as long
-// as the gateway says it serves them: the last few hundred are kept so a page that opens late still
-// sees the recent ones, and a dropped feed resumes with Last-Event-ID.
+// as the gateway says it serves them, with the dashboard's own (logins, refused credentials): the last
+// few hundred are kept so a page that opens late still sees the recent ones, and a dropped feed
+// resumes with Last-Event-ID.
 
 export interface FeedEvent {
   /** The dashboard's own running number, which the page asks "after". */
@@ -56,6 +57,19 @@ export class EventFeed {
 
   after(seq: number): FeedEvent[] {
     return this.events.filter((e) => e.seq > seq);
+  }
+
+  /** An event of this process itself (a login, a refused one), listed among the gateway's. */
+  local(event: { type: string; layer: string; message: string; at: number }): void {
+    this.push({
+      seq: ++this.seq,
+      id: null,
+      received_at: event.at,
+      type: event.type,
+      layer: event.layer,
+      message: event.message,
+      data: { ...event },
+    });
   }
 
   stop(): void {
@@ -125,7 +139,7 @@ export class EventFeed {
       string,
       unknown
     >;
-    this.events.push({
+    this.push({
       seq: ++this.seq,
       id,
       received_at: typeof body.at === "number" ? body.at : (this.options.now ?? Date.now)(),
@@ -134,6 +148,10 @@ export class EventFeed {
       message: typeof body.message === "string" ? body.message : null,
       data: body,
     });
+  }
+
+  private push(event: FeedEvent): void {
+    this.events.push(event);
     const keep = this.options.keep ?? 300;
     if (this.events.length > keep) this.events.splice(0, this.events.length - keep);
   }

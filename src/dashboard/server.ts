@@ -3,12 +3,18 @@
 // port is opened by the `tenax dashboard` command.
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import type { FastifyRequest } from "fastify";
+import type { AuditTrail } from "../agent/audit-trail.js";
 import type { TenaxConfig } from "../config/schema.js";
 import { type GatewayAdvice, gatewayAdvice } from "../health/gateway-advice.js";
 import type { OutsideView } from "../health/gateway-status.js";
 import { readGatewayLaunch, readGatewayPid } from "../profile/gateway-pid.js";
 import type { ProfilePaths } from "../profile/paths.js";
 import { readUpState, type UpState } from "../profile/up-state.js";
+import type { StorePort } from "../store/port.js";
+import { engineOf, openProfileStore, releaseStore } from "../store/registry.js";
+import { DashboardAuth } from "./auth/dashboard-auth.js";
+import { loginPage } from "./auth/login-page.js";
 import { EVENTS_CAPABILITIES, EventFeed } from "./event-feed.js";
 import { GatewayProbe, type GatewayProbeOptions, type GatewayView } from "./gateway-probe.js";
 import { closeStoreViews, type LayersView, readLayers, storeWhere } from "./store-view.js";
@@ -22,6 +28,15 @@ export interface DashboardOptions {
   /** How long one status report is reused (default 1000 ms): many open pages, one read. */
   layersCacheMs?: number;
   now?: () => number;
+  /**
+   * The profile's writable store, where logins are kept; by default the engine config.yaml names,
+   * with its defaults (the command passes its full store settings).
+   */
+  openStore?: () => Promise<StorePort>;
+  /** Where the dashboard listens, once it does: its names pass the Host check. */
+  listening?: () => { host: string; port: number } | null;
+  /** The audit trail of this process (logs/events.jsonl); none by default (tests in-process). */
+  audit?: AuditTrail | null;
 }
 
 const JS = "text/javascript; charset=utf-8";
@@ -53,15 +68,27 @@ export class Dashboard {
   readonly feed: EventFeed;
   private readonly assets = new Map<string, { body: Buffer; type: string }>();
   private layers: { at: number; view: Promise<LayersView> } | null = null;
-  private readonly now: () => number;
+  private readonly clock: () => number;
+
+  readonly auth: DashboardAuth;
+  /** The login each request was let in with (null in mode none), set by the gate. */
+  private readonly logins = new WeakMap<FastifyRequest, string | null>();
 
   constructor(private readonly options: DashboardOptions) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.now ?? Date.now;
+    this.auth = new DashboardAuth({
+      config: () => this.config.dashboard.auth,
+      openStore: options.openStore ?? (() => openProfileStore(options.paths, engineOf(this.config.store))),
+      releaseStore,
+      audit: options.audit ?? null,
+      publish: (event) => this.feed.local(event),
+      now: this.clock,
+    });
     this.probe = new GatewayProbe({ paths: options.paths, config: options.config, ...options.probe });
     this.feed = new EventFeed({
       url: () => this.probe.current.url,
       headers: () => this.probe.authHeaders(),
-      now: this.now,
+      now: this.clock,
     });
     const dir = assetsDir();
     for (const [route, asset] of Object.entries(ASSETS))
@@ -79,7 +106,38 @@ export class Dashboard {
     if (this.watchCapabilities) clearInterval(this.watchCapabilities);
     this.feed.stop();
     await this.probe.stop();
+    await this.auth.close();
     await closeStoreViews();
+  }
+
+  /** The login page, with what went wrong with the credential presented (if one was). */
+  loginPage(problem: { message: string; hint: string } | null): string {
+    const { auth } = this.config.dashboard;
+    return loginPage({
+      mode: auth.mode === "oidc" ? "oidc" : "token",
+      problem,
+      profile: this.options.paths.name,
+      ...(auth.oidc ? { issuer: auth.oidc.issuer } : {}),
+    });
+  }
+
+  /** Note the login a request was let in with (the gate), and read it (the routes). */
+  admit(request: FastifyRequest, loginId: string | null): void {
+    this.logins.set(request, loginId);
+  }
+
+  loginOf(request: FastifyRequest): string | null {
+    return this.logins.get(request) ?? null;
+  }
+
+  /** Where the dashboard listens, once it does. */
+  listening(): { host: string; port: number } | null {
+    return this.options.listening?.() ?? null;
+  }
+
+  /** The dashboard's clock. */
+  now(): number {
+    return this.clock();
   }
 
   private watchCapabilities: NodeJS.Timeout | null = null;
@@ -130,7 +188,7 @@ export class Dashboard {
     const advice = down
       ? gatewayAdvice({
           paths,
-          now: this.now(),
+          now: this.clock(),
           up,
           holder: readGatewayPid(paths.pid),
           launch: readGatewayLaunch(paths.pid),
@@ -149,7 +207,7 @@ export class Dashboard {
       state_db: this.options.paths.state,
       /** Where the store is read: state.db, or the PostgreSQL URL without its password. */
       store: storeWhere(this.options.paths),
-      now: this.now(),
+      now: this.clock(),
     };
   }
 
@@ -158,7 +216,7 @@ export class Dashboard {
    * look is awaited): the tiles, the overall state and status agree component by component.
    */
   cachedLayers(): Promise<LayersView> {
-    const now = this.now();
+    const now = this.clock();
     const cacheMs = this.options.layersCacheMs ?? 1000;
     if (this.layers === null || now - this.layers.at >= cacheMs)
       this.layers = { at: now, view: readLayers(this.options.paths, now, () => this.lastLook()) };

@@ -2,18 +2,21 @@
 // SIGTERM or SIGINT. It reads the store read-only and probes the gateway; it runs whether or not
 // the gateway does, which is the point: it shows when the gateway is down.
 import type { Command } from "commander";
+import { openAuditTrail } from "../../agent/audit-trail.js";
 import { LiveConfig } from "../../config/live-config.js";
-import { TenaxError } from "../../core/errors.js";
 import { parentPipe } from "../../core/parent-pipe.js";
 import { buildDashboardApp } from "../../dashboard/app.js";
 import { Dashboard } from "../../dashboard/server.js";
 import { storeWhere } from "../../dashboard/store-view.js";
-import { closeApp, isLoopback, listen, parsePort, urlHost } from "../../http/listen.js";
+import { closeApp, listen, parsePort, urlHost } from "../../http/listen.js";
 import { removeDashboardPid, writeDashboardPid } from "../../profile/dashboard-pid.js";
 import { configuredPorts } from "../../profile/ports.js";
+import { openProfileStore } from "../../store/registry.js";
 import { checkListenHost, explainBindError, type ListenSettings } from "../listen-settings.js";
 import { type Cli, VERSION } from "../main.js";
 import { type Output, reportError } from "../output.js";
+import { storeSettings } from "../store-access.js";
+import { announceLogin, checkExposure, dashboardBase, registerDashboardLogins } from "./dashboard-logins.js";
 
 export interface DashboardFlags {
   host?: string;
@@ -21,12 +24,13 @@ export interface DashboardFlags {
 }
 
 export function registerDashboardCommand(program: Command, cli: Cli): void {
-  program
+  const command = program
     .command("dashboard")
     .description("serve this profile's dashboard (layers, gateway, sessions, events) until SIGTERM or SIGINT")
     .option("--host <host>", "address to listen on (default: dashboard.host in config.yaml)")
     .option("--port <port>", "port to listen on, 0 picks a free one (default: dashboard.port in config.yaml)")
     .action((flags: DashboardFlags) => cli.run(false, (out) => serveDashboard(cli, out, flags)));
+  registerDashboardLogins(command, cli);
 }
 
 export async function serveDashboard(cli: Cli, out: Output, flags: DashboardFlags): Promise<number> {
@@ -74,13 +78,19 @@ async function serve(
   const settings: ListenSettings = { section: "dashboard", file: paths.config, loaded, flags };
   // First whether it can listen there at all: a name that does not resolve is that, not a refusal.
   await checkListenHost(host, "dashboard", settings);
-  if (!isLoopback(host)) {
-    const why = `refusing to serve the dashboard on ${host}: it has no login and shows every transcript of the profile`;
-    const hint = "serve it on 127.0.0.1 and reach it through an SSH tunnel (ssh -L)";
-    if (flags.host === undefined && loaded !== null) throw loaded.problemAt(["dashboard", "host"], why, hint);
-    throw new TenaxError("dashboard_unprotected", why, { hint, exitCode: 2 });
-  }
-  const dashboard = new Dashboard({ paths, config: () => live.current(), version: VERSION });
+  checkExposure(host, config, flags, loaded, out);
+  let at: { host: string; port: number } | null = null;
+  const dashboard = new Dashboard({
+    paths,
+    config: () => live.current(),
+    version: VERSION,
+    openStore: () => openProfileStore(paths, storeSettings(live.current())),
+    audit: openAuditTrail(paths, config.logs, {
+      source: "dashboard",
+      onFailure: (message) => out.warn(message),
+    }),
+    listening: () => at,
+  });
   const app = buildDashboardApp(dashboard);
   const stopSignal = new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
@@ -93,6 +103,7 @@ async function serve(
   }).catch((error: unknown) => {
     throw explainBindError(error, settings);
   });
+  at = { host, port: bound };
   dashboard.start();
   // `tenax doctor` tells this dashboard on its port from a stranger by this file.
   await writeDashboardPid(paths, { pid: process.pid, started_at: Date.now(), host, port: bound }).catch(
@@ -102,9 +113,10 @@ async function serve(
       ),
   );
   out.line(`dashboard listening on http://${urlHost(host)}:${bound}`);
+  await announceLogin(dashboard, out, dashboardBase(config, host, bound));
   const { url, source } = dashboard.probe.current;
   out.line(
-    `dashboard: probing the gateway at ${url} (${PROBE_SOURCE[source]}); reading ${storeWhere(paths)} read-only`,
+    `dashboard: probing the gateway at ${url} (${PROBE_SOURCE[source]}); reading ${storeWhere(paths)} (it writes only logins)`,
   );
   const why = await stopSignal;
   removeDashboardPid(paths, process.pid);

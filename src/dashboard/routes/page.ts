@@ -1,4 +1,5 @@
-// The page and its files, under the Content-Security-Policy of every dashboard answer.
+// The page and its files, under the Content-Security-Policy of every dashboard answer; all but the
+// stylesheet need a login.
 import type { App } from "../../http/app.js";
 import { ASSET_ROUTES, type Dashboard } from "../server.js";
 
@@ -7,6 +8,8 @@ export function registerPageRoutes(app: App, dashboard: Dashboard): void {
     app.route({
       method: ["GET", "HEAD"],
       url: route,
+      // The login page is drawn with the stylesheet, which holds nothing of the profile.
+      config: { public: route === "/style.css" },
       handler: async (_request, reply) => {
         const asset = dashboard.asset(route);
         if (!asset) throw new Error(`the dashboard has no file for ${route}`);

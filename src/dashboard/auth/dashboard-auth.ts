@@ -1,0 +1,215 @@
+// Who may open the dashboard: the login of each request, found from its credentials in this order:
+// a bearer access token (a desktop app, a script), the `tenax_session` cookie, and, when that one
+// is missing or expired, the `tenax_refresh` cookie, which is rotated on the spot and answered with
+// new cookies (the cookie gate's transparent refresh). Mode `none` lets every request through
+// (loopback only, checked where the port is opened).
+//
+// The logins live in the profile's store (login-book.ts), opened writable here on first use: a
+// dashboard whose store cannot be opened still serves its login page, and answers the rest with a
+// 503 naming the store. Every change of a login, and each refused credential with the address it
+// came from, goes to the audit trail (logs/events.jsonl, source "dashboard") and to the page's own
+// event list; a client that keeps failing is refused for a while (failure-limit.ts).
+import type { AuditTrail } from "../../agent/audit-trail.js";
+import type { DashboardAuthConfig } from "../../config/dashboard-schema.js";
+import { errorMessage } from "../../core/errors.js";
+import type { HttpError } from "../../http/http-error.js";
+import type { StorePort } from "../../store/port.js";
+import { dashboardError } from "../store-view.js";
+import { clearedCookies, loginCookies, readLoginCookies } from "./cookies.js";
+import { FailureLimit } from "./failure-limit.js";
+import { LoginBook } from "./login-book.js";
+import type { LoginEvent, LoginRefusal } from "./login-outcomes.js";
+
+/** Failures a client may have per window on the login routes and credentials before a 429. */
+export const FAILURES_PER_WINDOW = 10;
+export const FAILURE_WINDOW_MS = 60_000;
+
+export interface DashboardAuthOptions {
+  /** The auth section in force now (config.yaml may be edited while the dashboard runs). */
+  config: () => DashboardAuthConfig;
+  /** The profile's writable store; opened on the first request that needs a login. */
+  openStore: () => Promise<StorePort>;
+  releaseStore?: (store: StorePort) => Promise<void>;
+  audit?: AuditTrail | null;
+  /** The page's own event list (the events of this process, beside the gateway's). */
+  publish?: (event: LoginEvent & { client?: string }) => void;
+  now: () => number;
+}
+
+/** The request's facts the gate reads. */
+export interface Presented {
+  authorization: string | undefined;
+  cookie: string | undefined;
+  /** The client's address (failure-limit.ts clientOf). */
+  client: string;
+  /** Reached over TLS: the cookies it is given are Secure. */
+  secure: boolean;
+  userAgent: string | null;
+}
+
+export type Identity =
+  | { ok: true; login_id: string | null; cookies: string[] }
+  | { ok: false; refusal: LoginRefusal | null; cookies: string[] };
+
+export class DashboardAuth {
+  private book: Promise<LoginBook> | null = null;
+  private store: StorePort | null = null;
+  readonly limit: FailureLimit;
+
+  constructor(private readonly options: DashboardAuthOptions) {
+    this.limit = new FailureLimit({
+      max: FAILURES_PER_WINDOW,
+      windowMs: FAILURE_WINDOW_MS,
+      now: options.now,
+    });
+  }
+
+  get mode(): DashboardAuthConfig["mode"] {
+    return this.options.config().mode;
+  }
+
+  /**
+   * The login book, on the store opened the first time it is asked for; a store that does not open
+   * is a 503 naming it, and the next request tries again.
+   */
+  async logins(): Promise<LoginBook> {
+    if (this.book === null) {
+      const opening = this.openBook();
+      this.book = opening;
+      opening.catch(() => {
+        if (this.book === opening) this.book = null;
+      });
+    }
+    try {
+      return await this.book;
+    } catch (error) {
+      throw dashboardError(
+        503,
+        "store_unavailable",
+        `the dashboard's logins are kept in the profile's store, which could not be opened: ${errorMessage(error)}`,
+        "tenax status names what is wrong with the store",
+      );
+    }
+  }
+
+  private async openBook(): Promise<LoginBook> {
+    const store = await this.options.openStore();
+    this.store = store;
+    const auth = this.options.config();
+    return new LoginBook({
+      store,
+      deps: { clock: { now: this.options.now } },
+      accessTtlMs: auth.access_ttl * 1000,
+      refreshTtlMs: auth.refresh_ttl * 1000,
+      graceMs: auth.grace * 1000,
+      onEvent: (event) => {
+        // A refusal is told by the gate, which knows where it came from.
+        if (event.type !== "login_refused") this.tell(event);
+      },
+    });
+  }
+
+  /** Who the request is: a login (null in mode none), or why not, with the cookies to set either way. */
+  async identify(request: Presented): Promise<Identity> {
+    if (this.mode === "none") return { ok: true, login_id: null, cookies: [] };
+    const bearer = bearerToken(request.authorization);
+    const { session, refresh } = readLoginCookies(request.cookie);
+    if (bearer === null && session === null && refresh === null)
+      return { ok: false, refusal: null, cookies: [] };
+    this.checkLimit(request.client);
+    const book = await this.logins();
+    if (bearer !== null) {
+      const checked = await book.check(bearer);
+      if (checked.ok) return { ok: true, login_id: checked.login.login_id, cookies: [] };
+      return this.refused(checked, request, []);
+    }
+    let refused: LoginRefusal | null = null;
+    if (session !== null) {
+      const checked = await book.check(session);
+      if (checked.ok) return { ok: true, login_id: checked.login.login_id, cookies: [] };
+      refused = checked;
+    }
+    if (refresh !== null) {
+      const renewed = await book.refresh(refresh);
+      if (renewed.ok)
+        return {
+          ok: true,
+          login_id: renewed.login_id,
+          cookies: loginCookies(renewed, this.options.now(), request.secure),
+        };
+      refused = renewed;
+    }
+    // An access cookie that expired is routine, and is not counted or told; what follows it is.
+    return this.refused(refused, request, clearedCookies(request.secure));
+  }
+
+  /** Exchange a refresh token (POST /auth/token); refusals are counted and told. */
+  async refresh(token: string, request: Presented) {
+    this.checkLimit(request.client);
+    const renewed = await (await this.logins()).refresh(token);
+    if (!renewed.ok) this.report(renewed, request);
+    return renewed;
+  }
+
+  /** Start a login from a one-time link's token (GET /auth/link). */
+  async redeem(token: string, request: Presented) {
+    this.checkLimit(request.client);
+    const redeemed = await (await this.logins()).redeemLink(token, { client: request.userAgent });
+    if (!redeemed.ok) this.report(redeemed, request);
+    return redeemed;
+  }
+
+  /** A 429 for a client past its failures, with when to try again. */
+  checkLimit(client: string): void {
+    const waitMs = this.limit.retryAfterMs(client);
+    if (waitMs <= 0) return;
+    const seconds = Math.ceil(waitMs / 1000);
+    const error: HttpError = dashboardError(
+      429,
+      "too_many_failed_logins",
+      `${FAILURES_PER_WINDOW} failed login attempts from ${client} within ${FAILURE_WINDOW_MS / 1000} s: refused for ${seconds} s more`,
+      "wait, then open a new login link (tenax dashboard link)",
+    );
+    throw error.withHeaders({ "retry-after": String(seconds) });
+  }
+
+  async close(): Promise<void> {
+    const store = this.store;
+    this.store = null;
+    this.book = null;
+    if (store !== null) await this.options.releaseStore?.(store);
+  }
+
+  private refused(refusal: LoginRefusal | null, request: Presented, cookies: string[]): Identity {
+    if (refusal !== null && !(refusal.action === "access" && refusal.reason === "expired"))
+      this.report(refusal, request);
+    return { ok: false, refusal, cookies };
+  }
+
+  private report(refusal: LoginRefusal, request: Presented): void {
+    this.limit.fail(request.client);
+    this.tell({
+      layer: "dashboard",
+      type: "login_refused",
+      action: refusal.action,
+      reason: refusal.reason,
+      login_id: refusal.login_id,
+      message: `${refusal.message} (from ${request.client})`,
+      at: this.options.now(),
+      client: request.client,
+    });
+  }
+
+  private tell(event: LoginEvent & { client?: string }): void {
+    const { layer, type, message, at, ...data } = event;
+    // A refresh is routine (every access_ttl, per login): the page's list has it, the trail not.
+    if (type !== "login_refreshed") this.options.audit?.record({ type, layer, message, data }, at);
+    this.options.publish?.(event);
+  }
+}
+
+/** The token of an `Authorization: Bearer TOKEN` header, or null. */
+export function bearerToken(header: string | undefined): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  return match?.[1] ?? null;
+}
