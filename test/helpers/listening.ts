@@ -3,6 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { BIN, cliEnvironment, ROOT } from "./cli.js";
+import { type DashboardLogin, loginLinkIn, redeemLink } from "./dashboard-login.js";
 import { beforeTempRemoval } from "./tmp.js";
 
 export interface ListeningProcess {
@@ -18,6 +19,11 @@ export interface ListeningProcess {
   stderr(): string;
   /** Resolves with the exit code once the process has ended. */
   exited: Promise<number | null>;
+  /**
+   * A dashboard in token mode: the login its printed link started (then `auth` and `fetch` send
+   * its access token); null otherwise.
+   */
+  login: DashboardLogin | null;
 }
 
 const started: ChildProcess[] = [];
@@ -111,29 +117,43 @@ function listening(
     }),
   );
   const pattern = new RegExp(`${what} listening on (http://\\S+)`);
+  // A dashboard says next how to log in: a link (token mode), or that none is needed or made.
+  const loginSaid = () =>
+    what !== "dashboard" ||
+    /dashboard: (log in at|no login)/.test(stdout) ||
+    /no login link could be made/.test(stderr);
   return new Promise<ListeningProcess>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`the ${what} did not start:\n${stdout}\n${stderr}`)),
       15_000,
     );
-    const check = () => {
+    let seen = false;
+    const check = async () => {
       const match = pattern.exec(stdout);
-      if (!match) return;
+      if (seen || !match || !loginSaid()) return;
+      seen = true;
       clearTimeout(timer);
       child.stdout.off("data", check);
+      child.stderr.off("data", check);
       const url = match[1] ?? "";
+      const link = what === "dashboard" ? loginLinkIn(stdout) : null;
+      const login = link === null ? null : await redeemLink(link).catch(reject);
+      if (login === undefined) return;
+      const headers = login === null ? auth : login.headers;
       resolve({
         child,
         url,
         key,
-        auth,
-        fetch: (path, init = {}) => keyedFetch(`${url}${path}`, auth, init),
+        auth: headers,
+        fetch: (path, init = {}) => keyedFetch(`${url}${path}`, headers, init),
         stdout: () => stdout,
         stderr: () => stderr,
         exited,
+        login,
       });
     };
     child.stdout.on("data", check);
+    child.stderr.on("data", check);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`the ${what} exited (${code}) before listening:\n${stdout}\n${stderr}`));

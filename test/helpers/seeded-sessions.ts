@@ -12,6 +12,7 @@ import { closeApp, listen } from "../../src/http/listen.js";
 import type { ProfilePaths } from "../../src/profile/paths.js";
 import { openStore, releaseStore } from "../../src/store/registry.js";
 import type { Store } from "../../src/store/store.js";
+import { type DashboardLogin, inProcessLogin } from "./dashboard-login.js";
 import { profileWith } from "./temp-home.js";
 
 /** The hostile argument and output: they must be shown as text, never run. */
@@ -129,10 +130,14 @@ afterEach(async () => {
 export async function serveDashboard(
   paths: ProfilePaths,
   options: Pick<DashboardOptions, "probe"> = {},
-): Promise<string> {
+): Promise<{ url: string; login: DashboardLogin }> {
   const { config } = loadConfig(paths);
-  const app = buildDashboardApp(new Dashboard({ paths, config, version: "test", ...options }));
+  const dashboard = new Dashboard({ paths, config, version: "test", ...options });
+  const app = buildDashboardApp(dashboard);
   const port = await listen(app, "127.0.0.1", 0, { name: "dashboard" });
-  serving.push(() => closeApp(app));
-  return `http://127.0.0.1:${port}`;
+  serving.push(async () => {
+    await closeApp(app);
+    await dashboard.auth.close();
+  });
+  return { url: `http://127.0.0.1:${port}`, login: await inProcessLogin(dashboard) };
 }
