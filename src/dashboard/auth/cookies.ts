@@ -9,6 +9,11 @@ import type { LoginTokens } from "./login-outcomes.js";
 
 export const SESSION_COOKIE = "tenax_session";
 export const REFRESH_COOKIE = "tenax_refresh";
+/** An OIDC login under way: its state, nonce and PKCE verifier, until the provider sends the browser back. */
+export const OIDC_COOKIE = "tenax_oidc";
+const OIDC_PATH = "/auth/oidc";
+/** A login at the provider may take this long (seconds). */
+const OIDC_MAX_AGE = 600;
 
 export interface PresentedCookies {
   session: string | null;
@@ -35,6 +40,17 @@ export function clearedCookies(secure: boolean): string[] {
   return [cookie(SESSION_COOKIE, "", 0, secure), cookie(REFRESH_COOKIE, "", 0, secure)];
 }
 
-function cookie(name: string, value: string, maxAge: number, secure: boolean): string {
-  return stringifySetCookie({ name, value, maxAge, path: "/", httpOnly: true, sameSite: "lax", secure });
+/** The cookie of an OIDC login under way (sent back only to /auth/oidc/*), or its removal (value null). */
+export function oidcCookie(value: string | null, secure: boolean): string {
+  return cookie(OIDC_COOKIE, value ?? "", value === null ? 0 : OIDC_MAX_AGE, secure, OIDC_PATH);
+}
+
+export function readOidcCookie(header: string | undefined): string | null {
+  if (header === undefined || header === "") return null;
+  return parseCookie(header)[OIDC_COOKIE] ?? null;
+}
+
+function cookie(name: string, value: string, maxAge: number, secure: boolean, path = "/"): string {
+  // SameSite=Lax: sent on the provider's top-level redirect back, never on a foreign site's fetch.
+  return stringifySetCookie({ name, value, maxAge, path, httpOnly: true, sameSite: "lax", secure });
 }

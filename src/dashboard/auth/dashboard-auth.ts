@@ -17,8 +17,10 @@ import type { StorePort } from "../../store/port.js";
 import { dashboardError } from "../store-view.js";
 import { clearedCookies, loginCookies, readLoginCookies } from "./cookies.js";
 import { FailureLimit } from "./failure-limit.js";
-import { LoginBook } from "./login-book.js";
+import { LoginBook, type ProviderAnswer } from "./login-book.js";
 import type { LoginEvent, LoginRefusal } from "./login-outcomes.js";
+import { OidcLogin } from "./oidc-login.js";
+import type { OidcVouched } from "./oidc-outcomes.js";
 
 /** Failures a client may have per window on the login routes and credentials before a 429. */
 export const FAILURES_PER_WINDOW = 10;
@@ -54,6 +56,8 @@ export type Identity =
 export class DashboardAuth {
   private book: Promise<LoginBook> | null = null;
   private store: StorePort | null = null;
+  /** The OIDC client of the settings in force, made again when they change. */
+  private provider: { settings: string; login: OidcLogin } | null = null;
   readonly limit: FailureLimit;
 
   constructor(private readonly options: DashboardAuthOptions) {
@@ -106,7 +110,38 @@ export class DashboardAuth {
         // A refusal is told by the gate, which knows where it came from.
         if (event.type !== "login_refused") this.tell(event);
       },
+      recheck: (token) => this.recheck(token),
     });
+  }
+
+  /** The OIDC client (mode oidc), made on first use with the settings in force. */
+  oidc(): OidcLogin {
+    const settings = this.options.config().oidc;
+    if (settings === undefined)
+      throw dashboardError(
+        404,
+        "oidc_not_configured",
+        "this dashboard has no OIDC provider (dashboard.auth.oidc)",
+        "set dashboard.auth.mode oidc with dashboard.auth.oidc: { issuer, client_id, client_secret, allowed }",
+      );
+    const key = JSON.stringify(settings);
+    if (this.provider === null || this.provider.settings !== key)
+      this.provider = {
+        settings: key,
+        login: new OidcLogin(
+          { ...settings, timeout_ms: settings.timeout * 1000 },
+          { clock: { now: this.options.now } },
+        ),
+      };
+    return this.provider.login;
+  }
+
+  /** Ask the provider again whether it vouches for a login's user (at each rotation). */
+  private async recheck(token: string): Promise<ProviderAnswer> {
+    const answer = await this.oidc().recheck(token);
+    return answer.ok
+      ? { ok: true, refresh_token: answer.refresh_token }
+      : { ok: false, transient: answer.transient, message: answer.message };
   }
 
   /** Who the request is: a login (null in mode none), or why not, with the cookies to set either way. */
@@ -137,6 +172,9 @@ export class DashboardAuth {
           login_id: renewed.login_id,
           cookies: loginCookies(renewed, this.options.now(), request.secure),
         };
+      // The provider could not be asked: the login stays, cookies and all, for the next try.
+      if (renewed.reason === "provider_unavailable")
+        throw dashboardError(503, "identity_provider_unavailable", renewed.message, renewed.hint);
       refused = renewed;
     }
     // An access cookie that expired is routine, and is not counted or told; what follows it is.
@@ -157,6 +195,32 @@ export class DashboardAuth {
     const redeemed = await (await this.logins()).redeemLink(token, { client: request.userAgent });
     if (!redeemed.ok) this.report(redeemed, request);
     return redeemed;
+  }
+
+  /** Start a login for a user the OIDC provider vouched for (its callback). */
+  async startOidcLogin(vouched: OidcVouched, request: Presented) {
+    const issuer = this.options.config().oidc?.issuer ?? "?";
+    const { user } = vouched;
+    return (await this.logins()).startLogin({
+      madeBy: `oidc ${user.email ?? user.subject}`,
+      client: request.userAgent,
+      provider: { issuer, subject: user.subject, refresh_token: vouched.refresh_token },
+    });
+  }
+
+  /** An OIDC login that the provider, or `allowed`, turned down: counted and told. */
+  failedOidc(message: string, request: Presented): void {
+    this.report(
+      {
+        ok: false,
+        action: "link",
+        reason: "provider",
+        message,
+        hint: "",
+        login_id: null,
+      },
+      request,
+    );
   }
 
   /** A 429 for a client past its failures, with when to try again. */

@@ -224,7 +224,15 @@ describe("the login book", () => {
     expect(events.map((e) => e.type)).toEqual(["login_link_created", "login_created", "login_refused"]);
     expect(b.failedAttempts()).toEqual({
       total: 1,
-      by_reason: { unknown: 0, expired: 0, used: 1, revoked: 0, replay: 0 },
+      by_reason: {
+        unknown: 0,
+        expired: 0,
+        used: 1,
+        revoked: 0,
+        replay: 0,
+        provider: 0,
+        provider_unavailable: 0,
+      },
     });
   });
 

@@ -60,8 +60,10 @@ import {
   hashToken,
   isTokenShaped,
   newToken,
+  openToken,
   type SecretBytes,
   sameHash,
+  sealToken,
   serverSecret,
 } from "./login-tokens.js";
 
@@ -102,6 +104,23 @@ export interface LoginBookOptions {
   graceMs?: number;
   /** Told after each change is committed; a listener that throws is ignored. */
   onEvent?: (event: LoginEvent) => void;
+  /**
+   * Logins through an OIDC provider: ask it again, with its refresh token, whether it still vouches
+   * for the user, at each rotation (not at a coalesced refresh). Its new refresh token is kept.
+   */
+  recheck?: (providerRefresh: string) => Promise<ProviderAnswer>;
+}
+
+/** What the provider said to a recheck: its new refresh token, or why not (transient: try later). */
+export type ProviderAnswer =
+  | { ok: true; refresh_token: string }
+  | { ok: false; transient: boolean; message: string };
+
+/** Who an OIDC provider vouched for, and its refresh token (null: it gave none, no rechecks). */
+export interface ProviderLogin {
+  issuer: string;
+  subject: string;
+  refresh_token: string | null;
 }
 
 export interface FailedAttempts {
@@ -117,6 +136,7 @@ export class LoginBook {
   private readonly refreshTtlMs: number;
   private readonly graceMs: number;
   private readonly onEvent: (event: LoginEvent) => void;
+  private readonly recheck: LoginBookOptions["recheck"];
   private secret: Promise<string> | null = null;
   private readonly failed: Record<RefusalReason, number> = {
     unknown: 0,
@@ -124,6 +144,8 @@ export class LoginBook {
     used: 0,
     revoked: 0,
     replay: 0,
+    provider: 0,
+    provider_unavailable: 0,
   };
 
   constructor(options: LoginBookOptions) {
@@ -135,6 +157,7 @@ export class LoginBook {
     this.refreshTtlMs = options.refreshTtlMs ?? DEFAULT_REFRESH_TTL_MS;
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     this.onEvent = options.onEvent ?? (() => {});
+    this.recheck = options.recheck;
     if (!(this.graceMs >= 0 && this.graceMs <= MAX_GRACE_MS))
       throw new UsageError(`the refresh grace window must be 0 to ${MAX_GRACE_MS} ms, not ${this.graceMs}`);
     if (!(this.accessTtlMs > 0 && this.refreshTtlMs > this.accessTtlMs))
@@ -191,37 +214,42 @@ export class LoginBook {
       if (link.used_at !== null)
         return this.refuse(refusal("link", "used", { at: link.used_at, login_id: link.login_id }));
       if (now >= link.expires_at) return this.refuse(refusal("link", "expired", { at: link.expires_at }));
-      const loginId = newId("login_", now);
-      const tokens = this.mint(loginId, newToken(this.bytes), newToken(this.bytes), now);
-      const login: LoginRecord = {
-        login_id: loginId,
-        created_at: now,
+      const started = this.newLogin(now, {
         link_id: link.link_id,
         made_by: link.made_by,
-        client: options.client ? options.client.slice(0, CLIENT_MAX_CHARS) : null,
-        last_used_at: now,
-        expires_at: tokens.refresh_expires_at,
-        revoked_at: null,
-        revoked_by: null,
-      };
-      const used: LinkRecord = { ...link, used_at: now, login_id: loginId };
-      const written = await this.claimed([
-        claimOp(LINK_KIND, key, used, held.text, now),
-        claimOp(LOGIN_KIND, loginId, login, null, now),
-        ...this.tokenOps(tokens, now),
-      ]);
-      if (!written) continue;
-      this.emit({
-        layer: "dashboard",
-        type: "login_created",
-        login_id: loginId,
-        link_id: link.link_id,
-        message: `login ${loginId} started from link ${link.link_id} (made by ${link.made_by})`,
-        at: now,
+        client: options.client,
       });
-      return { ok: true, ...tokens };
+      const used: LinkRecord = { ...link, used_at: now, login_id: started.login.login_id };
+      const written = await this.claimed([claimOp(LINK_KIND, key, used, held.text, now), ...started.ops]);
+      if (!written) continue;
+      this.started(started.login, now);
+      return { ok: true, ...started.tokens };
     }
     throw contended("redeeming a login link");
+  }
+
+  /**
+   * Start a login for a user an OIDC provider vouched for (no link): its refresh token is kept
+   * sealed, to recheck the user at each rotation.
+   */
+  async startLogin(options: {
+    madeBy: string;
+    client?: string | null;
+    provider: ProviderLogin;
+  }): Promise<Redeemed> {
+    const now = this.now();
+    const { provider } = options;
+    const sealed =
+      provider.refresh_token === null ? null : sealToken(await this.serverSecret(), provider.refresh_token);
+    const started = this.newLogin(now, {
+      link_id: "oidc",
+      made_by: options.madeBy,
+      client: options.client,
+      provider: { issuer: provider.issuer, subject: provider.subject, sealed_refresh: sealed },
+    });
+    await this.store.write(started.ops);
+    this.started(started.login, now);
+    return { ok: true, ...started.tokens };
   }
 
   /**
@@ -246,13 +274,30 @@ export class LoginBook {
           refusal("refresh", "expired", { at: presented.expires_at, login_id: presented.login_id }),
         );
       if (presented.rotated_at !== null) return this.rotatedAgain(presented, successor, access, now);
+      const vouched = await this.askProvider(login.value, secret);
+      if (vouched !== null && !vouched.ok) {
+        // Another process may have rotated it meanwhile (its own recheck used the provider's
+        // token first): then this one coalesces with it, on the next read.
+        const again = await readHeld(this.store, REFRESH_KIND, key, refreshRecord);
+        if (again !== null && again.value.rotated_at !== null) continue;
+        return this.providerRefused(presented.login_id, vouched);
+      }
       const tokens = this.mint(presented.login_id, access, successor, now);
       const rotated: RefreshRecord = {
         ...presented,
         rotated_at: now,
         successor_hash: hashToken(successor),
       };
-      const used: LoginRecord = { ...login.value, last_used_at: now, expires_at: tokens.refresh_expires_at };
+      const used: LoginRecord = {
+        ...login.value,
+        last_used_at: now,
+        expires_at: tokens.refresh_expires_at,
+        ...(vouched?.ok && login.value.provider
+          ? {
+              provider: { ...login.value.provider, sealed_refresh: sealToken(secret, vouched.refresh_token) },
+            }
+          : {}),
+      };
       const written = await this.claimed([
         claimOp(REFRESH_KIND, key, rotated, held.text, now),
         ...this.tokenOps(tokens, now),
@@ -307,7 +352,7 @@ export class LoginBook {
   }
 
   /** End a login and every token of it; false when there is no such live login. */
-  async revoke(loginId: string, by: "operator" | "replay" = "operator"): Promise<boolean> {
+  async revoke(loginId: string, by: "operator" | "replay" | "provider" = "operator"): Promise<boolean> {
     for (let tries = 0; tries < MAX_TRIES; tries++) {
       const now = this.now();
       const held = await readHeld(this.store, LOGIN_KIND, loginId, loginRecord);
@@ -319,7 +364,7 @@ export class LoginBook {
         type: "login_revoked",
         by,
         login_id: loginId,
-        message: `login ${loginId} revoked ${by === "replay" ? "after a replayed refresh token" : "by the operator"}`,
+        message: `login ${loginId} revoked ${REVOKED_WHY[by]}`,
         at: now,
       });
       return true;
@@ -349,6 +394,71 @@ export class LoginBook {
   failedAttempts(): FailedAttempts {
     const by_reason = { ...this.failed };
     return { total: Object.values(by_reason).reduce((a, b) => a + b, 0), by_reason };
+  }
+
+  /** A new login's record and first tokens, and the writes that keep them. */
+  private newLogin(
+    now: number,
+    from: {
+      link_id: string;
+      made_by: string;
+      client?: string | null | undefined;
+      provider?: LoginRecord["provider"];
+    },
+  ): { login: LoginRecord; tokens: LoginTokens; ops: WriteOp[] } {
+    const loginId = newId("login_", now);
+    const tokens = this.mint(loginId, newToken(this.bytes), newToken(this.bytes), now);
+    const login: LoginRecord = {
+      login_id: loginId,
+      created_at: now,
+      link_id: from.link_id,
+      made_by: from.made_by,
+      client: from.client ? from.client.slice(0, CLIENT_MAX_CHARS) : null,
+      last_used_at: now,
+      expires_at: tokens.refresh_expires_at,
+      revoked_at: null,
+      revoked_by: null,
+      ...(from.provider ? { provider: from.provider } : {}),
+    };
+    return {
+      login,
+      tokens,
+      ops: [claimOp(LOGIN_KIND, loginId, login, null, now), ...this.tokenOps(tokens, now)],
+    };
+  }
+
+  private started(login: LoginRecord, now: number): void {
+    this.emit({
+      layer: "dashboard",
+      type: "login_created",
+      login_id: login.login_id,
+      link_id: login.link_id,
+      message: `login ${login.login_id} started ${login.link_id === "oidc" ? "through the identity provider" : `from link ${login.link_id}`} (made by ${login.made_by})`,
+      at: now,
+    });
+  }
+
+  /** A login through a provider, asked again; null when there is nothing to ask (no provider, no token). */
+  private async askProvider(login: LoginRecord, secret: string): Promise<ProviderAnswer | null> {
+    const sealed = login.provider?.sealed_refresh;
+    if (sealed === undefined || sealed === null || this.recheck === undefined) return null;
+    const token = openToken(secret, sealed);
+    if (token === null)
+      return { ok: false, transient: false, message: "its provider refresh token could not be unsealed" };
+    return this.recheck(token);
+  }
+
+  /** The provider would not vouch: a transient failure leaves the login, a refusal ends it. */
+  private async providerRefused(
+    loginId: string,
+    answer: { transient: boolean; message: string },
+  ): Promise<LoginRefusal> {
+    if (answer.transient)
+      return this.refuse(
+        refusal("refresh", "provider_unavailable", { login_id: loginId, detail: answer.message }),
+      );
+    await this.revoke(loginId, "provider");
+    return this.refuse(refusal("refresh", "provider", { login_id: loginId, detail: answer.message }));
   }
 
   /** A token rotated before: the same answer within the grace window, else a replay. */
@@ -528,6 +638,12 @@ function view(login: LoginRecord): Login {
     client: login.client,
   };
 }
+
+const REVOKED_WHY = {
+  operator: "by the operator",
+  replay: "after a replayed refresh token",
+  provider: "as the identity provider no longer vouches for its user",
+} as const;
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();

@@ -8,9 +8,18 @@ export type LoginAction = "link" | "refresh" | "access";
 /**
  * unknown: no such token (mistyped, pruned, another profile's); expired; used: a link already
  * redeemed; revoked: its login was ended; replay: a rotated refresh token presented again after
- * the grace window, which revokes its login.
+ * the grace window, which revokes its login; provider: the OIDC provider refused to vouch for the
+ * user again, which ends the login; provider_unavailable: it could not be asked (it did not
+ * answer in time): the login stays, and the refresh may be tried again.
  */
-export type RefusalReason = "unknown" | "expired" | "used" | "revoked" | "replay";
+export type RefusalReason =
+  | "unknown"
+  | "expired"
+  | "used"
+  | "revoked"
+  | "replay"
+  | "provider"
+  | "provider_unavailable";
 
 export interface LoginRefusal {
   ok: false;
@@ -80,20 +89,28 @@ export type LoginEvent =
   | (EventBase & { type: "login_refreshed"; coalesced: boolean })
   | (EventBase & { type: "login_refused"; action: LoginAction; reason: RefusalReason })
   | (EventBase & { type: "login_replay"; rotated_at: number })
-  | (EventBase & { type: "login_revoked"; by: "operator" | "replay" });
+  | (EventBase & { type: "login_revoked"; by: "operator" | "replay" | "provider" });
 
 /** What a refusal's words are made of. */
 export interface RefusalFacts {
   login_id?: string | null;
   /** When it expired, was used, was revoked, or (replay) was rotated. */
   at?: number;
-  revoked_by?: "operator" | "replay" | null;
+  revoked_by?: "operator" | "replay" | "provider" | null;
+  /** provider, provider_unavailable: what the provider's answer (or silence) was. */
+  detail?: string;
   /** Replay: how long after its rotation it came back, and the grace window. */
   late_ms?: number;
   grace_ms?: number;
 }
 
 const NEW_LINK = "ask for a new login link: tenax dashboard link";
+
+const REVOKED_BY = {
+  operator: " by the operator",
+  replay: " after one of its refresh tokens was replayed",
+  provider: " when the identity provider no longer vouched for its user",
+} as const;
 
 export function refusal(action: LoginAction, reason: RefusalReason, facts: RefusalFacts = {}): LoginRefusal {
   const { message, hint } = words(action, reason, facts);
@@ -128,9 +145,7 @@ function words(
       return { message: `this login link was already used${when}: a link logs in once`, hint: NEW_LINK };
     case "revoked":
       return {
-        message: `${login} was revoked${when}${
-          facts.revoked_by === "replay" ? " after one of its refresh tokens was replayed" : " by the operator"
-        }`,
+        message: `${login} was revoked${when}${REVOKED_BY[facts.revoked_by ?? "operator"]}`,
         hint: `log in again: ${NEW_LINK}`,
       };
     case "replay": {
@@ -141,6 +156,16 @@ function words(
         hint: `log in again: ${NEW_LINK}; if no one else should have had it, check where the dashboard was opened`,
       };
     }
+    case "provider":
+      return {
+        message: `the identity provider no longer vouches for the user of ${login}, which is ended: ${facts.detail ?? "it refused"}`,
+        hint: "log in again at /auth/login; if you should still have access, ask who runs the provider",
+      };
+    case "provider_unavailable":
+      return {
+        message: `the identity provider could not recheck ${login}: ${facts.detail ?? "it did not answer"}`,
+        hint: "the login stays: try again in a moment",
+      };
     default: {
       const never: never = reason;
       throw new Error(`unknown refusal reason ${String(never)}`);

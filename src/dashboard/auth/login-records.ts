@@ -51,8 +51,16 @@ export const loginRecord = z.looseObject({
   /** When its newest refresh token expires: the login ends then unless refreshed. */
   expires_at: z.number(),
   revoked_at: z.number().nullable(),
-  /** Why: `operator` (revoke) or `replay` (a rotated refresh token presented after the grace window). */
-  revoked_by: z.enum(["operator", "replay"]).nullable(),
+  /**
+   * Why: `operator` (revoke), `replay` (a rotated refresh token presented after the grace window),
+   * or `provider` (the OIDC provider no longer vouches for the user).
+   */
+  revoked_by: z.enum(["operator", "replay", "provider"]).nullable(),
+  /** A login through an OIDC provider: who it vouched for, and its refresh token, sealed (login-tokens.ts). */
+  provider: z
+    .object({ issuer: z.string(), subject: z.string(), sealed_refresh: z.string().nullable() })
+    .nullable()
+    .optional(),
 });
 export type LoginRecord = z.infer<typeof loginRecord>;
 

@@ -10,7 +10,14 @@
 // its absence: a process that loses the race reads the winner's. Someone who can read the store
 // learns the secret but still cannot mint a token: a derived token needs the token it derives
 // from, and the store holds only hashes of tokens.
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  randomBytes,
+  timingSafeEqual,
+} from "node:crypto";
 import { TenaxError } from "../../core/errors.js";
 import type { StorePort } from "../../store/port.js";
 import { claimOp, isRecordConflict } from "../../store/record-ops.js";
@@ -44,6 +51,35 @@ export function deriveToken(secret: string, purpose: "refresh" | "access", prese
   return createHmac("sha256", Buffer.from(secret, "base64url"))
     .update(`${purpose}:${presented}`)
     .digest("base64url");
+}
+
+/**
+ * A provider's refresh token sealed for the store (AES-256-GCM under a key derived from the server
+ * secret): unlike Tenax's own tokens it must be given back to the provider, so it cannot be kept as
+ * a hash; sealed, a copy of the store alone does not hand it out.
+ */
+export function sealToken(secret: string, token: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", sealKey(secret), iv);
+  const body = Buffer.concat([cipher.update(token, "utf8"), cipher.final()]);
+  return [iv, cipher.getAuthTag(), body].map((b) => b.toString("base64url")).join(".");
+}
+
+/** A sealed token back, or null when it was sealed under another secret or changed. */
+export function openToken(secret: string, sealed: string): string | null {
+  const [iv, tag, body] = sealed.split(".").map((part) => Buffer.from(part, "base64url"));
+  if (iv === undefined || tag === undefined || body === undefined) return null;
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", sealKey(secret), iv);
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(body), decipher.final()]).toString("utf8");
+  } catch {
+    return null;
+  }
+}
+
+function sealKey(secret: string): Buffer {
+  return createHmac("sha256", Buffer.from(secret, "base64url")).update("seal:provider-refresh").digest();
 }
 
 /** Two hashes compared in constant time. */

@@ -1,14 +1,16 @@
 // The login routes, the only ones that need no session: the one-time link (GET /auth/link), the
-// bearer refresh (POST /auth/token), the login page (GET /auth/login); and, with a session, the
+// bearer refresh (POST /auth/token), the login page (GET /auth/login), the OIDC redirect and its
+// callback (GET /auth/oidc/start, /auth/oidc/callback), and /health/live; and, with a session, the
 // logout (POST /auth/logout) and the list of logins the page shows (GET /api/logins).
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { type App, jsonBodyOf } from "../../http/app.js";
-import { clearedCookies, loginCookies } from "../auth/cookies.js";
+import { clearedCookies, loginCookies, oidcCookie, readOidcCookie } from "../auth/cookies.js";
 import type { Presented } from "../auth/dashboard-auth.js";
 import { clientOf } from "../auth/failure-limit.js";
 import { LINK_PATH } from "../auth/login-book.js";
 import { isLinkPreview, previewPage } from "../auth/login-page.js";
+import { parsePending } from "../auth/oidc-outcomes.js";
 import type { Dashboard } from "../server.js";
 import { dashboardError } from "../store-view.js";
 
@@ -44,6 +46,14 @@ function isLocal(peer: string | undefined): boolean {
 export function registerAuthRoutes(app: App, dashboard: Dashboard): void {
   const auth = dashboard.auth;
   const who = (request: FastifyRequest) => presented(request, dashboard.config.dashboard.public_url);
+
+  // For a reverse proxy's or a monitor's liveness check: answers whenever the process serves HTTP.
+  app.route({
+    method: ["GET", "HEAD"],
+    url: "/health/live",
+    config: { public: true },
+    handler: async () => ({ status: "ok" }),
+  });
 
   app.route({
     method: ["GET", "HEAD"],
@@ -99,7 +109,13 @@ export function registerAuthRoutes(app: App, dashboard: Dashboard): void {
         throw dashboardError(404, "auth_off", "this dashboard has no logins (dashboard.auth.mode none)");
       const body = tokenRequest.parse(jsonBodyOf(request));
       const renewed = await auth.refresh(body.refresh_token, who(request));
-      if (!renewed.ok) throw dashboardError(401, `login_${renewed.reason}`, renewed.message, renewed.hint);
+      if (!renewed.ok)
+        throw dashboardError(
+          renewed.reason === "provider_unavailable" ? 503 : 401,
+          `login_${renewed.reason}`,
+          renewed.message,
+          renewed.hint,
+        );
       return {
         access_token: renewed.access_token,
         token_type: "Bearer",
@@ -109,6 +125,8 @@ export function registerAuthRoutes(app: App, dashboard: Dashboard): void {
       };
     },
   });
+
+  registerOidcRoutes(app, dashboard);
 
   app.route({
     method: "POST",
@@ -129,6 +147,93 @@ export function registerAuthRoutes(app: App, dashboard: Dashboard): void {
       return { mode: auth.mode, logins: await book.list(), current: dashboard.loginOf(request) };
     },
   });
+}
+
+/**
+ * Mode oidc: /auth/oidc/start sends the browser to the provider (the login under way kept in a
+ * short-lived cookie), /auth/oidc/callback takes it back, and a user the provider vouches for and
+ * `allowed` lists gets a login like a link's.
+ */
+function registerOidcRoutes(app: App, dashboard: Dashboard): void {
+  const auth = dashboard.auth;
+  const callbackOf = (request: FastifyRequest, secure: boolean) => {
+    const publicUrl = dashboard.config.dashboard.public_url;
+    const base = publicUrl?.replace(/\/+$/, "") ?? `${secure ? "https" : "http"}://${request.headers.host}`;
+    return `${base}/auth/oidc/callback`;
+  };
+  const needOidc = () => {
+    if (auth.mode !== "oidc")
+      throw dashboardError(
+        404,
+        "not_oidc_mode",
+        `this dashboard logs in with mode ${auth.mode}, not oidc`,
+        "log in at /auth/login",
+      );
+    return auth.oidc();
+  };
+
+  app.route({
+    method: ["GET", "HEAD"],
+    url: "/auth/oidc/start",
+    config: { public: true },
+    handler: async (request, reply) => {
+      const oidc = needOidc();
+      const facts = presented(request, dashboard.config.dashboard.public_url);
+      auth.checkLimit(facts.client);
+      const begun = await oidc.begin(callbackOf(request, facts.secure));
+      if (!begun.ok)
+        return reply
+          .code(begun.transient ? 503 : 502)
+          .type(HTML)
+          .send(dashboard.loginPage({ message: begun.message, hint: begun.hint }));
+      return reply
+        .header("set-cookie", oidcCookie(JSON.stringify(begun.pending), facts.secure))
+        .redirect(begun.url.href, 303);
+    },
+  });
+
+  app.route({
+    method: ["GET", "HEAD"],
+    url: "/auth/oidc/callback",
+    config: { public: true },
+    handler: async (request, reply) => {
+      const oidc = needOidc();
+      const facts = presented(request, dashboard.config.dashboard.public_url);
+      auth.checkLimit(facts.client);
+      const cleared = oidcCookie(null, facts.secure);
+      const pending = parsePending(parseJson(readOidcCookie(request.headers.cookie)));
+      const redirectUri = callbackOf(request, facts.secure);
+      const finished =
+        pending === null
+          ? {
+              ok: false as const,
+              message: "this login was not started here, or took over 10 minutes at the provider",
+              hint: "start again at /auth/login",
+            }
+          : await oidc.finish(new URL(request.url, redirectUri), pending, redirectUri);
+      if (!finished.ok) {
+        auth.failedOidc(finished.message, facts);
+        return reply
+          .code(401)
+          .header("set-cookie", cleared)
+          .type(HTML)
+          .send(dashboard.loginPage({ message: finished.message, hint: finished.hint }));
+      }
+      const started = await auth.startOidcLogin(finished, facts);
+      return reply
+        .header("set-cookie", [cleared, ...loginCookies(started, dashboard.now(), facts.secure)])
+        .redirect("/", 303);
+    },
+  });
+}
+
+function parseJson(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }
 
 /** Answer a request that has no session: the login page for the page itself, a 401 for the rest. */
