@@ -5,6 +5,7 @@
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { openPage, requireChromium } from "./helpers/browser.js";
+import { logInBrowser } from "./helpers/dashboard-login.js";
 import { seedSessions, serveDashboard } from "./helpers/seeded-sessions.js";
 
 beforeAll(() => {
@@ -21,8 +22,9 @@ interface Box {
 /** The dashboard of a seeded profile, with its session that called tools open. */
 async function openDashboard(width: number, height: number): Promise<Page> {
   const seeded = await seedSessions();
-  const url = await serveDashboard(seeded.paths);
+  const { url, login } = await serveDashboard(seeded.paths);
   const page = await openPage({ width, height });
+  await logInBrowser(page, url, login);
   await page.goto(url);
   await page.locator(`#sessions li[data-session="${seeded.tools}"]`).click();
   await page.locator('#transcript .message[data-role="tool"]').first().waitFor();

@@ -12,6 +12,7 @@ import { mcpComponent } from "../src/health/mcp-component.js";
 import { tenaxCommand } from "../src/profile/command-hint.js";
 import type { ProfilePaths } from "../src/profile/paths.js";
 import { openPage, requireChromium } from "./helpers/browser.js";
+import { logInBrowser } from "./helpers/dashboard-login.js";
 import { serveDashboard } from "./helpers/seeded-sessions.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -66,8 +67,9 @@ async function dashboardOver(paths: ProfilePaths, servers: McpServerState[]): Pr
     const body = JSON.parse(JSON.stringify({ status: mcp.status, components: { mcp } }));
     return { kind: "answer", status: 200, body };
   };
-  const url = await serveDashboard(paths, { probe: { deps: { look } } });
+  const { url, login } = await serveDashboard(paths, { probe: { deps: { look } } });
   const page = await openPage();
+  await logInBrowser(page, url, login);
   await page.goto(url);
   return page;
 }

@@ -5,6 +5,7 @@
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { openPage, requireChromium } from "./helpers/browser.js";
+import { logInBrowser } from "./helpers/dashboard-login.js";
 import {
   FIRST_QUESTION,
   HOSTILE_ARG,
@@ -21,8 +22,9 @@ beforeAll(() => {
 
 async function open(): Promise<{ page: Page; seeded: Seeded }> {
   const seeded = await seedSessions();
-  const url = await serveDashboard(seeded.paths);
+  const { url, login } = await serveDashboard(seeded.paths);
   const page = await openPage();
+  await logInBrowser(page, url, login);
   await page.goto(url);
   await page.locator(`#sessions li[data-session="${seeded.tools}"]`).waitFor();
   return { page, seeded };
