@@ -5,7 +5,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild } from "./helpers/cli.js";
-import { freePort, startDashboard } from "./helpers/dashboard.js";
+import { freePort, loginOf, startDashboard } from "./helpers/dashboard.js";
+import { logInBrowser } from "./helpers/dashboard-login.js";
 import { startGateway } from "./helpers/gateway.js";
 import { TG_OWNER, telegramProfile } from "./helpers/telegram-gateway.js";
 
@@ -23,6 +24,7 @@ describe("the dashboard's platforms tile", () => {
     await tg.waitForMessages(TG_OWNER, 1, { timeoutMs: 20_000 });
     const dashboard = await startDashboard(home);
     const page = await openPage();
+    await logInBrowser(page, dashboard.url, loginOf(dashboard));
     await page.goto(dashboard.url);
     const tile = page.locator('.tile[data-layer="platforms"]');
     await tile.waitFor();

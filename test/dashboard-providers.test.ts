@@ -6,7 +6,8 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../src/llm/simulator/server.js";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, testGatewayKey } from "./helpers/cli.js";
-import { freePort, startDashboard } from "./helpers/dashboard.js";
+import { freePort, loginOf, startDashboard } from "./helpers/dashboard.js";
+import { logInBrowser } from "./helpers/dashboard-login.js";
 import { startGateway } from "./helpers/gateway.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -39,6 +40,7 @@ describe("the dashboard's providers tile", () => {
       }).then((r) => r.text());
 
     const page = await openPage();
+    await logInBrowser(page, dashboard.url, loginOf(dashboard));
     await page.goto(dashboard.url);
     const tile = page.locator('.tile[data-layer="providers"]');
     await tile.waitFor();

@@ -6,7 +6,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { writeFailingJob } from "./helpers/cron.js";
-import { freePort, startDashboard } from "./helpers/dashboard.js";
+import { freePort, loginOf, startDashboard } from "./helpers/dashboard.js";
+import { logInBrowser } from "./helpers/dashboard-login.js";
 import { type GatewayProcess, simProfile, startGateway } from "./helpers/gateway.js";
 import { startPrinted } from "./helpers/listening.js";
 
@@ -37,6 +38,7 @@ describe("dashboard in Chromium", () => {
     const dashboard = await startDashboard(home);
 
     const page = await openPage();
+    await logInBrowser(page, dashboard.url, loginOf(dashboard));
     await page.goto(dashboard.url);
     for (const layer of [
       "gateway",

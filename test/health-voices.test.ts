@@ -9,7 +9,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { writeFailingJob } from "./helpers/cron.js";
-import { type DashboardProcess, freePort, startDashboard } from "./helpers/dashboard.js";
+import { type DashboardProcess, freePort, loginOf, startDashboard } from "./helpers/dashboard.js";
+import { logInBrowser } from "./helpers/dashboard-login.js";
 import { type GatewayProcess, simProfile, startGateway, until } from "./helpers/gateway.js";
 
 beforeAll(() => {
@@ -39,7 +40,7 @@ interface Voices {
 async function listen(home: string, gateway: GatewayProcess | null, dashboard: DashboardProcess, page: Page) {
   const run = await tenaxAsync(home, ["status", "--json"]);
   const health = gateway === null ? null : levels((await (await gateway.fetch("/health")).json()) as Report);
-  const layers = (await (await fetch(`${dashboard.url}/api/layers`)).json()) as { report: Report };
+  const layers = (await (await dashboard.fetch("/api/layers")).json()) as { report: Report };
   const tiles = await page
     .locator(".tile[data-layer]")
     .evaluateAll((nodes) => nodes.map((n) => [n.dataset.layer ?? "", n.dataset.status ?? ""]));
@@ -109,6 +110,7 @@ describe("health has one voice", () => {
     const gateway = await startGateway(home, []);
     const dashboard = await startDashboard(home);
     const page = await openPage();
+    await logInBrowser(page, dashboard.url, loginOf(dashboard));
     await page.goto(dashboard.url);
     await page.locator('.tile[data-layer="scheduler"]').waitFor();
 
@@ -243,6 +245,7 @@ describe("health has one voice", () => {
     expect(health.components.cron.lag_ms.samples).toBe(0);
     expect(health.components.cron.detail).not.toMatch(/late/);
     const page = await openPage();
+    await logInBrowser(page, dashboard.url, loginOf(dashboard));
     await page.goto(dashboard.url);
     await page.locator('.tile[data-layer="cron"]').waitFor();
     const voices = await agree(home, gateway, dashboard, page, { gateway: "ok", cron: "ok" });

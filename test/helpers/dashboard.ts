@@ -2,6 +2,7 @@
 // one, and the URL it printed; plus a free port for a gateway that must come back at the same address.
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import type { DashboardLogin } from "./dashboard-login.js";
 import { type ListeningProcess, startListening } from "./listening.js";
 
 export type DashboardProcess = ListeningProcess;
@@ -9,6 +10,13 @@ export type DashboardProcess = ListeningProcess;
 /** Start `tenax dashboard` and wait for its "listening" line; rejects with its output if it exits first. */
 export function startDashboard(home: string, args: string[] = ["--port", "0"]): Promise<DashboardProcess> {
   return startListening(home, ["dashboard", ...args], "dashboard");
+}
+
+/** The login a started dashboard's printed link began (token mode, the default); throws if it printed none. */
+export function loginOf(dashboard: DashboardProcess): DashboardLogin {
+  if (dashboard.login === null)
+    throw new Error(`the dashboard printed no login link:\n${dashboard.stdout()}\n${dashboard.stderr()}`);
+  return dashboard.login;
 }
 
 /**
