@@ -142,7 +142,7 @@ describe("a flood of idle sockets", () => {
   it("so does the dashboard", async () => {
     const dashboard = await startDashboard(profileWith(`dashboard: { ${CONNECTIONS} }\n`).home);
     await flood(dashboard, async () => {
-      const page = await fetch(`${dashboard.url}/api/sessions`);
+      const page = await dashboard.fetch("/api/sessions");
       expect(page.status).toBe(200);
       await page.arrayBuffer();
     });
