@@ -66,6 +66,7 @@ describe("configSchema", () => {
           keep_alive_timeout: 5,
           max_connections: 1000,
         },
+        auth: { mode: "token", access_ttl: 900, refresh_ttl: 2_592_000, grace: 5 },
       },
       logs: { max_mb: 10, keep: 3 },
       health: {
@@ -127,6 +128,39 @@ describe("configSchema", () => {
         message: "headers_timeout must not be longer than request_timeout (the head is part of the request)",
       },
     ]);
+  });
+
+  it("takes dashboard.auth (token by default, oidc only with its provider) and dashboard.public_url", () => {
+    expect(issues({ dashboard: { auth: { mode: "oidc" } } })).toEqual([
+      {
+        path: "dashboard.auth.oidc",
+        message: expect.stringContaining("mode oidc needs dashboard.auth.oidc"),
+      },
+    ]);
+    expect(issues({ dashboard: { auth: { mode: "open" } } })).toEqual([
+      { path: "dashboard.auth.mode", message: 'expected "token", "oidc" or "none"' },
+    ]);
+    expect(issues({ dashboard: { public_url: "ftp://agent.example.com", auth: { access_ttl: 0 } } })).toEqual(
+      [
+        { path: "dashboard.public_url", message: "expected an http:// or https:// URL" },
+        {
+          path: "dashboard.auth.access_ttl",
+          message: "expected a number of seconds (more than 0, at most 86400)",
+        },
+      ],
+    );
+    const oidc = { issuer: "https://id.example", client_id: "tenax", allowed: ["me@example.com"] };
+    const config = configSchema.parse({
+      dashboard: { public_url: "https://agent.example.com", auth: { mode: "oidc", oidc } },
+    });
+    expect(config.dashboard.public_url).toBe("https://agent.example.com");
+    expect(config.dashboard.auth).toEqual({
+      mode: "oidc",
+      access_ttl: 900,
+      refresh_ttl: 2_592_000,
+      grace: 5,
+      oidc: { ...oidc, timeout: 10 },
+    });
   });
 
   it("takes agent.stall_after and agent.turn_deadline in seconds, the stall shorter than the deadline", () => {
