@@ -1,7 +1,7 @@
 // The dashboard server's JSON over a real socket, without a browser: layers, sessions, search and
-// transcripts from a read-only store (missing, healthy, damaged), and the gateway probe's verdicts
-// (refused, 404 health, served health and capabilities) with a fake fetch and clock.
-import { writeFileSync } from "node:fs";
+// transcripts from a read-only store (missing, healthy, damaged), behind a login, and the gateway
+// probe's verdicts (refused, 404 health, served health and capabilities) with a fake fetch and clock.
+import { existsSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config/load.js";
@@ -12,6 +12,7 @@ import { closeApp, listen } from "../src/http/listen.js";
 import type { ProfilePaths } from "../src/profile/paths.js";
 import { openStore, releaseStore } from "../src/store/registry.js";
 import { fileDigest } from "./helpers/corrupt.js";
+import { type DashboardLogin, inProcessLogin, redeemLink } from "./helpers/dashboard-login.js";
 import { rawRequest } from "./helpers/raw-http.js";
 import { profileWith } from "./helpers/temp-home.js";
 
@@ -20,18 +21,36 @@ afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
 
-async function serve(paths: ProfilePaths): Promise<{ url: string; dashboard: Dashboard }> {
+interface Served {
+  url: string;
+  dashboard: Dashboard;
+  /** The login the test started (token mode, the default); null in mode none, which has none. */
+  login: DashboardLogin | null;
+  /** GET url + path as JSON, with the login's access token. */
+  get(path: string): Promise<{ status: number; body: Record<string, unknown> }>;
+}
+
+/** A dashboard as `tenax dashboard` serves it, logged in to unless its mode is none or `logIn` is false. */
+async function serve(paths: ProfilePaths, { logIn = true } = {}): Promise<Served> {
   const { config } = loadConfig(paths);
   // Nothing listens on the gateway's port here; the probe is tested on its own below.
   const dashboard = new Dashboard({ paths, config, version: "test" });
-  const app = buildDashboardApp(dashboard); // as `tenax dashboard` serves it
+  const app = buildDashboardApp(dashboard);
   const port = await listen(app, "127.0.0.1", 0, { name: "dashboard" });
-  stops.push(() => closeApp(app));
-  return { url: `http://127.0.0.1:${port}`, dashboard };
+  stops.push(async () => {
+    await closeApp(app);
+    await dashboard.auth.close();
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const login = config.dashboard.auth.mode === "none" || !logIn ? null : await inProcessLogin(dashboard);
+  return { url, dashboard, login, get: (path) => getJson(`${url}${path}`, login?.headers) };
 }
 
-async function get(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url);
+async function getJson(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, { headers });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -64,79 +83,113 @@ describe("dashboard server", () => {
     expect(JSON.parse(answer.body).error.message).toMatch(/not valid HTTP \(HPE_INVALID_METHOD\)/);
   });
 
-  it("serves layers, sessions, search and a transcript from the store, and never writes it", async () => {
+  it("serves layers, sessions, search and a transcript from the store, and writes nothing to it but the login", async () => {
     const { paths, id } = await seeded();
-    const before = fileDigest(paths.state);
-    const { url } = await serve(paths);
+    const { url, get, login } = await serve(paths);
+    // The login is the dashboard's one write; what it serves after that writes nothing, not even to the WAL.
+    const written = () => [fileDigest(paths.state), fileDigest(`${paths.state}-wal`)];
+    const before = written();
 
-    const layers = (await get(`${url}/api/layers`)).body as unknown as Layers;
+    const layers = (await get("/api/layers")).body as unknown as Layers;
     expect(layers.ok).toBe(true);
     expect(Object.keys(layers.report.components)).toEqual(
       expect.arrayContaining(["store", "providers", "credentials", "compression"]),
     );
     expect(layers.report.components.store).toMatchObject({ status: "ok", sessions: 1, messages: 2 });
 
-    const sessions = await get(`${url}/api/sessions`);
+    const sessions = await get("/api/sessions");
     expect(sessions.status).toBe(200);
     expect((sessions.body.sessions as { id: string; title: string }[]).map((s) => [s.id, s.title])).toEqual([
       [id, "wombat plans"],
     ]);
 
-    const shown = await get(`${url}/api/sessions/${id}`);
+    const shown = await get(`/api/sessions/${id}`);
     expect(shown.status).toBe(200);
     const messages = shown.body.messages as { role: string; content: string }[];
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     // Untrusted text is handed over as data; the page puts it in with textContent.
     expect(messages[1]?.content).toBe("<img src=x onerror=alert(1)> burrows");
 
-    const found = await get(`${url}/api/search?q=wombats`);
+    const found = await get("/api/search?q=wombats");
     expect(found.status).toBe(200);
     expect((found.body.hits as { session_id: string }[]).map((h) => h.session_id)).toEqual([id]);
     // Each hit's session as the list shows it, so a search result has its title too.
     expect(found.body.sessions).toEqual({ [id]: expect.objectContaining({ id, title: "wombat plans" }) });
 
-    expect((await get(`${url}/api/search?q=`)).status).toBe(400);
-    const missing = await get(`${url}/api/sessions/s_nope`);
+    expect((await get("/api/search?q=")).status).toBe(400);
+    const missing = await get("/api/sessions/s_nope");
     expect(missing.status).toBe(404);
     expect(missing.body.error).toMatchObject({ code: "session_not_found" });
-    expect((await fetch(`${url}/api/sessions`, { method: "POST" })).status).toBe(405);
-    expect((await get(`${url}/api/nothing`)).status).toBe(404);
-    expect(fileDigest(paths.state)).toBe(before);
+    const posted = await fetch(`${url}/api/sessions`, { method: "POST", headers: login?.headers });
+    expect(posted.status).toBe(405);
+    expect((await get("/api/nothing")).status).toBe(404);
+    expect(written()).toEqual(before);
   });
 
-  it("reports a profile without a store as empty, not as an error", async () => {
-    const paths = profileWith("gateway: { port: 1 }\n");
-    const { url } = await serve(paths);
-    const layers = (await get(`${url}/api/layers`)).body as unknown as Layers;
+  it("reports a profile without a store as empty, not as an error (mode none: no login makes one)", async () => {
+    const paths = profileWith("gateway: { port: 1 }\ndashboard: { auth: { mode: none } }\n");
+    const { get } = await serve(paths);
+    const layers = (await get("/api/layers")).body as unknown as Layers;
     expect(layers.report.components.store).toMatchObject({ status: "ok" });
     expect(String(layers.report.components.store?.detail)).toMatch(/no store yet/);
-    expect((await get(`${url}/api/sessions`)).body).toEqual({ sessions: [] });
-    expect((await get(`${url}/api/search?q=anything`)).status).toBe(200);
+    expect((await get("/api/sessions")).body).toEqual({ sessions: [] });
+    expect((await get("/api/search?q=anything")).status).toBe(200);
+    expect(existsSync(paths.state)).toBe(false);
   });
 
-  it("shows a damaged store as the store layer down with the salvage command, and keeps serving", async () => {
+  it("keeps its logins in the store, so the first login makes it, and shows it empty", async () => {
     const paths = profileWith("gateway: { port: 1 }\n");
+    const { get } = await serve(paths);
+    expect(existsSync(paths.state)).toBe(true);
+    const layers = (await get("/api/layers")).body as unknown as Layers;
+    expect(layers.report.components.store).toMatchObject({ status: "ok", sessions: 0, messages: 0 });
+    expect((await get("/api/sessions")).body).toEqual({ sessions: [] });
+    expect((await get("/api/search?q=anything")).status).toBe(200);
+  });
+
+  it("shows a damaged store as the store layer down with the salvage command, and keeps serving (mode none)", async () => {
+    const paths = profileWith("gateway: { port: 1 }\ndashboard: { auth: { mode: none } }\n");
     writeFileSync(paths.state, Buffer.alloc(8192, 0x5a));
-    const { url } = await serve(paths);
-    const layers = (await get(`${url}/api/layers`)).body as unknown as Layers;
+    const { url, get } = await serve(paths);
+    const layers = (await get("/api/layers")).body as unknown as Layers;
     expect(layers.report.status).toBe("down");
     expect(layers.report.components.store).toMatchObject({ status: "down" });
     expect(String(layers.report.components.store?.next)).toMatch(
       /tenax sessions recover --source .*state\.db/,
     );
-    const sessions = await get(`${url}/api/sessions`);
+    const sessions = await get("/api/sessions");
     expect(sessions.status).toBe(503);
     expect(sessions.body.error).toMatchObject({ hint: expect.stringMatching(/tenax sessions recover/) });
     // Still up: the page and the gateway probe answer.
     expect((await fetch(`${url}/`)).status).toBe(200);
-    expect((await get(`${url}/api/gateway`)).status).toBe(200);
+    expect((await get("/api/gateway")).status).toBe(200);
+  });
+
+  it("with a damaged store, makes no login and says the store is why, and keeps serving its login page", async () => {
+    const paths = profileWith("gateway: { port: 1 }\n");
+    writeFileSync(paths.state, Buffer.alloc(8192, 0x5a));
+    const { url, dashboard } = await serve(paths, { logIn: false });
+    const refused = await inProcessLogin(dashboard).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 503, code: "store_unavailable" });
+    expect(String((refused as Error).message)).toMatch(/state\.db is not a SQLite database/);
+    const page = await fetch(`${url}/`);
+    expect(page.status).toBe(401);
+    expect(await page.text()).toMatch(/tenax dashboard link/);
+    expect((await fetch(`${url}/style.css`)).status).toBe(200);
+    // A credential is checked against the store: the answer names it, not a bad token.
+    const layers = await getJson(`${url}/api/layers`, { authorization: "Bearer not-a-token" });
+    expect(layers.status).toBe(503);
+    expect(layers.body.error).toMatchObject({
+      code: "store_unavailable",
+      message: expect.stringMatching(/state\.db is not a SQLite database/),
+    });
   });
 
   it("reports a config.yaml that does not load as the answer, naming the key", async () => {
     const paths = profileWith("gateway: { port: 1 }\n");
-    const { url } = await serve(paths);
+    const { get } = await serve(paths);
     writeFileSync(paths.config, "gateway: { port: 1 }\nnonsense_key: 3\n");
-    const layers = (await get(`${url}/api/layers`)).body as {
+    const layers = (await get("/api/layers")).body as {
       ok: boolean;
       error: { message: string };
     };
@@ -145,28 +198,67 @@ describe("dashboard server", () => {
   });
 
   it("answers only requests addressed to a loopback host (no DNS rebinding)", async () => {
-    const { url } = await serve(profileWith("gateway: { port: 1 }\n"));
+    const { url, login } = await serve(profileWith("gateway: { port: 1 }\n"));
     const port = new URL(url).port;
-    const ask = (host: string) =>
+    const ask = (host: string, headers = login?.headers) =>
       new Promise<number>((resolve, reject) => {
-        const req = request({ host: "127.0.0.1", port, path: "/api/sessions", headers: { host } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          { host: "127.0.0.1", port, path: "/api/sessions", headers: { ...headers, host } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on("error", reject);
         req.end();
       });
     expect(await ask(`evil.example:${port}`)).toBe(403);
+    // The Host is checked first: a rebound page learns nothing, not even that a login is wanted.
+    expect(await ask(`evil.example:${port}`, {})).toBe(403);
     expect(await ask(`localhost:${port}`)).toBe(200);
     expect(await ask(`[::1]:${port}`)).toBe(200);
   });
 
   it("serves the page with a policy that forbids inline script", async () => {
-    const { url } = await serve(profileWith("gateway: { port: 1 }\n"));
-    const page = await fetch(`${url}/`);
+    const { url, login } = await serve(profileWith("gateway: { port: 1 }\n"));
+    const page = await fetch(`${url}/`, { headers: login?.headers });
     expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self'/);
     expect(await page.text()).toMatch(/<script type="module" src="\/app.js">/);
-    expect((await fetch(`${url}/app.js`)).headers.get("content-type")).toMatch(/javascript/);
+    const script = await fetch(`${url}/app.js`, { headers: login?.headers });
+    expect(script.headers.get("content-type")).toMatch(/javascript/);
+    // The login page is under the same policy, and has no script at all.
+    const loginPage = await fetch(`${url}/`);
+    expect(loginPage.status).toBe(401);
+    expect(loginPage.headers.get("content-security-policy")).toMatch(/script-src 'self'/);
+    expect(await loginPage.text()).not.toMatch(/<script/);
+  });
+
+  it("needs a login for every page and API route but the login routes and the stylesheet", async () => {
+    const { url, dashboard, login } = await serve(profileWith("gateway: { port: 1 }\n"));
+    const page = await fetch(`${url}/`);
+    expect(page.status).toBe(401);
+    expect(page.headers.get("content-type")).toMatch(/text\/html/);
+    expect(await page.text()).toMatch(/tenax dashboard link/);
+    for (const path of ["/api/sessions", "/api/layers", "/api/gateway", "/app.js"]) {
+      const answer = await getJson(`${url}${path}`);
+      expect([path, answer.status]).toEqual([path, 401]);
+      expect(answer.body.error).toMatchObject({ code: "login_required" });
+    }
+    const wrong = await getJson(`${url}/api/sessions`, { authorization: "Bearer not-a-token" });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.error).toMatchObject({ code: "login_required" });
+    expect((await fetch(`${url}/auth/login`)).status).toBe(200);
+    expect((await fetch(`${url}/style.css`)).status).toBe(200);
+    // The login's cookies are a login too, as a browser sends them.
+    const cookie = login?.cookie ?? "";
+    expect((await fetch(`${url}/api/sessions`, { headers: { cookie } })).status).toBe(200);
+    // A link opened over HTTP logs in once; opened again, it is the login page with why.
+    const link = await (await dashboard.auth.logins()).createLink({ madeBy: "test" });
+    const opened = await redeemLink(`${url}${link.url_path}`);
+    expect((await getJson(`${url}/api/sessions`, opened.headers)).status).toBe(200);
+    const again = await fetch(`${url}${link.url_path}`, { redirect: "manual" });
+    expect(again.status).toBe(401);
+    expect(again.headers.getSetCookie()).toEqual([]);
   });
 });
 
