@@ -72,11 +72,13 @@ describe("a path part that is not valid percent-encoding", () => {
 
   it("is a 400 invalid_url on the dashboard too, in the dashboard's shape, and it serves on", async () => {
     const dashboard = await startDashboard(profileWith("").home);
-    const response = await fetch(`${dashboard.url}/api/sessions/%ZZ`);
+    // Logged in with the link it printed, as its user is.
+    expect(dashboard.login).not.toBeNull();
+    const response = await dashboard.fetch("/api/sessions/%ZZ");
     expect(response.status).toBe(400);
     const body = (await response.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("invalid_url");
     expect(body.error.message).toBe('the session id "%ZZ" is not valid percent-encoding');
-    expect((await fetch(`${dashboard.url}/api/sessions`)).status).toBe(200);
+    expect((await dashboard.fetch("/api/sessions")).status).toBe(200);
   });
 });

@@ -30,7 +30,9 @@ describe("tenax dashboard with a config that does not load", () => {
       expect(said).toMatch(
         /the dashboard serves anyway, on the defaults, and shows this error until config\.yaml is fixed/,
       );
-      const broken = (await (await fetch(`${dashboard.url}/api/layers`)).json()) as Layers;
+      // The config that does not load leaves the login at its default (token): the printed link logs in.
+      expect(dashboard.login).not.toBeNull();
+      const broken = (await (await dashboard.fetch("/api/layers")).json()) as Layers;
       expect(broken.ok).toBe(false);
       expect(broken.error?.message).toContain(`${paths.config}:2: gateway.no_such_key: unknown key`);
 
@@ -40,7 +42,7 @@ describe("tenax dashboard with a config that does not load", () => {
       let layers = broken;
       while (!layers.ok && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 200));
-        layers = (await (await fetch(`${dashboard.url}/api/layers`)).json()) as Layers;
+        layers = (await (await dashboard.fetch("/api/layers")).json()) as Layers;
       }
       expect(layers.ok).toBe(true);
     } finally {
