@@ -2,19 +2,27 @@
 // and `tenax dashboard` (the built CLI): a gateway.host that does not resolve or is not this
 // machine's is a config error at its file, line and key, exit 78 (the service unit and tenax up do
 // not restart it), found before anything starts; the same host as --host is a usage error naming
-// the flag; a port in use says where the port was set. Never "a bug in Tenax" with a stack.
+// the flag; a port in use says where the port was set. Never "a bug in Tenax" with a stack. A
+// dashboard off loopback is refused only without a login (auth mode none); with one (token, the
+// default) it serves, and warns that plain HTTP carries the login in the clear.
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
+import { networkInterfaces } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { requireBuild } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
-import { runToEnd } from "./helpers/listening.js";
+import { runToEnd, startListening } from "./helpers/listening.js";
+import { rawRequest } from "./helpers/raw-http.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 // An empty label: no resolver takes it, so it fails the same way with or without a name server.
 const UNRESOLVED = "gateway..invalid";
 // TEST-NET-1 (RFC 5737): never an address of this machine.
 const NOT_LOCAL = "192.0.2.1";
+// An address of this machine off loopback, where a dashboard bound to 0.0.0.0 is reached from the network.
+const external = Object.values(networkInterfaces())
+  .flat()
+  .find((a) => a?.family === "IPv4" && !a.internal)?.address;
 
 const holders: Server[] = [];
 afterEach(async () => {
@@ -102,14 +110,58 @@ describe("tenax dashboard on an address it cannot open", () => {
     expect(run.status).toBe(1);
   });
 
-  it("a dashboard.host that is not loopback is refused at its line in the file", async () => {
+  it("a dashboard.host that is not loopback in auth mode none is refused at its line in the file, and as --host", async () => {
+    requireBuild();
+    const paths = profile("dashboard: { host: 0.0.0.0, auth: { mode: none } }\n");
+    const run = await runToEnd(paths.home, ["dashboard", "--port", "0"]);
+    expectNoBug(run.output);
+    expect(run.output).toContain(
+      `config error: ${paths.config}:3: dashboard.host: refusing to serve the dashboard on 0.0.0.0 with dashboard.auth.mode none`,
+    );
+    expect(run.output).toMatch(/leave dashboard\.auth\.mode at token \(the default\)/);
+    expect(run.output).not.toContain("listening on");
+    expect(run.status).toBe(1);
+    // Refused before anything is opened: no store.
+    expect(existsSync(paths.state)).toBe(false);
+
+    const fromFlag = await runToEnd(profile("dashboard: { auth: { mode: none } }\n").home, [
+      "dashboard",
+      "--host",
+      "0.0.0.0",
+      "--port",
+      "0",
+    ]);
+    expectNoBug(fromFlag.output);
+    expect(fromFlag.output).toMatch(
+      /^error: refusing to serve the dashboard on 0\.0\.0\.0 with dashboard\.auth\.mode none/m,
+    );
+    expect(fromFlag.output).not.toContain("listening on");
+    expect(fromFlag.status).toBe(2);
+  });
+
+  it("a dashboard.host that is not loopback in token mode (the default) serves behind the login, and warns of plain HTTP", async () => {
     requireBuild();
     const paths = profile("dashboard: { host: 0.0.0.0 }\n");
-    const run = await runToEnd(paths.home, ["dashboard", "--port", "0"]);
-    expect(run.output).toContain(
-      `config error: ${paths.config}:3: dashboard.host: refusing to serve the dashboard on 0.0.0.0`,
+    const dashboard = await startListening(paths.home, ["dashboard", "--port", "0"], "dashboard");
+    const port = Number(new URL(dashboard.url).port);
+    expect(dashboard.url).toBe(`http://0.0.0.0:${port}`);
+    expect(dashboard.stderr()).toContain(
+      "warning: the dashboard serves on 0.0.0.0 over plain HTTP: a login link or cookie sent across a network can be read on the way",
     );
-    expect(run.status).toBe(1);
+    expect(dashboard.stderr()).toMatch(/behind a reverse proxy with TLS and set dashboard\.public_url/);
+    // The printed link is made on loopback, and it logged in (the helper opened it).
+    expect(dashboard.login?.link).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/auth/link\\?token=`));
+    const local = `http://127.0.0.1:${port}`;
+    const ask = (host: string, headers: Record<string, string> = {}) =>
+      rawRequest(local, "GET", "/api/sessions", { headers: { ...headers, host } });
+    const names = [`127.0.0.1:${port}`, ...(external === undefined ? [] : [`${external}:${port}`])];
+    for (const host of names) {
+      const without = await ask(host);
+      expect([host, without.status]).toEqual([host, 401]);
+      expect(JSON.parse(without.body)).toMatchObject({ error: { code: "login_required" } });
+      expect([host, (await ask(host, dashboard.auth)).status]).toEqual([host, 200]);
+    }
+    expect((await ask(`attacker.test:${port}`, dashboard.auth)).status).toBe(403);
   });
 });
 
