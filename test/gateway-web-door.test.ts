@@ -261,7 +261,7 @@ describe("the gateway's key", () => {
     let seen: { url?: string; reachable?: boolean | null; error?: string | null } = {};
     for (let i = 0; i < 50 && !(seen.reachable === true && seen.error === null); i++) {
       await new Promise((r) => setTimeout(r, 200));
-      seen = (await (await fetch(`${dashboard.url}/api/gateway`)).json()) as typeof seen;
+      seen = (await (await dashboard.fetch("/api/gateway")).json()) as typeof seen;
     }
     expect(seen).toMatchObject({ url: gw.url, reachable: true, error: null });
   });

@@ -277,7 +277,7 @@ describe("secrets never leave the gateway", () => {
     let view = "";
     const deadline = Date.now() + 10_000;
     while (!view.includes(MARKER) && Date.now() < deadline) {
-      view = await (await fetch(`${dashboard.url}/api/gateway`)).text();
+      view = await (await dashboard.fetch("/api/gateway")).text();
       if (!view.includes(MARKER)) await new Promise((r) => setTimeout(r, 100));
     }
     expect(view).toContain(MARKER);
@@ -289,6 +289,7 @@ describe("secrets never leave the gateway", () => {
         "tenax status --json": status.stdout + status.stderr,
         "the dashboard's /api/gateway": view,
         "the gateway's output": gw.stdout() + gw.stderr(),
+        "the dashboard's output": dashboard.stdout() + dashboard.stderr(),
         ...storedFiles(paths.dir),
       }),
     ).toEqual([]);

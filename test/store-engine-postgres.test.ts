@@ -91,11 +91,18 @@ describe("tenax store copy", () => {
     expect(store.detail).toMatch(
       /^postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+ \(PostgreSQL, schema \d+, answered in \d+ ms\): 2 sessions, 4 messages/,
     );
-    // The dashboard reads the same database, names it without a password, and finds by search.
+    // The dashboard reads the same database, names it without a password, and finds by search;
+    // the one thing it writes there is the login its printed link started.
     const dashboard = await startDashboard(home);
-    for (let i = 0; i < 50 && !dashboard.stdout().includes("read-only"); i++)
+    for (let i = 0; i < 50 && !dashboard.stdout().includes("(it writes only logins)"); i++)
       await new Promise((r) => setTimeout(r, 100));
-    expect(dashboard.stdout()).toMatch(/reading postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+ read-only/);
+    expect(dashboard.stdout()).toMatch(
+      /reading postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+ \(it writes only logins\)/,
+    );
+    expect(dashboard.login).not.toBeNull();
+    const logins = await tenaxAsync(home, ["dashboard", "logins", "--json"]);
+    expect(logins.status).toBe(0);
+    expect((JSON.parse(logins.stdout) as { logins: unknown[] }).logins).toHaveLength(1);
     const overview = (await (await dashboard.fetch("/api/overview")).json()) as { store: string };
     expect(overview.store).toMatch(/^postgres:\/\/tenax@127\.0\.0\.1:\d+\/\w+$/);
     for (let i = 0; i < 3; i++) {
