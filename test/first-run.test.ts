@@ -2,12 +2,14 @@
 // does not exist yet. Commands that need the profile create its folder (0700, with spool/, logs/,
 // cron/); commands that only look answer cleanly and create nothing; a named profile that does
 // not exist stays an error that says how to create it; a first start calls itself that, not an
-// unclean stop. All through the built CLI.
+// unclean stop; the dashboard `up` starts asks for a login, and the link it prints logs in once.
+// All through the built CLI.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BIN, requireBuild, runAsync } from "./helpers/cli.js";
+import { loginLinkIn, redeemLink } from "./helpers/dashboard-login.js";
 import { until } from "./helpers/gateway.js";
 import { runToEnd, startListening } from "./helpers/listening.js";
 import { tempDir } from "./helpers/tmp.js";
@@ -87,20 +89,34 @@ describe.each(["HOME", "TENAX_HOME"] as const)("the first run from nothing, thro
     expect(await third.exited).toBe(0);
   });
 
-  it("`up` (what npm start runs) starts the gateway and the dashboard", async () => {
+  it("`up` (what npm start runs) starts the gateway and the dashboard, which the printed link logs in to once", async () => {
     const fresh = freshHome(via);
     const args = ["up", "--gateway-port", "0", "--dashboard-port", "0"];
     const up = await startListening(fresh.home, args, "gateway", fresh.env);
-    await until(() => /dashboard listening on http:\/\/\S+/.test(up.stdout()));
+    await until(() => loginLinkIn(up.stdout()) !== null);
     const dashboard = /dashboard listening on (http:\/\/\S+)/.exec(up.stdout())?.[1] ?? "";
+    const link = loginLinkIn(up.stdout()) ?? "";
+    expect(link.startsWith(`${dashboard}/auth/link?token=`), link).toBe(true);
+    expect(up.stdout()).toMatch(/works once, until .* UTC; another: tenax dashboard link/);
     expectPrivateHome(fresh.home);
     // Its state file went into the home it made, before either child had made it.
     expect(existsSync(join(fresh.home, "up.json"))).toBe(true);
     expect(up.stderr()).not.toMatch(/could not write/);
     expect((await fetch(`${up.url}/health/live`)).status).toBe(200);
-    const page = await fetch(`${dashboard}/`);
+    // Before the link is opened, the page is the login page, which says how to get a link.
+    const asked = await fetch(`${dashboard}/`);
+    expect(asked.status).toBe(401);
+    expect(await asked.text()).toMatch(/tenax dashboard link/);
+    // Opened once (as a browser does: its cookies go with the next request), it is the dashboard.
+    const login = await redeemLink(link);
+    const page = await fetch(`${dashboard}/`, { headers: { cookie: login.cookie } });
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/<title>Tenax dashboard<\/title>/);
+    // Opened again, it logs nobody in, and the page says why.
+    const again = await fetch(link, { redirect: "manual" });
+    expect(again.status).toBe(401);
+    expect(again.headers.getSetCookie()).toEqual([]);
+    expect(await again.text()).toMatch(/this login link was already used\b.*: a link logs in once/);
     expect(up.stdout()).toContain("first gateway start on this profile's store");
     expect(`${up.stdout()}${up.stderr()}`).not.toMatch(/clean-shutdown marker|not clean/);
     up.child.kill("SIGTERM");
