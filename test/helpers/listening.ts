@@ -6,8 +6,16 @@ import { BIN, cliEnvironment, ROOT } from "./cli.js";
 import { type DashboardLogin, loginLinkIn, redeemLink } from "./dashboard-login.js";
 import { beforeTempRemoval } from "./tmp.js";
 
-export interface ListeningProcess {
+/** A `tenax` child of a test: its output so far, and its exit. */
+export interface RunningProcess {
   child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+export interface ListeningProcess extends RunningProcess {
   url: string;
   /** The TENAX_API_KEY the child was given (undefined when it was started without one). */
   key: string | undefined;
@@ -15,10 +23,6 @@ export interface ListeningProcess {
   auth: Record<string, string>;
   /** fetch(url + path) sending that key, unless `init` sets an Authorization of its own. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
-  stdout(): string;
-  stderr(): string;
-  /** Resolves with the exit code once the process has ended. */
-  exited: Promise<number | null>;
   /**
    * A dashboard in token mode: the login its printed link started (then `auth` and `fetch` send
    * its access token); null otherwise.
@@ -75,6 +79,16 @@ export function startLasting(
   });
 }
 
+/**
+ * Run `tenax ARGS` for `home` and return at once, without waiting for anything it prints: for a
+ * test that stops it while it starts (a dashboard that cannot print its login link yet, say).
+ * Killed after the test, as startListening's are.
+ */
+export function startRunning(home: string, args: string[], env: NodeJS.ProcessEnv = {}): RunningProcess {
+  const { child } = spawnTenax(home, args, env);
+  return watched(child, true);
+}
+
 /** `tenax ARGS` for `home`, from the clone, with the environment it was given. */
 function spawnTenax(home: string, args: string[], env: NodeJS.ProcessEnv) {
   const environment = cliEnvironment(home, env);
@@ -93,14 +107,11 @@ export function startPrinted(home: string, command: string, what: string): Promi
   return listening(child, what, environment);
 }
 
-function listening(
+/** A child's output, gathered as it comes, and its exit; killed after the test when `perTest`. */
+function watched(
   child: ChildProcess & { stdout: Readable; stderr: Readable },
-  what: string,
-  environment: NodeJS.ProcessEnv,
-  perTest = true,
-) {
-  const key = environment.TENAX_API_KEY;
-  const auth: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
+  perTest: boolean,
+): RunningProcess {
   if (perTest) started.push(child);
   let stdout = "";
   let stderr = "";
@@ -116,20 +127,33 @@ function listening(
       resolve(code);
     }),
   );
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+function listening(
+  child: ChildProcess & { stdout: Readable; stderr: Readable },
+  what: string,
+  environment: NodeJS.ProcessEnv,
+  perTest = true,
+) {
+  const key = environment.TENAX_API_KEY;
+  const auth: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
+  const running = watched(child, perTest);
+  const { stdout, stderr, exited } = running;
   const pattern = new RegExp(`${what} listening on (http://\\S+)`);
   // A dashboard says next how to log in: a link (token mode), or that none is needed or made.
   const loginSaid = () =>
     what !== "dashboard" ||
-    /dashboard: (log in at|no login)/.test(stdout) ||
-    /no login link could be made/.test(stderr);
+    /dashboard: (log in at|no login)/.test(stdout()) ||
+    /no login link could be made/.test(stderr());
   return new Promise<ListeningProcess>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`the ${what} did not start:\n${stdout}\n${stderr}`)),
+      () => reject(new Error(`the ${what} did not start:\n${stdout()}\n${stderr()}`)),
       15_000,
     );
     let seen = false;
     const check = async () => {
-      const match = pattern.exec(stdout);
+      const match = pattern.exec(stdout());
       if (seen || !match || !loginSaid()) return;
       seen = true;
       clearTimeout(timer);
@@ -137,20 +161,17 @@ function listening(
       child.stderr.off("data", check);
       const url = match[1] ?? "";
       // A link made on dashboard.public_url (a proxy's name) is not reachable here: the test opens it.
-      const printed = what === "dashboard" ? loginLinkIn(stdout) : null;
+      const printed = what === "dashboard" ? loginLinkIn(stdout()) : null;
       const link = printed?.startsWith(`${url}/`) ? printed : null;
       const login = link === null ? null : await redeemLink(link).catch(reject);
       if (login === undefined) return;
       const headers = login === null ? auth : login.headers;
       resolve({
-        child,
+        ...running,
         url,
         key,
         auth: headers,
         fetch: (path, init = {}) => keyedFetch(`${url}${path}`, headers, init),
-        stdout: () => stdout,
-        stderr: () => stderr,
-        exited,
         login,
       });
     };
@@ -158,7 +179,7 @@ function listening(
     child.stderr.on("data", check);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`the ${what} exited (${code}) before listening:\n${stdout}\n${stderr}`));
+      reject(new Error(`the ${what} exited (${code}) before listening:\n${stdout()}\n${stderr()}`));
     });
   });
 }
