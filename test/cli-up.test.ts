@@ -15,8 +15,15 @@ import { readUpState, type UpState, upStateFile } from "../src/profile/up-state.
 import { openPage, requireChromium } from "./helpers/browser.js";
 import { requireBuild, runPrintedAsync, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
+import { type DashboardLogin, loginLinkIn, redeemLink } from "./helpers/dashboard-login.js";
 import { simProfile, startGateway, until } from "./helpers/gateway.js";
-import { type ListeningProcess, startListening } from "./helpers/listening.js";
+import {
+  keyedFetch,
+  type ListeningProcess,
+  type RunningProcess,
+  startListening,
+  startRunning,
+} from "./helpers/listening.js";
 import { profileWith } from "./helpers/temp-home.js";
 
 beforeAll(() => {
@@ -36,21 +43,33 @@ interface GatewayApi {
   advice: { manager: string; situation: string; next: string; command: string } | null;
 }
 
-async function dashboardOf(up: { stdout(): string }): Promise<string> {
-  await until(() => /dashboard listening on http:\/\/\S+/.test(up.stdout()), 15_000);
-  return /dashboard listening on (http:\/\/\S+)/.exec(up.stdout())?.[1] ?? "";
+/** The dashboard tenax up started, logged in to with the link it printed in up's output. */
+interface UpDashboard {
+  url: string;
+  login: DashboardLogin;
+  /** fetch(url + path) with the login's access token. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+}
+
+async function dashboardOf(up: { stdout(): string }): Promise<UpDashboard> {
+  await until(() => loginLinkIn(up.stdout()) !== null, 15_000);
+  const url = /dashboard listening on (http:\/\/\S+)/.exec(up.stdout())?.[1] ?? "";
+  const link = loginLinkIn(up.stdout()) ?? "";
+  expect(link.startsWith(`${url}/auth/link?token=`), link).toBe(true);
+  const login = await redeemLink(link);
+  return { url, login, fetch: (path, init) => keyedFetch(`${url}${path}`, login.headers, init) };
 }
 
 /** Poll the dashboard's /api/gateway (what the banner shows) until `ok` holds. */
 async function gatewayView(
-  dashboard: string,
+  dashboard: Pick<UpDashboard, "fetch">,
   ok: (v: GatewayApi) => boolean,
   ms = 20_000,
 ): Promise<GatewayApi> {
   const deadline = Date.now() + ms;
   let view: GatewayApi | null = null;
   while (Date.now() < deadline) {
-    view = (await (await fetch(`${dashboard}/api/gateway`)).json()) as GatewayApi;
+    view = (await (await dashboard.fetch("/api/gateway")).json()) as GatewayApi;
     if (ok(view)) return view;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -100,13 +119,13 @@ async function killRunningGateway(paths: ProfilePaths, previous: number | null):
   return pid;
 }
 
-const ups: ListeningProcess[] = [];
+const ups: RunningProcess[] = [];
 
 async function startUp(
   home: string,
   args = UP_ARGS,
   env: NodeJS.ProcessEnv = {},
-): Promise<{ up: ListeningProcess; dashboard: string }> {
+): Promise<{ up: ListeningProcess; dashboard: UpDashboard }> {
   const up = await startGateway(home, args, ["up"], env);
   ups.push(up);
   return { up, dashboard: await dashboardOf(up) };
@@ -128,7 +147,8 @@ describe("tenax up", () => {
     const { up, dashboard } = await startUp(home);
     expect((await fetch(`${up.url}/health/live`)).status).toBe(200);
     expect(await chat(up, "hello from up")).toBe("echo: hello from up");
-    const page = await fetch(`${dashboard}/`);
+    // The page, with the cookies its printed link set (as the browser that opened it sends them).
+    const page = await fetch(`${dashboard.url}/`, { headers: { cookie: dashboard.login.cookie } });
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/<title>Tenax dashboard<\/title>/);
     // The dashboard found the gateway's port 0 pick through the pid file, and reaches it.
@@ -153,7 +173,7 @@ describe("tenax up", () => {
     expect(existsSync(dashboardPidFile(paths))).toBe(false);
     expect(existsSync(upStateFile(paths))).toBe(false);
     expect(alive(gatewayPid) || alive(dashboardPid)).toBe(false);
-    await expect(fetch(`${dashboard}/api/overview`)).rejects.toThrow();
+    await expect(dashboard.fetch("/api/overview")).rejects.toThrow();
   });
 
   it("SIGTERM while its gateway still starts: up signals it at once, and the gateway ends its start there (it never listens)", async () => {
@@ -161,12 +181,15 @@ describe("tenax up", () => {
     // No store yet: the gateway's start must create it, and waits on the write lock held here (a
     // store that exists needs no write to open, so nothing would hold the start). It is starting,
     // with its pid file, all along.
+    // The dashboard's login is kept in that store too: it cannot make its link while the lock is
+    // held, so up is not awaited until it prints one, only until its dashboard listens.
     const lock = new Database(paths.state);
     lock.exec("BEGIN IMMEDIATE");
-    let up: ListeningProcess;
+    let up: RunningProcess;
     try {
-      up = await startListening(home, ["up", ...UP_ARGS], "dashboard");
+      up = startRunning(home, ["up", ...UP_ARGS]);
       ups.push(up);
+      await until(() => /dashboard listening on http:\/\/\S+/.test(up.stdout()), 15_000);
       const starting = await upState(paths, (s) => s.gateway.state === "starting" && s.gateway.pid !== null);
       await until(() => existsSync(paths.pid) && pidIn(paths.pid) === starting.gateway.pid, 15_000);
       up.child.kill("SIGTERM");
@@ -191,7 +214,7 @@ describe("tenax up", () => {
     // (up.json may still say "starting" for a moment after the gateway first answers.)
     const view = await gatewayView(dashboard, (v) => v.reachable === true && v.advice === null);
     expect(view).toMatchObject({ url: up.url, advice: null });
-    const seen = (await (await fetch(`${dashboard}/api/gateway`)).json()) as { health: { served: boolean } };
+    const seen = (await (await dashboard.fetch("/api/gateway")).json()) as { health: { served: boolean } };
     expect(seen.health.served).toBe(true);
     up.child.kill("SIGTERM");
     expect(await up.exited).toBe(0);
@@ -201,7 +224,7 @@ describe("tenax up", () => {
     const { paths, home } = await simProfile(KEYED);
     const { up, dashboard } = await startUp(home);
     await gatewayView(dashboard, (v) => v.reachable === true);
-    const { pid: dashboardPid } = (await (await fetch(`${dashboard}/api/overview`)).json()) as {
+    const { pid: dashboardPid } = (await (await dashboard.fetch("/api/overview")).json()) as {
       pid: number;
     };
 
@@ -236,7 +259,7 @@ describe("tenax up", () => {
     expect(back.advice).toBeNull();
     expect(pidIn(paths.pid)).not.toBe(killed);
     expect(await chat(up, "after the crash")).toBe("echo: after the crash");
-    const overview = (await (await fetch(`${dashboard}/api/overview`)).json()) as { pid: number };
+    const overview = (await (await dashboard.fetch("/api/overview")).json()) as { pid: number };
     expect(overview.pid).toBe(dashboardPid);
     const status = await tenaxAsync(home, ["status"]);
     expect(status.stdout).toMatch(
@@ -291,9 +314,15 @@ describe("tenax up", () => {
     // Still up and serving its page: the dashboard keeps showing the outage.
     expect(up.child.exitCode).toBeNull();
 
-    // The banner in Chromium, and its command run through a shell exactly as printed.
+    // The banner in Chromium, logged in by opening a link from tenax dashboard link (at up's
+    // dashboard), and its command run through a shell exactly as printed.
+    const made = await tenaxAsync(home, ["dashboard", "link"]);
+    expect(made.status).toBe(0);
+    const link = made.stdout.split("\n")[0] ?? "";
+    expect(link.startsWith(`${dashboard.url}/auth/link?token=`), made.stdout).toBe(true);
     const page = await openPage();
-    await page.goto(dashboard);
+    await page.goto(link);
+    expect(page.url()).toBe(`${dashboard.url}/`);
     const banner = page.locator("#banner");
     await banner.waitFor({ state: "visible", timeout: 5000 });
     await expect
@@ -327,6 +356,8 @@ describe("tenax up", () => {
         "dashboard",
       );
       ups.push(up);
+      // The dashboard's printed link, found in up's output and opened by the helper, is the login.
+      expect(up.login).not.toBeNull();
       await until(() => /gave up restarting it/.test(up.stderr()), 30_000);
       expect(up.stderr().match(/port \d+ on 127\.0\.0\.1 is already in use/g)?.length).toBe(3);
       expect(up.stderr()).toMatch(
@@ -344,7 +375,7 @@ describe("tenax up", () => {
           ),
         )?.length,
       ).toBe(3);
-      const view = await gatewayView(up.url, (v) => v.supervisor?.gateway.state === "gave_up");
+      const view = await gatewayView(up, (v) => v.supervisor?.gateway.state === "gave_up");
       expect(view.supervisor?.gateway.last_exit).toMatchObject({ code: 1, signal: null, clean: false });
     } finally {
       holder.close();
@@ -378,7 +409,7 @@ describe("tenax up", () => {
     );
     const { up, dashboard } = await startUp(paths.home, []);
     expect(up.url).toBe(`http://127.0.0.1:${gatewayPort}`);
-    expect(dashboard).toBe(`http://127.0.0.1:${dashboardPort}`);
+    expect(dashboard.url).toBe(`http://127.0.0.1:${dashboardPort}`);
     await gatewayView(dashboard, (v) => v.reachable === true);
     const doctor = await tenaxAsync(paths.home, ["doctor", "--json"]);
     const ports = (
@@ -412,17 +443,19 @@ describe("tenax up", () => {
     const paths = profileWith(`${good}  no_such_key: 1\n`);
     const up = await startListening(paths.home, ["up", ...UP_ARGS], "dashboard");
     ups.push(up);
+    // A config that does not load leaves the login at token mode: the helper opened the printed link.
+    expect(up.login).not.toBeNull();
     const output = () => `${up.stdout()}\n${up.stderr()}`;
     const state = await upState(paths, (s) => s.gateway.state === "gave_up");
     expect(state.gateway).toMatchObject({ restarts: 0, gave_up: { reason: "config_error" } });
     // The page's config layer says what is wrong and where.
-    const layers = (await (await fetch(`${up.url}/api/layers`)).json()) as {
+    const layers = (await (await up.fetch("/api/layers")).json()) as {
       ok: boolean;
       error?: { message: string };
     };
     expect(layers.ok).toBe(false);
     expect(layers.error?.message).toContain(`${paths.config}:3: gateway.no_such_key: unknown key`);
-    const view = await gatewayView(up.url, (v) => v.supervisor?.gateway.state === "gave_up");
+    const view = await gatewayView(up, (v) => v.supervisor?.gateway.state === "gave_up");
     expect(view.advice?.situation).toMatch(
       /cannot start on its configuration \(exit 78\); tenax up \(pid \d+\) starts it again once .*config\.yaml or .*\.env changes/,
     );
@@ -433,14 +466,14 @@ describe("tenax up", () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(up.child.exitCode).toBeNull();
     expect(readUpState(paths)?.gateway.restarts).toBe(0);
-    expect((await fetch(`${up.url}/api/overview`)).status).toBe(200);
+    expect((await up.fetch("/api/overview")).status).toBe(200);
 
     writeFileSync(paths.config, good);
     const fixed = await upState(paths, (s) => s.gateway.state === "running");
     expect(fixed.gateway).toMatchObject({ restarts: 1, gave_up: null });
     expect(output()).toMatch(/config\.yaml changed: starting the gateway again \(restart 1\)/);
-    await gatewayView(up.url, (v) => v.reachable === true);
-    const after = (await (await fetch(`${up.url}/api/layers`)).json()) as { ok: boolean };
+    await gatewayView(up, (v) => v.reachable === true);
+    const after = (await (await up.fetch("/api/layers")).json()) as { ok: boolean };
     expect(after.ok).toBe(true);
     up.child.kill("SIGTERM");
     expect(await up.exited).toBe(0);
@@ -461,7 +494,7 @@ describe("tenax up", () => {
     expect(up.stderr()).toMatch(
       /the gateway cannot start on its configuration \(exit 2; its error is above, and on the dashboard\): tenax up starts it again once .*config\.yaml or .*\.env changes/,
     );
-    const view = await gatewayView(up.url, (v) => v.supervisor?.gateway.state === "gave_up");
+    const view = await gatewayView(up, (v) => v.supervisor?.gateway.state === "gave_up");
     expect(view.advice?.situation).toMatch(/cannot start on its configuration \(exit 2\)/);
     // Give a restart (1 s after a crash) time to happen, had it been one.
     await new Promise((r) => setTimeout(r, 1500));
@@ -514,7 +547,7 @@ describe("tenax up", () => {
   it("keeps the gateway serving when the dashboard dies, and says how to start it again", async () => {
     const { home } = await simProfile(KEYED);
     const { up, dashboard } = await startUp(home);
-    const { pid } = (await (await fetch(`${dashboard}/api/overview`)).json()) as { pid: number };
+    const { pid } = (await (await dashboard.fetch("/api/overview")).json()) as { pid: number };
     process.kill(pid, "SIGKILL");
     await until(() => /the dashboard stopped/.test(up.stderr()));
     expect(up.stderr()).toMatch(/the gateway keeps serving\. Start it again with: tenax dashboard/);
