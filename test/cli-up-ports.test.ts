@@ -1,11 +1,13 @@
 // The ports given to `tenax up` as flags are where the profile serves, for everything that shows or
 // probes it, from the built CLI with real processes: the dashboard probes the gateway there from its
-// first look, `tenax status` reports both addresses, `tenax profile list` and `show` print them
-// (config.yaml's beside them), whatever config.yaml says.
+// first look, its login links (printed at its start, and by `tenax dashboard link`) are made there,
+// `tenax status` reports both addresses, `tenax profile list` and `show` print them (config.yaml's
+// beside them), whatever config.yaml says.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readUpState } from "../src/profile/up-state.js";
 import { requireBuild, tenaxAsync } from "./helpers/cli.js";
 import { freePort } from "./helpers/dashboard.js";
+import { loginLinkIn, redeemLink } from "./helpers/dashboard-login.js";
 import { until } from "./helpers/gateway.js";
 import { type ListeningProcess, startListening } from "./helpers/listening.js";
 import { profileWith } from "./helpers/temp-home.js";
@@ -41,16 +43,28 @@ describe("tenax up --gateway-port P --dashboard-port Q", () => {
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const dashboardUrl = `http://127.0.0.1:${dashboardPort}`;
     expect(up.url).toBe(dashboardUrl);
+    // The link it printed, found in up's output, is on that port, and it logged in (up.fetch sends it).
+    expect(loginLinkIn(up.stdout())).toMatch(new RegExp(`^${dashboardUrl}/auth/link\\?token=`));
+    expect(up.login).not.toBeNull();
     // The dashboard's first look is already at the gateway's port, before the gateway listens.
     await until(() => up.stdout().includes("dashboard: probing the gateway at"), 15_000);
     expect(up.stdout()).toContain(`dashboard: probing the gateway at ${gatewayUrl} (as tenax up starts it);`);
     await until(() => readUpState(paths)?.gateway.state === "running", 20_000);
 
-    const view = (await (await fetch(`${dashboardUrl}/api/gateway`)).json()) as {
+    const view = (await (await up.fetch("/api/gateway")).json()) as {
       url: string;
       reachable: boolean;
     };
     expect(view.url).toBe(gatewayUrl);
+
+    // A link made while it runs is made on the port it runs on, and logs in there.
+    const made = await tenaxAsync(paths.home, ["dashboard", "link"]);
+    expect(made.status).toBe(0);
+    const link = made.stdout.split("\n")[0] ?? "";
+    expect(link).toMatch(new RegExp(`^${dashboardUrl}/auth/link\\?token=`));
+    expect(made.stderr).not.toMatch(/no dashboard runs/);
+    const login = await redeemLink(link);
+    expect((await fetch(`${dashboardUrl}/api/overview`, { headers: login.headers })).status).toBe(200);
 
     const status = await tenaxAsync(paths.home, ["status", "--json"]);
     const report = JSON.parse(status.stdout) as {
