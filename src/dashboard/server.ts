@@ -46,6 +46,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   "/dom.js": { file: "dom.js", type: JS },
   "/transcript.js": { file: "transcript.js", type: JS },
   "/mcp.js": { file: "mcp.js", type: JS },
+  "/logins.js": { file: "logins.js", type: JS },
   "/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
 };
 

@@ -2,6 +2,7 @@
 // Exit 0 healthy, 1 degraded, 2 down. It reads the store read-only and starts nothing.
 import type { Command } from "commander";
 import { loadConfig } from "../../config/load.js";
+import { describeLogins, type LoginSummary, loginSummary } from "../../dashboard/auth/login-summary.js";
 import { lookAtGateway } from "../../health/gateway-status.js";
 import { collectStatus, exitCodeFor, openForStatus, type StatusReport } from "../../health/status.js";
 import type { Cli } from "../main.js";
@@ -20,19 +21,25 @@ export function registerStatusCommand(program: Command, cli: Cli): void {
         for (const warning of warnings) out.warn(warning);
         const opened = await openForStatus(paths, config);
         let report: StatusReport;
+        let logins: LoginSummary;
         try {
+          const now = Date.now();
           report = await collectStatus({
             paths,
             config,
             ...opened,
-            now: Date.now(),
+            now,
             gateway: () => lookAtGateway(paths, config),
           });
+          logins = await loginSummary(opened.reader, config.dashboard.auth.mode, now);
         } finally {
           opened.reader?.close();
         }
-        if (out.json) out.document(report);
-        else for (const line of render(report)) out.line(line);
+        if (out.json) out.document({ ...report, dashboard_logins: logins });
+        else {
+          for (const line of render(report)) out.line(line);
+          out.line(`dashboard logins: ${describeLogins(logins)}`);
+        }
         return exitCodeFor(report.status);
       }),
     );

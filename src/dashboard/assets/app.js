@@ -1,6 +1,7 @@
 // The dashboard page: polls the dashboard server's JSON and redraws. Every piece of text goes in
 // through textContent (el() in dom.js), never as HTML: transcripts and error messages are untrusted.
 import { $, clock, el, when } from "/dom.js";
+import { renderLogins } from "/logins.js";
 import { mcpLines, mcpSummary } from "/mcp.js";
 import { messageNode, turnMark } from "/transcript.js";
 
@@ -14,6 +15,11 @@ function command(args) {
 
 async function getJson(path) {
   const res = await fetch(path, { cache: "no-store" });
+  // The login ended (revoked, expired, logged out elsewhere): the page itself says why, and how.
+  if (res.status === 401) {
+    location.assign("/");
+    throw new Error("the login ended");
+  }
   const body = await res.json();
   return { status: res.status, body };
 }
@@ -349,6 +355,7 @@ async function tick() {
     renderLayers(layers, gw);
     await refreshEvents(gw);
     if (ticks % 3 === 0 && state.query === "") await refreshSessions();
+    if (ticks % 5 === 0) renderLogins((await getJson("/api/logins")).body);
     $("updated").textContent = `updated ${clock(Date.now())}`;
   } catch (error) {
     selfBanner.textContent = `the dashboard server is not answering (${error.message}); is tenax dashboard still running?`;
