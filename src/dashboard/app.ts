@@ -80,7 +80,9 @@ export function buildDashboardApp(dashboard: Dashboard): App {
       dashboard.admit(request, identity.login_id);
       return;
     }
-    const problem = identity.refusal && { message: identity.refusal.message, hint: identity.refusal.hint };
+    const problem = identity.refusal
+      ? { message: identity.refusal.message, hint: identity.refusal.hint }
+      : dashboard.auth.storeProblem();
     return refuseWithoutLogin(request, reply, dashboard, problem);
   });
   registerAuthRoutes(app, dashboard);

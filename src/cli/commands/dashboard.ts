@@ -113,7 +113,13 @@ async function serve(
       ),
   );
   out.line(`dashboard listening on http://${urlHost(host)}:${bound}`);
-  await announceLogin(dashboard, out, dashboardBase(config, host, bound));
+  // Making the link opens the store, which may wait up to its retry budget for another process's
+  // lock: a stop meanwhile is not held up by it.
+  let announcing = true;
+  const announced = announceLogin(dashboard, out, dashboardBase(config, host, bound)).finally(() => {
+    announcing = false;
+  });
+  await Promise.race([announced, stopSignal]);
   const { url, source } = dashboard.probe.current;
   out.line(
     `dashboard: probing the gateway at ${url} (${PROBE_SOURCE[source]}); reading ${storeWhere(paths)} (it writes only logins)`,
@@ -123,6 +129,9 @@ async function serve(
   await dashboard.stop();
   await closeApp(app);
   out.line(`dashboard stopped (${why})`);
+  // Stopped while the store was still being opened for the link: its retries would keep the
+  // process alive for up to their budget, with nothing left to do.
+  if (announcing) process.exit(0);
   return 0;
 }
 

@@ -56,6 +56,7 @@ export type Identity =
 export class DashboardAuth {
   private book: Promise<LoginBook> | null = null;
   private store: StorePort | null = null;
+  private storeTrouble: { message: string; hint: string } | null = null;
   /** The OIDC client of the settings in force, made again when they change. */
   private provider: { settings: string; login: OidcLogin } | null = null;
   readonly limit: FailureLimit;
@@ -85,15 +86,24 @@ export class DashboardAuth {
       });
     }
     try {
-      return await this.book;
+      const book = await this.book;
+      this.storeTrouble = null;
+      return book;
     } catch (error) {
-      throw dashboardError(
-        503,
-        "store_unavailable",
-        `the dashboard's logins are kept in the profile's store, which could not be opened: ${errorMessage(error)}`,
-        "tenax status names what is wrong with the store",
-      );
+      this.storeTrouble = {
+        message: `the dashboard's logins are kept in the profile's store, which could not be opened: ${errorMessage(error)}`,
+        hint: "tenax status names what is wrong with the store, and the command that mends it",
+      };
+      throw dashboardError(503, "store_unavailable", this.storeTrouble.message, this.storeTrouble.hint);
     }
+  }
+
+  /**
+   * Why no login can be made now, when the last try to open the store failed: the login page says
+   * so, instead of sending the user to a link command that would fail the same way.
+   */
+  storeProblem(): { message: string; hint: string } | null {
+    return this.storeTrouble;
   }
 
   private async openBook(): Promise<LoginBook> {
