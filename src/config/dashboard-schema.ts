@@ -40,6 +40,11 @@ const auth = z
     grace: seconds(10).default(5),
     oidc: oidc.optional(),
   })
+  .refine((a) => a.access_ttl < a.refresh_ttl, {
+    error:
+      "expected access_ttl to be shorter than refresh_ttl (seconds): an access session is renewed by the refresh token",
+    path: ["access_ttl"],
+  })
   .refine((a) => a.mode !== "oidc" || a.oidc !== undefined, {
     error: "mode oidc needs dashboard.auth.oidc: { issuer, client_id, client_secret, allowed }",
     path: ["oidc"],

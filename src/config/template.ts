@@ -111,6 +111,18 @@ gateway:
 dashboard:
   host: 127.0.0.1
   port: ${options.dashboardPort}            # unique to this profile
+  # public_url: https://agent.example.com   # behind a TLS reverse proxy: links are made on it, cookies are Secure
+  auth:
+    mode: token           # token (one-time links: tenax dashboard link) | oidc | none (no login; loopback only)
+    access_ttl: 900       # seconds an access session lasts before its refresh token renews it
+    refresh_ttl: 2592000  # seconds (30 days) a login lasts unused; each refresh starts it again
+    grace: 5              # seconds a rotated refresh token still gets the same successor (at most 10)
+    # oidc:               # mode oidc; register PUBLIC_URL/auth/oidc/callback at the provider
+    #   issuer: https://accounts.example.com
+    #   client_id: tenax-dashboard
+    #   client_secret: "\${DASHBOARD_OIDC_SECRET}"   # put DASHBOARD_OIDC_SECRET=... in this profile's .env
+    #   allowed: [you@example.com]                   # subjects, or emails the provider marks verified
+    #   timeout: 10                                  # seconds any one request to the provider may take
 
 logs:                   # logs/gateway.log, one JSON object a line
   max_mb: 10            # rotated at this size

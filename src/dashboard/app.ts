@@ -7,7 +7,7 @@
 // "hint"}}, the shape the page reads. It never listens: the `tenax dashboard` command does.
 import { connectionLimits } from "../config/connections-schema.js";
 import { type App, createApp } from "../http/app.js";
-import { boundNames, hostAllowed } from "../http/host-header.js";
+import { boundNames, hostAllowed, isLoopback } from "../http/host-header.js";
 import type { HttpError } from "../http/http-error.js";
 import { registerApiRoutes } from "./routes/api.js";
 import { presented, refuseWithoutLogin, registerAuthRoutes } from "./routes/auth.js";
@@ -74,6 +74,7 @@ export function buildDashboardApp(dashboard: Dashboard): App {
   // the login page uses).
   app.addHook("onRequest", async (request, reply) => {
     if (request.routeOptions.config.public === true) return;
+    refuseNoneOffLoopback(dashboard);
     const identity = await dashboard.auth.identify(presented(request, dashboard.config.dashboard.public_url));
     if (identity.cookies.length > 0) void reply.header("set-cookie", identity.cookies);
     if (identity.ok) {
@@ -89,6 +90,21 @@ export function buildDashboardApp(dashboard: Dashboard): App {
   registerPageRoutes(app, dashboard);
   registerApiRoutes(app, dashboard);
   return app;
+}
+
+/**
+ * Mode none is for loopback: the start refuses it elsewhere, and so does every request when
+ * config.yaml is edited to it while the dashboard serves another address.
+ */
+function refuseNoneOffLoopback(dashboard: Dashboard): void {
+  const at = dashboard.listening();
+  if (dashboard.auth.mode !== "none" || at === null || isLoopback(at.host)) return;
+  throw dashboardError(
+    403,
+    "auth_none_off_loopback",
+    `dashboard.auth.mode none is for loopback only, and this dashboard listens on ${at.host}: it shows nothing without a login`,
+    "set dashboard.auth.mode back to token (or oidc), or serve the dashboard on 127.0.0.1",
+  );
 }
 
 /** The routes a browser may POST to: the bearer refresh and the logout. */

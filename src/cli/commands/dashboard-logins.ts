@@ -4,10 +4,12 @@
 // serve a network address without a login.
 import { hostname, userInfo } from "node:os";
 import type { Command } from "commander";
+import { openAuditTrail } from "../../agent/audit-trail.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { loadConfig } from "../../config/load.js";
 import type { TenaxConfig } from "../../config/schema.js";
 import { errorMessage, TenaxError, UsageError } from "../../core/errors.js";
+import { auditLoginEvent } from "../../dashboard/auth/dashboard-auth.js";
 import { DEFAULT_LINK_TTL_MS, LoginBook, MAX_LINK_TTL_MS } from "../../dashboard/auth/login-book.js";
 import type { Login } from "../../dashboard/auth/login-outcomes.js";
 import type { Dashboard } from "../../dashboard/server.js";
@@ -15,6 +17,7 @@ import { isLoopback, isWildcard } from "../../http/host-header.js";
 import { parsePort, urlHost } from "../../http/listen.js";
 import { readDashboardPid, readDashboardPidInfo } from "../../profile/dashboard-pid.js";
 import type { ProfilePaths } from "../../profile/paths.js";
+import type { StorePort } from "../../store/port.js";
 import type { Cli } from "../main.js";
 import { formatTime, type Output, table } from "../output.js";
 import { withWriter } from "../store-access.js";
@@ -124,7 +127,9 @@ async function printLink(
   const port = flagPort ?? running?.port ?? config.dashboard.port;
   const base = dashboardBase(config, host, port);
   const madeBy = `tenax dashboard link (${userInfo().username}@${hostname()})`;
-  const link = await withWriter(paths, (store) => new LoginBook({ store }).createLink({ ttlMs, madeBy }));
+  const link = await withWriter(paths, (store) =>
+    bookFor(paths, config, store).createLink({ ttlMs, madeBy }),
+  );
   const url = `${base}${link.url_path}`;
   if (out.json) {
     out.document({
@@ -156,6 +161,12 @@ export function parseTtl(text: string): number {
   return ms;
 }
 
+/** The profile's login book, whose changes (a link made, a login revoked) go to the audit trail. */
+function bookFor(paths: ProfilePaths, config: TenaxConfig, store: StorePort): LoginBook {
+  const audit = openAuditTrail(paths, config.logs, { source: "dashboard" });
+  return new LoginBook({ store, onEvent: (event) => auditLoginEvent(audit, event) });
+}
+
 async function listLogins(paths: ProfilePaths, out: Output): Promise<number> {
   const logins = await withWriter(paths, (store) => new LoginBook({ store }).list());
   if (out.json) {
@@ -181,7 +192,8 @@ function row(login: Login): string[] {
 }
 
 async function revokeLogin(paths: ProfilePaths, out: Output, id: string): Promise<number> {
-  const revoked = await withWriter(paths, (store) => new LoginBook({ store }).revoke(id));
+  const { config } = loadConfig(paths);
+  const revoked = await withWriter(paths, (store) => bookFor(paths, config, store).revoke(id));
   if (!revoked)
     throw new TenaxError(
       "login_not_found",

@@ -1,6 +1,6 @@
 // `tenax dashboard [--host H] [--port P]`: the profile's web page in the foreground, serving until
-// SIGTERM or SIGINT. It reads the store read-only and probes the gateway; it runs whether or not
-// the gateway does, which is the point: it shows when the gateway is down.
+// SIGTERM or SIGINT. It reads the store, writes only its logins there, and probes the gateway; it
+// runs whether or not the gateway does, which is the point: it shows when the gateway is down.
 import type { Command } from "commander";
 import { openAuditTrail } from "../../agent/audit-trail.js";
 import { LiveConfig } from "../../config/live-config.js";

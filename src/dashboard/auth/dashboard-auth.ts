@@ -275,11 +275,15 @@ export class DashboardAuth {
   }
 
   private tell(event: LoginEvent & { client?: string }): void {
-    const { layer, type, message, at, ...data } = event;
-    // A refresh is routine (every access_ttl, per login): the page's list has it, the trail not.
-    if (type !== "login_refreshed") this.options.audit?.record({ type, layer, message, data }, at);
+    if (this.options.audit) auditLoginEvent(this.options.audit, event);
     this.options.publish?.(event);
   }
+}
+
+/** A login event's line in the audit trail; a refresh is routine (every access_ttl): no line. */
+export function auditLoginEvent(audit: AuditTrail, event: LoginEvent & { client?: string }): void {
+  const { layer, type, message, at, ...data } = event;
+  if (type !== "login_refreshed") audit.record({ type, layer, message, data }, at);
 }
 
 /** The token of an `Authorization: Bearer TOKEN` header, or null. */

@@ -22,7 +22,7 @@ export function loginPage(facts: LoginPageFacts): string {
     facts.mode === "token"
       ? `<p>On the machine that runs Tenax, run</p>
     <pre>tenax${escapeHtml(profileFlag)} dashboard link</pre>
-    <p>and open the link it prints on this device. A link works once, for 10 minutes; the login it starts lasts until you log out or stop using it for 30 days.</p>`
+    <p>and open the link it prints on this device. A link works once, and only for a while (10 minutes unless it was made with --ttl); the login it starts lasts until you log out, or until it goes unused for dashboard.auth.refresh_ttl.</p>`
       : `<p><a class="button" href="/auth/oidc/start">Log in with ${escapeHtml(facts.issuer ?? "your identity provider")}</a></p>`;
   return page(
     "Log in",

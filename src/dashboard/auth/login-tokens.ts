@@ -56,7 +56,8 @@ export function deriveToken(secret: string, purpose: "refresh" | "access", prese
 /**
  * A provider's refresh token sealed for the store (AES-256-GCM under a key derived from the server
  * secret): unlike Tenax's own tokens it must be given back to the provider, so it cannot be kept as
- * a hash; sealed, a copy of the store alone does not hand it out.
+ * a hash. The secret is a record of the same store, so a whole copy of the store can unseal it; a
+ * copy of the login records alone (a log, a partial dump) cannot.
  */
 export function sealToken(secret: string, token: string): string {
   const iv = randomBytes(12);
