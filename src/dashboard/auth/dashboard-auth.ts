@@ -191,11 +191,15 @@ export class DashboardAuth {
     return this.refused(refused, request, clearedCookies(request.secure));
   }
 
-  /** Exchange a refresh token (POST /auth/token); refusals are counted and told. */
+  /**
+   * Exchange a refresh token (POST /auth/token); refusals are counted and told, but not a provider
+   * that did not answer: the client did nothing wrong, and counting its retries would lock its
+   * address (every login behind it) out for the window, as the cookie gate does not.
+   */
   async refresh(token: string, request: Presented) {
     this.checkLimit(request.client);
     const renewed = await (await this.logins()).refresh(token);
-    if (!renewed.ok) this.report(renewed, request);
+    if (!renewed.ok && renewed.reason !== "provider_unavailable") this.report(renewed, request);
     return renewed;
   }
 

@@ -171,7 +171,7 @@ export function providerRefusal(error: unknown, step: OidcStep, context: Refusal
       "timeout",
       true,
       `the OIDC provider at ${issuer} did not answer within ${context.timeout_ms} ms (${what})`,
-      "check that the provider is up and reachable from this host; if it is only slow, raise the OIDC timeout_ms",
+      "check that the provider is up and reachable from this host; if it is only slow, raise dashboard.auth.oidc.timeout (seconds)",
     );
   }
   if (error instanceof AuthorizationResponseError) {

@@ -109,13 +109,10 @@ export function registerAuthRoutes(app: App, dashboard: Dashboard): void {
         throw dashboardError(404, "auth_off", "this dashboard has no logins (dashboard.auth.mode none)");
       const body = tokenRequest.parse(jsonBodyOf(request));
       const renewed = await auth.refresh(body.refresh_token, who(request));
-      if (!renewed.ok)
-        throw dashboardError(
-          renewed.reason === "provider_unavailable" ? 503 : 401,
-          `login_${renewed.reason}`,
-          renewed.message,
-          renewed.hint,
-        );
+      if (!renewed.ok && renewed.reason === "provider_unavailable")
+        // The cookie gate's code for the same wait (dashboard-auth.ts identify): one code to retry on.
+        throw dashboardError(503, "identity_provider_unavailable", renewed.message, renewed.hint);
+      if (!renewed.ok) throw dashboardError(401, `login_${renewed.reason}`, renewed.message, renewed.hint);
       return {
         access_token: renewed.access_token,
         token_type: "Bearer",
