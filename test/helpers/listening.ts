@@ -162,7 +162,7 @@ function listening(
       const url = match[1] ?? "";
       // A link made on dashboard.public_url (a proxy's name) is not reachable here: the test opens it.
       const printed = what === "dashboard" ? loginLinkIn(stdout()) : null;
-      const link = printed?.startsWith(`${url}/`) ? printed : null;
+      const link = printed !== null && reachable(printed, url) ? printed : null;
       const login = link === null ? null : await redeemLink(link).catch(reject);
       if (login === undefined) return;
       const headers = login === null ? auth : login.headers;
@@ -182,6 +182,11 @@ function listening(
       reject(new Error(`the ${what} exited (${code}) before listening:\n${stdout()}\n${stderr()}`));
     });
   });
+}
+
+/** A printed link this test can open: on the address the process listens on, or on loopback. */
+function reachable(link: string, listening: string): boolean {
+  return link.startsWith(`${listening}/`) || /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])[:/]/.test(link);
 }
 
 /** fetch with the key's header added, unless `init` has an Authorization of its own. */
