@@ -121,6 +121,7 @@ export class DashboardAuth {
         if (event.type !== "login_refused") this.tell(event);
       },
       recheck: (token) => this.recheck(token),
+      ...(auth.mode === "oidc" ? { relogin: "log in again at /auth/login" } : {}),
     });
   }
 
@@ -227,7 +228,7 @@ export class DashboardAuth {
     this.report(
       {
         ok: false,
-        action: "link",
+        action: "oidc",
         reason: "provider",
         message,
         hint: "",

@@ -15,9 +15,10 @@ import { until } from "../../../test/helpers/until.js";
 import type { StorePort } from "../../store/port.js";
 import { storeOptions } from "../../store/registry.js";
 import { Store } from "../../store/store.js";
-import { DEFAULT_ACCESS_TTL_MS, DEFAULT_REFRESH_TTL_MS, LINK_PATH, LoginBook } from "./login-book.js";
+import { LoginBook } from "./login-book.js";
 import type { LoginEvent, LoginRefusal, LoginTokens, Refreshed } from "./login-outcomes.js";
 import { ACCESS_KIND, LINK_KIND, LOGIN_KIND, REFRESH_KIND, SECRET_KIND } from "./login-records.js";
+import { DEFAULT_ACCESS_TTL_MS, DEFAULT_REFRESH_TTL_MS, LINK_PATH } from "./login-settings.js";
 
 const REFRESHER = new URL("../../../test/fixtures/login-refresher.mjs", import.meta.url).pathname;
 const BUILT = new URL("../../../dist/dashboard/auth/login-book.js", import.meta.url);

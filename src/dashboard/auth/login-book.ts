@@ -16,11 +16,15 @@
 //   replay, and the whole login is revoked;
 // - every token lookup reads the token's login and refuses it once revoked, so revoking one login
 //   record ends every token of it at once, those a racing refresh mints after the revocation too;
+// - a login through an OIDC provider (startLogin) keeps the provider's refresh token sealed in its
+//   record; each rotation, never a coalesced refresh, asks the provider first (options.recheck). A
+//   refusal revokes the login; a provider that did not answer refuses the refresh and leaves the
+//   login; a failure because another process's rotation used the provider's token first is no
+//   refusal: the refresh reads again and coalesces with that rotation;
 // - every rewrite is a claim over the text just read, never a put: a lost claim means another
 //   process wrote first, and the operation reads again and decides anew (a bounded number of times).
 import { randomBytes } from "node:crypto";
-import type { Deps } from "../../core/deps.js";
-import { TenaxError, UsageError } from "../../core/errors.js";
+import { UsageError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import type { WriteOp } from "../../store/ops.js";
 import type { StorePort } from "../../store/port.js";
@@ -32,6 +36,7 @@ import {
   type LoginEvent,
   type LoginRefusal,
   type LoginTokens,
+  NEW_LINK,
   type NewLink,
   type Redeemed,
   type Refreshed,
@@ -56,6 +61,27 @@ import {
   refreshRecord,
 } from "./login-records.js";
 import {
+  CLIENT_MAX_CHARS,
+  contended,
+  DEFAULT_ACCESS_TTL_MS,
+  DEFAULT_GRACE_MS,
+  DEFAULT_LINK_TTL_MS,
+  DEFAULT_REFRESH_TTL_MS,
+  type FailedAttempts,
+  iso,
+  LINK_PATH,
+  type LoginBookOptions,
+  MAX_GRACE_MS,
+  MAX_LINK_TTL_MS,
+  MAX_TRIES,
+  PRUNE_BATCH,
+  type ProviderAnswer,
+  type ProviderLogin,
+  REVOKED_WHY,
+  TOUCH_EVERY_MS,
+  view,
+} from "./login-settings.js";
+import {
   deriveToken,
   hashToken,
   isTokenShaped,
@@ -67,66 +93,7 @@ import {
   serverSecret,
 } from "./login-tokens.js";
 
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
-const DAY = 24 * 60 * MINUTE;
-
-export const DEFAULT_ACCESS_TTL_MS = 15 * MINUTE;
-export const DEFAULT_REFRESH_TTL_MS = 30 * DAY;
-export const DEFAULT_GRACE_MS = 5 * SECOND;
-/** Longer, and a stolen token would share its login's successor for too long. */
-export const MAX_GRACE_MS = 10 * SECOND;
-export const DEFAULT_LINK_TTL_MS = 10 * MINUTE;
-export const MAX_LINK_TTL_MS = 7 * DAY;
-/** Where a link is opened; the token goes in its query. */
-export const LINK_PATH = "/auth/link";
-
-/** Authentication writes a login's last use at most this often (not a write per request). */
-const TOUCH_EVERY_MS = MINUTE;
-const CLIENT_MAX_CHARS = 200;
-/** Reads and claims of one operation before it gives up: each lost claim means another writer won. */
-const MAX_TRIES = 8;
-/** Deletions of one prune per write. */
-const PRUNE_BATCH = 500;
-
-export interface LoginBookOptions {
-  store: StorePort;
-  /** The clock (expiries, the grace window). */
-  deps?: Partial<Pick<Deps, "clock">>;
-  /**
-   * Random bytes for tokens and the server secret; crypto.randomBytes by default. Not Deps.random,
-   * which is a number source for jitter, not a cryptographic one.
-   */
-  secretBytes?: SecretBytes;
-  accessTtlMs?: number;
-  refreshTtlMs?: number;
-  /** How long after a rotation the rotated token still gets the same successor (at most 10 s). */
-  graceMs?: number;
-  /** Told after each change is committed; a listener that throws is ignored. */
-  onEvent?: (event: LoginEvent) => void;
-  /**
-   * Logins through an OIDC provider: ask it again, with its refresh token, whether it still vouches
-   * for the user, at each rotation (not at a coalesced refresh). Its new refresh token is kept.
-   */
-  recheck?: (providerRefresh: string) => Promise<ProviderAnswer>;
-}
-
-/** What the provider said to a recheck: its new refresh token, or why not (transient: try later). */
-export type ProviderAnswer =
-  | { ok: true; refresh_token: string }
-  | { ok: false; transient: boolean; message: string };
-
-/** Who an OIDC provider vouched for, and its refresh token (null: it gave none, no rechecks). */
-export interface ProviderLogin {
-  issuer: string;
-  subject: string;
-  refresh_token: string | null;
-}
-
-export interface FailedAttempts {
-  total: number;
-  by_reason: Record<RefusalReason, number>;
-}
+export type { LoginBookOptions, ProviderAnswer, ProviderLogin } from "./login-settings.js";
 
 export class LoginBook {
   private readonly store: StorePort;
@@ -137,6 +104,7 @@ export class LoginBook {
   private readonly graceMs: number;
   private readonly onEvent: (event: LoginEvent) => void;
   private readonly recheck: LoginBookOptions["recheck"];
+  private readonly relogin: string | undefined;
   private secret: Promise<string> | null = null;
   private readonly failed: Record<RefusalReason, number> = {
     unknown: 0,
@@ -158,6 +126,7 @@ export class LoginBook {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     this.onEvent = options.onEvent ?? (() => {});
     this.recheck = options.recheck;
+    this.relogin = options.relogin;
     if (!(this.graceMs >= 0 && this.graceMs <= MAX_GRACE_MS))
       throw new UsageError(`the refresh grace window must be 0 to ${MAX_GRACE_MS} ms, not ${this.graceMs}`);
     if (!(this.accessTtlMs > 0 && this.refreshTtlMs > this.accessTtlMs))
@@ -602,7 +571,9 @@ export class LoginBook {
     return this.secret;
   }
 
-  private refuse(refused: LoginRefusal): LoginRefusal {
+  private refuse(given: LoginRefusal): LoginRefusal {
+    const refused =
+      this.relogin === undefined ? given : { ...given, hint: given.hint.replace(NEW_LINK, this.relogin) };
     if (!(refused.action === "access" && refused.reason === "expired")) {
       this.failed[refused.reason]++;
       this.emit({
@@ -625,34 +596,4 @@ export class LoginBook {
       // A listener's failure is its own: the change it hears of is committed either way.
     }
   }
-}
-
-function view(login: LoginRecord): Login {
-  return {
-    login_id: login.login_id,
-    created_at: login.created_at,
-    last_used_at: login.last_used_at,
-    expires_at: login.expires_at,
-    made_by: login.made_by,
-    link_id: login.link_id,
-    client: login.client,
-  };
-}
-
-const REVOKED_WHY = {
-  operator: "by the operator",
-  replay: "after a replayed refresh token",
-  provider: "as the identity provider no longer vouches for its user",
-} as const;
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
-function contended(what: string): TenaxError {
-  return new TenaxError(
-    "login_contended",
-    `${what} lost to other writers ${MAX_TRIES} times in a row (the store's records kept changing)`,
-    { hint: "try again" },
-  );
 }

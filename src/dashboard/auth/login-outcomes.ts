@@ -2,8 +2,8 @@
 // body and an audit line, never with a token in them) and its events, for the event feed and the
 // audit trail.
 
-/** What was attempted: redeeming a link, refreshing, or authenticating with an access token. */
-export type LoginAction = "link" | "refresh" | "access";
+/** What was attempted: redeeming a link, refreshing, authenticating with an access token, or logging in through an OIDC provider. */
+export type LoginAction = "link" | "refresh" | "access" | "oidc";
 
 /**
  * unknown: no such token (mistyped, pruned, another profile's); expired; used: a link already
@@ -104,7 +104,8 @@ export interface RefusalFacts {
   grace_ms?: number;
 }
 
-const NEW_LINK = "ask for a new login link: tenax dashboard link";
+/** How to log in again in mode token; a book for mode oidc says its own (LoginBookOptions.relogin). */
+export const NEW_LINK = "ask for a new login link: tenax dashboard link";
 
 const REVOKED_BY = {
   operator: " by the operator",

@@ -8,8 +8,8 @@ import { type App, jsonBodyOf } from "../../http/app.js";
 import { clearedCookies, loginCookies, oidcCookie, readOidcCookie } from "../auth/cookies.js";
 import type { Presented } from "../auth/dashboard-auth.js";
 import { clientOf } from "../auth/failure-limit.js";
-import { LINK_PATH } from "../auth/login-book.js";
 import { isLinkPreview, previewPage } from "../auth/login-page.js";
+import { LINK_PATH } from "../auth/login-settings.js";
 import { parsePending } from "../auth/oidc-outcomes.js";
 import type { Dashboard } from "../server.js";
 import { dashboardError } from "../store-view.js";
@@ -209,9 +209,11 @@ function registerOidcRoutes(app: App, dashboard: Dashboard): void {
             }
           : await oidc.finish(new URL(request.url, redirectUri), pending, redirectUri);
       if (!finished.ok) {
-        auth.failedOidc(finished.message, facts);
+        // A provider that did not answer is no failed login: it is not counted, and it is a 503.
+        const transient = "transient" in finished && finished.transient;
+        if (!transient) auth.failedOidc(finished.message, facts);
         return reply
-          .code(401)
+          .code(transient ? 503 : 401)
           .header("set-cookie", cleared)
           .type(HTML)
           .send(dashboard.loginPage({ message: finished.message, hint: finished.hint }));
