@@ -167,7 +167,7 @@ describe("the dashboard's token logins, against a real dashboard process", () =>
     expect(later.headers.getSetCookie()).toEqual([]);
   });
 
-  it("a client that keeps failing is refused for a while; a revoked login ends at once, its cookies dropped", async () => {
+  it("a client that keeps failing is refused for a while; a revoked login ends at once, the page says why and drops its cookies", async () => {
     const paths = profileWith("gateway: { port: 1 }\n");
     const dashboard = await startDashboard(paths.home);
     const guess = (n: number) =>
@@ -193,7 +193,14 @@ describe("the dashboard's token logins, against a real dashboard process", () =>
     // From a loopback proxy, the client is the address it forwards: not the one that was limited.
     expect(res.status).toBe(401);
     expect(((await res.json()) as TokenAnswer).error?.message).toMatch(/revoked .* by the operator/);
-    expect(res.headers.getSetCookie().join("\n")).toMatch(/tenax_session=; Max-Age=0/);
+    // The API keeps the cookies, so the page it sends to "/" can say why; the page drops them.
+    expect(res.headers.getSetCookie()).toEqual([]);
+    const page = await fetch(`${dashboard.url}/`, {
+      headers: { cookie: login.cookie, "x-forwarded-for": "198.51.100.7" },
+    });
+    expect(page.status).toBe(401);
+    expect(await page.text()).toMatch(/revoked .* by the operator/);
+    expect(page.headers.getSetCookie().join("\n")).toMatch(/tenax_session=; Max-Age=0/);
     // The limited client is still refused, before its credential is even read.
     expect((await fetch(`${dashboard.url}/api/overview`, { headers: { cookie: login.cookie } })).status).toBe(
       429,

@@ -20,7 +20,9 @@ export const SECURITY_HEADERS = {
   "content-security-policy":
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // No Referer to other sites (a transcript's URL stays here); same-origin requests keep theirs, and
+  // with it a real Origin on the page's own POSTs (no-referrer makes a form's Origin "null").
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
 };
 
@@ -76,7 +78,11 @@ export function buildDashboardApp(dashboard: Dashboard): App {
     if (request.routeOptions.config.public === true) return;
     refuseNoneOffLoopback(dashboard);
     const identity = await dashboard.auth.identify(presented(request, dashboard.config.dashboard.public_url));
-    if (identity.cookies.length > 0) void reply.header("set-cookie", identity.cookies);
+    // A refused login's cookies are dropped by the page itself (GET /), which says why: an API call
+    // that dropped them would send the page there with nothing left to tell.
+    const page = (request.url.split("?")[0] ?? "/") === "/";
+    if (identity.cookies.length > 0 && (identity.ok || page))
+      void reply.header("set-cookie", identity.cookies);
     if (identity.ok) {
       dashboard.admit(request, identity.login_id);
       return;
