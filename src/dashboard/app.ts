@@ -8,7 +8,8 @@
 import { connectionLimits } from "../config/connections-schema.js";
 import { type App, createApp } from "../http/app.js";
 import { boundNames, hostAllowed, isLoopback } from "../http/host-header.js";
-import type { HttpError } from "../http/http-error.js";
+import { HttpError } from "../http/http-error.js";
+import type { Identity } from "./auth/dashboard-auth.js";
 import { registerApiRoutes } from "./routes/api.js";
 import { presented, refuseWithoutLogin, registerAuthRoutes } from "./routes/auth.js";
 import { registerPageRoutes } from "./routes/page.js";
@@ -77,10 +78,22 @@ export function buildDashboardApp(dashboard: Dashboard): App {
   app.addHook("onRequest", async (request, reply) => {
     if (request.routeOptions.config.public === true) return;
     refuseNoneOffLoopback(dashboard);
-    const identity = await dashboard.auth.identify(presented(request, dashboard.config.dashboard.public_url));
+    const page = (request.url.split("?")[0] ?? "/") === "/";
+    let identity: Identity;
+    try {
+      identity = await dashboard.auth.identify(presented(request, dashboard.config.dashboard.public_url));
+    } catch (error) {
+      // The store or the identity provider could not be asked: a person opening the page reads why
+      // on the login page (503), a script the JSON error.
+      if (!page || !HttpError.isInstance(error) || error.status !== 503) throw error;
+      const hint = error.details.error?.hint;
+      return reply
+        .code(503)
+        .type("text/html; charset=utf-8")
+        .send(dashboard.loginPage({ message: error.message, hint: typeof hint === "string" ? hint : "" }));
+    }
     // A refused login's cookies are dropped by the page itself (GET /), which says why: an API call
     // that dropped them would send the page there with nothing left to tell.
-    const page = (request.url.split("?")[0] ?? "/") === "/";
     if (identity.cookies.length > 0 && (identity.ok || page))
       void reply.header("set-cookie", identity.cookies);
     if (identity.ok) {
