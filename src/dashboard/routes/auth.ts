@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { type App, jsonBodyOf } from "../../http/app.js";
+import { isLoopback } from "../../http/host-header.js";
 import { clearedCookies, loginCookies, oidcCookie, readOidcCookie } from "../auth/cookies.js";
 import type { Presented } from "../auth/dashboard-auth.js";
 import { clientOf } from "../auth/failure-limit.js";
@@ -26,7 +27,7 @@ export function presented(request: FastifyRequest, publicUrl: string | undefined
   const peer = request.raw.socket.remoteAddress;
   const forwarded = request.headers["x-forwarded-proto"];
   // X-Forwarded-Proto is believed only from a proxy on this machine.
-  const fromLoopbackProxy = isLocal(peer);
+  const fromLoopbackProxy = isLoopback((peer ?? "").replace(/^::ffff:/, ""));
   return {
     authorization: request.headers.authorization,
     cookie: request.headers.cookie,
@@ -36,11 +37,6 @@ export function presented(request: FastifyRequest, publicUrl: string | undefined
       (fromLoopbackProxy && (Array.isArray(forwarded) ? forwarded[0] : forwarded) === "https"),
     userAgent: request.headers["user-agent"] ?? null,
   };
-}
-
-function isLocal(peer: string | undefined): boolean {
-  const address = (peer ?? "").replace(/^::ffff:/, "");
-  return address === "::1" || address.startsWith("127.");
 }
 
 export function registerAuthRoutes(app: App, dashboard: Dashboard): void {
