@@ -80,9 +80,19 @@ describe("the dashboard's token logins, against a real dashboard process", () =>
     expect(preview.headers.get("set-cookie")).toBeNull();
     expect((await redeemLink(third.url)).access).toMatch(/^[\w-]{43}$/);
 
+    // A TLS proxy on this machine (no public_url) says so with X-Forwarded-Proto: Secure cookies.
+    const fourth = JSON.parse((await tenaxAsync(paths.home, ["dashboard", "link", "--json"])).stdout) as {
+      url: string;
+    };
+    const viaTls = await fetch(fourth.url, { redirect: "manual", headers: { "x-forwarded-proto": "https" } });
+    expect(viaTls.status).toBe(303);
+    const secure = viaTls.headers.getSetCookie();
+    expect(secure).toHaveLength(2);
+    for (const c of secure) expect(c).toMatch(/; Secure; SameSite=Lax$/);
+
     const listed = await tenaxAsync(paths.home, ["dashboard", "logins", "--json"]);
     const { logins } = JSON.parse(listed.stdout) as { logins: Array<{ login_id: string }> };
-    expect(logins).toHaveLength(3);
+    expect(logins).toHaveLength(4);
   });
 
   it("20 refreshes with one token get one successor; the successor works; a replay after the grace window ends the login", async () => {
